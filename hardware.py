@@ -372,8 +372,10 @@ _ROWS = [
          source="NVIDIA RTX Blackwell GPU Architecture whitepaper (RTX 5090 column) "
                 "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf",
          notes="fp16/bf16/fp8 with FP32 accumulate; FP16-accumulate rates are 2x (419 / 838). "
-               "fp4 1,676 dense (the '3,352 AI TOPS' headline is FP4 sparse). Secondary spec "
-               "sheets quote FP16 sparse 838 (spheron.network). No NVLink; PCIe 5.0."),
+               "UNCERTAIN: the FP32-accumulate half rate is assumed to carry over from Ada "
+               "GeForce; secondary spec sheets only print FP16 838 / FP8 1,677 / FP4 3,352 "
+               "sparse (spheron.network, Linux Format). fp4 1,676 dense (the '3,352 AI TOPS' "
+               "headline is FP4 sparse). No NVLink; PCIe 5.0."),
     # ---------------- AMD Instinct ----------------
     _row("mi250x", "AMD Instinct MI250X (OAM, 2 GCDs)", "AMD", ["amd-mi250x", "instinct-mi250x"],
          memory_gb=128, memory_tb_per_s=3.2768,
