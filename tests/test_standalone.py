@@ -69,3 +69,10 @@ def test_importing_does_not_pull_in_heavy_modules(script):
             "print(bad); sys.exit(1 if bad else 0)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read()
+    cmd = "python3 -m pip install -r requirements-dev.txt && python3 -m pytest -q tests"
+    assert cmd in readme and cmd in ci
