@@ -683,8 +683,15 @@ def format_compare(records):
 
 
 # --- CLI -----------------------------------------------------------------------------------------
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="hardware.py", description=__doc__,
+    p = OneLineErrorParser(prog="hardware.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", nargs="?", default=None,
                    help="accelerator name or alias (case-insensitive), e.g. h100, mi300x, tpu-v5p")
