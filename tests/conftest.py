@@ -1,0 +1,7 @@
+"""Put the repository root on sys.path so tests can import the scripts."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
