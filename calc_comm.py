@@ -106,6 +106,14 @@ NVLS_EFFICIENCY = 0.61
 # all_reduce_perf; a calibration point, listed as such in VALIDATION.md).
 SCALE_OUT_EFFICIENCY = 0.94
 
+# Links assumed when neither --gpu nor --intra-node-bw-GBps is given (said on stderr): an HGX H100
+# node, NVLink4 450 GB/s per GPU per direction (900 GB/s bidirectional, H100 datasheet), NVSwitch
+# with NVLink SHARP, one 400 Gb/s ConnectX-7 (50 GB/s) per GPU as in DGX H100.
+DEFAULT_LINKS = {"name": "HGX H100 links (450 GB/s NVLink + NVLS, 50 GB/s NIC per GPU, 8 per node)",
+                 "scale_up_bandwidth_bytes_per_s": 450e9, "scale_up_domain_size": 8,
+                 "scale_up_in_network_reduction": True, "scale_out_bandwidth_bytes_per_s": 50e9}
+DEFAULT_NUM_GPUS = 8
+
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
 ALGOS = ("auto", "ring", "tree", "nvls", "hierarchical")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -397,6 +405,13 @@ SUPPORTED_MODEL_TYPES = (
 _TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2"}
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def add_model_args(parser):
     """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
     flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
@@ -494,6 +509,9 @@ def load_hf_config(name_or_path):
     except ImportError:
         raise ValueError(f"{name_or_path!r} is not a local folder or file, and reading a hub id "
                          "needs `pip install transformers`") from None
+    import logging  # hub retries log a warning each; the one-line error below says it all
+    for logger in ("huggingface_hub", "transformers"):
+        logging.getLogger(logger).setLevel(logging.ERROR)
     try:
         return AutoConfig.from_pretrained(name_or_path, trust_remote_code=False).to_dict()
     except Exception as exc:  # hub errors come in many types; report one line, no traceback
@@ -970,12 +988,15 @@ def format_training(res):
 # ---------------------------------------------------------------------------------------------
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineErrorParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     c = parser.add_argument_group("collective")
-    c.add_argument("--op", choices=OPS, default=None, help="collective, spelled as nccl-tests")
-    c.add_argument("--size", default=None, help="bytes: 256MiB, 1GB, 4e9, 8G (nccl-tests size)")
-    c.add_argument("--num-gpus", type=int, default=None, help="n, GPUs in the group")
+    c.add_argument("--op", choices=OPS, default="all_reduce",
+                   help="collective, spelled as nccl-tests (default all_reduce)")
+    c.add_argument("--size", default=None,
+                   help="bytes: 256MiB, 1GB, 4e9, 8G (nccl-tests size); without it, a --sweep")
+    c.add_argument("--num-gpus", type=int, default=None,
+                   help="n, GPUs in the group (default 8; --train: tp x pp x dp x cp)")
     c.add_argument("--algo", choices=ALGOS, default="auto", help="algorithm (default auto)")
     c.add_argument("--sweep", action="store_true", help="table over sizes, like nccl-tests")
     c.add_argument("--min-size", default="8", help="sweep start (default 8 B)")
@@ -1043,7 +1064,16 @@ def resolve_hardware(args, parser):
     nvls = (args.in_network_reduction if args.in_network_reduction is not None
             else bool(rec.get("scale_up_in_network_reduction", False)))
     if not intra:
-        parser.error("give --gpu NAME or --intra-node-bw-GBps (scale-up GB/s per GPU per direction)")
+        if rec:
+            parser.error(f"the record of --gpu {args.gpu} has no scale-up bandwidth; pass "
+                         "--intra-node-bw-GBps")
+        d = DEFAULT_LINKS
+        intra, inter = d["scale_up_bandwidth_bytes_per_s"], inter or d["scale_out_bandwidth_bytes_per_s"]
+        if args.in_network_reduction is None:
+            nvls = d["scale_up_in_network_reduction"]
+        gpn = args.gpus_per_node or d["scale_up_domain_size"]
+        rec = {"name": d["name"]}
+        print(f"note: no --gpu or --intra-node-bw-GBps given: assuming {d['name']}", file=sys.stderr)
     return {"gpu": rec.get("name", args.gpu), "intra": float(intra),
             "inter": float(inter) if inter else None, "gpus_per_node": int(gpn), "nvls": nvls}
 
@@ -1071,13 +1101,13 @@ def validate(args, parser):
                      "sequence_length"):
             if getattr(args, name) < 1:
                 parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-        if args.op or args.size or args.sweep:
-            parser.error("--train computes a whole step; drop --op/--size/--sweep")
+        if args.size or args.sweep:
+            parser.error("--train computes a whole step; drop --size/--sweep")
         return
-    if args.op is None:
-        parser.error(f"--op is required (one of {', '.join(OPS)}), or use --train")
     if args.num_gpus is None:
-        parser.error("--num-gpus is required")
+        args.num_gpus = DEFAULT_NUM_GPUS
+    if args.size is None:
+        args.sweep = True
     if args.num_gpus < 2:
         parser.error(f"{args.op} needs a group of at least 2 GPUs, got --num-gpus {args.num_gpus}")
     if args.sweep:
@@ -1093,8 +1123,6 @@ def validate(args, parser):
         if not args.step_factor > 1:
             parser.error(f"--step-factor must be > 1, got {args.step_factor}")
     else:
-        if args.size is None:
-            parser.error("--size is required (e.g. 256MiB, 1GB, 4e9), or use --sweep")
         try:
             v = parse_size_bytes(args.size)
         except ValueError as exc:
