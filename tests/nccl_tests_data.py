@@ -50,7 +50,7 @@ A100_AZURE_16GPU_2NODES = [
 
 # oracle-japan/ocitutorials, GPU-cluster tutorial (Horovod container, section 4-2): one
 # BM.GPU4.8 node, 8 x A100-SXM4-40GB, NVSwitch, all_reduce_perf -b 64 -e 10G -f 2 -t 1 -g 8.
-# Stored in the project search index as file id 7310580171.
+# Stored in the project search index as file id 7310580171 (likely tutorials/_hpc/spinup-gpu-cluster.md, older revision; not confirmed).
 A100_OCI_8GPU = [
     (64, 32.01, 0.00), (1024, 32.03, 0.06), (65536, 35.40, 3.24), (1048576, 76.71, 23.92),
     (16777216, 245.1, 119.81), (268435456, 2121.9, 221.38), (1073741824, 8166.8, 230.08),
