@@ -353,8 +353,9 @@ def training_step_collectives(*, spec, breakdown, tp, pp, dp, ep, cp, sequence_p
         True, "K/V ring exchange, cp-1 fwd + 2(cp-1) bwd per layer, overlaps attention compute")
     # Pipeline parallel: per micro-batch one activation forward and one gradient backward per
     # stage boundary (Narayanan et al. 2021); with SP Megatron sends the 1/tp shard.
-    add("PP", "sendrecv", 2, tp * cp * dp, act // (tp if sequence_parallel else 1), 2 * m, True,
-        "1 fwd + 1 bwd per micro-batch; 1F1B hides it except pipeline fill and drain")
+    if pp > 1:
+        add("PP", "sendrecv", 2, tp * cp * dp, act // (tp if sequence_parallel else 1), 2 * m, True,
+            "1 fwd + 1 bwd per micro-batch; 1F1B hides it except pipeline fill and drain")
     # Expert parallel: dispatch and combine all-to-all per MoE layer, forward and backward (GShard).
     if ep > 1 and moe_stage:
         k = spec["topk"]
@@ -1026,12 +1027,13 @@ def build_parser():
                     help="LL per-hop latency over the network (default 2.7 us; Simple scales)")
     t = parser.add_argument_group("training step (--train)")
     t.add_argument("--train", action="store_true", help="collectives of one training step")
-    t.add_argument("--tensor-parallel-size", "--tp", dest="tp", type=int, default=1)
-    t.add_argument("--pipeline-parallel-size", "--pp", dest="pp", type=int, default=1)
-    t.add_argument("--data-parallel-size", "--dp", dest="dp", type=int, default=1)
-    t.add_argument("--expert-parallel-size", "--ep", dest="ep", type=int, default=1,
+    t.add_argument("--tensor-parallel-size", "--tp", "-tp", dest="tp", type=int, default=1)
+    t.add_argument("--pipeline-parallel-size", "--pp", "-pp", dest="pp", type=int, default=1)
+    t.add_argument("--data-parallel-size", "--dp", "-dp", dest="dp", type=int, default=None,
+                   help="dp (default: --num-gpus / (tp x pp x cp), else 1)")
+    t.add_argument("--expert-parallel-size", "--ep", "-ep", dest="ep", type=int, default=1,
                    help="ep, carved out of dp x cp for the expert layers")
-    t.add_argument("--context-parallel-size", "--cp", dest="cp", type=int, default=1)
+    t.add_argument("--context-parallel-size", "--cp", "-cp", dest="cp", type=int, default=1)
     t.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallel")
     t.add_argument("--zero-stage", type=int, default=0, choices=(0, 1, 2, 3),
                    help="0 all-reduce; 1/2 reduce-scatter + all-gather; 3 also per micro-batch")
@@ -1099,7 +1101,7 @@ def validate(args, parser):
     if args.train:
         for name in ("tp", "pp", "dp", "ep", "cp", "micro_batch_size", "gradient_accumulation_steps",
                      "sequence_length"):
-            if getattr(args, name) < 1:
+            if getattr(args, name) is not None and getattr(args, name) < 1:
                 parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
         if args.size or args.sweep:
             parser.error("--train computes a whole step; drop --size/--sweep")
@@ -1234,6 +1236,11 @@ def run_training(args, parser, net, hw_inputs):
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     tp, pp, dp, ep, cp = args.tp, args.pp, args.dp, args.ep, args.cp
+    if dp is None:
+        model_parallel = tp * pp * cp
+        if args.num_gpus is not None and args.num_gpus % model_parallel:
+            parser.error(f"--num-gpus {args.num_gpus} is not divisible by tp x pp x cp = {model_parallel}")
+        dp = args.num_gpus // model_parallel if args.num_gpus is not None else 1
     gpn = hw_inputs["gpus_per_node"]
     total = tp * pp * dp * cp
     if args.num_gpus is not None and args.num_gpus != total:

@@ -389,3 +389,15 @@ BASE = ["--num-gpus", "8", "--gpu", "h100"]
 def test_bad_input_exits_2_with_one_line(argv, needle):
     msg = exit2(argv)
     assert needle in msg, msg
+
+
+def test_no_pipeline_traffic_without_pipeline_parallelism():
+    import contextlib
+    import io
+    from calc_comm import main as comm_main
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        res = comm_main(["--train", "-l", "4", "-hs", "512", "-a", "8", "-tp", "2", "--num-gpus", "8",
+                         "--intra-node-bw-GBps", "300", "--inter-node-bw-GBps", "25", "--json"])
+    pars = {row["parallelism"] for row in res["rows"]}
+    assert "PP" not in pars and "TP" in pars and "DP" in pars
+    assert res["inputs"]["dp"] == 4
