@@ -341,3 +341,16 @@ def test_allreduce_constants_match_calc_comm():
     assert cil.LL_BANDWIDTH_FRACTION == cc.LL_BANDWIDTH_FRACTION
     assert cil.ALLREDUCE_HOP_S["ll"] == cc.ALPHA_HOP_S["ll"]["intra"]
     assert cil.ALLREDUCE_HOP_S["simple"] == cc.ALPHA_HOP_S["simple"]["intra"]
+
+
+@pytest.mark.parametrize("args", [
+    ["-l", "96", "-hs", "12288", "-a", "96", "-v", "51200", "-tp", "8", "-s", "512", "-o", "32"],
+    ["--hf_model_name_or_path", cfg("llama-2-7b"), "-s", "2048", "-o", "1"],
+    ["--hf_model_name_or_path", cfg("mixtral-8x7b"), "--weight-bits", "4", "-b", "16", "--json"],
+    ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "-tp", "4", "-pp", "2",
+     "--peak-tflops", "989", "--memory-bandwidth-gbps", "3350", "--gpu-memory-gib", "80"],
+])
+def test_docstring_examples_run(args, capsys):
+    """Smoke: the module docstring's example commands (fixtures stand in for the paths)."""
+    res = main(args)
+    assert res["total_s"] > res["prefill_s"] > 0 or res["output_tokens"] == 1
