@@ -874,6 +874,9 @@ def resolve_hardware(args, parser):
                          f"{ach / 1e12:.1f} / peak {peak / 1e12:.1f} TFLOP/s ({rec['name']})")
     else:
         peak = DEFAULT_PEAK_TFLOPS * 1e12
+        if a_bits != 16:
+            notes.append(f"--activation-bits {a_bits} with the default A100 bf16 peak "
+                         f"({DEFAULT_PEAK_TFLOPS:g} TFLOP/s); pass --peak-tflops for that precision")
     if args.memory_bandwidth_gbps is not None:
         bw = args.memory_bandwidth_gbps * 1e9
     elif rec is not None:
