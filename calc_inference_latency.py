@@ -119,6 +119,13 @@ SUPPORTED_MODEL_TYPES = (
 _TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2"}
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def add_model_args(parser):
     """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
     flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
@@ -181,7 +188,8 @@ def add_model_args(parser):
     g.add_argument("--num-dense-layers", type=int, default=None,
                    help="leading dense layers before the MoE layers (DeepSeek first_k_dense_replace)")
     g.add_argument("--router-bias", action=bo, default=None,
-                   help="a learned per-expert bias in the router (DeepSeek-V3 correction bias)")
+                   help="count a per-expert router bias (DeepSeek-V3's checkpoint stores one; HF "
+                   "keeps it as a buffer, so it is off when reading a config)")
     g.add_argument("--q-lora-rank", type=int, default=None, help="MLA query rank (none: full q_proj)")
     g.add_argument("--kv-lora-rank", type=int, default=None, help="MLA kv latent rank (turns MLA on)")
     g.add_argument("--qk-nope-head-dim", type=int, default=None, help="MLA non-rotary q/k head dim")
@@ -215,6 +223,9 @@ def load_hf_config(name_or_path):
     except ImportError:
         raise ValueError(f"{name_or_path!r} is not a local folder or file, and reading a hub id "
                          "needs `pip install transformers`") from None
+    import logging  # hub retries log a warning each; the one-line error below says it all
+    for logger in ("huggingface_hub", "transformers"):
+        logging.getLogger(logger).setLevel(logging.ERROR)
     try:
         return AutoConfig.from_pretrained(name_or_path, trust_remote_code=False).to_dict()
     except Exception as exc:  # hub errors come in many types; report one line, no traceback
@@ -326,7 +337,7 @@ def spec_from_hf_config(cfg):
                      num_experts=get("n_routed_experts"), topk=get("num_experts_per_tok"),
                      moe_ffn_hidden_size=get("moe_intermediate_size"), num_shared_experts=n_sh,
                      shared_expert_ffn_hidden_size=n_sh * get("moe_intermediate_size", default=0),
-                     num_dense_layers=fkd, router_bias=(mt == "deepseek_v3"),
+                     num_dense_layers=fkd, router_bias=False,  # V3's correction bias is a buffer in HF
                      q_lora_rank=get("q_lora_rank"), kv_lora_rank=get("kv_lora_rank"),
                      qk_nope_head_dim=get("qk_nope_head_dim"), qk_rope_head_dim=get("qk_rope_head_dim"),
                      v_head_dim=get("v_head_dim"), head_dim=None)
@@ -337,8 +348,6 @@ def spec_from_hf_config(cfg):
         s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
                  position_embedding="rope", num_kv_heads=get("num_key_value_heads", default=a),
                  head_dim=get("head_dim"), ffn_hidden_size=get("intermediate_size"))
-    if s.get("moe") and mt not in SUPPORTED_MODEL_TYPES:
-        pass
     if mt not in SUPPORTED_MODEL_TYPES:
         for key in ("num_local_experts", "num_experts", "n_routed_experts"):
             if get(key):
@@ -955,7 +964,7 @@ def format_report(res):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__,
+    parser = OneLineErrorParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)
     g = parser.add_argument_group("workload and layout")
