@@ -1,0 +1,959 @@
+#!/usr/bin/env python3
+"""Training and inference FLOPs of a decoder-only transformer, and the time and cost to train it.
+
+Counts every matrix multiply of one forward pass exactly, the way PyTorch's FLOP counter
+(torch.utils.flop_counter.FlopCounterMode) does: 2 FLOPs per multiply-accumulate, matmuls only
+(no softmax, norms, activations, biases or optimizer). Per layer: the attention projections
+(MHA/GQA/MQA, or DeepSeek's MLA low-rank q/kv projections), the attention score (Q K^T) and context
+(P V) products, which grow with s, and the MLP (2 or 3 matrices of width f, --ffn-hidden-size
+honoured) or the MoE block (top-k routed experts + shared experts + their gate + the router).
+Then the output head at every position. The embedding lookup is not a matmul and is excluded.
+
+Training (cookbook semantics): --tokens T at sequence length s, global batch b samples, so
+iterations = T / (b s). Backward = 2 x forward (a gradient for the input and one for the weight
+of every matmul). Recompute: none; selective = the attention core (scores and context) forward
+again (Korthikanti et al. 2022 sec. 5); full = every layer's forward again, the output head not
+(Narayanan et al. 2021 eq. 3). The cookbook's default is full recompute; -ca turns it off.
+  model FLOPs    = forward + backward           (what MFU divides by)
+  hardware FLOPs = forward + backward + recompute  (what HFU divides by)
+
+Attention convention (--attention-flops): `full` (the default) counts all s x s query-key pairs:
+what eager/SDPA-math attention executes, and the convention of the cookbook, Megatron-LM papers and
+PaLM's MFU. `causal` counts only the s(s+1)/2 pairs at or below the diagonal, about what
+FlashAttention-style causal kernels execute.
+
+Inference: prefill of --prompt-tokens (logits at the last prompt position only, as serving engines
+do), decode FLOPs per token at a context of c cached keys (grows with c), and the total to generate
+--output-tokens (the first comes from prefill, the other o-1 from decode steps). --infer (-i, the
+cookbook's flag) makes the --tokens totals forward-only.
+
+Time: wall time = model FLOPs / (GPUs x peak x MFU) (or hardware FLOPs / (GPUs x peak x HFU) with
+--hfu). Default MFU 0.40: the middle of what large dense bf16 runs report (PaLM 540B 46.2%,
+Chowdhery et al. 2022 sec. 4.1; Llama 3 405B 38-43%, Dubey et al. 2024 Table 4).
+
+Symbols: b batch (samples), s sequence length, T tokens, V vocab, h hidden, L layers, a query heads,
+kv key/value heads, d head dim, f MLP width, E routed experts, k experts per token, f_e expert width.
+
+Examples:
+  python calc_transformer_flops.py -l 96 -hs 12288                    # GPT-3 175B, 300B tokens
+  python calc_transformer_flops.py -l 12 -hs 768 --moe -e 512         # cookbook MoE example
+  python calc_transformer_flops.py --hf_model_name_or_path path/to/llama-3-8b/config.json \\
+      -s 8192 -b 512 --tokens 15e12 --recompute selective --num-gpus 1024 --gpu h100-sxm
+  python calc_transformer_flops.py -l 32 -hs 4096 -a 32 --num-kv-heads 8 --swiglu \\
+      --ffn-hidden-size 14336 -v 128256 -i --prompt-tokens 2048 --output-tokens 256
+  python calc_transformer_flops.py -l 96 -hs 12288 --tokens 300e9 --num-gpus 1024 \\
+      --peak-tflops 312 --mfu 0.45 --cost-per-gpu-hour 2 --json
+
+References:
+  Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+    Megatron-LM", sec. 5.1 eq. 3 (FLOPs per iteration with full recompute) and the training-time
+    estimate 8 T P / (n X).
+  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+    sec. 5 and 6.3 (selective recompute, model vs hardware FLOPs); Chowdhery et al. 2022 (PaLM),
+    App. B (MFU). Kaplan et al. 2020 sec. 2.1 (C = 6 N D). DeepSeek-AI 2024 (DeepSeek-V2) sec. 2.1.
+  PyTorch torch/utils/flop_counter.py (what "matches PyTorch" means here).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+# === shared model spec: begin ===
+# This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
+# alone); tests/test_shared_copies.py keeps the copies identical. Edit it here, then copy it over.
+
+MODEL_DEFAULTS = {
+    # The cookbook's calc_transformer_params.py defaults; other scripts override some of them.
+    "vocab_size": 51200, "hidden_size": 6144, "num_layers": 44, "num_experts": 8,
+    "expert_interval": 1, "topk": 1, "ffn_expansion_factor": 4.0, "num_mlp_linears": 2,
+    "kv_size_ratio": 1.0,
+}
+
+SUPPORTED_MODEL_TYPES = (
+    "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
+    "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
+    "deepseek_v2", "deepseek_v3",
+)
+
+# Hugging Face config classes whose tie_word_embeddings default is True when config.json omits it
+# (PretrainedConfig's default); the others pass tie_word_embeddings=False in their constructors.
+_TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2"}
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_model_args(parser):
+    """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
+    flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
+    g = parser.add_argument_group("model (flags override values read from a config)")
+    bo = argparse.BooleanOptionalAction
+    g.add_argument("--hf_model_name_or_path", "--hf-model-name-or-path", dest="hf_model_name_or_path",
+                   default=None, help="local folder with config.json, a config.json path, or a hub "
+                   "id (hub ids need `transformers`; never trust_remote_code)")
+    g.add_argument("--vocab-size", "-v", type=int, default=None, help="V (default 51200)")
+    g.add_argument("--hidden-size", "-hs", type=int, default=None, help="h (default 6144)")
+    g.add_argument("--num-layers", "-l", type=int, default=None, help="L (default 44)")
+    g.add_argument("--num-attention-heads", "-a", type=int, default=None,
+                   help="a (default: h/128, or h/64, when it divides)")
+    g.add_argument("--num-kv-heads", type=int, default=None, help="kv heads (GQA/MQA; default a)")
+    g.add_argument("--kv-size-ratio", "-kv", type=float, default=None,
+                   help="kv heads / query heads (cookbook; 1.0 = MHA)")
+    g.add_argument("--head-dim", type=int, default=None, help="d (default h/a)")
+    g.add_argument("--ffn-expansion-factor", "-ff", type=float, default=None,
+                   help="f = ff * h when --ffn-hidden-size is not given (default 4)")
+    g.add_argument("--ffn-hidden-size", type=int, default=None, help="f, the dense MLP width")
+    g.add_argument("--num-mlp-linears", "-nl", type=int, default=None,
+                   help="matrices per MLP: 2 (GELU) or 3 (gated, e.g. SwiGLU) (default 2)")
+    g.add_argument("--swiglu", action="store_true", default=None,
+                   help="gated MLP with 3 matrices (same as -nl 3)")
+    g.add_argument("--tied-embeddings", action=bo, default=None,
+                   help="output head shares the token embedding (default: not tied)")
+    g.add_argument("--norm", choices=("layernorm", "rmsnorm"), default=None,
+                   help="norm type: layernorm has weight+bias, rmsnorm weight only (default layernorm)")
+    g.add_argument("--norms-per-layer", type=int, default=None,
+                   help="norms in each block (default 2; 1 with --parallel-attention; Gemma 2: 4)")
+    g.add_argument("--parallel-attention", action=bo, default=None,
+                   help="attention and MLP read one shared norm (GPT-J/Falcon-7B): 1 norm per layer")
+    g.add_argument("--qk-norm", choices=("none", "head", "full"), default=None,
+                   help="q/k norms: per head dim (Qwen3) or over all heads (OLMo 2) (default none)")
+    g.add_argument("--bias", action=bo, default=None,
+                   help="biases in all linear layers (default on, GPT-NeoX style); the three "
+                   "switches below override it")
+    g.add_argument("--qkv-bias", action=bo, default=None, help="bias on q, k, v projections")
+    g.add_argument("--attn-out-bias", action=bo, default=None, help="bias on the attention output")
+    g.add_argument("--mlp-bias", action=bo, default=None, help="biases in the MLP/experts")
+    g.add_argument("--position-embedding", choices=("rope", "learned", "alibi", "none"), default=None,
+                   help="learned adds a (max positions x h) table; rope/alibi/none add no weights "
+                   "(default rope)")
+    g.add_argument("--max-position-embeddings", type=int, default=None,
+                   help="rows of a learned position table (default: the sequence length)")
+    g.add_argument("--embedding-norm", action=bo, default=None,
+                   help="a norm right after the token embedding (BLOOM)")
+    g.add_argument("--final-norm", action=bo, default=None, help="final norm before the head (default on)")
+    g.add_argument("--moe", action="store_true", default=None, help="mixture of experts MLPs")
+    g.add_argument("--num-experts", "-e", type=int, default=None, help="E routed experts (default 8)")
+    g.add_argument("--expert-interval", "-ei", type=int, default=None,
+                   help="every ei-th layer is MoE (default 1)")
+    g.add_argument("--topk", "-t", type=int, default=None, help="k experts per token (default 1)")
+    g.add_argument("--moe-ffn-hidden-size", type=int, default=None, help="f_e (default f)")
+    g.add_argument("--num-shared-experts", type=int, default=None, help="shared experts (default 0)")
+    g.add_argument("--shared-expert-ffn-hidden-size", type=int, default=None,
+                   help="total width of the shared experts (default num_shared * f_e)")
+    g.add_argument("--shared-expert-gate", action=bo, default=None,
+                   help="sigmoid gate (h -> 1) on the shared expert (Qwen-MoE)")
+    g.add_argument("--num-dense-layers", type=int, default=None,
+                   help="leading dense layers before the MoE layers (DeepSeek first_k_dense_replace)")
+    g.add_argument("--router-bias", action=bo, default=None,
+                   help="count a per-expert router bias (DeepSeek-V3's checkpoint stores one; HF "
+                   "keeps it as a buffer, so it is off when reading a config)")
+    g.add_argument("--q-lora-rank", type=int, default=None, help="MLA query rank (none: full q_proj)")
+    g.add_argument("--kv-lora-rank", type=int, default=None, help="MLA kv latent rank (turns MLA on)")
+    g.add_argument("--qk-nope-head-dim", type=int, default=None, help="MLA non-rotary q/k head dim")
+    g.add_argument("--qk-rope-head-dim", type=int, default=None, help="MLA rotary q/k head dim")
+    g.add_argument("--v-head-dim", type=int, default=None, help="MLA value head dim")
+    return g
+
+
+def load_hf_config(name_or_path):
+    """Return a Hugging Face config as a dict: from a local folder or config.json with `json`
+    alone, else from the hub through transformers.AutoConfig (imported only here, never with
+    trust_remote_code). Raises ValueError with a one-line message."""
+    path = os.path.expanduser(name_or_path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+        if not os.path.isfile(path):
+            raise ValueError(f"no config.json in folder {name_or_path!r}")
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                cfg = json.load(fh)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read {path!r}: {exc}".replace("\n", " ")) from None
+        if not isinstance(cfg, dict):
+            raise ValueError(f"{path!r} is not a JSON object")
+        return cfg
+    if name_or_path.endswith(".json") or os.sep in name_or_path.strip("/").replace("/", "", 1):
+        raise ValueError(f"config file {name_or_path!r} not found")
+    try:
+        from transformers import AutoConfig  # optional, only for hub ids
+    except ImportError:
+        raise ValueError(f"{name_or_path!r} is not a local folder or file, and reading a hub id "
+                         "needs `pip install transformers`") from None
+    import logging  # hub retries log a warning each; the one-line error below says it all
+    for logger in ("huggingface_hub", "transformers"):
+        logging.getLogger(logger).setLevel(logging.ERROR)
+    try:
+        return AutoConfig.from_pretrained(name_or_path, trust_remote_code=False).to_dict()
+    except Exception as exc:  # hub errors come in many types; report one line, no traceback
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"cannot load config {name_or_path!r} from the hub: {msg}") from None
+
+
+def spec_from_hf_config(cfg):
+    """Translate a Hugging Face config dict into this block's model spec fields, per family, as
+    transformers' modeling_<family>.py builds the weights. Returns (fields, notes); notes list what
+    was assumed. Unknown model_type: a Llama-style best-effort reading, with the assumption noted."""
+    if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
+        cfg = cfg["text_config"]
+    mt = cfg.get("model_type")
+    notes = []
+
+    def get(*keys, default=None):
+        for key in keys:
+            if cfg.get(key) is not None:
+                return cfg[key]
+        return default
+
+    s = {"model_type": mt,
+         "vocab_size": get("vocab_size"),
+         "hidden_size": get("hidden_size", "n_embd", "n_embed", "d_model"),
+         "num_layers": get("num_hidden_layers", "n_layer", "num_layers"),
+         "num_attention_heads": get("num_attention_heads", "n_head", "num_heads"),
+         "tied_embeddings": bool(get("tie_word_embeddings", default=mt in _TIED_BY_DEFAULT))}
+    h, a = s["hidden_size"], s["num_attention_heads"]
+    if mt not in SUPPORTED_MODEL_TYPES:
+        notes.append(f"model_type {mt!r} is not one of {', '.join(SUPPORTED_MODEL_TYPES)}; read as "
+                     "Llama-style (RMSNorm, gated 3-matrix MLP, no biases, rotary, "
+                     "num_key_value_heads/head_dim/intermediate_size as given)")
+    llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
+                      mlp_bias=False, position_embedding="rope",
+                      num_kv_heads=get("num_key_value_heads", default=a),
+                      head_dim=get("head_dim"), ffn_hidden_size=get("intermediate_size"))
+    if mt == "gpt2":
+        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True,
+                 mlp_bias=True, position_embedding="learned",
+                 position_embedding_rows=get("n_positions", "max_position_embeddings"),
+                 ffn_hidden_size=get("n_inner", default=4 * h))
+    elif mt == "gpt_neox":
+        bias = bool(get("attention_bias", default=True))
+        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias,
+                 mlp_bias=True, position_embedding="rope", ffn_hidden_size=get("intermediate_size"))
+    elif mt == "opt":
+        bias = bool(get("enable_bias", default=True))
+        pre = bool(get("do_layer_norm_before", default=True))
+        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias,
+                 mlp_bias=bias, position_embedding="learned",
+                 position_embedding_rows=get("max_position_embeddings") + 2,  # OPT offsets by 2
+                 ffn_hidden_size=get("ffn_dim"), word_embed_proj_dim=get("word_embed_proj_dim", default=h),
+                 final_norm=pre and not get("_remove_final_layer_norm", default=False))
+        if not get("layer_norm_elementwise_affine", default=True):
+            s["norm"] = "none"
+    elif mt == "bloom":
+        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True,
+                 mlp_bias=True, position_embedding="alibi", ffn_hidden_size=4 * h, embedding_norm=True)
+    elif mt == "falcon":
+        new_arch = bool(get("new_decoder_architecture", default=False))
+        if new_arch:
+            kv = get("num_kv_heads", default=a)
+            n_ln = 2 if get("num_ln_in_parallel_attn", default=2) == 2 else 1
+        else:
+            kv = 1 if get("multi_query", default=True) else a
+            n_ln = 1 if get("parallel_attn", default=True) else 2
+        bias = bool(get("bias", default=False))
+        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+                 position_embedding="alibi" if get("alibi", default=False) else "rope",
+                 num_kv_heads=kv, norms_per_layer=n_ln, parallel_attention=bool(get("parallel_attn", default=True)),
+                 ffn_hidden_size=get("ffn_hidden_size", default=4 * h))
+    elif mt in ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+                "gemma2", "phi3", "olmo2", "deepseek_v2", "deepseek_v3") or mt not in SUPPORTED_MODEL_TYPES:
+        s.update(llama_like)
+        if mt == "llama" or mt not in SUPPORTED_MODEL_TYPES:
+            bias = bool(get("attention_bias", default=False))
+            s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=bool(get("mlp_bias", default=False)))
+        if mt in ("qwen2", "qwen2_moe"):
+            s["qkv_bias"] = True  # Qwen2Attention: q/k/v with bias, o without
+        if mt in ("qwen3", "qwen3_moe"):
+            bias = bool(get("attention_bias", default=False))
+            s.update(qkv_bias=bias, attn_out_bias=bias, qk_norm="head")
+        if mt == "olmo2":
+            bias = bool(get("attention_bias", default=False))
+            s.update(qkv_bias=bias, attn_out_bias=bias, qk_norm="full")
+        if mt == "gemma2":
+            s["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
+        if mt == "gemma" and s["head_dim"] is None:
+            s["head_dim"] = 256
+        if mt in ("mixtral",):
+            s.update(moe=True, num_experts=get("num_local_experts"), topk=get("num_experts_per_tok"),
+                     moe_ffn_hidden_size=get("intermediate_size"))
+        if mt in ("qwen2_moe", "qwen3_moe"):
+            s.update(moe=True, num_experts=get("num_experts"), topk=get("num_experts_per_tok"),
+                     moe_ffn_hidden_size=get("moe_intermediate_size"),
+                     expert_interval=get("decoder_sparse_step", default=1),
+                     dense_layers=list(get("mlp_only_layers", default=[]) or []))
+            if mt == "qwen2_moe":
+                sh = get("shared_expert_intermediate_size", default=0)
+                s.update(num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
+                         shared_expert_gate=bool(sh))
+        if mt in ("deepseek_v2", "deepseek_v3"):
+            bias = bool(get("attention_bias", default=False))
+            n_sh = get("n_shared_experts", default=0) or 0
+            fkd = get("first_k_dense_replace", default=0)
+            freq = get("moe_layer_freq", default=1)
+            s.update(qkv_bias=bias, attn_out_bias=bias, moe=bool(get("n_routed_experts")),
+                     num_experts=get("n_routed_experts"), topk=get("num_experts_per_tok"),
+                     moe_ffn_hidden_size=get("moe_intermediate_size"), num_shared_experts=n_sh,
+                     shared_expert_ffn_hidden_size=n_sh * get("moe_intermediate_size", default=0),
+                     num_dense_layers=fkd, router_bias=False,  # V3's correction bias is a buffer in HF
+                     q_lora_rank=get("q_lora_rank"), kv_lora_rank=get("kv_lora_rank"),
+                     qk_nope_head_dim=get("qk_nope_head_dim"), qk_rope_head_dim=get("qk_rope_head_dim"),
+                     v_head_dim=get("v_head_dim"), head_dim=None)
+            if freq != 1:
+                s["dense_layers"] = [i for i in range(s["num_layers"]) if i >= fkd and i % freq]
+    elif mt == "starcoder2":
+        bias = bool(get("use_bias", default=True))
+        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+                 position_embedding="rope", num_kv_heads=get("num_key_value_heads", default=a),
+                 head_dim=get("head_dim"), ffn_hidden_size=get("intermediate_size"))
+    if mt not in SUPPORTED_MODEL_TYPES:
+        for key in ("num_local_experts", "num_experts", "n_routed_experts"):
+            if get(key):
+                s.update(moe=True, num_experts=get(key), topk=get("num_experts_per_tok", default=1),
+                         moe_ffn_hidden_size=get("moe_intermediate_size", "intermediate_size"))
+                notes.append(f"read {key} as routed experts, each of width moe_intermediate_size "
+                             "(or intermediate_size); shared experts, if any, were not read")
+                break
+    if s.get("moe"):
+        s.setdefault("expert_interval", 1)  # a config's MoE layout is explicit, never a script default
+    missing = [k for k in ("vocab_size", "hidden_size", "num_layers", "num_attention_heads")
+               if not isinstance(s.get(k), int) or isinstance(s.get(k), bool)]
+    if missing:
+        raise ValueError(f"config lacks integer field(s) for {', '.join(missing)}")
+    return {k: v for k, v in s.items() if v is not None}, notes
+
+
+def resolve_model_spec(args, defaults=None):
+    """Merge a model spec: values read from --hf_model_name_or_path, then explicit flags (which
+    win), then `defaults` (MODEL_DEFAULTS updated by the calling script). Validates and returns
+    (spec, notes); raises ValueError with a one-line message on bad input."""
+    d = dict(MODEL_DEFAULTS, **(defaults or {}))
+    s, notes = {}, []
+    if getattr(args, "hf_model_name_or_path", None):
+        s, notes = spec_from_hf_config(load_hf_config(args.hf_model_name_or_path))
+    flag = lambda name: getattr(args, name, None)  # noqa: E731
+    for name in ("vocab_size", "hidden_size", "num_layers", "num_attention_heads", "head_dim",
+                 "ffn_hidden_size", "num_mlp_linears", "tied_embeddings", "norm", "norms_per_layer",
+                 "qk_norm", "qkv_bias", "attn_out_bias", "mlp_bias", "position_embedding",
+                 "embedding_norm", "final_norm", "num_experts", "expert_interval", "topk",
+                 "moe_ffn_hidden_size", "num_shared_experts", "shared_expert_ffn_hidden_size",
+                 "shared_expert_gate", "num_dense_layers", "router_bias", "q_lora_rank",
+                 "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                 "parallel_attention"):
+        if flag(name) is not None:
+            s[name] = flag(name)
+    if flag("bias") is not None:
+        for name in ("qkv_bias", "attn_out_bias", "mlp_bias"):
+            if flag(name) is None:
+                s[name] = flag("bias")
+    if flag("swiglu"):
+        s["num_mlp_linears"] = 3
+    if flag("moe") or (flag("num_experts") is not None and flag("num_experts") > 1):
+        s["moe"] = True
+    if flag("num_dense_layers") or flag("expert_interval"):
+        s.setdefault("moe", False)
+    for name in ("vocab_size", "hidden_size", "num_layers", "num_mlp_linears", "expert_interval",
+                 "topk"):
+        s.setdefault(name, d[name])
+    V, h, L = s["vocab_size"], s["hidden_size"], s["num_layers"]
+    for name in ("vocab_size", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
+                 "head_dim", "ffn_hidden_size", "num_mlp_linears", "num_experts", "expert_interval",
+                 "topk", "moe_ffn_hidden_size", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+                 "qk_rope_head_dim", "v_head_dim", "norms_per_layer", "max_position_embeddings"):
+        val = flag(name) if flag(name) is not None else s.get(name)
+        if val is not None and val <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+    for name in ("ffn_expansion_factor", "kv_size_ratio"):
+        if flag(name) is not None and flag(name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {flag(name)}")
+    for name in ("num_shared_experts", "shared_expert_ffn_hidden_size", "num_dense_layers"):
+        if s.get(name) is not None and s[name] < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must not be negative, got {s[name]}")
+    if "num_attention_heads" not in s:
+        s["num_attention_heads"] = h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+    a = s["num_attention_heads"]
+    mla = bool(s.get("kv_lora_rank"))
+    if mla:
+        for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            if not s.get(name):
+                raise ValueError(f"MLA (--kv-lora-rank) needs --{name.replace('_', '-')}")
+        s["head_dim"] = s["qk_nope_head_dim"] + s["qk_rope_head_dim"]
+        s["num_kv_heads"] = a  # MLA expands the latent into a full set of heads
+    else:
+        if s.get("head_dim") is None:
+            if h % a:
+                raise ValueError(f"--hidden-size {h} is not divisible by --num-attention-heads {a} "
+                                 "(give --head-dim if the head size is not h/a)")
+            s["head_dim"] = h // a
+        if flag("num_kv_heads") is not None:
+            s["num_kv_heads"] = flag("num_kv_heads")
+        elif flag("kv_size_ratio") is not None:
+            kv = a * flag("kv_size_ratio")
+            if abs(kv - round(kv)) > 1e-6 or round(kv) < 1:
+                raise ValueError(f"--kv-size-ratio {flag('kv_size_ratio')} x {a} heads is not a "
+                                 "whole number of kv heads")
+            s["num_kv_heads"] = int(round(kv))
+        s.setdefault("num_kv_heads", int(round(a * d["kv_size_ratio"])) or 1)
+        if a % s["num_kv_heads"]:
+            raise ValueError(f"--num-attention-heads {a} is not divisible by kv heads {s['num_kv_heads']}")
+    if flag("ffn_expansion_factor") is not None and flag("ffn_hidden_size") is None:
+        s["ffn_hidden_size"] = int(round(flag("ffn_expansion_factor") * h))
+    s.setdefault("ffn_hidden_size", int(round(d["ffn_expansion_factor"] * h)))
+    if s["ffn_hidden_size"] <= 0:
+        raise ValueError("the MLP width (-ff x h or --ffn-hidden-size) must be positive")
+    s.setdefault("norm", "layernorm")
+    s.setdefault("parallel_attention", False)
+    s.setdefault("norms_per_layer", 1 if s["parallel_attention"] else 2)
+    s.setdefault("qk_norm", "none")
+    for name in ("qkv_bias", "attn_out_bias", "mlp_bias"):
+        s.setdefault(name, True)
+    s.setdefault("tied_embeddings", False)
+    s.setdefault("embedding_norm", False)
+    s.setdefault("final_norm", True)
+    s.setdefault("position_embedding", "rope")
+    if s["position_embedding"] == "learned":
+        if flag("max_position_embeddings") is not None:
+            s["position_embedding_rows"] = flag("max_position_embeddings")
+        s.setdefault("position_embedding_rows", getattr(args, "sequence_length", None) or 2048)
+    else:
+        s["position_embedding_rows"] = 0
+    s.setdefault("word_embed_proj_dim", h)
+    s.setdefault("moe", False)
+    if s["moe"]:
+        s.setdefault("num_experts", d["num_experts"])
+        s.setdefault("moe_ffn_hidden_size", s["ffn_hidden_size"])
+        E, k = s["num_experts"], s["topk"]
+        if E < 1:
+            raise ValueError("--num-experts must be at least 1 for a MoE model")
+        if k > E:
+            raise ValueError(f"--topk {k} is larger than --num-experts {E}")
+        s.setdefault("num_shared_experts", 0)
+        s.setdefault("shared_expert_ffn_hidden_size", s["num_shared_experts"] * s["moe_ffn_hidden_size"])
+        s.setdefault("shared_expert_gate", False)
+        s.setdefault("router_bias", False)
+        s.setdefault("num_dense_layers", 0)
+        dense = set(s.get("dense_layers", []))
+        ei, fd = s["expert_interval"], s["num_dense_layers"]
+        s["moe_layers"] = [i for i in range(L) if i >= fd and i not in dense and (i - fd) % ei == ei - 1]
+    else:
+        for name in ("num_experts", "moe_ffn_hidden_size", "num_shared_experts",
+                     "shared_expert_ffn_hidden_size"):
+            s[name] = 0
+        s.update(topk=0, shared_expert_gate=False, router_bias=False, moe_layers=[])
+    s.setdefault("num_dense_layers", 0)
+    s.pop("dense_layers", None)
+    for name in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        s.setdefault(name, None)
+    s.setdefault("model_type", None)
+    return s, notes
+
+
+def norm_params(*, width, norm):
+    """Weights of one norm over `width` features: LayerNorm has gain and bias (2 w), RMSNorm a gain
+    (w), a non-affine norm none (Ba et al. 2016; Zhang & Sennrich 2019)."""
+    return {"layernorm": 2 * width, "rmsnorm": width, "none": 0}[norm]
+
+
+def attention_params(spec):
+    """One layer's attention weights. MHA/GQA/MQA: q (h x a d), k and v (h x kv d), o (a d x h),
+    optional biases and q/k norms (Qwen3: per head, d each; OLMo 2: over all heads). MLA (DeepSeek-V2
+    sec. 2.1): q directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to
+    r_kv + d_rope with a norm, an up-projection to a (d_nope + d_v), and o (a d_v x h)."""
+    h, a, kv, d, nm = (spec[k] for k in ("hidden_size", "num_attention_heads", "num_kv_heads",
+                                        "head_dim", "norm"))
+    qkv_b, o_b = spec["qkv_bias"], spec["attn_out_bias"]
+    if spec.get("kv_lora_rank"):
+        r_q, r_kv = spec["q_lora_rank"], spec["kv_lora_rank"]
+        d_nope, d_rope, d_v = spec["qk_nope_head_dim"], spec["qk_rope_head_dim"], spec["v_head_dim"]
+        qn = "rmsnorm" if nm == "layernorm" else nm
+        if r_q:
+            q = h * r_q + qkv_b * r_q + norm_params(width=r_q, norm=qn) + r_q * a * d
+        else:
+            q = h * a * d
+        kv_down = h * (r_kv + d_rope) + qkv_b * (r_kv + d_rope) + norm_params(width=r_kv, norm=qn)
+        kv_up = r_kv * a * (d_nope + d_v)
+        return q + kv_down + kv_up + a * d_v * h + o_b * h
+    qk = {"none": 0, "head": 2 * d, "full": (a + kv) * d}[spec["qk_norm"]]
+    qk_nrm = norm_params(width=qk, norm="rmsnorm" if nm == "layernorm" else nm)
+    return h * (a + 2 * kv) * d + qkv_b * (a + 2 * kv) * d + a * d * h + o_b * h + qk_nrm
+
+
+def mlp_params(*, h, f, num_linears, bias):
+    """One MLP: num_linears matrices of h x f (2 for GELU; 3 for gated GLU variants, Shazeer 2020),
+    plus biases: f per input projection and h on the output projection."""
+    return num_linears * h * f + (bias and (num_linears - 1) * f + h)
+
+
+def moe_params(spec):
+    """One MoE block (Shazeer et al. 2017; DeepSeekMoE, Dai et al. 2024): E routed experts of width
+    f_e, shared experts as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router
+    h x E (+ E bias, DeepSeek-V3)."""
+    h, nl, b = spec["hidden_size"], spec["num_mlp_linears"], spec["mlp_bias"]
+    one_expert = mlp_params(h=h, f=spec["moe_ffn_hidden_size"], num_linears=nl, bias=b)
+    f_sh = spec["shared_expert_ffn_hidden_size"]
+    shared = mlp_params(h=h, f=f_sh, num_linears=nl, bias=b) if f_sh else 0
+    shared += h * bool(spec["shared_expert_gate"])
+    E = spec["num_experts"]
+    return {"routed_experts": E * one_expert, "one_expert": one_expert, "shared_experts": shared,
+            "router": h * E + E * bool(spec["router_bias"])}
+
+
+def param_breakdown(spec):
+    """Exact parameter counts by component for a resolved spec (see the module docstring for the
+    conventions of 'non-embedding' and 'active')."""
+    V, h, L, nm = spec["vocab_size"], spec["hidden_size"], spec["num_layers"], spec["norm"]
+    p = spec["word_embed_proj_dim"]
+    attn = attention_params(spec)
+    norms = spec["norms_per_layer"] * norm_params(width=h, norm=nm)
+    dense_mlp = mlp_params(h=h, f=spec["ffn_hidden_size"], num_linears=spec["num_mlp_linears"],
+                           bias=spec["mlp_bias"])
+    n_moe = len(spec["moe_layers"])
+    n_dense = L - n_moe
+    moe = moe_params(spec) if n_moe else {"routed_experts": 0, "one_expert": 0, "shared_experts": 0,
+                                          "router": 0}
+    moe_layer = moe["routed_experts"] + moe["shared_experts"] + moe["router"]
+    out = {
+        "embedding_params": V * p,
+        "position_embedding_params": spec["position_embedding_rows"] * h,
+        "embedding_norm_params": norm_params(width=h, norm=nm) if spec["embedding_norm"] else 0,
+        "embedding_projection_params": 2 * p * h if p != h else 0,
+        "attention_params": L * attn,
+        "mlp_params": n_dense * dense_mlp,
+        "routed_expert_params": n_moe * moe["routed_experts"],
+        "shared_expert_params": n_moe * moe["shared_experts"],
+        "router_params": n_moe * moe["router"],
+        "layer_norm_params": L * norms,
+        "final_norm_params": norm_params(width=h, norm=nm) if spec["final_norm"] else 0,
+        "output_head_params": 0 if spec["tied_embeddings"] else V * p,
+    }
+    total = sum(out.values())
+    inactive = n_moe * (spec["num_experts"] - spec["topk"]) * moe["one_expert"]
+    emb = out["embedding_params"] + out["position_embedding_params"] + out["output_head_params"]
+    out.update({
+        "per_layer": {"attention": attn, "norms": norms, "dense_mlp": dense_mlp,
+                      "moe_routed_experts": moe["routed_experts"], "moe_one_expert": moe["one_expert"],
+                      "moe_shared_experts": moe["shared_experts"], "moe_router": moe["router"],
+                      "dense_layer_total": attn + norms + dense_mlp,
+                      "moe_layer_total": attn + norms + moe_layer if n_moe else 0},
+        "num_dense_layers": n_dense, "num_moe_layers": n_moe,
+        "total_params": total, "non_embedding_params": total - emb,
+        "active_params": total - inactive, "active_non_embedding_params": total - inactive - emb,
+    })
+    return out
+
+# === shared model spec: end ===
+
+
+# The cookbook's calc_transformer_flops.py defaults where they differ from MODEL_DEFAULTS.
+FLOPS_MODEL_DEFAULTS = {"num_experts": 128, "expert_interval": 2, "topk": 1}
+DEFAULT_MFU = 0.40  # see the module docstring for why
+SECONDS_PER_DAY = 86400.0
+
+
+# --- formulas (forward FLOPs; 2 FLOPs per multiply-accumulate, matmuls only) -------------------
+
+def attention_linear_flops_per_token(spec):
+    """Forward FLOPs of one layer's attention projections for one token (biases and q/k norms are
+    not matmuls). MHA/GQA/MQA: q (h x a d), k and v (h x kv d), o (a d x h). MLA (DeepSeek-V2 sec.
+    2.1): q directly or via rank r_q, kv down to r_kv + d_rope, up to a (d_nope + d_v), o (a d_v x h)."""
+    h, a, kv, d = (spec[k] for k in ("hidden_size", "num_attention_heads", "num_kv_heads", "head_dim"))
+    if spec.get("kv_lora_rank"):
+        r_q, r_kv = spec["q_lora_rank"], spec["kv_lora_rank"]
+        d_nope, d_rope, d_v = spec["qk_nope_head_dim"], spec["qk_rope_head_dim"], spec["v_head_dim"]
+        q = h * r_q + r_q * a * d if r_q else h * a * d
+        macs = q + h * (r_kv + d_rope) + r_kv * a * (d_nope + d_v) + a * d_v * h
+    else:
+        macs = h * (a + 2 * kv) * d + a * d * h
+    return 2 * macs
+
+
+def attention_head_dims(spec):
+    """(d_qk, d_v): per-head width of the score product and of the context product (MLA: nope+rope
+    and v_head_dim; otherwise both d)."""
+    if spec.get("kv_lora_rank"):
+        return spec["qk_nope_head_dim"] + spec["qk_rope_head_dim"], spec["v_head_dim"]
+    return spec["head_dim"], spec["head_dim"]
+
+
+def query_key_pairs(*, seq_len, attention):
+    """Query-key pairs one sequence's attention computes: s^2 when `full` (every score, masked or
+    not: eager attention, the papers' convention), s(s+1)/2 when `causal` (only positions <= the
+    query's own: about what a causal FlashAttention kernel executes)."""
+    return seq_len * seq_len if attention == "full" else seq_len * (seq_len + 1) // 2
+
+
+def attention_core_flops(spec, *, pairs):
+    """Forward FLOPs of one layer's attention core for `pairs` query-key pairs: scores Q K^T
+    (2 a d_qk per pair) and context P V (2 a d_v per pair). GQA/MQA share k/v across query heads
+    but still compute a score per query head, so kv does not appear (Narayanan et al. 2021 sec. 5.1
+    has 2 B s^2 h each for MHA)."""
+    a = spec["num_attention_heads"]
+    d_qk, d_v = attention_head_dims(spec)
+    return {"attention_scores": 2 * a * d_qk * pairs, "attention_context": 2 * a * d_v * pairs}
+
+
+def mlp_flops_per_token(*, h, f, num_linears):
+    """Forward FLOPs of one dense MLP per token: num_linears matrices of h x f (2 for GELU, 3 for
+    gated GLU variants such as SwiGLU, Shazeer 2020), 2 FLOPs per MAC."""
+    return 2 * num_linears * h * f
+
+
+def moe_flops_per_token(spec):
+    """Forward FLOPs of one MoE block per token: k routed experts of width f_e, the shared experts
+    (one MLP of their total width) plus their sigmoid gate (h -> 1, Qwen-MoE), and the router
+    (h x E) (Shazeer et al. 2017; DeepSeekMoE, Dai et al. 2024). Softmax/top-k are not matmuls."""
+    h, nl = spec["hidden_size"], spec["num_mlp_linears"]
+    f_sh = spec["shared_expert_ffn_hidden_size"]
+    return {"routed_experts": spec["topk"] * mlp_flops_per_token(h=h, f=spec["moe_ffn_hidden_size"],
+                                                                 num_linears=nl),
+            "shared_experts": (mlp_flops_per_token(h=h, f=f_sh, num_linears=nl) if f_sh else 0)
+            + 2 * h * bool(spec["shared_expert_gate"]),
+            "router": 2 * h * spec["num_experts"]}
+
+
+def output_head_flops_per_token(spec):
+    """Forward FLOPs of the output head per position: 2 p V (p = h, or OPT-350m's word_embed_proj_dim,
+    whose project_in/project_out matmuls add 2 x 2 p h). The embedding lookup is not a matmul."""
+    V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
+    return {"output_head": 2 * p * V, "embedding_projection": 4 * p * h if p != h else 0}
+
+
+def layers_linear_flops_per_token(spec):
+    """Forward FLOPs per token of all L layers' matmuls other than the attention core, by component."""
+    L, h = spec["num_layers"], spec["hidden_size"]
+    n_moe = len(spec["moe_layers"])
+    moe = moe_flops_per_token(spec) if n_moe else {"routed_experts": 0, "shared_experts": 0, "router": 0}
+    return {"attention_projections": L * attention_linear_flops_per_token(spec),
+            "dense_mlp": (L - n_moe) * mlp_flops_per_token(h=h, f=spec["ffn_hidden_size"],
+                                                          num_linears=spec["num_mlp_linears"]),
+            "routed_experts": n_moe * moe["routed_experts"],
+            "shared_experts": n_moe * moe["shared_experts"],
+            "router": n_moe * moe["router"]}
+
+
+def sequence_forward_flops(spec, *, seq_len, attention, head_positions=None):
+    """Forward FLOPs of one sequence of s tokens, by component: every matmul of the L layers, the
+    attention core over the convention's query-key pairs, and the output head at `head_positions`
+    positions (default: all s, as in training and in FlopCounterMode's count of an HF forward)."""
+    s, L = seq_len, spec["num_layers"]
+    out = {k: s * v for k, v in layers_linear_flops_per_token(spec).items()}
+    core = attention_core_flops(spec, pairs=query_key_pairs(seq_len=s, attention=attention))
+    out.update({k: L * v for k, v in core.items()})
+    n_head = s if head_positions is None else head_positions
+    out.update({k: n_head * v if k == "output_head" else s * v
+                for k, v in output_head_flops_per_token(spec).items()})
+    return out
+
+
+def recompute_flops(fwd, *, recompute):
+    """Forward FLOPs done again in the backward pass: none; selective = the attention core (scores
+    and context; Korthikanti et al. 2022 sec. 5, the 4 B s^2 h per layer of their sec. 6.3 text);
+    full = every layer's forward, not the output head (Narayanan et al. 2021 eq. 3: head x3, layers x4)."""
+    if recompute == "none":
+        return 0
+    core = fwd["attention_scores"] + fwd["attention_context"]
+    if recompute == "selective":
+        return core
+    return sum(v for k, v in fwd.items() if k not in ("output_head", "embedding_projection"))
+
+
+def decode_flops_per_token(spec, *, context):
+    """Forward FLOPs to decode one token that attends to `context` cached keys (its own included):
+    all per-token matmuls, the output head once, and an attention core of `context` pairs per layer
+    (1 query x c keys; causal/full make no difference here). MLA counted as in training (keys
+    expanded from the latent, as HF does), not with the absorbed-weights trick."""
+    per_tok = sum(layers_linear_flops_per_token(spec).values())
+    core = attention_core_flops(spec, pairs=context)
+    return per_tok + spec["num_layers"] * sum(core.values()) + sum(output_head_flops_per_token(spec).values())
+
+
+def generate_flops(spec, *, prompt_tokens, output_tokens, attention):
+    """Prefill of P tokens (logits at the last position only) plus o-1 decode steps (the first output
+    token comes from prefill); decode step j attends to P + j keys, so the attention term sums to
+    (o-1) P + (o-1) o / 2 pairs per layer. Returns (prefill, decode_total)."""
+    P, o = prompt_tokens, output_tokens
+    prefill = sum(sequence_forward_flops(spec, seq_len=P, attention=attention, head_positions=1).values())
+    steps = max(o - 1, 0)
+    per_tok = sum(layers_linear_flops_per_token(spec).values()) + sum(output_head_flops_per_token(spec).values())
+    pairs = steps * P + steps * (steps + 1) // 2
+    decode = steps * per_tok + spec["num_layers"] * sum(attention_core_flops(spec, pairs=pairs).values())
+    return prefill, decode
+
+
+def train_time_s(*, flops, num_gpus, peak_flops_per_s, utilization):
+    """Wall time = FLOPs / (GPUs x peak x utilization): model FLOPs with MFU, or hardware FLOPs with
+    HFU (Chowdhery et al. 2022 App. B; Narayanan et al. 2021 sec. 5.1 uses 8 T P / (n X))."""
+    return flops / (num_gpus * peak_flops_per_s * utilization)
+
+
+# --- output helpers ----------------------------------------------------------------------------
+
+def human_flops(x):
+    """1.23e18 -> '1.23 EFLOP' (decimal prefixes)."""
+    for div, unit in ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
+                      (1e6, "M"), (1e3, "K")):
+        if abs(x) >= div:
+            return f"{x / div:.2f} {unit}FLOP"
+    return f"{x:.0f} FLOP"
+
+
+def human_count(n):
+    """12345678 -> '12.35 M' (decimal)."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= div:
+            return f"{n / div:.2f} {unit}"
+    return f"{n}"
+
+
+def human_time(sec):
+    if sec >= 2 * SECONDS_PER_DAY:
+        return f"{sec / SECONDS_PER_DAY:.1f} days"
+    if sec >= 2 * 3600:
+        return f"{sec / 3600:.1f} hours"
+    return f"{sec:.1f} s"
+
+
+def format_report(res):
+    """Aligned human-readable report of the dict main returns."""
+    spec, lines = res["model"], []
+    T, fwd = res["tokens"], res["forward_flops"]
+    lines.append(f"Model: L={spec['num_layers']} h={spec['hidden_size']} a={spec['num_attention_heads']} "
+                 f"kv={spec['num_kv_heads']} f={spec['ffn_hidden_size']} V={spec['vocab_size']}"
+                 + (f" MoE E={spec['num_experts']} k={spec['topk']} on {len(spec['moe_layers'])} layers"
+                    if spec["moe"] else "")
+                 + ("  MLA" if spec.get("kv_lora_rank") else ""))
+    lines.append(f"Run: T={T:,} tokens, s={res['sequence_length']}, b={res['batch_size']} -> "
+                 f"{res['iterations']:,.6g} iterations; recompute={res['recompute']}; "
+                 f"attention FLOPs={res['attention_flops']}" + (" (default)" if res["attention_flops_default"] else "")
+                 + ("; --infer: forward only" if res["infer"] else ""))
+    lines.append("")
+    lines.append(f"{'forward, by component (all tokens)':<36}{'FLOPs':>14}{'':>15}{'% fwd':>8}")
+    for name, val in res["forward_breakdown_flops"].items():
+        if val or name in ("attention_projections", "attention_scores", "attention_context", "output_head"):
+            lines.append(f"  {name.replace('_', ' '):<34}{val:>14.4e}{human_flops(val):>15}"
+                         f"{100 * val / fwd if fwd else 0:>7.2f}%")
+    lines.append("-" * 73)
+    for label, key in (("Forward", "forward_flops"), ("Backward (2 x forward)", "backward_flops"),
+                       (f"Recompute ({res['recompute']})", "recompute_flops"),
+                       ("Model FLOPs (fwd + bwd; MFU)", "model_flops"),
+                       ("Hardware FLOPs (+ recompute; HFU)", "hardware_flops")):
+        lines.append(f"{label:<36}{res[key]:>14.4e}{human_flops(res[key]):>15}")
+    lines.append(f"{'Per iteration (model / hardware)':<36}{res['model_flops_per_iteration']:>14.4e}"
+                 f"{res['hardware_flops_per_iteration']:>14.4e}")
+    lines.append("")
+    c = 2 if res["infer"] else 6
+    lines.append(f"Rules of thumb vs the exact model FLOPs (N = {res['params_for_rule']:,} params, "
+                 f"{res['params_for_rule_kind']}; D = T):")
+    rules = [(f"{c}*N*D", res["six_n_d_flops"]),
+             (f"{c}*N*D + attention ({res['attention_flops']})", res["six_n_d_plus_attention_flops"])]
+    if res.get("six_n_active_d_flops"):
+        rules.append((f"{c}*N_active*D (N_active {human_count(res['active_params'])})",
+                      res["six_n_active_d_flops"]))
+    for label, val in rules:
+        lines.append(f"  {label:<34}{val:>14.4e}   exact / rule = {res['model_flops'] / val:.4f}")
+    inf = res["inference"]
+    if res["show_inference"]:
+        lines.append("")
+        lines.append(f"Inference (forward only; attention {res['attention_flops']} in prefill):")
+        for label, key in ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
+                           (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
+                           (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops")):
+            lines.append(f"  {label:<38}{inf[key]:>12.4e}{human_flops(inf[key]):>15}")
+    t = res["time"]
+    lines.append("")
+    if t:
+        util = f"MFU {t['mfu']:.3f}" if t["utilization_kind"] == "mfu" else f"HFU {t['hfu']:.3f}"
+        lines.append(f"Time on {t['num_gpus']:,} GPUs at {t['peak_flops_per_s'] / 1e12:,.1f} TFLOP/s peak "
+                     f"({t['peak_source']}), {util}{' (default)' if t['mfu_default'] else ''}:")
+        lines.append(f"  wall time {human_time(t['wall_time_s'])} ({t['wall_time_s']:,.0f} s), "
+                     f"{t['gpu_hours']:,.0f} GPU-hours"
+                     + (f", cost {t['cost']:,.0f} at {t['cost_per_gpu_hour']:g}/GPU-hour"
+                        if t["cost"] is not None else ""))
+    else:
+        lines.append("Time: pass --gpu NAME or --peak-tflops X (and --num-gpus N, --mfu) for wall time "
+                     "and GPU-hours.")
+    lines.append("Convention: " + res["convention"])
+    return "\n".join(lines)
+
+
+def build_parser():
+    parser = OneLineErrorParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_args(parser)
+    g = parser.add_argument_group("training run (cookbook flags)")
+    g.add_argument("--sequence-length", "-s", type=int, default=2048, help="s (default 2048)")
+    g.add_argument("--batch-size", "-b", type=int, default=1,
+                   help="global batch size in samples; sets iterations = T / (b s) (default 1)")
+    g.add_argument("--tokens", type=float, default=300e9,
+                   help="T, tokens to train on; 300e9 style accepted (default 300e9)")
+    g.add_argument("--no-checkpoint-activations", "-ca", action="store_false", dest="checkpoint_activations",
+                   help="no activation recomputation (the cookbook default is full recompute)")
+    g.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
+                   help="activation recomputation (default full, the cookbook's; none with -ca)")
+    g.add_argument("--attention-flops", choices=("full", "causal"), default=None,
+                   help="count all s x s query-key pairs (full, default) or the causal s(s+1)/2")
+    g.add_argument("--infer", "-i", action="store_true",
+                   help="forward-only FLOPs for the --tokens (cookbook), and show the inference section")
+    g = parser.add_argument_group("inference")
+    g.add_argument("--prompt-tokens", type=int, default=None, help="prefill length P (default s)")
+    g.add_argument("--output-tokens", type=int, default=None, help="tokens to generate o (default 0)")
+    g.add_argument("--decode-context", type=int, default=None,
+                   help="cached keys a decode step attends to, its own included (default P + 1)")
+    g = parser.add_argument_group("time and cost")
+    g.add_argument("--num-gpus", type=int, default=None, help="GPUs training together (default 1)")
+    g.add_argument("--gpu", default=None, help="accelerator name looked up in hardware.py (beside this script)")
+    g.add_argument("--dtype", default="bf16", help="peak-FLOP/s column of hardware.py for --gpu (default bf16)")
+    g.add_argument("--peak-tflops", type=float, default=None, help="dense peak TFLOP/s per GPU")
+    g.add_argument("--mfu", type=float, default=None,
+                   help=f"model FLOPs utilization (default {DEFAULT_MFU}; see the docstring)")
+    g.add_argument("--hfu", type=float, default=None,
+                   help="hardware FLOPs utilization instead of --mfu (time from hardware FLOPs)")
+    g.add_argument("--cost-per-gpu-hour", type=float, default=None, help="price of one GPU-hour")
+    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    return parser
+
+
+def validate(args, parser):
+    """One-line parser.error for every bad input (exit 2)."""
+    for name in ("sequence_length", "batch_size", "prompt_tokens", "num_gpus", "decode_context"):
+        val = getattr(args, name)
+        if val is not None and val <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {val}")
+    if not args.tokens > 0 or args.tokens != int(args.tokens):
+        parser.error(f"--tokens must be a positive whole number, got {args.tokens:g}")
+    if args.output_tokens is not None and args.output_tokens < 0:
+        parser.error(f"--output-tokens must not be negative, got {args.output_tokens}")
+    if not args.checkpoint_activations and args.recompute not in (None, "none"):
+        parser.error(f"--no-checkpoint-activations (-ca) contradicts --recompute {args.recompute}")
+    for name in ("mfu", "hfu"):
+        val = getattr(args, name)
+        if val is not None and not 0 < val <= 1:
+            parser.error(f"--{name} must be in (0, 1], got {val}")
+    if args.mfu is not None and args.hfu is not None:
+        parser.error("give --mfu or --hfu, not both")
+    if args.gpu is not None and args.peak_tflops is not None:
+        parser.error("give --gpu or --peak-tflops, not both")
+    if args.peak_tflops is not None and args.peak_tflops <= 0:
+        parser.error(f"--peak-tflops must be positive, got {args.peak_tflops}")
+    if args.cost_per_gpu_hour is not None and args.cost_per_gpu_hour < 0:
+        parser.error(f"--cost-per-gpu-hour must not be negative, got {args.cost_per_gpu_hour}")
+
+
+def peak_from_hardware(args, parser):
+    """Dense peak FLOP/s of --gpu at --dtype from hardware.py (imported only here)."""
+    try:
+        import hardware
+    except ImportError:
+        parser.error("--gpu needs hardware.py beside this script; pass --peak-tflops X instead")
+    try:
+        rec = hardware.get_accelerator(args.gpu)
+    except KeyError as exc:
+        parser.error(exc.args[0])
+    peak = (rec.get("peak_flops_per_s") or {}).get(args.dtype)
+    if not peak:
+        parser.error(f"hardware.py has no {args.dtype} peak for {rec.get('name', args.gpu)}; "
+                     "pass --dtype with another column or --peak-tflops X")
+    return peak, f"{rec.get('name', args.gpu)} {args.dtype} dense, hardware.py"
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    validate(args, parser)
+    try:
+        spec, notes = resolve_model_spec(args, defaults=FLOPS_MODEL_DEFAULTS)
+    except ValueError as exc:
+        parser.error(str(exc))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    s, b, T = args.sequence_length, args.batch_size, int(args.tokens)
+    attention = args.attention_flops or "full"
+    recompute = args.recompute or ("full" if args.checkpoint_activations else "none")
+    if args.infer:
+        recompute = "none"
+
+    # One sequence of s tokens, then scaled to T tokens (T / s sequences; exact when s divides T).
+    seq = sequence_forward_flops(spec, seq_len=s, attention=attention)
+    scale = (lambda x: x * T // s) if T % s == 0 else (lambda x: round(x * T / s))  # noqa: E731
+    fwd_parts = {k: scale(v) for k, v in seq.items()}
+    fwd = sum(fwd_parts.values())
+    bwd = 0 if args.infer else 2 * fwd
+    rec = 0 if args.infer else recompute_flops(fwd_parts, recompute=recompute)
+    model, hardware_total = fwd + bwd, fwd + bwd + rec
+    iterations = T / (b * s)
+
+    pb = param_breakdown(spec)
+    c = 2 if args.infer else 6
+    n_rule = pb["total_params"]
+    core_full_per_token = spec["num_layers"] * sum(
+        attention_core_flops(spec, pairs=query_key_pairs(seq_len=s, attention=attention)).values()) / s
+    six_nd = c * n_rule * T
+    six_nd_attn = six_nd + (c // 2) * core_full_per_token * T
+
+    P = args.prompt_tokens or s
+    o = args.output_tokens or 0
+    ctx = args.decode_context or P + 1
+    prefill, decode_total = generate_flops(spec, prompt_tokens=P, output_tokens=o, attention=attention)
+    inference = {"prompt_tokens": P, "output_tokens": o, "decode_context": ctx,
+                 "prefill_flops": prefill,
+                 "decode_flops_per_token": decode_flops_per_token(spec, context=ctx),
+                 "decode_flops_total": decode_total,
+                 "generate_flops": prefill + decode_total if o else 0}
+
+    time = None
+    if args.gpu is not None or args.peak_tflops is not None:
+        if args.gpu is not None:
+            peak, source = peak_from_hardware(args, parser)
+        else:
+            peak, source = args.peak_tflops * 1e12, "--peak-tflops"
+        n = args.num_gpus or 1
+        if args.hfu is not None:
+            kind, util, flops = "hfu", args.hfu, hardware_total
+        else:
+            kind, util, flops = "mfu", args.mfu or DEFAULT_MFU, model
+        wall = train_time_s(flops=flops, num_gpus=n, peak_flops_per_s=peak, utilization=util)
+        gpu_h = wall * n / 3600
+        time = {"num_gpus": n, "peak_flops_per_s": peak, "peak_source": source,
+                "utilization_kind": kind, "mfu": util if kind == "mfu" else model / hardware_total * util,
+                "hfu": util if kind == "hfu" else hardware_total / model * util,
+                "mfu_default": kind == "mfu" and args.mfu is None,
+                "wall_time_s": wall, "wall_time_days": wall / SECONDS_PER_DAY, "gpu_hours": gpu_h,
+                "cost_per_gpu_hour": args.cost_per_gpu_hour,
+                "cost": gpu_h * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None}
+
+    res = {"model": spec, "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
+           "infer": args.infer, "recompute": recompute, "attention_flops": attention,
+           "attention_flops_default": args.attention_flops is None,
+           "forward_breakdown_flops": fwd_parts,
+           "forward_flops": fwd, "backward_flops": bwd, "recompute_flops": rec,
+           "model_flops": model, "hardware_flops": hardware_total,
+           "model_flops_per_iteration": model / iterations,
+           "hardware_flops_per_iteration": hardware_total / iterations,
+           "forward_flops_per_sequence": sum(seq.values()),
+           "total_params": pb["total_params"], "active_params": pb["active_params"],
+           "params_for_rule": n_rule,
+           "params_for_rule_kind": "total, as 6ND is usually quoted" if not spec["moe"] else
+                                   "total incl. all experts, as 6ND is usually quoted",
+           "six_n_d_flops": six_nd, "six_n_d_plus_attention_flops": six_nd_attn,
+           "six_n_active_d_flops": c * pb["active_params"] * T if spec["moe"] else None,
+           "show_inference": bool(args.infer or args.prompt_tokens or args.output_tokens
+                                  or args.decode_context),
+           "inference": inference, "time": time,
+           "convention": (f"matmul FLOPs only, 2 per multiply-accumulate (as torch FlopCounterMode); "
+                          f"attention {attention} ({'s x s pairs' if attention == 'full' else 's(s+1)/2 causal pairs'}"
+                          f"{', the default' if args.attention_flops is None else ''}); output head at "
+                          "every position, embedding lookup excluded; backward = 2 x forward; model "
+                          "FLOPs = fwd + bwd (MFU), hardware FLOPs add recompute (HFU).")}
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print(format_report(res))
+    return res
+
+
+if __name__ == "__main__":
+    main()
