@@ -900,7 +900,12 @@ def inference_memory(spec, c, b, ctx):
     if spec["moe_layers"]:
         f = max(f, spec["topk"] * spec["moe_ffn_hidden_size"] + spec["shared_expert_ffn_hidden_size"])
     prompt = min(c["sequence_length"], ctx)
-    act = inference_activation_bytes(s=prompt, b=b, h=h, a=a, kv=spec["num_kv_heads"], d=d, f=f,
+    if c["prefill_chunk"]:  # chunked prefill: one forward sees at most this many tokens
+        b_eff = max(1, min(b, c["prefill_chunk"] // prompt)) if c["prefill_chunk"] >= prompt else 1
+        prompt = min(prompt, c["prefill_chunk"])
+    else:
+        b_eff = b
+    act = inference_activation_bytes(s=prompt, b=b_eff, h=h, a=a, kv=spec["num_kv_heads"], d=d, f=f,
                                      num_linears=spec["num_mlp_linears"], V=spec["vocab_size"],
                                      tp=tp, flash=c["flash_attention"], act_bytes=c["act_bytes"])
     stages = []
@@ -1057,6 +1062,9 @@ def build_parser():
     i.add_argument("--output-tokens", "-o", type=int, default=None, help="generated tokens (default 1)")
     i.add_argument("--sliding-window", type=int, default=None,
                    help="window of sliding-window layers (default from the config; 0 turns it off)")
+    i.add_argument("--prefill-chunk", type=int, default=None,
+                   help="tokens one prefill forward processes (vLLM-style chunked prefill; default: "
+                   "the whole batch's prompts at once)")
     i.add_argument("--mla-cache", choices=("latent", "expanded"), default="latent",
                    help="MLA cache: the compressed latent (vLLM/SGLang, DeepSeek paper) or HF's "
                    "expanded per-head K/V (default latent)")
@@ -1080,16 +1088,17 @@ def resolve(args, parser):
     """Resolve the model and configuration; every check is a one-line parser.error (exit 2)."""
     for name in ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size", "virtual_pipeline_size",
                  "context_parallel_size", "expert_parallelism", "expert_tensor_parallel_size",
-                 "batch_size_per_gpu", "global_batch_size", "sequence_length", "output_tokens",
+                 "batch_size_per_gpu", "global_batch_size", "sequence_length",
                  "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
-                 "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "lora_rank",
+                 "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk", "lora_rank",
                  "zero_allgather_bucket_size", "zero3_max_live_params"):
         _pos(parser, name.replace("_", "-"), getattr(args, name))
     for name in ("misc_mem_gib", "framework_mem_gib"):
         if getattr(args, name) is not None and getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
-    if args.sliding_window is not None and args.sliding_window < 0:
-        parser.error("--sliding-window must not be negative")
+    for name in ("sliding_window", "output_tokens"):
+        if getattr(args, name) is not None and getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must not be negative")
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # the cookbook mem script's default
@@ -1204,8 +1213,8 @@ def resolve(args, parser):
          "opt_bytes": optimizer_bytes_per_param(optimizer=args.optimizer, mixed_precision=mixed,
                                                 master_bytes=high),
          "lora": lora, "weight_bits": weight_bits,
-         "kv_bytes": args.kv_cache_bytes_per_val or low, "output_tokens": args.output_tokens or 1,
-         "sliding_window": win, "sliding_layers": win_layers, "mla_cache": args.mla_cache,
+         "kv_bytes": args.kv_cache_bytes_per_val or low, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
+         "sliding_window": win, "sliding_layers": win_layers, "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
          "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu}
     return spec, c, notes
 
