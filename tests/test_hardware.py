@@ -1,0 +1,266 @@
+"""Tests for hardware.py: vendor datasheet values, lookup, CLI shape, sanity properties.
+
+Datasheet checks compare our stored dense figures with numbers printed by the vendor (or, where
+the vendor prints sparse figures, with half of them). Tolerances are stated per test.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+import hardware
+from hardware import DTYPES, RECORD_KEYS, get_accelerator, list_accelerators, main
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "hardware.py"
+
+REQUIRED_SPELLINGS = ["a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200",
+                      "gb200", "mi300x", "l40s", "tpu-v5p", "gaudi3"]
+
+
+def rel_close(a, b, tol):
+    return abs(a - b) <= tol * abs(b)
+
+
+# --- vendor datasheet values -----------------------------------------------------------------
+# (name, field, dtype or None, expected, rel tolerance, source)
+DATASHEET = [
+    # NVIDIA H100 datasheet, SXM column: BF16 1,979 TFLOPS* (*with sparsity) -> 989.5 dense;
+    # the Hopper whitepaper prints 989.4 dense. Memory bandwidth 3.35 TB/s, 80 GB. Tol 0.5%.
+    ("h100-sxm", "flops", "bf16", 989e12, 0.005, "H100 datasheet 1979*/2; whitepaper 989.4"),
+    ("h100-sxm", "flops", "fp8", 3958e12 / 2, 0.005, "H100 datasheet FP8 3,958*"),
+    ("h100-sxm", "bw", None, 3.35e12, 0.001, "H100 datasheet 3.35 TB/s"),
+    ("h100-sxm", "mem", None, 80e9, 0.0, "H100 datasheet 80 GB"),
+    ("h100-pcie", "flops", "bf16", 1513e12 / 2, 0.005, "H100 datasheet PCIe BF16 1,513*"),
+    # NVIDIA A100 datasheet: BF16 312 TFLOPS (624*), TF32 156 (312*), 80GB SXM 2,039 GB/s.
+    ("a100-80gb", "flops", "bf16", 312e12, 0.001, "A100 datasheet BF16 312"),
+    ("a100-80gb", "flops", "tf32", 156e12, 0.001, "A100 datasheet TF32 156"),
+    ("a100-80gb", "bw", None, 2.039e12, 0.001, "A100 datasheet 80GB SXM 2,039 GB/s"),
+    ("a100-40gb", "bw", None, 1.555e12, 0.001, "A100 datasheet 40GB 1,555 GB/s"),
+    ("a100-80gb-pcie", "bw", None, 1.935e12, 0.001, "A100 datasheet 80GB PCIe 1,935 GB/s"),
+    # AMD MI300X product page / data sheet: peak BF16 1307.4 TFLOPS dense, 192 GB HBM3, 5.3 TB/s.
+    ("mi300x", "flops", "bf16", 1307.4e12, 0.001, "AMD MI300X BF16 1307.4"),
+    ("mi300x", "flops", "fp8", 2614.9e12, 0.001, "AMD MI300X FP8 2614.9"),
+    ("mi300x", "mem", None, 192e9, 0.0, "AMD MI300X 192 GB"),
+    ("mi300x", "bw", None, 5.3e12, 0.001, "AMD MI300X 5.3 TB/s"),
+    # NVIDIA H200 page: 141 GB HBM3e at 4.8 TB/s; compute identical to H100 SXM.
+    ("h200", "mem", None, 141e9, 0.0, "H200 page 141 GB"),
+    ("h200", "bw", None, 4.8e12, 0.001, "H200 page 4.8 TB/s"),
+    # V100 datasheet: the 16GB SXM2 card has 16 GB (a peer table wrongly says 32), 900 GB/s,
+    # 125 TFLOPS tensor (fp16), 15.7 fp32.
+    ("v100-16gb", "mem", None, 16e9, 0.0, "V100 datasheet 16 GB"),
+    ("v100-16gb", "flops", "fp16", 125e12, 0.001, "V100 datasheet tensor 125"),
+    ("v100-32gb", "mem", None, 32e9, 0.0, "V100 datasheet 32 GB"),
+    # NVIDIA L40S datasheet: BF16 362.05 | 733* ; FP8 733 | 1,466*; 48 GB; 864 GB/s.
+    ("l40s", "flops", "bf16", 362.05e12, 0.001, "L40S datasheet"),
+    ("l40s", "bw", None, 864e9, 0.001, "L40S datasheet 864 GB/s"),
+    # NVIDIA L4 datasheet: FP8 485* TFLOPS -> 242.5 dense; 24 GB; 300 GB/s.
+    ("l4", "flops", "fp8", 485e12 / 2, 0.001, "L4 datasheet FP8 485*"),
+    # NVIDIA HGX page, HGX B200 (8 GPUs): FP4 144 PFLOPS* -> 9 PF dense per GPU; 1.44 TB.
+    ("b200", "flops", "fp4", 144e15 / 8 / 2, 0.001, "HGX B200 FP4 144 PF* / 8"),
+    ("b200", "mem", None, 1.44e12 / 8, 0.0, "HGX B200 1.44 TB / 8"),
+    # NVIDIA GB200 NVL72: FP8 720 PFLOPS* -> 5 PF dense per GPU; 576 TB/s -> 8 TB/s per GPU.
+    ("gb200", "flops", "fp8", 720e15 / 72 / 2, 0.001, "GB200 NVL72 FP8 720 PF* / 72"),
+    ("gb200", "bw", None, 576e12 / 72, 0.001, "GB200 NVL72 576 TB/s / 72"),
+    # Google Cloud TPU v5p doc: 459 TFLOPS bf16, 95 GB, 2765 GBps, ICI 1200 GBps bidirectional.
+    ("tpu-v5p", "flops", "bf16", 459e12, 0.001, "Cloud TPU v5p doc"),
+    ("tpu-v5p", "bw", None, 2765e9, 0.001, "Cloud TPU v5p doc"),
+    ("tpu-v5p", "scaleup", None, 1200e9 / 2, 0.001, "Cloud TPU v5p ICI 1200 GBps bidir"),
+    ("tpu-v6e", "flops", "bf16", 918e12, 0.001, "Cloud TPU v6e doc"),
+    ("tpu-v5e", "flops", "bf16", 197e12, 0.001, "Cloud TPU v5e doc"),
+    ("tpu-v4", "flops", "bf16", 275e12, 0.001, "Cloud TPU v4 doc"),
+    # Intel Gaudi 3 (Hot Chips 2024 / white paper): BF16 and FP8 MME 1835 TFLOPS, 128 GB.
+    ("gaudi3", "flops", "bf16", 1835e12, 0.001, "Gaudi 3 white paper"),
+    ("gaudi3", "mem", None, 128e9, 0.0, "Gaudi 3 white paper"),
+    # AWS Neuron docs: Trainium2 667 BF16 TFLOPS, 1299 FP8; Trainium 190 BF16.
+    ("trainium2", "flops", "bf16", 667e12, 0.001, "AWS Neuron Trainium2 arch page"),
+    ("trainium2", "flops", "fp8", 1299e12, 0.001, "AWS Neuron Trainium2 arch page"),
+    ("trainium1", "flops", "bf16", 190e12, 0.001, "AWS Neuron Trainium arch page"),
+    # NVLink 4: 900 GB/s bidirectional per GPU -> 450e9 per direction (H100 datasheet).
+    ("h100-sxm", "scaleup", None, 900e9 / 2, 0.0, "H100 datasheet NVLink 900 GB/s"),
+    ("b200", "scaleup", None, 1.8e12 / 2, 0.0, "HGX B200 NVLink 1.8 TB/s per GPU"),
+]
+
+
+def _field(rec, field, dtype):
+    if field == "flops":
+        return rec["peak_flops_per_s"][dtype]
+    return {"bw": rec["memory_bandwidth_bytes_per_s"], "mem": rec["memory_bytes"],
+            "scaleup": rec["scale_up_bandwidth_bytes_per_s"]}[field]
+
+
+@pytest.mark.parametrize("name,field,dtype,expected,tol,source", DATASHEET,
+                         ids=[f"{r[0]}-{r[1]}-{r[2]}" for r in DATASHEET])
+def test_datasheet_values(name, field, dtype, expected, tol, source):
+    got = _field(get_accelerator(name), field, dtype)
+    assert rel_close(got, expected, tol) or got == expected, (name, field, dtype, got, source)
+
+
+def test_mamf_h100_matches_bekman_table():
+    # Bekman ml-engineering MAMF v2 table: H100 SXM bf16 794.5 TFLOPS = 80.3% of 989.
+    rec = get_accelerator("h100-sxm")
+    ach = rec["achievable_matmul_flops_per_s"]["bf16"]
+    assert rel_close(ach, 794.5e12, 1e-6)
+    assert rel_close(ach / 989e12, 0.803, 0.005)
+    assert "ml-engineering" in rec["achievable_source"]
+
+
+# --- names and aliases -----------------------------------------------------------------------
+@pytest.mark.parametrize("spelling", REQUIRED_SPELLINGS)
+def test_required_spellings_resolve(spelling):
+    assert get_accelerator(spelling)["name"] in list_accelerators()
+    assert get_accelerator(spelling.upper())["name"] == get_accelerator(spelling)["name"]
+
+
+@pytest.mark.parametrize("alias", ["h100", "h100-sxm", "H100-SXM5-80GB", "h100_sxm5", "H100 SXM"])
+def test_h100_aliases(alias):
+    assert get_accelerator(alias)["name"] == "h100-sxm"
+
+
+def test_names_unique_and_count():
+    names = list_accelerators()
+    assert len(names) == len(set(names)) >= 30
+    assert all(n == n.lower() for n in names)
+
+
+def test_unknown_name_keyerror_message():
+    with pytest.raises(KeyError) as ei:
+        get_accelerator("h1000")
+    msg = str(ei.value.args[0])
+    assert "\n" not in msg
+    assert msg.startswith("unknown accelerator 'h1000'; nearest: ")
+    assert msg.split("nearest: ")[1].split(", ")[:3] == ["h100-sxm", "h100-pcie", "h100-nvl"]
+
+
+def test_unknown_name_exit_2_with_suggestions(capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(["mi3000x"])
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown accelerator" in err and "mi300x" in err
+
+
+def test_unknown_name_in_compare_exit_2(capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(["--compare", "h100", "gaudi9"])
+    assert ei.value.code == 2
+    assert "gaudi" in capsys.readouterr().err
+
+
+def test_name_and_compare_together_exit_2():
+    with pytest.raises(SystemExit) as ei:
+        main(["h100", "--compare", "a100", "b200"])
+    assert ei.value.code == 2
+
+
+# --- record shape ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list_accelerators())
+def test_every_record_complete_and_sane(name):
+    rec = get_accelerator(name)
+    assert set(RECORD_KEYS) <= set(rec)
+    assert rec["name"] == name
+    assert isinstance(rec["source"], str) and ("http" in rec["source"] or "paper" in rec["source"])
+    assert isinstance(rec["notes"], str) and rec["notes"]
+    assert isinstance(rec["memory_bytes"], int) and rec["memory_bytes"] > 0
+    assert rec["memory_bandwidth_bytes_per_s"] > 0
+    pf = rec["peak_flops_per_s"]
+    assert pf and set(pf) <= set(DTYPES) and all(v > 0 for v in pf.values())
+    # fp8 >= bf16 >= fp32 where present (matrix units get faster as precision drops)
+    if "fp8" in pf and "bf16" in pf:
+        assert pf["fp8"] >= pf["bf16"]
+    if "bf16" in pf and "fp32" in pf:
+        assert pf["bf16"] >= pf["fp32"]
+    if "fp4" in pf and "fp8" in pf:
+        assert pf["fp4"] >= pf["fp8"]
+    assert isinstance(rec["scale_up_domain_size"], int) and rec["scale_up_domain_size"] >= 1
+    assert isinstance(rec["scale_up_in_network_reduction"], bool)
+    if rec["scale_up_domain_size"] > 1:
+        assert rec["scale_up_bandwidth_bytes_per_s"] > 0
+    ach = rec["achievable_matmul_flops_per_s"]
+    if ach is not None:
+        assert rec["achievable_source"]
+        for dt, v in ach.items():
+            assert 0 < v <= pf[dt]  # measured never above the dense peak
+
+
+def test_get_accelerator_returns_copy():
+    rec = get_accelerator("h100")
+    rec["peak_flops_per_s"]["bf16"] = 0
+    assert get_accelerator("h100")["peak_flops_per_s"]["bf16"] > 0
+
+
+# --- CLI ---------------------------------------------------------------------------------------
+def test_main_one_returns_record(capsys):
+    rec = main(["H100"])
+    out = capsys.readouterr().out
+    assert rec["name"] == "h100-sxm"
+    assert "TFLOP/s" in out and "TB/s" in out and "source" in out
+
+
+def test_main_json_one(capsys):
+    rec = main(["h100-sxm", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data == rec
+    for k in ("memory_bytes", "memory_bandwidth_bytes_per_s", "scale_up_bandwidth_bytes_per_s",
+              "peak_flops_per_s", "source"):
+        assert k in data
+    assert data["peak_flops_per_s"]["bf16"] == pytest.approx(989.4e12)
+
+
+def test_main_table(capsys):
+    recs = main([])
+    out = capsys.readouterr().out
+    assert [r["name"] for r in recs] == list_accelerators()
+    assert "[TB/s]" in out and "[TFLOP/s]" in out
+    assert len(out.splitlines()) == len(recs) + 3
+
+
+def test_main_json_table(capsys):
+    main(["--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert isinstance(data, list) and len(data) == len(list_accelerators())
+
+
+def test_main_compare_json(capsys):
+    recs = main(["--compare", "h100", "mi300x", "gaudi3", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in data] == ["h100-sxm", "mi300x", "gaudi3"] == [r["name"] for r in recs]
+
+
+def test_format_record_has_units():
+    text = hardware.format_record(get_accelerator("b200"))
+    assert "GB/s per direction" in text and "TFLOP/s" in text
+
+
+def test_runs_without_site_packages():
+    r = subprocess.run([sys.executable, "-S", str(SCRIPT), "--help"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0 and "usage" in r.stdout
+
+
+def test_cli_unknown_exit_code_subprocess():
+    r = subprocess.run([sys.executable, "-S", str(SCRIPT), "h1000"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2
+    assert "nearest: h100-sxm" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- property tests -----------------------------------------------------------------------------
+@given(st.sampled_from([a for n in list_accelerators()
+                        for a in [n] + get_accelerator(n)["aliases"]]),
+       st.sampled_from([str.lower, str.upper, lambda s: s.replace("-", "_"),
+                        lambda s: s.replace("-", " ")]))
+def test_every_alias_resolves_in_any_case(alias, transform):
+    canon = get_accelerator(alias)["name"]
+    assert get_accelerator(transform(alias))["name"] == canon
+
+
+@given(st.text(min_size=1, max_size=12))
+def test_lookup_never_crashes(s):
+    try:
+        get_accelerator(s)
+    except KeyError as e:
+        assert str(e.args[0]).startswith("unknown accelerator")
