@@ -75,6 +75,13 @@ SUPPORTED_MODEL_TYPES = (
 _TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2"}
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def add_model_args(parser):
     """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
     flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
@@ -172,6 +179,9 @@ def load_hf_config(name_or_path):
     except ImportError:
         raise ValueError(f"{name_or_path!r} is not a local folder or file, and reading a hub id "
                          "needs `pip install transformers`") from None
+    import logging  # hub retries log a warning each; the one-line error below says it all
+    for logger in ("huggingface_hub", "transformers"):
+        logging.getLogger(logger).setLevel(logging.ERROR)
     try:
         return AutoConfig.from_pretrained(name_or_path, trust_remote_code=False).to_dict()
     except Exception as exc:  # hub errors come in many types; report one line, no traceback
@@ -985,13 +995,6 @@ def format_report(res):
 # ------------------------------------------------------------------------------------------------
 # CLI
 # ------------------------------------------------------------------------------------------------
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line on stderr and exit status 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
 
 def build_parser():
     p = OneLineErrorParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
