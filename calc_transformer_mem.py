@@ -839,8 +839,8 @@ def training_memory(spec, c, b):
             base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
             ad = sum(lora_params_per_layer(spec, rank=lora["rank"], targets=lora["targets"], tp=tp,
                                            moe_layer=i in moe_set) for i in layers)
-            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=c["high_bytes"],
-                                             grad_bytes=c["high_bytes"],
+            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
+                                             grad_bytes=lora["adapter_bytes"],
                                              optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
                                              zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
             w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
@@ -1045,6 +1045,9 @@ def build_parser():
     t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
                    help="full training, or LoRA/QLoRA adapters on a frozen base (default full)")
     t.add_argument("--lora-rank", type=int, default=16, help="LoRA rank r (default 16)")
+    t.add_argument("--adapter-bytes-per-val", type=int, default=None,
+                   help="LoRA adapter weights and grads (default 4: PEFT keeps adapters in fp32; "
+                   "the QLoRA paper's code casts them to bf16: 2)")
     t.add_argument("--lora-targets", default="all-linear",
                    help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
     pr = p.add_argument_group("precision")
@@ -1093,7 +1096,8 @@ def resolve(args, parser):
                  "context_parallel_size", "expert_parallelism", "expert_tensor_parallel_size",
                  "batch_size_per_gpu", "global_batch_size", "sequence_length",
                  "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
-                 "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk", "lora_rank",
+                 "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
+                 "adapter_bytes_per_val", "lora_rank",
                  "zero_allgather_bucket_size", "zero3_max_live_params"):
         _pos(parser, name.replace("_", "-"), getattr(args, name))
     for name in ("misc_mem_gib", "framework_mem_gib"):
@@ -1180,7 +1184,8 @@ def resolve(args, parser):
         if bad or not targets:
             parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or all-linear")
         bits = args.weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
-        lora = {"rank": args.lora_rank, "targets": targets, "base_bits": bits}
+        lora = {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
+                "adapter_bytes": args.adapter_bytes_per_val or 4}
     weight_bits = args.weight_bits or 8 * wbytes
     win, win_layers = sliding_window_from_config(cfg, L) if cfg else (None, [])
     if args.sliding_window is not None:
@@ -1240,8 +1245,9 @@ def assumptions(c, spec):
         return out
     opt = (f"{c['optimizer']}: {c['opt_bytes']} B/param incl. fp32 master" if c["mixed_precision"]
            else f"{c['optimizer']}: {c['opt_bytes']} B/param, no master copy")
-    out.append(f"mixed precision {'on' if c['mixed_precision'] else 'off'}: weights {c['weight_bytes']} B, "
-               f"grads {c['grad_bytes']} B, {opt}")
+    if not c["lora"]:
+        out.append(f"mixed precision {'on' if c['mixed_precision'] else 'off'}: weights "
+                   f"{c['weight_bytes']} B, grads {c['grad_bytes']} B, {opt}")
     out.append(f"activations (Korthikanti 2022): recompute {c['recompute']}, sequence parallel "
                f"{'on' if c['sequence_parallel'] else 'off'}, flash attention "
                f"{'on' if c['flash_attention'] else 'off'}, dropout {'on' if c['dropout'] else 'off'}, "
@@ -1252,8 +1258,9 @@ def assumptions(c, spec):
     if c["lora"]:
         lo = c["lora"]
         out.append(f"LoRA r={lo['rank']} on {','.join(lo['targets'])} (routed experts not adapted); "
-                   f"frozen base layers at {lo['base_bits']:.3f} bits; adapters fp32 with fp32 grads "
-                   f"and {c['optimizer']} states; activations as for full training")
+                   f"frozen base layers at {lo['base_bits']:.3f} bits; adapters and their grads at "
+                   f"{lo['adapter_bytes']} B, {c['optimizer']} states fp32, no master copy; "
+                   "activations as for full training")
     return out
 
 
