@@ -1,0 +1,386 @@
+"""Tests for calc_transformer_mem.py against published numbers (Korthikanti et al. 2022, the ZeRO
+paper, Hugging Face cache shapes, the DeepSeek-V2 paper, QLoRA), the cookbook README commands,
+and one exit-2 test per validation rule. No GPU, no network."""
+import json
+import math
+import os
+import sys
+import types
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import ROOT, config_path, exit_code_and_stderr, run_main
+from calc_transformer_mem import main, zero_model_state_bytes, optimizer_bytes_per_param
+
+GIB = 2 ** 30
+
+# ----------------------------------------------------------------------------------------------
+# Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models").
+# Model dims from their Table 3; s 2048, V 51200, fp16, no flash attention, dropout on,
+# GPT-3-style tied embeddings; ZeRO off (dp = 1 in every setup).
+# ----------------------------------------------------------------------------------------------
+KORTHIKANTI = {
+    # name: (flags, Fig.1 activations none GiB, Fig.1 selective+seq GiB, Fig.1 weights+grads+opt GiB)
+    "22B": ("-hs 6144 -a 64 -l 48 -tp 8 -pp 1 --num-gpus 8 --global-batch-size 4 -b 4", 59.25, 9.5625, 45.56),
+    "175B": ("-hs 12288 -a 96 -l 96 -tp 8 -pp 8 -vp 3 --num-gpus 64 --global-batch-size 64 -b 1",
+             66.84, 12.35, 45.56),
+    "530B": ("-hs 20480 -a 128 -l 105 -tp 8 -pp 35 -vp 3 --num-gpus 280 --global-batch-size 280 -b 1",
+             114.02, 23.08, 31.64),
+    "1T": ("-hs 25600 -a 160 -l 128 -tp 8 -pp 64 --num-gpus 512 --global-batch-size 512 -b 1",
+           131.25, 26.56, 32.96),
+}
+K_COMMON = " -s 2048 -v 51200 --no-flash-attention --dropout --zero-stage 0 --tied-embeddings --json"
+MODES = {"none": "", "seq": " -sp", "sel": " --recompute selective",
+         "seqsel": " -sp --recompute selective", "full": " --recompute full"}
+# Figure 7 (percent of the tensor-parallel baseline) as the paper's Table 2 rows give it per layer
+# with t = 8: none 10+24/t+5as/(ht), seq 34/t+5as/(ht), sel 10+24/t, seqsel 34/t, full 2.
+# (5as/(ht) = 13.33 for 22B, 10 for 175B, 8 for 530B and 1T.)
+FIG7 = {"22B": (66.77, 49.37, 16.14, 7.59), "175B": (61.96, 56.52, 18.48, 8.70),
+        "530B": (58.33, 61.90, 20.24, 9.52), "1T": (58.33, 61.90, 20.24, 9.52)}
+
+
+def _k(name, mode):
+    res, _, _ = run_main(main, (KORTHIKANTI[name][0] + K_COMMON + MODES[mode]).split())
+    return res
+
+
+@pytest.mark.parametrize("name", KORTHIKANTI)
+def test_korthikanti_fig1_activations(name):
+    # Source: Korthikanti et al. 2022 Figure 1 (first pipeline stage, per GPU). Tolerance 3%.
+    # Ours includes the embedding dropout mask (their sec. 4.3), which Fig. 1 leaves out; the
+    # layers-only figure must match to 0.5%.
+    _, none, seqsel, _ = KORTHIKANTI[name]
+    r0, r1 = _k(name, "none"), _k(name, "seqsel")
+    s0, s1 = r0["stages"][0], r1["stages"][0]
+    assert s0["activations_stored_bytes"] / GIB == pytest.approx(none, rel=0.03)
+    assert s1["activations_stored_bytes"] / GIB == pytest.approx(seqsel, rel=0.03)
+    assert s0["activations_layers_bytes"] / GIB == pytest.approx(none, rel=0.005)
+    assert s1["activations_layers_bytes"] / GIB == pytest.approx(seqsel, rel=0.005)
+    assert r0["stage"] == 0  # the most-loaded rank is the first pipeline stage
+
+
+@pytest.mark.parametrize("name", KORTHIKANTI)
+def test_korthikanti_fig7_ratios(name):
+    # Source: Korthikanti et al. 2022 Figure 7 / Table 2 (ratios to the TP baseline), within 2 points.
+    base = _k(name, "none")["stages"][0]["activations_layers_bytes"]
+    for mode, want in zip(("seq", "sel", "seqsel", "full"), FIG7[name]):
+        got = 100 * _k(name, mode)["stages"][0]["activations_layers_bytes"] / base
+        assert abs(got - want) <= 2.0, (mode, got, want)
+
+
+@pytest.mark.parametrize("name", KORTHIKANTI)
+def test_korthikanti_fig1_model_states(name):
+    # Source: Korthikanti et al. 2022 Figure 1, "parameters + optimizer state" per GPU with 18 B per
+    # parameter (fp16 weight, fp32 grad, fp32 master + Adam moments). Fig. 1 counts the transformer
+    # layers: compare a middle stage (layers only) when pp > 1; 22B (pp = 1) includes the tied
+    # embedding. Tolerance 3%.
+    want = KORTHIKANTI[name][3]
+    r = _k(name, "none")
+    stg = r["stages"][len(r["stages"]) // 2]
+    got = (stg["weights_bytes"] + stg["gradients_bytes"] + stg["optimizer_bytes"]) / GIB
+    assert got == pytest.approx(want, rel=0.03)
+
+
+# ----------------------------------------------------------------------------------------------
+# ZeRO (Rajbhandari et al. 2019): Figure 1 and Table 1, decimal GB, K = 12, fp16 weights/grads.
+# ----------------------------------------------------------------------------------------------
+ZERO_TABLE1 = {  # params: {N_d: (P_os, P_os+g, P_os+g+p)} in decimal GB
+    # 7.5B row of Table 1 (its N_d = 64 entries are Figure 1's 31.4 / 16.6 / 1.88).
+    7.5e9: {1: (120, 120, 120), 4: (52.5, 41.3, 30), 16: (35.6, 21.6, 7.5), 64: (31.4, 16.6, 1.88),
+            256: (30.4, 15.4, 0.47), 1024: (30.1, 15.1, 0.12)},
+    # 1T: 16 TB unsharded (sec. 1) and 16 GB per device with P_os+g+p on 1024 GPUs (sec. 1, 5.4).
+    1e12: {1: (16000, 16000, 16000)},
+}
+
+
+def test_zero_paper_trillion_on_1024_gpus():
+    # Source: ZeRO paper sec. 1: P_os+g+p lets a 1T-parameter model fit in 16 GB per device on
+    # 1024 GPUs (16 B/param / 1024 = 15.6 GB; the paper rounds to 16). Tolerance 3%.
+    got = sum(zero_model_state_bytes(params=1e12, weight_bytes=2, grad_bytes=2, optimizer_bytes=12,
+                                     zero_stage=3, shard_degree=1024))
+    assert got / 1e9 == pytest.approx(16, rel=0.03)
+
+
+@pytest.mark.parametrize("params", ZERO_TABLE1)
+def test_zero_paper_table1(params):
+    # Source: ZeRO paper Table 1 (per-device model-state memory vs DP degree). Published values are
+    # rounded to 3 significant figures (0.12, 0.47 to 2): tolerance 1% or 0.005 GB. K = 12 (mixed-precision Adam, sec. 3.1).
+    K = optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4)
+    assert K == 12
+    for nd, row in ZERO_TABLE1[params].items():
+        for stage, want in zip((1, 2, 3), row):
+            got = sum(zero_model_state_bytes(params=params, weight_bytes=2, grad_bytes=2,
+                                             optimizer_bytes=K, zero_stage=stage, shard_degree=nd))
+            assert got / 1e9 == pytest.approx(want, rel=0.01, abs=0.005), (params, nd, stage)
+
+
+def test_zero_paper_figure1_through_cli():
+    # Source: ZeRO paper Figure 1: 7.5B params, N_d = 64, K = 12: 120 / 31.4 / 16.6 / 1.9 GB.
+    # A 7.466B-parameter model (L 35, h 4096, V 51200) stands in for 7.5B: tolerance 1%.
+    want = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}
+    for z, gb in want.items():
+        res, _, _ = run_main(main, ["-l", "35", "-hs", "4096", "--num-gpus", "64", "-z", str(z),
+                                    "--bytes-per-grad-ele", "2", "-zbs", "1", "-zmlp", "1", "--json"])
+        got = (res["weights_bytes"] + res["gradients_bytes"] + res["optimizer_bytes"]) / 1e9
+        assert got * 7.5e9 / res["total_params"] == pytest.approx(gb, rel=0.01 if z < 3 else 0.03), z
+
+
+def test_fsdp_names_map_to_zero_stages():
+    # FSDP FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2, NO_SHARD = ZeRO-0 (PyTorch FSDP docs).
+    a = ["-l", "4", "-hs", "1024", "--num-gpus", "8", "--json"]
+    for fsdp, z in (("full_shard", 3), ("shard_grad_op", 2), ("no_shard", 0)):
+        r1, _, _ = run_main(main, a + ["--fsdp", fsdp])
+        r2, _, _ = run_main(main, a + ["-z", str(z)])
+        assert r1["total_bytes"] == r2["total_bytes"]
+
+
+# ----------------------------------------------------------------------------------------------
+# KV cache per token = what the cache holds
+# ----------------------------------------------------------------------------------------------
+def _infer(name, *extra):
+    res, _, _ = run_main(main, ["--hf_model_name_or_path", config_path(name), "--infer", "-s", "4096",
+                                "-o", "0", "--json", *extra])
+    return res
+
+
+def test_kv_llama3_8b_gqa():
+    # HF LlamaAttention caches k and v as (b, kv=8, s, d=128) per layer, bf16, 32 layers:
+    # 2 * 8 * 128 * 2 B * 32 = 131072 B/token (the widely quoted Llama-3-8B figure).
+    r = _infer("llama-3-8b")
+    assert r["kv_cache_bytes_per_token"] == 131072
+    assert r["kv_cache_bytes"] == 131072 * 4096
+
+
+def test_kv_falcon_7b_mqa():
+    # Falcon-7B (multi_query: one kv head of 64, 32 layers): HF FalconAttention caches (b, 1, s, 64)
+    # for k and v: 2 * 64 * 2 B * 32 = 8192 B/token.
+    assert _infer("falcon-7b")["kv_cache_bytes_per_token"] == 8192
+
+
+def test_kv_mla_latent_and_hf_expanded():
+    # DeepSeek-V2 paper sec. 2.1.3: MLA caches (d_c + d_h^R) = kv_lora_rank + qk_rope_head_dim
+    # elements per token per layer (vLLM's MLA cache): V2-Lite (512 + 64) * 2 B * 27 = 31104;
+    # V3 (512 + 64) * 2 * 61 = 70272. HF's DeepseekV2Attention caches the expanded per-head
+    # key (a x 192) and value (a x 128): 16 * 320 * 2 * 27 = 276480 B/token.
+    assert _infer("deepseek-v2-lite")["kv_cache_bytes_per_token"] == 31104
+    assert _infer("deepseek-v3")["kv_cache_bytes_per_token"] == 70272
+    assert _infer("deepseek-v2-lite", "--mla-cache", "expanded")["kv_cache_bytes_per_token"] == 276480
+
+
+def test_kv_replicated_when_kv_heads_below_tp():
+    # vLLM / Megatron replicate kv heads when kv < tp: Llama-3-8B at tp 16 keeps 1 kv head per rank.
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("llama-3-8b"), "--infer",
+                              "-tp", "16", "--num-gpus", "16", "-a", "32", "--json"])
+    assert r["kv_cache_bytes_per_token"] == 2 * 1 * 128 * 2 * 32
+    r4, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("llama-3-8b"), "--infer",
+                               "-tp", "4", "--num-gpus", "4", "--json"])
+    assert r4["kv_cache_bytes_per_token"] == 131072 // 4
+
+
+def test_kv_sliding_windows():
+    # Mistral-7B v0.1: sliding_window 4096 on every layer -> an 8192-token context caches 4096.
+    # Gemma 2: even layers slide (window 4096), odd layers are global (HF Gemma2DecoderLayer).
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("mistral-7b"), "--infer",
+                              "-s", "8192", "-o", "0", "--json"])
+    assert r["kv_cache_bytes"] == 131072 * 4096
+    g, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("gemma-2-9b"), "--infer",
+                              "-s", "8192", "-o", "0", "--json"])
+    per_layer = 2 * 8 * 256 * 2
+    assert g["kv_cache_bytes"] == per_layer * (21 * 8192 + 21 * 4096)
+
+
+def test_inference_weights_quantized():
+    # 4-bit layer weights, 16-bit embeddings and head (bitsandbytes/GPTQ/AWQ keep lm_head in fp16).
+    r16 = _infer("llama-3-8b")
+    r4 = _infer("llama-3-8b", "--weight-bits", "4")
+    keep = 2 * 128256 * 4096 + 4096  # embedding, untied head, final norm
+    assert r16["weights_bytes"] == 2 * 8030261248
+    assert r4["weights_bytes"] == pytest.approx((8030261248 - keep) / 2 + 2 * keep)
+
+
+# ----------------------------------------------------------------------------------------------
+# Fine-tuning
+# ----------------------------------------------------------------------------------------------
+LLAMA65 = ["-l", "80", "-hs", "8192", "-a", "64", "--ffn-hidden-size", "22016", "--swiglu",
+           "--norm", "rmsnorm", "--no-bias", "-v", "32000"]
+
+
+def test_qlora_65b_fits_48gb_full_finetune_does_not():
+    # Source: Dettmers et al. 2023 (QLoRA), abstract and sec. 1: finetuning a 65B model drops from
+    # >780 GB to <48 GB with QLoRA (NF4 + double quant, LoRA on all linear layers, r 64, gradient
+    # checkpointing; batch 1; adapters in bf16 as the paper's qlora.py casts them). Sequence 512
+    # here (the paper's chat data is short). Model: LLaMA-65B (h 8192, L 80, f 22016, V 32000).
+    q, _, _ = run_main(main, LLAMA65 + ["--finetune", "qlora", "--lora-rank", "64", "-ca", "-s", "512",
+                                        "--adapter-bytes-per-val", "2", "--optimizer", "adamw",
+                                        "--json"])
+    assert 33e9 < q["total_bytes"] < 48e9
+    f, _, _ = run_main(main, LLAMA65 + ["-z", "0", "--bytes-per-grad-ele", "2", "-s", "512", "-ca",
+                                        "--json"])
+    assert f["weights_bytes"] + f["gradients_bytes"] + f["optimizer_bytes"] > 780e9
+
+
+def test_8bit_adam_saves_75_percent_of_states():
+    # Dettmers et al. 2022 (8-bit optimizers): 8-bit Adam states take 2 B/param instead of 8.
+    assert optimizer_bytes_per_param(optimizer="adam8bit", mixed_precision=False, master_bytes=4) == 2
+    assert optimizer_bytes_per_param(optimizer="adamw", mixed_precision=False, master_bytes=4) == 8
+    # the cookbook's own comment: Adam 12, SGD 8, 8-bit Adam 6 bytes with the fp32 master copy
+    for opt, k in (("adamw", 12), ("sgd", 8), ("adam8bit", 6), ("lion", 8)):
+        assert optimizer_bytes_per_param(optimizer=opt, mixed_precision=True, master_bytes=4) == k
+
+
+# ----------------------------------------------------------------------------------------------
+# Cookbook README commands (one smoke test each) and what they must now get right
+# ----------------------------------------------------------------------------------------------
+README = [
+    "--num-layers=32 --sequence-length=2048 --num-attention-heads=32 --hidden-size=4096 --batch-size-per-gpu=8 --checkpoint-activations --zero-stage=1 --partition-activations --pipeline-parallel-size=1 --tensor-parallel-size=2 --num-gpus=128",
+    "--num-layers=36 --sequence-length=2048 --num-attention-heads=40 --hidden-size=5120 --batch-size-per-gpu=8 --checkpoint-activations --zero-stage=1 --partition-activations --pipeline-parallel-size=1 --tensor-parallel-size=4 --num-gpus=256",
+    "--num-layers=44 --sequence-length=2048 --num-attention-heads=64 --hidden-size=6144 --batch-size-per-gpu=1 --checkpoint-activations --zero-stage=1 --partition-activations --pipeline-parallel-size=1 --tensor-parallel-size=1 --num-gpus=1",
+]
+
+
+@pytest.mark.parametrize("cmd", README)
+def test_cookbook_readme_commands(cmd):
+    res, out, _ = run_main(main, cmd.split())
+    assert "Total per GPU" in out
+    tp = res["parallelism"]["tp"]
+    assert res["config"]["recompute"] == "full"
+    # gradients follow the weights' TP split (fp32 grads = 2x the fp16 weights)
+    assert res["gradients_bytes"] == pytest.approx(2 * res["weights_bytes"])
+    assert res["params_per_gpu"] == pytest.approx(res["total_params"] / tp, rel=0.01)
+
+
+def test_json_mode_prints_only_the_result():
+    res, out, _ = run_main(main, ["--json"])
+    assert json.loads(out) == json.loads(json.dumps(res))
+    for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes",
+              "kv_cache_bytes", "total_bytes"):
+        assert k in res
+
+
+def test_the_shared_block_copy_is_checked():
+    # tests/test_shared_copies.py holds every calc_*.py block byte-identical to the master and
+    # compares param_breakdown over a grid; make sure this script is among the copies it checks.
+    import test_shared_copies
+    assert any(p.endswith("calc_transformer_mem.py") for p in test_shared_copies.COPIES)
+
+
+# ----------------------------------------------------------------------------------------------
+# Fit
+# ----------------------------------------------------------------------------------------------
+def _fake_hardware(monkeypatch, mem=80e9):
+    mod = types.ModuleType("hardware")
+
+    def get_accelerator(name):
+        if name != "h100":
+            raise KeyError(f"unknown accelerator {name!r}; nearest: h100")
+        return {"name": "h100-sxm", "memory_bytes": mem}
+    mod.get_accelerator = get_accelerator
+    monkeypatch.setitem(sys.modules, "hardware", mod)
+
+
+def test_fit_training_largest_micro_batch(monkeypatch):
+    _fake_hardware(monkeypatch)
+    base = ["--hf_model_name_or_path", config_path("llama-3-8b"), "--num-gpus", "8", "-z", "3",
+            "-s", "4096", "--json"]
+    r, _, _ = run_main(main, base + ["--gpu", "h100"])
+    mb = r["fit"]["max_micro_batch_size"]
+    assert mb >= 1
+    at, _, _ = run_main(main, base + ["-b", str(mb)])
+    over, _, _ = run_main(main, base + ["-b", str(mb + 1)])
+    assert at["total_bytes"] <= 80e9 < over["total_bytes"]
+
+
+def test_fit_inference_batch_and_context():
+    base = ["--hf_model_name_or_path", config_path("llama-3-8b"), "--infer", "-s", "8192", "-o", "0",
+            "--gpu-memory-gib", "40", "--prefill-chunk", "8192", "--json"]
+    r, _, _ = run_main(main, base)
+    assert r["fit"]["fits"]
+    nb, nc = r["fit"]["max_batch_size"], r["fit"]["max_context_tokens"]
+    lim = 40 * GIB
+    at, _, _ = run_main(main, base + ["-b", str(nb)])
+    over, _, _ = run_main(main, base + ["-b", str(nb + 1)])
+    assert at["total_bytes"] <= lim < over["total_bytes"]
+    # KV dominates: (40 GiB - 15 GiB weights - 1 GiB) / (8192 * 128 KiB) ~ 23 sequences
+    assert 18 <= nb <= 24 and nc > 8192
+
+
+# ----------------------------------------------------------------------------------------------
+# Properties (hypothesis)
+# ----------------------------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(b=st.integers(1, 8), tp=st.sampled_from([1, 2, 4]), z=st.integers(0, 3),
+       rec=st.sampled_from(["none", "selective", "full"]))
+def test_more_batch_more_memory_more_zero_less(b, tp, z, rec):
+    a = ["-l", "4", "-hs", "1024", "-a", "16", "-s", "512", "--num-gpus", "8", "-tp", str(tp),
+         "--recompute", rec, "--json"]
+    r1, _, _ = run_main(main, a + ["-b", str(b), "-z", str(z)])
+    r2, _, _ = run_main(main, a + ["-b", str(b + 1), "-z", str(z)])
+    assert r2["activations_bytes"] > r1["activations_bytes"]
+    if z < 3:
+        r3, _, _ = run_main(main, a + ["-b", str(b), "-z", str(z + 1)])
+        assert (r3["weights_bytes"] + r3["gradients_bytes"] + r3["optimizer_bytes"]
+                < r1["weights_bytes"] + r1["gradients_bytes"] + r1["optimizer_bytes"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]))
+def test_tp_one_rank_holds_at_least_its_share(tp):
+    # every rank holds >= total/tp (replicated norms and biases) and the TP=1 rank holds it all
+    r, _, _ = run_main(main, ["-l", "4", "-hs", "1024", "-a", "16", "--num-gpus", str(tp), "-tp", str(tp),
+                              "--json"])
+    assert r["total_params"] / tp <= r["params_per_gpu"] <= r["total_params"] / tp * 1.01 + 4096
+    if tp == 1:
+        assert r["params_per_gpu"] == r["total_params"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Exit 2, one line, per validation rule
+# ----------------------------------------------------------------------------------------------
+BAD = [
+    (["--num-gpus", "6", "-tp", "4"], "not divisible by tp*pp*cp"),
+    (["-a", "6", "-hs", "768", "-tp", "4", "--num-gpus", "4"], "not divisible by --tensor-parallel-size"),
+    (["-l", "10", "-pp", "4", "--num-gpus", "4"], "not divisible by pp*vp"),
+    (["-l", "8", "-pp", "1", "-vp", "2"], "needs --pipeline-parallel-size"),
+    (["-b", "0"], "must be positive"),
+    (["-s", "0"], "must be positive"),
+    (["--num-gpus", "0"], "must be positive"),
+    (["-hs", "0"], "must be positive"),
+    (["--optimizer", "adagrad"], "invalid choice"),
+    (["-z", "3", "-pp", "2", "--num-gpus", "2", "-l", "4"], "ZeRO-3"),
+    (["--moe", "-e", "6", "-ep", "4", "--num-gpus", "4"], "not divisible by --expert-parallelism"),
+    (["-ep", "2", "--num-gpus", "2"], "needs a MoE model"),
+    (["--global-batch-size", "7", "--num-gpus", "2"], "not divisible by b*dp"),
+    (["--finetune", "lora", "--lora-targets", "q,x"], "--lora-targets"),
+    (["--finetune", "lora", "--infer"], "applies to training"),
+    (["--fsdp", "full_shard", "-z", "1"], "--fsdp"),
+    (["-ca", "--recompute", "selective"], "full recompute"),
+    (["-cp", "3", "--num-gpus", "3", "-s", "1024"], "--context-parallel-size"),
+    (["--num-kv-heads", "2", "-a", "64", "-tp", "8", "--num-gpus", "8", "--hf_model_name_or_path",
+      "nonexistent/dir/config.json"], "not found"),
+    (["--misc-mem-gib", "-1"], "must not be negative"),
+    (["--gpu", "h100", "--gpu-memory-gib", "80"], "not both"),
+]
+
+
+@pytest.mark.parametrize("argv,msg", BAD)
+def test_bad_input_exits_2_with_one_line(argv, msg, monkeypatch):
+    _fake_hardware(monkeypatch)
+    code, err = exit_code_and_stderr(main, argv)
+    assert code == 2
+    assert msg in err and err.count("\n") == 1, err
+
+
+def test_kv_heads_and_tp_must_nest():
+    code, err = exit_code_and_stderr(main, ["-a", "12", "--num-kv-heads", "3", "-hs", "768",
+                                            "-tp", "2", "--num-gpus", "2"])
+    assert code == 2 and "one must divide the other" in err
+
+
+def test_unknown_gpu_and_missing_hardware(monkeypatch):
+    _fake_hardware(monkeypatch)
+    code, err = exit_code_and_stderr(main, ["--gpu", "h1000"])
+    assert code == 2 and "nearest: h100" in err
+    monkeypatch.setitem(sys.modules, "hardware", None)  # import hardware -> ImportError
+    code, err = exit_code_and_stderr(main, ["--gpu", "h100"])
+    assert code == 2 and "--gpu-memory-gib" in err
