@@ -312,6 +312,8 @@ def spec_from_hf_config(cfg):
                 notes.append(f"read {key} as routed experts, each of width moe_intermediate_size "
                              "(or intermediate_size); shared experts, if any, were not read")
                 break
+    if s.get("moe"):
+        s.setdefault("expert_interval", 1)  # a config's MoE layout is explicit, never a script default
     missing = [k for k in ("vocab_size", "hidden_size", "num_layers", "num_attention_heads")
                if not isinstance(s.get(k), int) or isinstance(s.get(k), bool)]
     if missing:
