@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Startup cost of each script's default invocation against a bare `python -c pass`.
 
-The target (issue 2): a default run costs at most 1.5x a bare interpreter start. Each command is
-run --repeat times (default 15) after one warm-up; the median wall time is reported.
+Targets: every script answers in tens of milliseconds; calc_transformer_params.py's default run
+costs at most 1.5x a bare interpreter start (its issue). Each command is run --repeat times
+(default 15) after one warm-up; the median wall time is reported.
 
   python benchmarks/startup.py            # all scripts
   python benchmarks/startup.py --repeat 30 calc_transformer_params.py
@@ -44,7 +45,9 @@ def main(argv=None):
     for s in scripts:
         t = median_s([sys.executable, s, *DEFAULT_ARGS.get(s, [])], args.repeat)
         rows[s] = t / base
-        flag = "" if t / base <= 1.5 else "  (over the 1.5x target)"
+        limit = 1.5 if s == "calc_transformer_params.py" else None
+        flag = "  (over its 1.5x target)" if limit and t / base > limit else ""
+        flag = flag or ("  (over 100 ms)" if t > 0.1 else "")
         print(f"{s:<34}{t * 1e3:>8.1f}ms{t / base:>8.2f}{flag}")
     return rows
 
