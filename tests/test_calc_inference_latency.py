@@ -70,7 +70,9 @@ PUBLISHED = [
 # Measured misses of the model with its defaults (also in VALIDATION.md): the 175B runs spend
 # ~48 ms per decode step where weights at 0.70 of 2039 GB/s, calc_comm's NCCL all-reduce (18 us
 # per 24 KB call) and the kernel overhead give ~38 ms; TensorRT-LLM v0.5's FP8 prefill ran at
-# ~0.39 of the FP8 peak. Reaching 20% would need per-case efficiencies, which the issue rules out.
+# ~0.39 of the FP8 peak. Reaching 20% would need per-case efficiencies, which the issue rules out;
+# the independent decode data (gpt-fast TP table, Databricks MBU, tests below) sit near our model,
+# not near FT's 175B step, so they support no default that would close these gaps.
 KNOWN_MISSES = {"ft-gpt175b-b1-128-8": -0.34, "ft-gpt175b-b1-512-32": -0.22,
                 "trtllm-llama2-7b-h100-fp8-2048": -0.24}
 
@@ -103,6 +105,65 @@ def test_ft_gpt67b_more_points(capsys):
     assert abs(r["total_s"] / 0.38470 - 1) <= 0.20
     r = run(GPT67 + A100_80 + ["-s", "128", "-o", "8", "-b", "8"])
     assert abs(r["total_s"] / 0.16251 - 1) <= 0.20
+
+
+# --- independent decode checks (not the issue's five cases; nothing was fitted to them) -----------
+# Llama-2-70B shape (meta-llama/Llama-2-70b-hf config.json): 80 layers, h 8192, 64 heads, 8 kv
+# heads, SwiGLU 28672, vocab 32000, RMSNorm, no biases, RoPE, untied head.
+L70 = ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "--ffn-hidden-size", "28672",
+       "-nl", "3", "-v", "32000", "--norm", "rmsnorm", "--no-bias", "--position-embedding", "rope"]
+# NVIDIA A100 SXM4 40GB datasheet: 312 TFLOP/s FP16, 1,555 GB/s; H100 SXM5: 989 TFLOP/s dense BF16.
+A100_40 = ["--peak-tflops", "312", "--memory-bandwidth-gbps", "1555", "--gpu-memory-gib", "40",
+           "--tp-bandwidth-gbps", "300"]
+H100_16 = ["--peak-tflops", "989", "--memory-bandwidth-gbps", "3350", "--gpu-memory-gib", "80",
+           "--tp-bandwidth-gbps", "450"]
+# gpt-fast README (pytorch-labs/gpt-fast), "Tensor Parallelism" table: 8x A100-80GB power-limited
+# to 330 W, batch 1, ~5-token prompt, bf16, tokens/s. TPOT = 1 / (tokens/s). Tolerance 20%.
+# (Llama-2-7B TP 1 is the calibration point of the 0.70 memory efficiency, kept for the record.)
+GPT_FAST_TP = [("llama-2-7b", 1, 104.9), ("llama-2-7b", 2, 168.84), ("llama-2-7b", 4, 254.02),
+               ("llama-2-7b", 8, 328.43), ("llama-2-70b", 2, 21.32), ("llama-2-70b", 4, 38.01),
+               ("llama-2-70b", 8, 62.50)]
+# Our TPOT at 7B TP 8 is 3.70 ms vs 3.04 (+21.6%): gpt-fast runs CUDA graphs and a custom
+# intra-node all-reduce, whose fixed costs per layer are below our defaults.
+GPT_FAST_MISSES = {("llama-2-7b", 8): 0.216}
+
+
+def gpt_fast_args(model, tp):
+    m = ["--hf_model_name_or_path", cfg("llama-2-7b")] if model == "llama-2-7b" else L70
+    return m + A100_80 + ["-tp", str(tp), "-s", "5", "-o", "200"]
+
+
+@pytest.mark.parametrize("model,tp,tok_s", GPT_FAST_TP, ids=[f"{m}-tp{t}" for m, t, _ in GPT_FAST_TP])
+def test_gpt_fast_tensor_parallel_tpot(model, tp, tok_s, capsys):
+    err = run(gpt_fast_args(model, tp))["decode_per_token_s"] * tok_s - 1
+    if (model, tp) in GPT_FAST_MISSES:  # pinned (+-5 points) so a change that moves it shows up
+        assert abs(err - GPT_FAST_MISSES[(model, tp)]) <= 0.05, err
+        pytest.xfail(f"known miss, {err:+.0%} (see VALIDATION.md)")
+    assert abs(err) <= 0.20, (model, tp, err)
+
+
+@pytest.mark.parametrize("hw,tp,mbu", [(A100_40, 4, 0.55), (H100_16, 2, 0.60)], ids=["4xa100-40gb", "2xh100"])
+def test_databricks_mbu_llama2_70b(hw, tp, mbu, capsys):
+    # Databricks/MosaicML blog "LLM Inference Performance Engineering: Best Practices" (2023),
+    # "Model Bandwidth Utilization": at batch 1, MBU 60% on 2x H100-80GB vs 55% on 4x A100-40GB
+    # (Llama-2-70B, TensorRT-LLM server, 512-token prompts). MBU = (weights + KV bytes per GPU) /
+    # TPOT / peak bandwidth, their definition. Tolerance 20%.
+    r = run(L70 + hw + ["-tp", str(tp), "-s", "512", "-o", "64"])
+    bw = r["hardware"]["memory_bandwidth_bytes_per_s"]
+    ours = (r["weight_bytes_per_gpu"] + r["kv_cache_bytes_per_gpu"]) / r["decode_per_token_s"] / bw
+    assert abs(ours / mbu - 1) <= 0.20, ours
+
+
+def test_per_gpu_bandwidth_falls_with_tp_like_gpt_fast(capsys):
+    """gpt-fast's per-GPU GB/s falls as TP grows (7B: 1397 -> 704 from TP 1 to 8; 70B: 1482 ->
+    1135 from TP 2 to 8): smaller shards, same fixed costs per layer. Ours falls too (direction
+    only; the size is in VALIDATION.md)."""
+    for model, tps in (("llama-2-7b", (1, 2, 4, 8)), ("llama-2-70b", (2, 4, 8))):
+        bws = []
+        for tp in tps:
+            r = run(gpt_fast_args(model, tp))
+            bws.append(r["weight_bytes_per_gpu"] / r["decode_per_token_s"])
+        assert bws == sorted(bws, reverse=True), (model, bws)
 
 
 def test_json_has_required_keys_and_only_json(capsys):
