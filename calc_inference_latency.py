@@ -907,8 +907,8 @@ def resolve_hardware(args, parser):
         bw = DEFAULT_MEMORY_BANDWIDTH_GBPS * 1e9
     if args.gpu_memory_gib is not None:
         mem = args.gpu_memory_gib * 2 ** 30
-    elif rec is not None:
-        mem = rec["memory_bytes"]
+    elif rec is not None:  # driver-reported capacity; older hardware.py: vendor GB
+        mem = rec.get("memory_usable_bytes") or rec["memory_bytes"]
     else:
         mem = DEFAULT_GPU_MEMORY_GB * 1e9
     if args.tp_bandwidth_gbps is not None:

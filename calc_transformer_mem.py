@@ -1195,6 +1195,7 @@ def resolve(args, parser):
         win_layers = win_layers if (win and win_layers) else (list(range(L)) if win else [])
     mem = None
     gpu = None
+    mem_field = None
     if args.gpu:
         try:
             import hardware  # optional, beside this script
@@ -1205,11 +1206,15 @@ def resolve(args, parser):
             rec = hardware.get_accelerator(args.gpu)
         except KeyError as exc:
             parser.error(exc.args[0])
-        mem, gpu = rec["memory_bytes"], rec["name"]
+        # driver-reported capacity (nvidia-smi total) where this hardware.py has it, else the
+        # vendor's printed GB (an older hardware.py): the assumptions line says which
+        mem_field = "memory_usable_bytes" if rec.get("memory_usable_bytes") else "memory_bytes"
+        mem, gpu = rec[mem_field], rec["name"]
     if args.gpu_memory_gib is not None:
         if mem is not None:
             parser.error("give --gpu or --gpu-memory-gib, not both")
         mem, gpu = args.gpu_memory_gib * GIB, f"{args.gpu_memory_gib:g} GiB"
+        mem_field = "--gpu-memory-gib"
     overhead = ((args.misc_mem_gib or 0) + args.framework_mem_gib) * GIB
     c = {"tp": tp, "pp": pp, "vp": vp, "cp": cp, "ep": ep, "etp": etp, "dp": dp, "num_gpus": n,
          "zero_stage": zero, "zero_shard": dp * cp, "expert_zero_shard": n // (pp * etp * ep),
@@ -1225,7 +1230,8 @@ def resolve(args, parser):
          "lora": lora, "weight_bits": weight_bits,
          "kv_bytes": args.kv_cache_bytes_per_val or low, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
          "sliding_window": win, "sliding_layers": win_layers, "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
-         "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu}
+         "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu,
+         "memory_field": mem_field}
     return spec, c, notes
 
 
@@ -1234,8 +1240,12 @@ def assumptions(c, spec):
     out = [f"per GPU on the most-loaded rank; dp = {c['dp']}, ZeRO stage {c['zero_stage']} shards over "
            f"dp*cp = {c['zero_shard']} (experts over {c['expert_zero_shard']})",
            f"framework allowance + misc = {c['overhead_bytes'] / GIB:.2f} GiB; fragmentation not modelled"]
-    if c["memory_bytes"] is not None and c["gpu"] and not c["gpu"].endswith("GiB"):
-        out.append("GPU capacity from hardware.py's memory_bytes (vendor GB, decimal)")
+    if c.get("memory_field") == "memory_usable_bytes":
+        out.append(f"GPU capacity {c['memory_bytes'] / GIB:.2f} GiB from hardware.py's memory_usable_bytes "
+                   "(driver-reported total, e.g. nvidia-smi; torch's total_memory is ~0.5 GiB less)")
+    elif c.get("memory_field") == "memory_bytes":
+        out.append(f"GPU capacity {c['memory_bytes'] / GIB:.2f} GiB from hardware.py's memory_bytes "
+                   "(vendor GB, decimal; this hardware.py has no memory_usable_bytes)")
     if c["infer"]:
         out.append(f"weights: layer matrices at {c['weight_bits']:g} bits, embeddings/head/norms at "
                    f"{8 * c['weight_bytes']} bits; KV cache at {c['kv_bytes']:g} B/element"

@@ -21,6 +21,12 @@ Conventions (read these before using a number):
     (what PyTorch matmuls use); the fp16-accumulate rates are 2x and are given in the notes.
   * memory_bytes uses the decimal GB the vendor prints (80 GB -> 80e9). HBM "80GB" parts really
     hold 80 GiB-ish; where the vendor prints GiB (TPU v4, Trainium) we use GiB and say so.
+  * memory_usable_bytes is what the driver reports to programs (nvidia-smi memory.total in MiB,
+    rocm-smi VRAM total, the TPU/Gaudi/Neuron runtime's HBM size): use it for "will it fit".
+    Measured where a published reading exists (memory_usable_source names it); otherwise
+    derived from the vendor figure read as GiB (80 GB -> 80 GiB) and marked "derived, not
+    measured". torch.cuda.get_device_properties().total_memory (cudaMemGetInfo total) is a
+    further ~0.5 GiB lower on Hopper/Blackwell (H100 81082-81090 MiB vs nvidia-smi 81559).
   * Bandwidths are decimal: 1 TB/s = 1e12 B/s, 1 GB/s = 1e9 B/s, NIC Gb/s / 8 = B/s.
   * Vendors usually quote link bandwidth bidirectional (H100 NVLink "900 GB/s"); we store the
     unidirectional half (450e9) and say so in notes where the source is ambiguous.
@@ -47,7 +53,7 @@ DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 RECORD_KEYS = (
     "name", "full_name", "vendor", "aliases",
-    "memory_bytes", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
+    "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
     "scale_up_link", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
     "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "tdp_w",
     "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
@@ -81,6 +87,56 @@ _GOOGLE = "https://cloud.google.com/tpu/docs/"
 _SCALING_BOOK = "Austin et al., How to Scale Your Model, 'How to think about TPUs' https://jax-ml.github.io/scaling-book/tpus/"
 _NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/"
 
+# --- usable (driver-reported) memory -------------------------------------------------------------
+# name -> (MiB the driver reports, where it was published). nvidia-smi memory.total unless said.
+_MODAL_2797 = ("nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797 "
+               "(2025-01)")
+_USABLE_MIB = {
+    "a100-40gb": (40960, _MODAL_2797 + "; also https://github.com/bottlerocket-os/"
+                  "bottlerocket-core-kit/pull/834 (driver 580.126.09). Older drivers showed "
+                  "40536 MiB (https://github.com/nanopool/phoenix-miner/issues/17, driver 470)"),
+    "a100-80gb": (81920, _MODAL_2797),
+    "a10": (23028, _MODAL_2797 + "; NVML total 24146608128 B in https://github.com/mayooot/"
+            "detect-gpu/issues/3"),
+    "a10g": (23028, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/232 (driver 535.247.01)"),
+    "l4": (23034, _MODAL_2797),
+    "l40s": (46068, _MODAL_2797 + "; also https://github.com/akash-network/provider-configs/"
+             "pull/99 (driver 595.71.05)"),
+    "h100-sxm": (81559, _MODAL_2797 + "; also https://github.com/NVIDIA/nccl/issues/1264 (driver "
+                 "550.54.15). torch total_memory 81082-81090 MiB (public logs, torch 2.0-2.7)"),
+    "h100-nvl": (95330, "DRM dedicated total 99961274368 B reported by the driver in "
+                 "https://github.com/fastfetch-cli/fastfetch/issues/1658 (driver 570.86.15)"),
+    "h800": (81559, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/183 (driver 535.183.01)"),
+    "h20": (97871, "nvidia-smi in https://github.com/NVIDIA/nvtrust/issues/128 (driver 580.95.05)"),
+    "h200": (143771, "nvidia-smi 143771 MiB in many public GitHub logs (e.g. 8x H200, driver "
+             "570.158.01; repository not recorded); torch total_memory 143156 MiB in a public "
+             "vLLM example comment"),
+    "b200": (183359, "nvidia-smi in https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (driver "
+             "580.95.05); torch total_memory 182631-182642 MiB in public logs"),
+    "rtx-3090": (24576, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/1128 "
+                 "(driver 595.84)"),
+    "rtx-4090": (24564, "nvidia-smi in https://github.com/RLinf/RLinf/issues/255 (driver "
+                 "550.163.01); torch total_memory 24563 MiB in a public log"),
+    "rtx-5090": (32607, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/617 "
+                 "(driver 595.71.05)"),
+}
+
+
+def _usable_memory(name, memory_gb, memory_bytes):
+    """(usable bytes, source): the published driver reading, else the vendor figure read as GiB.
+
+    Derived rows assume the vendor's decimal GB is really that many GiB (HBM stacks are binary:
+    H100 80GB = 5 x 16 GiB), an upper bound: real readings sit 0-2% below it.
+    """
+    if name in _USABLE_MIB:
+        mib, src = _USABLE_MIB[name]
+        return mib * 2 ** 20, f"measured {mib} MiB, {src}"
+    if memory_gb is None:  # the vendor already prints GiB (TPU v4, Trainium)
+        gib = memory_bytes / GIB
+        return int(memory_bytes), f"derived, not measured: the vendor's {gib:g} GiB"
+    return int(round(memory_gb * GIB)), (f"derived, not measured: vendor {memory_gb:g} GB read "
+                                         f"as {memory_gb:g} GiB")
+
 
 def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops,
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
@@ -91,6 +147,8 @@ def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops
     Table rows are typed in the units the datasheets print so each figure can be checked against
     its source by eye; conversion to bytes, bytes/s and FLOP/s happens only here.
     """
+    mem = int(memory_bytes if memory_bytes is not None else round(memory_gb * GIGA))
+    usable, usable_src = _usable_memory(name, memory_gb, mem)
     flops = {dt: tflops[dt] * TERA for dt in DTYPES if tflops.get(dt) is not None}
     ach = None
     if achievable_tflops:
@@ -100,7 +158,9 @@ def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops
         "full_name": full_name,
         "vendor": vendor,
         "aliases": list(aliases),
-        "memory_bytes": int(memory_bytes if memory_bytes is not None else round(memory_gb * GIGA)),
+        "memory_bytes": mem,
+        "memory_usable_bytes": usable,
+        "memory_usable_source": usable_src,
         "memory_bandwidth_bytes_per_s": memory_tb_per_s * TERA,
         "peak_flops_per_s": flops,
         "scale_up_link": scale_up_link,
@@ -116,7 +176,7 @@ def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops
                                                     else achievable_memory_tb_per_s * TERA),
         "achievable_source": achievable_source,
         "source": source,
-        "notes": notes,
+        "notes": f"{notes} Usable memory: {usable_src}.",
     }
 
 
@@ -597,6 +657,8 @@ _TABLE_COLS = (
     ("name", "", lambda r: r["name"]),
     ("vendor", "", lambda r: r["vendor"]),
     ("mem", "GB", lambda r: _fmt(r["memory_bytes"], GIGA)),
+    ("usable", "GiB", lambda r: _fmt(r.get("memory_usable_bytes"), GIB, 1)
+     + ("" if "derived" not in (r.get("memory_usable_source") or "") else "*")),
     ("mem bw", "TB/s", lambda r: _fmt(r["memory_bandwidth_bytes_per_s"], TERA, 2)),
     ("bf16", "TFLOP/s", lambda r: _fmt_flops(r["peak_flops_per_s"].get("bf16"))),
     ("fp8", "TFLOP/s", lambda r: _fmt_flops(r["peak_flops_per_s"].get("fp8"))),
@@ -619,8 +681,8 @@ def format_table(records):
         return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
     out = [line(head), line(units)] + [line(r) for r in rows]
-    out.append("dense (non-sparse) peaks; links per device per direction; "
-               "`python hardware.py NAME` for sources and notes")
+    out.append("dense (non-sparse) peaks; links per device per direction; usable = driver-reported "
+               "memory (* derived: vendor GB read as GiB); `python hardware.py NAME` for sources")
     return "\n".join(out)
 
 
@@ -633,6 +695,10 @@ def _record_lines(rec):
         ("vendor", rec["vendor"]),
         ("aliases", ", ".join(rec["aliases"]) or "-"),
         ("memory", f"{rec['memory_bytes'] / GIGA:,.1f} GB ({rec['memory_bytes'] / GIB:,.1f} GiB)"),
+        ("usable memory", f"{rec['memory_usable_bytes'] / GIB:,.2f} GiB "
+                          f"({rec['memory_usable_bytes']:,} B; "
+                          + ("derived" if "derived" in rec["memory_usable_source"] else "measured")
+                          + ")"),
         ("memory bandwidth", f"{rec['memory_bandwidth_bytes_per_s'] / TERA:,.3f} TB/s"),
     ]
     for dt in DTYPES:

@@ -415,3 +415,14 @@ def test_docstring_examples_run(args, capsys):
     """Smoke: the module docstring's example commands (fixtures stand in for the paths)."""
     res = main(args)
     assert res["total_s"] > res["prefill_s"] > 0 or res["output_tokens"] == 1
+
+
+def test_gpu_memory_uses_usable_bytes_when_present(monkeypatch):
+    # hardware.py's memory_usable_bytes (driver-reported, e.g. nvidia-smi 81559 MiB on an H100
+    # 80GB HBM3) is the capacity for the fits-in-memory check; without it, memory_bytes.
+    rec = dict(STAND_IN, memory_usable_bytes=81559 * 2 ** 20)
+    monkeypatch.setitem(sys.modules, "hardware", fake_hardware(rec))
+    r = run(GPT67 + ["--gpu", "fakegpu", "-s", "64", "-o", "4"])
+    assert r["hardware"]["gpu_memory_bytes"] == 81559 * 2 ** 20
+    r = run(GPT67 + ["--gpu", "fakegpu", "-s", "64", "-o", "4", "--gpu-memory-gib", "40"])
+    assert r["hardware"]["gpu_memory_bytes"] == 40 * 2 ** 30

@@ -268,13 +268,17 @@ def test_the_shared_block_copy_is_checked():
 # ----------------------------------------------------------------------------------------------
 # Fit
 # ----------------------------------------------------------------------------------------------
-def _fake_hardware(monkeypatch, mem=80e9):
+def _fake_hardware(monkeypatch, mem=80e9, usable=None):
+    """Stand-in hardware module; usable=None mimics an older hardware.py without the field."""
     mod = types.ModuleType("hardware")
 
     def get_accelerator(name):
         if name != "h100":
             raise KeyError(f"unknown accelerator {name!r}; nearest: h100")
-        return {"name": "h100-sxm", "memory_bytes": mem}
+        rec = {"name": "h100-sxm", "memory_bytes": mem}
+        if usable is not None:
+            rec["memory_usable_bytes"] = usable
+        return rec
     mod.get_accelerator = get_accelerator
     monkeypatch.setitem(sys.modules, "hardware", mod)
 
@@ -384,3 +388,33 @@ def test_unknown_gpu_and_missing_hardware(monkeypatch):
     monkeypatch.setitem(sys.modules, "hardware", None)  # import hardware -> ImportError
     code, err = exit_code_and_stderr(main, ["--gpu", "h100"])
     assert code == 2 and "--gpu-memory-gib" in err
+
+
+def test_fit_uses_usable_memory_when_present(monkeypatch):
+    # nvidia-smi memory.total of an H100 80GB HBM3 is 81559 MiB (modal-labs/modal-client PR #2797,
+    # NVIDIA/nccl #1264); the fit must use it, not the vendor's 80e9 B, and say so.
+    usable = 81559 * 2 ** 20
+    _fake_hardware(monkeypatch, usable=usable)
+    argv = ["--hf_model_name_or_path", config_path("llama-3-8b"), "--infer", "-s", "8192",
+            "-o", "0", "--gpu", "h100", "--json"]
+    r, _, _ = run_main(main, argv)
+    assert r["fit"]["memory_bytes"] == usable
+    assert r["config"]["memory_field"] == "memory_usable_bytes"
+    assert any("memory_usable_bytes" in a and "79.65 GiB" in a for a in r["assumptions"])
+    _fake_hardware(monkeypatch)  # older hardware.py: falls back to memory_bytes and says so
+    r, _, _ = run_main(main, argv)
+    assert r["fit"]["memory_bytes"] == 80e9
+    assert any("hardware.py's memory_bytes" in a and "74.51 GiB" in a for a in r["assumptions"])
+    r, _, _ = run_main(main, argv[:-3] + ["--gpu-memory-gib", "80", "--json"])
+    assert r["config"]["memory_field"] == "--gpu-memory-gib"
+    assert not any("hardware.py" in a for a in r["assumptions"])
+
+
+def test_fit_with_real_hardware_table():
+    hardware = pytest.importorskip("hardware")
+    rec = hardware.get_accelerator("h100")
+    if "memory_usable_bytes" not in rec:
+        pytest.skip("hardware.py without memory_usable_bytes")
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("llama-3-8b"), "--infer",
+                              "-s", "8192", "-o", "0", "--gpu", "h100", "--json"])
+    assert r["fit"]["memory_bytes"] == rec["memory_usable_bytes"]
