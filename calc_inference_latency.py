@@ -133,6 +133,17 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def finite_float(text):
+    """argparse type for a real number: rejects nan and inf with a one-line usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if value != value or abs(value) == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
 def add_model_args(parser):
     """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
     flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
@@ -147,10 +158,10 @@ def add_model_args(parser):
     g.add_argument("--num-attention-heads", "-a", type=int, default=None,
                    help="a (default: h/128, or h/64, when it divides)")
     g.add_argument("--num-kv-heads", type=int, default=None, help="kv heads (GQA/MQA; default a)")
-    g.add_argument("--kv-size-ratio", "-kv", type=float, default=None,
+    g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
     g.add_argument("--head-dim", type=int, default=None, help="d (default h/a)")
-    g.add_argument("--ffn-expansion-factor", "-ff", type=float, default=None,
+    g.add_argument("--ffn-expansion-factor", "-ff", type=finite_float, default=None,
                    help="f = ff * h when --ffn-hidden-size is not given (default 4)")
     g.add_argument("--ffn-hidden-size", type=int, default=None, help="f, the dense MLP width")
     g.add_argument("--num-mlp-linears", "-nl", type=int, default=None,
@@ -412,6 +423,16 @@ def resolve_model_spec(args, defaults=None):
         val = flag(name) if flag(name) is not None else s.get(name)
         if val is not None and val <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+    for name, cap in (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
+                      ("num_attention_heads", 2**20), ("ffn_hidden_size", 2**31), ("num_experts", 2**20),
+                      ("moe_ffn_hidden_size", 2**31), ("head_dim", 2**20), ("kv_lora_rank", 2**24),
+                      ("q_lora_rank", 2**24), ("qk_nope_head_dim", 2**20), ("qk_rope_head_dim", 2**20),
+                      ("v_head_dim", 2**20), ("norms_per_layer", 64), ("max_position_embeddings", 2**31)):
+        val = flag(name) if flag(name) is not None else s.get(name)
+        if val is not None and val > cap:
+            raise ValueError(f"--{name.replace('_', '-')} {val} is implausibly large (at most {cap:,})")
+    if flag("ffn_expansion_factor") is not None and flag("ffn_expansion_factor") > 1024:
+        raise ValueError(f"--ffn-expansion-factor {flag('ffn_expansion_factor')} is implausibly large")
     for name in ("ffn_expansion_factor", "kv_size_ratio"):
         if flag(name) is not None and flag(name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {flag(name)}")
@@ -991,22 +1012,22 @@ def build_parser():
     g.add_argument("--kv-cache-bits", type=int, default=None, help="KV-cache bits (default: activation bits)")
     g = parser.add_argument_group("hardware (explicit flags win over --gpu)")
     g.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100)")
-    g.add_argument("--peak-tflops", type=float, default=None,
+    g.add_argument("--peak-tflops", type=finite_float, default=None,
                    help="dense peak TFLOP/s at the activation precision (default 312, A100 bf16)")
-    g.add_argument("--memory-bandwidth-gbps", type=float, default=None,
+    g.add_argument("--memory-bandwidth-gbps", type=finite_float, default=None,
                    help="HBM bandwidth, GB/s (default 2039, A100-80GB)")
-    g.add_argument("--gpu-memory-gib", type=float, default=None, help="memory per GPU, GiB (default 80 GB)")
-    g.add_argument("--compute-efficiency", type=float, default=None,
+    g.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="memory per GPU, GiB (default 80 GB)")
+    g.add_argument("--compute-efficiency", type=finite_float, default=None,
                    help=f"fraction of peak FLOP/s reached by matmuls (default {DEFAULT_COMPUTE_EFFICIENCY})")
-    g.add_argument("--memory-efficiency", type=float, default=None,
+    g.add_argument("--memory-efficiency", type=finite_float, default=None,
                    help=f"fraction of peak bandwidth reached (default {DEFAULT_MEMORY_EFFICIENCY})")
-    g.add_argument("--kernel-overhead-us", type=float, default=None,
+    g.add_argument("--kernel-overhead-us", type=finite_float, default=None,
                    help=f"fixed cost per kernel, us (default {DEFAULT_KERNEL_OVERHEAD_US}; 0 = pure roofline)")
-    g.add_argument("--tp-bandwidth-gbps", type=float, default=None,
+    g.add_argument("--tp-bandwidth-gbps", type=finite_float, default=None,
                    help="per-GPU link bandwidth for TP/PP, GB/s one direction (default 300, NVLink 3)")
-    g.add_argument("--tp-latency-us", type=float, default=None,
+    g.add_argument("--tp-latency-us", type=finite_float, default=None,
                    help=f"all-reduce latency per ring step, us (default {DEFAULT_ALLREDUCE_LATENCY_US})")
-    g.add_argument("--tp-efficiency", type=float, default=None,
+    g.add_argument("--tp-efficiency", type=finite_float, default=None,
                    help=f"fraction of link bandwidth reached (default {DEFAULT_ALLREDUCE_EFFICIENCY})")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
     return parser

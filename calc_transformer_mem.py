@@ -82,6 +82,17 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def finite_float(text):
+    """argparse type for a real number: rejects nan and inf with a one-line usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if value != value or abs(value) == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
 def add_model_args(parser):
     """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
     flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
@@ -96,10 +107,10 @@ def add_model_args(parser):
     g.add_argument("--num-attention-heads", "-a", type=int, default=None,
                    help="a (default: h/128, or h/64, when it divides)")
     g.add_argument("--num-kv-heads", type=int, default=None, help="kv heads (GQA/MQA; default a)")
-    g.add_argument("--kv-size-ratio", "-kv", type=float, default=None,
+    g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
     g.add_argument("--head-dim", type=int, default=None, help="d (default h/a)")
-    g.add_argument("--ffn-expansion-factor", "-ff", type=float, default=None,
+    g.add_argument("--ffn-expansion-factor", "-ff", type=finite_float, default=None,
                    help="f = ff * h when --ffn-hidden-size is not given (default 4)")
     g.add_argument("--ffn-hidden-size", type=int, default=None, help="f, the dense MLP width")
     g.add_argument("--num-mlp-linears", "-nl", type=int, default=None,
@@ -361,6 +372,16 @@ def resolve_model_spec(args, defaults=None):
         val = flag(name) if flag(name) is not None else s.get(name)
         if val is not None and val <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+    for name, cap in (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
+                      ("num_attention_heads", 2**20), ("ffn_hidden_size", 2**31), ("num_experts", 2**20),
+                      ("moe_ffn_hidden_size", 2**31), ("head_dim", 2**20), ("kv_lora_rank", 2**24),
+                      ("q_lora_rank", 2**24), ("qk_nope_head_dim", 2**20), ("qk_rope_head_dim", 2**20),
+                      ("v_head_dim", 2**20), ("norms_per_layer", 64), ("max_position_embeddings", 2**31)):
+        val = flag(name) if flag(name) is not None else s.get(name)
+        if val is not None and val > cap:
+            raise ValueError(f"--{name.replace('_', '-')} {val} is implausibly large (at most {cap:,})")
+    if flag("ffn_expansion_factor") is not None and flag("ffn_expansion_factor") > 1024:
+        raise ValueError(f"--ffn-expansion-factor {flag('ffn_expansion_factor')} is implausibly large")
     for name in ("ffn_expansion_factor", "kv_size_ratio"):
         if flag(name) is not None and flag(name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {flag(name)}")
@@ -1023,9 +1044,9 @@ def build_parser():
     g.add_argument("--fsdp", choices=sorted(FSDP_TO_ZERO), default=None,
                    help="FSDP sharding strategy, read as its ZeRO equivalent (no_shard 0, "
                    "shard_grad_op 2, full_shard/hybrid_shard 3)")
-    g.add_argument("--zero-allgather-bucket-size", "-zbs", type=float, default=None,
+    g.add_argument("--zero-allgather-bucket-size", "-zbs", type=finite_float, default=None,
                    help="ZeRO all-gather bucket in elements, held at weight precision (default 5e8)")
-    g.add_argument("--zero3-max-live-params", "-zmlp", type=float, default=None,
+    g.add_argument("--zero3-max-live-params", "-zmlp", type=finite_float, default=None,
                    help="ZeRO-3 parameters kept gathered at once (default 1e9)")
     t = p.add_argument_group("training")
     t.add_argument("--checkpoint-activations", "-ca", action="store_true",
@@ -1059,11 +1080,11 @@ def build_parser():
     pr.add_argument("--high-prec-bytes-per-val", type=int, default=None, help="default 4")
     pr.add_argument("--low-prec-bytes-per-val", type=int, default=None, help="default 2")
     pr.add_argument("--bytes-per-grad-ele", type=int, default=None, help="default 4")
-    pr.add_argument("--weight-bits", type=float, default=None,
+    pr.add_argument("--weight-bits", type=finite_float, default=None,
                    help="bits per quantized layer weight for inference and QLoRA (default: 16 for "
                    "inference, 4.127 = NF4 with double quantization for QLoRA); embeddings, head "
                    "stay at the low-precision width")
-    pr.add_argument("--kv-cache-bytes-per-val", type=float, default=None,
+    pr.add_argument("--kv-cache-bytes-per-val", type=finite_float, default=None,
                    help="KV cache element bytes (default: --low-prec-bytes-per-val)")
     i = p.add_argument_group("inference")
     i.add_argument("--infer", action="store_true", help="inference instead of training")
@@ -1078,10 +1099,10 @@ def build_parser():
                    "expanded per-head K/V (default latent)")
     f = p.add_argument_group("fit and overheads")
     f.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. h100)")
-    f.add_argument("--gpu-memory-gib", type=float, default=None, help="memory per GPU in GiB")
-    f.add_argument("--misc-mem-gib", type=float, default=None,
+    f.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="memory per GPU in GiB")
+    f.add_argument("--misc-mem-gib", type=finite_float, default=None,
                    help="extra per-GPU memory you know of (cookbook; default 0)")
-    f.add_argument("--framework-mem-gib", type=float, default=1.0,
+    f.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
                    help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
     p.add_argument("--json", action="store_true", help="print the result dict as JSON only")
     return p

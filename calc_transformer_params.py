@@ -67,6 +67,17 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def finite_float(text):
+    """argparse type for a real number: rejects nan and inf with a one-line usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if value != value or abs(value) == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
 def add_model_args(parser):
     """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
     flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
@@ -81,10 +92,10 @@ def add_model_args(parser):
     g.add_argument("--num-attention-heads", "-a", type=int, default=None,
                    help="a (default: h/128, or h/64, when it divides)")
     g.add_argument("--num-kv-heads", type=int, default=None, help="kv heads (GQA/MQA; default a)")
-    g.add_argument("--kv-size-ratio", "-kv", type=float, default=None,
+    g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
     g.add_argument("--head-dim", type=int, default=None, help="d (default h/a)")
-    g.add_argument("--ffn-expansion-factor", "-ff", type=float, default=None,
+    g.add_argument("--ffn-expansion-factor", "-ff", type=finite_float, default=None,
                    help="f = ff * h when --ffn-hidden-size is not given (default 4)")
     g.add_argument("--ffn-hidden-size", type=int, default=None, help="f, the dense MLP width")
     g.add_argument("--num-mlp-linears", "-nl", type=int, default=None,
@@ -346,6 +357,16 @@ def resolve_model_spec(args, defaults=None):
         val = flag(name) if flag(name) is not None else s.get(name)
         if val is not None and val <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+    for name, cap in (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
+                      ("num_attention_heads", 2**20), ("ffn_hidden_size", 2**31), ("num_experts", 2**20),
+                      ("moe_ffn_hidden_size", 2**31), ("head_dim", 2**20), ("kv_lora_rank", 2**24),
+                      ("q_lora_rank", 2**24), ("qk_nope_head_dim", 2**20), ("qk_rope_head_dim", 2**20),
+                      ("v_head_dim", 2**20), ("norms_per_layer", 64), ("max_position_embeddings", 2**31)):
+        val = flag(name) if flag(name) is not None else s.get(name)
+        if val is not None and val > cap:
+            raise ValueError(f"--{name.replace('_', '-')} {val} is implausibly large (at most {cap:,})")
+    if flag("ffn_expansion_factor") is not None and flag("ffn_expansion_factor") > 1024:
+        raise ValueError(f"--ffn-expansion-factor {flag('ffn_expansion_factor')} is implausibly large")
     for name in ("ffn_expansion_factor", "kv_size_ratio"):
         if flag(name) is not None and flag(name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {flag(name)}")
