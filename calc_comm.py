@@ -165,6 +165,19 @@ def ring_link_bytes_per_s(*, intra_bytes_per_s, inter_bytes_per_s, gpus_per_node
     return min(intra_bytes_per_s, gpus_per_node * inter_bytes_per_s)
 
 
+def group_intra_bytes_per_s(net, *, gpus_in_node, op):
+    """Scale-up bandwidth one rank can drive in a collective over `gpus_in_node` GPUs of its node.
+    A switched fabric (NVSwitch) gives every rank its whole bandwidth to any peer; a full mesh
+    (AMD xGMI, Gaudi RoCE) splits it over D-1 point-to-point links, so a group of G uses G-1 of
+    them, (G-1)/(D-1) of the aggregate, and a send/recv one link, 1/(D-1) (AMD MI300X data sheet:
+    7 links x 64 GB/s per direction; RCCL runs one ring per link)."""
+    D = net.get("mesh_domain")
+    if not D or D < 2:
+        return net["intra_bytes_per_s"]
+    peers = 1 if op == "sendrecv" else max(1, min(gpus_in_node, D) - 1)
+    return net["intra_bytes_per_s"] * peers / (D - 1)
+
+
 def _protocol(net, proto):
     """(bandwidth fraction, intra hop s, inter hop s) of a protocol."""
     frac = LL_BANDWIDTH_FRACTION if proto == "ll" else 1.0
@@ -181,7 +194,8 @@ def ring_time_s(*, op, size_bytes, n, gpus_per_node, net, proto):
     S, G = size_bytes, gpus_per_node
     N = n // G
     frac, hop_i, hop_o = _protocol(net, proto)
-    bw_i, bw_o = net["intra_bytes_per_s"] * frac, net["inter_bytes_per_s"] * frac
+    bw_i = group_intra_bytes_per_s(net, gpus_in_node=G, op=op) * frac
+    bw_o = net["inter_bytes_per_s"] * frac
     ring_bw = ring_link_bytes_per_s(intra_bytes_per_s=bw_i, inter_bytes_per_s=bw_o,
                                     gpus_per_node=G, num_nodes=N)
     if op == "all_reduce":
@@ -208,9 +222,9 @@ def tree_time_s(*, size_bytes, n, gpus_per_node, net, proto):
     G = gpus_per_node
     N = n // G
     frac, hop_i, hop_o = _protocol(net, proto)
-    bw = ring_link_bytes_per_s(intra_bytes_per_s=net["intra_bytes_per_s"] * frac,
-                               inter_bytes_per_s=net["inter_bytes_per_s"] * frac,
-                               gpus_per_node=G, num_nodes=N)
+    bw = ring_link_bytes_per_s(
+        intra_bytes_per_s=group_intra_bytes_per_s(net, gpus_in_node=G, op="all_reduce") * frac,
+        inter_bytes_per_s=net["inter_bytes_per_s"] * frac, gpus_per_node=G, num_nodes=N)
     depth = math.ceil(math.log2(N)) if N > 1 else 0
     return net["launch_s"] + 2 * ((G - 1) * hop_i + depth * hop_o), 2 * size_bytes / bw
 
@@ -231,7 +245,8 @@ def hierarchical_time_s(*, op, size_bytes, n, gpus_per_node, net, proto, use_nvl
     S, G = size_bytes, gpus_per_node
     N = n // G
     frac, hop_i, hop_o = _protocol(net, proto)
-    bw_i, bw_o = net["intra_bytes_per_s"] * frac, net["inter_bytes_per_s"] * frac
+    bw_i = group_intra_bytes_per_s(net, gpus_in_node=G, op=op) * frac
+    bw_o = net["inter_bytes_per_s"] * frac
     if op == "all_reduce":
         if use_nvls:
             lat_i, t_i = net["nvls_s"], S / net["nvls_bytes_per_s"]
@@ -911,7 +926,8 @@ def load_accelerator(name):
 
 
 def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
-              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s):
+              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
+              mesh_domain=None):
     """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
     protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
     r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
@@ -919,7 +935,7 @@ def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, int
     return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
             "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
             "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
-            "in_network_reduction": bool(in_network_reduction),
+            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
             "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
             "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
                       "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
@@ -1099,8 +1115,11 @@ def resolve_hardware(args, parser):
         gpn = args.gpus_per_node or d["scale_up_domain_size"]
         rec = {"name": d["name"]}
         print(f"note: no --gpu or --intra-node-bw-GBps given: assuming {d['name']}", file=sys.stderr)
+    mesh = (rec.get("scale_up_domain_size") if rec.get("scale_up_topology") == "mesh"
+            and args.intra_bw is None else None)
     return {"gpu": rec.get("name", args.gpu), "intra": float(intra),
-            "inter": float(inter) if inter else None, "gpus_per_node": int(gpn), "nvls": nvls}
+            "inter": float(inter) if inter else None, "gpus_per_node": int(gpn), "nvls": nvls,
+            "mesh_domain": mesh}
 
 
 def validate(args, parser):
@@ -1201,8 +1220,9 @@ def main(argv=None):
                     inter_efficiency=args.inter_node_efficiency,
                     nvls_efficiency=args.nvls_efficiency, launch_s=args.launch_latency_us * 1e-6,
                     intra_hop_ll_s=args.intra_node_latency_us * 1e-6,
-                    inter_hop_ll_s=args.inter_node_latency_us * 1e-6)
-    hw_inputs = {"gpu": hwd["gpu"], "gpus_per_node": gpn,
+                    inter_hop_ll_s=args.inter_node_latency_us * 1e-6,
+                    mesh_domain=hwd["mesh_domain"])
+    hw_inputs = {"gpu": hwd["gpu"], "gpus_per_node": gpn, "scale_up_mesh_domain": hwd["mesh_domain"],
                  "intra_node_bandwidth_bytes_per_s": hwd["intra"],
                  "inter_node_bandwidth_bytes_per_s": hwd["inter"],
                  "in_network_reduction": hwd["nvls"],

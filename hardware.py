@@ -54,7 +54,7 @@ DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 RECORD_KEYS = (
     "name", "full_name", "vendor", "aliases",
     "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
-    "scale_up_link", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
+    "scale_up_link", "scale_up_topology", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
     "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "tdp_w",
     "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
     "achievable_source", "source", "notes",
@@ -138,6 +138,18 @@ def _usable_memory(name, memory_gb, memory_bytes):
                                          f"as {memory_gb:g} GiB")
 
 
+# How the scale-up domain is wired, which decides what one rank gets from a collective over part
+# of it. "switch": NVSwitch-style, every device drives its whole scale-up bandwidth to any peer.
+# "mesh": a point-to-point full mesh (AMD xGMI: 7 peers x 64 GB/s per direction on MI300X;
+# Intel Gaudi: 3 RoCE ports per peer), so a group of G of the D devices reaches (G-1)/(D-1) of the
+# aggregate and one peer 1/(D-1). "torus": TPU ICI / NeuronLink neighbours. "pair": an NVLink
+# bridge between two PCIe cards. "hybrid-cube-mesh": DGX-1 V100. None: no scale-up fabric.
+_TOPOLOGY = {"mi300x": "mesh", "mi325x": "mesh", "mi355x": "mesh", "gaudi2": "mesh",
+             "gaudi3": "mesh", "mi250x": "mesh", "tpu-v4": "torus", "tpu-v5e": "torus",
+             "tpu-v5p": "torus", "tpu-v6e": "torus", "trainium1": "torus", "trainium2": "torus",
+             "v100-16gb": "hybrid-cube-mesh", "v100-32gb": "hybrid-cube-mesh"}
+
+
 def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops,
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
          scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
@@ -164,6 +176,8 @@ def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops
         "memory_bandwidth_bytes_per_s": memory_tb_per_s * TERA,
         "peak_flops_per_s": flops,
         "scale_up_link": scale_up_link,
+        "scale_up_topology": (None if scale_up_gb_per_s_unidir is None else
+                              _TOPOLOGY.get(name, "pair" if domain == 2 else "switch")),
         "scale_up_bandwidth_bytes_per_s": (None if scale_up_gb_per_s_unidir is None
                                            else scale_up_gb_per_s_unidir * GIGA),
         "scale_up_domain_size": domain,
@@ -711,6 +725,7 @@ def _record_lines(rec):
     so = rec["scale_out_bandwidth_bytes_per_s"]
     lines += [
         ("scale-up link", rec["scale_up_link"] or "none"),
+        ("scale-up topology", rec["scale_up_topology"] or "-"),
         ("scale-up bw", "-" if su is None else f"{su / GIGA:,.1f} GB/s per direction"),
         ("scale-up domain", f"{rec['scale_up_domain_size']} devices"),
         ("in-network reduce", "yes" if rec["scale_up_in_network_reduction"] else "no"),

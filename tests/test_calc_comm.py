@@ -401,3 +401,21 @@ def test_no_pipeline_traffic_without_pipeline_parallelism():
     pars = {row["parallelism"] for row in res["rows"]}
     assert "PP" not in pars and "TP" in pars and "DP" in pars
     assert res["inputs"]["dp"] == 4
+
+
+def test_full_mesh_links_are_per_peer():
+    # AMD MI300X data sheet: xGMI is a full mesh, 7 links x 64 GB/s per direction per GPU (not a
+    # switch). One pair can use only its own link; 4 of the 8 GPUs use 3 links each.
+    import contextlib
+    import io
+    from calc_comm import main as comm_main
+    out = {}
+    for n, op in ((2, "sendrecv"), (4, "all_reduce"), (8, "all_reduce")):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            out[n] = comm_main(["--op", op, "--size", "8GiB", "--num-gpus", str(n), "--gpu",
+                                "mi300x", "--json"])
+    link = 64e9
+    assert out[2]["busbw_bytes_per_s"] <= link
+    assert out[4]["busbw_bytes_per_s"] <= 3 * link
+    assert out[8]["busbw_bytes_per_s"] <= 7 * link
+    assert out[8]["busbw_bytes_per_s"] > 2 * out[4]["busbw_bytes_per_s"]
