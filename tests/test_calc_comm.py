@@ -403,17 +403,17 @@ def test_no_pipeline_traffic_without_pipeline_parallelism():
     assert res["inputs"]["dp"] == 4
 
 
-def test_full_mesh_links_are_per_peer():
-    # AMD MI300X data sheet: xGMI is a full mesh, 7 links x 64 GB/s per direction per GPU (not a
-    # switch). One pair can use only its own link; 4 of the 8 GPUs use 3 links each.
-    import contextlib
-    import io
-    from calc_comm import main as comm_main
+def test_full_mesh_links_are_per_peer(monkeypatch):
+    # AMD MI300X data sheet: xGMI is a full mesh, 7 links x 64 GB/s per direction per GPU (448 in
+    # all), not a switch. One pair can use only its own link; 4 of the 8 GPUs use 3 links each.
+    monkeypatch.setitem(FAKE_GPUS, "mi300x", {
+        "name": "mi300x", "scale_up_bandwidth_bytes_per_s": 448e9, "scale_up_domain_size": 8,
+        "scale_up_in_network_reduction": False, "scale_out_bandwidth_bytes_per_s": 50e9,
+        "scale_up_topology": "mesh"})
     out = {}
     for n, op in ((2, "sendrecv"), (4, "all_reduce"), (8, "all_reduce")):
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            out[n] = comm_main(["--op", op, "--size", "8GiB", "--num-gpus", str(n), "--gpu",
-                                "mi300x", "--json"])
+        out[n], _, _ = run(["--op", op, "--size", "8GiB", "--num-gpus", str(n), "--gpu", "mi300x",
+                         "--json"])
     link = 64e9
     assert out[2]["busbw_bytes_per_s"] <= link
     assert out[4]["busbw_bytes_per_s"] <= 3 * link
