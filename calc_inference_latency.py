@@ -93,7 +93,7 @@ DEFAULT_ALLREDUCE_EFFICIENCY = 0.80  # ring busbw / NVLink line rate: A100 235/3
 # Hardware defaults without --gpu: NVIDIA A100 SXM4 80GB datasheet.
 DEFAULT_PEAK_TFLOPS = 312.0        # dense FP16/BF16 tensor core
 DEFAULT_MEMORY_BANDWIDTH_GBPS = 2039.0
-DEFAULT_GPU_MEMORY_GB = 80.0
+DEFAULT_GPU_MEMORY_GIB = 80.0   # A100-SXM4-80GB: the driver reports 81920 MiB
 DEFAULT_LINK_GBPS = 300.0          # NVLink 3, per GPU per direction (600 GB/s bidirectional)
 PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cache bits)
     "fp32": (32, 32, 32), "fp16": (16, 16, 16), "bf16": (16, 16, 16), "fp8": (8, 8, 8),
@@ -794,12 +794,12 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
         flops_total += cnt * fl
         bytes_total += cnt * by
     comp["kernel_overhead"] = (L * KERNELS_PER_LAYER + 2) * ovh
-    act_bytes = n * h * ab
+    act_bytes = n * h * max(ab, 2)  # the residual stream, and so TP/PP traffic, stays 16-bit
     comp["tp_allreduce"] = 2 * L * allreduce_time_s(
         size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
         latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"])
     comp["pp_handoff"] = (pp - 1) * p2p_time_s(
-        size_bytes=act_bytes, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
+        size_bytes=act_bytes, bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
         latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"]) if pp > 1 else 0.0
     return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": compute_s,
             "memory_s": memory_s, "flops": flops_total, "bytes": bytes_total,
@@ -856,26 +856,30 @@ def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmul
 
 
 def weight_bytes_per_gpu(spec, *, tp, pp, w_bits):
-    """Weight bytes on the most-loaded rank: ceil(L/pp) layers' shards plus the embedding (first
-    stage) or head (last stage), whichever is larger; embedding/head at >= 16 bits; norms and
-    routers counted whole (replicated)."""
+    """Weight bytes on the most-loaded rank (Megatron-style sharding, Shoeybi et al. 2019 sec. 3):
+    ceil(L/pp) layers' tp shards of attention/MLP/experts, norms and routers whole on every rank
+    (replicated, >= 16 bits), plus the vocab-parallel embedding (first stage) or head (last
+    stage), whichever is larger, at >= 16 bits."""
     pb = param_breakdown(spec)
     per = pb["per_layer"]
     L = spec["num_layers"]
-    moe_n = pb["num_moe_layers"]
+    wbytes = w_bits / 8
+    # per layer: tensor-parallel shards (attention, MLP, experts) and replicated weights (norms,
+    # router), the latter kept at >= 16 bits as quantizers leave them
+    dense = (per["attention"] + per["dense_mlp"]) / tp * wbytes + per["norms"] * max(wbytes, 2)
+    moe = ((per["attention"] + per["moe_routed_experts"] + per["moe_shared_experts"]) / tp * wbytes
+           + (per["norms"] + per["moe_router"]) * max(wbytes, 2))
     if pp == 1:
-        layer_params = (pb["attention_params"] + pb["mlp_params"] + pb["routed_expert_params"]
-                        + pb["shared_expert_params"] + pb["router_params"] + pb["layer_norm_params"])
+        layers_bytes = pb["num_dense_layers"] * dense + pb["num_moe_layers"] * moe
     else:
-        big_layer = max(per["dense_layer_total"] if pb["num_dense_layers"] else 0,
-                        per["moe_layer_total"] if moe_n else 0)
-        layer_params = math.ceil(L / pp) * big_layer
+        big = max(dense if pb["num_dense_layers"] else 0, moe if pb["num_moe_layers"] else 0)
+        layers_bytes = math.ceil(L / pp) * big
     hb = max(w_bits, 16) / 8
     emb = (pb["embedding_params"] + pb["position_embedding_params"]
            + pb["embedding_projection_params"]) / tp * hb
     head = (pb["output_head_params"] / tp + pb["final_norm_params"]) * hb
     ends = emb + head if pp == 1 else max(emb, head)
-    return layer_params / tp * w_bits / 8 + ends
+    return layers_bytes + ends
 
 
 # --- hardware ------------------------------------------------------------------------------------
@@ -931,13 +935,35 @@ def resolve_hardware(args, parser):
     elif rec is not None:  # driver-reported capacity; older hardware.py: vendor GB
         mem = rec.get("memory_usable_bytes") or rec["memory_bytes"]
     else:
-        mem = DEFAULT_GPU_MEMORY_GB * 1e9
+        mem = DEFAULT_GPU_MEMORY_GIB * 2 ** 30
+    tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
+    link = p2p_link = None
     if args.tp_bandwidth_gbps is not None:
-        link = args.tp_bandwidth_gbps * 1e9
-    elif rec is not None and rec.get("scale_up_bandwidth_bytes_per_s"):
-        link = rec["scale_up_bandwidth_bytes_per_s"]
-    else:
-        link = DEFAULT_LINK_GBPS * 1e9
+        link = p2p_link = args.tp_bandwidth_gbps * 1e9
+    elif rec is None:
+        link = p2p_link = DEFAULT_LINK_GBPS * 1e9
+    elif tp * pp > 1:
+        agg, dom = rec.get("scale_up_bandwidth_bytes_per_s"), rec.get("scale_up_domain_size") or 1
+        if not agg or tp > dom:
+            why = "has no scale-up link" if not agg else f"has a scale-up domain of {dom}"
+            parser.error(f"--gpu {rec['name']} {why}, so -tp {tp} would cross a slower network; "
+                         "pass --tp-bandwidth-gbps (GB/s per GPU, one direction)")
+        link = p2p_link = agg
+        if rec.get("scale_up_topology") == "mesh" and dom > 1:
+            # full mesh (xGMI, Gaudi RoCE): tp ranks use tp-1 of the dom-1 peer links, a
+            # pipeline hand-off one link (same rule as calc_comm.group_intra_bytes_per_s)
+            link, p2p_link = agg * max(1, tp - 1) / (dom - 1), agg / (dom - 1)
+        if tp * pp > dom:  # stage hand-offs leave the scale-up domain
+            p2p_link = rec.get("scale_out_bandwidth_bytes_per_s")
+            if not p2p_link:
+                parser.error(f"-tp {tp} x -pp {pp} spans more than one {rec['name']} scale-up "
+                             "domain and its record has no scale-out bandwidth; pass "
+                             "--tp-bandwidth-gbps")
+            notes.append(f"pipeline hand-offs cross nodes: {p2p_link / 1e9:g} GB/s per GPU")
+    else:  # one GPU: no link is used; report the table's
+        link = rec.get("scale_up_bandwidth_bytes_per_s")
+    link = link or DEFAULT_LINK_GBPS * 1e9
+    p2p_link = p2p_link or link
     ce = DEFAULT_COMPUTE_EFFICIENCY if ce is None else ce
     me = DEFAULT_MEMORY_EFFICIENCY if me is None else me
     ovh = DEFAULT_KERNEL_OVERHEAD_US if args.kernel_overhead_us is None else args.kernel_overhead_us
@@ -946,6 +972,7 @@ def resolve_hardware(args, parser):
     hw = {"gpu": rec["name"] if rec else None, "peak_flops_per_s": peak, "compute_efficiency": ce,
           "flops_per_s": peak * ce, "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
+          "p2p_link_bytes_per_s": p2p_link,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6}
     return hw, notes
 

@@ -81,21 +81,19 @@ def run(args):
     return main(list(args) + ["--json"])
 
 
-@pytest.mark.parametrize("case", PUBLISHED, ids=[c[0] for c in PUBLISHED])
+def _case(c):
+    # Known misses are strict xfails: they fail the suite if they start passing, so the record
+    # (here and in VALIDATION.md) is updated; no number of ours is pinned.
+    marks = ([pytest.mark.xfail(strict=True, reason=f"known miss ({KNOWN_MISSES[c[0]]:+.0%}), "
+                                "see VALIDATION.md")] if c[0] in KNOWN_MISSES else [])
+    return pytest.param(c, id=c[0], marks=marks)
+
+
+@pytest.mark.parametrize("case", [_case(c) for c in PUBLISHED])
 def test_published_within_20_percent(case, capsys):
     name, args, key, published = case
-    if name in KNOWN_MISSES:
-        pytest.xfail(f"known miss, {KNOWN_MISSES[name]:+.0%} (see VALIDATION.md)")
     ours = run(args)[key]
     assert abs(ours / published - 1) <= 0.20, (name, ours, published)
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_MISSES))
-def test_known_misses_stay_where_recorded(name, capsys):
-    """Pin the recorded errors of the misses (+-5 points) so a change that moves them shows up."""
-    _, args, key, published = next(c for c in PUBLISHED if c[0] == name)
-    err = run(args)[key] / published - 1
-    assert abs(err - KNOWN_MISSES[name]) <= 0.05, (name, err)
 
 
 def test_ft_gpt67b_more_points(capsys):
@@ -120,12 +118,14 @@ H100_16 = ["--peak-tflops", "989", "--memory-bandwidth-gbps", "3350", "--gpu-mem
 # gpt-fast README (pytorch-labs/gpt-fast), "Tensor Parallelism" table: 8x A100-80GB power-limited
 # to 330 W, batch 1, ~5-token prompt, bf16, tokens/s. TPOT = 1 / (tokens/s). Tolerance 20%.
 # (Llama-2-7B TP 1 is the calibration point of the 0.70 memory efficiency, kept for the record.)
-GPT_FAST_TP = [("llama-2-7b", 1, 104.9), ("llama-2-7b", 2, 168.84), ("llama-2-7b", 4, 254.02),
-               ("llama-2-7b", 8, 328.43), ("llama-2-70b", 2, 21.32), ("llama-2-70b", 4, 38.01),
-               ("llama-2-70b", 8, 62.50)]
-# Our TPOT at 7B TP 8 is 3.70 ms vs 3.04 (+21.6%): gpt-fast runs CUDA graphs and a custom
-# intra-node all-reduce, whose fixed costs per layer are below our defaults.
-GPT_FAST_MISSES = {("llama-2-7b", 8): 0.216}
+GPT_FAST_TP = [("llama-2-7b", 2, 168.84), ("llama-2-7b", 4, 254.02), ("llama-2-7b", 8, 328.43),
+               ("llama-2-70b", 2, 21.32), ("llama-2-70b", 4, 38.01), ("llama-2-70b", 8, 62.50)]
+# (Llama-2-7B TP 1, 104.9 tok/s, is the calibration point of the 0.70 memory efficiency, so it
+# is not a check and is not tested here; VALIDATION.md lists it as such.)
+# Our TPOT at 7B TP 8 is ~+22% slow: gpt-fast runs CUDA graphs and a custom intra-node
+# all-reduce, whose fixed costs per layer are below our defaults. Strict xfail: it fails the
+# suite if it starts passing, so the record gets updated.
+GPT_FAST_MISSES = {("llama-2-7b", 8)}
 
 
 def gpt_fast_args(model, tp):
@@ -133,12 +133,12 @@ def gpt_fast_args(model, tp):
     return m + A100_80 + ["-tp", str(tp), "-s", "5", "-o", "200"]
 
 
-@pytest.mark.parametrize("model,tp,tok_s", GPT_FAST_TP, ids=[f"{m}-tp{t}" for m, t, _ in GPT_FAST_TP])
+@pytest.mark.parametrize("model,tp,tok_s", [
+    pytest.param(m, t, v, id=f"{m}-tp{t}", marks=[pytest.mark.xfail(
+        strict=True, reason="known miss, see VALIDATION.md")] if (m, t) in GPT_FAST_MISSES else [])
+    for m, t, v in GPT_FAST_TP])
 def test_gpt_fast_tensor_parallel_tpot(model, tp, tok_s, capsys):
     err = run(gpt_fast_args(model, tp))["decode_per_token_s"] * tok_s - 1
-    if (model, tp) in GPT_FAST_MISSES:  # pinned (+-5 points) so a change that moves it shows up
-        assert abs(err - GPT_FAST_MISSES[(model, tp)]) <= 0.05, err
-        pytest.xfail(f"known miss, {err:+.0%} (see VALIDATION.md)")
     assert abs(err) <= 0.20, (model, tp, err)
 
 
