@@ -263,7 +263,8 @@ def hierarchical_time_s(*, op, size_bytes, n, gpus_per_node, net, proto, use_nvl
 
 def candidate_algorithms(*, op, n, gpus_per_node, in_network_reduction):
     """The algorithms `auto` chooses among: NCCL's set for the case (ring; tree for all_reduce;
-    NVLS inside an NVLS-capable node; NVLS-based hierarchical across such nodes)."""
+    NVLS inside an NVLS-capable node; NVLS-based hierarchical across such nodes), as NCCL's
+    src/graph/tuning.cc enables them (NCCL 2.18+, NVLS from 2.17)."""
     N = n // gpus_per_node
     algos = ["ring"]
     if op == "all_reduce":
@@ -317,7 +318,9 @@ def collective_time_s(*, op, size_bytes, n, gpus_per_node, net, algo="auto"):
 
 def group_placement(*, size, stride, gpus_per_node):
     """(G, N) for a group of `size` ranks spaced `stride` apart in a node-contiguous rank order:
-    G of its ranks share a node, N nodes. Rank order tp, cp, ep/dp, pp (Megatron)."""
+    G of its ranks share a node, N nodes. Rank order tp, cp, ep/dp, pp, fastest first, as
+    Megatron-LM's parallel_state builds its groups (Narayanan et al. 2021, sec. 3.3: tp inside a
+    node)."""
     per_node = gpus_per_node // stride if stride < gpus_per_node else 1
     per_node = math.gcd(size, max(1, per_node))
     return per_node, size // per_node

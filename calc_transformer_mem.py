@@ -826,6 +826,7 @@ def sliding_window_from_config(cfg, num_layers):
 # ------------------------------------------------------------------------------------------------
 
 def _mla(spec):
+    """MLA ranks of a spec (DeepSeek-V2 sec. 2.1), or None for ordinary attention."""
     if not spec.get("kv_lora_rank"):
         return None
     return {k: spec[k] or 0 for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim")}
@@ -833,7 +834,9 @@ def _mla(spec):
 
 def training_memory(spec, c, b):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
-    list of per-stage totals. `c` is the resolved configuration dict built in main."""
+    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
+    formulas above: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in
+    Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al. 2022, Table 2."""
     tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
     s = c["sequence_length"] // cp
     h, a, L = spec["hidden_size"], spec["num_attention_heads"], spec["num_layers"]
@@ -920,7 +923,9 @@ def training_memory(spec, c, b):
 
 def inference_memory(spec, c, b, ctx):
     """Per-GPU inference memory for batch b and context ctx tokens (prompt + output) on the
-    heaviest pipeline stage."""
+    heaviest pipeline stage: weights at their bit width, the KV cache (kv_cache_bytes_per_token_
+    per_layer; sliding-window layers capped at the window, as HF's sliding caches do) and one
+    prefill forward's working set (assumption: the largest per-layer intermediate, flash attention)."""
     tp, pp = c["tp"], c["pp"]
     h, a, L = spec["hidden_size"], spec["num_attention_heads"], spec["num_layers"]
     d = spec["head_dim"]
