@@ -925,7 +925,7 @@ def inference_memory(spec, c, b, ctx):
     """Per-GPU inference memory for batch b and context ctx tokens (prompt + output) on the
     heaviest pipeline stage: weights at their bit width, the KV cache (kv_cache_bytes_per_token_
     per_layer; sliding-window layers capped at the window, as HF's sliding caches do) and one
-    prefill forward's working set (assumption: the largest per-layer intermediate, flash attention)."""
+    prefill forward's working set (inference_activation_bytes: one layer's peak)."""
     tp, pp = c["tp"], c["pp"]
     h, a, L = spec["hidden_size"], spec["num_attention_heads"], spec["num_layers"]
     d = spec["head_dim"]
