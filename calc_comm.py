@@ -1341,4 +1341,8 @@ def run_training(args, parser, net, hw_inputs):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # output piped into `head` or a pager that quit early
+        sys.stdout = None
+        sys.exit(141)

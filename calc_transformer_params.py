@@ -628,4 +628,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # output piped into `head` or a pager that quit early
+        sys.stdout = None
+        sys.exit(141)
