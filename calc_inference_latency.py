@@ -943,17 +943,17 @@ def resolve_hardware(args, parser):
     elif rec is None:
         link = p2p_link = DEFAULT_LINK_GBPS * 1e9
     elif tp * pp > 1:
-        agg, dom = rec.get("scale_up_bandwidth_bytes_per_s"), rec.get("scale_up_domain_size") or 1
-        if not agg or tp > dom:
+        agg, dom = rec.get("scale_up_bandwidth_bytes_per_s"), rec.get("scale_up_domain_size")
+        if not agg or (dom and tp > dom):
             why = "has no scale-up link" if not agg else f"has a scale-up domain of {dom}"
             parser.error(f"--gpu {rec['name']} {why}, so -tp {tp} would cross a slower network; "
                          "pass --tp-bandwidth-gbps (GB/s per GPU, one direction)")
         link = p2p_link = agg
-        if rec.get("scale_up_topology") == "mesh" and dom > 1:
+        if rec.get("scale_up_topology") == "mesh" and dom and dom > 1:
             # full mesh (xGMI, Gaudi RoCE): tp ranks use tp-1 of the dom-1 peer links, a
             # pipeline hand-off one link (same rule as calc_comm.group_intra_bytes_per_s)
             link, p2p_link = agg * max(1, tp - 1) / (dom - 1), agg / (dom - 1)
-        if tp * pp > dom:  # stage hand-offs leave the scale-up domain
+        if dom and tp * pp > dom:  # stage hand-offs leave the scale-up domain
             p2p_link = rec.get("scale_out_bandwidth_bytes_per_s")
             if not p2p_link:
                 parser.error(f"-tp {tp} x -pp {pp} spans more than one {rec['name']} scale-up "

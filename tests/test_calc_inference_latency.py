@@ -426,3 +426,39 @@ def test_gpu_memory_uses_usable_bytes_when_present(monkeypatch):
     assert r["hardware"]["gpu_memory_bytes"] == 81559 * 2 ** 20
     r = run(GPT67 + ["--gpu", "fakegpu", "-s", "64", "-o", "4", "--gpu-memory-gib", "40"])
     assert r["hardware"]["gpu_memory_bytes"] == 40 * 2 ** 30
+
+
+# --- --gpu link resolution: no silent fallback; full mesh as calc_comm.py costs it --------------
+def test_gpu_without_scale_up_link_needs_explicit_bandwidth(monkeypatch, capsys):
+    # RTX 4090 class: no NVLink. Costing tp over a 300 GB/s NVLink default would be ~2x optimistic.
+    monkeypatch.setitem(sys.modules, "hardware", fake_hardware(
+        dict(STAND_IN, scale_up_bandwidth_bytes_per_s=None, scale_up_domain_size=1)))
+    with pytest.raises(SystemExit) as e:
+        main(GPT67 + ["--gpu", "fakegpu", "-tp", "2"])
+    assert e.value.code == 2 and "--tp-bandwidth-gbps" in capsys.readouterr().err
+    r = run(GPT67 + ["--gpu", "fakegpu", "-tp", "2", "--tp-bandwidth-gbps", "25"])
+    assert r["hardware"]["link_bytes_per_s"] == 25e9
+
+
+def test_tp_beyond_scale_up_domain_exits_2(monkeypatch, capsys):
+    # NVLink-bridged PCIe pairs (H100 PCIe): a domain of 2 GPUs.
+    monkeypatch.setitem(sys.modules, "hardware", fake_hardware(dict(STAND_IN, scale_up_domain_size=2)))
+    with pytest.raises(SystemExit) as e:
+        main(GPT67 + ["--gpu", "fakegpu", "-tp", "4"])
+    assert e.value.code == 2 and "domain of 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_full_mesh_link_matches_calc_comm(monkeypatch, tp, capsys):
+    # AMD MI300X data sheet: xGMI full mesh, 7 peers x 64 GB/s per direction (448 in all).
+    try:
+        cc = importlib.import_module("calc_comm")
+    except ImportError:
+        pytest.skip("calc_comm.py not beside the script")
+    rec = dict(STAND_IN, scale_up_bandwidth_bytes_per_s=448e9, scale_up_domain_size=8,
+               scale_up_topology="mesh")
+    monkeypatch.setitem(sys.modules, "hardware", fake_hardware(rec))
+    link = run(GPT67 + ["--gpu", "fakegpu", "-tp", str(tp)])["hardware"]["link_bytes_per_s"]
+    net = {"intra_bytes_per_s": 448e9, "mesh_domain": 8}
+    assert math.isclose(link, cc.group_intra_bytes_per_s(net, gpus_in_node=tp, op="all_reduce"))
+    assert link <= (tp - 1) * 64e9 + 1
