@@ -37,9 +37,15 @@ Conventions and assumptions:
     turn, so it is the lower bound of what pipelined serving would reach.
 
 Default efficiencies (state and override them; --gpu uses hardware.py's measured figures):
-  compute 0.70: the maximum achievable matmul FLOP/s measured by Bekman's mamf-finder (ML
-    Engineering book) is 271 TFLOP/s on A100 SXM (0.87 of 312), 795 on H100 SXM bf16 (0.80) and
-    1403 fp8 (0.71); the GEMM shapes of a forward pass sit below those best shapes.
+  compute 0.70 for 16-bit matmuls: the maximum achievable matmul FLOP/s measured by Bekman's
+    mamf-finder (ML Engineering book) is 271 TFLOP/s on A100 SXM (0.87 of 312) and 795 on H100
+    SXM bf16 (0.80); the GEMM shapes of a forward pass sit below those best shapes. Below 16 bits
+    the same measurements reach a smaller fraction of the (doubled) peak: H100 fp8 1403 of 1979
+    (0.71), 0.883 of the bf16 fraction (GH200: 0.927), so 8- and 4-bit matmuls default to
+    0.70 x 0.883 = 0.62 (4-bit: no measurement; the 8-bit ratio is assumed). --gpu takes the
+    table's measured MAMF for the dtype and keeps the same gap below it as the default keeps below
+    the A100's (x 0.805 = 0.70 / 0.869), so --gpu a100 equals the default. Attention math runs at
+    the 16-bit rate and efficiency whatever the matmul precision.
   memory 0.70: gpt-fast (pytorch-labs/gpt-fast README) decodes Llama-2-7B at batch 1 on an
     A100-80GB moving 1397 GB/s of 2039 (0.69), all kernels and overheads included. Checked, not
     refitted, against independent batch-1 decode data: Databricks/MosaicML ("LLM Inference
@@ -79,7 +85,13 @@ import os
 import sys
 
 # --- constants (each with its source; see the module docstring) --------------------------------
-DEFAULT_COMPUTE_EFFICIENCY = 0.70  # mamf-finder maxima 0.71-0.87 of peak; real GEMM shapes lower
+DEFAULT_COMPUTE_EFFICIENCY = 0.70  # 16-bit matmuls; mamf-finder maxima 0.80-0.87; real shapes lower
+# Below 16 bits the best achievable fraction of peak is lower: Bekman's mamf-finder on H100 SXM
+# gives fp8 1402.6 of 1979 (0.709) vs bf16 794.5 of 989.4 (0.803), a ratio of 0.883 (GH200: 0.927).
+LOW_BIT_EFFICIENCY_RATIO = (1402.6 / 1979.0) / (794.5 / 989.4)
+# --gpu scales a measured best-shape MAMF by the same gap the 0.70 default keeps below the A100's
+# (271.2 of 312 = 0.869): forward-pass GEMM shapes run below the best shape mamf-finder finds.
+MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
 DEFAULT_KERNEL_OVERHEAD_US = 4.0   # per kernel, launch-to-launch gap of small dependent kernels
@@ -781,7 +793,7 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
     ops.append(("output_head", 2 * batch * head_w, head_w * hb + batch * spec["vocab_size"] / tp * 4
                 + n * h * ab * 2, 1))  # head shard, fp32 logits out, final norm and embedding rows
-    F16 = F * a_bits / 16 if a_bits < 16 else F  # attention math runs at the 16-bit rate
+    F16 = hw["attention_flops_per_s"]  # attention math runs at the 16-bit rate
     for name, fl, by, cnt in ops:
         f_rate = F16 if name == "attention_core" else F
         t = roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=f_rate, bytes_per_s=B)
@@ -819,7 +831,7 @@ def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_b
     base = forward_pass(spec, hw, tp=tp, pp=pp, batch=batch, new_tokens=1, context_before=0,
                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True)
     fixed = base["time_s"] - base["components_s"]["attention_core"]
-    F, B = hw["flops_per_s"], hw["bytes_per_s"]
+    B = hw["bytes_per_s"]
     L = spec["num_layers"]
     f0, m0 = attention_core_costs(spec, tp=tp, pairs=batch, new_tokens=batch, kv_tokens_read=0,
                                   kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
@@ -827,7 +839,7 @@ def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_b
                                   kv_tokens_read=batch, kv_bits=kv_bits, act_bits=a_bits,
                                   absorbed=True)
     df, dm = f1 - f0, m1 - m0  # per cached token
-    F16 = F * a_bits / 16 if a_bits < 16 else F
+    F16 = hw["attention_flops_per_s"]
     attn = sum_max_linear(a0=f0 / F16, a1=df / F16, b0=m0 / B, b1=dm / B, c_lo=c_lo, c_hi=c_hi)
     return steps * fixed + L * attn
 
@@ -901,20 +913,28 @@ def resolve_hardware(args, parser):
             parser.error(str(exc.args[0]) if exc.args else f"unknown accelerator {args.gpu!r}")
     a_bits = args.activation_bits
     ce, me = args.compute_efficiency, args.memory_efficiency
+    # 16-bit rate for the attention math: (peak, efficiency); filled below when a_bits < 16
+    peak16 = ce16 = None
     if args.peak_tflops is not None:
         peak = args.peak_tflops * 1e12
     elif rec is not None:
+        peaks = rec["peak_flops_per_s"] or {}
+        achs = rec.get("achievable_matmul_flops_per_s") or {}
         keys = COMPUTE_DTYPE[a_bits]
-        key = next((k for k in keys if (rec["peak_flops_per_s"] or {}).get(k)), None)
+        key = next((k for k in keys if peaks.get(k)), None)
         if key is None:
             parser.error(f"{rec['name']} has no {'/'.join(keys)} peak for --activation-bits {a_bits}; "
                          "pass --peak-tflops")
-        peak = rec["peak_flops_per_s"][key]
-        ach = (rec.get("achievable_matmul_flops_per_s") or {}).get(key)
-        if ach and ce is None:
-            ce = ach / peak
-            notes.append(f"compute efficiency {ce:.3f} = achievable {key} matmul "
-                         f"{ach / 1e12:.1f} / peak {peak / 1e12:.1f} TFLOP/s ({rec['name']})")
+        peak = peaks[key]
+        if achs.get(key) and ce is None:
+            ce = MAMF_SHAPE_FACTOR * achs[key] / peak
+            notes.append(f"compute efficiency {ce:.3f} = {MAMF_SHAPE_FACTOR:.3f} x achievable {key} "
+                         f"matmul {achs[key] / 1e12:.1f} / peak {peak / 1e12:.1f} TFLOP/s ({rec['name']})")
+        key16 = next((k for k in COMPUTE_DTYPE[16] if peaks.get(k)), None)
+        if a_bits < 16 and key16:
+            peak16 = peaks[key16]
+            if achs.get(key16) and args.compute_efficiency is None:
+                ce16 = MAMF_SHAPE_FACTOR * achs[key16] / peak16
     else:
         peak = DEFAULT_PEAK_TFLOPS * 1e12
         if a_bits != 16:
@@ -964,13 +984,20 @@ def resolve_hardware(args, parser):
         link = rec.get("scale_up_bandwidth_bytes_per_s")
     link = link or DEFAULT_LINK_GBPS * 1e9
     p2p_link = p2p_link or link
-    ce = DEFAULT_COMPUTE_EFFICIENCY if ce is None else ce
+    if ce is None:  # no flag, no measured figure: 0.70 at 16 bits, lower below (see constants)
+        ce = DEFAULT_COMPUTE_EFFICIENCY * (LOW_BIT_EFFICIENCY_RATIO if a_bits < 16 else 1.0)
+    if a_bits < 16:  # attention at 16 bits: the table's 16-bit peak, else half the rate per halving
+        peak16 = peak16 or peak * a_bits / 16
+        ce16 = ce16 or (ce if args.compute_efficiency is not None else DEFAULT_COMPUTE_EFFICIENCY)
+    else:
+        peak16, ce16 = peak, ce
     me = DEFAULT_MEMORY_EFFICIENCY if me is None else me
     ovh = DEFAULT_KERNEL_OVERHEAD_US if args.kernel_overhead_us is None else args.kernel_overhead_us
     lat = DEFAULT_ALLREDUCE_LATENCY_US if args.tp_latency_us is None else args.tp_latency_us
     leff = DEFAULT_ALLREDUCE_EFFICIENCY if args.tp_efficiency is None else args.tp_efficiency
     hw = {"gpu": rec["name"] if rec else None, "peak_flops_per_s": peak, "compute_efficiency": ce,
-          "flops_per_s": peak * ce, "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
+          "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
+          "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
           "p2p_link_bytes_per_s": p2p_link,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6}

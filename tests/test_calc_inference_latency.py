@@ -69,12 +69,11 @@ PUBLISHED = [
 ]
 # Measured misses of the model with its defaults (also in VALIDATION.md): the 175B runs spend
 # ~48 ms per decode step where weights at 0.70 of 2039 GB/s, calc_comm's NCCL all-reduce (18 us
-# per 24 KB call) and the kernel overhead give ~38 ms; TensorRT-LLM v0.5's FP8 prefill ran at
-# ~0.39 of the FP8 peak. Reaching 20% would need per-case efficiencies, which the issue rules out;
-# the independent decode data (gpt-fast TP table, Databricks MBU, tests below) sit near our model,
-# not near FT's 175B step, so they support no default that would close these gaps.
-KNOWN_MISSES = {"ft-gpt175b-b1-128-8": -0.34, "ft-gpt175b-b1-512-32": -0.22,
-                "trtllm-llama2-7b-h100-fp8-2048": -0.24}
+# per 24 KB call) and the kernel overhead give ~38 ms, and FT's GPT-89B table (same stack, same
+# TP 8, half the layers) puts 55-70 ms of each 175B request in a part that does not scale with the
+# layers. Reaching 20% would need per-stack constants, which the issue rules out; the independent
+# decode data (gpt-fast TP table, Databricks MBU, tests below) sit near our model, not near FT's.
+KNOWN_MISSES = {"ft-gpt175b-b1-128-8": -0.34, "ft-gpt175b-b1-512-32": -0.22}
 
 
 def run(args):
@@ -198,7 +197,7 @@ def test_spellings(capsys):
 def test_decode_sum_is_exact(capsys):
     """The closed-form decode total equals the step-by-step sum (contexts s .. s+o-2 cached)."""
     spec, _ = cil.resolve_model_spec(cil.build_parser().parse_args(GPT67))
-    hw = {"flops_per_s": 200e12, "bytes_per_s": 1.4e12, "kernel_overhead_s": 4e-6,
+    hw = {"flops_per_s": 200e12, "attention_flops_per_s": 200e12, "bytes_per_s": 1.4e12, "kernel_overhead_s": 4e-6,
           "link_bytes_per_s": 300e9, "link_latency_s": 8.9e-6, "link_efficiency": 0.8}
     for b, s, o in ((1, 10, 7), (64, 300, 40), (512, 2000, 9)):
         kw = dict(tp=2, pp=1, w_bits=16, a_bits=16, kv_bits=16)
@@ -278,7 +277,10 @@ def test_gpu_flag_uses_stand_in(monkeypatch, capsys):
     r = run(GPT67 + ["--gpu", "fakegpu", "-s", "64", "-o", "4"])
     hw = r["hardware"]
     assert hw["gpu"] == "fakegpu" and hw["peak_flops_per_s"] == 400e12
-    assert math.isclose(hw["flops_per_s"], 300e12) and math.isclose(hw["bytes_per_s"], 1.6e12)
+    # the measured best-shape matmul rate, scaled by the shape factor the defaults keep below the
+    # A100's (0.70 / 0.869); the bandwidth figure is used as measured
+    assert math.isclose(hw["flops_per_s"], 300e12 * cil.MAMF_SHAPE_FACTOR)
+    assert math.isclose(hw["bytes_per_s"], 1.6e12)
     assert hw["link_bytes_per_s"] == 200e9 and hw["gpu_memory_bytes"] == 80e9
     # an explicit flag wins over the table
     r = run(GPT67 + ["--gpu", "fakegpu", "--compute-efficiency", "0.5", "--precision", "fp8"])
