@@ -28,6 +28,12 @@ Conventions and assumptions:
     cache is read once per decode step (FlashAttention/PagedAttention-style, no recompute). GQA/MQA
     store kv heads (replicated when kv < tp); MLA stores the latent (r_kv + d_rope) per token,
     replicated on every TP rank, and decodes in the absorbed form (DeepSeek-V2 sec. 2.1.2).
+  * Sliding-window layers (window w from the config, or --sliding-window; 0 turns it off): each
+    query attends to at most w keys, its own included, so prefill does sum over i=1..s of min(i, w)
+    pairs, a decode step reads at most w - 1 cached tokens, and the cache memory counts at most
+    w tokens per sequence (rolling buffer, Mistral 7B sec. 2; HF's sliding caches). Which layers
+    slide follows the config: Mistral v0.1 all, Gemma 2 the even ones, Qwen2/3 only with
+    use_sliding_window, `layer_types` where given (Qwen2's max_window_layers is not read).
   * MoE: experts are tensor-sharded (no expert parallelism). A decode step reads the weights of the
     distinct experts its n = b tokens touch: E (1 - (1 - k/E)^n) of them in expectation under
     uniform independent routing; FLOPs follow the k experts per token.
@@ -75,6 +81,8 @@ References:
   Shoeybi et al. 2019, "Megatron-LM", sec. 3 (two all-reduces per layer under TP).
   Dao et al. 2022, "FlashAttention" (attention reads Q, K, V once); Kwon et al. 2023, "vLLM".
   DeepSeek-AI 2024, "DeepSeek-V2", sec. 2.1 (MLA cache); Patarasuk & Yuan 2009 (ring all-reduce).
+  Jiang et al. 2023, "Mistral 7B", sec. 2 (sliding window, rolling buffer cache); Gemma Team 2024,
+  "Gemma 2", sec. 2 (local sliding-window and global attention on alternating layers).
   Validation: FasterTransformer docs/gpt_guide.md tables; TensorRT-LLM docs/source/performance.md.
 """
 
