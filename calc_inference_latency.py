@@ -28,6 +28,12 @@ Conventions and assumptions:
     cache is read once per decode step (FlashAttention/PagedAttention-style, no recompute). GQA/MQA
     store kv heads (replicated when kv < tp); MLA stores the latent (r_kv + d_rope) per token,
     replicated on every TP rank, and decodes in the absorbed form (DeepSeek-V2 sec. 2.1.2).
+  * Sliding-window layers (window w from the config, or --sliding-window; 0 turns it off): each
+    query attends to at most w keys, its own included, so prefill does sum over i=1..s of min(i, w)
+    pairs, a decode step reads at most w - 1 cached tokens, and the cache memory counts at most
+    w tokens per sequence (rolling buffer, Mistral 7B sec. 2; HF's sliding caches). Which layers
+    slide follows the config: Mistral v0.1 all, Gemma 2 the even ones, Qwen2/3 only with
+    use_sliding_window, `layer_types` where given (Qwen2's max_window_layers is not read).
   * MoE: experts are tensor-sharded (no expert parallelism). A decode step reads the weights of the
     distinct experts its n = b tokens touch: E (1 - (1 - k/E)^n) of them in expectation under
     uniform independent routing; FLOPs follow the k experts per token.
@@ -75,6 +81,8 @@ References:
   Shoeybi et al. 2019, "Megatron-LM", sec. 3 (two all-reduces per layer under TP).
   Dao et al. 2022, "FlashAttention" (attention reads Q, K, V once); Kwon et al. 2023, "vLLM".
   DeepSeek-AI 2024, "DeepSeek-V2", sec. 2.1 (MLA cache); Patarasuk & Yuan 2009 (ring all-reduce).
+  Jiang et al. 2023, "Mistral 7B", sec. 2 (sliding window, rolling buffer cache); Gemma Team 2024,
+  "Gemma 2", sec. 2 (local sliding-window and global attention on alternating layers).
   Validation: FasterTransformer docs/gpt_guide.md tables; TensorRT-LLM docs/source/performance.md.
 """
 
@@ -675,6 +683,24 @@ def kv_cache_bytes_per_token_per_layer(spec, *, tp, kv_bits):
     return 2 * kv_local * spec["head_dim"] * kv_bits / 8
 
 
+def causal_pairs(*, context_before, new_tokens, window=None):
+    """Query-key pairs of causal attention for new_tokens queries after context_before cached
+    tokens: the query at position p (1-based) sees p keys, or min(p, w) under a sliding window of
+    w keys, its own included (Mistral 7B, Jiang et al. 2023 sec. 2; HF's mask q - k < w)."""
+    def upto(m):  # sum over p = 1..m of min(p, w)
+        if not window or m <= window:
+            return m * (m + 1) // 2
+        return window * (window + 1) // 2 + (m - window) * window
+    return upto(context_before + new_tokens) - upto(context_before)
+
+
+def cached_tokens_read(*, context_before, window=None):
+    """Cached tokens one sequence's attention reads: all context_before of them, or under a
+    window of w keys the newest w - 1 (the query's own key is the w-th; a rolling buffer of w
+    slots, Mistral 7B sec. 2, holds them)."""
+    return min(context_before, window - 1) if window else context_before
+
+
 def attention_core_costs(spec, *, tp, pairs, new_tokens, kv_tokens_read, kv_bits, act_bits,
                          absorbed):
     """FLOPs and bytes of QK^T, softmax and PV on one TP rank. pairs: query-key pairs;
@@ -758,10 +784,12 @@ def sum_max_linear(*, a0, a1, b0, b1, c_lo, c_hi):
 
 
 def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits, a_bits, kv_bits,
-                 absorbed):
+                 absorbed, window=None, num_sliding_layers=0):
     """One forward pass of the whole pipeline for `batch` sequences, each adding new_tokens after
     context_before cached tokens: time by component (seconds), total FLOPs and bytes per rank, and
-    the time-weighted bound. Stages run one after the other (one batch in flight)."""
+    the time-weighted bound. Stages run one after the other (one batch in flight).
+    num_sliding_layers of the L layers attend within a window of `window` keys (causal_pairs,
+    cached_tokens_read); the others attend to the whole context."""
     F, B = hw["flops_per_s"], hw["bytes_per_s"]
     ovh = hw["kernel_overhead_s"]
     n = batch * new_tokens
@@ -772,11 +800,17 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
             "output_head": 0.0, "tp_allreduce": 0.0, "pp_handoff": 0.0, "kernel_overhead": 0.0}
     compute_s = memory_s = mm_compute_s = mm_memory_s = 0.0
     flops_total = bytes_total = 0.0
-    # causal pairs: new token i (0-based) sees context_before + i + 1 keys
-    pairs = batch * (new_tokens * context_before + new_tokens * (new_tokens + 1) / 2)
-    kv_read = batch * context_before
-    core = attention_core_costs(spec, tp=tp, pairs=pairs, new_tokens=n, kv_tokens_read=kv_read,
-                                kv_bits=kv_bits, act_bits=a_bits, absorbed=absorbed)
+    n_slide = num_sliding_layers if window else 0
+    cores = []  # (FLOPs, bytes, layers) of attention over the whole context, then in the window
+    for win, cnt in ((None, L - n_slide), (window, n_slide)):
+        if cnt:
+            fl, by = attention_core_costs(
+                spec, tp=tp, pairs=batch * causal_pairs(context_before=context_before,
+                                                        new_tokens=new_tokens, window=win),
+                new_tokens=n, kv_tokens_read=batch * cached_tokens_read(context_before=context_before,
+                                                                        window=win),
+                kv_bits=kv_bits, act_bits=a_bits, absorbed=absorbed)
+            cores.append(("attention_core", fl, by, cnt))
     per_type = {}
     for is_moe in (False, True):
         per_type[is_moe] = layer_costs(spec, moe_layer=is_moe, tp=tp, num_tokens=n, w_bits=w_bits,
@@ -788,7 +822,7 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
             continue
         for name, (fl, by) in per_type[is_moe].items():
             ops.append((name, fl, by, cnt))
-        ops.append(("attention_core", core[0], core[1], cnt))
+    ops += cores
     hb = max(w_bits, 16) / 8  # embedding/head kept at >= 16 bits
     head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
     ops.append(("output_head", 2 * batch * head_w, head_w * hb + batch * spec["vocab_size"] / tp * 4
@@ -820,19 +854,23 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
 
 
 def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_bits, a_bits,
-                   kv_bits):
+                   kv_bits, window=None, num_sliding_layers=0):
     """Exact sum of the o-1 decode steps: step j (1..o-1) finds c = s + j - 1 tokens cached and
     adds its own. Only attention depends on c and its roofline is the max of two lines in c, so
-    the sum is closed-form (sum_max_linear); the rest of a step is the same every step."""
+    the sum is closed-form (sum_max_linear); the rest of a step is the same every step. A sliding
+    layer's attention grows with min(c, w - 1) (cached_tokens_read): linear below c = w - 1,
+    constant from there, so its sum splits at the window; full and sliding layers sum apart."""
     steps = output_tokens - 1
     if steps <= 0:
         return 0.0
     c_lo, c_hi = prompt_tokens, prompt_tokens + steps - 1  # cached tokens before each step
+    kw = dict(w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits)
     base = forward_pass(spec, hw, tp=tp, pp=pp, batch=batch, new_tokens=1, context_before=0,
-                        w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True)
+                        absorbed=True, **kw)
     fixed = base["time_s"] - base["components_s"]["attention_core"]
     B = hw["bytes_per_s"]
     L = spec["num_layers"]
+    n_slide = num_sliding_layers if window else 0
     f0, m0 = attention_core_costs(spec, tp=tp, pairs=batch, new_tokens=batch, kv_tokens_read=0,
                                   kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
     f1, m1 = attention_core_costs(spec, tp=tp, pairs=2 * batch, new_tokens=batch,
@@ -840,19 +878,27 @@ def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_b
                                   absorbed=True)
     df, dm = f1 - f0, m1 - m0  # per cached token
     F16 = hw["attention_flops_per_s"]
-    attn = sum_max_linear(a0=f0 / F16, a1=df / F16, b0=m0 / B, b1=dm / B, c_lo=c_lo, c_hi=c_hi)
-    return steps * fixed + L * attn
+    line = dict(a0=f0 / F16, a1=df / F16, b0=m0 / B, b1=dm / B)
+    full = sum_max_linear(**line, c_lo=c_lo, c_hi=c_hi)
+    attn = (L - n_slide) * full
+    if n_slide:
+        cap = window - 1  # from c = w - 1 on, a step reads w - 1 cached tokens and attends to w
+        grow = sum_max_linear(**line, c_lo=c_lo, c_hi=min(c_hi, cap - 1))
+        flat = max(0, c_hi - max(c_lo, cap) + 1) * max((f0 + df * cap) / F16, (m0 + dm * cap) / B)
+        attn += n_slide * (grow + flat)
+    return steps * fixed + attn
 
 
 def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmuls_only,
-                   limit=1 << 24):
+                   limit=1 << 24, window=None, num_sliding_layers=0):
     """Smallest batch at which a decode step at `context` cached tokens has as much math time as
     memory time. matmuls_only: the weight matmuls (about F/B x 8/w_bits tokens, Pope et al. 2022
     sec. 3; later for MoE, whose touched experts grow with b); else the whole step, which with
     long contexts never turns (the KV-cache read grows with b as fast as the math): None."""
     def is_compute(b):
         r = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=context,
-                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True)
+                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True,
+                         window=window, num_sliding_layers=num_sliding_layers)
         if matmuls_only:
             return r["matmul_compute_s"] >= r["matmul_memory_s"]
         return r["compute_s"] >= r["memory_s"]
@@ -892,6 +938,37 @@ def weight_bytes_per_gpu(spec, *, tp, pp, w_bits):
     head = (pb["output_head_params"] / tp + pb["final_norm_params"]) * hb
     ends = emb + head if pp == 1 else max(emb, head)
     return layers_bytes + ends
+
+
+def kv_cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, window=None,
+                           sliding_layers=()):
+    """KV cache on the most-loaded rank: stages of ceil(L/pp) consecutive layers, each layer
+    holding b x tokens x kv_cache_bytes_per_token_per_layer, where tokens = context, or at most w
+    for a sliding-window layer (Mistral 7B sec. 2 rolling buffer; HF's sliding caches keep w)."""
+    L = spec["num_layers"]
+    per_layer = [batch * (min(context, window) if window and i in sliding_layers else context)
+                 for i in range(L)]
+    q = math.ceil(L / pp)
+    tokens = max(sum(per_layer[st * q:(st + 1) * q]) for st in range(pp))
+    return tokens * kv_cache_bytes_per_token_per_layer(spec, tp=tp, kv_bits=kv_bits)
+
+
+# --- config helpers ------------------------------------------------------------------------------
+# A copy of calc_transformer_mem.py's (tests/test_shared_copies.py checks the two are identical).
+def sliding_window_from_config(cfg, num_layers):
+    """(window, layer indices using it) from a HF config: Gemma 2 slides on even layers
+    (Gemma2DecoderLayer is_sliding = not layer_idx % 2), Qwen2/3 only with use_sliding_window,
+    `layer_types` when given, other families with sliding_window set on every layer."""
+    if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
+        cfg = cfg["text_config"]
+    w = cfg.get("sliding_window")
+    if not w or cfg.get("use_sliding_window") is False:
+        return None, []
+    if isinstance(cfg.get("layer_types"), list):
+        return w, [i for i, t in enumerate(cfg["layer_types"]) if t == "sliding_attention"]
+    if cfg.get("model_type") == "gemma2":
+        return w, [i for i in range(num_layers) if i % 2 == 0]
+    return w, list(range(num_layers))
 
 
 # --- hardware ------------------------------------------------------------------------------------
@@ -1042,7 +1119,9 @@ def format_report(res):
               f"{hw['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s x {hw['memory_efficiency']:.2f}, "
               f"link {hw['link_bytes_per_s'] / 1e9:,.0f} GB/s, tp {r['tensor_parallel_size']} "
               f"pp {r['pipeline_parallel_size']}, w{r['weight_bits']}a{r['activation_bits']} "
-              f"kv{r['kv_cache_bits']}" + (f" ({hw['gpu']})" if hw["gpu"] else ""),
+              f"kv{r['kv_cache_bits']}" + (f" ({hw['gpu']})" if hw["gpu"] else "")
+              + (f", sliding window {r['sliding_window']} on {len(r['sliding_layers'])} of "
+                 f"{r['model']['num_layers']} layers" if r["sliding_window"] else ""),
               "convention: " + r["convention"]]
     return "\n".join(lines)
 
@@ -1064,6 +1143,8 @@ def build_parser():
     g.add_argument("--activation-bits", type=int, default=None,
                    help="activation bits; sets the compute precision (default 16)")
     g.add_argument("--kv-cache-bits", type=int, default=None, help="KV-cache bits (default: activation bits)")
+    g.add_argument("--sliding-window", type=int, default=None,
+                   help="window of sliding-window layers (default from the config; 0 turns it off)")
     g = parser.add_argument_group("hardware (explicit flags win over --gpu)")
     g.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100)")
     g.add_argument("--peak-tflops", type=finite_float, default=None,
@@ -1108,6 +1189,8 @@ def validate(args, parser, spec):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
+    if args.sliding_window is not None and args.sliding_window < 0:
+        parser.error(f"--sliding-window must not be negative (0 turns it off), got {args.sliding_window}")
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     a, kv = spec["num_attention_heads"], spec["num_kv_heads"]
     if a % tp:
@@ -1132,6 +1215,19 @@ def main(argv=None):
         args.kv_cache_bits = kvb if kvb is not None else max(args.activation_bits, 8)
     validate(args, parser, spec)
     hw, hw_notes = resolve_hardware(args, parser)
+    # the window is not in the model spec: read it from the raw config, as calc_transformer_mem does
+    L = spec["num_layers"]
+    try:
+        cfg = load_hf_config(args.hf_model_name_or_path) if args.hf_model_name_or_path else {}
+    except ValueError as exc:
+        parser.error(str(exc))
+    win, win_layers = sliding_window_from_config(cfg, L) if cfg else (None, [])
+    if args.sliding_window is not None:
+        win = args.sliding_window or None
+        win_layers = win_layers if (win and win_layers) else (list(range(L)) if win else [])
+    win_layers = [i for i in win_layers if i < L] if win else []
+    win = win if win_layers else None
+    swa = dict(window=win, num_sliding_layers=len(win_layers))
     for note in notes + hw_notes:
         print(f"note: {note}", file=sys.stderr)
 
@@ -1139,20 +1235,21 @@ def main(argv=None):
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     bits = dict(w_bits=args.weight_bits, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits)
     pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=s, context_before=0,
-                       absorbed=False, **bits)
+                       absorbed=False, **bits, **swa)
     first = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=s,
-                         absorbed=True, **bits)
+                         absorbed=True, **bits, **swa)
     last = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1,
-                        context_before=s + max(o - 2, 0), absorbed=True, **bits)
+                        context_before=s + max(o - 2, 0), absorbed=True, **bits, **swa)
     dec_total = decode_total_s(spec, hw, tp=tp, pp=pp, batch=b, prompt_tokens=s, output_tokens=o,
-                               **bits)
+                               **bits, **swa)
     tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
     total = pre["time_s"] + dec_total
-    crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits)
-    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits)
+    crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits, **swa)
+    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits, **swa)
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=args.weight_bits)
-    kv_bytes = (b * (s + o) * math.ceil(spec["num_layers"] / pp)
-                * kv_cache_bytes_per_token_per_layer(spec, tp=tp, kv_bits=args.kv_cache_bits))
+    kv_bytes = kv_cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b, context=s + o,
+                                      kv_bits=args.kv_cache_bits, window=win,
+                                      sliding_layers=set(win_layers))
     mem = w_bytes + kv_bytes
     fits = mem <= hw["gpu_memory_bytes"]
     if not fits:
@@ -1163,7 +1260,8 @@ def main(argv=None):
         "model": spec, "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpus": tp * pp,
         "weight_bits": args.weight_bits, "activation_bits": args.activation_bits,
-        "kv_cache_bits": args.kv_cache_bits, "hardware": hw,
+        "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
+        "hardware": hw,
         "prefill_s": pre["time_s"], "ttft_s": pre["time_s"], "prefill_bound": pre["bound"],
         "prefill_components_s": pre["components_s"], "prefill_flops_per_gpu": pre["flops"],
         "prefill_bytes_per_gpu": pre["bytes"],
@@ -1182,7 +1280,10 @@ def main(argv=None):
                       "o-1 decode steps, each reading every weight shard and the KV cache; per-op "
                       "roofline + fixed per-kernel overhead; TP ring all-reduce x2 per layer; PP "
                       "stages sequential, one batch in flight; memory per GPU on the most-loaded "
-                      "stage (weights + KV at s+o, no activations/workspace)",
+                      "stage (weights + KV at s+o, no activations/workspace)"
+                      + (f"; sliding-window attention on {len(win_layers)} of {L} layers: each "
+                         f"query attends to at most w = {win} keys, so those layers read and keep "
+                         f"at most w tokens per sequence" if win else ""),
     }
     if args.json:
         print(json.dumps(res, indent=2))

@@ -224,6 +224,130 @@ def test_decode_sum_is_exact(capsys):
         assert math.isclose(total, steps, rel_tol=1e-9)
 
 
+def test_decode_sum_is_exact_with_sliding_window(capsys):
+    """Same for a windowed model (closed form split at the window): contexts below, across and
+    beyond w, with all and with half of the layers sliding, GQA and MHA."""
+    hw = {"flops_per_s": 200e12, "attention_flops_per_s": 150e12, "bytes_per_s": 1.4e12,
+          "kernel_overhead_s": 4e-6, "link_bytes_per_s": 300e9, "link_latency_s": 8.9e-6,
+          "link_efficiency": 0.8}
+    for argv in (GPT67, GPT67 + ["--num-kv-heads", "8"]):
+        spec, _ = cil.resolve_model_spec(cil.build_parser().parse_args(argv))
+        for w, n_slide in ((64, 32), (64, 16), (1, 32), (5000, 10)):
+            for b, s, o in ((1, 10, 7), (4, 40, 60), (64, 63, 3), (2, 64, 9), (512, 300, 40),
+                            (8, 3000, 4000)):
+                kw = dict(tp=2, pp=1, w_bits=16, a_bits=16, kv_bits=16, window=w,
+                          num_sliding_layers=n_slide)
+                steps = sum(cil.forward_pass(spec, hw, batch=b, new_tokens=1, context_before=c,
+                                             absorbed=True, **kw)["time_s"]
+                            for c in range(s, s + o - 1))
+                total = cil.decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **kw)
+                assert math.isclose(total, steps, rel_tol=1e-9), (w, n_slide, b, s, o)
+
+
+def test_causal_pairs_match_their_definition():
+    """sum over query positions p of min(p, w) (keys a causal query sees within a window of w keys,
+    its own included), counted one query at a time; no window: the full triangle."""
+    for cb, n, w in ((0, 1, None), (0, 100, None), (7, 5, None), (0, 100, 10), (0, 10, 100),
+                     (5, 20, 12), (30, 1, 12), (11, 1, 12), (0, 1, 1), (3, 4, 1)):
+        brute = sum(min(p, w) if w else p for p in range(cb + 1, cb + n + 1))
+        assert cil.causal_pairs(context_before=cb, new_tokens=n, window=w) == brute
+
+
+# HF transformers' caches, traced step by step on tiny random models (window 8) by
+# benchmarks/hf_sliding_cache.py (transformers 5.23.0, torch 2.13 CPU); exact match expected.
+HF_SWA = json.load(open(os.path.join(HERE, "fixtures", "hf_sliding_cache.json"), encoding="utf-8"))
+
+
+def test_window_reads_match_hf_cache_step_by_step():
+    # Every decode step of a sliding layer reads what HF's DynamicSlidingWindowLayer holds before
+    # the step (w - 1 once full; the step's own key makes w); full layers (DynamicLayer) read all.
+    w = HF_SWA["window"]
+    for model in ("mistral", "gemma2"):
+        classes = HF_SWA[model]["layer_classes"]
+        for step in HF_SWA[model]["steps"]:
+            for cls, cached in zip(classes, step["cached"]):
+                win = w if cls == "DynamicSlidingWindowLayer" else None
+                assert cil.cached_tokens_read(context_before=step["context"], window=win) == cached
+                # keys the step's query attends to: the cached ones plus its own
+                assert cil.causal_pairs(context_before=step["context"], new_tokens=1,
+                                        window=win) == cached + 1
+
+
+def test_sliding_layers_match_hf_layer_classes(tmp_path, capsys):
+    # Which layers slide: HF builds a sliding cache layer for Gemma 2's even layers only, and for
+    # every Mistral layer; the script reads the same from the config.
+    for model, base, L in (("gemma2", "gemma-2-9b", 4), ("mistral", "mistral-7b", 2)):
+        conf = json.load(open(cfg(base), encoding="utf-8"))
+        conf.update(num_hidden_layers=L, sliding_window=HF_SWA["window"])
+        path = tmp_path / f"{model}.json"
+        path.write_text(json.dumps(conf))
+        r = run(["--hf_model_name_or_path", str(path), "-s", "16", "-o", "2"])
+        hf = [i for i, c in enumerate(HF_SWA[model]["layer_classes"])
+              if c == "DynamicSlidingWindowLayer"]
+        assert r["sliding_layers"] == hf and r["sliding_window"] == HF_SWA["window"]
+
+
+def test_mistral_rolling_buffer_cuts_cache_8x_at_32k(capsys):
+    # Jiang et al. 2023, "Mistral 7B", sec. 2 (Rolling Buffer Cache): with W = 4096, "on a
+    # sequence length of 32k tokens, this reduces the cache memory usage by 8x". Setup: the
+    # fixture Mistral-7B v0.1 config, context s + o = 32768, KV cache with and without the window.
+    # Expected 8.0; tolerance: exact (32768 / 4096).
+    args = ["--hf_model_name_or_path", cfg("mistral-7b"), "-s", "32767", "-o", "1"]
+    swa, full = run(args), run(args + ["--sliding-window", "0"])
+    assert swa["sliding_window"] == 4096 and swa["sliding_layers"] == list(range(32))
+    assert full["sliding_window"] is None and full["sliding_layers"] == []
+    assert full["kv_cache_bytes_per_gpu"] / swa["kv_cache_bytes_per_gpu"] == 8.0
+    # 32 layers x 8 kv heads x 128 x (K, V) x 2 B = 128 KiB per token, 4096 tokens kept
+    assert swa["kv_cache_bytes_per_gpu"] == 4096 * 128 * 1024
+
+
+def test_mistral_swa_attention_speedup_at_16k(capsys):
+    # Jiang et al. 2023, "Mistral 7B", sec. 2: "for a sequence length of 16K and W = 4096,
+    # changes made to FlashAttention and xFormers yield a 2x speed improvement over a vanilla
+    # attention baseline". Setup: Mistral-7B prefill of 16384 tokens, A100 defaults, the
+    # attention_core component with the window against without. Ours 2.29 (the pair count ratio:
+    # the core is compute-bound there); the paper's baseline kernel is not named, so 20%.
+    args = ["--hf_model_name_or_path", cfg("mistral-7b"), "-s", "16384", "-o", "1"]
+    swa, full = run(args), run(args + ["--sliding-window", "0"])
+    ratio = full["prefill_components_s"]["attention_core"] / swa["prefill_components_s"]["attention_core"]
+    assert ratio == pytest.approx(2.0, rel=0.20)
+
+
+def test_gemma2_half_the_layers_slide(capsys):
+    # Gemma 2 (Gemma Team 2024, sec. 2): local sliding-window attention (4096) on every other
+    # layer, global attention (8192) on the rest; HF Gemma2 slides on even layers. At an 8192-token
+    # context the cache is (21 x 8192 + 21 x 4096) / (42 x 8192) = 0.75 of the full one.
+    args = ["--hf_model_name_or_path", cfg("gemma-2-9b"), "-s", "8191", "-o", "1"]
+    swa, full = run(args), run(args + ["--sliding-window", "0"])
+    assert swa["sliding_layers"] == list(range(0, 42, 2)) and swa["sliding_window"] == 4096
+    assert swa["kv_cache_bytes_per_gpu"] / full["kv_cache_bytes_per_gpu"] == 0.75
+    # pipeline stages of 21 layers: layers 0-20 hold 11 sliding and 10 global, layers 21-41 hold
+    # 10 sliding and 11 global, so the second stage is the most-loaded one
+    pp2 = run(args + ["-pp", "2"])
+    per_layer = 2 * 8 * 256 * 2  # K and V, 8 kv heads, head_dim 256, 2 B
+    assert pp2["kv_cache_bytes_per_gpu"] == per_layer * (10 * 4096 + 11 * 8192)
+
+
+def test_sliding_window_flag_and_config_rules(capsys):
+    # Qwen2.5 ships sliding_window 131072 with use_sliding_window false: no window.
+    q = run(["--hf_model_name_or_path", cfg("qwen2.5-7b"), "-s", "1000", "-o", "4"])
+    assert q["sliding_window"] is None and q["sliding_layers"] == []
+    # the flag puts a window on every layer of a model without one, and 0 takes it off again
+    r = run(GPT67 + ["-s", "1000", "-o", "4", "--sliding-window", "256"])
+    assert r["sliding_window"] == 256 and r["sliding_layers"] == list(range(32))
+    assert "sliding window 256 on 32 of 32 layers" in cil.format_report(r)
+    plain = run(GPT67 + ["-s", "1000", "-o", "4"])
+    assert plain["sliding_window"] is None and "sliding" not in cil.format_report(plain)
+    assert r["total_s"] < plain["total_s"]
+    # a window at least as long as the context changes nothing
+    wide = run(GPT67 + ["-s", "1000", "-o", "4", "--sliding-window", "1004"])
+    assert wide["total_s"] == pytest.approx(plain["total_s"], rel=1e-12)
+    assert wide["kv_cache_bytes_per_gpu"] == plain["kv_cache_bytes_per_gpu"]
+    # Gemma 2 with a smaller window keeps its layer pattern
+    g = run(["--hf_model_name_or_path", cfg("gemma-2-9b"), "--sliding-window", "1024"])
+    assert g["sliding_window"] == 1024 and g["sliding_layers"] == list(range(0, 42, 2))
+
+
 def test_moe_distinct_experts_monte_carlo():
     """E (1 - (1 - k/E)^n) against a seeded simulation of uniform top-k routing (k distinct
     experts per token): within 3% at 2000 trials."""
@@ -333,6 +457,7 @@ def test_gpu_without_hardware_exits_2(monkeypatch, capsys):
     ["-l", "4", "-pp", "8"],                        # more stages than layers
     ["--hidden-size", "0"], ["--hf_model_name_or_path", "/nonexistent/config.json"],
     ["--precision", "fp7"], ["--activation-bits", "4", "--weight-bits", "4", "--gpu-memory-gib", "nan"],
+    ["--sliding-window", "-1"],
 ])
 def test_bad_input_exits_2(args, capsys):
     with pytest.raises(SystemExit) as e:
@@ -350,19 +475,50 @@ SMALL = ["-l", "4", "-hs", "512", "-a", "8", "-v", "1000"]
 @given(b=st.integers(1, 300), s=st.integers(1, 5000), o=st.integers(1, 500),
        which=st.sampled_from(["b", "s", "o"]), step=st.integers(1, 1000),
        tp=st.sampled_from([1, 2, 4, 8]), kv=st.sampled_from([1, 2, 8]),
-       bits=st.sampled_from(["fp16", "fp8", "w4a16"]))
-def test_latency_never_falls_when_work_grows(b, s, o, which, step, tp, kv, bits):
+       bits=st.sampled_from(["fp16", "fp8", "w4a16"]), win=st.sampled_from([0, 0, 1, 64, 3000]))
+def test_latency_never_falls_when_work_grows(b, s, o, which, step, tp, kv, bits, win):
     base = dict(b=b, s=s, o=o)
     more = dict(base, **{which: base[which] + step})
 
     def go(p):
         return main(SMALL + ["--num-kv-heads", str(kv), "-tp", str(tp), "--precision", bits,
+                             "--sliding-window", str(win),
                              "-b", str(p["b"]), "-s", str(p["s"]), "-o", str(p["o"]), "--json"])
     r0, r1 = go(base), go(more)
     tol = 1e-12
     assert r1["total_s"] >= r0["total_s"] - tol
     assert r1["prefill_s"] >= r0["prefill_s"] - tol
     assert r1["decode_last_step_s"] >= r0["decode_last_step_s"] - tol
+
+
+# a small model with a window on every layer (SMALL + the flag) and one with Gemma 2's alternating
+# layers (its config cut to 4 layers: 0 and 2 slide)
+WINDOWED = {"all": SMALL, "alternating": ["--hf_model_name_or_path", cfg("gemma-2-9b"), "-l", "4"]}
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(sorted(WINDOWED)), b=st.integers(1, 300), s=st.integers(1, 5000),
+       o=st.integers(1, 500), which=st.sampled_from(["b", "s", "o"]), step=st.integers(1, 1000),
+       tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]), win=st.integers(1, 6000),
+       bits=st.sampled_from(["fp16", "fp8", "w4a16"]))
+def test_windowed_latency_never_above_full_and_grows_with_work(model, b, s, o, which, step, tp, pp,
+                                                                win, bits):
+    """A window only removes attention work and cache: for the same model and workload every
+    time and the KV cache are at most the unwindowed ones; and windowed latency never falls when
+    b, s or o grows."""
+    def go(w, p):
+        return main(WINDOWED[model] + ["-tp", str(tp), "-pp", str(pp), "--precision", bits,
+                                       "--sliding-window", str(w), "-b", str(p["b"]),
+                                       "-s", str(p["s"]), "-o", str(p["o"]), "--json"])
+    base = dict(b=b, s=s, o=o)
+    swa, full = go(win, base), go(0, base)
+    assert swa["sliding_layers"] and not full["sliding_layers"]
+    for key in ("prefill_s", "decode_first_step_s", "decode_last_step_s", "decode_per_token_s",
+                "decode_total_s", "total_s", "kv_cache_bytes_per_gpu"):
+        assert swa[key] <= full[key] * (1 + 1e-12), key
+    more = go(win, dict(base, **{which: base[which] + step}))
+    for key in ("total_s", "prefill_s", "decode_last_step_s"):
+        assert more[key] >= swa[key] * (1 - 1e-12), key
 
 
 @settings(max_examples=40, deadline=None)

@@ -34,7 +34,8 @@ PER_SCRIPT = {
         ("--weight-bits", "int"), ("--kv-cache-bits", "int"), ("--misc-mem-gib", "float")],
     "calc_inference_latency": [
         ("-b", "int"), ("-o", "int"), ("-tp", "int"), ("-pp", "int"), ("--gpu", "gpu"),
-        ("--weight-bits", "int"), ("--kv-cache-bits", "int"), ("--prompt-tokens", "int")],
+        ("--weight-bits", "int"), ("--kv-cache-bits", "int"), ("--prompt-tokens", "int"),
+        ("--sliding-window", "int")],
     "calc_comm": [
         ("--op", "choice:all_reduce,all_gather,reduce_scatter,alltoall,broadcast,reduce,sendrecv,x"),
         ("--size", "size"), ("--num-gpus", "int"), ("--gpus-per-node", "int"), ("--gpu", "gpu"),

@@ -66,3 +66,46 @@ def test_copies_count_the_same(path):
     for name in CONFIGS:
         argv = ["--hf_model_name_or_path", config_path(name)]
         assert _counts(other, argv) == _counts(master, argv), name
+
+
+# sliding_window_from_config: calc_transformer_mem.py's master, copied into calc_inference_latency.py
+# (outside the model block; the window is read from the raw config, not the spec).
+SWA_COPIES = ["calc_transformer_mem", "calc_inference_latency"]
+SWA_SYNTHETIC = [  # the rules the fixtures do not reach
+    {"sliding_window": 512, "layer_types": ["sliding_attention", "full_attention"] * 3},
+    {"sliding_window": 512, "layer_types": ["full_attention"] * 6},
+    {"text_config": {"sliding_window": 1024, "model_type": "gemma2", "hidden_size": 8}},
+    {"sliding_window": 2048, "use_sliding_window": True, "model_type": "qwen2"},
+    {"sliding_window": 0}, {},
+]
+
+
+def test_sliding_window_copies_are_identical_source():
+    import ast
+    import inspect
+    srcs = [inspect.getsource(importlib.import_module(m).sliding_window_from_config)
+            for m in SWA_COPIES]
+    assert srcs[0] == srcs[1], "sliding_window_from_config drifted between " + " and ".join(SWA_COPIES)
+    assert ast.dump(ast.parse(srcs[0])) == ast.dump(ast.parse(srcs[1]))
+
+
+def test_sliding_window_copies_agree_on_every_fixture_config():
+    import json
+    mods = [importlib.import_module(m) for m in SWA_COPIES]
+    paths = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "configs", "*.json")))
+    seen = {}
+    for path in paths:
+        cfg = json.load(open(path, encoding="utf-8"))
+        L = cfg.get("num_hidden_layers") or cfg.get("n_layer") or 12
+        got = [m.sliding_window_from_config(cfg, L) for m in mods]
+        assert got[0] == got[1], path
+        seen[os.path.basename(path)[:-5]] = got[0]
+    for cfg in SWA_SYNTHETIC:
+        assert len({repr(m.sliding_window_from_config(cfg, 6)) for m in mods}) == 1, cfg
+    # the fixtures that carry a window get the HF rule (mistral, starcoder2, phi-3: every layer;
+    # gemma 2: even layers; qwen with use_sliding_window false and mixtral's null: none)
+    assert seen["mistral-7b"] == (4096, list(range(32)))
+    assert seen["gemma-2-9b"] == (4096, list(range(0, 42, 2)))
+    assert seen["starcoder2-7b"][0] == 4096 and seen["phi-3-mini-4k"][0] == 2047
+    for name in ("qwen2.5-7b", "qwen3-8b", "qwen1.5-moe-a2.7b", "mixtral-8x7b", "llama-3-8b"):
+        assert seen[name] == (None, []), name
