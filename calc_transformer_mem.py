@@ -25,6 +25,10 @@ Assumptions (each printed with the result):
     working set; selective drops the attention-score terms (Korthikanti sec. 5).
   * 1F1B: stage i holds min(pp - i, m) micro-batches in flight (m = global batch / (b*dp));
     interleaved (v>1): stage 0 holds pp + (pp-1)/v stage-equivalents (Korthikanti sec. 4.2.3).
+  * Pipeline split: L/(pp*v) layers per model chunk, or Megatron-LM's uneven split
+    (--decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-split),
+    checked by Megatron's rules; every stage is computed and the heaviest one reported. With v>1
+    and a chunk one layer short, the in-flight count uses the stage's mean chunk.
   * MoE: balanced routing; routed-expert tokens are not split by tensor parallelism.
   * Framework allowance --framework-mem-gib (default 1.0 GiB: CUDA context, cuBLAS workspace,
     NCCL buffers) plus --misc-mem-gib (cookbook, default 0). Allocator fragmentation and temporary
@@ -44,7 +48,9 @@ References:
     sec. 3.1 and 5 (K = 12 for mixed-precision Adam; P_os, P_os+g, P_os+g+p), Table 1.
   Dettmers et al. 2023, "QLoRA" sec. 3 (NF4, double quantization: 0.127 bits/param of constants).
   DeepSeek-AI 2024, "DeepSeek-V2" sec. 2.1.3 (MLA caches (d_c + d_h^R) per token per layer).
-  Megatron-LM megatron/training/theoretical_memory_usage.py (rank and stage conventions).
+  Megatron-LM megatron/training/theoretical_memory_usage.py (rank and stage conventions);
+    megatron/core/transformer/transformer_block.py get_num_layers_to_build (uneven stages).
+  Llama Team 2024, "The Llama 3 Herd of Models" sec. 3.3.2 (one layer fewer on each edge stage).
 """
 
 import argparse
@@ -1434,6 +1440,13 @@ def assumptions(c, spec):
                + (f"{c['num_microbatches']} micro-batches" if c["num_microbatches"] else
                   "micro-batches = pp (no --global-batch-size)")
                + (f", interleaved v={c['vp']}" if c["vp"] > 1 else ""))
+    split = [(k, c[k]) for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                                 "account_for_embedding_in_pipeline_split",
+                                 "account_for_loss_in_pipeline_split") if c[k]]
+    if split:
+        out.append("pipeline layers per stage " + "/".join(str(sum(r)) for r in c["chunk_layers"])
+                   + " (Megatron-LM " + ", ".join(f"--{k.replace('_', '-')}" + (
+                       f" {v}" if v is not True else "") for k, v in split) + ")")
     if c["lora"]:
         lo = c["lora"]
         out.append(f"LoRA r={lo['rank']} on {','.join(lo['targets'])} (routed experts not adapted); "
