@@ -25,6 +25,10 @@ Assumptions (each printed with the result):
     working set; selective drops the attention-score terms (Korthikanti sec. 5).
   * 1F1B: stage i holds min(pp - i, m) micro-batches in flight (m = global batch / (b*dp));
     interleaved (v>1): stage 0 holds pp + (pp-1)/v stage-equivalents (Korthikanti sec. 4.2.3).
+  * Pipeline split: L/(pp*v) layers per model chunk, or Megatron-LM's uneven split
+    (--decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-split),
+    checked by Megatron's rules; every stage is computed and the heaviest one reported. With v>1
+    and a chunk one layer short, the in-flight count uses the stage's mean chunk.
   * MoE: balanced routing; routed-expert tokens are not split by tensor parallelism.
   * Framework allowance --framework-mem-gib (default 1.0 GiB: CUDA context, cuBLAS workspace,
     NCCL buffers) plus --misc-mem-gib (cookbook, default 0). Allocator fragmentation and temporary
@@ -44,7 +48,9 @@ References:
     sec. 3.1 and 5 (K = 12 for mixed-precision Adam; P_os, P_os+g, P_os+g+p), Table 1.
   Dettmers et al. 2023, "QLoRA" sec. 3 (NF4, double quantization: 0.127 bits/param of constants).
   DeepSeek-AI 2024, "DeepSeek-V2" sec. 2.1.3 (MLA caches (d_c + d_h^R) per token per layer).
-  Megatron-LM megatron/training/theoretical_memory_usage.py (rank and stage conventions).
+  Megatron-LM megatron/training/theoretical_memory_usage.py (rank and stage conventions);
+    megatron/core/transformer/transformer_block.py get_num_layers_to_build (uneven stages).
+  Llama Team 2024, "The Llama 3 Herd of Models" sec. 3.3.2 (one layer fewer on each edge stage).
 """
 
 import argparse
@@ -647,14 +653,66 @@ def layer_params_per_rank(spec, *, tp, etp, ep, moe_layer):
     return attn + norms + shared + router, expert
 
 
-def stage_layers(*, num_layers, pp, vp, stage):
-    """Layer indices held by pipeline stage `stage`: with vp virtual stages, chunk c of rank i
-    holds layers [(c*pp + i) * L/(pp*vp), ...) (Narayanan et al. 2021, sec. 2.2.2)."""
-    per_chunk = num_layers // (pp * vp)
-    return [(c * pp + stage) * per_chunk + j for c in range(vp) for j in range(per_chunk)]
+def pipeline_chunk_layers(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
+                          loss_in_split=False):
+    """Transformer layers in each model chunk, counts[rank][chunk], as Megatron-LM builds them
+    (megatron/core/transformer/transformer_block.py get_num_layers_to_build): even, L/(pp*vp);
+    with --decoder-first/last-pipeline-num-layers the first/last rank holds that many (over its vp
+    chunks) and the other ranks split the rest evenly; --account-for-embedding/loss-in-pipeline-split
+    count the embedding/loss as one layer of L+1 (+2), taken from the first/last chunk. Validated
+    by resolve() first: every count here divides exactly."""
+    if first is not None or last is not None:
+        mid_stages = pp - (first is not None) - (last is not None)
+        per_mid = (num_layers - (first or 0) - (last or 0)) // mid_stages if mid_stages else 0
+        per_rank = [per_mid] * pp
+        if first is not None:
+            per_rank[0] = first
+        if last is not None:
+            per_rank[-1] = last
+        return [[n // vp] * vp for n in per_rank]
+    k = (num_layers + embedding_in_split + loss_in_split) // (pp * vp)
+    counts = [[k] * vp for _ in range(pp)]
+    counts[0][0] -= int(embedding_in_split)
+    counts[-1][-1] -= int(loss_in_split)
+    return counts
 
 
-def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage):
+def stage_layers(*, num_layers, pp, vp, stage, chunk_layers=None):
+    """Layer indices held by pipeline stage `stage`: model chunk c of rank i is virtual stage
+    c*pp + i and virtual stages hold consecutive layers (Narayanan et al. 2021, sec. 2.2.2; Megatron
+    get_transformer_layer_offset). chunk_layers: counts[rank][chunk] (default: the even split)."""
+    if chunk_layers is None:
+        chunk_layers = pipeline_chunk_layers(num_layers=num_layers, pp=pp, vp=vp)
+    out, start = [], 0
+    for c in range(vp):
+        for i in range(pp):
+            n = chunk_layers[i][c]
+            if i == stage:
+                out += range(start, start + n)
+            start += n
+    return out
+
+
+def suggest_pipeline_split(*, num_layers, pp, vp):
+    """(first, middle, last) layers for --decoder-first/last-pipeline-num-layers that Megatron-LM
+    accepts (each a positive multiple of vp, middle stages equal) with the fewest layers on the
+    fullest stage; ties go to fuller middle stages, and the two edges share what is left (the
+    first holds the embedding and the most in-flight micro-batches, the last the head and logits;
+    the Llama 3 paper, sec. 3.3.2, takes one layer from each edge). None if no split fits."""
+    best = None
+    mids = range(vp, num_layers // (pp - 2) + 1, vp) if pp > 2 else [0]
+    for q in mids:
+        rest = num_layers - (pp - 2) * q
+        if rest < 2 * vp or rest % vp:
+            continue
+        first = rest // (2 * vp) * vp
+        score = (max(q, rest - first), -q)
+        if best is None or score < best[0]:
+            best = (score, (first, q, rest - first))
+    return best and best[1]
+
+
+def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None):
     """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`.
     Stage 0 holds the token embedding (/tp), position table, embedding norm and projections; the
     last stage the final norm and the head (/tp) -- with tied embeddings and pp > 1 a second copy
@@ -662,7 +720,8 @@ def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage):
     V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
     moe = set(spec["moe_layers"])
     dense = expert = 0
-    for i in stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage):
+    for i in stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
+                          chunk_layers=chunk_layers):
         ne, ex = layer_params_per_rank(spec, tp=tp, etp=etp, ep=ep, moe_layer=i in moe)
         dense, expert = dense + ne, expert + ex
     emb = 0
@@ -857,9 +916,11 @@ def training_memory(spec, c, b):
                           f_shared=spec["shared_expert_ffn_hidden_size"], etp=etp), **common)
     sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
     stages = []
+    chunks = c["chunk_layers"]
     for st in range(pp):
-        layers = stage_layers(num_layers=L, pp=pp, vp=vp, stage=st)
-        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st)
+        layers = stage_layers(num_layers=L, pp=pp, vp=vp, stage=st, chunk_layers=chunks)
+        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
+                                            chunk_layers=chunks)
         lora = c["lora"]
         if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
             base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
@@ -908,7 +969,8 @@ def training_memory(spec, c, b):
                                                    sp=c["sequence_parallel"], act_bytes=ab)
         act = stored + working + logits
         total = w + g + o + buffers + act + c["overhead_bytes"]
-        stages.append({"stage": st, "params_per_gpu": ne + ex, "trainable_params_per_gpu": trainable,
+        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+                       "trainable_params_per_gpu": trainable,
                        "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
                        "optimizer_bytes": o, "zero_buffers_bytes": buffers,
                        "activations_stored_bytes": stored,
@@ -946,15 +1008,18 @@ def inference_memory(spec, c, b, ctx):
     act = inference_activation_bytes(s=prompt, b=b_eff, h=h, a=a, kv=spec["num_kv_heads"], d=d, f=f,
                                      num_linears=spec["num_mlp_linears"], V=spec["vocab_size"],
                                      tp=tp, flash=c["flash_attention"], act_bytes=c["act_bytes"])
+    chunks = [[sum(row)] for row in c["chunk_layers"]]  # no interleaving: one chunk per rank
     stages = []
     for st in range(pp):
-        layers = stage_layers(num_layers=L, pp=pp, vp=1, stage=st)
-        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"], stage=st)
+        layers = stage_layers(num_layers=L, pp=pp, vp=1, stage=st, chunk_layers=chunks)
+        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
+                                            stage=st, chunk_layers=chunks)
         w = (ne + ex - emb) * c["weight_bits"] / 8 + emb * c["weight_bytes"]
         toks = [b * (min(ctx, win) if (win and i in win_layers) else ctx) for i in layers]
         kvc = kv_cache_bytes(per_token_per_layer=per_tok, layers_tokens=toks)
         total = w + kvc + act + c["overhead_bytes"]
-        stages.append({"stage": st, "params_per_gpu": ne + ex, "weights_bytes": w,
+        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+                       "weights_bytes": w,
                        "gradients_bytes": 0, "optimizer_bytes": 0, "zero_buffers_bytes": 0,
                        "kv_cache_bytes": kvc, "activations_bytes": act, "total_bytes": total})
     return max(stages, key=lambda x: x["total_bytes"]), stages, per_tok
@@ -1004,6 +1069,7 @@ def format_report(res):
     if res["parallelism"]["pp"] > 1:
         lines.append("per stage total GiB: " + ", ".join(f"{x['total_bytes'] / GIB:.2f}"
                                                       for x in res["stages"]))
+        lines.append("per stage layers: " + ", ".join(str(x["stage_layers"]) for x in res["stages"]))
     if res["mode"] == "inference":
         lines.append(f"KV cache: {res['kv_cache_bytes_per_token']:,} B per token per GPU "
                      f"({res['kv_cache_bytes_per_token_per_layer']:,} per layer)")
@@ -1034,6 +1100,17 @@ def build_parser():
     g.add_argument("--pipeline-parallel-size", "-pp", type=int, default=None, help="pp (default 1)")
     g.add_argument("--virtual-pipeline-size", "-vp", type=int, default=1,
                    help="interleaved schedule: model chunks per pipeline rank (default 1)")
+    g.add_argument("--decoder-first-pipeline-num-layers", type=int, default=None,
+                   help="Megatron-LM uneven pipeline: layers on the first stage (the stages without "
+                   "a stated count share the rest evenly)")
+    g.add_argument("--decoder-last-pipeline-num-layers", type=int, default=None,
+                   help="Megatron-LM uneven pipeline: layers on the last stage")
+    g.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
+                   help="Megatron-LM: the embedding counts as one layer when splitting L+1 over "
+                   "pp*vp chunks; the first chunk holds one transformer layer fewer")
+    g.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
+                   help="Megatron-LM: the head and loss count as one layer; the last chunk holds "
+                   "one transformer layer fewer")
     g.add_argument("--context-parallel-size", "-cp", type=int, default=1,
                    help="cp: the sequence split over cp ranks (ring attention; default 1)")
     g.add_argument("--expert-parallelism", "-ep", type=int, default=None,
@@ -1118,6 +1195,71 @@ def _pos(parser, name, val):
         parser.error(f"--{name} must be positive, got {val}")
 
 
+def _split_hint(L, pp, vp):
+    """The flags to suggest for L layers on pp*vp chunks, as one clause."""
+    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
+    hints = []
+    if sug:
+        f, q, la = sug
+        hints.append(f"--decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {la}"
+                     + (f" ({q} on each middle stage)" if pp > 2 else ""))
+    for extra, flags in ((1, "--account-for-embedding-in-pipeline-split"),
+                         (2, "--account-for-embedding-in-pipeline-split "
+                             "--account-for-loss-in-pipeline-split")):
+        if (L + extra) % (pp * vp) == 0:
+            hints.append(flags)
+            break
+    return ", or ".join(hints)
+
+
+def check_pipeline_split(args, parser, L, pp, vp):
+    """Megatron-LM's rules for the layers of each pipeline stage (TransformerConfig.__post_init__
+    and megatron/training/arguments.py validate_args), one parser.error each; returns the
+    counts[rank][chunk] of pipeline_chunk_layers."""
+    first, last = args.decoder_first_pipeline_num_layers, args.decoder_last_pipeline_num_layers
+    emb, loss = args.account_for_embedding_in_pipeline_split, args.account_for_loss_in_pipeline_split
+    if first is None and last is None:
+        total = L + emb + loss
+        if total % (pp * vp):
+            if emb or loss:
+                parser.error(f"--num-layers {L} + {emb + loss} (embedding/loss counted as layers) = "
+                             f"{total} is not divisible by pp*vp = {pp}*{vp}")
+            if pp == 1:
+                parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}")
+            hint = _split_hint(L, pp, vp)
+            parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}; "
+                         + (f"Megatron-LM needs the uneven split stated, e.g. {hint}" if hint else
+                            f"no uneven split Megatron-LM accepts fits either (every stage needs a "
+                            f"positive multiple of vp = {vp} layers)"))
+        return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, embedding_in_split=emb,
+                                     loss_in_split=loss)
+    if emb or loss:
+        parser.error("--decoder-first/last-pipeline-num-layers cannot be combined with "
+                     "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses both)")
+    if pp == 1:
+        parser.error("--decoder-first/last-pipeline-num-layers need --pipeline-parallel-size > 1")
+    for name, n in (("first", first), ("last", last)):
+        if n is not None and n % vp:
+            parser.error(f"--decoder-{name}-pipeline-num-layers {n} is not divisible by "
+                         f"--virtual-pipeline-size {vp}")
+    mid_stages = pp - (first is not None) - (last is not None)
+    middle = L - (first or 0) - (last or 0)
+    given = " + ".join(str(n) for n in (first, last) if n is not None)
+    if middle < 0:
+        parser.error(f"first/last stage layers {given} exceed --num-layers {L}")
+    if mid_stages == 0 and middle:
+        parser.error(f"first + last stage layers {given} must add up to --num-layers {L} "
+                     f"with pp {pp} (no middle stage)")
+    if mid_stages and middle % mid_stages:
+        hint = _split_hint(L, pp, vp)
+        parser.error(f"the {middle} middle layers are not divisible by the {mid_stages} middle "
+                     "pipeline stages" + (f"; e.g. {hint}" if hint else ""))
+    if mid_stages and (middle // mid_stages) % vp:
+        parser.error(f"{middle // mid_stages} layers on each middle pipeline stage are not "
+                     f"divisible by --virtual-pipeline-size {vp}")
+    return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, first=first, last=last)
+
+
 def resolve(args, parser):
     """Resolve the model and configuration; every check is a one-line parser.error (exit 2)."""
     for name in ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size", "virtual_pipeline_size",
@@ -1126,7 +1268,8 @@ def resolve(args, parser):
                  "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
                  "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
                  "adapter_bytes_per_val", "lora_rank",
-                 "zero_allgather_bucket_size", "zero3_max_live_params"):
+                 "zero_allgather_bucket_size", "zero3_max_live_params",
+                 "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
         _pos(parser, name.replace("_", "-"), getattr(args, name))
     for name in ("misc_mem_gib", "framework_mem_gib"):
         if getattr(args, name) is not None and getattr(args, name) < 0:
@@ -1154,8 +1297,7 @@ def resolve(args, parser):
         parser.error(f"--num-attention-heads {a} is not divisible by --tensor-parallel-size {tp}")
     if kv % tp and tp % kv:
         parser.error(f"kv heads {kv} and --tensor-parallel-size {tp}: one must divide the other")
-    if L % (pp * vp):
-        parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}")
+    chunk_layers = check_pipeline_split(args, parser, L, pp, vp)
     if spec["ffn_hidden_size"] % tp:
         parser.error(f"MLP width {spec['ffn_hidden_size']} is not divisible by --tensor-parallel-size {tp}")
     if vp > 1 and pp == 1:
@@ -1243,6 +1385,11 @@ def resolve(args, parser):
         mem_field = "--gpu-memory-gib"
     overhead = ((args.misc_mem_gib or 0) + args.framework_mem_gib) * GIB
     c = {"tp": tp, "pp": pp, "vp": vp, "cp": cp, "ep": ep, "etp": etp, "dp": dp, "num_gpus": n,
+         "chunk_layers": chunk_layers,
+         "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
+         "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
+         "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
+         "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
          "zero_stage": zero, "zero_shard": dp * cp, "expert_zero_shard": n // (pp * etp * ep),
          "zbs": args.zero_allgather_bucket_size or 5e8, "zmlp": args.zero3_max_live_params or 1e9,
          "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
@@ -1293,6 +1440,13 @@ def assumptions(c, spec):
                + (f"{c['num_microbatches']} micro-batches" if c["num_microbatches"] else
                   "micro-batches = pp (no --global-batch-size)")
                + (f", interleaved v={c['vp']}" if c["vp"] > 1 else ""))
+    split = [(k, c[k]) for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                                 "account_for_embedding_in_pipeline_split",
+                                 "account_for_loss_in_pipeline_split") if c[k]]
+    if split:
+        out.append("pipeline layers per stage " + "/".join(str(sum(r)) for r in c["chunk_layers"])
+                   + " (Megatron-LM " + ", ".join(f"--{k.replace('_', '-')}" + (
+                       f" {v}" if v is not True else "") for k, v in split) + ")")
     if c["lora"]:
         lo = c["lora"]
         out.append(f"LoRA r={lo['rank']} on {','.join(lo['targets'])} (routed experts not adapted); "
@@ -1317,8 +1471,7 @@ def main(argv=None):
         worst, stages, per_tok = inference_memory(spec, c, b, ctx)
         res_extra = {"kv_cache_bytes": worst["kv_cache_bytes"],
                      "kv_cache_bytes_per_token_per_layer": per_tok,
-                     "kv_cache_bytes_per_token": per_tok * len(stage_layers(
-                         num_layers=spec["num_layers"], pp=c["pp"], vp=1, stage=worst["stage"])),
+                     "kv_cache_bytes_per_token": per_tok * worst["stage_layers"],
                      "context_tokens": ctx}
         if c["memory_bytes"] is not None:
             lim = c["memory_bytes"]

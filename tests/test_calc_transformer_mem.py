@@ -418,3 +418,222 @@ def test_fit_with_real_hardware_table():
     r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("llama-3-8b"), "--infer",
                               "-s", "8192", "-o", "0", "--gpu", "h100", "--json"])
     assert r["fit"]["memory_bytes"] == rec["memory_usable_bytes"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Uneven pipeline stages (Megatron-LM --decoder-first/last-pipeline-num-layers and
+# --account-for-embedding/loss-in-pipeline-split)
+# ----------------------------------------------------------------------------------------------
+from calc_transformer_mem import pipeline_chunk_layers, stage_layers, suggest_pipeline_split  # noqa: E402
+
+DSV3 = ["--hf_model_name_or_path", config_path("deepseek-v3"), "-pp", "4", "--num-gpus", "4",
+        "-s", "4096", "-ca", "--json"]
+
+
+def test_deepseek_v3_61_layers_on_4_stages():
+    # DeepSeek-V3: 61 layers (HF config num_hidden_layers), not divisible by pp 4. With 13 on the
+    # first and 16 on the last stage the 32 middle layers split 16/16 (Megatron's rule below).
+    r, _, _ = run_main(main, DSV3 + ["--decoder-first-pipeline-num-layers", "13",
+                                     "--decoder-last-pipeline-num-layers", "16"])
+    st = r["stages"]
+    assert [x["stage_layers"] for x in st] == [13, 16, 16, 16]
+    assert sum(x["stage_layers"] for x in st) == 61
+    assert r["total_bytes"] == max(x["total_bytes"] for x in st)
+    assert r["stage"] == max(st, key=lambda x: x["total_bytes"])["stage"]
+    # Source: DeepSeek-V3 technical report (arXiv 2412.19437), abstract: 671B total parameters.
+    # tp = ep = 1, so the stages together hold the whole model once (no layer lost or counted
+    # twice by the uneven split): within 0.5% of 671B.
+    assert sum(x["params_per_gpu"] for x in st) == pytest.approx(671e9, rel=0.005)
+    assert sum(x["params_per_gpu"] for x in st) == r["total_params"]
+
+
+def test_deepseek_v3_suggested_split_runs():
+    # The refusal names a split; running with it must work and place all 61 layers.
+    code, err = exit_code_and_stderr(main, DSV3)
+    assert code == 2 and err.count("\n") == 1
+    assert "--decoder-first-pipeline-num-layers 14 --decoder-last-pipeline-num-layers 15" in err
+    r, _, _ = run_main(main, DSV3 + ["--decoder-first-pipeline-num-layers", "14",
+                                     "--decoder-last-pipeline-num-layers", "15"])
+    assert [x["stage_layers"] for x in r["stages"]] == [14, 16, 16, 15]
+
+
+def test_llama3_405b_split_matches_the_paper():
+    # Source: Llama Team 2024, "The Llama 3 Herd of Models", sec. 3.3.2: 405B has 126 layers
+    # (Table 3) on pp 16, and "we reduce one Transformer layer each from the first and the last
+    # stages ... the first model chunk on the first stage has only the embedding, and the last
+    # model chunk on the last stage has only output projection and loss calculation".
+    base = ["-l", "126", "-hs", "16384", "-a", "128", "--num-kv-heads", "8", "-tp", "8",
+            "--num-gpus", "128", "-pp", "16", "--json"]
+    code, err = exit_code_and_stderr(main, base)
+    assert code == 2
+    assert "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7" in err
+    r, _, _ = run_main(main, base + ["--decoder-first-pipeline-num-layers", "7",
+                                     "--decoder-last-pipeline-num-layers", "7"])
+    assert [x["stage_layers"] for x in r["stages"]] == [7] + [8] * 14 + [7]
+    # The same layout through Megatron's account-for flags: 126 + 2 = 128 slots, 8 per rank; with
+    # interleaving down to one layer per chunk (vp 8) the paper's "only the embedding" chunk.
+    r2, _, _ = run_main(main, base + ["-vp", "8", "--global-batch-size", "16",
+                                      "--account-for-embedding-in-pipeline-split",
+                                      "--account-for-loss-in-pipeline-split"])
+    assert [x["stage_layers"] for x in r2["stages"]] == [7] + [8] * 14 + [7]
+    counts = pipeline_chunk_layers(num_layers=126, pp=16, vp=8, embedding_in_split=True,
+                                   loss_in_split=True)
+    assert counts[0][0] == 0 and counts[-1][-1] == 0
+    assert all(n == 1 for row in counts for n in row if n != 0)
+
+
+def _megatron_offset(L, pp, vp, first, last, rank, chunk):
+    """Megatron-LM get_transformer_layer_offset (megatron/core/transformer/transformer_layer.py),
+    uneven branch, transcribed: with vp,
+      offset = vp_stage * total_virtual_chunks                      (pp_rank == 0)
+      offset = vp_stage * total_virtual_chunks + first // vp
+               + middle_pipeline_rank * (middle // vp // middle_pipeline_stages)   (otherwise)
+    where total_virtual_chunks = first//vp + middle//vp + last//vp (0 for an unset edge) and
+    middle_pipeline_rank = pp_rank - 1 when first is set. Without vp (vp = 1) the same reduces
+    to middle_pipeline_rank * (middle // middle_stages) + first."""
+    f, la = first or 0, last or 0
+    middle = L - f - la
+    mid_stages = pp - (first is not None) - (last is not None)
+    total = f // vp + middle // vp + la // vp
+    if rank == 0:
+        return chunk * total
+    mrank = rank if first is None else rank - 1
+    return chunk * total + f // vp + mrank * (middle // vp // mid_stages if mid_stages else 0)
+
+
+@pytest.mark.parametrize("L,pp,vp,first,last", [
+    (61, 4, 1, 13, 16), (61, 4, 1, 14, 15), (61, 4, 1, 13, None), (61, 4, 1, None, 13),
+    (126, 16, 1, 7, 7), (62, 4, 2, 14, 16), (30, 3, 2, 8, 10), (61, 2, 1, 30, 31)])
+def test_layer_placement_matches_megatron_offsets(L, pp, vp, first, last):
+    # Independent check: our cumulative placement against Megatron's closed-form layer offsets
+    # (above) and its per-stage count (transformer_block.py get_num_layers_to_build: the stated
+    # count on the first/last rank, (L - first - last) / middle stages elsewhere, / vp per chunk).
+    counts = pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, first=first, last=last)
+    seen = []
+    for rank in range(pp):
+        idx = stage_layers(num_layers=L, pp=pp, vp=vp, stage=rank, chunk_layers=counts)
+        per_chunk = len(idx) // vp
+        for chunk in range(vp):
+            got = idx[chunk * per_chunk:(chunk + 1) * per_chunk]
+            off = _megatron_offset(L, pp, vp, first, last, rank, chunk)
+            assert got == list(range(off, off + per_chunk)), (rank, chunk)
+        seen += idx
+    assert sorted(seen) == list(range(L))
+
+
+@pytest.mark.parametrize("L,pp,vp,emb,loss", [(127, 4, 1, 1, 0), (126, 16, 8, 1, 1), (30, 4, 2, 1, 1),
+                                              (15, 4, 2, 0, 1), (32, 4, 1, 0, 0)])
+def test_account_for_flags_match_megatron_offsets(L, pp, vp, emb, loss):
+    # Megatron-LM get_transformer_layer_offset, account-for branch: n = (L + emb + loss) // pp
+    # slots per rank, offset = vp_stage * (L+emb+loss)//vp + pp_rank * n//vp, minus 1 unless this
+    # is the very first chunk (pp_rank 0, vp_stage 0) when the embedding is counted; and
+    # get_num_layers_to_build removes one layer from the first (last) chunk for the embedding (loss).
+    n = (L + emb + loss) // pp
+    counts = pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, embedding_in_split=bool(emb),
+                                   loss_in_split=bool(loss))
+    for rank in range(pp):
+        idx = stage_layers(num_layers=L, pp=pp, vp=vp, stage=rank, chunk_layers=counts)
+        pos = 0
+        for chunk in range(vp):
+            size = n // vp - (emb if rank == 0 and chunk == 0 else 0) \
+                - (loss if rank == pp - 1 and chunk == vp - 1 else 0)
+            off = chunk * ((L + emb + loss) // vp) + rank * (n // vp)
+            off -= emb if (rank, chunk) != (0, 0) else 0
+            assert idx[pos:pos + size] == list(range(off, off + size)), (rank, chunk)
+            pos += size
+        assert pos == len(idx)
+
+
+def test_explicit_even_split_changes_nothing():
+    # Stating the even split (8 + 8 on 32 layers, pp 4) must give the unflagged numbers exactly.
+    a = ["-l", "32", "-hs", "2048", "-a", "16", "-pp", "4", "--num-gpus", "8", "--json"]
+    r0, _, _ = run_main(main, a)
+    r1, _, _ = run_main(main, a + ["--decoder-first-pipeline-num-layers", "8",
+                                   "--decoder-last-pipeline-num-layers", "8"])
+    assert [x["total_bytes"] for x in r0["stages"]] == [x["total_bytes"] for x in r1["stages"]]
+    assert r0["total_bytes"] == r1["total_bytes"]
+
+
+def test_uneven_split_per_stage_memory_follows_layers():
+    # Moving layers off the first stage (which holds pp micro-batches in flight, 1F1B) lowers its
+    # activations and weights; the report's heaviest stage is the max over the list.
+    a = ["-l", "61", "-hs", "2048", "-a", "16", "-pp", "4", "--num-gpus", "4", "--json"]
+    r1, _, _ = run_main(main, a + ["--decoder-first-pipeline-num-layers", "13",
+                                   "--decoder-last-pipeline-num-layers", "16"])
+    r2, _, _ = run_main(main, a + ["--decoder-first-pipeline-num-layers", "16",
+                                   "--decoder-last-pipeline-num-layers", "15"])
+    s1, s2 = r1["stages"][0], r2["stages"][0]
+    assert s1["activations_layers_bytes"] / s2["activations_layers_bytes"] == pytest.approx(13 / 16)
+    assert s1["in_flight_microbatches"] == 4
+    assert s1["weights_bytes"] < s2["weights_bytes"]
+    assert r1["total_bytes"] < r2["total_bytes"]
+
+
+def test_inference_uses_the_uneven_split():
+    r, _, _ = run_main(main, DSV3[:4] + ["--num-gpus", "4", "--infer", "--json",
+                                         "--decoder-first-pipeline-num-layers", "13"])
+    assert [x["stage_layers"] for x in r["stages"]] == [13, 16, 16, 16]
+    assert r["kv_cache_bytes_per_token"] == 70272 // 61 * 16  # 1152 B per token per layer (MLA)
+
+
+@settings(max_examples=60, deadline=None)
+@given(L=st.integers(1, 200), pp=st.integers(2, 16), vp=st.sampled_from([1, 2, 3, 4]))
+def test_every_suggested_split_is_accepted(L, pp, vp):
+    # Whatever split the refusal suggests, the script (Megatron's rules) accepts and it places
+    # all L layers, every stage a positive multiple of vp.
+    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
+    if sug is None:
+        return
+    f, q, la = sug
+    assert f > 0 and la > 0 and f % vp == 0 and la % vp == 0 and q % vp == 0
+    argv = ["-l", str(L), "-hs", "64", "-a", "1", "-pp", str(pp), "-vp", str(vp),
+            "--num-gpus", str(pp), "--decoder-first-pipeline-num-layers", str(f),
+            "--decoder-last-pipeline-num-layers", str(la), "--json"]
+    if vp > 1:
+        argv += ["--global-batch-size", str(pp)]
+    r, _, _ = run_main(main, argv)
+    layers = [x["stage_layers"] for x in r["stages"]]
+    assert sum(layers) == L and layers[1:-1] == [q] * (pp - 2)
+
+
+# Megatron-LM's rules, as its code states them (megatron/core/transformer/transformer_config.py,
+# TransformerConfig.__post_init__, and megatron/training/arguments.py validate_args):
+#   "num_layers_in_first_pipeline_stage must be larger than 0"
+#   "number of layers at first stage: {n} must be divisible by virtual pipeline parallel degree"
+#   "number of layers at middle stage: {L'} must be divisible by the middle pipeline model
+#    parallel size {p'}"   (L' = L - first - last over the p' stages without a stated count)
+#   "number of layers on each middle pipeline rank: {n} must be divisible by virtual pipeline
+#    parallel degree"
+#   "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be set at
+#    the same time with account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split"
+#   "Number of layers should be divisible by the pipeline-model-parallel size" (L + 1 per account-for
+#    flag, when neither first nor last is given)
+UNEVEN = ["-l", "61", "-pp", "4", "--num-gpus", "4"]
+BAD_SPLITS = [
+    (UNEVEN, "--decoder-first-pipeline-num-layers 14 --decoder-last-pipeline-num-layers 15"),
+    (UNEVEN + ["--decoder-first-pipeline-num-layers", "0"], "must be positive"),
+    (UNEVEN + ["--decoder-last-pipeline-num-layers", "-3"], "must be positive"),
+    (UNEVEN + ["--decoder-first-pipeline-num-layers", "13", "--decoder-last-pipeline-num-layers",
+               "15"], "not divisible by the 2 middle pipeline stages"),
+    (UNEVEN + ["--decoder-first-pipeline-num-layers", "14"], "not divisible by the 3 middle"),
+    (["-l", "62", "-pp", "4", "--num-gpus", "4", "-vp", "2", "--decoder-first-pipeline-num-layers",
+      "13", "--decoder-last-pipeline-num-layers", "15"], "not divisible by --virtual-pipeline-size 2"),
+    (["-l", "60", "-pp", "4", "--num-gpus", "4", "-vp", "2", "--decoder-first-pipeline-num-layers",
+      "16", "--decoder-last-pipeline-num-layers", "14"], "15 layers on each middle pipeline stage"),
+    (UNEVEN + ["--decoder-first-pipeline-num-layers", "13", "--account-for-loss-in-pipeline-split"],
+     "cannot be combined"),
+    (["-l", "61", "--decoder-first-pipeline-num-layers", "13"], "--pipeline-parallel-size > 1"),
+    (UNEVEN + ["--decoder-first-pipeline-num-layers", "40", "--decoder-last-pipeline-num-layers",
+               "30"], "exceed --num-layers 61"),
+    (["-l", "61", "-pp", "2", "--num-gpus", "2", "--decoder-first-pipeline-num-layers", "30",
+      "--decoder-last-pipeline-num-layers", "30"], "must add up to --num-layers 61"),
+    (UNEVEN + ["--account-for-embedding-in-pipeline-split"], "= 62 is not divisible by pp*vp"),
+    (["-l", "61", "-pp", "4", "-vp", "2", "--num-gpus", "4"], "no uneven split"),
+]
+
+
+@pytest.mark.parametrize("argv,msg", BAD_SPLITS)
+def test_bad_pipeline_split_exits_2_with_one_line(argv, msg):
+    code, err = exit_code_and_stderr(main, argv)
+    assert code == 2
+    assert msg in err and err.count("\n") == 1, err

@@ -31,7 +31,10 @@ PER_SCRIPT = {
         ("--gpu", "gpu"), ("--gpu-memory-gib", "float"), ("--sequence-parallel", None),
         ("--recompute", "choice:none,selective,full"), ("--global-batch-size", "int"),
         ("--virtual-pipeline-size", "int"), ("--optimizer", "choice:adam,sgd,lion,nope"),
-        ("--weight-bits", "int"), ("--kv-cache-bits", "int"), ("--misc-mem-gib", "float")],
+        ("--weight-bits", "int"), ("--kv-cache-bits", "int"), ("--misc-mem-gib", "float"),
+        ("--decoder-first-pipeline-num-layers", "int"), ("--decoder-last-pipeline-num-layers", "int"),
+        ("--account-for-embedding-in-pipeline-split", None),
+        ("--account-for-loss-in-pipeline-split", None)],
     "calc_inference_latency": [
         ("-b", "int"), ("-o", "int"), ("-tp", "int"), ("-pp", "int"), ("--gpu", "gpu"),
         ("--weight-bits", "int"), ("--kv-cache-bits", "int"), ("--prompt-tokens", "int"),
