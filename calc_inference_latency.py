@@ -16,7 +16,8 @@ L layers, a query heads, kv key/value heads, d head dim, f MLP width, V vocab, E
 k experts per token, tp/pp tensor/pipeline parallel sizes.
 
 Conventions and assumptions:
-  * The first output token comes out of prefill (TTFT = prefill); the other o-1 tokens take one
+  * The first output token comes out of prefill (TTFT = prefill, plus --request-overhead-ms when
+    given: a server's fixed cost per request, 0 by default); the other o-1 tokens take one
     decode step each; step j attends over c = s + j tokens. TPOT is reported for the first and the
     last decode step and as their mean over the o-1 steps (summed exactly).
   * Weights: 2 FLOPs per weight per token (biases counted as weights); weight bytes at
@@ -1092,7 +1093,8 @@ def format_report(res):
     r, hw = res, res["hardware"]
     lines = [f"{'phase':<34}{'time':>14}   bound",
              f"{'TTFT (prefill, %d x %d tokens)' % (r['batch_size'], r['prompt_tokens']):<34}"
-             f"{fmt_s(r['prefill_s']):>14}   {r['prefill_bound']}",
+             f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
+             + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)" if r["request_overhead_s"] else ""),
              f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   {r['decode_bound']}",
              f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
              f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
@@ -1161,7 +1163,12 @@ def build_parser():
     g.add_argument("--tp-bandwidth-gbps", type=finite_float, default=None,
                    help="per-GPU link bandwidth for TP/PP, GB/s one direction (default 300, NVLink 3)")
     g.add_argument("--tp-latency-us", type=finite_float, default=None,
-                   help=f"all-reduce latency per ring step, us (default {DEFAULT_ALLREDUCE_LATENCY_US})")
+                   help=f"fixed cost per all-reduce call, us, before NCCL's per-hop latency "
+                        f"(default {DEFAULT_ALLREDUCE_LATENCY_US}, the nccl-tests floor; stacks without "
+                        "CUDA graphs pay more in place, see VALIDATION.md)")
+    g.add_argument("--request-overhead-ms", type=finite_float, default=0.0,
+                   help="fixed cost per request outside the kernels (server, scheduler, tokenizer, "
+                        "host sync), ms, added once to TTFT and end-to-end (default 0: kernels only)")
     g.add_argument("--tp-efficiency", type=finite_float, default=None,
                    help=f"fraction of link bandwidth reached (default {DEFAULT_ALLREDUCE_EFFICIENCY})")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
@@ -1185,7 +1192,7 @@ def validate(args, parser, spec):
         v = getattr(args, name)
         if v is not None and not (v > 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must be positive, got {v}")
-    for name in ("kernel_overhead_us", "tp_latency_us"):
+    for name in ("kernel_overhead_us", "tp_latency_us", "request_overhead_ms"):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
@@ -1243,7 +1250,9 @@ def main(argv=None):
     dec_total = decode_total_s(spec, hw, tp=tp, pp=pp, batch=b, prompt_tokens=s, output_tokens=o,
                                **bits, **swa)
     tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
-    total = pre["time_s"] + dec_total
+    req_s = args.request_overhead_ms * 1e-3
+    ttft = req_s + pre["time_s"]
+    total = ttft + dec_total
     crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits, **swa)
     crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits, **swa)
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=args.weight_bits)
@@ -1262,7 +1271,7 @@ def main(argv=None):
         "weight_bits": args.weight_bits, "activation_bits": args.activation_bits,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
         "hardware": hw,
-        "prefill_s": pre["time_s"], "ttft_s": pre["time_s"], "prefill_bound": pre["bound"],
+        "prefill_s": pre["time_s"], "ttft_s": ttft, "request_overhead_s": req_s, "prefill_bound": pre["bound"],
         "prefill_components_s": pre["components_s"], "prefill_flops_per_gpu": pre["flops"],
         "prefill_bytes_per_gpu": pre["bytes"],
         "decode_per_token_s": tpot, "decode_first_step_s": first["time_s"],

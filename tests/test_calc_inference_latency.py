@@ -194,6 +194,18 @@ def test_json_has_required_keys_and_only_json(capsys):
     assert res["decode_bound"] == "memory"
 
 
+def test_request_overhead_is_paid_once_per_request(capsys):
+    """--request-overhead-ms moves TTFT and end-to-end by the same constant, once per request,
+    whatever the output length; kernel prefill and TPOT are unchanged."""
+    for o in (1, 8, 64):
+        base = run(GPT67 + ["-s", "128", "-o", str(o)])
+        r = run(GPT67 + ["-s", "128", "-o", str(o), "--request-overhead-ms", "25"])
+        assert math.isclose(r["ttft_s"] - base["ttft_s"], 0.025)
+        assert math.isclose(r["total_s"] - base["total_s"], 0.025)
+        assert r["prefill_s"] == base["prefill_s"] and r["decode_per_token_s"] == base["decode_per_token_s"]
+    assert "per request" in (main(GPT67 + ["--request-overhead-ms", "5"]) and capsys.readouterr().out)
+
+
 def test_human_output_runs(capsys):
     main(GPT67 + ["-s", "64", "-o", "4", "-tp", "2", "-pp", "2"])
     out = capsys.readouterr().out
@@ -457,7 +469,7 @@ def test_gpu_without_hardware_exits_2(monkeypatch, capsys):
     ["-l", "4", "-pp", "8"],                        # more stages than layers
     ["--hidden-size", "0"], ["--hf_model_name_or_path", "/nonexistent/config.json"],
     ["--precision", "fp7"], ["--activation-bits", "4", "--weight-bits", "4", "--gpu-memory-gib", "nan"],
-    ["--sliding-window", "-1"],
+    ["--sliding-window", "-1"], ["--request-overhead-ms", "-1"],
 ])
 def test_bad_input_exits_2(args, capsys):
     with pytest.raises(SystemExit) as e:

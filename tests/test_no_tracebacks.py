@@ -38,7 +38,7 @@ PER_SCRIPT = {
     "calc_inference_latency": [
         ("-b", "int"), ("-o", "int"), ("-tp", "int"), ("-pp", "int"), ("--gpu", "gpu"),
         ("--weight-bits", "int"), ("--kv-cache-bits", "int"), ("--prompt-tokens", "int"),
-        ("--sliding-window", "int")],
+        ("--sliding-window", "int"), ("--request-overhead-ms", "float")],
     "calc_comm": [
         ("--op", "choice:all_reduce,all_gather,reduce_scatter,alltoall,broadcast,reduce,sendrecv,x"),
         ("--size", "size"), ("--num-gpus", "int"), ("--gpus-per-node", "int"), ("--gpu", "gpu"),
