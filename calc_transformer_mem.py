@@ -865,18 +865,25 @@ def inference_activation_bytes(*, s, b, h, a, kv, d, f, num_linears, V, tp, flas
 # ------------------------------------------------------------------------------------------------
 
 def sliding_window_from_config(cfg, num_layers):
-    """(window, layer indices using it) from a HF config: Gemma 2 slides on even layers
-    (Gemma2DecoderLayer is_sliding = not layer_idx % 2), Qwen2/3 only with use_sliding_window,
-    `layer_types` when given, other families with sliding_window set on every layer."""
+    """(window, layer indices using it) from a HF config: `layer_types` when given; Gemma 2 slides
+    on even layers (Gemma2DecoderLayer is_sliding = not layer_idx % 2); the Qwen families only with
+    use_sliding_window (HF's default is off), Qwen2/Qwen3 on layers i >= max_window_layers and
+    Qwen2-MoE on even i < max_window_layers (their configs' layer_types rules); other families
+    (and Qwen3-MoE) with sliding_window set slide on every layer."""
     if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
         cfg = cfg["text_config"]
-    w = cfg.get("sliding_window")
-    if not w or cfg.get("use_sliding_window") is False:
+    w, mt = cfg.get("sliding_window"), str(cfg.get("model_type", ""))
+    if not w or not cfg.get("use_sliding_window", not mt.startswith("qwen")):
         return None, []
     if isinstance(cfg.get("layer_types"), list):
         return w, [i for i, t in enumerate(cfg["layer_types"]) if t == "sliding_attention"]
-    if cfg.get("model_type") == "gemma2":
+    if mt == "gemma2":
         return w, [i for i in range(num_layers) if i % 2 == 0]
+    mwl = cfg.get("max_window_layers")
+    if mt in ("qwen2", "qwen3") and mwl is not None:
+        return w, [i for i in range(num_layers) if i >= mwl]
+    if mt == "qwen2_moe" and mwl is not None:
+        return w, [i for i in range(num_layers) if i % 2 == 0 and i < mwl]
     return w, list(range(num_layers))
 
 
