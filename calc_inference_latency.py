@@ -33,8 +33,9 @@ Conventions and assumptions:
     query attends to at most w keys, its own included, so prefill does sum over i=1..s of min(i, w)
     pairs, a decode step reads at most w - 1 cached tokens, and the cache memory counts at most
     w tokens per sequence (rolling buffer, Mistral 7B sec. 2; HF's sliding caches). Which layers
-    slide follows the config: Mistral v0.1 all, Gemma 2 the even ones, Qwen2/3 only with
-    use_sliding_window, `layer_types` where given (Qwen2's max_window_layers is not read).
+    slide follows the config: Mistral v0.1 all, Gemma 2 the even ones, `layer_types` where given,
+    Qwen only with use_sliding_window (Qwen2/3 from max_window_layers up, Qwen2-MoE even layers
+    below it, as their HF configs derive layer_types).
   * MoE: experts are tensor-sharded (no expert parallelism). A decode step reads the weights of the
     distinct experts its n = b tokens touch: E (1 - (1 - k/E)^n) of them in expectation under
     uniform independent routing; FLOPs follow the k experts per token.
