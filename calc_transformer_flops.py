@@ -61,7 +61,20 @@ import sys
 
 # === shared model spec: begin ===
 # This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
-# alone); tests/test_shared_copies.py keeps the copies identical. Edit it here, then copy it over.
+# alone); tests/test_shared_copies.py keeps the copies identical. Edit it in
+# calc_transformer_params.py, then run tools/sync_shared_block.py.
+#
+# A model is a list of layers. Each layer is a small dict {"attention": [attn, ...], "mlp": [mlp,
+# ...], "norms": n, "extra_params": p}: usually one attention and one MLP, two of each in
+# LongCat-Flash's shortcut-connected block. Layers of the same kinds share one dict object, so
+# layer_groups() finds the distinct kinds quickly. An attention dict says what its weights are
+# ("kind": mha covers MHA/GQA/MQA, mla is DeepSeek's latent attention), which keys a query sees
+# ("span": full, sliding within "window", chunked within "chunk"), and its extras (rope, sinks,
+# output gate, q/k norms, biases, a lightning "indexer" that picks top-k keys). An MLP dict is
+# "dense" (width, matrices, bias) or "moe" (routed experts, top-k, shared experts, router, zero
+# experts). Per kind there is one function per quantity: attention_params, mlp_block_params,
+# attention_linear_flops_per_token, attention_core_flops, query_key_pairs, mlp_flops_per_token,
+# cache_elements_per_token, cached_tokens, decode_keys_read; totals are sums over the list.
 
 MODEL_DEFAULTS = {
     # The cookbook's calc_transformer_params.py defaults; other scripts override some of them.
@@ -70,15 +83,30 @@ MODEL_DEFAULTS = {
     "kv_size_ratio": 1.0,
 }
 
-SUPPORTED_MODEL_TYPES = (
-    "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
-    "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
-    "deepseek_v2", "deepseek_v3",
-)
+CONFIG_MAX_BYTES = 16 << 20  # a config.json is a few KiB; anything past 16 MiB is not one
+CONFIG_MAX_DEPTH = 64        # nesting deeper than this is not a model config
 
 # Hugging Face config classes whose tie_word_embeddings default is True when config.json omits it
 # (PretrainedConfig's default); the others pass tie_word_embeddings=False in their constructors.
-_TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2"}
+_TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2", "gemma3_text",
+                    "gemma4_text", "cohere2", "exaone4", "smollm3", "granitemoe", "olmo3",
+                    "seed_oss", "llama4_text"}
+
+# model_types that are real transformers families whose layers this block cannot describe yet:
+# exit 2 rather than print a Llama-style count (linear attention and state-space layers).
+_NOT_YET = {
+    "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "kimi_linear",
+    "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm2", "lfm2_moe",
+    "lfm3", "deepseek_v4", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
+    "recurrent_gemma", "minimax", "plamo2",
+}
+# Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
+_FOREIGN_LAYER_FIELDS = (
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_conv_kernel_dim",
+    "mamba_d_state", "mamba_n_heads", "mamba_d_conv", "ssm_state_size", "state_size", "conv_kernel",
+    "layers_block_type", "hybrid_override_pattern", "attn_layer_period", "attn_layer_offset",
+    "block_types", "layer_block_types", "full_attn_idxs", "linear_attn_config", "short_conv",
+)
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -99,27 +127,40 @@ def finite_float(text):
     return value
 
 
+def bounded_int(text):
+    """argparse type for an integer flag: at most 18 digits, so no 400-digit size reaches a formula."""
+    text = str(text).strip()
+    if len(text.lstrip("+-")) > 18:
+        raise argparse.ArgumentTypeError(f"{text[:24]}... is too large (at most 18 digits)")
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+
+
 def add_model_args(parser):
     """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
-    flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set)."""
+    flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set).
+    Flags build a uniform stack; given with a config they override every layer they apply to."""
     g = parser.add_argument_group("model (flags override values read from a config)")
-    bo = argparse.BooleanOptionalAction
+    bo, n = argparse.BooleanOptionalAction, bounded_int
     g.add_argument("--hf_model_name_or_path", "--hf-model-name-or-path", dest="hf_model_name_or_path",
                    default=None, help="local folder with config.json, a config.json path, or a hub "
                    "id (hub ids need `transformers`; never trust_remote_code)")
-    g.add_argument("--vocab-size", "-v", type=int, default=None, help="V (default 51200)")
-    g.add_argument("--hidden-size", "-hs", type=int, default=None, help="h (default 6144)")
-    g.add_argument("--num-layers", "-l", type=int, default=None, help="L (default 44)")
-    g.add_argument("--num-attention-heads", "-a", type=int, default=None,
+    g.add_argument("--vocab-size", "-v", type=n, default=None, help="V (default 51200)")
+    g.add_argument("--hidden-size", "-hs", type=n, default=None, help="h (default 6144)")
+    g.add_argument("--num-layers", "-l", type=n, default=None,
+                   help="L (default 44); with a config, the first L layers of its pattern")
+    g.add_argument("--num-attention-heads", "-a", type=n, default=None,
                    help="a (default: h/128, or h/64, when it divides)")
-    g.add_argument("--num-kv-heads", type=int, default=None, help="kv heads (GQA/MQA; default a)")
+    g.add_argument("--num-kv-heads", type=n, default=None, help="kv heads (GQA/MQA; default a)")
     g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
-    g.add_argument("--head-dim", type=int, default=None, help="d (default h/a)")
+    g.add_argument("--head-dim", type=n, default=None, help="d (default h/a)")
     g.add_argument("--ffn-expansion-factor", "-ff", type=finite_float, default=None,
                    help="f = ff * h when --ffn-hidden-size is not given (default 4)")
-    g.add_argument("--ffn-hidden-size", type=int, default=None, help="f, the dense MLP width")
-    g.add_argument("--num-mlp-linears", "-nl", type=int, default=None,
+    g.add_argument("--ffn-hidden-size", type=n, default=None, help="f, the dense MLP width")
+    g.add_argument("--num-mlp-linears", "-nl", type=n, default=None,
                    help="matrices per MLP: 2 (GELU) or 3 (gated, e.g. SwiGLU) (default 2)")
     g.add_argument("--swiglu", action="store_true", default=None,
                    help="gated MLP with 3 matrices (same as -nl 3)")
@@ -127,7 +168,7 @@ def add_model_args(parser):
                    help="output head shares the token embedding (default: not tied)")
     g.add_argument("--norm", choices=("layernorm", "rmsnorm"), default=None,
                    help="norm type: layernorm has weight+bias, rmsnorm weight only (default layernorm)")
-    g.add_argument("--norms-per-layer", type=int, default=None,
+    g.add_argument("--norms-per-layer", type=n, default=None,
                    help="norms in each block (default 2; 1 with --parallel-attention; Gemma 2: 4)")
     g.add_argument("--parallel-attention", action=bo, default=None,
                    help="attention and MLP read one shared norm (GPT-J/Falcon-7B): 1 norm per layer")
@@ -142,52 +183,86 @@ def add_model_args(parser):
     g.add_argument("--position-embedding", choices=("rope", "learned", "alibi", "none"), default=None,
                    help="learned adds a (max positions x h) table; rope/alibi/none add no weights "
                    "(default rope)")
-    g.add_argument("--max-position-embeddings", type=int, default=None,
+    g.add_argument("--max-position-embeddings", type=n, default=None,
                    help="rows of a learned position table (default: the sequence length)")
     g.add_argument("--embedding-norm", action=bo, default=None,
                    help="a norm right after the token embedding (BLOOM)")
     g.add_argument("--final-norm", action=bo, default=None, help="final norm before the head (default on)")
+    g.add_argument("--sliding-window", type=n, default=None,
+                   help="window of the sliding-window layers (default from the config; with no "
+                   "config, every layer slides; 0 turns sliding off)")
     g.add_argument("--moe", action="store_true", default=None, help="mixture of experts MLPs")
-    g.add_argument("--num-experts", "-e", type=int, default=None, help="E routed experts (default 8)")
-    g.add_argument("--expert-interval", "-ei", type=int, default=None,
+    g.add_argument("--num-experts", "-e", type=n, default=None, help="E routed experts (default 8)")
+    g.add_argument("--expert-interval", "-ei", type=n, default=None,
                    help="every ei-th layer is MoE (default 1)")
-    g.add_argument("--topk", "-t", type=int, default=None, help="k experts per token (default 1)")
-    g.add_argument("--moe-ffn-hidden-size", type=int, default=None, help="f_e (default f)")
-    g.add_argument("--num-shared-experts", type=int, default=None, help="shared experts (default 0)")
-    g.add_argument("--shared-expert-ffn-hidden-size", type=int, default=None,
+    g.add_argument("--topk", "-t", type=n, default=None, help="k experts per token (default 1)")
+    g.add_argument("--moe-ffn-hidden-size", type=n, default=None, help="f_e (default f)")
+    g.add_argument("--num-shared-experts", type=n, default=None, help="shared experts (default 0)")
+    g.add_argument("--shared-expert-ffn-hidden-size", type=n, default=None,
                    help="total width of the shared experts (default num_shared * f_e)")
     g.add_argument("--shared-expert-gate", action=bo, default=None,
                    help="sigmoid gate (h -> 1) on the shared expert (Qwen-MoE)")
-    g.add_argument("--num-dense-layers", type=int, default=None,
+    g.add_argument("--num-dense-layers", type=n, default=None,
                    help="leading dense layers before the MoE layers (DeepSeek first_k_dense_replace)")
     g.add_argument("--router-bias", action=bo, default=None,
                    help="count a per-expert router bias (DeepSeek-V3's checkpoint stores one; HF "
                    "keeps it as a buffer, so it is off when reading a config)")
-    g.add_argument("--q-lora-rank", type=int, default=None, help="MLA query rank (none: full q_proj)")
-    g.add_argument("--kv-lora-rank", type=int, default=None, help="MLA kv latent rank (turns MLA on)")
-    g.add_argument("--qk-nope-head-dim", type=int, default=None, help="MLA non-rotary q/k head dim")
-    g.add_argument("--qk-rope-head-dim", type=int, default=None, help="MLA rotary q/k head dim")
-    g.add_argument("--v-head-dim", type=int, default=None, help="MLA value head dim")
+    g.add_argument("--q-lora-rank", type=n, default=None, help="MLA query rank (none: full q_proj)")
+    g.add_argument("--kv-lora-rank", type=n, default=None, help="MLA kv latent rank (turns MLA on)")
+    g.add_argument("--qk-nope-head-dim", type=n, default=None, help="MLA non-rotary q/k head dim")
+    g.add_argument("--qk-rope-head-dim", type=n, default=None, help="MLA rotary q/k head dim")
+    g.add_argument("--v-head-dim", type=n, default=None, help="MLA value head dim")
     return g
+
+
+def _json_constant(name):
+    raise ValueError(f"non-finite number {name}")
+
+
+def _json_depth_ok(obj, limit):
+    """True when `obj` nests at most `limit` containers deep (iterative: no recursion limit)."""
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return True
 
 
 def load_hf_config(name_or_path):
     """Return a Hugging Face config as a dict: from a local folder or config.json with `json`
     alone, else from the hub through transformers.AutoConfig (imported only here, never with
-    trust_remote_code). Raises ValueError with a one-line message."""
+    trust_remote_code). Raises ValueError with a one-line message. A local file must be a JSON
+    object of at most CONFIG_MAX_BYTES, nested at most CONFIG_MAX_DEPTH deep, with no NaN/Infinity."""
+    if not str(name_or_path).strip():
+        raise ValueError("--hf_model_name_or_path is empty; give a folder, a config.json or a hub id")
     path = os.path.expanduser(name_or_path)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
         if not os.path.isfile(path):
             raise ValueError(f"no config.json in folder {name_or_path!r}")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"{name_or_path!r} is not a regular file, so not a config.json")
     if os.path.isfile(path):
         try:
+            if os.path.getsize(path) > CONFIG_MAX_BYTES:
+                raise ValueError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"cannot read {path!r}: {exc}".replace("\n", " ")) from None
+                cfg = json.load(fh, parse_constant=_json_constant)
+        except RecursionError:
+            raise ValueError(f"{path!r} nests too deep to be a model config") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            msg = str(exc).replace("\n", " ")
+            raise ValueError(msg if msg.startswith(repr(path)) else f"cannot read {path!r}: {msg}") from None
         if not isinstance(cfg, dict):
             raise ValueError(f"{path!r} is not a JSON object")
+        if not _json_depth_ok(cfg, CONFIG_MAX_DEPTH):
+            raise ValueError(f"{path!r} nests more than {CONFIG_MAX_DEPTH} deep: not a model config")
+        cfg.setdefault("_config_path", path)
         return cfg
     if name_or_path.endswith(".json") or os.sep in name_or_path.strip("/").replace("/", "", 1):
         raise ValueError(f"config file {name_or_path!r} not found")
@@ -200,163 +275,482 @@ def load_hf_config(name_or_path):
     for logger in ("huggingface_hub", "transformers"):
         logging.getLogger(logger).setLevel(logging.ERROR)
     try:
-        return AutoConfig.from_pretrained(name_or_path, trust_remote_code=False).to_dict()
+        cfg = AutoConfig.from_pretrained(name_or_path, trust_remote_code=False).to_dict()
     except Exception as exc:  # hub errors come in many types; report one line, no traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"cannot load config {name_or_path!r} from the hub: {msg}") from None
+    cfg.setdefault("_config_path", name_or_path)
+    return cfg
 
 
-def spec_from_hf_config(cfg):
-    """Translate a Hugging Face config dict into this block's model spec fields, per family, as
-    transformers' modeling_<family>.py builds the weights. Returns (fields, notes); notes list what
-    was assumed. Unknown model_type: a Llama-style best-effort reading, with the assumption noted."""
-    if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
-        cfg = cfg["text_config"]
-    mt = cfg.get("model_type")
-    notes = []
+def _short(value):
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
-    def get(*keys, default=None):
-        for key in keys:
-            if cfg.get(key) is not None:
-                return cfg[key]
-        return default
 
-    s = {"model_type": mt,
-         "vocab_size": get("vocab_size"),
-         "hidden_size": get("hidden_size", "n_embd", "n_embed", "d_model"),
-         "num_layers": get("num_hidden_layers", "n_layer", "num_layers"),
-         "num_attention_heads": get("num_attention_heads", "n_head", "num_heads"),
-         "tied_embeddings": bool(get("tie_word_embeddings", default=mt in _TIED_BY_DEFAULT))}
-    h, a = s["hidden_size"], s["num_attention_heads"]
-    if mt not in SUPPORTED_MODEL_TYPES:
-        notes.append(f"model_type {mt!r} is not one of {', '.join(SUPPORTED_MODEL_TYPES)}; read as "
-                     "Llama-style (RMSNorm, gated 3-matrix MLP, no biases, rotary, "
-                     "num_key_value_heads/head_dim/intermediate_size as given)")
+# Fields whose presence can change a count; an unread one becomes a warning in the result.
+_COUNT_FIELD_HINTS = ("expert", "moe", "lora_rank", "head_dim", "intermediate", "num_hidden_layers",
+                      "num_attention_heads", "key_value", "vocab", "hidden_size", "sliding", "window",
+                      "chunk", "layer_types", "dense", "shared", "nextn", "mtp", "index_", "sink",
+                      "gate", "per_layer", "kv_", "_layers", "ffn", "n_embd", "n_head", "n_layer")
+_NEVER_COUNTS = {"max_position_embeddings", "num_labels", "use_cache", "output_router_logits",
+                 "router_aux_loss_coef", "router_jitter_noise", "moe_aux_loss_coef", "aux_loss_alpha",
+                 "seq_aux", "norm_topk_prob", "routed_scaling_factor", "topk_group", "n_group",
+                 "topk_method", "scoring_func", "router_z_loss_coef", "moe_router_enable_expert_bias",
+                 "moe_capacity", "moe_gate", "hidden_act", "hidden_activation", "mlp_only_layers_",
+                 "initializer_range", "use_sliding_window", "max_window_layers",
+                 "sliding_window_pattern", "_sliding_window_pattern", "mlp_layer_types",
+                 "rope_interleave", "moe_norm_topk_prob", "first_k_dense_replace", "router_temperature",
+                 "layer_norm_eps", "rms_norm_eps", "head_dim", "gate_type", "final_logit_softcapping",
+                 "attn_logit_softcapping", "query_pre_attn_scalar", "expert_capacity",
+                 "num_nextn_predict_layers", "moe_k", "moe_num_experts", "moe_intermediate_size",
+                 "use_qk_norm", "interleave_moe_layer_step", "moe_layer_freq", "decoder_sparse_step"}
+
+
+class ConfigReader:
+    """Typed, range-checked access to one config dict. Every field is checked as it is read (an
+    integer where a count is meant, a boolean where a switch is meant, a finite number where a
+    size is meant); an error is one line naming the field and the file. Past the reader, the code
+    can assume clean numbers. `used` records which fields were read."""
+
+    def __init__(self, cfg, where):
+        self.cfg, self.where, self.used = cfg, where, set()
+
+    def fail(self, key, what, value):
+        raise ValueError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
+
+    def has(self, key):
+        return self.cfg.get(key) is not None
+
+    def pick(self, *keys):
+        """(key, value) of the first given non-null key; two given spellings that disagree are an
+        error naming both."""
+        self.used.update(keys)
+        found = [(k, self.cfg[k]) for k in keys if self.cfg.get(k) is not None]
+        if not found:
+            return None, None
+        k0, v0 = found[0]
+        for k, v in found[1:]:
+            if v != v0:
+                raise ValueError(f"{self.where}: fields {k0!r} ({_short(v0)}) and {k!r} ({_short(v)}) "
+                                 "disagree; keep one")
+        return k0, v0
+
+    def int(self, *keys, default=None, lo=1, hi=2**31):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            self.fail(k, "must be an integer", v)
+        if not lo <= v <= hi:
+            self.fail(k, f"must be between {lo:,} and {hi:,}", v)
+        return v
+
+    def num(self, *keys, default=None, lo=0.0, hi=1e12):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not lo <= v <= hi:
+            self.fail(k, f"must be a finite number between {lo:g} and {hi:g}", v)
+        return v
+
+    def bool(self, *keys, default=None):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if not isinstance(v, bool):
+            self.fail(k, "must be true or false", v)
+        return v
+
+    def str(self, *keys, default=None, choices=None):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if not isinstance(v, str) or (choices is not None and v not in choices):
+            self.fail(k, "must be " + (f"one of {', '.join(choices)}" if choices else "a string"), v)
+        return v
+
+    def int_list(self, key, *, lo=0, hi=2**31, length=None, default=None):
+        k, v = self.pick(key)
+        if k is None:
+            return default
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) or not lo <= x <= hi
+                                          for x in v):
+            self.fail(k, f"must be a list of integers between {lo} and {hi:,}", v)
+        if length is not None and len(v) != length:
+            self.fail(k, f"must list {length} values", v)
+        return list(v)
+
+    def str_list(self, key, *, choices, length=None, default=None):
+        k, v = self.pick(key)
+        if k is None:
+            return default
+        if not isinstance(v, list) or any(not isinstance(x, str) for x in v):
+            self.fail(k, "must be a list of strings", v)
+        bad = sorted({x for x in v if x not in choices})
+        if bad:
+            self.fail(k, f"has layer kinds this script does not know ({', '.join(bad)}); known: "
+                      + ", ".join(sorted(choices)), v)
+        if length is not None and len(v) < length:
+            self.fail(k, f"lists {len(v)} layers, fewer than the {length} needed", v)
+        return list(v[:length] if length is not None else v)
+
+    def sub(self, key):
+        """A nested config dict (text_config, quantization_config, rope_parameters), or None."""
+        k, v = self.pick(key)
+        if k is None:
+            return None
+        if not isinstance(v, dict):
+            self.fail(k, "must be a JSON object", v)
+        return v
+
+    def unread_count_fields(self):
+        """Fields present in the config, never read, whose name suggests they change a count."""
+        out = []
+        for key, val in self.cfg.items():
+            if key in self.used or key in _NEVER_COUNTS or key.startswith("_") or val in (None, False, 0, [], {}):
+                continue
+            if any(hint in key for hint in _COUNT_FIELD_HINTS) and not key.endswith(("_eps", "_dropout")):
+                out.append(key)
+        return sorted(out)
+
+
+# The text model a multimodal wrapper holds, when its text_config does not name its own type.
+_WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
+                      "mistral3": "mistral", "kimi_k25": "deepseek_v3", "qwen3_5": "qwen3_5_text",
+                      "qwen3_5_moe": "qwen3_5_moe_text"}
+_LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding",
+                     "chunked_attention": "chunked", "attention": "full"}
+
+
+def _every_nth(L, n, offset=0):
+    return [i for i in range(L) if i >= offset and (i - offset) % n == n - 1]
+
+
+def _read_multimodal(cfg, where, warnings):
+    """Unwrap a vision-language config to its text model. Returns (text_cfg, wrapper_info)."""
+    top = ConfigReader(cfg, where)
+    mt = top.str("model_type", default=None)
+    text = top.sub("text_config")
+    if text is None or top.has("hidden_size") and not top.has("vision_config"):
+        return cfg, None
+    text = dict(text)
+    text.setdefault("model_type", _WRAPPED_TEXT_TYPE.get(mt, mt))
+    for key in ("tie_word_embeddings",):  # wrappers keep some text switches at the top
+        if key not in text and key in cfg:
+            text[key] = cfg[key]
+    parts = [k for k in ("vision_config", "audio_config", "projector_config") if isinstance(cfg.get(k), dict)]
+    if parts:
+        warnings.append(f"multimodal {mt!r}: the language model is counted; the "
+                        + " and ".join(p.replace("_config", " tower") for p in parts)
+                        + " and the multimodal projector are not counted")
+    return text, {"wrapper_model_type": mt, "towers_not_counted": parts}
+
+
+def _layer_pattern(r, L, s):
+    """Per-layer attention span list (full/sliding/chunked) from transformers 5's layer_types, or
+    None when every layer is alike."""
+    lt = r.str_list("layer_types", choices=set(_LAYER_TYPE_NAMES), length=L)
+    if lt is None:
+        return None
+    return [_LAYER_TYPE_NAMES[t] for t in lt]
+
+
+def spec_from_hf_config(cfg, num_layers=None):
+    """Translate a Hugging Face config dict into this block's model fields, per family, as
+    transformers 5's modeling_<family>.py builds the weights. Returns (fields, notes, warnings):
+    notes say what was assumed, warnings go into the result (an unknown model_type read
+    generically, a count-changing field not read, towers not counted). `num_layers` cuts the
+    config's layer pattern to its first layers (for -l)."""
+    where = cfg.get("_config_path") or "config"
+    notes, warnings = [], []
+    ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
+    cfg, mm = _read_multimodal(cfg, where, warnings)
+    r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)")
+    mt = r.str("model_type", default=None)
+    if mt in _NOT_YET:
+        raise ValueError(f"{where}: model_type {mt!r} has linear-attention or state-space layers, "
+                         "which this script does not count yet")
+    known = mt in SUPPORTED_MODEL_TYPES
+    if not known:
+        foreign = [k for k in _FOREIGN_LAYER_FIELDS if r.has(k)]
+        if foreign:
+            raise ValueError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
+                             f"cannot describe (fields {', '.join(foreign)})")
+    h = r.int("hidden_size", "n_embd", "n_embed", "d_model", hi=2**24)
+    L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", hi=100_000)
+    a = r.int("num_attention_heads", "n_head", "num_heads", hi=2**20)
+    missing = [k for k, v in (("vocab_size", r.int("vocab_size", hi=2**31)), ("hidden_size", h),
+                              ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
+    if missing:
+        raise ValueError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
+    if num_layers is not None and num_layers > L_cfg and (r.has("layer_types") or r.has("mlp_layer_types")):
+        raise ValueError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
+                         "layer pattern describes")
+    L = num_layers or L_cfg
+    s = {"model_type": mt, "vocab_size": r.int("vocab_size", hi=2**31), "hidden_size": h,
+         "num_layers": L, "num_attention_heads": a,
+         "tied_embeddings": r.bool("tie_word_embeddings", default=mt in _TIED_BY_DEFAULT)}
+    if mm:
+        s["multimodal"] = mm
+    if not known:
+        warnings.append(f"model_type {mt!r} is not one this script knows; read as Llama-style "
+                        "(RMSNorm, gated 3-matrix MLP, no biases, rotary, num_key_value_heads/"
+                        "head_dim/intermediate_size as given): the count may be wrong")
     llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
                       mlp_bias=False, position_embedding="rope",
-                      num_kv_heads=get("num_key_value_heads", default=a),
-                      head_dim=get("head_dim"), ffn_hidden_size=get("intermediate_size"))
-    if mt == "gpt2":
-        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True,
-                 mlp_bias=True, position_embedding="learned",
-                 position_embedding_rows=get("n_positions", "max_position_embeddings"),
-                 ffn_hidden_size=get("n_inner", default=4 * h))
-    elif mt == "gpt_neox":
-        bias = bool(get("attention_bias", default=True))
-        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias,
-                 mlp_bias=True, position_embedding="rope", ffn_hidden_size=get("intermediate_size"))
-    elif mt == "opt":
-        bias = bool(get("enable_bias", default=True))
-        pre = bool(get("do_layer_norm_before", default=True))
-        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias,
-                 mlp_bias=bias, position_embedding="learned",
-                 position_embedding_rows=get("max_position_embeddings") + 2,  # OPT offsets by 2
-                 ffn_hidden_size=get("ffn_dim"), word_embed_proj_dim=get("word_embed_proj_dim", default=h),
-                 final_norm=pre and not get("_remove_final_layer_norm", default=False))
-        if not get("layer_norm_elementwise_affine", default=True):
-            s["norm"] = "none"
-    elif mt == "bloom":
-        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True,
-                 mlp_bias=True, position_embedding="alibi", ffn_hidden_size=4 * h, embedding_norm=True)
-    elif mt == "falcon":
-        new_arch = bool(get("new_decoder_architecture", default=False))
-        if new_arch:
-            kv = get("num_kv_heads", default=a)
-            n_ln = 2 if get("num_ln_in_parallel_attn", default=2) == 2 else 1
-        else:
-            kv = 1 if get("multi_query", default=True) else a
-            n_ln = 1 if get("parallel_attn", default=True) else 2
-        bias = bool(get("bias", default=False))
-        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
-                 position_embedding="alibi" if get("alibi", default=False) else "rope",
-                 num_kv_heads=kv, norms_per_layer=n_ln, parallel_attention=bool(get("parallel_attn", default=True)),
-                 ffn_hidden_size=get("ffn_hidden_size", default=4 * h))
-    elif mt in ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
-                "gemma2", "phi3", "olmo2", "deepseek_v2", "deepseek_v3") or mt not in SUPPORTED_MODEL_TYPES:
+                      num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a, hi=2**20),
+                      head_dim=r.int("head_dim", hi=2**20),
+                      ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size", hi=2**31))
+    read = _FAMILY_READERS.get(mt)
+    if read is None and known:
+        read = _read_llama_like
+    if read is None:
         s.update(llama_like)
-        if mt == "llama" or mt not in SUPPORTED_MODEL_TYPES:
-            bias = bool(get("attention_bias", default=False))
-            s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=bool(get("mlp_bias", default=False)))
-        if mt in ("qwen2", "qwen2_moe"):
-            s["qkv_bias"] = True  # Qwen2Attention: q/k/v with bias, o without
-        if mt in ("qwen3", "qwen3_moe"):
-            bias = bool(get("attention_bias", default=False))
-            s.update(qkv_bias=bias, attn_out_bias=bias, qk_norm="head")
-        if mt == "olmo2":
-            bias = bool(get("attention_bias", default=False))
-            s.update(qkv_bias=bias, attn_out_bias=bias, qk_norm="full")
-        if mt == "gemma2":
-            s["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
-        if mt == "gemma" and s["head_dim"] is None:
-            s["head_dim"] = 256
-        if mt in ("mixtral",):
-            s.update(moe=True, num_experts=get("num_local_experts"), topk=get("num_experts_per_tok"),
-                     moe_ffn_hidden_size=get("intermediate_size"))
-        if mt in ("qwen2_moe", "qwen3_moe"):
-            s.update(moe=True, num_experts=get("num_experts"), topk=get("num_experts_per_tok"),
-                     moe_ffn_hidden_size=get("moe_intermediate_size"),
-                     expert_interval=get("decoder_sparse_step", default=1),
-                     dense_layers=list(get("mlp_only_layers", default=[]) or []))
-            if mt == "qwen2_moe":
-                sh = get("shared_expert_intermediate_size", default=0)
-                s.update(num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
-                         shared_expert_gate=bool(sh))
-        if mt in ("deepseek_v2", "deepseek_v3"):
-            bias = bool(get("attention_bias", default=False))
-            n_sh = get("n_shared_experts", default=0) or 0
-            fkd = get("first_k_dense_replace", default=0)
-            freq = get("moe_layer_freq", default=1)
-            s.update(qkv_bias=bias, attn_out_bias=bias, moe=bool(get("n_routed_experts")),
-                     num_experts=get("n_routed_experts"), topk=get("num_experts_per_tok"),
-                     moe_ffn_hidden_size=get("moe_intermediate_size"), num_shared_experts=n_sh,
-                     shared_expert_ffn_hidden_size=n_sh * get("moe_intermediate_size", default=0),
-                     num_dense_layers=fkd, router_bias=False,  # V3's correction bias is a buffer in HF
-                     q_lora_rank=get("q_lora_rank"), kv_lora_rank=get("kv_lora_rank"),
-                     qk_nope_head_dim=get("qk_nope_head_dim"), qk_rope_head_dim=get("qk_rope_head_dim"),
-                     v_head_dim=get("v_head_dim"), head_dim=None)
-            if freq != 1:
-                s["dense_layers"] = [i for i in range(s["num_layers"]) if i >= fkd and i % freq]
-    elif mt == "starcoder2":
-        bias = bool(get("use_bias", default=True))
-        s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
-                 position_embedding="rope", num_kv_heads=get("num_key_value_heads", default=a),
-                 head_dim=get("head_dim"), ffn_hidden_size=get("intermediate_size"))
-    if mt not in SUPPORTED_MODEL_TYPES:
-        for key in ("num_local_experts", "num_experts", "n_routed_experts"):
-            if get(key):
-                s.update(moe=True, num_experts=get(key), topk=get("num_experts_per_tok", default=1),
-                         moe_ffn_hidden_size=get("moe_intermediate_size", "intermediate_size"))
-                notes.append(f"read {key} as routed experts, each of width moe_intermediate_size "
-                             "(or intermediate_size); shared experts, if any, were not read")
-                break
-    if s.get("moe"):
-        s.setdefault("expert_interval", 1)  # a config's MoE layout is explicit, never a script default
-    missing = [k for k in ("vocab_size", "hidden_size", "num_layers", "num_attention_heads")
-               if not isinstance(s.get(k), int) or isinstance(s.get(k), bool)]
-    if missing:
-        raise ValueError(f"config lacks integer field(s) for {', '.join(missing)}")
-    return {k: v for k, v in s.items() if v is not None}, notes
+        bias = r.bool("attention_bias", default=False)
+        s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
+        _read_generic_moe(r, s, notes)
+    else:
+        read(r, s, llama_like, notes, warnings)
+    if "layer_types" not in s:
+        s["layer_types"] = _layer_pattern(r, L, s)
+    s["sliding_window"] = s.get("sliding_window", r.int("sliding_window", hi=2**31))
+    s["attention_chunk_size"] = s.get("attention_chunk_size")
+    if s["layer_types"] is None and s["sliding_window"] and s.get("slides_every_layer"):
+        s["layer_types"] = ["sliding"] * L
+    if s["layer_types"] and "sliding" in s["layer_types"] and not s["sliding_window"]:
+        raise ValueError(f"{where}: layer_types has sliding layers but sliding_window is not set")
+    if s.get("moe") and s.get("topk") is None:
+        raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
+    unread = r.unread_count_fields()
+    if unread:
+        warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
+    return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+def _read_generic_moe(r, s, notes):
+    E = r.int("num_local_experts", "num_experts", "n_routed_experts", hi=2**20)
+    if E and E > 1:
+        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=1, hi=2**20),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=s.get("ffn_hidden_size"), hi=2**31))
+        sh = r.int("shared_expert_intermediate_size", lo=0, default=0, hi=2**31)
+        n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0, hi=2**20)
+        if sh or n_sh:
+            s.update(num_shared_experts=n_sh or 1, shared_expert_ffn_hidden_size=sh or n_sh * s["moe_ffn_hidden_size"])
+        notes.append("read the routed experts from the expert count and moe_intermediate_size "
+                     "(or intermediate_size)")
+
+
+def _read_gpt2(r, s, ll, notes, warnings):
+    h = s["hidden_size"]
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="learned",
+             position_embedding_rows=r.int("n_positions", "max_position_embeddings", hi=2**31),
+             ffn_hidden_size=r.int("n_inner", default=4 * h, hi=2**31))
+    if s["position_embedding_rows"] is None:
+        raise ValueError(f"{r.where}: config lacks n_positions for GPT-2's learned position table")
+
+
+def _read_gpt_neox(r, s, ll, notes, warnings):
+    bias = r.bool("attention_bias", default=True)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=True,
+             position_embedding="rope", ffn_hidden_size=r.int("intermediate_size", hi=2**31))
+
+
+def _read_opt(r, s, ll, notes, warnings):
+    h = s["hidden_size"]
+    bias = r.bool("enable_bias", default=True)
+    pre = r.bool("do_layer_norm_before", default=True)
+    rows = r.int("max_position_embeddings", hi=2**31 - 2)
+    if rows is None:
+        raise ValueError(f"{r.where}: config lacks max_position_embeddings for OPT's position table")
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+             position_embedding="learned", position_embedding_rows=rows + 2,  # OPT offsets by 2
+             ffn_hidden_size=r.int("ffn_dim", hi=2**31),
+             word_embed_proj_dim=r.int("word_embed_proj_dim", default=h, hi=2**24),
+             final_norm=pre and not r.bool("_remove_final_layer_norm", default=False))
+    if not r.bool("layer_norm_elementwise_affine", default=True):
+        s["norm"] = "none"
+
+
+def _read_bloom(r, s, ll, notes, warnings):
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="alibi", ffn_hidden_size=4 * s["hidden_size"], embedding_norm=True)
+
+
+def _read_falcon(r, s, ll, notes, warnings):
+    a = s["num_attention_heads"]
+    if r.bool("new_decoder_architecture", default=False):
+        kv = r.int("num_kv_heads", default=a, hi=2**20)
+        n_ln = 2 if r.int("num_ln_in_parallel_attn", default=2, hi=2) == 2 else 1
+    else:
+        kv = 1 if r.bool("multi_query", default=True) else a
+        n_ln = 1 if r.bool("parallel_attn", default=True) else 2
+    bias = r.bool("bias", default=False)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+             position_embedding="alibi" if r.bool("alibi", default=False) else "rope",
+             num_kv_heads=kv, norms_per_layer=n_ln, parallel_attention=r.bool("parallel_attn", default=True),
+             ffn_hidden_size=r.int("ffn_hidden_size", default=4 * s["hidden_size"], hi=2**31))
+
+
+def _read_starcoder2(r, s, ll, notes, warnings):
+    bias = r.bool("use_bias", default=True)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+             position_embedding="rope", num_kv_heads=ll["num_kv_heads"], head_dim=ll["head_dim"],
+             ffn_hidden_size=ll["ffn_hidden_size"])
+    s["slides_every_layer"] = True
+
+
+def _read_llama_like(r, s, ll, notes, warnings):
+    """Llama-style families: RMSNorm, gated MLP, rotary; their quirks below."""
+    mt = s["model_type"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    if mt == "llama":
+        s["mlp_bias"] = r.bool("mlp_bias", default=False)
+    if mt in ("qwen2", "qwen2_moe"):
+        s["qkv_bias"], s["attn_out_bias"] = True, False  # Qwen2Attention: q/k/v biased, o not
+    if mt in ("qwen3", "qwen3_moe"):
+        s["qk_norm"] = "head"
+    if mt == "olmo2":
+        s["qk_norm"] = "full"
+    if mt == "gemma2":
+        s["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
+    if mt == "gemma" and s["head_dim"] is None:
+        s["head_dim"] = 256
+    if mt in ("mistral", "mixtral", "phi3"):
+        s["slides_every_layer"] = True
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        _read_qwen_sliding(r, s)
+    if mt == "gemma2" and not r.has("layer_types"):
+        s["layer_types"] = ["sliding" if i % 2 == 0 else "full" for i in range(s["num_layers"])]
+    if mt == "mixtral":
+        s.update(moe=True, num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+                 topk=r.int("num_experts_per_tok", hi=2**20),
+                 moe_ffn_hidden_size=ll["ffn_hidden_size"])
+    if mt in ("qwen2_moe", "qwen3_moe"):
+        L = s["num_layers"]
+        step = r.int("decoder_sparse_step", default=1, hi=100_000)
+        only = set(r.int_list("mlp_only_layers", hi=100_000, default=[]))
+        s.update(moe=True, num_experts=r.int("num_experts", "num_local_experts", hi=2**20),
+                 topk=r.int("num_experts_per_tok", hi=2**20),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", hi=2**31),
+                 moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
+        if mt == "qwen2_moe":
+            sh = r.int("shared_expert_intermediate_size", lo=0, default=0, hi=2**31)
+            s.update(num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
+                     shared_expert_gate=bool(sh))
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        _read_deepseek(r, s)
+
+
+def _read_qwen_sliding(r, s):
+    """Qwen2/Qwen3 slide only with use_sliding_window (off by default), on layers i >=
+    max_window_layers (Qwen2-MoE: i < max_window_layers; Qwen3-MoE: every layer), unless
+    layer_types lists them."""
+    L, mt = s["num_layers"], s["model_type"]
+    if r.has("layer_types"):
+        lt = _layer_pattern(r, L, s)
+        if not r.bool("use_sliding_window", default=False):
+            lt = ["full" if t == "sliding" else t for t in lt]
+        s["layer_types"] = lt
+        return
+    if not r.bool("use_sliding_window", default=False) or not r.int("sliding_window", hi=2**31):
+        s["layer_types"] = None
+        s["sliding_window"] = None
+        return
+    mwl = r.int("max_window_layers", lo=0, default=L, hi=100_000)
+    if mt == "qwen3_moe":
+        s["layer_types"] = ["sliding"] * L
+    elif mt == "qwen2_moe":
+        s["layer_types"] = ["sliding" if i < mwl else "full" for i in range(L)]
+    else:
+        s["layer_types"] = ["sliding" if i >= mwl else "full" for i in range(L)]
+
+
+def _read_deepseek(r, s):
+    """DeepSeek-V2/V3 (and the families built on them): MLA when kv_lora_rank is set, routed and
+    shared experts after first_k_dense_replace dense layers, every moe_layer_freq-th layer MoE."""
+    L = s["num_layers"]
+    E = r.int("n_routed_experts", "num_local_experts", "num_experts", hi=2**20)
+    f_e = r.int("moe_intermediate_size", hi=2**31)
+    n_sh = r.int("n_shared_experts", lo=0, default=0, hi=2**20)
+    fkd = r.int("first_k_dense_replace", lo=0, default=0, hi=100_000)
+    freq = r.int("moe_layer_freq", default=1, hi=100_000)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh,
+             shared_expert_ffn_hidden_size=n_sh * (f_e or 0), router_bias=False,
+             moe_layer_set=[i for i in range(L) if i >= fkd and i % freq == 0] if E else None)
+    _read_mla(r, s)
+    _note_mtp(r, s)
+
+
+def _read_mla(r, s):
+    r_kv = r.int("kv_lora_rank", hi=2**24)
+    if r_kv:
+        s.update(kv_lora_rank=r_kv, q_lora_rank=r.int("q_lora_rank", hi=2**24),
+                 qk_nope_head_dim=r.int("qk_nope_head_dim", hi=2**20),
+                 qk_rope_head_dim=r.int("qk_rope_head_dim", hi=2**20),
+                 v_head_dim=r.int("v_head_dim", hi=2**20), head_dim=None)
+
+
+def _note_mtp(r, s):
+    n = r.int("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_layers", lo=0, default=0, hi=1000)
+    if n:
+        s["mtp_layers_not_built"] = n
+
+
+_FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_opt, "bloom": _read_bloom,
+                   "falcon": _read_falcon, "starcoder2": _read_starcoder2}
+SUPPORTED_MODEL_TYPES = (
+    "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
+    "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
+    "deepseek_v2", "deepseek_v3",
+)
+
+
+_GLOBAL_FLAGS = ("vocab_size", "hidden_size", "num_attention_heads", "head_dim", "ffn_hidden_size",
+                 "num_mlp_linears", "tied_embeddings", "norm", "norms_per_layer", "qk_norm", "qkv_bias",
+                 "attn_out_bias", "mlp_bias", "position_embedding", "embedding_norm", "final_norm",
+                 "num_experts", "expert_interval", "topk", "moe_ffn_hidden_size", "num_shared_experts",
+                 "shared_expert_ffn_hidden_size", "shared_expert_gate", "num_dense_layers",
+                 "router_bias", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                 "v_head_dim", "parallel_attention")
+_POSITIVE = ("vocab_size", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
+             "ffn_hidden_size", "num_mlp_linears", "num_experts", "expert_interval", "topk",
+             "moe_ffn_hidden_size", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+             "qk_rope_head_dim", "v_head_dim", "norms_per_layer", "max_position_embeddings")
+_CAPS = (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
+         ("num_attention_heads", 2**20), ("num_kv_heads", 2**20), ("ffn_hidden_size", 2**31),
+         ("num_experts", 2**20), ("topk", 2**20), ("moe_ffn_hidden_size", 2**31), ("head_dim", 2**20),
+         ("kv_lora_rank", 2**24), ("q_lora_rank", 2**24), ("qk_nope_head_dim", 2**20),
+         ("qk_rope_head_dim", 2**20), ("v_head_dim", 2**20), ("norms_per_layer", 64),
+         ("max_position_embeddings", 2**31), ("num_mlp_linears", 64), ("expert_interval", 100_000),
+         ("num_shared_experts", 2**20), ("shared_expert_ffn_hidden_size", 2**31),
+         ("num_dense_layers", 100_000), ("sliding_window", 2**31))
 
 
 def resolve_model_spec(args, defaults=None):
     """Merge a model spec: values read from --hf_model_name_or_path, then explicit flags (which
-    win), then `defaults` (MODEL_DEFAULTS updated by the calling script). Validates and returns
-    (spec, notes); raises ValueError with a one-line message on bad input."""
+    win, on every layer they apply to), then `defaults` (MODEL_DEFAULTS updated by the calling
+    script). Validates, builds the layer list and returns (spec, notes); the spec's "warnings"
+    list says what the result should show. Raises ValueError with a one-line message."""
     d = dict(MODEL_DEFAULTS, **(defaults or {}))
-    s, notes = {}, []
-    if getattr(args, "hf_model_name_or_path", None):
-        s, notes = spec_from_hf_config(load_hf_config(args.hf_model_name_or_path))
     flag = lambda name: getattr(args, name, None)  # noqa: E731
-    for name in ("vocab_size", "hidden_size", "num_layers", "num_attention_heads", "head_dim",
-                 "ffn_hidden_size", "num_mlp_linears", "tied_embeddings", "norm", "norms_per_layer",
-                 "qk_norm", "qkv_bias", "attn_out_bias", "mlp_bias", "position_embedding",
-                 "embedding_norm", "final_norm", "num_experts", "expert_interval", "topk",
-                 "moe_ffn_hidden_size", "num_shared_experts", "shared_expert_ffn_hidden_size",
-                 "shared_expert_gate", "num_dense_layers", "router_bias", "q_lora_rank",
-                 "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-                 "parallel_attention"):
+    s, notes, warnings = {}, [], []
+    if getattr(args, "hf_model_name_or_path", None) is not None:
+        s, notes, warnings = spec_from_hf_config(load_hf_config(args.hf_model_name_or_path),
+                                                 num_layers=flag("num_layers"))
+    for name, cap in _CAPS:
+        val = flag(name)
+        if val is not None and val > cap:
+            raise ValueError(f"--{name.replace('_', '-')} {val} is implausibly large (at most {cap:,})")
+    for name in _GLOBAL_FLAGS:
         if flag(name) is not None:
             s[name] = flag(name)
+    if flag("num_layers") is not None:
+        s["num_layers"] = flag("num_layers")
     if flag("bias") is not None:
         for name in ("qkv_bias", "attn_out_bias", "mlp_bias"):
             if flag(name) is None:
@@ -367,38 +761,25 @@ def resolve_model_spec(args, defaults=None):
         s["moe"] = True
     if flag("num_dense_layers") or flag("expert_interval"):
         s.setdefault("moe", False)
-    for name in ("vocab_size", "hidden_size", "num_layers", "num_mlp_linears", "expert_interval",
-                 "topk"):
+        s.pop("moe_layer_set", None)  # the flags describe the MoE layout now
+    for name in ("vocab_size", "hidden_size", "num_layers", "num_mlp_linears", "expert_interval", "topk"):
         s.setdefault(name, d[name])
-    V, h, L = s["vocab_size"], s["hidden_size"], s["num_layers"]
-    for name in ("vocab_size", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
-                 "head_dim", "ffn_hidden_size", "num_mlp_linears", "num_experts", "expert_interval",
-                 "topk", "moe_ffn_hidden_size", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
-                 "qk_rope_head_dim", "v_head_dim", "norms_per_layer", "max_position_embeddings"):
+    h, L = s["hidden_size"], s["num_layers"]
+    for name in _POSITIVE:
         val = flag(name) if flag(name) is not None else s.get(name)
         if val is not None and val <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
-    for name, cap in (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
-                      ("num_attention_heads", 2**20), ("ffn_hidden_size", 2**31), ("num_experts", 2**20),
-                      ("moe_ffn_hidden_size", 2**31), ("head_dim", 2**20), ("kv_lora_rank", 2**24),
-                      ("q_lora_rank", 2**24), ("qk_nope_head_dim", 2**20), ("qk_rope_head_dim", 2**20),
-                      ("v_head_dim", 2**20), ("norms_per_layer", 64), ("max_position_embeddings", 2**31)):
-        val = flag(name) if flag(name) is not None else s.get(name)
-        if val is not None and val > cap:
-            raise ValueError(f"--{name.replace('_', '-')} {val} is implausibly large (at most {cap:,})")
-    if flag("ffn_expansion_factor") is not None and flag("ffn_expansion_factor") > 1024:
-        raise ValueError(f"--ffn-expansion-factor {flag('ffn_expansion_factor')} is implausibly large")
-    for name in ("ffn_expansion_factor", "kv_size_ratio"):
-        if flag(name) is not None and flag(name) <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {flag(name)}")
-    for name in ("num_shared_experts", "shared_expert_ffn_hidden_size", "num_dense_layers"):
-        if s.get(name) is not None and s[name] < 0:
-            raise ValueError(f"--{name.replace('_', '-')} must not be negative, got {s[name]}")
+    if flag("ffn_expansion_factor") is not None and not 0 < flag("ffn_expansion_factor") <= 1024:
+        raise ValueError(f"--ffn-expansion-factor must be in (0, 1024], got {flag('ffn_expansion_factor')}")
+    if flag("kv_size_ratio") is not None and not 0 < flag("kv_size_ratio") <= 1:
+        raise ValueError(f"--kv-size-ratio must be in (0, 1], got {flag('kv_size_ratio')}")
+    for name in ("num_shared_experts", "shared_expert_ffn_hidden_size", "num_dense_layers", "sliding_window"):
+        if flag(name) is not None and flag(name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must not be negative, got {flag(name)}")
     if "num_attention_heads" not in s:
         s["num_attention_heads"] = h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
     a = s["num_attention_heads"]
-    mla = bool(s.get("kv_lora_rank"))
-    if mla:
+    if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if not s.get(name):
                 raise ValueError(f"MLA (--kv-lora-rank) needs --{name.replace('_', '-')}")
@@ -432,46 +813,178 @@ def resolve_model_spec(args, defaults=None):
     s.setdefault("qk_norm", "none")
     for name in ("qkv_bias", "attn_out_bias", "mlp_bias"):
         s.setdefault(name, True)
-    s.setdefault("tied_embeddings", False)
-    s.setdefault("embedding_norm", False)
-    s.setdefault("final_norm", True)
-    s.setdefault("position_embedding", "rope")
+    for name, val in (("tied_embeddings", False), ("embedding_norm", False), ("final_norm", True),
+                      ("position_embedding", "rope"), ("word_embed_proj_dim", h), ("moe", False),
+                      ("attention_sinks", False), ("attn_output_gate", "none"), ("model_type", None),
+                      ("layer_types", None), ("sliding_window", None), ("attention_chunk_size", None),
+                      ("nope_layers", ()), ("layer_overrides", {}), ("extra_params_per_layer", 0),
+                      ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
+                      ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
+                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False)):
+        s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
             s["position_embedding_rows"] = flag("max_position_embeddings")
         s.setdefault("position_embedding_rows", getattr(args, "sequence_length", None) or 2048)
     else:
         s["position_embedding_rows"] = 0
-    s.setdefault("word_embed_proj_dim", h)
-    s.setdefault("moe", False)
     if s["moe"]:
         s.setdefault("num_experts", d["num_experts"])
         s.setdefault("moe_ffn_hidden_size", s["ffn_hidden_size"])
         E, k = s["num_experts"], s["topk"]
         if E < 1:
             raise ValueError("--num-experts must be at least 1 for a MoE model")
-        if k > E:
+        if k > E + s["zero_experts"]:
             raise ValueError(f"--topk {k} is larger than --num-experts {E}")
         s.setdefault("num_shared_experts", 0)
         s.setdefault("shared_expert_ffn_hidden_size", s["num_shared_experts"] * s["moe_ffn_hidden_size"])
         s.setdefault("shared_expert_gate", False)
         s.setdefault("router_bias", False)
         s.setdefault("num_dense_layers", 0)
-        dense = set(s.get("dense_layers", []))
-        ei, fd = s["expert_interval"], s["num_dense_layers"]
-        s["moe_layers"] = [i for i in range(L) if i >= fd and i not in dense and (i - fd) % ei == ei - 1]
+        if s.get("moe_layer_set") is not None:
+            s["moe_layers"] = [i for i in s["moe_layer_set"] if i < L]
+        else:
+            ei, fd = s["expert_interval"], s["num_dense_layers"]
+            s["moe_layers"] = [i for i in range(L) if i >= fd and (i - fd) % ei == ei - 1]
     else:
         for name in ("num_experts", "moe_ffn_hidden_size", "num_shared_experts",
                      "shared_expert_ffn_hidden_size"):
             s[name] = 0
         s.update(topk=0, shared_expert_gate=False, router_bias=False, moe_layers=[])
     s.setdefault("num_dense_layers", 0)
-    s.pop("dense_layers", None)
+    s.pop("moe_layer_set", None)
     for name in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
         s.setdefault(name, None)
-    s.setdefault("model_type", None)
+    _apply_sliding_flag(s, flag("sliding_window"), explicit_config=bool(getattr(args, "hf_model_name_or_path", None)))
+    s["layers"] = build_layers(s)
+    s["warnings"] = warnings
     return s, notes
 
+
+def _apply_sliding_flag(s, w, *, explicit_config):
+    """--sliding-window W: sets the window of the config's sliding layers (every layer when the
+    model comes from flags); 0 turns sliding off (those layers attend to everything)."""
+    L = s["num_layers"]
+    if s["layer_types"] is not None:
+        s["layer_types"] = list(s["layer_types"][:L])
+    if w is None:
+        return
+    if w == 0:
+        s["sliding_window"] = None
+        if s["layer_types"]:
+            s["layer_types"] = ["full" if t == "sliding" else t for t in s["layer_types"]]
+        return
+    s["sliding_window"] = w
+    if not s["layer_types"] or "sliding" not in s["layer_types"]:
+        if explicit_config and s["layer_types"]:
+            return  # a config with no sliding layers keeps them all full
+        s["layer_types"] = ["sliding"] * L
+
+
+def _shared(cache, d):
+    """One dict object per distinct kind, so layers of the same kind share it."""
+    key = tuple(sorted((k, tuple(map(id, v)) if isinstance(v, tuple) else v) for k, v in d.items()))
+    return cache.setdefault(key, d)
+
+
+def build_layers(s):
+    """The layer list of a resolved spec: per layer an attention dict, an MLP dict, its norm count
+    and any extra weights, objects shared between layers of the same kinds."""
+    L, cache, layers = s["num_layers"], {}, []
+    moe_set = set(s["moe_layers"])
+    types = s["layer_types"] or ["full"] * L
+    mla = bool(s.get("kv_lora_rank"))
+    nope = set(s["nope_layers"])
+    for i in range(L):
+        ov = s["layer_overrides"].get(i, {})
+        span = types[i]
+        attn = {"kind": "mla" if mla else "mha", "span": span,
+                "window": s["sliding_window"] if span == "sliding" else 0,
+                "chunk": s["attention_chunk_size"] if span == "chunked" else 0,
+                "rope": s["position_embedding"] == "rope" and i not in nope,
+                "heads": s["num_attention_heads"], "kv_heads": s["num_kv_heads"],
+                "head_dim": s["head_dim"], "qkv_bias": s["qkv_bias"], "out_bias": s["attn_out_bias"],
+                "qk_norm": s["qk_norm"], "norm": "rmsnorm" if s["norm"] == "layernorm" else s["norm"],
+                "sinks": s["attention_sinks"], "output_gate": s["attn_output_gate"],
+                "q_lora_rank": s["q_lora_rank"] or 0, "kv_lora_rank": s["kv_lora_rank"] or 0,
+                "qk_nope_head_dim": s["qk_nope_head_dim"] or 0, "qk_rope_head_dim": s["qk_rope_head_dim"] or 0,
+                "v_head_dim": s["v_head_dim"] or s["head_dim"],
+                "index_heads": s["index_n_heads"], "index_head_dim": s["index_head_dim"],
+                "index_topk": s["index_topk"], "kv_shared": False}
+        attn.update(ov.get("attention", {}))
+        if i in moe_set:
+            mlp = {"kind": "moe", "width": s["moe_ffn_hidden_size"], "linears": s["num_mlp_linears"],
+                   "bias": s["mlp_bias"] if s["expert_bias"] is None else s["expert_bias"],
+                   "num_experts": s["num_experts"], "topk": s["topk"], "zero_experts": s["zero_experts"],
+                   "shared_width": s["shared_expert_ffn_hidden_size"], "shared_bias": s["mlp_bias"],
+                   "shared_gate": s["shared_expert_gate"],
+                   "router_bias": s["router_bias"] or s["router_has_bias"]}
+        else:
+            mlp = {"kind": "dense", "width": s["ffn_hidden_size"], "linears": s["num_mlp_linears"],
+                   "bias": s["mlp_bias"]}
+        mlp.update(ov.get("mlp", {}))
+        attn, mlp = _shared(cache, attn), _shared(cache, mlp)
+        extra_attn = tuple(_shared(cache, dict(attn, **x)) for x in ov.get("more_attention", ()))
+        extra_mlp = tuple(_shared(cache, dict(x)) for x in ov.get("more_mlp", ()))
+        layer = {"attention": (attn,) + extra_attn, "mlp": (mlp,) + extra_mlp,
+                 "norms": ov.get("norms", s["norms_per_layer"]),
+                 "extra_params": ov.get("extra_params", s["extra_params_per_layer"])}
+        layers.append(_shared(cache, layer))
+    return layers
+
+
+def spec_summary(spec):
+    """The spec for --json: every resolved field, the layer list as distinct kinds plus the kind
+    index of each layer (the layer dicts themselves repeat)."""
+    out = {k: v for k, v in spec.items() if k not in ("layers", "layer_overrides")}
+    groups = layer_groups(spec)
+    index = {id(g[0]): n for n, g in enumerate(groups)}
+    out["layer_kinds"] = [{"attention": [dict(x) for x in g[0]["attention"]],
+                           "mlp": [dict(x) for x in g[0]["mlp"]], "norms": g[0]["norms"],
+                           "extra_params": g[0]["extra_params"], "layers": g[1]} for g in groups]
+    out["layer_kind_of_layer"] = [index[id(x)] for x in spec["layers"]]
+    out["nope_layers"] = sorted(spec.get("nope_layers", ()))
+    return out
+
+
+def layer_groups(spec):
+    """[(layer, count, first_index)] for each distinct layer kind, in order of first appearance."""
+    seen = {}
+    for i, layer in enumerate(spec["layers"]):
+        g = seen.get(id(layer))
+        if g is None:
+            seen[id(layer)] = [layer, 1, i]
+        else:
+            g[1] += 1
+    return [tuple(g) for g in seen.values()]
+
+
+def attention_kind(attn):
+    """A short label: full, sliding(4096), chunked(8192), mla, +nope, +sinks, +gate, +dsa(topk)."""
+    label = "mla" if attn["kind"] == "mla" else ("mha" if attn["kv_heads"] == attn["heads"] else
+                                                 "mqa" if attn["kv_heads"] == 1 else "gqa")
+    span = {"full": "", "sliding": f" sliding({attn['window']})", "chunked": f" chunked({attn['chunk']})"}
+    label += span[attn["span"]]
+    if not attn["rope"]:
+        label += " nope"
+    if attn["sinks"]:
+        label += " sinks"
+    if attn["output_gate"] != "none":
+        label += " gate"
+    if attn["index_topk"]:
+        label += f" dsa(top{attn['index_topk']})"
+    return label
+
+
+def mlp_kind(mlp):
+    if mlp["kind"] == "moe":
+        z = f"+{mlp['zero_experts']}zero" if mlp["zero_experts"] else ""
+        sh = " +shared" if mlp["shared_width"] else ""
+        return f"moe {mlp['topk']}/{mlp['num_experts']}{z}{sh}"
+    return f"dense {mlp['width']}"
+
+
+# --- per-kind formulas ---------------------------------------------------------------------------
 
 def norm_params(*, width, norm):
     """Weights of one norm over `width` features: LayerNorm has gain and bias (2 w), RMSNorm a gain
@@ -479,28 +992,41 @@ def norm_params(*, width, norm):
     return {"layernorm": 2 * width, "rmsnorm": width, "none": 0}[norm]
 
 
-def attention_params(spec):
-    """One layer's attention weights. MHA/GQA/MQA: q (h x a d), k and v (h x kv d), o (a d x h),
-    optional biases and q/k norms (Qwen3: per head, d each; OLMo 2: over all heads). MLA (DeepSeek-V2
-    sec. 2.1): q directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to
-    r_kv + d_rope with a norm, an up-projection to a (d_nope + d_v), and o (a d_v x h)."""
-    h, a, kv, d, nm = (spec[k] for k in ("hidden_size", "num_attention_heads", "num_kv_heads",
-                                        "head_dim", "norm"))
-    qkv_b, o_b = spec["qkv_bias"], spec["attn_out_bias"]
-    if spec.get("kv_lora_rank"):
-        r_q, r_kv = spec["q_lora_rank"], spec["kv_lora_rank"]
-        d_nope, d_rope, d_v = spec["qk_nope_head_dim"], spec["qk_rope_head_dim"], spec["v_head_dim"]
-        qn = "rmsnorm" if nm == "layernorm" else nm
+def indexer_params(attn, *, h):
+    """DeepSeek-V3.2's lightning indexer (DeepSeek-AI 2025, sec. 2.1), as transformers builds it:
+    q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
+    (2 d_I), and per-head weights (h -> H_I)."""
+    H, dI = attn["index_heads"], attn["index_head_dim"]
+    if not attn["index_topk"]:
+        return 0
+    q_in = attn["q_lora_rank"] or h
+    return q_in * H * dI + h * dI + 2 * dI + h * H
+
+
+def attention_params(attn, *, h):
+    """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
+    output gate, Qwen3-Next), k and v (h x kv d), o (a d x h), optional biases, q/k norms (per head,
+    d each; or over all heads), a sink logit per head (gpt-oss). MLA (DeepSeek-V2 sec. 2.1): q
+    directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to r_kv + d_rope
+    with a norm, an up-projection to a (d_nope + d_v), and o (a d_v x h); plus any indexer."""
+    a, kv, d, nm = attn["heads"], attn["kv_heads"], attn["head_dim"], attn["norm"]
+    qkv_b, o_b = attn["qkv_bias"], attn["out_bias"]
+    if attn["kind"] == "mla":
+        r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
+        d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
+        d_qk = d_nope + d_rope
         if r_q:
-            q = h * r_q + qkv_b * r_q + norm_params(width=r_q, norm=qn) + r_q * a * d
+            q = h * r_q + qkv_b * r_q + norm_params(width=r_q, norm=nm) + r_q * a * d_qk
         else:
-            q = h * a * d
-        kv_down = h * (r_kv + d_rope) + qkv_b * (r_kv + d_rope) + norm_params(width=r_kv, norm=qn)
+            q = h * a * d_qk
+        kv_down = h * (r_kv + d_rope) + qkv_b * (r_kv + d_rope) + norm_params(width=r_kv, norm=nm)
         kv_up = r_kv * a * (d_nope + d_v)
-        return q + kv_down + kv_up + a * d_v * h + o_b * h
-    qk = {"none": 0, "head": 2 * d, "full": (a + kv) * d}[spec["qk_norm"]]
-    qk_nrm = norm_params(width=qk, norm="rmsnorm" if nm == "layernorm" else nm)
-    return h * (a + 2 * kv) * d + qkv_b * (a + 2 * kv) * d + a * d * h + o_b * h + qk_nrm
+        return q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + indexer_params(attn, h=h)
+    q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
+    kv_out = 0 if attn["kv_shared"] == "no_weights" else 2 * kv * d
+    qk = {"none": 0, "head": 2 * d, "full": (a + kv) * d}[attn["qk_norm"]]
+    return (h * (q_out + kv_out) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
+            + norm_params(width=qk, norm=nm) + a * attn["sinks"])
 
 
 def mlp_params(*, h, f, num_linears, bias):
@@ -509,58 +1035,226 @@ def mlp_params(*, h, f, num_linears, bias):
     return num_linears * h * f + (bias and (num_linears - 1) * f + h)
 
 
-def moe_params(spec):
-    """One MoE block (Shazeer et al. 2017; DeepSeekMoE, Dai et al. 2024): E routed experts of width
-    f_e, shared experts as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router
-    h x E (+ E bias, DeepSeek-V3)."""
-    h, nl, b = spec["hidden_size"], spec["num_mlp_linears"], spec["mlp_bias"]
-    one_expert = mlp_params(h=h, f=spec["moe_ffn_hidden_size"], num_linears=nl, bias=b)
-    f_sh = spec["shared_expert_ffn_hidden_size"]
-    shared = mlp_params(h=h, f=f_sh, num_linears=nl, bias=b) if f_sh else 0
-    shared += h * bool(spec["shared_expert_gate"])
-    E = spec["num_experts"]
-    return {"routed_experts": E * one_expert, "one_expert": one_expert, "shared_experts": shared,
-            "router": h * E + E * bool(spec["router_bias"])}
+def mlp_block_params(mlp, *, h):
+    """One MLP block by part. Dense: mlp_params. MoE (Shazeer et al. 2017; DeepSeekMoE, Dai et al.
+    2024): E routed experts of width f_e (biases if the family has them, gpt-oss), shared experts
+    as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
+    is a parameter). Zero-computation experts (LongCat-Flash) have no weights."""
+    if mlp["kind"] == "dense":
+        return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
+                "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
+    one = mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
+    f_sh = mlp["shared_width"]
+    shared = mlp_params(h=h, f=f_sh, num_linears=mlp["linears"], bias=mlp["shared_bias"]) if f_sh else 0
+    E = mlp["num_experts"]
+    return {"dense": 0, "routed_experts": E * one, "one_expert": one,
+            "shared_experts": shared + h * bool(mlp["shared_gate"]),
+            "router": h * (E + mlp["zero_experts"]) + (E + mlp["zero_experts"]) * bool(mlp["router_bias"])}
+
+
+def expected_real_experts(mlp):
+    """Routed experts with weights that one token runs: k, or with Z zero-computation experts among
+    the E + Z a router picks from, k E / (E + Z) in expectation under uniform routing (LongCat-Flash
+    tech report, sec. 2.1, adjusts its expert bias so the real count averages about this)."""
+    if mlp["kind"] != "moe":
+        return 0
+    k, E, Z = mlp["topk"], mlp["num_experts"], mlp["zero_experts"]
+    return k * E / (E + Z) if Z else k
+
+
+def layer_params(layer, *, h, norm):
+    """All weights of one layer, by part."""
+    out = {"attention": sum(attention_params(x, h=h) for x in layer["attention"]),
+           "norms": layer["norms"] * norm_params(width=h, norm=norm), "extra": layer["extra_params"],
+           "dense": 0, "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0,
+           "inactive": 0}
+    for m in layer["mlp"]:
+        p = mlp_block_params(m, h=h)
+        for k in ("dense", "routed_experts", "shared_experts", "router"):
+            out[k] += p[k]
+        out["one_expert"] = max(out["one_expert"], p["one_expert"])
+        out["inactive"] += p["routed_experts"] - expected_real_experts(m) * p["one_expert"]
+    out["total"] = sum(out[k] for k in ("attention", "norms", "extra", "dense", "routed_experts",
+                                        "shared_experts", "router"))
+    return out
+
+
+def attention_head_dims(attn):
+    """(d_qk, d_v): per-head width of the score product and of the context product."""
+    if attn["kind"] == "mla":
+        return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
+    return attn["head_dim"], attn["head_dim"]
+
+
+def attention_linear_flops_per_token(attn, *, h):
+    """Forward FLOPs (2 per multiply-add) of one attention block's projections for one token;
+    biases, norms and sinks are not matmuls. MHA/GQA: q (with its gate), k, v, o. MLA (DeepSeek-V2
+    sec. 2.1): q directly or via rank r_q, kv down to r_kv + d_rope, up to a (d_nope + d_v), o.
+    A lightning indexer adds its q (r_q -> H_I d_I), key (h -> d_I) and head weights (h -> H_I)."""
+    a, kv, d = attn["heads"], attn["kv_heads"], attn["head_dim"]
+    if attn["kind"] == "mla":
+        r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
+        d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
+        q = h * r_q + r_q * a * (d_nope + d_rope) if r_q else h * a * (d_nope + d_rope)
+        macs = q + h * (r_kv + d_rope) + r_kv * a * (d_nope + d_v) + a * d_v * h
+    else:
+        q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
+        kv_out = 0 if attn["kv_shared"] == "no_weights" else 2 * kv * d
+        macs = h * (q_out + kv_out) + a * d * h
+    if attn["index_topk"]:
+        H, dI = attn["index_heads"], attn["index_head_dim"]
+        macs += (attn["q_lora_rank"] or h) * H * dI + h * dI + h * H
+    return 2 * macs
+
+
+def _causal_pairs_capped(s, cap):
+    """sum over p = 1..s of min(p, cap): causal query-key pairs when no query sees more than cap keys."""
+    if cap >= s:
+        return s * (s + 1) // 2
+    return cap * (cap + 1) // 2 + (s - cap) * cap
+
+
+def query_key_pairs(attn, *, seq_len, attention):
+    """Query-key pairs one sequence's attention block scores, {"core", "indexer"}. `full`: every
+    score of the s x s matrix, masked or not, as eager attention computes it (sliding, chunked and
+    top-k masks too). `causal`: the pairs a kernel that skips masked blocks executes: p keys for the
+    query at position p, at most the window (sliding), its position in its chunk (chunked), or the
+    indexer's top-k (the indexer itself scores all p)."""
+    s = seq_len
+    if attention == "full":
+        return {"core": s * s, "indexer": s * s if attn["index_topk"] else 0}
+    if attn["span"] == "sliding":
+        core = _causal_pairs_capped(s, attn["window"])
+    elif attn["span"] == "chunked":
+        c = attn["chunk"]
+        n, rem = divmod(s, c)
+        core = n * c * (c + 1) // 2 + rem * (rem + 1) // 2
+    else:
+        core = s * (s + 1) // 2
+    if attn["index_topk"]:
+        return {"core": min(core, _causal_pairs_capped(s, attn["index_topk"])), "indexer": s * (s + 1) // 2}
+    return {"core": core, "indexer": 0}
+
+
+def decode_keys_read(attn, *, context):
+    """Keys one decode step's query attends to at `context` tokens (its own included), and keys the
+    indexer scores: all of them; at most the window (sliding); those of its own chunk (chunked, a
+    chunk holding `chunk` tokens); the top-k the indexer picks (DeepSeek-V3.2 sec. 2.1)."""
+    c = context
+    if attn["span"] == "sliding":
+        core = min(c, attn["window"])
+    elif attn["span"] == "chunked":
+        core = (c - 1) % attn["chunk"] + 1 if c else 0
+    else:
+        core = c
+    if attn["index_topk"]:
+        return {"core": min(core, attn["index_topk"]), "indexer": c}
+    return {"core": core, "indexer": 0}
+
+
+def attention_core_flops(attn, *, pairs):
+    """Forward FLOPs of one attention block's core for pairs {"core", "indexer"}: scores Q K^T
+    (2 a d_qk per pair) and context P V (2 a d_v per pair); GQA shares k/v but still scores every
+    query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair."""
+    a = attn["heads"]
+    d_qk, d_v = attention_head_dims(attn)
+    return {"attention_scores": 2 * a * d_qk * pairs["core"],
+            "attention_context": 2 * a * d_v * pairs["core"],
+            "indexer_scores": 2 * attn["index_heads"] * attn["index_head_dim"] * pairs["indexer"]}
+
+
+def mlp_flops_per_token(mlp, *, h):
+    """Forward FLOPs of one MLP block per token: a dense MLP (num_linears h x f matrices); or k
+    routed experts of width f_e (k E / (E + Z) with zero-computation experts), the shared experts
+    plus their h -> 1 gate, and the router over E (+ Z) experts (Shazeer et al. 2017)."""
+    nl = mlp["linears"]
+    if mlp["kind"] == "dense":
+        return {"dense_mlp": 2 * nl * h * mlp["width"], "routed_experts": 0, "shared_experts": 0, "router": 0}
+    return {"dense_mlp": 0,
+            "routed_experts": expected_real_experts(mlp) * 2 * nl * h * mlp["width"],
+            "shared_experts": 2 * nl * h * mlp["shared_width"] + 2 * h * bool(mlp["shared_gate"]),
+            "router": 2 * h * (mlp["num_experts"] + mlp["zero_experts"])}
+
+
+def cache_elements_per_token(attn, *, mla_cache="latent"):
+    """Cached numbers per token per sequence for one attention block, {"kv", "indexer"}. MHA/GQA/
+    MQA: K and V, 2 kv d. MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
+    vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
+    a d_v (what transformers' cache holds). Layers that reuse another layer's cache hold none. A
+    lightning indexer caches one d_I key per token."""
+    if attn["kv_shared"]:
+        return {"kv": 0, "indexer": 0}
+    ind = attn["index_head_dim"] if attn["index_topk"] else 0
+    if attn["kind"] == "mla":
+        if mla_cache == "latent":
+            return {"kv": attn["kv_lora_rank"] + attn["qk_rope_head_dim"], "indexer": ind}
+        a = attn["heads"]
+        return {"kv": a * (attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"]) + a * attn["v_head_dim"],
+                "indexer": ind}
+    return {"kv": 2 * attn["kv_heads"] * attn["head_dim"], "indexer": ind}
+
+
+def cached_tokens(attn, *, context):
+    """Tokens one sequence's cache keeps for this block at `context` tokens: all of them (full and
+    chunked layers, whose caches keep everything), at most the window (sliding; Mistral 7B sec. 2's
+    rolling buffer)."""
+    if attn["span"] == "sliding":
+        return min(context, attn["window"])
+    return context
 
 
 def param_breakdown(spec):
-    """Exact parameter counts by component for a resolved spec (see the module docstring for the
-    conventions of 'non-embedding' and 'active')."""
-    V, h, L, nm = spec["vocab_size"], spec["hidden_size"], spec["num_layers"], spec["norm"]
+    """Exact parameter counts by component for a resolved spec, summed over its layer list (see
+    the module docstring for the conventions of 'non-embedding' and 'active')."""
+    V, h, nm = spec["vocab_size"], spec["hidden_size"], spec["norm"]
     p = spec["word_embed_proj_dim"]
-    attn = attention_params(spec)
-    norms = spec["norms_per_layer"] * norm_params(width=h, norm=nm)
-    dense_mlp = mlp_params(h=h, f=spec["ffn_hidden_size"], num_linears=spec["num_mlp_linears"],
-                           bias=spec["mlp_bias"])
-    n_moe = len(spec["moe_layers"])
-    n_dense = L - n_moe
-    moe = moe_params(spec) if n_moe else {"routed_experts": 0, "one_expert": 0, "shared_experts": 0,
-                                          "router": 0}
-    moe_layer = moe["routed_experts"] + moe["shared_experts"] + moe["router"]
+    sums = dict.fromkeys(("attention", "norms", "extra", "dense", "routed_experts", "shared_experts",
+                          "router", "inactive"), 0)
+    kinds = []
+    for layer, count, first in layer_groups(spec):
+        lp = layer_params(layer, h=h, norm=nm)
+        for k in sums:
+            sums[k] += count * lp[k]
+        kinds.append({"layers": count, "first_layer": first,
+                      "attention": " + ".join(attention_kind(x) for x in layer["attention"]),
+                      "mlp": " + ".join(mlp_kind(x) for x in layer["mlp"]), "params_per_layer": lp["total"],
+                      "attention_params": lp["attention"], "one_expert_params": lp["one_expert"]})
     out = {
         "embedding_params": V * p,
         "position_embedding_params": spec["position_embedding_rows"] * h,
         "embedding_norm_params": norm_params(width=h, norm=nm) if spec["embedding_norm"] else 0,
         "embedding_projection_params": 2 * p * h if p != h else 0,
-        "attention_params": L * attn,
-        "mlp_params": n_dense * dense_mlp,
-        "routed_expert_params": n_moe * moe["routed_experts"],
-        "shared_expert_params": n_moe * moe["shared_experts"],
-        "router_params": n_moe * moe["router"],
-        "layer_norm_params": L * norms,
+        "per_layer_embedding_params": spec["per_layer_embedding_params"],
+        "attention_params": sums["attention"],
+        "mlp_params": sums["dense"],
+        "routed_expert_params": sums["routed_experts"],
+        "shared_expert_params": sums["shared_experts"],
+        "router_params": sums["router"],
+        "layer_norm_params": sums["norms"],
+        "layer_extra_params": sums["extra"],
+        "other_params": sum(spec["other_params"].values()),
         "final_norm_params": norm_params(width=h, norm=nm) if spec["final_norm"] else 0,
         "output_head_params": 0 if spec["tied_embeddings"] else V * p,
     }
     total = sum(out.values())
-    inactive = n_moe * (spec["num_experts"] - spec["topk"]) * moe["one_expert"]
-    emb = out["embedding_params"] + out["position_embedding_params"] + out["output_head_params"]
+    inactive = int(round(sums["inactive"]))
+    emb = (out["embedding_params"] + out["position_embedding_params"] + out["output_head_params"]
+           + out["per_layer_embedding_params"])
+    moe_layers = set(spec["moe_layers"])
+    first = layer_params(spec["layers"][0], h=h, norm=nm)
+    moe0 = layer_params(spec["layers"][min(moe_layers)], h=h, norm=nm) if moe_layers else None
+    dense0 = next((layer_params(x, h=h, norm=nm) for i, x in enumerate(spec["layers"]) if i not in moe_layers), None)
     out.update({
-        "per_layer": {"attention": attn, "norms": norms, "dense_mlp": dense_mlp,
-                      "moe_routed_experts": moe["routed_experts"], "moe_one_expert": moe["one_expert"],
-                      "moe_shared_experts": moe["shared_experts"], "moe_router": moe["router"],
-                      "dense_layer_total": attn + norms + dense_mlp,
-                      "moe_layer_total": attn + norms + moe_layer if n_moe else 0},
-        "num_dense_layers": n_dense, "num_moe_layers": n_moe,
+        "per_layer": {"attention": first["attention"], "norms": first["norms"],
+                      "dense_mlp": dense0["dense"] if dense0 else 0,
+                      "moe_routed_experts": moe0["routed_experts"] if moe0 else 0,
+                      "moe_one_expert": moe0["one_expert"] if moe0 else 0,
+                      "moe_shared_experts": moe0["shared_experts"] if moe0 else 0,
+                      "moe_router": moe0["router"] if moe0 else 0,
+                      "dense_layer_total": dense0["total"] if dense0 else 0,
+                      "moe_layer_total": moe0["total"] if moe0 else 0},
+        "layer_kinds": kinds,
+        "num_dense_layers": spec["num_layers"] - len(moe_layers), "num_moe_layers": len(moe_layers),
         "total_params": total, "non_embedding_params": total - emb,
         "active_params": total - inactive, "active_non_embedding_params": total - inactive - emb,
     })
