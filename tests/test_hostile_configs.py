@@ -1,0 +1,158 @@
+"""Hostile config.json files: every script either answers with finite, non-negative numbers or
+says what is wrong in exactly one line (exit 2). Never a traceback, NaN, infinity, a negative
+size or a silently wrong number.
+
+Property test (hypothesis): start from a real fixture config, mutate one or two fields (wrong
+type, null, negative, zero, NaN, Infinity, huge, fractional, string, list, nested), write it,
+run each script's main on it with --json."""
+import contextlib
+import importlib
+import io
+import json
+import math
+import os
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import config_path, load_json, run_main
+
+SCRIPTS = ["calc_transformer_params", "calc_transformer_flops", "calc_transformer_mem",
+           "calc_inference_latency", "calc_comm"]
+EXTRA_ARGS = {"calc_comm": ["--train", "--num-gpus", "16", "-tp", "2", "-dp", "8"],
+              "calc_transformer_mem": ["-s", "512"], "calc_inference_latency": ["--prompt-tokens", "256"],
+              "calc_transformer_flops": ["-s", "512"]}
+BASES = ["gpt2", "opt-350m", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3-30b-a3b",
+         "falcon-7b", "qwen1.5-moe-a2.7b", "llama-3-8b"]
+# Values a careless or hostile config.json holds where a count, switch or size belongs.
+NAN, INF = float("nan"), float("inf")
+BAD = [None, -1, 0, -4096, NAN, INF, -INF, 1e308, 2 ** 70, 10 ** 400, 3.5, "128", "false", "",
+       [1], [], {"a": 1}, True, False, [[[]]], 0.0]
+# Keys whose value may legitimately be negative (a memory shortfall).
+SIGNED = ("headroom", "margin", "spare", "delta", "error", "vs_", "ratio_minus")
+
+
+def _fields(cfg):
+    keys = [k for k in cfg if not k.startswith("_")]
+    if isinstance(cfg.get("text_config"), dict):
+        keys += [("text_config", k) for k in cfg["text_config"]]
+    return keys
+
+
+def _set(cfg, key, value):
+    if isinstance(key, tuple):
+        cfg[key[0]][key[1]] = value
+    else:
+        cfg[key] = value
+
+
+def _walk(obj, path=""):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _walk(v, f"{path}.{k}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{path}[{i}]")
+    else:
+        yield path, obj
+
+
+def check_run(script, argv):
+    """Run main(argv): exit 2 with one stderr line, or a result whose numbers are all finite
+    and (sizes, times, counts) non-negative."""
+    mod = importlib.import_module(script)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            res = mod.main(list(argv))
+    except SystemExit as exc:
+        assert exc.code == 2, (script, argv, exc.code, err.getvalue()[-400:])
+        lines = err.getvalue().strip().splitlines()
+        assert len(lines) == 1 and ": error: " in lines[0], (script, argv, err.getvalue()[-600:])
+        return None
+    for path, val in _walk(res):
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            continue
+        assert math.isfinite(val), (script, path, val)
+        if not any(tag in path for tag in SIGNED):
+            assert val >= 0, (script, path, val)
+    json.loads(out.getvalue()) if "--json" in argv else None
+    return res
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_configs_answer_or_exit_2(script, data):
+    base = data.draw(st.sampled_from(BASES), label="base")
+    cfg = json.load(open(config_path(base), encoding="utf-8"))
+    keys = _fields(cfg)
+    for _ in range(data.draw(st.integers(1, 2), label="n")):
+        key = data.draw(st.sampled_from(keys), label="field")
+        _set(cfg, key, data.draw(st.sampled_from(BAD), label="value"))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "config.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(cfg, fh)  # NaN and Infinity written as JS tokens, as a careless tool would
+        check_run(script, ["--hf_model_name_or_path", path, "--json"] + EXTRA_ARGS.get(script, []))
+
+
+def _write(tmp_path, cfg, name="config.json"):
+    p = tmp_path / name
+    p.write_text(json.dumps(cfg) if not isinstance(cfg, str) else cfg)
+    return str(p)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_named_hostile_configs(script, tmp_path):
+    """The cases the reliability issue lists, one by one: each exits 2 in one line."""
+    llama = json.load(open(config_path("llama-3-8b")))
+    mixtral = json.load(open(config_path("mixtral-8x7b")))
+    opt = json.load(open(config_path("opt-350m")))
+    cases = [dict(mixtral, num_local_experts="8"), dict(llama, intermediate_size=NAN),
+             dict(llama, intermediate_size=14336.5), dict(llama, model_type=["llama"]),
+             dict(opt, max_position_embeddings=None), dict(llama, tie_word_embeddings="false"),
+             dict(llama, sliding_window=-4096, model_type="mistral"),
+             dict(json.load(open(config_path("gpt2"))), n_positions=-1024),
+             dict(json.load(open(config_path("deepseek-v3"))), moe_layer_freq=0),
+             dict(llama, layer_types=["full_attention", "banana"] * 16),
+             dict(llama, layer_types="full_attention")]
+    deep = "[" * 1000 + "]" * 1000
+    paths = [_write(tmp_path, c, f"c{i}.json") for i, c in enumerate(cases)]
+    paths.append(_write(tmp_path, '{"a": ' + deep + "}", "deep.json"))
+    for path in paths:
+        argv = ["--hf_model_name_or_path", path, "--json"] + EXTRA_ARGS.get(script, [])
+        assert check_run(script, argv) is None, (script, open(path).read()[:200])
+
+
+def test_expert_spellings(tmp_path):
+    """transformers 5 writes Qwen3-MoE's expert count as num_experts or num_local_experts: both read,
+    a disagreement exits 2 naming both fields."""
+    from calc_transformer_params import main
+    cfg = json.load(open(config_path("qwen3-30b-a3b")))
+    E = cfg.pop("num_experts")
+    res, _, _ = run_main(main, ["--hf_model_name_or_path", _write(tmp_path, dict(cfg, num_local_experts=E), "a.json")])
+    # Ground truth: transformers 5.23 on the meta device (tests/fixtures/hf_param_counts.json):
+    # total, and active = total - 48 MoE layers x (E - k) x one expert's measured size (the
+    # model card says 30.5 B / 3.3 B).
+    hf = load_json("hf_param_counts.json")["qwen3-30b-a3b"]
+    one = hf["layer_detail"]["0"]["routed_experts"] // E
+    active = hf["total"] - hf["num_layers"] * (E - cfg["num_experts_per_tok"]) * one
+    assert (res["total_params"], res["active_params"]) == (hf["total"], active)
+    path = _write(tmp_path, dict(cfg, num_local_experts=E, num_experts=64), "b.json")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        main(["--hf_model_name_or_path", path])
+    assert "num_local_experts" in err.getvalue() and "num_experts" in err.getvalue()
+
+
+def test_tie_word_embeddings_string_is_not_read_as_tied(tmp_path):
+    from calc_transformer_params import main
+    cfg = json.load(open(config_path("llama-3-8b")))
+    path = _write(tmp_path, dict(cfg, tie_word_embeddings="false"))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
+        main(["--hf_model_name_or_path", path])
+    assert exc.value.code == 2 and "tie_word_embeddings" in err.getvalue()
