@@ -567,8 +567,11 @@ def spec_from_hf_config(cfg, num_layers=None):
     llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
                       mlp_bias=False, position_embedding="rope",
                       num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a, hi=2**20),
-                      head_dim=r.int("head_dim", hi=2**20),
+                      head_dim=r.int("head_dim", hi=2**20) or h // a,
                       ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size", hi=2**31))
+    if not r.has("head_dim") and h % a:
+        notes.append(f"no head_dim in the config and hidden_size {h} is not a multiple of {a} heads: "
+                     f"head_dim {h // a} (h // a), as transformers computes it")
     read = _FAMILY_READERS.get(mt)
     if read is None and known:
         read = _read_llama_like
@@ -684,8 +687,8 @@ def _read_llama_like(r, s, ll, notes, warnings):
         s["qk_norm"] = "full"
     if mt == "gemma2":
         s["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
-    if mt == "gemma" and s["head_dim"] is None:
-        s["head_dim"] = 256
+    if mt in ("gemma", "gemma2"):
+        s["head_dim"] = r.int("head_dim", default=256, hi=2**20)  # the config classes' default
     if mt in ("mistral", "mixtral", "phi3"):
         s["slides_every_layer"] = True
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
@@ -748,7 +751,8 @@ def _read_deepseek(r, s):
     s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20),
              moe_ffn_hidden_size=f_e, num_shared_experts=n_sh,
              shared_expert_ffn_hidden_size=n_sh * (f_e or 0), router_bias=False,
-             moe_layer_set=[i for i in range(L) if i >= fkd and i % freq == 0] if E else None)
+             moe_layer_set=[i for i in range(L) if i >= fkd and (i % freq == 0 or s["model_type"] != "deepseek_v2")]
+             if E else None)
     _read_mla(r, s)
     _note_mtp(r, s)
 
@@ -768,12 +772,253 @@ def _note_mtp(r, s):
         s["mtp_layers_not_built"] = n
 
 
+def _mlp_pattern(r, L, default_dense):
+    """MoE layer indices from transformers 5's mlp_layer_types ("dense"/"sparse"), else the family's
+    default rule (a list of dense indices)."""
+    mlt = r.str_list("mlp_layer_types", choices={"dense", "sparse", "moe"}, length=L)
+    if mlt is not None:
+        return [i for i, t in enumerate(mlt) if t != "dense"]
+    return [i for i in range(L) if i not in set(default_dense)]
+
+
+def _read_gpt_oss(r, s, ll, notes, warnings):
+    """gpt-oss: every layer MoE (router with bias, experts with biases), biased attention with a
+    sink logit per head, alternating sliding (even) and full (odd) layers."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=True)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=True, attention_sinks=True, router_has_bias=True,
+             head_dim=r.int("head_dim", default=64, hi=2**20), moe=True,
+             num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             moe_layer_set=list(range(L)))
+    r.used.add("experts_per_token")  # HF reads num_experts_per_tok only
+    if not r.has("layer_types"):
+        s["layer_types"] = ["sliding" if i % 2 == 0 else "full" for i in range(L)]
+
+
+def _read_llama4(r, s, ll, notes, warnings):
+    """Llama 4: chunked attention on rotary layers, every 4th layer NoPE and full; MoE layers every
+    interleave_moe_layer_step-th (or `moe_layers`), each with one shared expert of the expert width;
+    dense layers of width intermediate_size_mlp; q/k L2 norms without weights."""
+    L = s["num_layers"]
+    s.update(ll)
+    f = ll["ffn_hidden_size"]
+    s.update(ffn_hidden_size=r.int("intermediate_size_mlp", default=f, hi=2**31),
+             qk_norm="l2" if r.bool("use_qk_norm", default=True) else "none",
+             attention_chunk_size=r.int("attention_chunk_size", hi=2**31))
+    nrl = r.int_list("no_rope_layers", lo=0, hi=1, default=None)
+    interval = r.int("no_rope_layer_interval", default=4, hi=100_000)
+    if not nrl:
+        nrl = [int((i + 1) % interval != 0) for i in range(L)]
+    elif len(nrl) < L:
+        r.fail("no_rope_layers", f"must list {L} layers", nrl)
+    s["nope_layers"] = [i for i in range(L) if not nrl[i]]
+    if not r.has("layer_types"):
+        span = "chunked" if s["attention_chunk_size"] else "full"
+        s["layer_types"] = [span if nrl[i] else "full" for i in range(L)]
+    E = r.int("num_local_experts", "num_experts", hi=2**20)
+    step = r.int("interleave_moe_layer_step", default=1, hi=100_000)
+    moe = r.int_list("moe_layers", hi=100_000, default=None)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", default=1, hi=2**20),
+             moe_ffn_hidden_size=f, num_shared_experts=1, shared_expert_ffn_hidden_size=f,
+             moe_layer_set=moe if moe is not None else list(range(step - 1, L, step)))
+
+
+def _gemma_layer_types(r, L, force_last_full):
+    if r.has("layer_types"):
+        return None
+    pattern = r.int("sliding_window_pattern", "_sliding_window_pattern", default=6, hi=100_000)
+    lt = ["sliding" if (i + 1) % pattern else "full" for i in range(L)]
+    if force_last_full and L:
+        lt[-1] = "full"
+    return lt
+
+
+def _read_gemma3(r, s, ll, notes, warnings):
+    """Gemma 3: 5 sliding : 1 full layers (sliding_window_pattern), head_dim 256 by default,
+    per-head q/k norms, four norms per layer, gated GELU MLP, tied head."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(head_dim=r.int("head_dim", default=256, hi=2**20), qk_norm="head", norms_per_layer=4,
+             layer_types=_gemma_layer_types(r, L, force_last_full=False))
+    if s["layer_types"] is None:
+        del s["layer_types"]
+
+
+def _read_gemma4(r, s, ll, notes, warnings):
+    """Gemma 4 (transformers' Gemma4TextConfig): sliding layers of head_dim d and full layers of
+    global_head_dim (512) with K = V when attention_k_eq_v; the last num_kv_shared_layers layers
+    reuse an earlier layer's K/V (no k/v weights, no cache; MLP twice as wide with
+    use_double_wide_mlp); per-layer embeddings (hidden_size_per_layer_input); optional MoE block
+    beside the dense MLP in every layer."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll)
+    d = r.int("head_dim", default=256, hi=2**20)
+    s.update(head_dim=d, qk_norm="head", norms_per_layer=4)
+    lt = _gemma_layer_types(r, L, force_last_full=True)
+    if lt is None:
+        lt = _layer_pattern(r, L, s)
+        lt[-1] = "full"
+    s["layer_types"] = lt
+    d_g = r.int("global_head_dim", default=512, hi=2**20)
+    k_eq_v = r.bool("attention_k_eq_v", default=False)
+    kv_g = r.int("num_global_key_value_heads", default=s["num_kv_heads"], hi=2**20) if k_eq_v else s["num_kv_heads"]
+    n_shared = r.int("num_kv_shared_layers", lo=0, default=0, hi=100_000)
+    wide = r.bool("use_double_wide_mlp", default=False)
+    p = r.int("hidden_size_per_layer_input", lo=0, default=256, hi=2**20)
+    f = ll["ffn_hidden_size"]
+    moe_block = r.bool("enable_moe_block", default=False)
+    moe = None
+    if moe_block:
+        moe = {"kind": "moe", "width": r.int("moe_intermediate_size", hi=2**31), "linears": 3, "bias": False,
+               "num_experts": r.int("num_experts", hi=2**20), "topk": r.int("top_k_experts", hi=2**20),
+               "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False,
+               "router_bias": False}
+        if None in moe.values():
+            raise ValueError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
+    ov = {}
+    for i in range(L):
+        full = lt[i] == "full"
+        shared = i >= L - n_shared
+        att = {"head_dim": d_g if full else d, "kv_heads": kv_g if full else s["num_kv_heads"],
+               "kv_proj": 0 if shared else (1 if full and k_eq_v else 2), "kv_shared": shared}
+        o = {"attention": att}
+        if shared and wide:
+            o["mlp"] = {"width": 2 * f}
+        if p:
+            o["extra_params"] = 2 * p * h + h  # input gate (h -> p), projection (p -> h), norm
+        if moe:
+            o["more_mlp"] = (moe,)
+            o["norms"] = 4 + 3  # the MoE branch's pre-norm and two post-norms
+            o["extra_params"] = o.get("extra_params", 0) + h + moe["num_experts"]  # router scale, per-expert scale
+        ov[i] = o
+    s["layer_overrides"] = ov
+    if p:
+        V_pl = r.int("vocab_size_per_layer_input", default=s["vocab_size"], hi=2**31)
+        s["per_layer_embedding_params"] = V_pl * L * p
+        s["other_params"] = {"per_layer_model_projection": L * p * h, "per_layer_projection_norm": p}
+
+
+def _read_glm4_moe(r, s, ll, notes, warnings):
+    """GLM-4.5 (glm4_moe): head_dim as given, biased q/k/v (never o), optional per-head q/k norms,
+    dense layers before first_k_dense_replace, then routed + shared experts (moe_layer_freq is not
+    read by transformers)."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(qkv_bias=r.bool("attention_bias", default=False), attn_out_bias=False,
+             qk_norm="head" if r.bool("use_qk_norm", default=False) else "none")
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000)))
+    r.used.add("moe_layer_freq")
+    _note_mtp(r, s)
+
+
+def _read_routed_shared(r, s, L, dense):
+    E = r.int("n_routed_experts", "num_local_experts", "num_experts", hi=2**20)
+    f_e = r.int("moe_intermediate_size", hi=2**31)
+    n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0, hi=2**20)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * (f_e or 0),
+             moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
+
+
+def _read_dsa(r, s, ll, notes, warnings):
+    """DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa): MLA with a lightning indexer that picks
+    index_topk keys per query (DeepSeek-AI 2025, sec. 2.1); GLM-5's `indexer_types` "shared" layers
+    reuse the previous layer's top-k and have no indexer weights or keys of their own."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=3, hi=100_000)))
+    _read_mla(r, s)
+    if not s.get("q_lora_rank"):
+        raise ValueError(f"{r.where}: {s['model_type']} needs q_lora_rank (the indexer reads the query latent)")
+    r.str_list("layer_types", choices={"indexed_attention", "deepseek_sparse_attention", "full_attention"},
+               length=L)
+    s["layer_types"] = None
+    H, dI, k = (r.int("index_n_heads", hi=2**16), r.int("index_head_dim", hi=2**20), r.int("index_topk", hi=2**31))
+    if None in (H, dI, k):
+        raise ValueError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
+    s.update(index_n_heads=H, index_head_dim=dI, index_topk=k)
+    it = r.pick("indexer_types")[1]
+    pattern = r.pick("index_topk_pattern")[1]
+    if it is None and pattern is not None:
+        it = ["full" if c in "Ff" else "shared" for c in pattern] if isinstance(pattern, str) else pattern
+    if it is None and s["model_type"] == "glm_moe_dsa":
+        freq = max(r.int("index_topk_freq", default=1, hi=100_000), 1)
+        off = r.int("index_skip_topk_offset", lo=0, default=2, hi=100_000)
+        it = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(L)]
+    if it is not None:
+        if not isinstance(it, list) or len(it) < L or any(x not in ("full", "shared") for x in it[:L]):
+            r.fail("indexer_types", f"must list 'full' or 'shared' for each of the {L} layers", it)
+        s["layer_overrides"] = {i: {"attention": {"index_heads": 0, "index_head_dim": 0}}
+                                for i in range(L) if it[i] == "shared"}
+    _note_mtp(r, s)
+
+
+def _read_minimax_m2(r, s, ll, notes, warnings):
+    """MiniMax-M2: every layer MoE with experts of width intermediate_size, no shared expert, q/k
+    RMSNorms over the whole projection width, no biases; full attention on every layer."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(qk_norm="full", moe=True, head_dim=r.int("head_dim", default=128, hi=2**20), num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             moe_layer_set=list(range(L)), layer_types=None)
+    r.used.update(("sliding_window", "attn_type_list", "rotary_dim"))
+    s["sliding_window"] = None
+
+
+def _read_ernie45_moe(r, s, ll, notes, warnings):
+    """ERNIE-4.5 MoE: MoE on layers moe_layer_start_index..end every moe_layer_interval-th, shared
+    experts, biases everywhere with use_bias (the head's bias too, even when tied), and an expert
+    score-correction bias that transformers keeps as a parameter."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("use_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias)
+    E = r.int("moe_num_experts", "num_experts", hi=2**20)
+    start = r.int("moe_layer_start_index", lo=-1, default=1, hi=100_000)
+    end = r.int("moe_layer_end_index", lo=-1, default=-1, hi=100_000)
+    end = L - 1 if end == -1 else end
+    step = r.int("moe_layer_interval", default=1, hi=100_000)
+    f_e = r.int("moe_intermediate_size", default=ll["ffn_hidden_size"], hi=2**31)
+    n_sh = r.int("moe_num_shared_experts", lo=0, default=0, hi=2**20)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("moe_k", "num_experts_per_tok", hi=2**20),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
+             expert_bias=False, router_has_bias=bool(E),
+             moe_layer_set=[i for i in range(L) if (i + 1) % step == 0 and start <= i <= end] if E else None)
+    if bias:
+        s["other_params"] = {"lm_head_bias": s["vocab_size"]}
+
+
+def _read_hy_v3(r, s, ll, notes, warnings):
+    """HY-V3: per-head q/k norms, layer 0 dense then MoE (mlp_layer_types), a shared expert whose
+    width is num_shared_experts x moe_intermediate_size, or intermediate_size when that is 0."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False), qk_norm="head",
+             head_dim=r.int("head_dim", default=128, hi=2**20), expert_bias=False)
+    E = r.int("num_experts", "num_local_experts", hi=2**20)
+    f_e = r.int("moe_intermediate_size", hi=2**31)
+    n_sh = r.int("num_shared_experts", lo=0, default=1, hi=2**20)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             num_shared_experts=max(n_sh, 1), shared_expert_ffn_hidden_size=n_sh * f_e if n_sh else ll["ffn_hidden_size"],
+             moe_layer_set=_mlp_pattern(r, L, [0]) if E else None)
+    _note_mtp(r, s)
+
+
 _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_opt, "bloom": _read_bloom,
-                   "falcon": _read_falcon, "starcoder2": _read_starcoder2}
+                   "falcon": _read_falcon, "starcoder2": _read_starcoder2, "gpt_oss": _read_gpt_oss,
+                   "llama4_text": _read_llama4, "gemma3_text": _read_gemma3, "gemma4_text": _read_gemma4,
+                   "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa,
+                   "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3}
 SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
-    "deepseek_v2", "deepseek_v3",
+    "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
+    "glm_moe_dsa", "deepseek_v32", "minimax_m2", "ernie4_5_moe", "hy_v3",
 )
 
 
@@ -977,7 +1222,7 @@ def build_layers(s):
                 "qk_nope_head_dim": s["qk_nope_head_dim"] or 0, "qk_rope_head_dim": s["qk_rope_head_dim"] or 0,
                 "v_head_dim": s["v_head_dim"] or s["head_dim"],
                 "index_heads": s["index_n_heads"], "index_head_dim": s["index_head_dim"],
-                "index_topk": s["index_topk"], "kv_shared": False}
+                "index_topk": s["index_topk"], "kv_proj": 2, "kv_shared": False}
         attn.update(ov.get("attention", {}))
         if i in moe_set:
             mlp = {"kind": "moe", "width": s["moe_ffn_hidden_size"], "linears": s["num_mlp_linears"],
@@ -1072,8 +1317,9 @@ def indexer_params(attn, *, h):
 
 def attention_params(attn, *, h):
     """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
-    output gate, Qwen3-Next), k and v (h x kv d), o (a d x h), optional biases, q/k norms (per head,
-    d each; or over all heads), a sink logit per head (gpt-oss). MLA (DeepSeek-V2 sec. 2.1): q
+    output gate, Qwen3-Next), k and v (h x kv d; k alone when K = V, none on a layer that reuses
+    another's K/V, Gemma 4), o (a d x h), optional biases, q/k norms (per head, d each; or over all
+    heads; Llama 4's L2 norm has no weights), a sink logit per head (gpt-oss). MLA (DeepSeek-V2 sec. 2.1): q
     directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to r_kv + d_rope
     with a norm, an up-projection to a (d_nope + d_v), and o (a d_v x h); plus any indexer."""
     a, kv, d, nm = attn["heads"], attn["kv_heads"], attn["head_dim"], attn["norm"]
@@ -1090,8 +1336,9 @@ def attention_params(attn, *, h):
         kv_up = r_kv * a * (d_nope + d_v)
         return q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + indexer_params(attn, h=h)
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
-    kv_out = 0 if attn["kv_shared"] == "no_weights" else 2 * kv * d
-    qk = {"none": 0, "head": 2 * d, "full": (a + kv) * d}[attn["qk_norm"]]
+    kv_out = attn["kv_proj"] * kv * d
+    has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
+    qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
     return (h * (q_out + kv_out) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
             + norm_params(width=qk, norm=nm) + a * attn["sinks"])
 
@@ -1166,7 +1413,7 @@ def attention_linear_flops_per_token(attn, *, h):
         macs = q + h * (r_kv + d_rope) + r_kv * a * (d_nope + d_v) + a * d_v * h
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
-        kv_out = 0 if attn["kv_shared"] == "no_weights" else 2 * kv * d
+        kv_out = attn["kv_proj"] * kv * d
         macs = h * (q_out + kv_out) + a * d * h
     if attn["index_topk"]:
         H, dI = attn["index_heads"], attn["index_head_dim"]
