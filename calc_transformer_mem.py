@@ -419,6 +419,7 @@ class ConfigReader:
 _WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
                       "mistral3": "mistral", "kimi_k25": "deepseek_v3", "qwen3_5": "qwen3_5_text",
                       "qwen3_5_moe": "qwen3_5_moe_text"}
+_WRAPPER_TIED = {"gemma3": True, "gemma4": True, "llama4": False, "mistral3": True, "kimi_k25": True}
 _LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding",
                      "chunked_attention": "chunked", "attention": "full"}
 
@@ -436,9 +437,8 @@ def _read_multimodal(cfg, where, warnings):
         return cfg, None
     text = dict(text)
     text.setdefault("model_type", _WRAPPED_TEXT_TYPE.get(mt, mt))
-    for key in ("tie_word_embeddings",):  # wrappers keep some text switches at the top
-        if key not in text and key in cfg:
-            text[key] = cfg[key]
+    # transformers 5 ties the head by the wrapper's own switch (class defaults differ from the text's)
+    text["tie_word_embeddings"] = top.bool("tie_word_embeddings", default=_WRAPPER_TIED.get(mt, False))
     parts = [k for k in ("vision_config", "audio_config", "projector_config") if isinstance(cfg.get(k), dict)]
     if parts:
         warnings.append(f"multimodal {mt!r}: the language model is counted; the "
@@ -697,6 +697,7 @@ def _read_mla(r, s):
                  qk_nope_head_dim=r.int("qk_nope_head_dim", hi=2**20),
                  qk_rope_head_dim=r.int("qk_rope_head_dim", hi=2**20),
                  v_head_dim=r.int("v_head_dim", hi=2**20), head_dim=None)
+        r.used.add("qk_head_dim")  # derived: qk_nope_head_dim + qk_rope_head_dim
 
 
 def _note_mtp(r, s):
@@ -810,11 +811,25 @@ def _read_gemma4(r, s, ll, notes, warnings):
                "router_bias": False}
         if None in moe.values():
             raise ValueError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
+    plc = r.sub("per_layer_config")  # written by transformers: {"05": {"head_dim": 512}, ...}
+    per = {}
+    if plc is not None:
+        for key, val in plc.items():
+            if not (isinstance(key, str) and key.isdigit() and isinstance(val, dict)):
+                r.fail("per_layer_config", "must map layer numbers to objects", plc)
+            sub = ConfigReader(val, f"{r.where} (per_layer_config {key})")
+            per[int(key)] = {"head_dim": sub.int("head_dim", hi=2**20),
+                             "kv_heads": sub.int("num_key_value_heads", hi=2**20)}
     ov = {}
     for i in range(L):
         full = lt[i] == "full"
         shared = i >= L - n_shared
-        att = {"head_dim": d_g if full else d, "kv_heads": kv_g if full else s["num_kv_heads"],
+        if plc is not None:
+            d_i = per.get(i, {}).get("head_dim") or d
+            kv_i = per.get(i, {}).get("kv_heads") or s["num_kv_heads"]
+        else:
+            d_i, kv_i = (d_g, kv_g) if full else (d, s["num_kv_heads"])
+        att = {"head_dim": d_i, "kv_heads": kv_i,
                "kv_proj": 0 if shared else (1 if full and k_eq_v else 2), "kv_shared": shared}
         o = {"attention": att}
         if shared and wide:
