@@ -497,11 +497,15 @@ def spec_from_hf_config(cfg, num_layers=None):
     if "layer_types" not in s:
         s["layer_types"] = _layer_pattern(r, L, s)
     s["sliding_window"] = s.get("sliding_window", r.int("sliding_window", hi=2**31))
-    s["attention_chunk_size"] = s.get("attention_chunk_size")
+    s["attention_chunk_size"] = s.get("attention_chunk_size", r.int("attention_chunk_size", hi=2**31))
     if s["layer_types"] is None and s["sliding_window"] and s.get("slides_every_layer"):
         s["layer_types"] = ["sliding"] * L
     if s["layer_types"] and "sliding" in s["layer_types"] and not s["sliding_window"]:
         raise ValueError(f"{where}: layer_types has sliding layers but sliding_window is not set")
+    if s["layer_types"] and "chunked" in s["layer_types"] and not s["attention_chunk_size"]:
+        raise ValueError(f"{where}: layer_types has chunked layers but attention_chunk_size is not set")
+    if s.get("moe") and s.get("moe_layer_set") is None:
+        s["expert_interval"] = 1  # a config's MoE layout is explicit, never a script's -ei default
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
     unread = r.unread_count_fields()
@@ -653,18 +657,18 @@ def _read_qwen_sliding(r, s):
 
 def _read_deepseek(r, s):
     """DeepSeek-V2/V3 (and the families built on them): MLA when kv_lora_rank is set, routed and
-    shared experts after first_k_dense_replace dense layers, every moe_layer_freq-th layer MoE."""
+    shared experts on every layer from first_k_dense_replace on (transformers 5 does not read
+    moe_layer_freq)."""
     L = s["num_layers"]
     E = r.int("n_routed_experts", "num_local_experts", "num_experts", hi=2**20)
     f_e = r.int("moe_intermediate_size", hi=2**31)
     n_sh = r.int("n_shared_experts", lo=0, default=0, hi=2**20)
     fkd = r.int("first_k_dense_replace", lo=0, default=0, hi=100_000)
-    freq = r.int("moe_layer_freq", default=1, hi=100_000)
+    r.int("moe_layer_freq", default=1, hi=100_000)  # checked, but transformers 5 builds MoE on every i >= fkd
     s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20),
              moe_ffn_hidden_size=f_e, num_shared_experts=n_sh,
              shared_expert_ffn_hidden_size=n_sh * (f_e or 0), router_bias=False,
-             moe_layer_set=[i for i in range(L) if i >= fkd and (i % freq == 0 or s["model_type"] != "deepseek_v2")]
-             if E else None)
+             moe_layer_set=[i for i in range(L) if i >= fkd] if E else None)
     _read_mla(r, s)
     _note_mtp(r, s)
 
