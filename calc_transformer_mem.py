@@ -438,7 +438,14 @@ def _read_multimodal(cfg, where, warnings):
     text = dict(text)
     text.setdefault("model_type", _WRAPPED_TEXT_TYPE.get(mt, mt))
     # transformers 5 ties the head by the wrapper's own switch (class defaults differ from the text's)
-    text["tie_word_embeddings"] = top.bool("tie_word_embeddings", default=_WRAPPER_TIED.get(mt, False))
+    # transformers 5 ties the head by the wrapper's own switch; a published config that sets only the
+    # text's switch describes a checkpoint whose head is its own tensor (from_pretrained keeps it so)
+    text_tie = ConfigReader(text, where).bool("tie_word_embeddings", default=None)
+    top_tie = top.bool("tie_word_embeddings", default=None)
+    text["tie_word_embeddings"] = (top_tie if top_tie is not None else
+                                   text_tie if text_tie is not None else _WRAPPER_TIED.get(mt, False))
+    if text.get("model_type") == "kimi_k2":
+        text["model_type"] = "deepseek_v3"  # transformers reads Kimi's text model as DeepSeek-V3
     parts = [k for k in ("vision_config", "audio_config", "projector_config") if isinstance(cfg.get(k), dict)]
     if parts:
         warnings.append(f"multimodal {mt!r}: the language model is counted; the "
@@ -505,6 +512,7 @@ def spec_from_hf_config(cfg, num_layers=None):
     if not r.has("head_dim") and h % a:
         notes.append(f"no head_dim in the config and hidden_size {h} is not a multiple of {a} heads: "
                      f"head_dim {h // a} (h // a), as transformers computes it")
+    s["_layers_from_flag"] = num_layers is not None
     read = _FAMILY_READERS.get(mt)
     if read is None and known:
         read = _read_llama_like
@@ -517,7 +525,7 @@ def spec_from_hf_config(cfg, num_layers=None):
         read(r, s, llama_like, notes, warnings)
     if "layer_types" not in s:
         s["layer_types"] = _layer_pattern(r, L, s)
-    s["sliding_window"] = s.get("sliding_window", r.int("sliding_window", hi=2**31))
+    s["sliding_window"] = s.get("sliding_window", (r.int("sliding_window", lo=0, hi=2**31) or None))
     s["attention_chunk_size"] = s.get("attention_chunk_size", r.int("attention_chunk_size", hi=2**31))
     if s["layer_types"] is None and s["sliding_window"] and s.get("slides_every_layer"):
         s["layer_types"] = ["sliding"] * L
@@ -529,6 +537,7 @@ def spec_from_hf_config(cfg, num_layers=None):
         s["expert_interval"] = 1  # a config's MoE layout is explicit, never a script's -ei default
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
+    s.pop("_layers_from_flag", None)
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
@@ -618,6 +627,10 @@ def _read_llama_like(r, s, ll, notes, warnings):
         s["mlp_bias"] = r.bool("mlp_bias", default=False)
     if mt in ("qwen2", "qwen2_moe"):
         s["qkv_bias"], s["attn_out_bias"] = True, False  # Qwen2Attention: q/k/v biased, o not
+        if mt == "qwen2_moe":
+            s["qkv_bias"] = r.bool("qkv_bias", default=True)
+    if mt == "mistral" and "sliding_window" not in r.cfg:
+        s["sliding_window"] = 4096  # MistralConfig's default when config.json has no such key
     if mt in ("qwen3", "qwen3_moe"):
         s["qk_norm"] = "head"
     if mt == "olmo2":
@@ -663,7 +676,7 @@ def _read_qwen_sliding(r, s):
             lt = ["full" if t == "sliding" else t for t in lt]
         s["layer_types"] = lt
         return
-    if not r.bool("use_sliding_window", default=False) or not r.int("sliding_window", hi=2**31):
+    if not r.bool("use_sliding_window", default=False) or not (r.int("sliding_window", lo=0, hi=2**31) or None):
         s["layer_types"] = None
         s["sliding_window"] = None
         return
@@ -961,16 +974,165 @@ def _read_hy_v3(r, s, ll, notes, warnings):
     _note_mtp(r, s)
 
 
+def _read_longcat(r, s, ll, notes, warnings):
+    """LongCat-Flash: each of num_layers layers holds two MLA blocks, two dense MLPs and one MoE of
+    E real experts plus Z zero-computation experts that a router over E + Z picks k from (LongCat-
+    Flash tech report, sec. 2). transformers allocates gate_up_proj rows for the zero experts too
+    (E + Z of them, never used); the count here is the weights the checkpoint holds."""
+    h = s["hidden_size"]
+    L_cfg = r.int("num_layers", hi=100_000)
+    if r.has("num_hidden_layers"):  # transformers: num_hidden_layers = 2 x num_layers, and it wins
+        L_hf = r.int("num_hidden_layers", hi=200_000)
+        if L_cfg and L_hf != 2 * L_cfg:
+            warnings.append(f"num_hidden_layers {L_hf} is not 2 x num_layers {L_cfg}; transformers takes "
+                            f"num_hidden_layers // 2 = {L_hf // 2} layers, and so does this count")
+        L_cfg = L_hf // 2
+    L = s["num_layers"] if s.get("_layers_from_flag") else L_cfg
+    s["num_layers"] = L
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    E = r.int("n_routed_experts", "num_local_experts", hi=2**20)
+    Z = r.int("zero_expert_num", lo=0, default=0, hi=2**20) or 0
+    f_e = r.int("expert_ffn_hidden_size", "moe_intermediate_size", hi=2**31)
+    f = r.int("ffn_hidden_size", "intermediate_size", hi=2**31)
+    s.update(qkv_bias=bias, attn_out_bias=bias, ffn_hidden_size=f, moe=True, num_experts=E, zero_experts=Z,
+             topk=r.int("moe_topk", "num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             router_has_bias=r.bool("router_bias", default=False), moe_layer_set=list(range(L)))
+    _read_mla(r, s)
+    dense = {"kind": "dense", "width": f, "linears": 3, "bias": False}
+    s["layer_overrides"] = {i: {"more_attention": ({},), "more_mlp": (dense, dense), "norms": 4}
+                            for i in range(L)}
+    r.used.update(("num_layers", "zero_expert_type"))
+    if Z:
+        phantom = L * Z * 2 * f_e * h
+        warnings.append(f"zero-computation experts: active counts k E / (E + Z) = {s['topk'] * E / (E + Z):g} "
+                        f"real experts per token (uniform routing); transformers also allocates {phantom:,} "
+                        "unused gate_up_proj weights for the zero experts, not counted here")
+    _note_mtp(r, s)
+
+
+def _read_olmo3(r, s, ll, notes, warnings):
+    """OLMo 3: OLMo 2's block (post-norms only, q/k RMSNorms over all heads) with 3 sliding : 1 full
+    layers."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, qk_norm="full")
+    if not r.has("layer_types"):
+        s["layer_types"] = ["full" if (i + 1) % 4 == 0 else "sliding" for i in range(L)]
+
+
+def _nope_from_interval(r, L):
+    nrl = r.int_list("no_rope_layers", lo=0, hi=1, default=None)
+    if not nrl:
+        interval = r.int("no_rope_layer_interval", default=4, hi=100_000)
+        nrl = [int((i + 1) % interval != 0) for i in range(L)]
+    if len(nrl) < L:
+        r.fail("no_rope_layers", f"must list {L} layers", nrl)
+    return [i for i in range(L) if not nrl[i]]
+
+
+def _read_smollm3(r, s, ll, notes, warnings):
+    """SmolLM3: Llama block; every 4th layer without rotary positions (no_rope_layers), and with
+    use_sliding_window those NoPE layers slide."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=4, hi=2**20),
+             qkv_bias=r.bool("attention_bias", default=False), attn_out_bias=r.bool("attention_bias", default=False),
+             mlp_bias=r.bool("mlp_bias", default=False), nope_layers=_nope_from_interval(r, L))
+    if not r.has("layer_types"):
+        slide = r.bool("use_sliding_window", default=False) and r.has("sliding_window")
+        nope = set(s["nope_layers"])
+        s["layer_types"] = ["sliding" if slide and i in nope else "full" for i in range(L)]
+
+
+def _read_seed_oss(r, s, ll, notes, warnings):
+    """Seed-OSS: biased q/k/v (attention_bias), o biased only with attention_out_bias."""
+    s.update(ll)
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=8, hi=2**20),
+             head_dim=r.int("head_dim", default=128, hi=2**20),
+             qkv_bias=r.bool("attention_bias", default=True), attn_out_bias=r.bool("attention_out_bias", default=False),
+             mlp_bias=r.bool("mlp_bias", default=False))
+
+
+def _read_exaone4(r, s, ll, notes, warnings):
+    """EXAONE 4: post-norms only, per-head q/k norms, no biases; 3 sliding : 1 full layers
+    (sliding_window_pattern), the full layers without rotary positions when sliding is on."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=32, hi=2**20), qk_norm="head")
+    w = (r.int("sliding_window", lo=0, hi=2**31) or None)
+    if not r.has("layer_types") and w:
+        p = r.pick("sliding_window_pattern")[1]
+        if isinstance(p, str):
+            raise ValueError(f"{r.where}: sliding_window_pattern {p!r} needs layer_types (transformers "
+                             "cannot derive them from a string either)")
+        p = r.int("sliding_window_pattern", default=4, hi=100_000)
+        s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)]
+    lt = s.get("layer_types") or _layer_pattern(r, L, s)
+    if w and lt:
+        s["nope_layers"] = [i for i in range(L) if lt[i] != "sliding"]
+
+
+def _read_cohere2(r, s, ll, notes, warnings):
+    """Cohere2 (Command R7B / A): one weight-only LayerNorm per layer feeding attention and MLP in
+    parallel, 3 sliding : 1 full layers, rotary positions on the sliding layers only."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, norms_per_layer=1, parallel_attention=True,
+             norm="rmsnorm")  # Cohere's LayerNorm has a weight and no bias: h weights, as RMSNorm
+    w = (r.int("sliding_window", lo=0, hi=2**31) or None)
+    if not r.has("layer_types"):
+        p = r.int("sliding_window_pattern", default=4, hi=100_000)
+        s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)] if w else None
+    lt = s.get("layer_types") or _layer_pattern(r, L, s)
+    s["nope_layers"] = [i for i in range(L) if not w or (lt and lt[i] != "sliding")]
+
+
+def _read_granitemoe(r, s, ll, notes, warnings):
+    """GraniteMoE: every layer MoE, experts of width intermediate_size, no shared expert; the
+    embedding/residual/attention/logit multipliers are scalars, not weights."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, moe=True,
+             num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             moe_layer_set=list(range(L)))
+
+
+def _read_phimoe(r, s, ll, notes, warnings):
+    """Phi-3.5-MoE: LayerNorms with bias, biased attention (attention_bias), every layer MoE; its
+    sparsemixer router always picks 2 experts whatever num_experts_per_tok says; optional head bias."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    k = r.int("num_experts_per_tok", default=2, hi=2**20)
+    if k != 2:
+        warnings.append(f"num_experts_per_tok {k} is not read by PhiMoE's router, which picks 2 experts: "
+                        "active parameters use 2")
+    s.update(norm="layernorm", qkv_bias=bias, attn_out_bias=bias, num_kv_heads=r.int("num_key_value_heads", default=8, hi=2**20),
+             moe=True, num_experts=r.int("num_local_experts", "num_experts", hi=2**20), topk=2,
+             moe_ffn_hidden_size=ll["ffn_hidden_size"], moe_layer_set=list(range(L)), slides_every_layer=True)
+    if r.bool("lm_head_bias", default=False):
+        s["other_params"] = {"lm_head_bias": s["vocab_size"]}
+
+
 _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_opt, "bloom": _read_bloom,
                    "falcon": _read_falcon, "starcoder2": _read_starcoder2, "gpt_oss": _read_gpt_oss,
                    "llama4_text": _read_llama4, "gemma3_text": _read_gemma3, "gemma4_text": _read_gemma4,
                    "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa,
-                   "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3}
+                   "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3,
+                   "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
+                   "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
+                   "granitemoe": _read_granitemoe, "phimoe": _read_phimoe}
 SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
     "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
-    "glm_moe_dsa", "deepseek_v32", "minimax_m2", "ernie4_5_moe", "hy_v3",
+    "glm_moe_dsa", "deepseek_v32", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
+    "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe",
 )
 
 
