@@ -1623,11 +1623,15 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
 
 
 def cached_tokens(attn, *, context):
-    """Tokens one sequence's cache keeps for this block at `context` tokens: all of them (full and
-    chunked layers, whose caches keep everything), at most the window (sliding; Mistral 7B sec. 2's
-    rolling buffer)."""
+    """Tokens one sequence's cache keeps between steps for this block at `context` tokens: all of
+    them on a full layer; the last W - 1 on a sliding layer (the next query brings its own key, so
+    it sees W: transformers' DynamicSlidingWindowLayer, the rolling buffer of Mistral 7B sec. 2);
+    the last C - 1 on a chunked layer (transformers keeps Llama 4's chunked layers in the same
+    sliding cache with W = attention_chunk_size)."""
     if attn["span"] == "sliding":
-        return min(context, attn["window"])
+        return min(context, attn["window"] - 1)
+    if attn["span"] == "chunked":
+        return min(context, attn["chunk"] - 1)
     return context
 
 
