@@ -2135,6 +2135,7 @@ def format_training(res):
              f"b {i['micro_batch_size']} x m {i['gradient_accumulation_steps']}, s {i['sequence_length']}",
              f"{'par':<13}{'op':<15}{'group':>10}{'size':>12}{'calls':>8}{'bytes/step':>12}"
              f"{'time/step':>12}{'% time':>8}  overlap"]
+    lines[1:1] = [f"WARNING: {w}" for w in res.get("warnings", ())]
     total = res["total_time_s"] or 1.0
     for r in res["rows"]:
         grp = f"{r['group_size']}({r['gpus_per_node_in_group']}x{r['num_nodes']})"
@@ -2455,7 +2456,9 @@ def run_training(args, parser, net, hw_inputs):
                   micro_batch_size=args.micro_batch_size,
                   gradient_accumulation_steps=args.gradient_accumulation_steps,
                   sequence_length=s, dtype=args.dtype, grad_reduce_dtype=args.grad_reduce_dtype)
-    return {"inputs": inputs, "model": spec,
+    for w in spec["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    return {"inputs": inputs, "model": spec_summary(spec), "warnings": spec["warnings"],
             "total_params": bd["total_params"], "routed_expert_params": bd["routed_expert_params"],
             "rows": rows,
             "total_bytes_per_step": sum(r["bytes_per_step"] for r in rows),
