@@ -313,8 +313,9 @@ class ConfigReader:
     size is meant); an error is one line naming the field and the file. Past the reader, the code
     can assume clean numbers. `used` records which fields were read."""
 
-    def __init__(self, cfg, where):
+    def __init__(self, cfg, where, warnings_out=None):
         self.cfg, self.where, self.used = cfg, where, set()
+        self.warnings_out = [] if warnings_out is None else warnings_out
 
     def fail(self, key, what, value):
         raise ValueError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
@@ -473,7 +474,7 @@ def spec_from_hf_config(cfg, num_layers=None):
     notes, warnings = [], []
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
     cfg, mm = _read_multimodal(cfg, where, warnings)
-    r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)")
+    r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
     if mt in _NOT_YET:
         raise ValueError(f"{where}: model_type {mt!r} has linear-attention or state-space layers, "
@@ -721,6 +722,8 @@ def _note_mtp(r, s):
     n = r.int("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_layers", lo=0, default=0, hi=1000)
     if n:
         s["mtp_layers_not_built"] = n
+        r.warnings_out.append(f"{n} multi-token-prediction layer(s) (num_nextn_predict_layers) are in the "
+                              "checkpoint but not counted: transformers does not build them in the model")
 
 
 def _mlp_pattern(r, L, default_dense):

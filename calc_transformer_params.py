@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """Parameter count of a decoder-only transformer: total, per component, and active per token (MoE).
 
-Counts every weight the Hugging Face implementation allocates, exactly: token and position
-embeddings, per-layer attention (MHA/GQA/MQA or DeepSeek's MLA, with q/k norms and biases), dense
-MLP (2 or 3 matrices) or MoE block (routed experts, shared experts and their gate, router), the
-layer norms, the final norm and the output head (tied or not). Tied weights are counted once.
+Counts every weight the Hugging Face implementation (transformers 5) allocates, exactly, layer by
+layer: token and position embeddings (and Gemma 4's per-layer embeddings), each layer's attention
+(MHA/GQA/MQA or DeepSeek's MLA; sliding, chunked or NoPE; q/k norms, biases, gpt-oss's sinks,
+K = V and KV-sharing layers, DeepSeek-V3.2/GLM-5's lightning indexer) and its MLP (dense, or MoE
+with routed, shared and zero-computation experts, router and its bias), the layer norms, the final
+norm and the output head (tied or not). Tied weights are counted once. A model is read from its
+config.json as a list of layers (transformers 5's layer_types / mlp_layer_types, else each
+family's own rule); the report shows each distinct layer kind. Multimodal configs count the
+language model and say that the towers are not counted. Anything read generically or not read
+is a WARNING line in the result.
 
 Symbols: V vocab, h hidden, L layers, a query heads, kv key/value heads, d head dim, f MLP width,
 E routed experts, k experts per token (top-k), f_e expert width.
@@ -13,16 +19,21 @@ Defaults (no flags): the cookbook's defaults (V 51200, h 6144, L 44) on a GPT-Ne
 LayerNorm with bias, biased linear layers, rotary positions (no learned position table), untied
 output head. That is GPT-NeoX-20B's layout (with its V 50432 it gives its exact 20,554,567,680).
 
-Conventions: "non-embedding" excludes the token embedding, any learned position table and an untied
-output head (Kaplan et al. 2020, sec. 2.1). "active" is what one token's forward touches under
-top-k routing: all dense weights, the shared experts, the router and k of the E routed experts per
-MoE layer (embeddings and output head included, as model cards count it).
+Conventions: "non-embedding" excludes the token embedding, any learned position table, per-layer
+embedding tables and an untied output head (Kaplan et al. 2020, sec. 2.1). "active" is what one
+token's forward touches under top-k routing: all dense weights, the shared experts, the router and
+k of the E routed experts per MoE layer (embeddings and output head included, as model cards count
+it); with Z zero-computation experts (LongCat-Flash) k E / (E + Z) real experts, the expectation
+under uniform routing. Multi-token-prediction modules are not counted (transformers does not build
+them in the model; the report says so). LongCat-Flash: transformers allocates gate_up_proj rows for
+the zero experts too; they are never used or loaded, and are stated, not counted.
 
 Examples:
   python calc_transformer_params.py
   python calc_transformer_params.py -l 96 -hs 12288                 # GPT-3 175B shape
   python calc_transformer_params.py -l 12 -hs 768 --moe -e 512       # cookbook MoE example
   python calc_transformer_params.py --hf_model_name_or_path path/to/Mixtral-8x7B/config.json
+  python calc_transformer_params.py --hf_model_name_or_path tests/fixtures/configs/gpt-oss-20b.json
   python calc_transformer_params.py -l 32 -hs 4096 -a 32 --num-kv-heads 8 --ffn-hidden-size 14336 \\
       --swiglu --norm rmsnorm --no-bias -v 128256 --json           # Llama-3-8B from flags
 
@@ -292,8 +303,9 @@ class ConfigReader:
     size is meant); an error is one line naming the field and the file. Past the reader, the code
     can assume clean numbers. `used` records which fields were read."""
 
-    def __init__(self, cfg, where):
+    def __init__(self, cfg, where, warnings_out=None):
         self.cfg, self.where, self.used = cfg, where, set()
+        self.warnings_out = [] if warnings_out is None else warnings_out
 
     def fail(self, key, what, value):
         raise ValueError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
@@ -452,7 +464,7 @@ def spec_from_hf_config(cfg, num_layers=None):
     notes, warnings = [], []
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
     cfg, mm = _read_multimodal(cfg, where, warnings)
-    r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)")
+    r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
     if mt in _NOT_YET:
         raise ValueError(f"{where}: model_type {mt!r} has linear-attention or state-space layers, "
@@ -700,6 +712,8 @@ def _note_mtp(r, s):
     n = r.int("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_layers", lo=0, default=0, hi=1000)
     if n:
         s["mtp_layers_not_built"] = n
+        r.warnings_out.append(f"{n} multi-token-prediction layer(s) (num_nextn_predict_layers) are in the "
+                              "checkpoint but not counted: transformers does not build them in the model")
 
 
 def _mlp_pattern(r, L, default_dense):
