@@ -86,6 +86,8 @@ def test_wrapper_parts_add_up():
         assert sum(r["parts"].values()) == r["total"], name
         assert r["language_model_total"] + sum(r[p] for p in WRAPPER_PARTS) == r["total"], name
         assert r["vision_tower"] > 0, name
+        for part, kids in r["part_children"].items():
+            assert sum(kids.values()) == r["parts"][part], (name, part)
 
 
 def test_notes_buffers_and_mtp_are_well_formed():
