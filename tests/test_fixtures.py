@@ -6,9 +6,11 @@ check that the files are whole and self-consistent, and that a few totals match 
 published by the model authors.
 """
 import json
+import math
 from pathlib import Path
 
 FIX = Path(__file__).resolve().parent / "fixtures"
+WRAPPER_PARTS = ("vision_tower", "multi_modal_projector", "audio_tower", "audio_projector")
 
 
 def _load(name):
@@ -27,12 +29,78 @@ def test_param_breakdown_adds_up():
     for name, r in _load("hf_param_counts.json").items():
         parts = (r["embedding"] + r["position_embedding"] + r["lm_head"] + r["final_norm"]
                  + sum(r["other"].values()) + sum(r["layers"]))
-        assert parts == r["total"], name
+        # For a multimodal wrapper the breakdown covers its language model only.
+        assert parts == r.get("language_model_total", r["total"]), name
         assert len(r["layers"]) == r["num_layers"], name
         for d in r["layer_detail"].values():
-            assert d["attention"] + d["mlp"] + d["norms"] == d["total"], name
+            unassigned = sum(d.get("unassigned", {}).values())
+            assert d["attention"] + d["mlp"] + d["norms"] + unassigned == d["total"], name
             if "routed_experts" in d:
-                assert d["routed_experts"] + d["shared_experts"] + d["router"] == d["mlp"], name
+                assert (d["routed_experts"] + d["shared_experts"] + d["router"] + d.get("moe_other", 0)
+                        + d.get("dense_mlp", 0)) == d["mlp"], name
+
+
+def test_layer_detail_covers_every_layer():
+    for name, r in _load("hf_param_counts.json").items():
+        detail = r["layer_detail"]
+        assert sorted(detail, key=int) == [str(i) for i in range(r["num_layers"])], name
+        for i, n in enumerate(r["layers"]):
+            d = detail[str(i)]
+            assert d["total"] == n, (name, i)
+            assert sum(d["children"].values()) == n, (name, i)
+            kind = r["layer_kinds"][d["kind"]]
+            assert i in kind["layers"], (name, i)
+            # The recorded parameter names and shapes of the layer's kind add up to the layer.
+            assert sum(math.prod(s) for s in kind["shapes"].values()) == n, (name, i)
+
+
+def test_layer_kinds_partition_the_layers():
+    for name, r in _load("hf_param_counts.json").items():
+        seen = sorted(i for k in r["layer_kinds"] for i in k["layers"])
+        assert seen == list(range(r["num_layers"])), name
+        for k in r["layer_kinds"]:
+            assert k["shapes"] and {"attention_class", "mlp_class"} <= set(k), name
+
+
+def test_moe_layers_split_into_whole_experts():
+    for name, r in _load("hf_param_counts.json").items():
+        moe = [d for d in r["layer_detail"].values() if "routed_experts" in d]
+        if moe:
+            k = r["routing"]["num_experts_per_tok"]
+            assert isinstance(k, int) and k > 0, name
+        for d in moe:
+            if "num_experts" not in d:
+                continue
+            # routed = E x one expert, plus expert slices transformers allocates but never runs
+            # (LongCat-Flash: gate_up_proj also has rows for its zero-computation experts).
+            assert (d["num_experts"] * d["one_expert"] + d.get("experts_allocated_unused", 0)
+                    == d["routed_experts"]), name
+            assert d["num_experts"] > 0 and d["one_expert"] > 0, name
+
+
+def test_wrapper_parts_add_up():
+    for name, r in _load("hf_param_counts.json").items():
+        if "language_model_total" not in r:
+            assert "parts" not in r, name
+            continue
+        assert sum(r["parts"].values()) == r["total"], name
+        assert r["language_model_total"] + sum(r[p] for p in WRAPPER_PARTS) == r["total"], name
+        assert r["vision_tower"] > 0, name
+        for part, kids in r["part_children"].items():
+            assert sum(kids.values()) == r["parts"][part], (name, part)
+
+
+def test_notes_buffers_and_mtp_are_well_formed():
+    for name, r in _load("hf_param_counts.json").items():
+        assert isinstance(r["not_built"], list) and all(isinstance(s, str) for s in r["not_built"])
+        assert "num_experts_per_tok" in r["routing"], name
+        for key, b in r["buffers"].items():
+            assert b["count"] >= 1 and b["numel_each"] == math.prod(b["shape"]), (name, key)
+        mtp = r.get("mtp")
+        if mtp:
+            assert any(mtp["config_key"] in note for note in r["not_built"]), name
+            if mtp["built"]:
+                assert sum(mtp["per_layer"]) == mtp["params_excluding_shared_embedding_and_head"], name
 
 
 def test_published_totals():
