@@ -205,10 +205,6 @@ def add_model_args(parser):
     return g
 
 
-def _json_constant(name):
-    raise ValueError(f"non-finite number {name}")
-
-
 def _json_depth_ok(obj, limit):
     """True when `obj` nests at most `limit` containers deep (iterative: no recursion limit)."""
     stack = [(obj, 1)]
@@ -227,7 +223,7 @@ def load_hf_config(name_or_path):
     """Return a Hugging Face config as a dict: from a local folder or config.json with `json`
     alone, else from the hub through transformers.AutoConfig (imported only here, never with
     trust_remote_code). Raises ValueError with a one-line message. A local file must be a JSON
-    object of at most CONFIG_MAX_BYTES, nested at most CONFIG_MAX_DEPTH deep, with no NaN/Infinity."""
+    object of at most CONFIG_MAX_BYTES, nested at most CONFIG_MAX_DEPTH deep."""
     if not str(name_or_path).strip():
         raise ValueError("--hf_model_name_or_path is empty; give a folder, a config.json or a hub id")
     path = os.path.expanduser(name_or_path)
@@ -242,7 +238,8 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise ValueError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh, parse_constant=_json_constant)
+                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
+                # unbounded limits); the typed reader refuses them in any field it reads
         except RecursionError:
             raise ValueError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -410,6 +407,21 @@ class ConfigReader:
 _WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
                       "mistral3": "mistral", "kimi_k25": "deepseek_v3", "qwen3_5": "qwen3_5_text",
                       "qwen3_5_moe": "qwen3_5_moe_text"}
+# Fields transformers' text config classes fill in when a wrapper's text_config omits them (Gemma 3's
+# published configs list only a few): the class defaults of transformers 5.23.
+_TEXT_CLASS_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "sliding_window": 4096},
+    "gemma4_text": {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 30, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "sliding_window": 512},
+    "llama4_text": {"vocab_size": 202048, "hidden_size": 5120, "intermediate_size": 8192,
+                    "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8,
+                    "head_dim": 128},
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128},
+}
 _WRAPPER_TIED = {"gemma3": True, "gemma4": True, "llama4": False, "mistral3": True, "kimi_k25": True}
 _LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding",
                      "chunked_attention": "chunked", "attention": "full"}
@@ -433,10 +445,22 @@ def _read_multimodal(cfg, where, warnings):
     # text's switch describes a checkpoint whose head is its own tensor (from_pretrained keeps it so)
     text_tie = ConfigReader(text, where).bool("tie_word_embeddings", default=None)
     top_tie = top.bool("tie_word_embeddings", default=None)
-    text["tie_word_embeddings"] = (top_tie if top_tie is not None else
-                                   text_tie if text_tie is not None else _WRAPPER_TIED.get(mt, False))
     if text.get("model_type") == "kimi_k2":
         text["model_type"] = "deepseek_v3"  # transformers reads Kimi's text model as DeepSeek-V3
+    filled = [k for k in _TEXT_CLASS_DEFAULTS.get(text["model_type"], {}) if k not in text]
+    for key in filled:
+        text[key] = _TEXT_CLASS_DEFAULTS[text["model_type"]][key]
+    if filled:
+        warnings.append(f"text_config omits {', '.join(filled)}: transformers' {text['model_type']} class "
+                        "defaults used, as transformers does")
+    text_default = text["model_type"] in _TIED_BY_DEFAULT
+    text["tie_word_embeddings"] = (top_tie if top_tie is not None else
+                                   text_tie if text_tie is not None else text_default)
+    if top_tie is None and text_tie is None and _WRAPPER_TIED.get(mt, False) != text_default:
+        warnings.append(f"no tie_word_embeddings in the config: transformers 5 builds {mt!r} with "
+                        f"{'a tied' if _WRAPPER_TIED.get(mt) else 'an untied'} head (its class default), "
+                        f"but the checkpoint's {text['model_type']} head is {'tied' if text_default else 'its own tensor'}, "
+                        "as counted here")
     parts = [k for k in ("vision_config", "audio_config", "projector_config") if isinstance(cfg.get(k), dict)]
     if parts:
         warnings.append(f"multimodal {mt!r}: the language model is counted; the "
@@ -811,6 +835,7 @@ def _read_gemma4(r, s, ll, notes, warnings):
     n_shared = r.int("num_kv_shared_layers", lo=0, default=0, hi=100_000)
     wide = r.bool("use_double_wide_mlp", default=False)
     p = r.int("hidden_size_per_layer_input", lo=0, default=256, hi=2**20)
+    r.used.add("vocab_size_per_layer_input")
     f = ll["ffn_hidden_size"]
     moe_block = r.bool("enable_moe_block", default=False)
     moe = None

@@ -14,7 +14,13 @@ import pytest
 from conftest import ROOT, config_path, exit_code_and_stderr, load_json, run_main
 from calc_transformer_params import main
 
-HF = load_json("hf_param_counts.json")
+# The uniform-stack families these tests were written for; tests/test_layer_families.py checks every
+# fixture (these included) layer by layer.
+ORIGINAL = ("bloom-560m", "deepseek-v2-lite", "deepseek-v3", "falcon-7b", "gemma-2-9b", "gemma-2b",
+            "gemma-7b", "gpt-neox-20b", "gpt2", "llama-2-7b", "llama-3-8b", "llama-3.1-8b", "mistral-7b",
+            "mixtral-8x7b", "olmo-2-1124-7b", "opt-125m", "opt-350m", "phi-3-mini-4k", "pythia-1b",
+            "qwen1.5-moe-a2.7b", "qwen2.5-7b", "qwen3-0.6b", "qwen3-30b-a3b", "qwen3-8b", "starcoder2-7b")
+HF = {k: v for k, v in load_json("hf_param_counts.json").items() if k in ORIGINAL}
 
 
 def ours(name, *extra):
