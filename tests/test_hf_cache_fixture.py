@@ -1,0 +1,189 @@
+"""Checks on tests/fixtures/hf_cache_bytes.json (no torch needed).
+
+The fixture was produced by tests/fixtures/measure_cache.py: transformers 5.23.0's own
+DynamicCache / StaticCache, read after a prefill of N tokens and after N one-token decode steps,
+for small copies of real layer shapes (configs in tests/fixtures/cache/). These tests check that
+the file is whole and self-consistent, and that the per-kind rules written in
+tests/fixtures/README.md ("What transformers' KV cache holds") reproduce every cached tensor shape
+in it from the config fields alone. Tolerance: exact.
+"""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+DATA = json.loads((FIX / "hf_cache_bytes.json").read_text())
+META = DATA["_meta"]
+ENTRIES = {k: v for k, v in DATA.items() if k != "_meta"}
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "int64": 8, "int32": 4}
+MAIN_TENSORS = ("keys", "values", "indexer_keys")
+
+
+def _config(entry):
+    return json.loads((FIX / entry["config_file"]).read_text())
+
+
+def _snapshots(entry):
+    for run in entry["runs"]:
+        yield run, "prefill", run["prefill"]
+        yield run, "decode", run["decode"]
+
+
+def test_meta_and_every_entry_is_whole():
+    assert META["transformers"] and META["torch"]
+    assert META["N_values"] == [12, 40]
+    assert len(ENTRIES) >= 16
+    for name, e in ENTRIES.items():
+        for key in ("model_type", "config_file", "dtype", "dtype_bytes", "batch", "cache", "layer_kinds", "runs"):
+            assert key in e, (name, key)
+        assert (FIX / e["config_file"]).exists(), name
+        cfg = _config(e)
+        assert cfg["model_type"] == e["model_type"], name
+        assert DTYPE_BYTES[e["dtype"]] == e["dtype_bytes"], name
+        assert [r["N"] for r in e["runs"]] == META["N_values"], name
+        L = cfg["num_hidden_layers"]
+        assert len(e["layer_kinds"]) == L, name
+        if cfg.get("layer_types"):
+            assert [k.split(" ")[0] for k in e["layer_kinds"]] == cfg["layer_types"], name
+        for run, phase, snap in _snapshots(e):
+            assert len(snap["layers"]) == L, (name, phase)
+            assert snap["context_tokens"] == (run["N"] if phase == "prefill" else 2 * run["N"]), name
+            kept = run["kept_tokens"]
+            assert kept["context_by_call"] == list(range(run["N"], 2 * run["N"] + 1)), name
+            assert len(kept["layers"]) == L, name
+
+
+def test_bytes_are_shape_times_dtype_and_sums_add_up():
+    for name, e in ENTRIES.items():
+        for run, phase, snap in _snapshots(e):
+            total = total_storage = 0
+            for i, layer in enumerate(snap["layers"]):
+                where = (name, run["N"], phase, i)
+                for t in list(layer["tensors"].values()) + list(layer.get("bookkeeping", {}).values()):
+                    assert t["bytes"] == math.prod(t["shape"]) * DTYPE_BYTES[t["dtype"]], where
+                    assert t["storage_bytes"] >= t["bytes"], where
+                assert layer["bytes"] == sum(t["bytes"] for t in layer["tensors"].values()), where
+                storages = [t["storage_bytes"] for t in layer["tensors"].values()]
+                assert layer["bytes"] <= layer["storage_bytes"] <= sum(storages), where
+                if "bookkeeping" in layer:
+                    assert layer["bookkeeping_bytes"] == sum(t["bytes"] for t in layer["bookkeeping"].values())
+                for t in ("keys", "values", "indexer_keys"):
+                    if t in layer["tensors"]:
+                        assert layer["tensors"][t]["dtype"] == e["dtype"], where
+                total += layer["bytes"]
+                total_storage += layer["storage_bytes"]
+            assert snap["bytes"] == total, (name, phase)
+            assert snap["storage_bytes"] == total_storage, (name, phase)
+            # kept_tokens' first and last calls are the prefill and decode snapshots
+            k = run["kept_tokens"]["layers"]
+            col = 0 if phase == "prefill" else -1
+            for i, layer in enumerate(snap["layers"]):
+                if "keys" in layer["tensors"]:
+                    assert k[i]["keys"][col] == layer["tensors"]["keys"]["shape"][-2]
+                if "indexer_keys" in layer["tensors"]:
+                    assert k[i]["indexer_keys"][col] == layer["tensors"]["indexer_keys"]["shape"][1]
+
+
+def _layer_geometry(cfg, i):
+    """(kv heads, head_dim) of layer i: per_layer_config overrides (Gemma 4), else the globals."""
+    heads = cfg["num_attention_heads"]
+    kv = cfg.get("num_key_value_heads") or heads
+    d = cfg.get("head_dim") or cfg["hidden_size"] // heads
+    over = (cfg.get("per_layer_config") or {}).get(str(i), {})
+    return over.get("num_key_value_heads", kv), over.get("head_dim", d)
+
+
+def _expected(cfg, entry, i, context):
+    """The README's rule for DynamicCache: {tensor: shape} that layer i's cache holds at `context`."""
+    b, kind = entry["batch"], entry["layer_kinds"][i]
+    L = cfg["num_hidden_layers"]
+    if cfg.get("num_kv_shared_layers") and i >= L - cfg["num_kv_shared_layers"]:
+        return {}  # KV-sharing consumer: a DummyLayer, nothing cached
+    if cfg.get("kv_lora_rank"):  # MLA: the compressed latent and the shared rope key, one "head"
+        shapes = {"keys": [b, 1, context, cfg["kv_lora_rank"]], "values": [b, 1, context, cfg["qk_rope_head_dim"]]}
+        if "indexed_attention" in kind and "(indexer: shared)" not in kind:
+            shapes["indexer_keys"] = [b, context, cfg["index_head_dim"]]
+        return shapes
+    kv, d = _layer_geometry(cfg, i)
+    if kind.startswith("sliding_attention") or kind.startswith("chunked_attention"):
+        w = cfg["sliding_window"] if kind.startswith("sliding") else cfg["attention_chunk_size"]
+        t = min(context, w - 1)
+    else:
+        t = context
+    return {"keys": [b, kv, t, d], "values": [b, kv, t, d]}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["cache"].startswith("DynamicCache")))
+def test_dynamic_cache_shapes_follow_the_readme_rules(name):
+    e = ENTRIES[name]
+    cfg = _config(e)
+    for run, phase, snap in _snapshots(e):
+        for i, layer in enumerate(snap["layers"]):
+            want = _expected(cfg, e, i, snap["context_tokens"])
+            got = {k: v["shape"] for k, v in layer["tensors"].items() if k in MAIN_TENSORS}
+            assert got == want, (name, run["N"], phase, i)
+            # every decode step too: the kept-token trace follows the same rule at each context
+            for j, ctx in enumerate(run["kept_tokens"]["context_by_call"]):
+                want_j = _expected(cfg, e, i, ctx)
+                trace = run["kept_tokens"]["layers"][i]
+                if "keys" in want_j:
+                    assert trace["keys"][j] == want_j["keys"][-2], (name, i, ctx)
+                if "indexer_keys" in want_j:
+                    assert trace["indexer_keys"][j] == want_j["indexer_keys"][1], (name, i, ctx)
+
+
+def test_sliding_and_chunked_storage_is_larger_than_the_view():
+    """A sliding/chunked layer's keys are a slice of the torch.cat result: after a prefill of N
+    the storage still holds all N tokens; after a decode step it holds min(context, W) tokens."""
+    seen = 0
+    for name, e in ENTRIES.items():
+        if not e["cache"].startswith("DynamicCache"):
+            continue
+        cfg = _config(e)
+        for run, phase, snap in _snapshots(e):
+            for i, layer in enumerate(snap["layers"]):
+                if layer["cache_layer_class"] != "DynamicSlidingWindowLayer":
+                    continue
+                kind = e["layer_kinds"][i]
+                w = cfg["sliding_window"] if kind.startswith("sliding") else cfg["attention_chunk_size"]
+                k = layer["tensors"]["keys"]
+                per_token = k["bytes"] // k["shape"][-2]
+                tokens = run["N"] if phase == "prefill" else min(snap["context_tokens"], w)
+                assert k["storage_bytes"] == tokens * per_token, (name, phase, i)
+                seen += 1
+    assert seen > 50
+
+
+def test_static_cache_preallocates():
+    """StaticCache: full layers hold max_cache_len tokens, sliding layers min(W, max_cache_len),
+    indexer keys max_cache_len, from the first call on, whatever the context."""
+    for name, e in ENTRIES.items():
+        if not e["cache"].startswith("StaticCache"):
+            continue
+        cfg, m, b = _config(e), META["static_max_cache_len"], e["batch"]
+        for run, phase, snap in _snapshots(e):
+            for i, layer in enumerate(snap["layers"]):
+                got = {k: v["shape"] for k, v in layer["tensors"].items() if k in MAIN_TENSORS}
+                kind = e["layer_kinds"][i]
+                if cfg.get("kv_lora_rank"):
+                    want = {"keys": [b, 1, m, cfg["kv_lora_rank"]], "values": [b, 1, m, cfg["qk_rope_head_dim"]],
+                            "indexer_keys": [b, m, cfg["index_head_dim"]]}
+                else:
+                    kv, d = _layer_geometry(cfg, i)
+                    t = min(m, cfg["sliding_window"]) if kind.startswith("sliding") else m
+                    want = {"keys": [b, kv, t, d], "values": [b, kv, t, d]}
+                assert got == want, (name, phase, i)
+
+
+@pytest.mark.parametrize("variant,base,factor", [
+    ("gemma3-text@batch2", "gemma3-text", 2),
+    ("deepseek-v3.2@batch2", "deepseek-v3.2", 2),
+    ("llama-3-8b@float32", "llama-3-8b", 2),
+])
+def test_bytes_scale_with_batch_and_dtype(variant, base, factor):
+    for rv, rb in zip(ENTRIES[variant]["runs"], ENTRIES[base]["runs"]):
+        for phase in ("prefill", "decode"):
+            assert rv[phase]["bytes"] == factor * rb[phase]["bytes"], (variant, phase)
+            assert rv[phase]["storage_bytes"] == factor * rb[phase]["storage_bytes"], (variant, phase)
