@@ -1,0 +1,57 @@
+"""The shared block's cache rule per layer kind against what transformers' own cache holds.
+
+Ground truth: tests/fixtures/hf_cache_bytes.json (tests/fixtures/measure_cache.py; transformers
+5.23.0, bf16 or fp32, small copies of real layer shapes with window and chunk 16): the bytes each
+layer's DynamicCache entry holds after a prefill of N tokens (N = 12, 40) and after N more decode
+steps, for full, GQA, sliding, chunked, NoPE, MLA (the latent), DSA (latent + indexer keys, GLM-5's
+shared-indexer layers without keys), attention sinks and Gemma 4's KV-sharing layers. Static
+caches (preallocated) are not what the rule describes and are skipped. Tolerance: exact.
+
+Ours: for each attention block of each layer, cache_elements_per_token (MLA as the latent) x
+cached_tokens(context) x batch x bytes per element."""
+import argparse
+import json
+import os
+
+import pytest
+
+from conftest import FIXTURES, load_json
+import calc_transformer_params as P
+
+CACHE = load_json("hf_cache_bytes.json")
+RUNS = sorted(k for k, v in CACHE.items() if not k.startswith("_") and "static" not in k)
+
+
+def _spec(config_file):
+    parser = argparse.ArgumentParser()
+    P.add_model_args(parser)
+    args = parser.parse_args(["--hf_model_name_or_path", os.path.join(FIXTURES, config_file)])
+    return P.resolve_model_spec(args)[0]
+
+
+def _ours(layer, *, context, batch, dtype_bytes):
+    total = 0
+    for attn in layer["attention"]:
+        el = P.cache_elements_per_token(attn, mla_cache="latent")
+        total += (el["kv"] + el["indexer"]) * P.cached_tokens(attn, context=context)
+    return total * batch * dtype_bytes
+
+
+def test_every_kind_is_covered():
+    kinds = {CACHE[k]["model_type"] for k in RUNS}
+    assert {"llama", "mistral", "gemma3_text", "cohere2", "exaone4", "gpt_oss", "llama4_text", "deepseek_v3",
+            "deepseek_v32", "glm_moe_dsa", "gemma4_text", "minimax_m2", "qwen3"} <= kinds
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_cache_bytes_per_layer_equal_transformers(name):
+    r = CACHE[name]
+    spec = _spec(r["config_file"])
+    for run in r["runs"]:
+        for phase in ("prefill", "decode"):
+            ph = run[phase]
+            ctx = ph["context_tokens"] if phase == "prefill" else ph["context_tokens"]
+            assert len(ph["layers"]) == len(spec["layers"]), name
+            for i, (layer, measured) in enumerate(zip(spec["layers"], ph["layers"])):
+                ours = _ours(layer, context=ctx, batch=r["batch"], dtype_bytes=r["dtype_bytes"])
+                assert ours == measured["bytes"], (name, run["N"], phase, i, ours, measured["bytes"])
