@@ -1653,8 +1653,8 @@ def validate_layers(spec, parser):
     for layer, _, first in layer_groups(spec):
         for attn in layer["attention"]:
             if attn["span"] == "chunked" and not attn["chunk"]:
-                parser.error(f"layer {first} is chunked attention but no chunk size is set "
-                             "(attention_chunk_size in the config)")
+                parser.error(f"layer {first} is chunked attention, but no chunk size was read "
+                             "(attention_chunk_size); its query-key pairs are unknown")
             if attn["span"] == "sliding" and not attn["window"]:
                 parser.error(f"layer {first} is sliding-window attention but no window is set "
                              "(--sliding-window W)")
