@@ -1482,7 +1482,7 @@ def convention(attns, *, attention, default, zero_experts):
         if masks:
             att += "; " + ", ".join(masks) + " masks included"
     else:
-        att = "causal: the pairs a kernel that skips masked blocks executes, s(s+1)/2 on a full layer"
+        att = "the pairs a kernel that skips masked blocks executes: s(s+1)/2 on a full layer"
         if "sliding" in spans:
             att += "; sliding layers: at most the window per query"
         if "chunked" in spans:
@@ -1532,7 +1532,7 @@ def format_report(res):
                          f"{100 * val / fwd if fwd else 0:>7.2f}%")
     lines.append("-" * 73)
     kinds = res["layer_kinds"]
-    if len(kinds) > 1:
+    if len(kinds) > 1 or " " in kinds[0]["attention"]:  # several kinds, or one that is not plain
         lines.append(f"{'layer kinds (FLOPs per token of one layer)':<60}{'forward':>12}{'decode':>12}")
         for k in kinds:
             label = f"{k['layers']:>4} x {k['attention']} | {k['mlp']}"
