@@ -3,11 +3,14 @@
 
 Counts every matrix multiply of one forward pass exactly, the way PyTorch's FLOP counter
 (torch.utils.flop_counter.FlopCounterMode) does: 2 FLOPs per multiply-accumulate, matmuls only
-(no softmax, norms, activations, biases or optimizer). Per layer: the attention projections
-(MHA/GQA/MQA, or DeepSeek's MLA low-rank q/kv projections), the attention score (Q K^T) and context
-(P V) products, which grow with s, and the MLP (2 or 3 matrices of width f, --ffn-hidden-size
-honoured) or the MoE block (top-k routed experts + shared experts + their gate + the router).
-Then the output head at every position. The embedding lookup is not a matmul and is excluded.
+(no softmax, norms, activations, biases or optimizer). The model is a list of layers, each with
+its attention and MLP kinds (a config's sliding/full pattern, DeepSeek's dense-then-MoE layers), and
+the totals are sums over that list. Per layer: the attention projections (MHA/GQA/MQA, or DeepSeek's
+MLA low-rank q/kv projections, plus a DeepSeek-V3.2 lightning indexer's), the attention score
+(Q K^T) and context (P V) products, which grow with s, the indexer's scores, and the MLP (2 or 3
+matrices of width f, --ffn-hidden-size honoured) or, on MoE layers only, the MoE block (top-k
+routed experts, in expectation when some are zero-computation experts; shared experts + their gate;
+the router). Then the output head at every position. The embedding lookup is not a matmul.
 
 Training (cookbook semantics): --tokens T at sequence length s, global batch b samples, so
 iterations = T / (b s). Backward = 2 x forward (a gradient for the input and one for the weight
@@ -17,15 +20,18 @@ again (Korthikanti et al. 2022 sec. 5); full = every layer's forward again, the 
   model FLOPs    = forward + backward           (what MFU divides by)
   hardware FLOPs = forward + backward + recompute  (what HFU divides by)
 
-Attention convention (--attention-flops): `full` (the default) counts all s x s query-key pairs:
-what eager/SDPA-math attention executes, and the convention of the cookbook, Megatron-LM papers and
-PaLM's MFU. `causal` counts only the s(s+1)/2 pairs at or below the diagonal, about what
-FlashAttention-style causal kernels execute.
+Attention convention (--attention-flops): `full` (the default) counts all s x s query-key pairs on
+every layer, masked or not: what eager/SDPA-math attention executes (sliding-window, chunk and top-k
+masks included), and the convention of the cookbook, Megatron-LM papers and PaLM's MFU. `causal`
+counts the pairs a kernel that skips masked blocks executes: s(s+1)/2 on a full layer, at most the
+window per query on a sliding layer, the query's own chunk on a chunked layer, the indexer's top-k
+on a DSA layer (whose indexer scores all s(s+1)/2), about what FlashAttention-style kernels run.
 
 Inference: prefill of --prompt-tokens (logits at the last prompt position only, as serving engines
-do), decode FLOPs per token at a context of c cached keys (grows with c), and the total to generate
---output-tokens (the first comes from prefill, the other o-1 from decode steps). --infer (-i, the
-cookbook's flag) makes the --tokens totals forward-only.
+do), decode FLOPs per token at a context of c tokens (each layer reads all c keys, at most its
+window, its own chunk's, or the indexer's top-k), and the total to generate --output-tokens (the
+first comes from prefill, the other o-1 from decode steps). --infer (-i, the cookbook's flag) makes
+the --tokens totals forward-only.
 
 Time: wall time = model FLOPs / (GPUs x peak x MFU) (or hardware FLOPs / (GPUs x peak x HFU) with
 --hfu). Default MFU 0.40: the middle of what large dense bf16 runs report (PaLM 540B 46.2%,
@@ -1730,64 +1736,69 @@ SECONDS_PER_DAY = 86400.0
 
 
 # --- formulas (forward FLOPs; 2 FLOPs per multiply-accumulate, matmuls only) -------------------
+# One function per kind and quantity lives in the model block above (attention_linear_flops_per_token,
+# query_key_pairs, attention_core_flops, decode_keys_read, mlp_flops_per_token); the functions below
+# sum them over one layer's blocks, then over the layer list, once per distinct kind (layer_groups).
 
-def attention_linear_flops_per_token(spec):
-    """Forward FLOPs of one layer's attention projections for one token (biases and q/k norms are
-    not matmuls). MHA/GQA/MQA: q (h x a d), k and v (h x kv d), o (a d x h). MLA (DeepSeek-V2 sec.
-    2.1): q directly or via rank r_q, kv down to r_kv + d_rope, up to a (d_nope + d_v), o (a d_v x h)."""
-    h, a, kv, d = (spec[k] for k in ("hidden_size", "num_attention_heads", "num_kv_heads", "head_dim"))
-    if spec.get("kv_lora_rank"):
-        r_q, r_kv = spec["q_lora_rank"], spec["kv_lora_rank"]
-        d_nope, d_rope, d_v = spec["qk_nope_head_dim"], spec["qk_rope_head_dim"], spec["v_head_dim"]
-        q = h * r_q + r_q * a * d if r_q else h * a * d
-        macs = q + h * (r_kv + d_rope) + r_kv * a * (d_nope + d_v) + a * d_v * h
-    else:
-        macs = h * (a + 2 * kv) * d + a * d * h
-    return 2 * macs
+LINEAR_KEYS = ("attention_projections", "dense_mlp", "routed_experts", "shared_experts", "router")
+CORE_KEYS = ("attention_scores", "attention_context", "indexer_scores")
 
 
-def attention_head_dims(spec):
-    """(d_qk, d_v): per-head width of the score product and of the context product (MLA: nope+rope
-    and v_head_dim; otherwise both d)."""
-    if spec.get("kv_lora_rank"):
-        return spec["qk_nope_head_dim"] + spec["qk_rope_head_dim"], spec["v_head_dim"]
-    return spec["head_dim"], spec["head_dim"]
+def layer_linear_flops_per_token(layer, *, h):
+    """Forward FLOPs per token of one layer's matmuls other than the attention core, by component:
+    its attention projections (a lightning indexer's included) and its MLP blocks (dense, or MoE:
+    top-k routed experts, in expectation with zero-computation experts; shared experts; router)."""
+    out = dict.fromkeys(LINEAR_KEYS, 0)
+    for attn in layer["attention"]:
+        out["attention_projections"] += attention_linear_flops_per_token(attn, h=h)
+    for mlp in layer["mlp"]:
+        for k, v in mlp_flops_per_token(mlp, h=h).items():
+            out[k] += v
+    return out
 
 
-def query_key_pairs(*, seq_len, attention):
-    """Query-key pairs one sequence's attention computes: s^2 when `full` (every score, masked or
-    not: eager attention, the papers' convention), s(s+1)/2 when `causal` (only positions <= the
-    query's own: about what a causal FlashAttention kernel executes)."""
-    return seq_len * seq_len if attention == "full" else seq_len * (seq_len + 1) // 2
+def layer_core_flops(layer, *, seq_len, attention):
+    """Forward FLOPs of one layer's attention core over one sequence of s tokens: scores, context
+    and indexer scores over the query-key pairs of each attention block's span under the
+    convention (`full`: all s x s, masked or not; `causal`: the pairs a masked kernel executes)."""
+    out = dict.fromkeys(CORE_KEYS, 0)
+    for attn in layer["attention"]:
+        pairs = query_key_pairs(attn, seq_len=seq_len, attention=attention)
+        for k, v in attention_core_flops(attn, pairs=pairs).items():
+            out[k] += v
+    return out
 
 
-def attention_core_flops(spec, *, pairs):
-    """Forward FLOPs of one layer's attention core for `pairs` query-key pairs: scores Q K^T
-    (2 a d_qk per pair) and context P V (2 a d_v per pair). GQA/MQA share k/v across query heads
-    but still compute a score per query head, so kv does not appear (Narayanan et al. 2021 sec. 5.1
-    has 2 B s^2 h each for MHA)."""
-    a = spec["num_attention_heads"]
-    d_qk, d_v = attention_head_dims(spec)
-    return {"attention_scores": 2 * a * d_qk * pairs, "attention_context": 2 * a * d_v * pairs}
+def decode_keys_read_sum(attn, *, first_context, last_context):
+    """Sum of decode_keys_read(attn, context=c) over c = first..last, {"core", "indexer"}, in closed
+    form (a 128k-token generation is a handful of integer operations, not 128k calls): sum min(c,
+    cap) is a capped triangle; a chunked layer repeats the triangle of its chunk; the indexer's
+    top-k caps the span's keys, and the indexer itself reads every key."""
+    def prefix(n):  # sum over c = 1..n
+        if n <= 0:
+            return {"core": 0, "indexer": 0}
+        K = attn["index_topk"]
+        if attn["span"] == "chunked":
+            C = attn["chunk"]
+            cap = min(C, K) if K else C
+            q, r = divmod(n, C)
+            core = q * _causal_pairs_capped(C, cap) + _causal_pairs_capped(r, cap)
+        else:
+            cap = attn["window"] if attn["span"] == "sliding" else n
+            core = _causal_pairs_capped(n, min(cap, K) if K else cap)
+        return {"core": core, "indexer": n * (n + 1) // 2 if K else 0}
+    hi, lo = prefix(last_context), prefix(first_context - 1)
+    return {k: hi[k] - lo[k] for k in hi}
 
 
-def mlp_flops_per_token(*, h, f, num_linears):
-    """Forward FLOPs of one dense MLP per token: num_linears matrices of h x f (2 for GELU, 3 for
-    gated GLU variants such as SwiGLU, Shazeer 2020), 2 FLOPs per MAC."""
-    return 2 * num_linears * h * f
-
-
-def moe_flops_per_token(spec):
-    """Forward FLOPs of one MoE block per token: k routed experts of width f_e, the shared experts
-    (one MLP of their total width) plus their sigmoid gate (h -> 1, Qwen-MoE), and the router
-    (h x E) (Shazeer et al. 2017; DeepSeekMoE, Dai et al. 2024). Softmax/top-k are not matmuls."""
-    h, nl = spec["hidden_size"], spec["num_mlp_linears"]
-    f_sh = spec["shared_expert_ffn_hidden_size"]
-    return {"routed_experts": spec["topk"] * mlp_flops_per_token(h=h, f=spec["moe_ffn_hidden_size"],
-                                                                 num_linears=nl),
-            "shared_experts": (mlp_flops_per_token(h=h, f=f_sh, num_linears=nl) if f_sh else 0)
-            + 2 * h * bool(spec["shared_expert_gate"]),
-            "router": 2 * h * spec["num_experts"]}
+def layers_linear_flops_per_token(spec):
+    """Forward FLOPs per token of all L layers' matmuls other than the attention core, by
+    component: each distinct layer kind's count x its per-token FLOPs (MoE only where a layer is)."""
+    h, out = spec["hidden_size"], dict.fromkeys(LINEAR_KEYS, 0)
+    for layer, count, _ in layer_groups(spec):
+        for k, v in layer_linear_flops_per_token(layer, h=h).items():
+            out[k] += count * v
+    return out
 
 
 def output_head_flops_per_token(spec):
@@ -1797,27 +1808,24 @@ def output_head_flops_per_token(spec):
     return {"output_head": 2 * p * V, "embedding_projection": 4 * p * h if p != h else 0}
 
 
-def layers_linear_flops_per_token(spec):
-    """Forward FLOPs per token of all L layers' matmuls other than the attention core, by component."""
-    L, h = spec["num_layers"], spec["hidden_size"]
-    n_moe = len(spec["moe_layers"])
-    moe = moe_flops_per_token(spec) if n_moe else {"routed_experts": 0, "shared_experts": 0, "router": 0}
-    return {"attention_projections": L * attention_linear_flops_per_token(spec),
-            "dense_mlp": (L - n_moe) * mlp_flops_per_token(h=h, f=spec["ffn_hidden_size"],
-                                                          num_linears=spec["num_mlp_linears"]),
-            "routed_experts": n_moe * moe["routed_experts"],
-            "shared_experts": n_moe * moe["shared_experts"],
-            "router": n_moe * moe["router"]}
+def token_matmul_flops(spec):
+    """Forward FLOPs of one token's matmuls that do not grow with context: every layer's
+    projections and MLP, and the output head (plus any embedding projections) once."""
+    return sum(layers_linear_flops_per_token(spec).values()) + sum(output_head_flops_per_token(spec).values())
 
 
 def sequence_forward_flops(spec, *, seq_len, attention, head_positions=None):
     """Forward FLOPs of one sequence of s tokens, by component: every matmul of the L layers, the
-    attention core over the convention's query-key pairs, and the output head at `head_positions`
-    positions (default: all s, as in training and in FlopCounterMode's count of an HF forward)."""
-    s, L = seq_len, spec["num_layers"]
-    out = {k: s * v for k, v in layers_linear_flops_per_token(spec).items()}
-    core = attention_core_flops(spec, pairs=query_key_pairs(seq_len=s, attention=attention))
-    out.update({k: L * v for k, v in core.items()})
+    attention core over each layer's query-key pairs under the convention (indexer scores on their
+    own line), and the output head at `head_positions` positions (default: all s, as in training
+    and in FlopCounterMode's count of an HF forward)."""
+    s, h = seq_len, spec["hidden_size"]
+    out = dict.fromkeys(LINEAR_KEYS + CORE_KEYS, 0)
+    for layer, count, _ in layer_groups(spec):
+        for k, v in layer_linear_flops_per_token(layer, h=h).items():
+            out[k] += count * s * v
+        for k, v in layer_core_flops(layer, seq_len=s, attention=attention).items():
+            out[k] += count * v
     n_head = s if head_positions is None else head_positions
     out.update({k: n_head * v if k == "output_head" else s * v
                 for k, v in output_head_flops_per_token(spec).items()})
@@ -1825,38 +1833,66 @@ def sequence_forward_flops(spec, *, seq_len, attention, head_positions=None):
 
 
 def recompute_flops(fwd, *, recompute):
-    """Forward FLOPs done again in the backward pass: none; selective = the attention core (scores
-    and context; Korthikanti et al. 2022 sec. 5, the 4 B s^2 h per layer of their sec. 6.3 text);
+    """Forward FLOPs done again in the backward pass: none; selective = the attention core (scores,
+    context and any indexer scores: the s-squared part whose activations selective recompute
+    avoids storing; Korthikanti et al. 2022 sec. 5, the 4 B s^2 h per layer of their sec. 6.3 text);
     full = every layer's forward, not the output head (Narayanan et al. 2021 eq. 3: head x3, layers x4)."""
     if recompute == "none":
         return 0
-    core = fwd["attention_scores"] + fwd["attention_context"]
     if recompute == "selective":
-        return core
+        return sum(fwd.get(k, 0) for k in CORE_KEYS)
     return sum(v for k, v in fwd.items() if k not in ("output_head", "embedding_projection"))
 
 
 def decode_flops_per_token(spec, *, context):
-    """Forward FLOPs to decode one token that attends to `context` cached keys (its own included):
-    all per-token matmuls, the output head once, and an attention core of `context` pairs per layer
-    (1 query x c keys; causal/full make no difference here). MLA counted as in training (keys
-    expanded from the latent, as HF does), not with the absorbed-weights trick."""
-    per_tok = sum(layers_linear_flops_per_token(spec).values())
-    core = attention_core_flops(spec, pairs=context)
-    return per_tok + spec["num_layers"] * sum(core.values()) + sum(output_head_flops_per_token(spec).values())
+    """Forward FLOPs to decode one token at `context` tokens (its own included): all per-token
+    matmuls, the output head once, and per layer an attention core over the keys its query reads
+    (decode_keys_read: all c, at most the window, its own chunk's, the indexer's top-k; causal and
+    full make no difference for one query). MLA counted as in training (keys expanded from the
+    latent, as HF does), not with the absorbed-weights trick."""
+    total = token_matmul_flops(spec)
+    for layer, count, _ in layer_groups(spec):
+        for attn in layer["attention"]:
+            keys = decode_keys_read(attn, context=context)
+            total += count * sum(attention_core_flops(attn, pairs=keys).values())
+    return total
 
 
 def generate_flops(spec, *, prompt_tokens, output_tokens, attention):
     """Prefill of P tokens (logits at the last position only) plus o-1 decode steps (the first output
-    token comes from prefill); decode step j attends to P + j keys, so the attention term sums to
-    (o-1) P + (o-1) o / 2 pairs per layer. Returns (prefill, decode_total)."""
+    token comes from prefill); decode step j runs at context P + j, so each attention block's core
+    covers the sum of its decode_keys_read over contexts P+1 .. P+o-1 (closed form per kind), exactly
+    what a loop of decode_flops_per_token gives. Returns (prefill, decode_total)."""
     P, o = prompt_tokens, output_tokens
     prefill = sum(sequence_forward_flops(spec, seq_len=P, attention=attention, head_positions=1).values())
     steps = max(o - 1, 0)
-    per_tok = sum(layers_linear_flops_per_token(spec).values()) + sum(output_head_flops_per_token(spec).values())
-    pairs = steps * P + steps * (steps + 1) // 2
-    decode = steps * per_tok + spec["num_layers"] * sum(attention_core_flops(spec, pairs=pairs).values())
+    decode = steps * token_matmul_flops(spec)
+    if steps:
+        for layer, count, _ in layer_groups(spec):
+            for attn in layer["attention"]:
+                keys = decode_keys_read_sum(attn, first_context=P + 1, last_context=P + steps)
+                decode += count * sum(attention_core_flops(attn, pairs=keys).values())
     return prefill, decode
+
+
+def layer_kind_flops(spec, *, seq_len, attention, decode_context):
+    """One row per distinct layer kind: how many layers, its attention and MLP labels, and the
+    forward FLOPs per token of ONE such layer: in a sequence of s tokens under the convention
+    (core pairs / s), and in a decode step at `decode_context`."""
+    h, s, rows = spec["hidden_size"], seq_len, []
+    for layer, count, first in layer_groups(spec):
+        per_tok = dict(layer_linear_flops_per_token(layer, h=h))
+        per_tok.update({k: v / s for k, v in layer_core_flops(layer, seq_len=s, attention=attention).items()})
+        dec = sum(layer_linear_flops_per_token(layer, h=h).values()) + sum(
+            sum(attention_core_flops(a, pairs=decode_keys_read(a, context=decode_context)).values())
+            for a in layer["attention"])
+        rows.append({"layers": count, "first_layer": first,
+                     "attention": " + ".join(attention_kind(a) for a in layer["attention"]),
+                     "mlp": " + ".join(mlp_kind(m) for m in layer["mlp"]),
+                     "forward_flops_per_token": sum(per_tok.values()),
+                     "forward_breakdown_flops_per_token": per_tok,
+                     "decode_flops_per_token": dec})
+    return rows
 
 
 def train_time_s(*, flops, num_gpus, peak_flops_per_s, utilization):
@@ -1892,10 +1928,53 @@ def human_time(sec):
     return f"{sec:.1f} s"
 
 
+_RECOMPUTE_SOURCE = {"default": "the cookbook default; -ca turns it off", "-ca": "set by -ca",
+                     "--recompute": "set by --recompute"}
+
+
+def convention(attns, *, attention, default, zero_experts):
+    """The convention line: what is counted, and how each attention kind present is scored."""
+    spans = {a["span"] for a in attns}
+    dsa = any(a["index_topk"] for a in attns)
+    if attention == "full":
+        att = "s x s query-key pairs per layer, masked or not, as eager attention computes them"
+        masks = ([n for n in ("sliding", "chunked") if n in spans]) + (["top-k"] if dsa else [])
+        if masks:
+            att += "; " + ", ".join(masks) + " masks included"
+    else:
+        att = "the pairs a kernel that skips masked blocks executes: s(s+1)/2 on a full layer"
+        if "sliding" in spans:
+            att += "; sliding layers: at most the window per query"
+        if "chunked" in spans:
+            att += "; chunked layers: the keys of the query's own chunk"
+        if dsa:
+            att += "; DSA layers: the indexer's top-k (the indexer itself scores all s(s+1)/2)"
+    text = (f"matmul FLOPs only, 2 per multiply-accumulate (as torch FlopCounterMode); attention "
+            f"{attention} ({att}{', the default' if default else ''}); ")
+    if dsa:
+        text += ("lightning-indexer scores on their own line, its projections in the attention "
+                 "projections; ")
+    if zero_experts:
+        text += ("routed experts in expectation: k E / (E + Z) real experts per token with Z "
+                 "zero-computation experts (uniform routing); ")
+    return text + ("decode reads each layer's keys (all, at most the window, its chunk's, or top-k); "
+                   "output head at every position, embedding lookup excluded; backward = 2 x "
+                   "forward; model FLOPs = fwd + bwd (MFU), hardware FLOPs add recompute (HFU).")
+
+
 def format_report(res):
     """Aligned human-readable report of the dict main returns."""
     spec, lines = res["model"], []
     T, fwd = res["tokens"], res["forward_flops"]
+    b, s = res["batch_size"], res["sequence_length"]
+    if res["infer"]:
+        mode = "forward only (--infer): no backward, no recompute"
+    else:
+        mode = f"training, recompute {res['recompute']} ({_RECOMPUTE_SOURCE[res['recompute_source']]})"
+    lines.append(f"Mode: {mode}; -b {b} is the global batch, in sequences per iteration "
+                 f"({b:,} x s {s:,} = {b * s:,} tokens)")
+    for w in res["warnings"]:
+        lines.append(f"WARNING: {w}")
     lines.append(f"Model: L={spec['num_layers']} h={spec['hidden_size']} a={spec['num_attention_heads']} "
                  f"kv={spec['num_kv_heads']} f={spec['ffn_hidden_size']} V={spec['vocab_size']}"
                  + (f" MoE E={spec['num_experts']} k={spec['topk']} on {len(spec['moe_layers'])} layers"
@@ -1912,6 +1991,16 @@ def format_report(res):
             lines.append(f"  {name.replace('_', ' '):<34}{val:>14.4e}{human_flops(val):>15}"
                          f"{100 * val / fwd if fwd else 0:>7.2f}%")
     lines.append("-" * 73)
+    kinds = res["layer_kinds"]
+    if len(kinds) > 1 or " " in kinds[0]["attention"]:  # several kinds, or one that is not plain
+        lines.append(f"{'layer kinds (FLOPs per token of one layer)':<60}{'forward':>12}{'decode':>12}")
+        for k in kinds:
+            label = f"{k['layers']:>4} x {k['attention']} | {k['mlp']}"
+            lines.append(f"  {label:<58}{k['forward_flops_per_token']:>12.4e}"
+                         f"{k['decode_flops_per_token']:>12.4e}")
+        lines.append(f"  (forward: in a sequence of s = {s:,} under attention {res['attention_flops']}; "
+                     f"decode: at context {res['inference']['decode_context']:,})")
+        lines.append("-" * 73)
     for label, key in (("Forward", "forward_flops"), ("Backward (2 x forward)", "backward_flops"),
                        (f"Recompute ({res['recompute']})", "recompute_flops"),
                        ("Model FLOPs (fwd + bwd; MFU)", "model_flops"),
@@ -1970,7 +2059,8 @@ def build_parser():
     g.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
                    help="activation recomputation (default full, the cookbook's; none with -ca)")
     g.add_argument("--attention-flops", choices=("full", "causal"), default=None,
-                   help="count all s x s query-key pairs (full, default) or the causal s(s+1)/2")
+                   help="all s x s query-key pairs per layer, masked or not (full, default), or "
+                   "those a masked kernel runs (causal: s(s+1)/2, capped by window/chunk/top-k)")
     g.add_argument("--infer", "-i", action="store_true",
                    help="forward-only FLOPs for the --tokens (cookbook), and show the inference section")
     g = parser.add_argument_group("inference")
@@ -2018,6 +2108,18 @@ def validate(args, parser):
         parser.error(f"--cost-per-gpu-hour must not be negative, got {args.cost_per_gpu_hour}")
 
 
+def validate_layers(spec, parser):
+    """Layer kinds the FLOPs formulas need numbers for: a chunked layer needs its chunk size."""
+    for layer, _, first in layer_groups(spec):
+        for attn in layer["attention"]:
+            if attn["span"] == "chunked" and not attn["chunk"]:
+                parser.error(f"layer {first} is chunked attention, but no chunk size was read "
+                             "(attention_chunk_size); its query-key pairs are unknown")
+            if attn["span"] == "sliding" and not attn["window"]:
+                parser.error(f"layer {first} is sliding-window attention but no window is set "
+                             "(--sliding-window W)")
+
+
 def peak_from_hardware(args, parser):
     """Dense peak FLOP/s of --gpu at --dtype from hardware.py (imported only here)."""
     try:
@@ -2039,17 +2141,35 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     validate(args, parser)
+    # The cookbook's -ei 2 default describes a model built from flags; a config states its own MoE
+    # layout (every layer, unless it says otherwise), so with a config the default interval is 1.
+    defaults = FLOPS_MODEL_DEFAULTS
+    if args.hf_model_name_or_path is not None:
+        defaults = dict(FLOPS_MODEL_DEFAULTS, expert_interval=1)
     try:
-        spec, notes = resolve_model_spec(args, defaults=FLOPS_MODEL_DEFAULTS)
+        spec, notes = resolve_model_spec(args, defaults=defaults)
     except ValueError as exc:
         parser.error(str(exc))
+    validate_layers(spec, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    warnings = list(spec["warnings"])
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     s, b, T = args.sequence_length, args.batch_size, int(args.tokens)
     attention = args.attention_flops or "full"
-    recompute = args.recompute or ("full" if args.checkpoint_activations else "none")
     if args.infer:
-        recompute = "none"
+        recompute, recompute_source = "none", "--infer"
+    elif args.recompute is not None:
+        recompute, recompute_source = args.recompute, "--recompute"
+    elif not args.checkpoint_activations:
+        recompute, recompute_source = "none", "-ca"
+    else:
+        recompute, recompute_source = "full", "default"
+    groups = layer_groups(spec)
+    has_moe = any(m["kind"] == "moe" for layer, _, _ in groups for m in layer["mlp"])
+    has_zero = any(m["kind"] == "moe" and m["zero_experts"] for layer, _, _ in groups for m in layer["mlp"])
+    attns = [a for layer, _, _ in groups for a in layer["attention"]]
 
     # One sequence of s tokens, then scaled to T tokens (T / s sequences; exact when s divides T).
     seq = sequence_forward_flops(spec, seq_len=s, attention=attention)
@@ -2064,8 +2184,7 @@ def main(argv=None):
     pb = param_breakdown(spec)
     c = 2 if args.infer else 6
     n_rule = pb["total_params"]
-    core_full_per_token = spec["num_layers"] * sum(
-        attention_core_flops(spec, pairs=query_key_pairs(seq_len=s, attention=attention)).values()) / s
+    core_full_per_token = sum(seq[k] for k in CORE_KEYS) / s
     six_nd = c * n_rule * T
     six_nd_attn = six_nd + (c // 2) * core_full_per_token * T
 
@@ -2100,8 +2219,10 @@ def main(argv=None):
                 "cost_per_gpu_hour": args.cost_per_gpu_hour,
                 "cost": gpu_h * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None}
 
-    res = {"model": spec, "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
-           "infer": args.infer, "recompute": recompute, "attention_flops": attention,
+    res = {"model": spec_summary(spec), "warnings": warnings,
+           "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
+           "infer": args.infer, "recompute": recompute, "recompute_source": recompute_source,
+           "attention_flops": attention,
            "attention_flops_default": args.attention_flops is None,
            "forward_breakdown_flops": fwd_parts,
            "forward_flops": fwd, "backward_flops": bwd, "recompute_flops": rec,
@@ -2109,20 +2230,18 @@ def main(argv=None):
            "model_flops_per_iteration": model / iterations,
            "hardware_flops_per_iteration": hardware_total / iterations,
            "forward_flops_per_sequence": sum(seq.values()),
+           "layer_kinds": layer_kind_flops(spec, seq_len=s, attention=attention, decode_context=ctx),
            "total_params": pb["total_params"], "active_params": pb["active_params"],
            "params_for_rule": n_rule,
-           "params_for_rule_kind": "total, as 6ND is usually quoted" if not spec["moe"] else
+           "params_for_rule_kind": "total, as 6ND is usually quoted" if not has_moe else
                                    "total incl. all experts, as 6ND is usually quoted",
            "six_n_d_flops": six_nd, "six_n_d_plus_attention_flops": six_nd_attn,
-           "six_n_active_d_flops": c * pb["active_params"] * T if spec["moe"] else None,
+           "six_n_active_d_flops": c * pb["active_params"] * T if has_moe else None,
            "show_inference": bool(args.infer or args.prompt_tokens or args.output_tokens
                                   or args.decode_context),
            "inference": inference, "time": time,
-           "convention": (f"matmul FLOPs only, 2 per multiply-accumulate (as torch FlopCounterMode); "
-                          f"attention {attention} ({'s x s pairs' if attention == 'full' else 's(s+1)/2 causal pairs'}"
-                          f"{', the default' if args.attention_flops is None else ''}); output head at "
-                          "every position, embedding lookup excluded; backward = 2 x forward; model "
-                          "FLOPs = fwd + bwd (MFU), hardware FLOPs add recompute (HFU).")}
+           "convention": convention(attns, attention=attention, default=args.attention_flops is None,
+                                    zero_experts=has_zero)}
     if args.json:
         print(json.dumps(res, indent=2))
     else:

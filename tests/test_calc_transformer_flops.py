@@ -405,3 +405,288 @@ def test_moe_config_layout_ignores_the_cookbook_expert_interval(name):
         expected = json.load(fh)[name]["total"]
     res, _ = run(["--hf_model_name_or_path", config_path(name)])
     assert res["total_params"] == expected
+
+
+# --- layer kinds: sliding, chunked, DSA top-k, MoE per layer, zero experts ------------------------
+# These check the per-kind counts against brute-force enumerations written here (which (q, k)
+# pairs a mask keeps, which keys a decode query reads, which experts a router can pick), not
+# against the formulas they test. Layer kinds no config reader builds yet (chunked, DSA, zero
+# experts) are made by editing a resolved spec's layer dicts, the way a reader would build them.
+
+GEMMA2 = config_path("gemma-2-9b")  # layer 0 sliding (window 4096), layer 1 full; HF config
+
+
+def _brute_pairs(s, keep):
+    """Query-key pairs (q, k), 0 <= k <= q < s, that a mask keeps, counted one by one."""
+    return sum(1 for q in range(s) for k in range(q + 1) if keep(q, k))
+
+
+def _spec(argv):
+    args = flops_mod.build_parser().parse_args(argv)
+    spec, _ = flops_mod.resolve_model_spec(args, defaults=flops_mod.FLOPS_MODEL_DEFAULTS)
+    return spec
+
+
+def _relayer(spec, *, attn=None, moe=None):
+    """A copy of `spec` whose attention dicts get `attn` and MoE dicts get `moe` (layers of one kind
+    still share one dict, as the block builds them)."""
+    memo = {}
+
+    def new(layer):
+        if id(layer) not in memo:
+            memo[id(layer)] = dict(
+                layer, attention=tuple(dict(a, **(attn or {})) for a in layer["attention"]),
+                mlp=tuple(dict(m, **(moe or {})) if m["kind"] == "moe" else m for m in layer["mlp"]))
+        return memo[id(layer)]
+    return dict(spec, layers=[new(x) for x in spec["layers"]])
+
+
+def _run_relayered(monkeypatch, argv, **change):
+    real = flops_mod.resolve_model_spec
+
+    def resolve(args, defaults=None):
+        spec, notes = real(args, defaults)
+        return _relayer(spec, **change), notes
+    monkeypatch.setattr(flops_mod, "resolve_model_spec", resolve)
+    return run(argv)
+
+
+def _kind(res, label):
+    return next(k for k in res["layer_kinds"] if k["attention"] == label)
+
+
+def test_sliding_layer_under_full_convention_equals_the_model_with_sliding_off():
+    # Eager attention computes every score of the s x s matrix and masks afterwards, so under
+    # --attention-flops full a sliding layer costs what a full layer does (the FlopCounterMode
+    # fixtures measure exactly this for eager attention). Setup: 2-layer Gemma-2-9B (sliding +
+    # full), window 16 < s = 70, no recompute; --sliding-window 0 turns sliding off.
+    base = ["--hf_model_name_or_path", GEMMA2, "-l", "2", "-s", "70", "--tokens", "70", "-ca",
+            "--attention-flops", "full", "--json"]
+    sliding, _ = run(base + ["--sliding-window", "16"])
+    off, _ = run(base + ["--sliding-window", "0"])
+    assert [k["attention"] for k in sliding["layer_kinds"]] == ["gqa sliding(16)", "gqa"]
+    assert [(k["layers"], k["attention"]) for k in off["layer_kinds"]] == [(2, "gqa")]
+    assert sliding["forward_breakdown_flops"] == off["forward_breakdown_flops"]
+    assert "sliding masks included" in sliding["convention"]
+
+
+def test_sliding_layer_causal_pairs_equal_a_brute_force_count():
+    # Causal convention: the sliding layer scores the pairs with 0 <= q - k < W, the full layer
+    # those with 0 <= q - k; the ratio of their score FLOPs is the ratio of the two counts.
+    s, W = 70, 16
+    res, _ = run(["--hf_model_name_or_path", GEMMA2, "-l", "2", "-s", str(s), "--tokens", str(s),
+                  "-ca", "--attention-flops", "causal", "--sliding-window", str(W), "--json"])
+    sw, full = _kind(res, f"gqa sliding({W})"), _kind(res, "gqa")
+    brute_sw = _brute_pairs(s, lambda q, k: q - k < W)
+    brute_full = _brute_pairs(s, lambda q, k: True)
+    for key in ("attention_scores", "attention_context"):
+        ratio = sw["forward_breakdown_flops_per_token"][key] / full["forward_breakdown_flops_per_token"][key]
+        assert ratio == pytest.approx(brute_sw / brute_full, rel=1e-12)
+    # and the layers' projections and MLPs are the same
+    assert (sw["forward_breakdown_flops_per_token"]["dense_mlp"]
+            == full["forward_breakdown_flops_per_token"]["dense_mlp"])
+    assert "at most the window" in res["convention"]
+
+
+@pytest.mark.parametrize("s,C", [(70, 16), (64, 16), (5, 16)])
+def test_chunked_layer_pairs_equal_a_brute_force_count(monkeypatch, s, C):
+    # Chunked attention (Llama 4's chunked layers): a query sees the keys of its own chunk,
+    # q // C == k // C, k <= q. Causal counts those; full counts all s x s (eager masks them).
+    argv = ["-l", "2", "-hs", "256", "-a", "4", "-v", "1000", "-s", str(s), "--tokens", str(s), "-ca",
+            "--json"]
+    full_causal, _ = run(argv + ["--attention-flops", "causal"])
+    full_full, _ = run(argv + ["--attention-flops", "full"])
+    chunk_causal, out = _run_relayered(monkeypatch, argv + ["--attention-flops", "causal"],
+                                       attn={"span": "chunked", "chunk": C})
+    chunk_full, _ = _run_relayered(monkeypatch, argv + ["--attention-flops", "full"],
+                                   attn={"span": "chunked", "chunk": C})
+    brute = _brute_pairs(s, lambda q, k: q // C == k // C)
+    f, c = full_causal["forward_breakdown_flops"], chunk_causal["forward_breakdown_flops"]
+    assert c["attention_scores"] * _brute_pairs(s, lambda q, k: True) == f["attention_scores"] * brute
+    assert chunk_full["forward_breakdown_flops"] == full_full["forward_breakdown_flops"]
+    assert chunk_causal["layer_kinds"][0]["attention"] == f"mha chunked({C})"
+    assert "own chunk" in chunk_causal["convention"]
+
+
+def _decode(spec, c):
+    return flops_mod.decode_flops_per_token(spec, context=c)
+
+
+@pytest.mark.parametrize("attn,visible", [
+    ({"span": "sliding", "window": 16}, lambda q, k: q - k < 16),
+    ({"span": "chunked", "chunk": 16}, lambda q, k: q // 16 == k // 16),
+    ({}, lambda q, k: True),
+])
+def test_decode_keys_equal_a_brute_force_count(attn, visible):
+    # A decode step at context c is the query at position c-1 over keys 0..c-1 that its mask keeps.
+    # decode(c) - decode(1) = (keys(c) - 1) x the FLOPs of one key, which the full layer's
+    # decode(2) - decode(1) measures; so keys(c) comes out of the script's totals alone.
+    full = _spec(["-l", "3", "-hs", "256", "-a", "4", "--num-kv-heads", "2", "--swiglu", "-v", "1000"])
+    spec = _relayer(full, attn=attn)
+    per_key = _decode(full, 2) - _decode(full, 1)
+    for c in range(1, 70):
+        keys = sum(1 for k in range(c) if visible(c - 1, k))
+        assert _decode(spec, c) - _decode(spec, 1) == (keys - 1) * per_key, c
+
+
+DSA = {"index_heads": 64, "index_head_dim": 128, "index_topk": 8}  # DeepSeek-V3.2's indexer, k small
+
+
+def test_dsa_top_k_pairs_and_indexer_scores_equal_brute_force_counts(monkeypatch):
+    # DeepSeek-V3.2 sparse attention on a 1-layer DeepSeek-V3 (MLA): the indexer scores every
+    # causal pair; the core attends to the top-k of them, min(q + 1, k) keys per query, under
+    # causal; eager attention (full) scores all s x s in both.
+    s, K = 40, DSA["index_topk"]
+    argv = ["--hf_model_name_or_path", config_path("deepseek-v3"), "-l", "1", "-s", str(s),
+            "--tokens", str(s), "-ca", "--json"]
+    p_plain = flops_mod.param_breakdown(_spec(argv[:4]))["attention_params"]
+    p_dsa = flops_mod.param_breakdown(_relayer(_spec(argv[:4]), attn=DSA))["attention_params"]
+    plain_c, _ = run(argv + ["--attention-flops", "causal"])
+    plain_f, _ = run(argv + ["--attention-flops", "full"])
+    dsa_c, out = _run_relayered(monkeypatch, argv + ["--attention-flops", "causal"], attn=DSA)
+    dsa_f, _ = _run_relayered(monkeypatch, argv + ["--attention-flops", "full"], attn=DSA)
+    pc, dc, pf, df = (r["forward_breakdown_flops"] for r in (plain_c, dsa_c, plain_f, dsa_f))
+    causal = _brute_pairs(s, lambda q, k: True)
+    topk = sum(min(sum(1 for k in range(q + 1)), K) for q in range(s))
+    assert dc["attention_scores"] * causal == pc["attention_scores"] * topk
+    assert dc["attention_context"] * causal == pc["attention_context"] * topk
+    assert df["attention_scores"] == pf["attention_scores"]  # eager: every score, masked or not
+    assert pc["indexer_scores"] == pf["indexer_scores"] == 0
+    assert dc["indexer_scores"] * s * s == df["indexer_scores"] * causal
+    # The indexer projections are part of attention_projections: 2 FLOPs per weight of its
+    # matmuls, i.e. its parameters less its key LayerNorm (2 d_I), from the parameter count.
+    extra = dc["attention_projections"] - pc["attention_projections"]
+    assert extra == s * 2 * (p_dsa - p_plain - 2 * DSA["index_head_dim"])
+    assert dsa_c["layer_kinds"][0]["attention"] == "mla dsa(top8)"
+    assert "indexer scores" in out and "top-k" in dsa_c["convention"]
+
+
+def test_dsa_decode_reads_top_k_keys_and_the_indexer_reads_all():
+    # Decode: each extra context token adds one key to the indexer, and one to the core until the
+    # core reads its top-k; the difference of those two increments is one core key of the plain
+    # model.
+    plain = _spec(["--hf_model_name_or_path", config_path("deepseek-v3"), "-l", "2"])
+    dsa = _relayer(plain, attn=DSA)
+    K = DSA["index_topk"]
+    step = [_decode(dsa, c + 1) - _decode(dsa, c) for c in range(1, 3 * K)]
+    core_key = _decode(plain, 2) - _decode(plain, 1)
+    assert set(step[:K - 1]) == {step[0]} and set(step[K - 1:]) == {step[K - 1]}
+    assert step[0] - step[K - 1] == core_key
+
+
+def test_moe_flops_only_on_moe_layers():
+    # DeepSeek-V3's config: first_k_dense_replace 3 (layers 0-2 dense MLPs of intermediate_size),
+    # then MoE layers: top-8 of 256 routed experts and 1 shared expert of moe_intermediate_size, a
+    # router over 256. 3-matrix SwiGLU MLPs, 2 FLOPs per MAC (the FlopCounterMode convention the
+    # DeepSeek-V2-Lite fixture checks). Setup: the first 5 layers, s = 128.
+    with open(config_path("deepseek-v3"), encoding="utf-8") as fh:
+        cfg = json.load(fh)
+    h, s = cfg["hidden_size"], 128
+    res, _ = run(["--hf_model_name_or_path", config_path("deepseek-v3"), "-l", "5", "-s", str(s),
+                  "--tokens", str(s), "-ca", "--json"])
+    p, f_e = res["forward_breakdown_flops"], cfg["moe_intermediate_size"]
+    assert cfg["first_k_dense_replace"] == 3
+    assert p["dense_mlp"] == 3 * s * 2 * 3 * h * cfg["intermediate_size"]
+    assert p["routed_experts"] == 2 * s * cfg["num_experts_per_tok"] * 2 * 3 * h * f_e
+    assert p["shared_experts"] == 2 * s * cfg["n_shared_experts"] * 2 * 3 * h * f_e
+    assert p["router"] == 2 * s * 2 * h * cfg["n_routed_experts"]
+    assert [(k["layers"], k["first_layer"], k["mlp"].split()[0]) for k in res["layer_kinds"]] == [
+        (3, 0, "dense"), (2, 3, "moe")]
+    dense_only, _ = run(["--hf_model_name_or_path", config_path("deepseek-v3"), "-l", "3", "-s", str(s),
+                         "--tokens", str(s), "-ca", "--json"])
+    q = dense_only["forward_breakdown_flops"]
+    assert q["routed_experts"] == q["shared_experts"] == q["router"] == 0
+    assert dense_only["six_n_active_d_flops"] is None
+
+
+def test_zero_computation_experts_cost_the_expected_real_experts(monkeypatch):
+    # LongCat-Flash style: the router picks k of E real + Z zero-computation (identity) experts.
+    # Under uniform routing the expected number of real experts a token runs is the average over
+    # every k-subset of the E + Z, enumerated here; routed FLOPs scale by it over k.
+    import itertools
+    E, Z, k = 4, 2, 2
+    subsets = list(itertools.combinations(range(E + Z), k))
+    real = sum(sum(1 for e in sub if e < E) for sub in subsets) / len(subsets)
+    argv = ["-l", "2", "-hs", "256", "-a", "4", "--swiglu", "--moe", "-e", str(E), "-t", str(k),
+            "-ei", "1", "-s", "64", "--tokens", "64", "-ca", "--json"]
+    plain, _ = run(argv)
+    zero, _ = _run_relayered(monkeypatch, argv, moe={"zero_experts": Z})
+    zp, pp = zero["forward_breakdown_flops"], plain["forward_breakdown_flops"]
+    assert zp["routed_experts"] / pp["routed_experts"] == pytest.approx(real / k, rel=1e-12)
+    assert zp["router"] * E == pp["router"] * (E + Z)  # the router scores all E + Z
+    assert "zero-computation" in zero["convention"] and "zero-computation" not in plain["convention"]
+    assert zero["layer_kinds"][0]["mlp"] == "moe 2/4+2zero"
+
+
+KINDS = [{}, {"span": "sliding", "window": 16}, {"span": "chunked", "chunk": 16},
+         {"span": "sliding", "window": 5, **DSA}, {"span": "chunked", "chunk": 16, **DSA}, DSA]
+
+
+@pytest.mark.parametrize("attn", KINDS,
+                         ids=lambda a: a.get("span", "full") + ("+dsa" if a.get("index_topk") else ""))
+def test_generate_equals_a_loop_of_decode_steps(attn):
+    # generate's decode part is o-1 decode steps at contexts P+1 .. P+o-1; the script sums each
+    # kind's keys in closed form, so compare it with the plain loop.
+    spec = _relayer(_spec(["-l", "3", "-hs", "256", "-a", "4", "--num-kv-heads", "2", "-v", "1000",
+                           "--q-lora-rank", "64", "--kv-lora-rank", "32", "--qk-nope-head-dim", "16",
+                           "--qk-rope-head-dim", "8", "--v-head-dim", "16"]), attn=attn)
+    for P, o in ((1, 2), (7, 40), (37, 60), (16, 17)):
+        prefill, decode = flops_mod.generate_flops(spec, prompt_tokens=P, output_tokens=o, attention="causal")
+        assert decode == sum(_decode(spec, P + j) for j in range(1, o)), (P, o)
+        for first in (1, 5, 16, 17):
+            loop = [flops_mod.decode_keys_read(a, context=c) for a in spec["layers"][0]["attention"]
+                    for c in range(first, first + 40)]
+            got = flops_mod.decode_keys_read_sum(spec["layers"][0]["attention"][0], first_context=first,
+                                                 last_context=first + 39)
+            assert got == {"core": sum(x["core"] for x in loop), "indexer": sum(x["indexer"] for x in loop)}
+
+
+def test_generate_128k_tokens_is_fast():
+    # 128k prompt + 128k generated on a sliding/full model: closed forms, not a per-step loop.
+    import time
+    spec = _spec(["--hf_model_name_or_path", GEMMA2])
+    t0 = time.perf_counter()
+    flops_mod.generate_flops(spec, prompt_tokens=131072, output_tokens=131072, attention="causal")
+    assert time.perf_counter() - t0 < 0.05
+
+
+# --- the report states its mode and the spec's warnings -------------------------------------------
+
+def test_report_first_line_states_the_resolved_mode():
+    _, out = run(["-l", "2", "-hs", "256", "-b", "4", "-s", "128", "--tokens", "1024"])
+    first = out.splitlines()[0]
+    assert first.startswith("Mode: training, recompute full (the cookbook default; -ca turns it off)")
+    assert "-b 4 is the global batch" in first and "512 tokens" in first
+    for argv, text in ((["-ca"], "recompute none (set by -ca)"),
+                       (["--recompute", "selective"], "recompute selective (set by --recompute)"),
+                       (["-i"], "forward only (--infer)")):
+        res, out = run(["-l", "2", "-hs", "256"] + argv)
+        assert text in out.splitlines()[0]
+    assert res["recompute_source"] == "--infer"
+
+
+def test_warnings_and_model_summary_reach_the_report_and_json(tmp_path):
+    # An unknown model_type is read Llama-style with a warning the result must carry.
+    cfg = {"model_type": "not_a_family", "vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 512}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    res, out, err = run_main(main, ["--hf_model_name_or_path", str(path), "-s", "64"])
+    assert res["warnings"] and any(line.startswith("WARNING: model_type 'not_a_family'")
+                                   for line in out.splitlines()[:3])
+    assert "warning: model_type" in err
+    res_j, out_j, _ = run_main(main, ["--hf_model_name_or_path", str(path), "-s", "64", "--json"])
+    printed = json.loads(out_j)
+    assert printed["warnings"] == res["warnings"]
+    assert "layers" not in printed["model"] and printed["model"]["layer_kinds"][0]["layers"] == 2
+    assert printed["layer_kinds"][0]["layers"] == 2 and printed["layer_kinds"][0]["mlp"] == "dense 512"
+
+
+def test_chunked_layers_without_a_chunk_size_exit_2(tmp_path):
+    cfg = {"model_type": "llama", "vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 512,
+           "layer_types": ["chunked_attention", "full_attention"]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", str(path)])
+    assert code == 2 and "chunk size" in err and "Traceback" not in err
