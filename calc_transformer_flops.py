@@ -2141,13 +2141,10 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     validate(args, parser)
-    # The cookbook's -ei 2 default describes a model built from flags; a config states its own MoE
-    # layout (every layer, unless it says otherwise), so with a config the default interval is 1.
-    defaults = FLOPS_MODEL_DEFAULTS
-    if args.hf_model_name_or_path is not None:
-        defaults = dict(FLOPS_MODEL_DEFAULTS, expert_interval=1)
+    # The cookbook's -ei 2 default describes a model built from flags; a config's MoE layout is its
+    # own (the block never applies a script's -ei default to it).
     try:
-        spec, notes = resolve_model_spec(args, defaults=defaults)
+        spec, notes = resolve_model_spec(args, defaults=FLOPS_MODEL_DEFAULTS)
     except ValueError as exc:
         parser.error(str(exc))
     validate_layers(spec, parser)
