@@ -41,6 +41,7 @@ GPT175 = ["-l", "96", "-hs", "12288", "-a", "96", "-v", "51200", "--position-emb
           "--max-position-embeddings", "2048", "--tied-embeddings"]
 GPT67 = ["-l", "32", "-hs", "4096", "-a", "32", "-v", "51200", "--position-embedding", "learned",
          "--max-position-embeddings", "2048", "--tied-embeddings"]
+SMALL = ["-l", "4", "-hs", "512", "-a", "8", "-v", "1000"]  # a small model for properties
 
 FT_URL = ("https://github.com/NVIDIA/FasterTransformer/blob/main/docs/gpt_guide.md "
           "(Performance: 8x A100-80GB SXM, NVSwitch, FP16, top_p 0.9)")
@@ -259,19 +260,27 @@ def test_decode_sum_is_exact(capsys):
         assert math.isclose(total, steps, rel_tol=1e-9)
 
 
+def spec_of(argv):
+    return cil.resolve_model_spec(cil.build_parser().parse_args(argv))[0]
+
+
 def test_decode_sum_is_exact_with_sliding_window(capsys):
     """Same for a windowed model (closed form split at the window): contexts below, across and
-    beyond w, with all and with half of the layers sliding, GQA and MHA."""
+    beyond w, with all and with some of the layers sliding, GQA and MHA."""
     hw = {"flops_per_s": 200e12, "attention_flops_per_s": 150e12, "bytes_per_s": 1.4e12,
           "kernel_overhead_s": 4e-6, "link_bytes_per_s": 300e9, "link_latency_s": 8.9e-6,
           "link_efficiency": 0.8}
     for argv in (GPT67, GPT67 + ["--num-kv-heads", "8"]):
-        spec, _ = cil.resolve_model_spec(cil.build_parser().parse_args(argv))
+        full = spec_of(argv)
         for w, n_slide in ((64, 32), (64, 16), (1, 32), (5000, 10)):
+            spec = spec_of(argv + ["--sliding-window", str(w)])
+            # the first n_slide layers keep the window, the others attend to everything
+            spec["layers"] = spec["layers"][:n_slide] + full["layers"][n_slide:]
+            assert sum(x["attention"][0]["span"] == "sliding" for x in spec["layers"]) == n_slide
+            # (8, 4900, 200) crosses w = 5000 (c = 4999) and is far past the small windows
             for b, s, o in ((1, 10, 7), (4, 40, 60), (64, 63, 3), (2, 64, 9), (512, 300, 40),
-                            (8, 3000, 4000)):
-                kw = dict(tp=2, pp=1, w_bits=16, a_bits=16, kv_bits=16, window=w,
-                          num_sliding_layers=n_slide)
+                            (8, 4900, 200)):
+                kw = dict(tp=2, pp=1, w_bits=16, a_bits=16, kv_bits=16)
                 steps = sum(cil.forward_pass(spec, hw, batch=b, new_tokens=1, context_before=c,
                                              absorbed=True, **kw)["time_s"]
                             for c in range(s, s + o - 1))
@@ -280,12 +289,15 @@ def test_decode_sum_is_exact_with_sliding_window(capsys):
 
 
 def test_causal_pairs_match_their_definition():
-    """sum over query positions p of min(p, w) (keys a causal query sees within a window of w keys,
-    its own included), counted one query at a time; no window: the full triangle."""
+    """Pairs a pass scores (step_pairs over the block's query_key_pairs): sum over query positions
+    p of min(p, w) (keys a causal query sees within a window of w keys, its own included), counted
+    one query at a time; no window: the full triangle."""
+    attn = {w: spec_of(SMALL + ["--sliding-window", str(w or 0)])["layers"][0]["attention"][0]
+            for w in (None, 1, 10, 12, 100)}
     for cb, n, w in ((0, 1, None), (0, 100, None), (7, 5, None), (0, 100, 10), (0, 10, 100),
                      (5, 20, 12), (30, 1, 12), (11, 1, 12), (0, 1, 1), (3, 4, 1)):
         brute = sum(min(p, w) if w else p for p in range(cb + 1, cb + n + 1))
-        assert cil.causal_pairs(context_before=cb, new_tokens=n, window=w) == brute
+        assert cil.step_pairs(attn[w], context_before=cb, new_tokens=n)["core"] == brute
 
 
 # HF transformers' caches, traced step by step on tiny random models (window 8) by
@@ -293,30 +305,35 @@ def test_causal_pairs_match_their_definition():
 HF_SWA = json.load(open(os.path.join(HERE, "fixtures", "hf_sliding_cache.json"), encoding="utf-8"))
 
 
-def test_window_reads_match_hf_cache_step_by_step():
-    # Every decode step of a sliding layer reads what HF's DynamicSlidingWindowLayer holds before
-    # the step (w - 1 once full; the step's own key makes w); full layers (DynamicLayer) read all.
-    w = HF_SWA["window"]
+def hf_swa_config(tmp_path, model):
+    """The fixture config of `model` cut to the traced model's layers, with its window."""
+    base, L = {"gemma2": ("gemma-2-9b", 4), "mistral": ("mistral-7b", 2)}[model]
+    conf = json.load(open(cfg(base), encoding="utf-8"))
+    conf.update(num_hidden_layers=L, sliding_window=HF_SWA["window"])
+    path = tmp_path / f"{model}.json"
+    path.write_text(json.dumps(conf))
+    return str(path)
+
+
+def test_window_reads_match_hf_cache_step_by_step(tmp_path):
+    # Every decode step of each layer reads what HF's cache layer for it holds before the step
+    # (DynamicSlidingWindowLayer: w - 1 once full, the step's own key makes w; DynamicLayer: all):
+    # the layers as the script reads them from the config, and cached_keys_read per step.
     for model in ("mistral", "gemma2"):
-        classes = HF_SWA[model]["layer_classes"]
+        spec = spec_of(["--hf_model_name_or_path", hf_swa_config(tmp_path, model)])
         for step in HF_SWA[model]["steps"]:
-            for cls, cached in zip(classes, step["cached"]):
-                win = w if cls == "DynamicSlidingWindowLayer" else None
-                assert cil.cached_tokens_read(context_before=step["context"], window=win) == cached
+            for layer, cached in zip(spec["layers"], step["cached"]):
+                attn = layer["attention"][0]
+                assert cil.cached_keys_read(attn, context_before=step["context"])["core"] == cached
                 # keys the step's query attends to: the cached ones plus its own
-                assert cil.causal_pairs(context_before=step["context"], new_tokens=1,
-                                        window=win) == cached + 1
+                assert cil.step_pairs(attn, context_before=step["context"], new_tokens=1)["core"] == cached + 1
 
 
 def test_sliding_layers_match_hf_layer_classes(tmp_path, capsys):
     # Which layers slide: HF builds a sliding cache layer for Gemma 2's even layers only, and for
     # every Mistral layer; the script reads the same from the config.
-    for model, base, L in (("gemma2", "gemma-2-9b", 4), ("mistral", "mistral-7b", 2)):
-        conf = json.load(open(cfg(base), encoding="utf-8"))
-        conf.update(num_hidden_layers=L, sliding_window=HF_SWA["window"])
-        path = tmp_path / f"{model}.json"
-        path.write_text(json.dumps(conf))
-        r = run(["--hf_model_name_or_path", str(path), "-s", "16", "-o", "2"])
+    for model in ("gemma2", "mistral"):
+        r = run(["--hf_model_name_or_path", hf_swa_config(tmp_path, model), "-s", "16", "-o", "2"])
         hf = [i for i, c in enumerate(HF_SWA[model]["layer_classes"])
               if c == "DynamicSlidingWindowLayer"]
         assert r["sliding_layers"] == hf and r["sliding_window"] == HF_SWA["window"]
@@ -503,7 +520,6 @@ def test_bad_input_exits_2(args, capsys):
 
 
 # --- properties --------------------------------------------------------------------------------
-SMALL = ["-l", "4", "-hs", "512", "-a", "8", "-v", "1000"]
 
 
 @settings(max_examples=40, deadline=None)
