@@ -2193,7 +2193,8 @@ def weight_bytes_per_gpu(spec, *, tp, pp, w_bits):
     """Weight bytes on the most-loaded rank: the heaviest pipeline stage's layers (layer_weight_bytes
     per kind, summed over the stage), plus the vocab-parallel embedding (first stage) and head with
     the final norm (last stage), both when pp = 1 and the larger of the two otherwise, at >= 16 bits.
-    Per-layer embeddings (Gemma 4) and model-level extras count with the embedding."""
+    Per-layer embeddings (Gemma 4) and model-level extras count with the embedding, an embedding
+    norm (BLOOM) whole on every rank."""
     h, nm = spec["hidden_size"], spec["norm"]
     per_kind = {id(layer): layer_weight_bytes(layer, h=h, norm=nm, tp=tp, w_bits=w_bits)
                 for layer, _, _ in layer_groups(spec)}
@@ -2204,8 +2205,8 @@ def weight_bytes_per_gpu(spec, *, tp, pp, w_bits):
                            for st in _stage_kind_counts(spec, pp))
     pb = param_breakdown(spec)
     hb = max(w_bits, 16) / 8
-    emb = (pb["embedding_params"] + pb["position_embedding_params"] + pb["embedding_projection_params"]
-           + pb["per_layer_embedding_params"] + pb["other_params"]) / tp * hb
+    emb = ((pb["embedding_params"] + pb["position_embedding_params"] + pb["embedding_projection_params"]
+            + pb["per_layer_embedding_params"] + pb["other_params"]) / tp + pb["embedding_norm_params"]) * hb
     head = (pb["output_head_params"] / tp + pb["final_norm_params"]) * hb
     ends = emb + head if pp == 1 else max(emb, head)
     return layers_bytes + ends
@@ -2573,7 +2574,8 @@ def main(argv=None):
         lc = layer_cache_bytes(layer, tp=tp, batch=b, context=s + o, kv_bits=args.kv_cache_bits)
         kinds.append({
             "layers": cnt, "first_layer": first_i,
-            "attention": " + ".join(attention_kind(a) for a in layer["attention"]),
+            "attention": " + ".join(attention_kind(a) + (" kv-shared" if a["kv_shared"] else "")
+                                    for a in layer["attention"]),
             "mlp": " + ".join(mlp_kind(m) for m in layer["mlp"]),
             "prefill_s_per_layer": pk["time_s_per_layer"],
             "decode_first_step_s_per_layer": dk["time_s_per_layer"],
