@@ -2374,12 +2374,12 @@ def format_report(res):
     for name in pc:
         lines.append(f"{name:<22}{fmt_s(pc[name]):>14}{100 * pc[name] / r['prefill_s']:>6.1f}%"
                      f"{fmt_s(dc[name]):>14}{100 * dc[name] / r['decode_first_step_s']:>6.1f}%")
-    lines += ["", f"{'layer kind (attention | mlp)':<52}{'layers':>7}{'decode step':>14}{'% of step':>10}"
-                  "   (per layer, its kernels and all-reduces included)"]
+    lines += ["", f"{'layers':>7}{'first':>7}{'decode step':>14}{'% of step':>10}   layer kind "
+                  "(attention | mlp); time per layer, its kernels and all-reduces included"]
     for k in r["layer_kinds"]:
-        label = f"{k['attention']} | {k['mlp']}"
-        lines.append(f"{label:<52}{k['layers']:>7}{fmt_s(k['decode_first_step_s_per_layer']):>14}"
-                     f"{100 * k['decode_first_step_s'] / r['decode_first_step_s']:>9.1f}%")
+        lines.append(f"{k['layers']:>7}{k['first_layer']:>7}{fmt_s(k['decode_first_step_s_per_layer']):>14}"
+                     f"{100 * k['decode_first_step_s'] / r['decode_first_step_s']:>9.1f}%   "
+                     f"{k['attention']} | {k['mlp']}")
     cb, cm = r["critical_batch_size"], r["critical_batch_size_matmuls"]
     gib = 2 ** 30
     lines += ["", f"decode turns compute-bound at batch: weight matmuls {cm if cm else 'never'}, whole "
@@ -2499,6 +2499,17 @@ def mode_text(*, b, s, o, tp, pp):
             f"GPU{'s' if tp * pp > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
 
 
+def attention_label(attn):
+    """The block's attention_kind, plus what it leaves out: a layer that reuses another layer's
+    K/V (Gemma 4) or another layer's top-k selection (GLM-5's indexer-less DSA layers)."""
+    label = attention_kind(attn)
+    if attn["kv_shared"]:
+        label += " kv-shared"
+    if attn["index_topk"] and not attn["index_heads"]:
+        label += " shared-topk"
+    return label
+
+
 def attention_convention(spec):
     """What the layer kinds' spans and indexers do to the work, for the convention line."""
     counts = {}
@@ -2513,7 +2524,9 @@ def attention_convention(spec):
                              "chunk, a decode step reads 0 .. C-1 cached tokens in turn")
             if attn["index_topk"]:
                 texts.append(f"DSA (top-{attn['index_topk']}): the core attends to at most "
-                             f"{attn['index_topk']} keys, the lightning indexer scores every cached key")
+                             f"{attn['index_topk']} keys")
+            if attn["index_topk"] and attn["index_heads"]:
+                texts.append("a lightning indexer scores every cached key")
             for text in texts:
                 counts[text] = counts.get(text, 0) + cnt
     L = spec["num_layers"]
@@ -2574,8 +2587,7 @@ def main(argv=None):
         lc = layer_cache_bytes(layer, tp=tp, batch=b, context=s + o, kv_bits=args.kv_cache_bits)
         kinds.append({
             "layers": cnt, "first_layer": first_i,
-            "attention": " + ".join(attention_kind(a) + (" kv-shared" if a["kv_shared"] else "")
-                                    for a in layer["attention"]),
+            "attention": " + ".join(attention_label(a) for a in layer["attention"]),
             "mlp": " + ".join(mlp_kind(m) for m in layer["mlp"]),
             "prefill_s_per_layer": pk["time_s_per_layer"],
             "decode_first_step_s_per_layer": dk["time_s_per_layer"],
