@@ -7,13 +7,15 @@ Model: a roofline per operation. Every matmul, attention step, elementwise pass 
 costs max(FLOPs / (peak FLOP/s x compute efficiency), bytes moved / (memory bandwidth x memory
 efficiency)) plus a fixed per-kernel overhead, layer by layer; prefill runs the prompt in one pass
 (compute-bound at length), each decode step reads every weight shard and the whole KV cache once.
-Tensor parallelism (tp) adds two all-reduces of the activations per layer (ring, alpha-beta; the
-same model as calc_comm.py); pipeline parallelism (pp) runs the stages one after the other for a
-batch (one batch in flight, no micro-batch interleaving) and adds pp-1 point-to-point hand-offs.
+Tensor parallelism (tp) adds an all-reduce of the activations after each attention and MLP block,
+two per ordinary layer (ring, alpha-beta; the same model as calc_comm.py); pipeline parallelism
+(pp) runs the stages one after the other for a batch (one batch in flight, no micro-batch
+interleaving) and adds pp-1 point-to-point hand-offs.
 
-Symbols: b batch, s prompt tokens, o output tokens, c context length of a decode step, h hidden,
-L layers, a query heads, kv key/value heads, d head dim, f MLP width, V vocab, E routed experts,
-k experts per token, tp/pp tensor/pipeline parallel sizes.
+Symbols: b batch (concurrent sequences run as one batch), s prompt tokens, o output tokens, c
+tokens cached before a decode step, h hidden, L layers, a query heads, kv key/value heads, d head
+dim, f MLP width, V vocab, E routed experts, k experts per token, Z zero-computation experts, w
+sliding window, C attention chunk, tp/pp tensor/pipeline parallel sizes.
 
 Conventions and assumptions:
   * The first output token comes out of prefill (TTFT = prefill, plus --request-overhead-ms when
@@ -25,20 +27,31 @@ Conventions and assumptions:
     bits are asked for (GPTQ/AWQ/FP8 checkpoints keep them so). Matmul inputs at
     --activation-bits, whose peak sets the matmul rate (a16: bf16, a8: fp8/int8, a4: fp4); the
     residual stream, norms and the attention math stay 16-bit (rate = peak x a/16 below 16 bits).
-  * Attention: causal prefill does s(s+1)/2 query-key pairs (4 d FLOPs per pair and head); the KV
-    cache is read once per decode step (FlashAttention/PagedAttention-style, no recompute). GQA/MQA
-    store kv heads (replicated when kv < tp); MLA stores the latent (r_kv + d_rope) per token,
-    replicated on every TP rank, and decodes in the absorbed form (DeepSeek-V2 sec. 2.1.2).
-  * Sliding-window layers (window w from the config, or --sliding-window; 0 turns it off): each
-    query attends to at most w keys, its own included, so prefill does sum over i=1..s of min(i, w)
-    pairs, a decode step reads at most w - 1 cached tokens, and the cache memory counts at most
-    w tokens per sequence (rolling buffer, Mistral 7B sec. 2; HF's sliding caches). Which layers
-    slide follows the config: Mistral v0.1 all, Gemma 2 the even ones, `layer_types` where given,
-    Qwen only with use_sliding_window (Qwen2/3 from max_window_layers up, Qwen2-MoE even layers
-    below it, as their HF configs derive layer_types).
-  * MoE: experts are tensor-sharded (no expert parallelism). A decode step reads the weights of the
-    distinct experts its n = b tokens touch: E (1 - (1 - k/E)^n) of them in expectation under
-    uniform independent routing; FLOPs follow the k experts per token.
+  * The model is the shared block's list of layers; costs are summed over its distinct layer
+    kinds (layer_groups), each with its own attention (MHA/GQA/MQA or MLA; full, sliding or
+    chunked span; an optional DSA lightning indexer; two attentions in LongCat-Flash) and MLP
+    (dense or MoE, per layer: DeepSeek's leading dense layers stay dense).
+  * Attention: causal prefill does the block's query_key_pairs(causal) pairs: s(s+1)/2 for full
+    layers, sum over i = 1..s of min(i, w) for sliding ones, each query within its chunk for
+    chunked ones, at most top-k keys per query for the DSA core (whose indexer scores all s(s+1)/2);
+    4 d FLOPs per pair and head. A decode step at c cached tokens attends to decode_keys_read at
+    c + 1 (its own key included) and reads the rest from the cache once (FlashAttention/
+    PagedAttention-style, no recompute): c (full), min(c, w - 1) (sliding: what HF's sliding
+    cache holds before the step), c mod C (chunked: 0 .. C-1 in turn), min(c, k - 1) for the DSA
+    core, and all c keys of the indexer's own d_I-wide cache. GQA/MQA store kv heads (replicated
+    when kv < tp); MLA stores the latent (r_kv + d_rope) per token, replicated on every TP rank,
+    and decodes in the absorbed form (DeepSeek-V2 sec. 2.1.2); the indexer is replicated on every
+    rank (vLLM/SGLang build it from ReplicatedLinear). Layers that reuse another layer's K/V
+    (Gemma 4) read it but cache nothing. The memory check keeps cached_tokens per layer (the
+    block's rule: at most the window on sliding layers, a rolling buffer, Mistral 7B sec. 2) at
+    context s + o. Which layers slide, chunk or index is the config reader's (layer_types first,
+    then each family's rule); --sliding-window W sets the sliding layers' window (every layer when
+    the model comes from flags), 0 turns sliding off.
+  * MoE, on the layers the config makes MoE: experts are tensor-sharded (no expert parallelism).
+    A decode step reads the weights of the distinct experts its n = b tokens touch: E (1 - (1 -
+    k/E)^n) of them in expectation under uniform independent routing (with Z zero-computation
+    experts, LongCat-Flash: E (1 - (1 - k/(E+Z))^n)); FLOPs follow the k (k E / (E + Z)) real
+    experts per token.
   * The logits are computed for the last position only (b rows per pass). No speculative
     decoding, no continuous batching, no CPU/scheduler overhead beyond the per-kernel constant.
   * Throughput per GPU divides by tp x pp; with pp > 1 and one batch in flight the stages idle in
@@ -84,7 +97,10 @@ References:
   Dao et al. 2022, "FlashAttention" (attention reads Q, K, V once); Kwon et al. 2023, "vLLM".
   DeepSeek-AI 2024, "DeepSeek-V2", sec. 2.1 (MLA cache); Patarasuk & Yuan 2009 (ring all-reduce).
   Jiang et al. 2023, "Mistral 7B", sec. 2 (sliding window, rolling buffer cache); Gemma Team 2024,
-  "Gemma 2", sec. 2 (local sliding-window and global attention on alternating layers).
+  "Gemma 2", sec. 2 (local sliding-window and global attention on alternating layers); Meta 2025,
+  Llama 4 (chunked attention: transformers' Llama4TextConfig attention_chunk_size); DeepSeek-AI 2025, "DeepSeek-V3.2", sec. 2.1
+  (lightning indexer, top-k sparse attention); Meituan 2025, "LongCat-Flash", sec. 2.1 (zero-
+  computation experts).
   Validation: FasterTransformer docs/gpt_guide.md tables; TensorRT-LLM docs/source/performance.md.
 """
 
@@ -93,6 +109,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 
 # --- constants (each with its source; see the module docstring) --------------------------------
 DEFAULT_COMPUTE_EFFICIENCY = 0.70  # 16-bit matmuls; mamf-finder maxima 0.80-0.87; real shapes lower
@@ -105,7 +122,10 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
 DEFAULT_KERNEL_OVERHEAD_US = 4.0   # per kernel, launch-to-launch gap of small dependent kernels
-KERNELS_PER_LAYER = 11  # norm, qkv, rope, attention, o-proj, add, norm, mlp-in, act, mlp-out, add
+# kernels per block (11 for an ordinary layer, as before the layer list):
+ATTENTION_KERNELS = 6  # norm, qkv, rope, attention, o-proj, add
+MLP_KERNELS = 5        # norm, mlp-in, act, mlp-out, add
+INDEXER_KERNELS = 3    # a lightning indexer's projections, its scores, the top-k selection
 # TP all-reduce constants, mirrored from calc_comm.py (ALPHA_LAUNCH_S, ALPHA_HOP_S,
 # LL_BANDWIDTH_FRACTION, SCALE_UP_EFFICIENCY) so both scripts give the same intra-node ring time:
 DEFAULT_ALLREDUCE_LATENCY_US = 8.9  # per call: 10.14 us all_reduce_perf floor on 2 x A100 less 2 hops
@@ -1829,96 +1849,164 @@ def expected_distinct_experts(*, num_experts, topk, num_tokens):
     return E * (1.0 - (1.0 - k / E) ** n)
 
 
-def kv_cache_bytes_per_token_per_layer(spec, *, tp, kv_bits):
-    """KV-cache bytes one token adds to one layer on one TP rank. MHA/GQA/MQA: K and V of the
-    rank's kv heads, ceil(kv/tp) (replicated when kv < tp). MLA (DeepSeek-V2 sec. 2.1.2): the
-    latent r_kv plus the shared rotary key d_rope, replicated on every rank."""
-    if spec.get("kv_lora_rank"):
-        return (spec["kv_lora_rank"] + spec["qk_rope_head_dim"]) * kv_bits / 8
-    kv_local = math.ceil(spec["num_kv_heads"] / tp)
-    return 2 * kv_local * spec["head_dim"] * kv_bits / 8
+def expected_distinct_real_experts(mlp, *, num_tokens):
+    """Distinct routed experts with weights that num_tokens tokens touch in one MoE block. Each
+    token picks k of the E + Z experts its router scores (Z zero-computation experts, LongCat-Flash
+    sec. 2.1, have no weights), so one real expert is hit with probability k / (E + Z) per token:
+    E (1 - (1 - k/(E+Z))^n), the balls-in-bins expectation over E + Z bins restricted to the E."""
+    E, Z, k = mlp["num_experts"], mlp["zero_experts"], mlp["topk"]
+    if not Z:
+        return expected_distinct_experts(num_experts=E, topk=k, num_tokens=num_tokens)
+    return expected_distinct_experts(num_experts=E + Z, topk=k, num_tokens=num_tokens) * E / (E + Z)
 
 
-def causal_pairs(*, context_before, new_tokens, window=None):
-    """Query-key pairs of causal attention for new_tokens queries after context_before cached
-    tokens: the query at position p (1-based) sees p keys, or min(p, w) under a sliding window of
-    w keys, its own included (Mistral 7B, Jiang et al. 2023 sec. 2; HF's mask q - k < w)."""
-    def upto(m):  # sum over p = 1..m of min(p, w)
-        if not window or m <= window:
-            return m * (m + 1) // 2
-        return window * (window + 1) // 2 + (m - window) * window
-    return upto(context_before + new_tokens) - upto(context_before)
+def cache_bytes_per_token(attn, *, tp, kv_bits):
+    """Cache bytes one token adds to one attention block on one TP rank, {"kv", "indexer"}, from
+    the block's cache_elements_per_token. MHA/GQA/MQA: K and V of the rank's ceil(kv/tp) kv heads
+    (replicated when kv < tp). MLA (DeepSeek-V2 sec. 2.1.2): the latent r_kv + d_rope, whole on
+    every rank (the absorbed decode reads all of it). The lightning indexer's d_I key per token is
+    whole on every rank too (vLLM and SGLang build the indexer from ReplicatedLinear layers), at
+    the KV-cache bits. A layer that reuses another layer's cache (Gemma 4) adds nothing."""
+    el = cache_elements_per_token(attn, mla_cache="latent")
+    kv = el["kv"]
+    if attn["kind"] != "mla" and kv:
+        kv = kv // attn["kv_heads"] * math.ceil(attn["kv_heads"] / tp)
+    return {"kv": kv * kv_bits / 8, "indexer": el["indexer"] * kv_bits / 8}
 
 
-def cached_tokens_read(*, context_before, window=None):
-    """Cached tokens one sequence's attention reads: all context_before of them, or under a
-    window of w keys the newest w - 1 (the query's own key is the w-th; a rolling buffer of w
-    slots, Mistral 7B sec. 2, holds them)."""
-    return min(context_before, window - 1) if window else context_before
+def cache_read_bytes_per_token(attn, *, tp, kv_bits):
+    """Cache bytes one attention block reads per cached token it attends to on one TP rank: a layer
+    that reuses another layer's cache (Gemma 4's kv_shared layers) stores none but reads that
+    layer's K/V, of its own shape."""
+    return cache_bytes_per_token(dict(attn, kv_shared=False), tp=tp, kv_bits=kv_bits)
 
 
-def attention_core_costs(spec, *, tp, pairs, new_tokens, kv_tokens_read, kv_bits, act_bits,
-                         absorbed):
-    """FLOPs and bytes of QK^T, softmax and PV on one TP rank. pairs: query-key pairs;
-    new_tokens: queries (their q in, output out, new K/V written); kv_tokens_read: cached tokens
-    read. MHA/GQA: 4 d FLOPs per pair and head (2 d for QK^T, 2 d for PV). MLA absorbed (decode):
-    2 (r_kv + d_rope) + 2 r_kv per pair and head; MLA naive (prefill): 2 (d_nope + d_rope) + 2 d_v."""
-    a_local = spec["num_attention_heads"] / tp
+def step_pairs(attn, *, context_before, new_tokens):
+    """Query-key pairs {"core", "indexer"} one sequence's new_tokens causal queries score after
+    context_before cached tokens: a decode step (one query) attends to decode_keys_read at
+    c + 1 tokens; a longer pass to the difference of the block's causal query_key_pairs (which
+    cap each query at the window, its chunk, or the indexer's top-k; the indexer scores all)."""
+    if new_tokens == 1:
+        return decode_keys_read(attn, context=context_before + 1)
+    hi = query_key_pairs(attn, seq_len=context_before + new_tokens, attention="causal")
+    lo = query_key_pairs(attn, seq_len=context_before, attention="causal")
+    return {k: hi[k] - lo[k] for k in hi}
+
+
+def cached_keys_read(attn, *, context_before):
+    """Cached tokens one sequence's next query reads from this block's cache, {"core", "indexer"}:
+    the keys decode_keys_read says it attends to at c + 1 tokens, less its own (computed in the
+    step, not read): all c (full), the newest w - 1 (sliding; what HF's DynamicSlidingWindowLayer
+    holds before the step), c mod C (chunked: the earlier keys of its own chunk), top-k - 1 (the
+    DSA core); the indexer scores every cached key, c."""
+    k = decode_keys_read(attn, context=context_before + 1)
+    return {"core": k["core"] - 1, "indexer": max(k["indexer"] - 1, 0)}
+
+
+def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act_bits, absorbed):
+    """(FLOPs, bytes, cache bytes read) of one attention block's QK^T, softmax and PV on one TP
+    rank. pairs {"core", "indexer"}: query-key pairs of all sequences; new_tokens: queries (their q
+    in, output out, new cache entries written); keys_read {"core", "indexer"}: cached keys read.
+    MHA/GQA and MLA's naive form (prefill): the block's attention_core_flops (2 a d_qk + 2 a d_v
+    per pair), a/tp heads per rank. MLA absorbed (decode, DeepSeek-V2 sec. 2.1.2): 2 (r_kv + d_rope)
+    + 2 r_kv per pair and head. The lightning indexer (DeepSeek-V3.2 sec. 2.1) is replicated: its
+    2 H_I d_I FLOPs per pair, its queries in and its keys read are whole on every rank."""
+    a_local = attn["heads"] / tp
     ab = act_bits / 8
-    kv_tok = kv_cache_bytes_per_token_per_layer(spec, tp=tp, kv_bits=kv_bits)
-    if spec.get("kv_lora_rank"):
-        r, dr, dv = spec["kv_lora_rank"], spec["qk_rope_head_dim"], spec["v_head_dim"]
-        per_pair = 2 * (r + dr) + 2 * r if absorbed else 2 * spec["head_dim"] + 2 * dv
-        q_width, o_width = a_local * ((r + dr) if absorbed else spec["head_dim"]), a_local * (r if absorbed else dv)
-        kv_in = 0 if absorbed else new_tokens * a_local * (spec["head_dim"] + dv) * ab
+    n = new_tokens
+    tok = cache_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)
+    read_tok = cache_read_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)
+    core = attention_core_flops(attn, pairs={"core": pairs["core"], "indexer": pairs["indexer"]})
+    if attn["kind"] == "mla":
+        r, dr, dv = attn["kv_lora_rank"], attn["qk_rope_head_dim"], attn["v_head_dim"]
+        d_qk = attn["qk_nope_head_dim"] + dr
+        if absorbed:
+            flops = pairs["core"] * a_local * (2 * (r + dr) + 2 * r)
+            q_width, o_width, kv_in = a_local * (r + dr), a_local * r, 0
+        else:
+            flops = (core["attention_scores"] + core["attention_context"]) / tp
+            q_width, o_width = a_local * d_qk, a_local * dv
+            kv_in = n * a_local * (d_qk + dv) * ab
     else:
-        d = spec["head_dim"]
-        per_pair = 4 * d
-        q_width, o_width = a_local * d, a_local * d
-        kv_in = new_tokens * 2 * math.ceil(spec["num_kv_heads"] / tp) * d * ab
-    flops = pairs * a_local * per_pair
-    bytes_moved = (new_tokens * (q_width + o_width) * ab + kv_in + new_tokens * kv_tok
-                   + kv_tokens_read * kv_tok)
-    return flops, bytes_moved
+        d = attn["head_dim"]
+        flops = (core["attention_scores"] + core["attention_context"]) / tp
+        q_width = o_width = a_local * d
+        kv_in = n * 2 * math.ceil(attn["kv_heads"] / tp) * d * ab
+    flops += core["indexer_scores"]
+    cache_read = keys_read["core"] * read_tok["kv"] + keys_read["indexer"] * read_tok["indexer"]
+    bytes_moved = (n * (q_width + o_width) * ab + kv_in + n * tok["kv"] + cache_read
+                   + n * (attn["index_heads"] * attn["index_head_dim"] * ab + tok["indexer"]))
+    return flops, bytes_moved, cache_read
 
 
-def layer_costs(spec, *, moe_layer, tp, num_tokens, w_bits, a_bits):
-    """Per-kernel (FLOPs, bytes) of one layer's weight matmuls and elementwise passes on one TP
-    rank for num_tokens = b x new tokens. Matmul: 2 FLOPs per weight per token; bytes = weight
-    shard + activations in and out. Elementwise: norms and residual adds move 10 h values per
-    token, the activation function 2 f (3 f gated), rotary 2 (a + kv) d. Returns a dict of
-    name -> (flops, bytes)."""
-    h, nl = spec["hidden_size"], spec["num_mlp_linears"]
+def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits):
+    """Per-op (FLOPs, bytes, weight bytes) of one layer's weight matmuls and elementwise passes on
+    one TP rank for num_tokens = b x new tokens, summed over its attention and MLP blocks (two of
+    each in LongCat-Flash). Matmul: 2 FLOPs per weight per token; bytes = weight shard + activations
+    in and out. Attention weights are tp-sharded, its indexer replicated. A MoE block reads the
+    distinct real experts the tokens touch and runs k E / (E + Z) of them per token
+    (expected_real_experts), plus shared experts and the router (replicated). Other per-layer
+    weights (Gemma 4's per-layer input gate) count with the MLP, replicated. Elementwise: a norm and
+    a residual add move 5 h values per token per block, the activation function 2 f (3 f gated),
+    rotary 2 (a + kv) d. Returns name -> (flops, bytes, weight bytes)."""
     n, wb, ab = num_tokens, w_bits / 8, a_bits / 8
-    a, kv, d = spec["num_attention_heads"], spec["num_kv_heads"], spec["head_dim"]
-    attn_w = attention_params(spec) / tp
-    q_out = a * d if not spec.get("kv_lora_rank") else a * spec["head_dim"]
-    attn_io = n * (h + q_out + 2 * kv * d + a * d + h) / tp * ab  # in/out of qkv and o-proj
-    out = {"attention_linear": (2 * n * attn_w, attn_w * wb + attn_io)}
-    if moe_layer:
-        m = moe_params(spec)
-        f_e = spec["moe_ffn_hidden_size"]
-        E, k = spec["num_experts"], spec["topk"]
-        touched = expected_distinct_experts(num_experts=E, topk=k, num_tokens=n)
-        expert_w = m["one_expert"] / tp
-        f_sh = spec["shared_expert_ffn_hidden_size"]
-        shared_w = m["shared_experts"] / tp
-        router_w = m["router"]  # replicated on every rank
-        flops = 2 * n * (k * expert_w + shared_w + router_w)
-        io = n * (k * (h + (nl - 1) * f_e / tp + h) + (h + (nl - 1) * f_sh / tp + h) * bool(f_sh)
-                  + h + E) * ab
-        out["mlp"] = (flops, (touched * expert_w + shared_w + router_w) * wb + io)
-        f_act = (k * f_e + f_sh) / tp
-    else:
-        f = spec["ffn_hidden_size"]
-        mlp_w = mlp_params(h=h, f=f, num_linears=nl, bias=spec["mlp_bias"]) / tp
-        out["mlp"] = (2 * n * mlp_w, mlp_w * wb + n * (h + (nl - 1) * f / tp + f / tp + h) * ab)
-        f_act = f / tp
-    rope = 2 * (a + kv) * d / tp if spec["position_embedding"] == "rope" else 0
+    att_f = att_b = att_w = 0.0
+    rope = 0
+    for attn in layer["attention"]:
+        a, kv, d = attn["heads"], attn["kv_heads"], attn["head_dim"]
+        ind = indexer_params(attn, h=h)
+        w = (attention_params(attn, h=h) - ind) / tp + ind
+        io = n * (h + a * d + attn["kv_proj"] * kv * d + a * d + h) / tp * ab  # in/out of qkv and o-proj
+        att_f += 2 * n * w
+        att_b += w * wb + io
+        att_w += w * wb
+        if attn["rope"]:
+            rope += 2 * (a + kv) * d / tp
+    mlp_f = mlp_b = mlp_w = 0.0
+    f_act = act_elems = 0
+    for mlp in layer["mlp"]:
+        nl, p = mlp["linears"], mlp_block_params(mlp, h=h)
+        if mlp["kind"] == "dense":
+            f = mlp["width"]
+            w = p["dense"] / tp
+            fl, wbytes = 2 * n * w, w * wb
+            io = n * (h + (nl - 1) * f / tp + f / tp + h) * ab
+            f_m = f / tp
+        else:
+            f_e, f_sh = mlp["width"], mlp["shared_width"]
+            k = expected_real_experts(mlp)
+            touched = expected_distinct_real_experts(mlp, num_tokens=n)
+            expert_w, shared_w, router_w = p["one_expert"] / tp, p["shared_experts"] / tp, p["router"]
+            fl = 2 * n * (k * expert_w + shared_w + router_w)
+            wbytes = (touched * expert_w + shared_w + router_w) * wb
+            io = n * (k * (h + (nl - 1) * f_e / tp + h) + (h + (nl - 1) * f_sh / tp + h) * bool(f_sh)
+                      + h + mlp["num_experts"] + mlp["zero_experts"]) * ab
+            f_m = (k * f_e + f_sh) / tp
+        mlp_f, mlp_b, mlp_w = mlp_f + fl, mlp_b + wbytes + io, mlp_w + wbytes
+        f_act += f_m
+        act_elems += (nl if nl >= 3 else 2) * f_m
+    extra = layer["extra_params"]
+    if extra:
+        mlp_f, mlp_b, mlp_w = mlp_f + 2 * n * extra, mlp_b + extra * wb, mlp_w + extra * wb
+    blocks = len(layer["attention"]) + len(layer["mlp"])
     eb = max(a_bits, 16) / 8  # the residual stream stays 16-bit even with 8-bit matmul inputs
-    elem = n * (10 * h + (nl if nl >= 3 else 2) * f_act + rope) * eb
-    out["elementwise"] = (n * (10 * h + 4 * f_act), elem)
-    return out
+    elem = n * (5 * h * blocks + act_elems + rope) * eb
+    return {"attention_linear": (att_f, att_b, att_w), "mlp": (mlp_f, mlp_b, mlp_w),
+            "elementwise": (n * (5 * h * blocks + 4 * f_act), elem, 0.0)}
+
+
+def layer_kernels(layer):
+    """Kernels one layer launches: per attention block norm, qkv, rope, attention, o-proj, add (6;
+    3 more with an indexer: its projections, its scores, the top-k); per MLP block norm, mlp-in,
+    activation, mlp-out, add (5)."""
+    return sum(ATTENTION_KERNELS + INDEXER_KERNELS * bool(a["index_topk"] and a["index_heads"])
+               for a in layer["attention"]) + MLP_KERNELS * len(layer["mlp"])
+
+
+def layer_allreduces(layer):
+    """TP all-reduces one layer makes: one after each attention and each MLP block (Megatron-LM
+    sec. 3: two per ordinary layer)."""
+    return len(layer["attention"]) + len(layer["mlp"])
 
 
 def sum_max_linear(*, a0, a1, b0, b1, c_lo, c_hi):
@@ -1940,121 +2028,156 @@ def sum_max_linear(*, a0, a1, b0, b1, c_lo, c_hi):
 
 
 def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits, a_bits, kv_bits,
-                 absorbed, window=None, num_sliding_layers=0):
+                 absorbed):
     """One forward pass of the whole pipeline for `batch` sequences, each adding new_tokens after
-    context_before cached tokens: time by component (seconds), total FLOPs and bytes per rank, and
-    the time-weighted bound. Stages run one after the other (one batch in flight).
-    num_sliding_layers of the L layers attend within a window of `window` keys (causal_pairs,
-    cached_tokens_read); the others attend to the whole context."""
-    F, B = hw["flops_per_s"], hw["bytes_per_s"]
+    context_before cached tokens, summed over the distinct layer kinds (layer_groups): time by
+    component (seconds), total FLOPs and bytes per rank (weights and cache reads apart), the
+    time-weighted bound, and each kind's time per layer. Stages run one after the other (one batch
+    in flight)."""
+    F, B, F16 = hw["flops_per_s"], hw["bytes_per_s"], hw["attention_flops_per_s"]
     ovh = hw["kernel_overhead_s"]
     n = batch * new_tokens
-    L, h = spec["num_layers"], spec["hidden_size"]
+    h = spec["hidden_size"]
     ab = a_bits / 8
-    moe_set = set(spec["moe_layers"])
     comp = {"attention_linear": 0.0, "attention_core": 0.0, "mlp": 0.0, "elementwise": 0.0,
             "output_head": 0.0, "tp_allreduce": 0.0, "pp_handoff": 0.0, "kernel_overhead": 0.0}
-    compute_s = memory_s = mm_compute_s = mm_memory_s = 0.0
-    flops_total = bytes_total = 0.0
-    n_slide = num_sliding_layers if window else 0
-    cores = []  # (FLOPs, bytes, layers) of attention over the whole context, then in the window
-    for win, cnt in ((None, L - n_slide), (window, n_slide)):
-        if cnt:
-            fl, by = attention_core_costs(
-                spec, tp=tp, pairs=batch * causal_pairs(context_before=context_before,
-                                                        new_tokens=new_tokens, window=win),
-                new_tokens=n, kv_tokens_read=batch * cached_tokens_read(context_before=context_before,
-                                                                        window=win),
-                kv_bits=kv_bits, act_bits=a_bits, absorbed=absorbed)
-            cores.append(("attention_core", fl, by, cnt))
-    per_type = {}
-    for is_moe in (False, True):
-        per_type[is_moe] = layer_costs(spec, moe_layer=is_moe, tp=tp, num_tokens=n, w_bits=w_bits,
-                                       a_bits=a_bits)
-    counts = {True: len(moe_set), False: L - len(moe_set)}
-    ops = []
-    for is_moe, cnt in counts.items():
-        if not cnt:
-            continue
-        for name, (fl, by) in per_type[is_moe].items():
-            ops.append((name, fl, by, cnt))
-    ops += cores
-    hb = max(w_bits, 16) / 8  # embedding/head kept at >= 16 bits
-    head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
-    ops.append(("output_head", 2 * batch * head_w, head_w * hb + batch * spec["vocab_size"] / tp * 4
-                + n * h * ab * 2, 1))  # head shard, fp32 logits out, final norm and embedding rows
-    F16 = hw["attention_flops_per_s"]  # attention math runs at the 16-bit rate
-    for name, fl, by, cnt in ops:
-        f_rate = F16 if name == "attention_core" else F
+    tot = dict.fromkeys(("compute_s", "memory_s", "matmul_compute_s", "matmul_memory_s", "flops",
+                         "bytes", "weight_bytes", "cache_read_bytes"), 0.0)
+    act_bytes = n * h * max(ab, 2)  # the residual stream, and so TP/PP traffic, stays 16-bit
+    t_ar = allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
+                            latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"])
+
+    def add(name, fl, by, cnt):
+        """Cost one op run cnt times; returns its time for one run."""
+        f_rate = F16 if name == "attention_core" else F  # attention math runs at the 16-bit rate
         t = roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=f_rate, bytes_per_s=B)
         comp[name] += cnt * t
-        compute_s += cnt * fl / f_rate
+        tot["compute_s"] += cnt * fl / f_rate
+        tot["memory_s"] += cnt * by / B
         if name in ("attention_linear", "mlp"):
-            mm_compute_s += cnt * fl / F
-            mm_memory_s += cnt * by / B
-        memory_s += cnt * by / B
-        flops_total += cnt * fl
-        bytes_total += cnt * by
-    comp["kernel_overhead"] = (L * KERNELS_PER_LAYER + 2) * ovh
-    act_bytes = n * h * max(ab, 2)  # the residual stream, and so TP/PP traffic, stays 16-bit
-    comp["tp_allreduce"] = 2 * L * allreduce_time_s(
-        size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
-        latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"])
+            tot["matmul_compute_s"] += cnt * fl / F
+            tot["matmul_memory_s"] += cnt * by / B
+        tot["flops"] += cnt * fl
+        tot["bytes"] += cnt * by
+        return t
+
+    kinds, kernels, allreduces = [], 0, 0
+    for layer, cnt, first in layer_groups(spec):
+        t_layer = 0.0
+        for name, (fl, by, wby) in layer_costs(layer, h=h, tp=tp, num_tokens=n, w_bits=w_bits,
+                                               a_bits=a_bits).items():
+            t_layer += add(name, fl, by, cnt)
+            tot["weight_bytes"] += cnt * wby
+        for attn in layer["attention"]:
+            pairs = step_pairs(attn, context_before=context_before, new_tokens=new_tokens)
+            keys = cached_keys_read(attn, context_before=context_before)
+            fl, by, rd = attention_core_costs(
+                attn, tp=tp, pairs={k: batch * v for k, v in pairs.items()}, new_tokens=n,
+                keys_read={k: batch * v for k, v in keys.items()}, kv_bits=kv_bits, act_bits=a_bits,
+                absorbed=absorbed)
+            t_layer += add("attention_core", fl, by, cnt)
+            tot["cache_read_bytes"] += cnt * rd
+        k_layer, ar_layer = layer_kernels(layer), layer_allreduces(layer)
+        kernels += cnt * k_layer
+        allreduces += cnt * ar_layer
+        kinds.append({"layers": cnt, "first_layer": first,
+                      "time_s_per_layer": t_layer + k_layer * ovh + ar_layer * t_ar})
+    hb = max(w_bits, 16) / 8  # embedding/head kept at >= 16 bits
+    head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
+    other_w = sum(spec["other_params"].values()) / tp  # model-level extras (Gemma 4's per-layer projection)
+    add("output_head", 2 * batch * head_w + 2 * n * other_w, (head_w + other_w) * hb
+        + batch * spec["vocab_size"] / tp * 4 + n * h * ab * 2, 1)  # head shard, fp32 logits out,
+    tot["weight_bytes"] += (head_w + other_w) * hb                   # final norm and embedding rows
+    comp["kernel_overhead"] = (kernels + 2) * ovh
+    comp["tp_allreduce"] = allreduces * t_ar
     comp["pp_handoff"] = (pp - 1) * p2p_time_s(
         size_bytes=act_bytes, bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
         latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"]) if pp > 1 else 0.0
-    return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": compute_s,
-            "memory_s": memory_s, "flops": flops_total, "bytes": bytes_total,
-            "matmul_compute_s": mm_compute_s, "matmul_memory_s": mm_memory_s,
-            "bound": "compute" if compute_s >= memory_s else "memory"}
+    return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": tot["compute_s"],
+            "memory_s": tot["memory_s"], "flops": tot["flops"], "bytes": tot["bytes"],
+            "weight_bytes": tot["weight_bytes"], "cache_read_bytes": tot["cache_read_bytes"],
+            "matmul_compute_s": tot["matmul_compute_s"], "matmul_memory_s": tot["matmul_memory_s"],
+            "bound": "compute" if tot["compute_s"] >= tot["memory_s"] else "memory", "layer_kinds": kinds}
 
 
-def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_bits, a_bits,
-                   kv_bits, window=None, num_sliding_layers=0):
+def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi):
+    """Exact sum over the decode steps that find c = c_lo .. c_hi tokens cached of one attention
+    block's roofline time (attention_core_costs, absorbed). A step's cost is linear in the core's
+    cached keys kc and, with an indexer, in c itself; kc = c (full), min(c, cap) with cap = w - 1
+    (sliding) or top-k - 1 (DSA), or c mod C capped the same way (chunked: 0 .. C-1, then again).
+    So the sum splits where kc stops growing and at chunk starts, and each piece is a max of two
+    lines (sum_max_linear); full chunks without an indexer cost the same and are multiplied."""
+    F16, B = hw["attention_flops_per_s"], hw["bytes_per_s"]
+    ind = 1 if attn["index_topk"] else 0
+
+    def cost(kc, c):
+        fl, by, _ = attention_core_costs(
+            attn, tp=tp, pairs={"core": batch * (kc + 1), "indexer": batch * (c + 1) * ind},
+            new_tokens=batch, keys_read={"core": batch * kc, "indexer": batch * c * ind},
+            kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
+        return fl, by
+
+    f0, m0 = cost(0, 0)
+    (fk, mk), (fc, mc) = [(f - f0, m - m0) for f, m in (cost(1, 0), cost(0, 1))]
+    a0, ak, ac, b0, bk, bc = f0 / F16, fk / F16, fc / F16, m0 / B, mk / B, mc / B
+    caps = ([attn["window"]] if attn["span"] == "sliding" else []) + ([attn["index_topk"]] if ind else [])
+    cap = min(caps) - 1 if caps else None
+
+    def piece(base, lo, hi):  # sum over c in [lo, hi] with kc = min(c - base, cap)
+        knee = hi if cap is None else min(hi, base + cap)
+        out = sum_max_linear(a0=a0 - ak * base, a1=ak + ac, b0=b0 - bk * base, b1=bk + bc,
+                             c_lo=lo, c_hi=knee)
+        if cap is not None:
+            out += sum_max_linear(a0=a0 + ak * cap, a1=ac, b0=b0 + bk * cap, b1=bc,
+                                  c_lo=max(lo, base + cap + 1), c_hi=hi)
+        return out
+
+    if c_hi < c_lo:
+        return 0.0
+    if attn["span"] != "chunked":
+        return piece(0, c_lo, c_hi)
+    C = attn["chunk"]
+    q_lo, q_hi = c_lo // C, c_hi // C
+    if q_lo == q_hi:
+        return piece(q_lo * C, c_lo, c_hi)
+    head = piece(q_lo * C, c_lo, q_lo * C + C - 1)
+    tail = piece(q_hi * C, q_hi * C, c_hi)
+    if ac == 0 and bc == 0:  # no c-dependent term: every full chunk costs the same
+        middle = (q_hi - q_lo - 1) * piece(0, 0, C - 1)
+    else:
+        middle = sum(piece(q * C, q * C, q * C + C - 1) for q in range(q_lo + 1, q_hi))
+    return head + middle + tail
+
+
+def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_bits, a_bits, kv_bits):
     """Exact sum of the o-1 decode steps: step j (1..o-1) finds c = s + j - 1 tokens cached and
-    adds its own. Only attention depends on c and its roofline is the max of two lines in c, so
-    the sum is closed-form (sum_max_linear); the rest of a step is the same every step. A sliding
-    layer's attention grows with min(c, w - 1) (cached_tokens_read): linear below c = w - 1,
-    constant from there, so its sum splits at the window; full and sliding layers sum apart."""
+    adds its own. Only attention depends on c; the rest of a step is the same every step. Each
+    distinct attention kind's steps are summed in closed form (attention_decode_sum_s), so the
+    cost is proportional to the layer kinds, not to L or o."""
     steps = output_tokens - 1
     if steps <= 0:
         return 0.0
     c_lo, c_hi = prompt_tokens, prompt_tokens + steps - 1  # cached tokens before each step
-    kw = dict(w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits)
     base = forward_pass(spec, hw, tp=tp, pp=pp, batch=batch, new_tokens=1, context_before=0,
-                        absorbed=True, **kw)
+                        absorbed=True, w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits)
     fixed = base["time_s"] - base["components_s"]["attention_core"]
-    B = hw["bytes_per_s"]
-    L = spec["num_layers"]
-    n_slide = num_sliding_layers if window else 0
-    f0, m0 = attention_core_costs(spec, tp=tp, pairs=batch, new_tokens=batch, kv_tokens_read=0,
-                                  kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
-    f1, m1 = attention_core_costs(spec, tp=tp, pairs=2 * batch, new_tokens=batch,
-                                  kv_tokens_read=batch, kv_bits=kv_bits, act_bits=a_bits,
-                                  absorbed=True)
-    df, dm = f1 - f0, m1 - m0  # per cached token
-    F16 = hw["attention_flops_per_s"]
-    line = dict(a0=f0 / F16, a1=df / F16, b0=m0 / B, b1=dm / B)
-    full = sum_max_linear(**line, c_lo=c_lo, c_hi=c_hi)
-    attn = (L - n_slide) * full
-    if n_slide:
-        cap = window - 1  # from c = w - 1 on, a step reads w - 1 cached tokens and attends to w
-        grow = sum_max_linear(**line, c_lo=c_lo, c_hi=min(c_hi, cap - 1))
-        flat = max(0, c_hi - max(c_lo, cap) + 1) * max((f0 + df * cap) / F16, (m0 + dm * cap) / B)
-        attn += n_slide * (grow + flat)
-    return steps * fixed + attn
+    attn_s = 0.0
+    for layer, cnt, _ in layer_groups(spec):
+        for attn in layer["attention"]:
+            attn_s += cnt * attention_decode_sum_s(attn, hw, tp=tp, batch=batch, kv_bits=kv_bits,
+                                                   a_bits=a_bits, c_lo=c_lo, c_hi=c_hi)
+    return steps * fixed + attn_s
 
 
 def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmuls_only,
-                   limit=1 << 24, window=None, num_sliding_layers=0):
+                   limit=1 << 24):
     """Smallest batch at which a decode step at `context` cached tokens has as much math time as
     memory time. matmuls_only: the weight matmuls (about F/B x 8/w_bits tokens, Pope et al. 2022
     sec. 3; later for MoE, whose touched experts grow with b); else the whole step, which with
     long contexts never turns (the KV-cache read grows with b as fast as the math): None."""
     def is_compute(b):
         r = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=context,
-                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True,
-                         window=window, num_sliding_layers=num_sliding_layers)
+                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True)
         if matmuls_only:
             return r["matmul_compute_s"] >= r["matmul_memory_s"]
         return r["compute_s"] >= r["memory_s"]
@@ -2069,69 +2192,79 @@ def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmul
     return hi
 
 
-def weight_bytes_per_gpu(spec, *, tp, pp, w_bits):
-    """Weight bytes on the most-loaded rank (Megatron-style sharding, Shoeybi et al. 2019 sec. 3):
-    ceil(L/pp) layers' tp shards of attention/MLP/experts, norms and routers whole on every rank
-    (replicated, >= 16 bits), plus the vocab-parallel embedding (first stage) or head (last
-    stage), whichever is larger, at >= 16 bits."""
-    pb = param_breakdown(spec)
-    per = pb["per_layer"]
-    L = spec["num_layers"]
+def layer_weight_bytes(layer, *, h, norm, tp, w_bits):
+    """Weight bytes of one layer on one TP rank (Megatron-style sharding, Shoeybi et al. 2019
+    sec. 3): attention, MLP, routed and shared experts as tp shards; norms, routers and other
+    per-layer weights whole on every rank at >= 16 bits (quantizers leave them so); an indexer
+    whole on every rank at the weight bits."""
+    lp = layer_params(layer, h=h, norm=norm)
+    ind = sum(indexer_params(a, h=h) for a in layer["attention"])
     wbytes = w_bits / 8
-    # per layer: tensor-parallel shards (attention, MLP, experts) and replicated weights (norms,
-    # router), the latter kept at >= 16 bits as quantizers leave them
-    dense = (per["attention"] + per["dense_mlp"]) / tp * wbytes + per["norms"] * max(wbytes, 2)
-    moe = ((per["attention"] + per["moe_routed_experts"] + per["moe_shared_experts"]) / tp * wbytes
-           + (per["norms"] + per["moe_router"]) * max(wbytes, 2))
+    sharded = lp["attention"] - ind + lp["dense"] + lp["routed_experts"] + lp["shared_experts"]
+    return (sharded / tp * wbytes + (lp["norms"] + lp["router"] + lp["extra"]) * max(wbytes, 2)
+            + ind * wbytes)
+
+
+def _stage_kind_counts(spec, pp):
+    """Per pipeline stage (ceil(L/pp) consecutive layers each, the last takes the rest), how many
+    layers of each kind it holds: [{id(layer): count}]."""
     if pp == 1:
-        layers_bytes = pb["num_dense_layers"] * dense + pb["num_moe_layers"] * moe
+        return [{id(layer): cnt for layer, cnt, _ in layer_groups(spec)}]
+    layers = spec["layers"]
+    q = math.ceil(len(layers) / pp)
+    out = []
+    for st in range(pp):
+        counts = {}
+        for layer in layers[st * q:(st + 1) * q]:
+            counts[id(layer)] = counts.get(id(layer), 0) + 1
+        out.append(counts)
+    return out
+
+
+def weight_bytes_per_gpu(spec, *, tp, pp, w_bits):
+    """Weight bytes on the most-loaded rank: the heaviest pipeline stage's layers (layer_weight_bytes
+    per kind, summed over the stage), plus the vocab-parallel embedding (first stage) and head with
+    the final norm (last stage), both when pp = 1 and the larger of the two otherwise, at >= 16 bits.
+    Per-layer embeddings (Gemma 4) and model-level extras count with the embedding, an embedding
+    norm (BLOOM) whole on every rank."""
+    h, nm = spec["hidden_size"], spec["norm"]
+    per_kind = {id(layer): layer_weight_bytes(layer, h=h, norm=nm, tp=tp, w_bits=w_bits)
+                for layer, _, _ in layer_groups(spec)}
+    if pp == 1:
+        layers_bytes = sum(cnt * per_kind[id(layer)] for layer, cnt, _ in layer_groups(spec))
     else:
-        big = max(dense if pb["num_dense_layers"] else 0, moe if pb["num_moe_layers"] else 0)
-        layers_bytes = math.ceil(L / pp) * big
+        layers_bytes = max(sum(c * per_kind[k] for k, c in st.items())
+                           for st in _stage_kind_counts(spec, pp))
+    pb = param_breakdown(spec)
     hb = max(w_bits, 16) / 8
-    emb = (pb["embedding_params"] + pb["position_embedding_params"]
-           + pb["embedding_projection_params"]) / tp * hb
+    emb = ((pb["embedding_params"] + pb["position_embedding_params"] + pb["embedding_projection_params"]
+            + pb["per_layer_embedding_params"] + pb["other_params"]) / tp + pb["embedding_norm_params"]) * hb
     head = (pb["output_head_params"] / tp + pb["final_norm_params"]) * hb
     ends = emb + head if pp == 1 else max(emb, head)
     return layers_bytes + ends
 
 
-def kv_cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, window=None,
-                           sliding_layers=()):
-    """KV cache on the most-loaded rank: stages of ceil(L/pp) consecutive layers, each layer
-    holding b x tokens x kv_cache_bytes_per_token_per_layer, where tokens = context, or at most w
-    for a sliding-window layer (Mistral 7B sec. 2 rolling buffer; HF's sliding caches keep w)."""
-    L = spec["num_layers"]
-    per_layer = [batch * (min(context, window) if window and i in sliding_layers else context)
-                 for i in range(L)]
-    q = math.ceil(L / pp)
-    tokens = max(sum(per_layer[st * q:(st + 1) * q]) for st in range(pp))
-    return tokens * kv_cache_bytes_per_token_per_layer(spec, tp=tp, kv_bits=kv_bits)
+def layer_cache_bytes(layer, *, tp, batch, context, kv_bits):
+    """{"kv", "indexer"} cache bytes one layer holds on one TP rank for `batch` sequences at
+    `context` tokens: cached_tokens per attention block (at most the window on sliding layers) x
+    cache_bytes_per_token; a layer that reuses another's cache holds none."""
+    out = {"kv": 0.0, "indexer": 0.0}
+    for attn in layer["attention"]:
+        t = cached_tokens(attn, context=context)
+        per = cache_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)
+        out["kv"] += batch * t * per["kv"]
+        out["indexer"] += batch * t * per["indexer"]
+    return out
 
 
-# --- config helpers ------------------------------------------------------------------------------
-# A copy of calc_transformer_mem.py's (tests/test_shared_copies.py checks the two are identical).
-def sliding_window_from_config(cfg, num_layers):
-    """(window, layer indices using it) from a HF config: `layer_types` when given; Gemma 2 slides
-    on even layers (Gemma2DecoderLayer is_sliding = not layer_idx % 2); the Qwen families only with
-    use_sliding_window (HF's default is off), Qwen2/Qwen3 on layers i >= max_window_layers and
-    Qwen2-MoE on even i < max_window_layers (their configs' layer_types rules); other families
-    (and Qwen3-MoE) with sliding_window set slide on every layer."""
-    if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
-        cfg = cfg["text_config"]
-    w, mt = cfg.get("sliding_window"), str(cfg.get("model_type", ""))
-    if not w or not cfg.get("use_sliding_window", not mt.startswith("qwen")):
-        return None, []
-    if isinstance(cfg.get("layer_types"), list):
-        return w, [i for i, t in enumerate(cfg["layer_types"]) if t == "sliding_attention"]
-    if mt == "gemma2":
-        return w, [i for i in range(num_layers) if i % 2 == 0]
-    mwl = cfg.get("max_window_layers")
-    if mt in ("qwen2", "qwen3") and mwl is not None:
-        return w, [i for i in range(num_layers) if i >= mwl]
-    if mt == "qwen2_moe" and mwl is not None:
-        return w, [i for i in range(num_layers) if i % 2 == 0 and i < mwl]
-    return w, list(range(num_layers))
+def cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits):
+    """{"kv", "indexer"} cache bytes on the most-loaded pipeline stage (the one whose layers hold
+    the most; stages of ceil(L/pp) consecutive layers)."""
+    per_kind = {id(layer): layer_cache_bytes(layer, tp=tp, batch=batch, context=context, kv_bits=kv_bits)
+                for layer, _, _ in layer_groups(spec)}
+    stages = [{part: sum(c * per_kind[k][part] for k, c in st.items()) for part in ("kv", "indexer")}
+              for st in _stage_kind_counts(spec, pp)]
+    return max(stages, key=lambda st: st["kv"] + st["indexer"])
 
 
 # --- hardware ------------------------------------------------------------------------------------
@@ -2253,33 +2386,46 @@ def fmt_s(t):
 def format_report(res):
     """Aligned human-readable report of the dict main returns."""
     r, hw = res, res["hardware"]
-    lines = [f"{'phase':<34}{'time':>14}   bound",
-             f"{'TTFT (prefill, %d x %d tokens)' % (r['batch_size'], r['prompt_tokens']):<34}"
-             f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
-             + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)" if r["request_overhead_s"] else ""),
-             f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   {r['decode_bound']}",
-             f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
-             f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
-             f"{fmt_s(r['decode_per_token_s']):>14}",
-             f"{'End-to-end (%d output tokens)' % r['output_tokens']:<34}{fmt_s(r['total_s']):>14}",
-             "", f"{'throughput':<34}{'tokens/s':>14}",
-             f"{'per user (decode, 1/TPOT)':<34}{r['tokens_per_s_per_user']:>14,.1f}",
-             f"{'total (b x o / end-to-end)':<34}{r['output_tokens_per_s']:>14,.1f}",
-             f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}",
-             "", f"{'component':<22}{'prefill':>14}{'%':>7}{'decode step':>14}{'%':>7}"]
+    lines = textwrap.wrap(f"mode: {r['mode']}", width=100, subsequent_indent="      ")
+    lines += [f"WARNING: {w}" for w in r["warnings"]]
+    lines += ["", f"{'phase':<34}{'time':>14}   bound",
+              f"{'TTFT (prefill, %d x %d tokens)' % (r['batch_size'], r['prompt_tokens']):<34}"
+              f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
+              + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)" if r["request_overhead_s"] else ""),
+              f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   {r['decode_bound']}",
+              f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
+              f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
+              f"{fmt_s(r['decode_per_token_s']):>14}",
+              f"{'End-to-end (%d output tokens)' % r['output_tokens']:<34}{fmt_s(r['total_s']):>14}",
+              "", f"{'throughput':<34}{'tokens/s':>14}",
+              f"{'per user (decode, 1/TPOT)':<34}{r['tokens_per_s_per_user']:>14,.1f}",
+              f"{'total (b x o / end-to-end)':<34}{r['output_tokens_per_s']:>14,.1f}",
+              f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}",
+              "", f"{'component':<22}{'prefill':>14}{'%':>7}{'decode step':>14}{'%':>7}"]
     pc, dc = r["prefill_components_s"], r["decode_first_step_components_s"]
     for name in pc:
         lines.append(f"{name:<22}{fmt_s(pc[name]):>14}{100 * pc[name] / r['prefill_s']:>6.1f}%"
                      f"{fmt_s(dc[name]):>14}{100 * dc[name] / r['decode_first_step_s']:>6.1f}%")
+    lines += ["", f"{'layers':>7}{'first':>7}{'decode step':>14}{'% of step':>10}   layer kind "
+                  "(attention | mlp); time per layer, its kernels and all-reduces included"]
+    for k in r["layer_kinds"]:
+        lines.append(f"{k['layers']:>7}{k['first_layer']:>7}{fmt_s(k['decode_first_step_s_per_layer']):>14}"
+                     f"{100 * k['decode_first_step_s'] / r['decode_first_step_s']:>9.1f}%   "
+                     f"{k['attention']} | {k['mlp']}")
     cb, cm = r["critical_batch_size"], r["critical_batch_size_matmuls"]
+    gib = 2 ** 30
     lines += ["", f"decode turns compute-bound at batch: weight matmuls {cm if cm else 'never'}, whole "
               f"step {cb if cb else 'never (KV-cache reads grow with b as fast as the math)'}"
               f" (context {r['prompt_tokens']})",
-              f"memory per GPU: weights {r['weight_bytes_per_gpu'] / 2**30:,.2f} GiB + KV cache "
-              f"{r['kv_cache_bytes_per_gpu'] / 2**30:,.2f} GiB = {r['memory_bytes_per_gpu'] / 2**30:,.2f}"
-              f" GiB of {hw['gpu_memory_bytes'] / 2**30:,.2f} GiB"
-              + ("" if r["fits_in_memory"] else "  ** DOES NOT FIT **"),
-              f"hardware: {hw['peak_flops_per_s'] / 1e12:,.1f} TFLOP/s x {hw['compute_efficiency']:.2f}, "
+              "", f"{'memory per GPU (most-loaded stage)':<40}{'GiB':>12}",
+              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}",
+              f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
+    if r["indexer_cache_bytes_per_gpu"]:
+        lines.append(f"{'  indexer keys (DSA) at s + o tokens':<40}"
+                     f"{r['indexer_cache_bytes_per_gpu'] / gib:>12,.2f}")
+    lines += [f"{'  total':<40}{r['memory_bytes_per_gpu'] / gib:>12,.2f} of "
+              f"{hw['gpu_memory_bytes'] / gib:,.2f} GiB" + ("" if r["fits_in_memory"] else "  ** DOES NOT FIT **"),
+              "", f"hardware: {hw['peak_flops_per_s'] / 1e12:,.1f} TFLOP/s x {hw['compute_efficiency']:.2f}, "
               f"{hw['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s x {hw['memory_efficiency']:.2f}, "
               f"link {hw['link_bytes_per_s'] / 1e9:,.0f} GB/s, tp {r['tensor_parallel_size']} "
               f"pp {r['pipeline_parallel_size']}, w{r['weight_bits']}a{r['activation_bits']} "
@@ -2293,22 +2439,23 @@ def format_report(res):
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_model_args(parser)
+    add_model_args(parser)  # includes --sliding-window (the window of the sliding layers; 0 = off)
     g = parser.add_argument_group("workload and layout")
-    g.add_argument("--batch-size", "-b", type=int, default=1, help="b sequences (default 1)")
+    g.add_argument("--batch-size", "-b", type=int, default=1,
+                   help="b concurrent sequences decoded together as one batch (default 1)")
     g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=int,
                    default=512, help="s prompt tokens per sequence (default 512)")
     g.add_argument("--output-tokens", "-o", type=int, default=128, help="o output tokens (default 128)")
-    g.add_argument("--tensor-parallel-size", "-tp", type=int, default=1, help="tp (default 1)")
-    g.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1, help="pp (default 1)")
+    g.add_argument("--tensor-parallel-size", "-tp", type=int, default=1,
+                   help="tp GPUs that split every layer's weights (default 1)")
+    g.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1,
+                   help="pp stages of consecutive layers (default 1)")
     g.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
                    help="shorthand for the three bit widths (explicit --*-bits win)")
     g.add_argument("--weight-bits", type=int, default=None, help="weight bits (default 16)")
     g.add_argument("--activation-bits", type=int, default=None,
                    help="activation bits; sets the compute precision (default 16)")
     g.add_argument("--kv-cache-bits", type=int, default=None, help="KV-cache bits (default: activation bits)")
-    g.add_argument("--sliding-window", type=int, default=None,
-                   help="window of sliding-window layers (default from the config; 0 turns it off)")
     g = parser.add_argument_group("hardware (explicit flags win over --gpu)")
     g.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100)")
     g.add_argument("--peak-tflops", type=finite_float, default=None,
@@ -2358,16 +2505,64 @@ def validate(args, parser, spec):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
-    if args.sliding_window is not None and args.sliding_window < 0:
-        parser.error(f"--sliding-window must not be negative (0 turns it off), got {args.sliding_window}")
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
-    a, kv = spec["num_attention_heads"], spec["num_kv_heads"]
-    if a % tp:
-        parser.error(f"--num-attention-heads {a} is not divisible by --tensor-parallel-size {tp}")
-    if not spec.get("kv_lora_rank") and kv % tp and tp % kv:
-        parser.error(f"kv heads {kv} and --tensor-parallel-size {tp}: one must divide the other")
+    groups = layer_groups(spec)
+    for layer, _, first in groups:
+        where = "" if len(groups) == 1 else f" (layer {first})"
+        for attn in layer["attention"]:
+            a, kv = attn["heads"], attn["kv_heads"]
+            if a % tp:
+                parser.error(f"--num-attention-heads {a}{where} is not divisible by "
+                             f"--tensor-parallel-size {tp}")
+            if attn["kind"] != "mla" and kv % tp and tp % kv:
+                parser.error(f"kv heads {kv}{where} and --tensor-parallel-size {tp}: one must divide "
+                             "the other")
     if pp > spec["num_layers"]:
         parser.error(f"--pipeline-parallel-size {pp} is larger than --num-layers {spec['num_layers']}")
+
+
+def mode_text(*, b, s, o, tp, pp):
+    """The regime the numbers are for, in words (the report's first line)."""
+    return (f"b = {b} concurrent sequence{'s' if b > 1 else ''} run as one batch (static batching: "
+            f"they start and end together), each with s = {s} prompt and o = {o} output tokens; "
+            f"tp {tp} = tensor parallel (every layer's weights split over {tp} GPU{'s' if tp > 1 else ''}, "
+            f"an all-reduce after each block), pp {pp} = pipeline parallel ({pp} stage{'s' if pp > 1 else ''} "
+            f"of consecutive layers run one after the other, one batch in flight); {tp * pp} "
+            f"GPU{'s' if tp * pp > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
+
+
+def attention_label(attn):
+    """The block's attention_kind, plus what it leaves out: a layer that reuses another layer's
+    K/V (Gemma 4) or another layer's top-k selection (GLM-5's indexer-less DSA layers)."""
+    label = attention_kind(attn)
+    if attn["kv_shared"]:
+        label += " kv-shared"
+    if attn["index_topk"] and not attn["index_heads"]:
+        label += " shared-topk"
+    return label
+
+
+def attention_convention(spec):
+    """What the layer kinds' spans and indexers do to the work, for the convention line."""
+    counts = {}
+    for layer, cnt, _ in layer_groups(spec):
+        for attn in layer["attention"]:
+            texts = []
+            if attn["span"] == "sliding":
+                texts.append(f"sliding-window attention (w = {attn['window']}): a query attends to at "
+                             "most w keys, a decode step reads at most w - 1 cached tokens")
+            elif attn["span"] == "chunked":
+                texts.append(f"chunked attention (C = {attn['chunk']}): a query attends within its "
+                             "chunk, a decode step reads 0 .. C-1 cached tokens in turn")
+            if attn["index_topk"]:
+                texts.append(f"DSA (top-{attn['index_topk']}): the core attends to at most "
+                             f"{attn['index_topk']} keys")
+            if attn["index_topk"] and attn["index_heads"]:
+                texts.append("a lightning indexer scores every cached key")
+            for text in texts:
+                counts[text] = counts.get(text, 0) + cnt
+    L = spec["num_layers"]
+    return "".join(f"; {text} on {n} of {L} layers" for text, n in counts.items())
 
 
 def main(argv=None):
@@ -2384,51 +2579,58 @@ def main(argv=None):
         args.kv_cache_bits = kvb if kvb is not None else max(args.activation_bits, 8)
     validate(args, parser, spec)
     hw, hw_notes = resolve_hardware(args, parser)
-    # the window is not in the model spec: read it from the raw config, as calc_transformer_mem does
-    L = spec["num_layers"]
-    try:
-        cfg = load_hf_config(args.hf_model_name_or_path) if args.hf_model_name_or_path else {}
-    except ValueError as exc:
-        parser.error(str(exc))
-    win, win_layers = sliding_window_from_config(cfg, L) if cfg else (None, [])
-    if args.sliding_window is not None:
-        win = args.sliding_window or None
-        win_layers = win_layers if (win and win_layers) else (list(range(L)) if win else [])
-    win_layers = [i for i in win_layers if i < L] if win else []
-    win = win if win_layers else None
-    swa = dict(window=win, num_sliding_layers=len(win_layers))
     for note in notes + hw_notes:
         print(f"note: {note}", file=sys.stderr)
+    for w in spec["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    L, h = spec["num_layers"], spec["hidden_size"]
+    win_layers = [i for i, layer in enumerate(spec["layers"])
+                  if any(a["span"] == "sliding" for a in layer["attention"])]
+    win = (next(a["window"] for a in spec["layers"][win_layers[0]]["attention"] if a["span"] == "sliding")
+           if win_layers else None)
 
     b, s, o = args.batch_size, args.prompt_tokens, args.output_tokens
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     bits = dict(w_bits=args.weight_bits, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits)
     pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=s, context_before=0,
-                       absorbed=False, **bits, **swa)
+                       absorbed=False, **bits)
     first = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=s,
-                         absorbed=True, **bits, **swa)
+                         absorbed=True, **bits)
     last = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1,
-                        context_before=s + max(o - 2, 0), absorbed=True, **bits, **swa)
-    dec_total = decode_total_s(spec, hw, tp=tp, pp=pp, batch=b, prompt_tokens=s, output_tokens=o,
-                               **bits, **swa)
+                        context_before=s + max(o - 2, 0), absorbed=True, **bits)
+    dec_total = decode_total_s(spec, hw, tp=tp, pp=pp, batch=b, prompt_tokens=s, output_tokens=o, **bits)
     tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
     req_s = args.request_overhead_ms * 1e-3
     ttft = req_s + pre["time_s"]
     total = ttft + dec_total
-    crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits, **swa)
-    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits, **swa)
+    crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits)
+    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits)
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=args.weight_bits)
-    kv_bytes = kv_cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b, context=s + o,
-                                      kv_bits=args.kv_cache_bits, window=win,
-                                      sliding_layers=set(win_layers))
-    mem = w_bytes + kv_bytes
+    cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b, context=s + o, kv_bits=args.kv_cache_bits)
+    mem = w_bytes + cache["kv"] + cache["indexer"]
     fits = mem <= hw["gpu_memory_bytes"]
     if not fits:
-        print(f"warning: weights {w_bytes / 2**30:.2f} GiB + KV cache {kv_bytes / 2**30:.2f} GiB per GPU "
-              f"exceed its {hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp or cut bits, b, s+o",
-              file=sys.stderr)
+        print(f"warning: weights {w_bytes / 2**30:.2f} GiB + KV cache {cache['kv'] / 2**30:.2f} GiB"
+              + (f" + indexer keys {cache['indexer'] / 2**30:.2f} GiB" if cache["indexer"] else "")
+              + f" per GPU exceed its {hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp or cut "
+              "bits, b, s+o", file=sys.stderr)
+    kinds = []
+    for (layer, cnt, first_i), pk, dk in zip(layer_groups(spec), pre["layer_kinds"], first["layer_kinds"]):
+        lc = layer_cache_bytes(layer, tp=tp, batch=b, context=s + o, kv_bits=args.kv_cache_bits)
+        kinds.append({
+            "layers": cnt, "first_layer": first_i,
+            "attention": " + ".join(attention_label(a) for a in layer["attention"]),
+            "mlp": " + ".join(mlp_kind(m) for m in layer["mlp"]),
+            "prefill_s_per_layer": pk["time_s_per_layer"],
+            "decode_first_step_s_per_layer": dk["time_s_per_layer"],
+            "decode_first_step_s": cnt * dk["time_s_per_layer"],
+            "weight_bytes_per_layer_per_gpu": layer_weight_bytes(layer, h=h, norm=spec["norm"], tp=tp,
+                                                                 w_bits=args.weight_bits),
+            "kv_cache_bytes_per_layer_per_gpu": lc["kv"],
+            "indexer_cache_bytes_per_layer_per_gpu": lc["indexer"]})
     res = {
-        "model": spec, "batch_size": b, "prompt_tokens": s, "output_tokens": o,
+        "mode": mode_text(b=b, s=s, o=o, tp=tp, pp=pp), "warnings": list(spec["warnings"]),
+        "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpus": tp * pp,
         "weight_bits": args.weight_bits, "activation_bits": args.activation_bits,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
@@ -2440,21 +2642,23 @@ def main(argv=None):
         "decode_last_step_s": last["time_s"] if o > 1 else first["time_s"],
         "decode_bound": first["bound"], "decode_first_step_components_s": first["components_s"],
         "decode_step_flops_per_gpu": first["flops"], "decode_step_bytes_per_gpu": first["bytes"],
+        "decode_step_weight_bytes_read_per_gpu": first["weight_bytes"],
+        "decode_step_cache_bytes_read_per_gpu": first["cache_read_bytes"],
         "decode_total_s": dec_total, "total_s": total,
         "output_tokens_per_s": b * o / total,
         "output_tokens_per_s_per_gpu": b * o / total / (tp * pp),
         "tokens_per_s_per_user": 1.0 / tpot,
         "critical_batch_size": crit, "critical_batch_size_matmuls": crit_mm,
-        "weight_bytes_per_gpu": w_bytes, "kv_cache_bytes_per_gpu": kv_bytes,
+        "weight_bytes_per_gpu": w_bytes, "kv_cache_bytes_per_gpu": cache["kv"],
+        "indexer_cache_bytes_per_gpu": cache["indexer"],
         "memory_bytes_per_gpu": mem, "fits_in_memory": fits,
+        "layer_kinds": kinds,
         "convention": "TTFT = one prefill pass over the prompt (the first token comes from it); "
                       "o-1 decode steps, each reading every weight shard and the KV cache; per-op "
-                      "roofline + fixed per-kernel overhead; TP ring all-reduce x2 per layer; PP "
-                      "stages sequential, one batch in flight; memory per GPU on the most-loaded "
-                      "stage (weights + KV at s+o, no activations/workspace)"
-                      + (f"; sliding-window attention on {len(win_layers)} of {L} layers: each "
-                         f"query attends to at most w = {win} keys, so those layers read and keep "
-                         f"at most w tokens per sequence" if win else ""),
+                      "roofline + fixed per-kernel overhead, summed over the layer list; TP ring "
+                      "all-reduce after each attention and MLP block; PP stages sequential, one batch "
+                      "in flight; memory per GPU on the most-loaded stage (weights + KV at s+o, no "
+                      "activations/workspace)" + attention_convention(spec),
     }
     if args.json:
         print(json.dumps(res, indent=2))

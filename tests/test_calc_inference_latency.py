@@ -41,6 +41,7 @@ GPT175 = ["-l", "96", "-hs", "12288", "-a", "96", "-v", "51200", "--position-emb
           "--max-position-embeddings", "2048", "--tied-embeddings"]
 GPT67 = ["-l", "32", "-hs", "4096", "-a", "32", "-v", "51200", "--position-embedding", "learned",
          "--max-position-embeddings", "2048", "--tied-embeddings"]
+SMALL = ["-l", "4", "-hs", "512", "-a", "8", "-v", "1000"]  # a small model for properties
 
 FT_URL = ("https://github.com/NVIDIA/FasterTransformer/blob/main/docs/gpt_guide.md "
           "(Performance: 8x A100-80GB SXM, NVSwitch, FP16, top_p 0.9)")
@@ -259,19 +260,27 @@ def test_decode_sum_is_exact(capsys):
         assert math.isclose(total, steps, rel_tol=1e-9)
 
 
+def spec_of(argv):
+    return cil.resolve_model_spec(cil.build_parser().parse_args(argv))[0]
+
+
 def test_decode_sum_is_exact_with_sliding_window(capsys):
     """Same for a windowed model (closed form split at the window): contexts below, across and
-    beyond w, with all and with half of the layers sliding, GQA and MHA."""
+    beyond w, with all and with some of the layers sliding, GQA and MHA."""
     hw = {"flops_per_s": 200e12, "attention_flops_per_s": 150e12, "bytes_per_s": 1.4e12,
           "kernel_overhead_s": 4e-6, "link_bytes_per_s": 300e9, "link_latency_s": 8.9e-6,
           "link_efficiency": 0.8}
     for argv in (GPT67, GPT67 + ["--num-kv-heads", "8"]):
-        spec, _ = cil.resolve_model_spec(cil.build_parser().parse_args(argv))
+        full = spec_of(argv)
         for w, n_slide in ((64, 32), (64, 16), (1, 32), (5000, 10)):
+            spec = spec_of(argv + ["--sliding-window", str(w)])
+            # the first n_slide layers keep the window, the others attend to everything
+            spec["layers"] = spec["layers"][:n_slide] + full["layers"][n_slide:]
+            assert sum(x["attention"][0]["span"] == "sliding" for x in spec["layers"]) == n_slide
+            # (8, 4900, 200) crosses w = 5000 (c = 4999) and is far past the small windows
             for b, s, o in ((1, 10, 7), (4, 40, 60), (64, 63, 3), (2, 64, 9), (512, 300, 40),
-                            (8, 3000, 4000)):
-                kw = dict(tp=2, pp=1, w_bits=16, a_bits=16, kv_bits=16, window=w,
-                          num_sliding_layers=n_slide)
+                            (8, 4900, 200)):
+                kw = dict(tp=2, pp=1, w_bits=16, a_bits=16, kv_bits=16)
                 steps = sum(cil.forward_pass(spec, hw, batch=b, new_tokens=1, context_before=c,
                                              absorbed=True, **kw)["time_s"]
                             for c in range(s, s + o - 1))
@@ -280,12 +289,15 @@ def test_decode_sum_is_exact_with_sliding_window(capsys):
 
 
 def test_causal_pairs_match_their_definition():
-    """sum over query positions p of min(p, w) (keys a causal query sees within a window of w keys,
-    its own included), counted one query at a time; no window: the full triangle."""
+    """Pairs a pass scores (step_pairs over the block's query_key_pairs): sum over query positions
+    p of min(p, w) (keys a causal query sees within a window of w keys, its own included), counted
+    one query at a time; no window: the full triangle."""
+    attn = {w: spec_of(SMALL + ["--sliding-window", str(w or 0)])["layers"][0]["attention"][0]
+            for w in (None, 1, 10, 12, 100)}
     for cb, n, w in ((0, 1, None), (0, 100, None), (7, 5, None), (0, 100, 10), (0, 10, 100),
                      (5, 20, 12), (30, 1, 12), (11, 1, 12), (0, 1, 1), (3, 4, 1)):
         brute = sum(min(p, w) if w else p for p in range(cb + 1, cb + n + 1))
-        assert cil.causal_pairs(context_before=cb, new_tokens=n, window=w) == brute
+        assert cil.step_pairs(attn[w], context_before=cb, new_tokens=n)["core"] == brute
 
 
 # HF transformers' caches, traced step by step on tiny random models (window 8) by
@@ -293,30 +305,35 @@ def test_causal_pairs_match_their_definition():
 HF_SWA = json.load(open(os.path.join(HERE, "fixtures", "hf_sliding_cache.json"), encoding="utf-8"))
 
 
-def test_window_reads_match_hf_cache_step_by_step():
-    # Every decode step of a sliding layer reads what HF's DynamicSlidingWindowLayer holds before
-    # the step (w - 1 once full; the step's own key makes w); full layers (DynamicLayer) read all.
-    w = HF_SWA["window"]
+def hf_swa_config(tmp_path, model):
+    """The fixture config of `model` cut to the traced model's layers, with its window."""
+    base, L = {"gemma2": ("gemma-2-9b", 4), "mistral": ("mistral-7b", 2)}[model]
+    conf = json.load(open(cfg(base), encoding="utf-8"))
+    conf.update(num_hidden_layers=L, sliding_window=HF_SWA["window"])
+    path = tmp_path / f"{model}.json"
+    path.write_text(json.dumps(conf))
+    return str(path)
+
+
+def test_window_reads_match_hf_cache_step_by_step(tmp_path):
+    # Every decode step of each layer reads what HF's cache layer for it holds before the step
+    # (DynamicSlidingWindowLayer: w - 1 once full, the step's own key makes w; DynamicLayer: all):
+    # the layers as the script reads them from the config, and cached_keys_read per step.
     for model in ("mistral", "gemma2"):
-        classes = HF_SWA[model]["layer_classes"]
+        spec = spec_of(["--hf_model_name_or_path", hf_swa_config(tmp_path, model)])
         for step in HF_SWA[model]["steps"]:
-            for cls, cached in zip(classes, step["cached"]):
-                win = w if cls == "DynamicSlidingWindowLayer" else None
-                assert cil.cached_tokens_read(context_before=step["context"], window=win) == cached
+            for layer, cached in zip(spec["layers"], step["cached"]):
+                attn = layer["attention"][0]
+                assert cil.cached_keys_read(attn, context_before=step["context"])["core"] == cached
                 # keys the step's query attends to: the cached ones plus its own
-                assert cil.causal_pairs(context_before=step["context"], new_tokens=1,
-                                        window=win) == cached + 1
+                assert cil.step_pairs(attn, context_before=step["context"], new_tokens=1)["core"] == cached + 1
 
 
 def test_sliding_layers_match_hf_layer_classes(tmp_path, capsys):
     # Which layers slide: HF builds a sliding cache layer for Gemma 2's even layers only, and for
     # every Mistral layer; the script reads the same from the config.
-    for model, base, L in (("gemma2", "gemma-2-9b", 4), ("mistral", "mistral-7b", 2)):
-        conf = json.load(open(cfg(base), encoding="utf-8"))
-        conf.update(num_hidden_layers=L, sliding_window=HF_SWA["window"])
-        path = tmp_path / f"{model}.json"
-        path.write_text(json.dumps(conf))
-        r = run(["--hf_model_name_or_path", str(path), "-s", "16", "-o", "2"])
+    for model in ("gemma2", "mistral"):
+        r = run(["--hf_model_name_or_path", hf_swa_config(tmp_path, model), "-s", "16", "-o", "2"])
         hf = [i for i, c in enumerate(HF_SWA[model]["layer_classes"])
               if c == "DynamicSlidingWindowLayer"]
         assert r["sliding_layers"] == hf and r["sliding_window"] == HF_SWA["window"]
@@ -503,7 +520,6 @@ def test_bad_input_exits_2(args, capsys):
 
 
 # --- properties --------------------------------------------------------------------------------
-SMALL = ["-l", "4", "-hs", "512", "-a", "8", "-v", "1000"]
 
 
 @settings(max_examples=40, deadline=None)
@@ -672,3 +688,207 @@ def test_full_mesh_link_matches_calc_comm(monkeypatch, tp, capsys):
     net = {"intra_bytes_per_s": 448e9, "mesh_domain": 8}
     assert math.isclose(link, cc.group_intra_bytes_per_s(net, gpus_in_node=tp, op="all_reduce"))
     assert link <= (tp - 1) * 64e9 + 1
+
+
+# --- layer kinds: chunked, DSA, kv-shared, MoE per layer ----------------------------------------
+# Every check below compares with a count made here from the definition (a mask, a top-k, a layer
+# pattern) or with another script's number, not with the script's own formula re-typed.
+HW_STEP = {"flops_per_s": 200e12, "attention_flops_per_s": 150e12, "bytes_per_s": 1.4e12,
+           "kernel_overhead_s": 4e-6, "link_bytes_per_s": 300e9, "link_latency_s": 8.9e-6,
+           "link_efficiency": 0.8}
+
+
+def write_config(tmp_path, name, conf):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(conf))
+    return str(path)
+
+
+def step_sum_and_closed_form(spec, b, s, o, **kw):
+    """(sum of forward_pass over the o-1 decode steps one by one, decode_total_s)."""
+    kw = dict(dict(tp=1, pp=1, w_bits=16, a_bits=16, kv_bits=16), **kw)
+    steps = sum(cil.forward_pass(spec, HW_STEP, batch=b, new_tokens=1, context_before=c,
+                                 absorbed=True, **kw)["time_s"] for c in range(s, s + o - 1))
+    return steps, cil.decode_total_s(spec, HW_STEP, batch=b, prompt_tokens=s, output_tokens=o, **kw)
+
+
+# Llama-4-Scout-like text model (llama4_text; shapes of meta-llama/Llama-4-Scout-17B-16E's
+# text_config: h 5120, 40 heads, 8 kv heads of 128, 16 experts top-1 of 8192 with a shared one,
+# dense MLP 16384, vocab 202048), cut to 8 layers with transformers 5's layer_types: 3 chunked
+# layers, then a full one, twice. attention_chunk_size is 8192 in Scout; 16 here crosses chunks
+# within a short run.
+SCOUT = {"model_type": "llama4_text", "hidden_size": 5120, "num_hidden_layers": 8,
+         "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+         "intermediate_size": 8192, "intermediate_size_mlp": 16384, "num_local_experts": 16,
+         "num_experts_per_tok": 1, "interleave_moe_layer_step": 1, "vocab_size": 202048,
+         "attention_chunk_size": 8192,
+         "layer_types": (["chunked_attention"] * 3 + ["full_attention"]) * 2}
+
+
+def test_decode_sum_is_exact_for_chunked_layers(tmp_path, capsys):
+    """A chunked layer's keys go 1..C, then 1..C again: the closed form (full chunks + the parts at
+    both ends) equals the step-by-step sum, from inside the first chunk to many chunks later."""
+    for chunk in (16, 8192):
+        path = write_config(tmp_path, f"scout{chunk}", dict(SCOUT, attention_chunk_size=chunk))
+        spec = spec_of(["--hf_model_name_or_path", path])
+        assert [x["attention"][0]["span"] for x in spec["layers"]] == (["chunked"] * 3 + ["full"]) * 2
+        for b, s, o, tp in ((1, 5, 60, 1), (3, 16, 40, 8), (2, 31, 3, 2), (1, 8000, 400, 4),
+                            (4, 16380, 30, 1)):
+            steps, total = step_sum_and_closed_form(spec, b, s, o, tp=tp)
+            assert math.isclose(total, steps, rel_tol=1e-9), (chunk, b, s, o)
+
+
+def test_chunked_reads_match_the_chunk_mask(tmp_path, capsys):
+    """A decode query at position c of a chunked layer sees the keys p <= c with p // C == c // C
+    (transformers' chunked mask); the cached ones are read. Decode cache reads at b = 1, summed
+    here over the 8 layers (every 4th full), against the script's, across chunk boundaries."""
+    C = 16
+    path = write_config(tmp_path, "scout", dict(SCOUT, attention_chunk_size=C))
+    attn = spec_of(["--hf_model_name_or_path", path])["layers"][0]["attention"][0]
+    per_token = 2 * 8 * 128 * 2  # K and V, 8 kv heads of 128, 2 B
+    for c in (0, 1, 15, 16, 17, 31, 32, 40, 100):
+        same_chunk = sum(1 for p in range(c) if p // C == c // C)
+        assert cil.cached_keys_read(attn, context_before=c)["core"] == same_chunk
+        if c:
+            r = run(["--hf_model_name_or_path", path, "-s", str(c), "-o", "2"])
+            brute = sum(same_chunk if i % 4 != 3 else c for i in range(8)) * per_token
+            assert r["decode_step_cache_bytes_read_per_gpu"] == brute, c
+
+
+def dsa_config(tmp_path, **extra):
+    # DeepSeek-V3.2 (deepseek-ai/DeepSeek-V3.2-Exp config.json): DeepSeek-V3's shapes plus the
+    # lightning indexer, index_n_heads 64, index_head_dim 128, index_topk 2048.
+    conf = json.load(open(cfg("deepseek-v3"), encoding="utf-8"))
+    conf.update(model_type="deepseek_v32", index_n_heads=64, index_head_dim=128, index_topk=2048,
+                **extra)
+    return write_config(tmp_path, "dsv32", conf)
+
+
+def test_dsa_decode_reads_cap_at_top_k(tmp_path, capsys):
+    """DeepSeek-V3.2 sec. 2.1: the indexer scores every cached key (its own d_I = 128 cache) and
+    the core attends to the top-k = 2048 of the keys a query sees (its own included, here taken
+    as among them). Against DeepSeek-V3 (same shapes, no indexer), cache reads at b = 1 differ by
+    the indexer's keys alone below top-k; above it the core's latent reads stop at k - 1."""
+    k, L, latent, index_key = 2048, 4, (512 + 64) * 2, 128 * 2  # bytes per token and layer
+    rng = random.Random(0)
+    for c in (100, 2046, 2047, 2048, 5000):
+        visible = list(range(c + 1))  # positions a decode query at position c sees
+        scores = {p: rng.random() for p in visible}
+        core = len(sorted(visible, key=scores.get)[-k:])  # the top-k the core attends to
+        dsa = run(["--hf_model_name_or_path", dsa_config(tmp_path), "-l", str(L), "-s", str(c), "-o", "2"])
+        v3 = run(["--hf_model_name_or_path", cfg("deepseek-v3"), "-l", str(L), "-s", str(c), "-o", "2"])
+        assert dsa["decode_step_cache_bytes_read_per_gpu"] == L * ((core - 1) * latent + c * index_key)
+        if c < k:
+            assert (dsa["decode_step_cache_bytes_read_per_gpu"] - v3["decode_step_cache_bytes_read_per_gpu"]
+                    == L * c * index_key)
+    # memory: the latent and the indexer's keys for all s + o tokens, the latter on their own line
+    r = run(["--hf_model_name_or_path", dsa_config(tmp_path), "-l", str(L), "-s", "5000", "-o", "8"])
+    assert r["kv_cache_bytes_per_gpu"] == L * 5008 * latent
+    assert r["indexer_cache_bytes_per_gpu"] == L * 5008 * index_key
+    assert "indexer keys" in cil.format_report(r)
+    assert any("DSA (top-2048)" in x for x in [r["convention"]])
+
+
+def test_decode_sum_is_exact_for_dsa_layers(tmp_path, capsys):
+    """Below, across and above top-k (the core's cached reads stop growing at k - 1, the indexer's
+    do not), at TP 1 and 8: the closed form equals the step-by-step sum."""
+    spec = spec_of(["--hf_model_name_or_path", dsa_config(tmp_path), "-l", "4"])
+    for b, s, o, tp in ((1, 100, 10, 1), (2, 2000, 100, 8), (1, 5000, 5, 1), (8, 2047, 3, 8)):
+        steps, total = step_sum_and_closed_form(spec, b, s, o, tp=tp)
+        assert math.isclose(total, steps, rel_tol=1e-9), (b, s, o, tp)
+
+
+def test_gemma2_decode_reads_at_16k_match_its_42_layers(capsys):
+    """Gemma 2 9B (Gemma Team 2024, sec. 2; HF Gemma2: even layers local, window 4096): a decode
+    query at position c reads, on a local layer, the cached keys p with c - p < 4096, on a global
+    layer all c; 2 x 8 kv heads x 256 x 2 B per key. Counted key by key over the 42 layers."""
+    c = 16384
+    r = run(["--hf_model_name_or_path", cfg("gemma-2-9b"), "-s", str(c), "-o", "2"])
+    local = sum(1 for p in range(c) if c - p < 4096)
+    brute = sum(local if i % 2 == 0 else c for i in range(42)) * 2 * 8 * 256 * 2
+    assert r["decode_step_cache_bytes_read_per_gpu"] == brute
+
+
+def test_moe_only_on_moe_layers_deepseek_v3(capsys):
+    """DeepSeek-V3 config: first_k_dense_replace 3, so of its first 5 layers 0-2 are dense (width
+    18432) and 3-4 MoE (256 routed experts, top-8, one shared). Weights and a batch-1 decode's
+    weight reads against calc_transformer_params' count of the same 5 layers."""
+    import calc_transformer_params as ctp
+    args = ["--hf_model_name_or_path", cfg("deepseek-v3"), "-l", "5"]
+    r = run(args + ["-s", "64", "-o", "2"])
+    assert [(k["layers"], k["first_layer"], k["mlp"]) for k in r["layer_kinds"]] == [
+        (3, 0, "dense 18432"), (2, 3, "moe 8/256 +shared")]
+    p = ctp.main(args + ["--json"])
+    assert r["weight_bytes_per_gpu"] == 2 * p["total_params"]  # bf16, tp 1
+    # batch 1: one token runs 8 experts, so the MoE layers read 8 of their 256 (norms are not
+    # matmul reads; the head is)
+    pl = p["per_layer"]
+    expect = 2 * (3 * (pl["dense_layer_total"] - pl["norms"])
+                  + 2 * (pl["moe_layer_total"] - pl["norms"] - pl["moe_routed_experts"] + 8 * pl["moe_one_expert"])
+                  + p["output_head_params"])
+    assert math.isclose(r["decode_step_weight_bytes_read_per_gpu"], expect, rel_tol=1e-12)
+
+
+def test_kv_shared_layers_cache_nothing_but_read(tmp_path, capsys):
+    """Gemma 4 (transformers' Gemma4TextConfig): the last num_kv_shared_layers layers reuse an
+    earlier layer's K/V, so they hold no cache, yet their attention reads those keys. Here 6
+    layers (sliding, sliding, full, x2; window 32), the last 3 shared; sliding layers 2 kv heads of
+    64, full ones of global_head_dim 128."""
+    conf = {"model_type": "gemma4_text", "hidden_size": 512, "num_hidden_layers": 6,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64, "global_head_dim": 128,
+            "intermediate_size": 1024, "vocab_size": 1000, "sliding_window": 32,
+            "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+            "num_kv_shared_layers": 3, "hidden_size_per_layer_input": 0}
+    s, o = 100, 10
+    r = run(["--hf_model_name_or_path", write_config(tmp_path, "gemma4", conf), "-s", str(s), "-o", str(o)])
+    local, full = 2 * 2 * 64 * 2, 2 * 2 * 128 * 2  # K and V bytes per token
+    # reads at c = s: local layers the keys with c - p < 32, full layers all
+    seen = sum(1 for p in range(s) if s - p < 32)
+    assert r["decode_step_cache_bytes_read_per_gpu"] == 2 * (2 * seen * local + s * full)
+    assert r["kv_cache_bytes_per_gpu"] < 2 * (s + o) * full  # only layers 0-2 hold a cache
+    shared = [k for k in r["layer_kinds"] if "kv-shared" in k["attention"]]
+    assert sum(k["layers"] for k in shared) == 3
+    assert all(k["kv_cache_bytes_per_layer_per_gpu"] == 0 for k in shared)
+
+
+def test_zero_computation_experts_monte_carlo():
+    """LongCat-Flash (sec. 2.1): a router picks k of E real + Z zero-computation experts; the
+    distinct real experts n tokens touch, E (1 - (1 - k/(E+Z))^n), against a seeded simulation
+    of uniform routing, within 3% at 1000 trials."""
+    rng = random.Random(1)
+    for E, Z, k, n in ((512, 256, 12, 1), (512, 256, 12, 8), (16, 8, 2, 5)):
+        sim = sum(len({e for _ in range(n) for e in rng.sample(range(E + Z), k) if e < E})
+                  for _ in range(1000)) / 1000
+        mlp = {"num_experts": E, "zero_experts": Z, "topk": k}
+        assert math.isclose(cil.expected_distinct_real_experts(mlp, num_tokens=n), sim, rel_tol=0.03)
+
+
+def test_layer_kinds_add_up_to_the_step(capsys):
+    """The per-kind breakdown (time per layer of each kind, its kernels and all-reduces in) times
+    the layer counts, plus the head, hand-offs and the two model-level kernels, is the step."""
+    for args in (["--hf_model_name_or_path", cfg("gemma-2-9b"), "-tp", "2", "-pp", "2"],
+                 ["--hf_model_name_or_path", cfg("deepseek-v3"), "-l", "6", "-tp", "8", "-b", "8"]):
+        r = run(args + ["-s", "3000", "-o", "4"])
+        assert sum(k["layers"] for k in r["layer_kinds"]) == r["model"]["num_layers"]
+        comp = r["decode_first_step_components_s"]
+        rest = comp["output_head"] + comp["pp_handoff"] + 2 * r["hardware"]["kernel_overhead_s"]
+        assert math.isclose(sum(k["decode_first_step_s"] for k in r["layer_kinds"]) + rest,
+                            r["decode_first_step_s"], rel_tol=1e-12)
+
+
+def test_mode_and_warnings_are_stated(tmp_path, capsys):
+    """The report opens with the mode (b concurrent sequences as one batch; what tp and pp
+    split) and the model's warnings as WARNING lines; --json carries them and the model summary."""
+    conf = json.load(open(cfg("llama-2-7b"), encoding="utf-8"))
+    conf["model_type"] = "somebody_new"  # read as Llama-style, with a warning
+    path = write_config(tmp_path, "unknown", conf)
+    r = run(["--hf_model_name_or_path", path, "-b", "4", "-tp", "2", "-s", "64", "-o", "4"])
+    assert r["warnings"] and "somebody_new" in r["warnings"][0]
+    assert "warning: model_type 'somebody_new'" in capsys.readouterr().err
+    main(["--hf_model_name_or_path", path, "-b", "4", "-tp", "2", "-s", "64", "-o", "4"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("mode: b = 4 concurrent sequences run as one batch")
+    assert "tp 2 = tensor parallel" in " ".join(lines[:6]) and "pp 1 = pipeline parallel" in " ".join(lines[:6])
+    assert any(x.startswith("WARNING: model_type 'somebody_new'") for x in lines[:8])
+    assert r["model"]["num_layers"] == 32 and r["model"]["layer_kinds"][0]["layers"] == 32
+    assert "layers" not in r["model"]  # the summary, not the raw layer list
