@@ -637,29 +637,3 @@ def test_bad_pipeline_split_exits_2_with_one_line(argv, msg):
     code, err = exit_code_and_stderr(main, argv)
     assert code == 2
     assert msg in err and err.count("\n") == 1, err
-
-
-# --- sliding-window layers against transformers' own config rules ------------------------------
-@pytest.mark.parametrize("model_type,extra", [
-    ("qwen2", {}), ("qwen3", {}), ("qwen2_moe", {}), ("qwen3_moe", {}), ("mistral", {}),
-    ("gemma2", {"head_dim": 16}), ("qwen2", {"use_sliding_window": False}),
-])
-def test_sliding_layers_match_transformers_layer_types(model_type, extra):
-    """Which layers slide: our rule on a config.json WITHOUT layer_types against the layer types
-    transformers itself derives (its config classes' layer_types defaults, or, for families
-    without them, every layer when sliding_window is set). Needs transformers (dev extra)."""
-    transformers = pytest.importorskip("transformers")
-    from calc_transformer_mem import sliding_window_from_config
-    cfg = {"model_type": model_type, "num_hidden_layers": 8, "hidden_size": 64,
-           "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
-           "vocab_size": 100, "sliding_window": 32, "use_sliding_window": True,
-           "max_window_layers": 5, **extra}
-    hf = transformers.AutoConfig.for_model(**cfg)
-    types = getattr(hf, "layer_types", None)
-    if types is None:  # family without layer_types: every layer slides when a window is set
-        want = list(range(8)) if getattr(hf, "sliding_window", None) else []
-    else:
-        want = [i for i, t in enumerate(types) if t == "sliding_attention"]
-    win, layers = sliding_window_from_config(cfg, 8)
-    assert layers == want, (model_type, layers, want)
-    assert (win is None) == (not want)
