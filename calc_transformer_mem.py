@@ -1496,7 +1496,8 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
             outside += B * sb * (x["q_lora_rank"] + x["kv_lora_rank"] + x["qk_rope_head_dim"])
         inside += B * sb * (at * d + kvt * d + kvt * d_v + at * d_v)
         if x["index_topk"]:
-            inside += B * sb * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"] + x["index_heads"])
+            H, d_i = x["index_heads"], x["index_head_dim"]
+            inside += B * sb * (H * d_i + d_i + H)
         if flash:
             scores += 4 * sb * at
         else:
@@ -1624,7 +1625,8 @@ def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes):
                 per_tok += B * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"]) + 4 * s
             widest = max(widest, per_tok)
         for m in layer["mlp"]:
-            f = m["width"] if m["kind"] == "dense" else expected_real_experts(m) * m["width"] + m["shared_width"]
+            f = (m["width"] if m["kind"] == "dense"
+                 else expected_real_experts(m) * m["width"] + m["shared_width"])
             widest = max(widest, B * (f * _mlp_stored_widths(m["linears"]) // tp))
     return B * s * b * 2 * h + s * b * widest + 4 * b * V / tp
 
@@ -1839,7 +1841,8 @@ def format_report(res):
                      + (f" ({kinds[0]['kv_bytes_per_token']:,} per layer)" if len(kinds) == 1 else ":"))
         if len(kinds) > 1:
             for k in kinds:
-                lines.append(f"  {k['layers']:>4} x {k['attention']:<32}{k['kv_bytes_per_token']:>10,} B/token, "
+                lines.append(f"  {k['layers']:>4} x {k['attention']:<32}"
+                             f"{k['kv_bytes_per_token']:>10,} B/token, "
                              f"keeps {k['cached_tokens']:,} tokens, "
                              f"{k['layers'] * k['kv_bytes_per_layer'] / GIB:.2f} GiB")
     fit = res.get("fit")
@@ -2064,9 +2067,11 @@ def resolve(args, parser):
         parser.error(f"--num-gpus {n} is not divisible by tp*pp*cp = {tp}*{pp}*{cp} = {tp * pp * cp}")
     for x in attns:  # every attention kind's heads split over tp (Megatron-LM, vLLM)
         if x["heads"] % tp:
-            parser.error(f"--num-attention-heads {x['heads']} is not divisible by --tensor-parallel-size {tp}")
+            parser.error(f"--num-attention-heads {x['heads']} is not divisible by "
+                         f"--tensor-parallel-size {tp}")
         if x["kv_heads"] % tp and tp % x["kv_heads"]:
-            parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must divide the other")
+            parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must "
+                         "divide the other")
     chunk_layers = check_pipeline_split(args, parser, L, pp, vp)
     for m in mlps:
         if m["kind"] == "dense" and m["width"] % tp:
@@ -2175,7 +2180,8 @@ def resolve(args, parser):
                                                 master_bytes=high),
          "lora": lora, "weight_bits": weight_bits,
          "kv_bytes": args.kv_cache_bytes_per_val or low, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
-         "sliding_window": max(windows) if windows else None, "sliding_layers": sliding, "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
+         "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
+         "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
          "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu,
          "memory_field": mem_field}
     return spec, c, notes
@@ -2202,7 +2208,8 @@ def cache_rules_text(spec):
         parts.append(f"{n['sliding']} sliding-window layers keep min(context, window "
                      + "/".join(map(str, windows)) + ")")
     if n.get("chunked"):
-        parts.append(f"{n['chunked']} chunked-attention layers keep every token (as transformers' cache does)")
+        parts.append(f"{n['chunked']} chunked-attention layers keep every token (as transformers' "
+                     "cache does)")
     if n.get("shared"):
         parts.append(f"{n['shared']} layers reuse another layer's cache and hold none")
     if any_attn(spec, lambda x: x["index_topk"]):
@@ -2225,7 +2232,8 @@ def assumptions(c, spec):
     if c["infer"]:
         out.append(f"weights: layer matrices at {c['weight_bits']:g} bits, embeddings/head/norms at "
                    f"{8 * c['weight_bytes']} bits; KV cache at {c['kv_bytes']:g} B/element"
-                   + ("; MLA cache = " + c["mla_cache"] if any_attn(spec, lambda x: x["kind"] == "mla") else ""))
+                   + ("; MLA cache = " + c["mla_cache"]
+                      if any_attn(spec, lambda x: x["kind"] == "mla") else ""))
         out.append("KV cache per layer: " + cache_rules_text(spec))
         out.append("activations: one prefill forward's working set (flash attention "
                    + ("on" if c["flash_attention"] else "off") + ")")
