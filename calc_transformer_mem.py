@@ -5,9 +5,15 @@ Training: weights, gradients and optimizer states (mixed precision, optimizer, Z
 tensor/pipeline/expert/context parallel sharding), activations after Korthikanti et al. 2022
 (recompute mode, sequence parallelism, flash attention, dropout, GQA, SwiGLU, MoE, 1F1B and
 interleaved pipelines, logits on the last stage), ZeRO buffers, LoRA/QLoRA fine-tuning.
-Inference (--infer): weights at any bit width, KV cache (MHA/GQA/MQA/MLA, sliding windows), the
-activation working set of one forward. With --gpu or --gpu-memory-gib: fits or not, headroom,
-and the largest micro-batch (training) or batch and context (inference) that fit.
+Inference (--infer): weights at any bit width, KV cache (MHA/GQA/MQA/MLA; sliding-window layers
+capped at their window, chunked layers keeping every token, layers that reuse another layer's cache
+holding none, DeepSeek-V3.2's indexer keys as their own line), the activation working set of one
+forward. With --gpu or --gpu-memory-gib: fits or not, headroom, and the largest micro-batch
+(training) or batch and context (inference) that fit.
+
+The model is the shared block's list of layers: every sum runs over the layers of each pipeline
+stage with the block's per-kind functions (layer_params, cache_elements_per_token, cached_tokens),
+so a model mixing attention kinds, dense and MoE layers is counted layer by layer.
 
 Symbols: b micro-batch (per GPU), s sequence, h hidden, a heads, kv kv heads, d head dim, f MLP
 width, L layers, V vocab, E experts, k top-k, tp pp dp ep cp parallel degrees, v virtual stages.
@@ -21,8 +27,10 @@ Assumptions (each printed with the result):
   * Activations are stored at the low-precision width; dropout masks 1 byte; logits fp32 (4 B).
     Defaults: --flash-attention ON (no s^2 scores stored), --no-dropout (Llama/NeoX/Pythia train
     without dropout). Korthikanti's setup is --no-flash-attention --dropout.
-  * --recompute full (cookbook -ca) stores each layer's input and adds one layer's recompute
-    working set; selective drops the attention-score terms (Korthikanti sec. 5).
+  * -b is the micro-batch per GPU (training) or the batch of sequences (inference). -ca /
+    --checkpoint-activations turns recompute ON (the cookbook's meaning: --recompute full): it
+    stores each layer's input and adds the stage's largest layer's recompute working set;
+    selective drops the attention-score terms (Korthikanti sec. 5). The default is no recompute.
   * 1F1B: stage i holds min(pp - i, m) micro-batches in flight (m = global batch / (b*dp));
     interleaved (v>1): stage 0 holds pp + (pp-1)/v stage-equivalents (Korthikanti sec. 4.2.3).
   * Pipeline split: L/(pp*v) layers per model chunk, or Megatron-LM's uneven split
@@ -55,7 +63,6 @@ References:
 
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -1772,39 +1779,37 @@ def _kv_heads_per_rank(kv, tp):
     return kv // tp if kv >= tp else 1
 
 
-def layer_params_per_rank(spec, *, tp, etp, ep, moe_layer):
-    """One layer's parameters on one rank, split into (non_expert, expert). Megatron TP layout:
-    column-parallel q/k/v and MLP input matrices (weights and biases /tp), row-parallel output
-    matrices (weights /tp, bias replicated), norms and routers replicated; MLA down-projections
-    replicated; routed experts E/ep per rank, each split over etp."""
-    h, a, kv, d, nm = (spec[k] for k in ("hidden_size", "num_attention_heads", "num_kv_heads",
-                                        "head_dim", "norm"))
-    qb, ob, mb = spec["qkv_bias"], spec["attn_out_bias"], spec["mlp_bias"]
-    nl = spec["num_mlp_linears"]
-    at = a // tp
-    norms = spec["norms_per_layer"] * norm_params(width=h, norm=nm)
-    if spec.get("kv_lora_rank"):
-        r_q, r_kv = spec["q_lora_rank"], spec["kv_lora_rank"]
-        dn, dr, dv = spec["qk_nope_head_dim"], spec["qk_rope_head_dim"], spec["v_head_dim"]
-        qn = "rmsnorm" if nm == "layernorm" else nm
-        q = (h * r_q + qb * r_q + norm_params(width=r_q, norm=qn) + r_q * at * d) if r_q else h * at * d
-        attn = (q + h * (r_kv + dr) + qb * (r_kv + dr) + norm_params(width=r_kv, norm=qn)
-                + r_kv * at * (dn + dv) + at * dv * h + ob * h)
-    else:
-        kvt = _kv_heads_per_rank(kv, tp)
-        qk = {"none": 0, "head": 2 * d, "full": (at + kvt) * d}[spec["qk_norm"]]
-        attn = (h * (at + 2 * kvt) * d + qb * (at + 2 * kvt) * d + at * d * h + ob * h
-                + norm_params(width=qk, norm="rmsnorm" if nm == "layernorm" else nm))
-    if not moe_layer:
-        f = spec["ffn_hidden_size"]
-        mlp = nl * h * f // tp + (mb and (nl - 1) * f // tp + h)
-        return attn + norms + mlp, 0
-    fe, fsh, E = spec["moe_ffn_hidden_size"], spec["shared_expert_ffn_hidden_size"], spec["num_experts"]
-    expert = (E // ep) * (nl * h * fe // etp + (mb and (nl - 1) * fe // etp + h))
-    shared = (nl * h * fsh // tp + (mb and (nl - 1) * fsh // tp + h)) if fsh else 0
-    shared += h * bool(spec["shared_expert_gate"])
-    router = h * E + E * bool(spec["router_bias"])
-    return attn + norms + shared + router, expert
+def attention_on_rank(attn, *, tp):
+    """The share of one attention block that one tensor-parallel rank holds, as an attention dict
+    the block's per-kind functions take: a/tp query heads and kv/tp kv heads (one replicated head
+    when kv < tp). What is not per head stays whole on every rank: MLA's down-projections and their
+    norms, the output bias, and a lightning indexer (DeepSeek-V3.2's reference model.py builds it
+    from plain, replicated Linear layers so every rank picks the same top-k keys)."""
+    if tp == 1:
+        return attn
+    return dict(attn, heads=attn["heads"] // tp, kv_heads=_kv_heads_per_rank(attn["kv_heads"], tp))
+
+
+def mlp_on_rank(mlp, *, tp, etp):
+    """The share of one MLP block that one rank holds, as an MLP dict: a dense MLP and the shared
+    experts split their width over tp (Megatron column-parallel input matrices, row-parallel output
+    matrix, its bias replicated), each routed expert its width over etp; the router stays whole.
+    The routed experts themselves are split over ep by layer_params_per_rank."""
+    if mlp["kind"] == "dense":
+        return mlp if tp == 1 else dict(mlp, width=mlp["width"] // tp)
+    return dict(mlp, width=mlp["width"] // etp, shared_width=mlp["shared_width"] // tp)
+
+
+def layer_params_per_rank(layer, *, h, norm, tp, etp, ep):
+    """One layer's parameters on one rank, split into (non_expert, expert): the block's layer_params
+    on the rank's share of each attention (attention_on_rank) and MLP block (mlp_on_rank); norms,
+    per-layer extra weights and routers replicated; routed experts E/ep per rank (resolve() checks
+    that every split divides exactly)."""
+    share = {"attention": tuple(attention_on_rank(x, tp=tp) for x in layer["attention"]),
+             "mlp": tuple(mlp_on_rank(m, tp=tp, etp=etp) for m in layer["mlp"]),
+             "norms": layer["norms"], "extra_params": layer["extra_params"]}
+    p = layer_params(share, h=h, norm=norm)
+    return p["total"] - p["routed_experts"], p["routed_experts"] // ep
 
 
 def pipeline_chunk_layers(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
@@ -1867,21 +1872,27 @@ def suggest_pipeline_split(*, num_layers, pp, vp):
 
 
 def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None):
-    """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`.
-    Stage 0 holds the token embedding (/tp), position table, embedding norm and projections; the
-    last stage the final norm and the head (/tp) -- with tied embeddings and pp > 1 a second copy
-    of the embedding, as Megatron-LM keeps it. The third number is included in the first."""
+    """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`,
+    summed over the stage's layers (layer_params_per_rank, once per distinct layer kind). Stage 0
+    holds the token embedding (/tp), any per-layer embedding table (/tp, vocab-parallel like it),
+    position table, embedding norm, projections and other model-level weights; the last stage the
+    final norm and the head (/tp) -- with tied embeddings and pp > 1 a second copy of the embedding,
+    as Megatron-LM keeps it. The third number is included in the first."""
     V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
-    moe = set(spec["moe_layers"])
+    layers, per_kind = spec["layers"], {}
     dense = expert = 0
     for i in stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
                           chunk_layers=chunk_layers):
-        ne, ex = layer_params_per_rank(spec, tp=tp, etp=etp, ep=ep, moe_layer=i in moe)
+        key = id(layers[i])
+        if key not in per_kind:
+            per_kind[key] = layer_params_per_rank(layers[i], h=h, norm=spec["norm"], tp=tp, etp=etp, ep=ep)
+        ne, ex = per_kind[key]
         dense, expert = dense + ne, expert + ex
     emb = 0
     if stage == 0:
         emb += V * p // tp + spec["position_embedding_rows"] * h + (2 * p * h if p != h else 0)
         emb += norm_params(width=h, norm=spec["norm"]) if spec["embedding_norm"] else 0
+        emb += spec["per_layer_embedding_params"] // tp + sum(spec["other_params"].values())
     if stage == pp - 1:
         emb += norm_params(width=h, norm=spec["norm"]) if spec["final_norm"] else 0
         if not spec["tied_embeddings"] or pp > 1:
@@ -1889,20 +1900,23 @@ def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None
     return dense + emb, expert, emb
 
 
-def lora_params_per_layer(spec, *, rank, targets, tp, moe_layer):
+def lora_params_per_layer(layer, *, h, rank, targets, tp):
     """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
-    (Hu et al. 2021, sec. 4.1). Attention q/k/v/o and dense-MLP gate/up/down; routed experts are
-    not adapted. Split over tp like the matrix they adapt (an approximation for r)."""
-    h, a, kv, d = (spec[k] for k in ("hidden_size", "num_attention_heads", "num_kv_heads", "head_dim"))
-    dv = spec.get("v_head_dim") or d
-    f = spec["ffn_hidden_size"] if not moe_layer else spec["shared_expert_ffn_hidden_size"]
-    shapes = {"q": (h, a * d), "k": (h, kv * d), "v": (h, kv * dv), "o": (a * dv, h),
-              "gate": (h, f) if spec["num_mlp_linears"] == 3 else None, "up": (h, f), "down": (f, h)}
+    (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
+    k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
+    routed experts are not adapted. Split over tp like the matrix they adapt (an approximation for r)."""
     n = 0
-    for t in targets:
-        shp = shapes[t]
-        if shp and shp[0] and shp[1]:
-            n += rank * (shp[0] + shp[1])
+    for attn in layer["attention"]:
+        a, kv = attn["heads"], attn["kv_heads"]
+        d, dv = attention_head_dims(attn)
+        own_kv = attn["kv_shared"] != "no_weights"
+        shapes = {"q": (h, a * d), "k": (h, kv * d) if own_kv else None,
+                  "v": (h, kv * dv) if own_kv else None, "o": (a * dv, h)}
+        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
+    for m in layer["mlp"]:
+        f = m["width"] if m["kind"] == "dense" else m["shared_width"]
+        shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
+        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
     return n // tp
 
 
@@ -1910,48 +1924,67 @@ def lora_params_per_layer(spec, *, rank, targets, tp, moe_layer):
 # Activations (Korthikanti et al. 2022)
 # ------------------------------------------------------------------------------------------------
 
-def layer_activation_bytes(*, s, b, h, a, kv, d, d_v, f, num_linears, tp, sp, flash, dropout,
-                           act_bytes, moe=None, mla=None):
+def _mlp_stored_widths(num_linears):
+    """Widths an MLP keeps per token, in units of f: its input matmul output(s) and the product fed
+    to the output matrix: 2 f for a 2-matrix MLP (up, activation output), 3 f for a gated one
+    (fused gate|up 2 f, product f)."""
+    return 2 if num_linears == 2 else 3
+
+
+def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_bytes):
     """Bytes one layer stores for backward for one micro-batch on one tp rank, with no recompute,
-    split as {"outside", "inside", "scores"} (Korthikanti et al. 2022, sec. 4.1, Table 2):
-    outside = 2 norm inputs + attention and MLP inputs + 2 dropout masks (replicated under TP,
-    /tp with sequence parallelism) -- 10 sbh in fp16; inside = Q, K, V, attention output, MLP
-    internals (/tp) -- 24 sbh/t for MHA and f = 4h; scores = softmax output, its dropout mask and
-    output, 5 a s^2 b / t (2 a s^2 b / t without dropout; none with flash attention, which stores
-    an fp32 log-sum-exp per row instead). GQA stores K and V at kv heads; a gated MLP stores its
-    fused gate|up output (2 f) and the product (f); MoE: see moe_activation_bytes."""
-    B = act_bytes
-    sb = s * b
-    at, kvt = a // tp, _kv_heads_per_rank(kv, tp)
+    split as {"outside", "inside", "scores"} (Korthikanti et al. 2022, sec. 4.1, Table 2), summed
+    over the layer's attention and MLP blocks. outside: per block its norm input and its own input
+    (2 sbh) and a dropout mask (sbh, 1 B) -- 10 sbh per layer in fp16, replicated under TP, /tp
+    with sequence parallelism. inside (/tp): per attention block on its rank's heads
+    (attention_on_rank) Q and the output at a/tp heads, K and V at kv/tp heads (MLA: the a/tp heads
+    its up-projection expands, plus its q and kv latents r_q + r_kv + d_rope, counted outside); a
+    lightning indexer's q, key and head weights (H_I d_I + d_I + H_I; its score matrix is not
+    modelled); per MLP block dense internals (2 f or 3 f, /tp) or moe_activation_bytes -- 24 sbh/t
+    for MHA with f = 4h. scores: softmax output, its dropout mask and output, 5 a s^2 b / t (2 a s^2
+    b / t without dropout); eager attention computes the whole s x s matrix on sliding and chunked
+    layers too; with flash attention an fp32 log-sum-exp per row and head instead."""
+    B, sb = act_bytes, s * b
     mask = 1 if dropout else 0
-    outside = sb * h * (4 * B + 2 * mask)
-    if mla:
-        outside += B * sb * (mla["q_lora_rank"] + mla["kv_lora_rank"] + mla["qk_rope_head_dim"])
-        kvt = at
-    inside = B * sb * (at * d + kvt * d + kvt * d_v + at * d_v)
-    if flash:
-        scores = 4 * sb * at
-    else:
-        scores = at * s * s * b * (B + (mask + B if dropout else 0))
-    if moe is None:
-        inside += B * sb * f * (2 if num_linears == 2 else 3) // tp
-    else:
-        m = moe_activation_bytes(s=s, b=b, h=h, num_linears=num_linears, tp=tp, act_bytes=B, **moe)
-        outside += m["replicated"]
-        inside += m["sharded"]
+    outside = inside = scores = 0
+    for attn in layer["attention"]:
+        x = attention_on_rank(attn, tp=tp)
+        at, kvt = x["heads"], x["kv_heads"]
+        d, d_v = attention_head_dims(x)
+        outside += sb * h * (2 * B + mask)
+        if x["kind"] == "mla":
+            outside += B * sb * (x["q_lora_rank"] + x["kv_lora_rank"] + x["qk_rope_head_dim"])
+        inside += B * sb * (at * d + kvt * d + kvt * d_v + at * d_v)
+        if x["index_topk"]:
+            H, d_i = x["index_heads"], x["index_head_dim"]
+            inside += B * sb * (H * d_i + d_i + H)
+        if flash:
+            scores += 4 * sb * at
+        else:
+            scores += at * s * s * b * (B + (mask + B if dropout else 0))
+    for m in layer["mlp"]:
+        outside += sb * h * (2 * B + mask)
+        if m["kind"] == "dense":
+            inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
+        else:
+            mo = moe_activation_bytes(m, s=s, b=b, h=h, tp=tp, etp=etp, act_bytes=B)
+            outside += mo["replicated"]
+            inside += mo["sharded"]
     return {"outside": outside / (tp if sp else 1), "inside": inside, "scores": scores}
 
 
-def moe_activation_bytes(*, s, b, h, num_linears, tp, act_bytes, num_experts, topk, f_expert,
-                         f_shared, etp):
+def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
     """A MoE block's stored bytes per micro-batch under balanced routing: fp32 router logits and
-    probabilities (2 x 4 s b E), each token's k copies dispatched to experts and their k outputs
-    kept for the weighted combine (2 k s b h, not split by tp), expert internals as a dense MLP of
-    width f_e for k s b tokens (/etp), and the shared experts as one MLP (/tp)."""
+    probabilities over its E (+ Z zero) experts (2 x 4 s b (E + Z)), each token's k copies dispatched
+    to experts and their k outputs kept for the weighted combine (2 k s b h, not split by tp), the
+    experts' internals as a dense MLP of width f_e for the k s b tokens that reach real experts (k E
+    / (E + Z) with zero experts, expected_real_experts; /etp), and the shared experts as one MLP (/tp)."""
     B, sb = act_bytes, s * b
-    per_f = 2 if num_linears == 2 else 3
-    replicated = 8 * sb * num_experts + 2 * topk * B * sb * h
-    sharded = B * topk * sb * f_expert * per_f // etp + B * sb * f_shared * per_f // tp
+    per_f = _mlp_stored_widths(mlp["linears"])
+    k = mlp["topk"]
+    replicated = 8 * sb * (mlp["num_experts"] + mlp["zero_experts"]) + 2 * k * B * sb * h
+    sharded = (B * expected_real_experts(mlp) * sb * mlp["width"] * per_f // etp
+               + B * sb * mlp["shared_width"] * per_f // tp)
     return {"replicated": replicated, "sharded": sharded}
 
 
@@ -1986,95 +2019,108 @@ def output_layer_activation_bytes(*, s, b, h, V, tp, sp, act_bytes):
 # Inference
 # ------------------------------------------------------------------------------------------------
 
-def kv_cache_bytes_per_token_per_layer(*, kv, d, d_v, tp, kv_bytes, mla=None, mla_cache="latent"):
-    """KV cache bytes per token per layer on one tp rank. MHA/GQA/MQA: K and V, kv heads each
-    (kv/tp per rank, one replicated head when kv < tp): (d + d_v) x heads x bytes. MLA latent:
-    (kv_lora_rank + qk_rope_head_dim) x bytes, the same on every tp rank (DeepSeek-V2 sec.
-    2.1.3; vLLM's MLA cache). MLA expanded: a/tp heads of K (d) and V (d_v), as HF's cache stores."""
-    if mla and mla_cache == "latent":
-        return (mla["kv_lora_rank"] + mla["qk_rope_head_dim"]) * kv_bytes
-    heads = kv // tp if mla else _kv_heads_per_rank(kv, tp)
-    return heads * (d + d_v) * kv_bytes
+def layer_cache_bytes_per_token(layer, *, tp, kv_bytes, mla_cache="latent"):
+    """{"kv", "indexer"} bytes one token of one sequence takes in one layer's cache on one tp rank:
+    the block's cache_elements_per_token on the rank's share of each attention block
+    (attention_on_rank): K and V at kv/tp heads, one replicated head when kv < tp; MLA's latent
+    (r_kv + d_rope, DeepSeek-V2 sec. 2.1.3) whole on every rank, or with mla_cache="expanded" a/tp
+    heads of K and V as transformers' cache holds them; a lightning indexer's key (d_I) whole on
+    every rank; nothing for a layer that reuses another layer's cache."""
+    out = {"kv": 0, "indexer": 0}
+    for attn in layer["attention"]:
+        n = cache_elements_per_token(attention_on_rank(attn, tp=tp), mla_cache=mla_cache)
+        out["kv"] += n["kv"] * kv_bytes
+        out["indexer"] += n["indexer"] * kv_bytes
+    return out
 
 
-def kv_cache_bytes(*, per_token_per_layer, layers_tokens):
-    """Total KV cache: sum over this rank's layers of (tokens cached in that layer) x bytes per
-    token per layer; a sliding-window layer caches at most its window per sequence."""
-    return sum(per_token_per_layer * t for t in layers_tokens)
+def layer_cache_bytes(layer, *, tp, kv_bytes, mla_cache, batch, context):
+    """{"kv", "indexer"} bytes one layer's cache holds on one tp rank for `batch` sequences of
+    `context` tokens: per attention block, bytes per token (layer_cache_bytes_per_token) x the
+    block's cached_tokens -- min(context, window) on a sliding layer (Mistral 7B sec. 2's rolling
+    buffer; transformers keeps window - 1 between steps, so a decode step peaks at the window),
+    every token on full and chunked layers (transformers' cache for chunked layers keeps them all),
+    none on a layer that reuses another layer's cache."""
+    out = {"kv": 0, "indexer": 0}
+    for attn in layer["attention"]:
+        n = cache_elements_per_token(attention_on_rank(attn, tp=tp), mla_cache=mla_cache)
+        t = batch * cached_tokens(attn, context=context)
+        out["kv"] += n["kv"] * kv_bytes * t
+        out["indexer"] += n["indexer"] * kv_bytes * t
+    return out
 
 
-def inference_activation_bytes(*, s, b, h, a, kv, d, f, num_linears, V, tp, flash, act_bytes):
+def kv_cache_bytes(spec, layer_indices, *, tp, kv_bytes, mla_cache, batch, context):
+    """{"kv", "indexer"}: the cache on one rank holding `layer_indices` of a spec's layer list, the
+    sum of layer_cache_bytes over those layers (once per distinct layer kind, times its count)."""
+    counts = {}
+    for i in layer_indices:
+        layer = spec["layers"][i]
+        counts[id(layer)] = (layer, counts.get(id(layer), (layer, 0))[1] + 1)
+    out = {"kv": 0, "indexer": 0}
+    for layer, n in counts.values():
+        c = layer_cache_bytes(layer, tp=tp, kv_bytes=kv_bytes, mla_cache=mla_cache, batch=batch,
+                              context=context)
+        out["kv"] += n * c["kv"]
+        out["indexer"] += n * c["indexer"]
+    return out
+
+
+def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes):
     """Working set of one prefill forward over b x s tokens on one tp rank: the residual stream
-    and normed input (2 h), plus the larger of attention (q, k, v and, without flash attention,
-    a/tp x s scores per token) and the MLP intermediate (f or 2f + f gated, /tp), plus fp32 logits
-    for the last position of each sequence (4 b V / tp). An estimate: one layer's peak."""
-    at, kvt = a // tp, _kv_heads_per_rank(kv, tp)
-    attn = (at + 2 * kvt) * d + (0 if flash else at * s)
-    mlp = f * (2 if num_linears == 2 else 3) // tp
-    return act_bytes * s * b * (2 * h + max(attn, mlp)) + 4 * b * V / tp
-
-
-# ------------------------------------------------------------------------------------------------
-# Config helpers
-# ------------------------------------------------------------------------------------------------
-
-def sliding_window_from_config(cfg, num_layers):
-    """(window, layer indices using it) from a HF config: `layer_types` when given; Gemma 2 slides
-    on even layers (Gemma2DecoderLayer is_sliding = not layer_idx % 2); the Qwen families only with
-    use_sliding_window (HF's default is off), Qwen2/Qwen3 on layers i >= max_window_layers and
-    Qwen2-MoE on even i < max_window_layers (their configs' layer_types rules); other families
-    (and Qwen3-MoE) with sliding_window set slide on every layer."""
-    if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
-        cfg = cfg["text_config"]
-    w, mt = cfg.get("sliding_window"), str(cfg.get("model_type", ""))
-    if not w or not cfg.get("use_sliding_window", not mt.startswith("qwen")):
-        return None, []
-    if isinstance(cfg.get("layer_types"), list):
-        return w, [i for i, t in enumerate(cfg["layer_types"]) if t == "sliding_attention"]
-    if mt == "gemma2":
-        return w, [i for i in range(num_layers) if i % 2 == 0]
-    mwl = cfg.get("max_window_layers")
-    if mt in ("qwen2", "qwen3") and mwl is not None:
-        return w, [i for i in range(num_layers) if i >= mwl]
-    if mt == "qwen2_moe" and mwl is not None:
-        return w, [i for i in range(num_layers) if i % 2 == 0 and i < mwl]
-    return w, list(range(num_layers))
+    and normed input (2 h per token), plus the largest block of any of `layers` (distinct layer
+    dicts): attention -- q, k, v on the rank's heads and, without flash attention, a/tp x s scores
+    per token (eager attention scores all s keys on sliding and chunked layers too); a lightning
+    indexer's q and key (H_I d_I + d_I) and its fp32 logits over s keys -- or an MLP's intermediate
+    (f, or 2 f + f gated; MoE: the k routed experts' f_e plus the shared width; /tp); plus fp32
+    logits for the last position of each sequence (4 b V / tp). An estimate: one layer's peak."""
+    B = act_bytes
+    widest = 0
+    for layer in layers:
+        for attn in layer["attention"]:
+            x = attention_on_rank(attn, tp=tp)
+            d, _ = attention_head_dims(x)
+            per_tok = B * ((x["heads"] + 2 * x["kv_heads"]) * d + (0 if flash else x["heads"] * s))
+            if x["index_topk"]:
+                per_tok += B * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"]) + 4 * s
+            widest = max(widest, per_tok)
+        for m in layer["mlp"]:
+            f = (m["width"] if m["kind"] == "dense"
+                 else expected_real_experts(m) * m["width"] + m["shared_width"])
+            widest = max(widest, B * (f * _mlp_stored_widths(m["linears"]) // tp))
+    return B * s * b * 2 * h + s * b * widest + 4 * b * V / tp
 
 
 # ------------------------------------------------------------------------------------------------
 # Putting it together
 # ------------------------------------------------------------------------------------------------
 
-def _mla(spec):
-    """MLA ranks of a spec (DeepSeek-V2 sec. 2.1), or None for ordinary attention."""
-    if not spec.get("kv_lora_rank"):
-        return None
-    return {k: spec[k] or 0 for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim")}
+def _per_kind(layers, indices, fn):
+    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
+    seen, out = {}, []
+    for i in indices:
+        layer = layers[i]
+        if id(layer) not in seen:
+            seen[id(layer)] = fn(layer)
+        out.append(seen[id(layer)])
+    return out
 
 
 def training_memory(spec, c, b):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
     list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
-    formulas above: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in
-    Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al. 2022, Table 2."""
+    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
+    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
+    2022, Table 2, per layer kind."""
     tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
     s = c["sequence_length"] // cp
-    h, a, L = spec["hidden_size"], spec["num_attention_heads"], spec["num_layers"]
-    d = spec["head_dim"]
-    d_v = spec.get("v_head_dim") or d
+    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
     ab = c["act_bytes"]
-    moe_set = set(spec["moe_layers"])
     m = c["num_microbatches"] if c["num_microbatches"] else pp
-    common = dict(s=s, b=b, h=h, a=a, kv=spec["num_kv_heads"], d=d, d_v=d_v,
-                  num_linears=spec["num_mlp_linears"], tp=tp, sp=c["sequence_parallel"],
-                  flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab, mla=_mla(spec))
-    dense_parts = layer_activation_bytes(f=spec["ffn_hidden_size"], **common)
-    moe_parts = None
-    if moe_set:
-        moe_parts = layer_activation_bytes(
-            f=0, moe=dict(num_experts=spec["num_experts"], topk=spec["topk"],
-                          f_expert=spec["moe_ffn_hidden_size"],
-                          f_shared=spec["shared_expert_ffn_hidden_size"], etp=etp), **common)
+
+    def parts_of(layer):
+        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
+                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab)
     sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
     stages = []
     chunks = c["chunk_layers"]
@@ -2085,8 +2131,8 @@ def training_memory(spec, c, b):
         lora = c["lora"]
         if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
             base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
-            ad = sum(lora_params_per_layer(spec, rank=lora["rank"], targets=lora["targets"], tp=tp,
-                                           moe_layer=i in moe_set) for i in layers)
+            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
+                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
             w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
                                              grad_bytes=lora["adapter_bytes"],
                                              optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
@@ -2107,21 +2153,18 @@ def training_memory(spec, c, b):
             buffers += c["zbs"] * c["weight_bytes"]
         if c["zero_stage"] == 3 and c["zero_shard"] > 1:
             buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
-        per_mb = 0
-        for i in layers:
-            parts = moe_parts if i in moe_set else dense_parts
-            per_mb += stored_layer_bytes(parts, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp,
-                                         s=s, b=b, h=h, act_bytes=ab)
+        parts = _per_kind(all_layers, layers, parts_of)
+        per_mb = sum(stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp,
+                                        s=s, b=b, h=h, act_bytes=ab) for x in parts)
         emb_mb = 0
         if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
             emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
         flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
         stored = (per_mb + emb_mb) * flight
-        worst = moe_parts if moe_set else dense_parts
-        if c["recompute"] == "full":  # one layer rebuilt during its backward
-            working = worst["outside"] + worst["inside"] + worst["scores"]
+        if c["recompute"] == "full":  # the stage's largest layer rebuilt during its backward
+            working = max((x["outside"] + x["inside"] + x["scores"] for x in parts), default=0)
         elif c["recompute"] == "selective":
-            working = worst["scores"]
+            working = max((x["scores"] for x in parts), default=0)
         else:
             working = 0
         logits = 0
@@ -2146,29 +2189,20 @@ def training_memory(spec, c, b):
 
 def inference_memory(spec, c, b, ctx):
     """Per-GPU inference memory for batch b and context ctx tokens (prompt + output) on the
-    heaviest pipeline stage: weights at their bit width, the KV cache (kv_cache_bytes_per_token_
-    per_layer; sliding-window layers capped at the window, as HF's sliding caches do) and one
-    prefill forward's working set (inference_activation_bytes: one layer's peak)."""
+    heaviest pipeline stage: weights at their bit width, the KV cache and any indexer key cache of
+    the stage's layers (kv_cache_bytes: per layer kind, sliding layers capped at their window) and
+    one prefill forward's working set (inference_activation_bytes: the model's largest block)."""
     tp, pp = c["tp"], c["pp"]
-    h, a, L = spec["hidden_size"], spec["num_attention_heads"], spec["num_layers"]
-    d = spec["head_dim"]
-    d_v = spec.get("v_head_dim") or d
-    per_tok = kv_cache_bytes_per_token_per_layer(kv=spec["num_kv_heads"], d=d, d_v=d_v, tp=tp,
-                                                 kv_bytes=c["kv_bytes"], mla=_mla(spec),
-                                                 mla_cache=c["mla_cache"])
-    win, win_layers = c["sliding_window"], set(c["sliding_layers"])
-    f = spec["ffn_hidden_size"]
-    if spec["moe_layers"]:
-        f = max(f, spec["topk"] * spec["moe_ffn_hidden_size"] + spec["shared_expert_ffn_hidden_size"])
+    L = spec["num_layers"]
     prompt = min(c["sequence_length"], ctx)
     if c["prefill_chunk"]:  # chunked prefill: one forward sees at most this many tokens
         b_eff = max(1, min(b, c["prefill_chunk"] // prompt)) if c["prefill_chunk"] >= prompt else 1
         prompt = min(prompt, c["prefill_chunk"])
     else:
         b_eff = b
-    act = inference_activation_bytes(s=prompt, b=b_eff, h=h, a=a, kv=spec["num_kv_heads"], d=d, f=f,
-                                     num_linears=spec["num_mlp_linears"], V=spec["vocab_size"],
-                                     tp=tp, flash=c["flash_attention"], act_bytes=c["act_bytes"])
+    act = inference_activation_bytes([g[0] for g in layer_groups(spec)], s=prompt, b=b_eff,
+                                     h=spec["hidden_size"], V=spec["vocab_size"], tp=tp,
+                                     flash=c["flash_attention"], act_bytes=c["act_bytes"])
     chunks = [[sum(row)] for row in c["chunk_layers"]]  # no interleaving: one chunk per rank
     stages = []
     for st in range(pp):
@@ -2176,14 +2210,39 @@ def inference_memory(spec, c, b, ctx):
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
                                             stage=st, chunk_layers=chunks)
         w = (ne + ex - emb) * c["weight_bits"] / 8 + emb * c["weight_bytes"]
-        toks = [b * (min(ctx, win) if (win and i in win_layers) else ctx) for i in layers]
-        kvc = kv_cache_bytes(per_token_per_layer=per_tok, layers_tokens=toks)
-        total = w + kvc + act + c["overhead_bytes"]
+        cache = kv_cache_bytes(spec, layers, tp=tp, kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
+                               batch=b, context=ctx)
+        total = w + cache["kv"] + cache["indexer"] + act + c["overhead_bytes"]
         stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
                        "weights_bytes": w,
                        "gradients_bytes": 0, "optimizer_bytes": 0, "zero_buffers_bytes": 0,
-                       "kv_cache_bytes": kvc, "activations_bytes": act, "total_bytes": total})
-    return max(stages, key=lambda x: x["total_bytes"]), stages, per_tok
+                       "kv_cache_bytes": cache["kv"], "indexer_cache_bytes": cache["indexer"],
+                       "activations_bytes": act, "total_bytes": total})
+    return max(stages, key=lambda x: x["total_bytes"]), stages
+
+
+def kv_cache_by_kind(spec, c, stage, *, batch, context):
+    """The KV cache of one inference stage by layer kind, for the report: per distinct kind its
+    label, layer count, bytes per token per layer, tokens each layer keeps, and bytes."""
+    chunks = [[sum(row)] for row in c["chunk_layers"]]
+    idx = stage_layers(num_layers=spec["num_layers"], pp=c["pp"], vp=1, stage=stage, chunk_layers=chunks)
+    rows = {}
+    for i in idx:
+        layer = spec["layers"][i]
+        if id(layer) not in rows:
+            per_tok = layer_cache_bytes_per_token(layer, tp=c["tp"], kv_bytes=c["kv_bytes"],
+                                                  mla_cache=c["mla_cache"])
+            held = layer_cache_bytes(layer, tp=c["tp"], kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
+                                     batch=batch, context=context)
+            rows[id(layer)] = {
+                "attention": " + ".join(attention_kind(x) + (" kv-shared" if x["kv_shared"] else "")
+                                        for x in layer["attention"]),
+                "layers": 0, "first_layer": i,
+                "kv_bytes_per_token": per_tok["kv"], "indexer_bytes_per_token": per_tok["indexer"],
+                "cached_tokens": max(cached_tokens(x, context=context) for x in layer["attention"]),
+                "kv_bytes_per_layer": held["kv"], "indexer_bytes_per_layer": held["indexer"]}
+        rows[id(layer)]["layers"] += 1
+    return list(rows.values())
 
 
 def _largest(fn, limit, hi_cap=1 << 24):
@@ -2216,13 +2275,17 @@ def format_report(res):
                  ("Activations: recompute working set", res["activations_recompute_bytes"]),
                  ("Activations: final norm, head input, fp32 logits", res["activations_logits_bytes"])]
     else:
-        rows += [("KV cache", res["kv_cache_bytes"]), ("Activations (one forward)", res["activations_bytes"])]
+        rows += [("KV cache", res["kv_cache_bytes"])]
+        if res["indexer_cache_bytes"]:
+            rows += [("Indexer key cache (DeepSeek sparse attention)", res["indexer_cache_bytes"])]
+        rows += [("Activations (one forward)", res["activations_bytes"])]
     rows += [("Framework allowance + misc", res["overhead_bytes"])]
     lines = [f"Per-GPU memory, {res['mode']}, heaviest rank: pipeline stage {res['stage']} of "
-             f"{res['parallelism']['pp']} ({res['parallelism_text']})",
-             f"Model: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
-             f"on this GPU {res['params_per_gpu']:,}",
-             f"{'component':<52}{'GiB':>10}{'bytes':>20}{'% total':>9}"]
+             f"{res['parallelism']['pp']} ({res['parallelism_text']})", res["mode_text"]]
+    lines += [f"WARNING: {w}" for w in res["warnings"]]
+    lines += [f"Model: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
+              f"on this GPU {res['params_per_gpu']:,}",
+              f"{'component':<52}{'GiB':>10}{'bytes':>20}{'% total':>9}"]
     for name, v in rows:
         lines.append(f"{name:<52}{v / GIB:>10.2f}{int(round(v)):>20,}{100 * v / total if total else 0:>8.1f}%")
     lines.append("-" * 91)
@@ -2232,8 +2295,16 @@ def format_report(res):
                                                       for x in res["stages"]))
         lines.append("per stage layers: " + ", ".join(str(x["stage_layers"]) for x in res["stages"]))
     if res["mode"] == "inference":
-        lines.append(f"KV cache: {res['kv_cache_bytes_per_token']:,} B per token per GPU "
-                     f"({res['kv_cache_bytes_per_token_per_layer']:,} per layer)")
+        kinds = res["kv_cache_layer_kinds"]
+        lines.append(f"KV cache: {res['kv_cache_bytes_per_token']:,} B per token per GPU over "
+                     f"{res['stage_layers']} layers"
+                     + (f" ({kinds[0]['kv_bytes_per_token']:,} per layer)" if len(kinds) == 1 else ":"))
+        if len(kinds) > 1:
+            for k in kinds:
+                lines.append(f"  {k['layers']:>4} x {k['attention']:<32}"
+                             f"{k['kv_bytes_per_token']:>10,} B/token, "
+                             f"keeps {k['cached_tokens']:,} tokens, "
+                             f"{k['layers'] * k['kv_bytes_per_layer'] / GIB:.2f} GiB")
     fit = res.get("fit")
     if fit:
         lines.append(f"GPU {fit['gpu']}: {fit['memory_bytes'] / GIB:.2f} GiB -> "
@@ -2293,7 +2364,8 @@ def build_parser():
                    help="ZeRO-3 parameters kept gathered at once (default 1e9)")
     t = p.add_argument_group("training")
     t.add_argument("--checkpoint-activations", "-ca", action="store_true",
-                   help="full activation recomputation (same as --recompute full)")
+                   help="turns full activation recomputation ON (the cookbook's meaning; same as "
+                   "--recompute full)")
     t.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
                    help="activation recomputation (default none; -ca means full)")
     t.add_argument("--batch-size-per-gpu", "-b", type=int, default=None,
@@ -2332,8 +2404,6 @@ def build_parser():
     i = p.add_argument_group("inference")
     i.add_argument("--infer", action="store_true", help="inference instead of training")
     i.add_argument("--output-tokens", "-o", type=int, default=None, help="generated tokens (default 1)")
-    i.add_argument("--sliding-window", type=int, default=None,
-                   help="window of sliding-window layers (default from the config; 0 turns it off)")
     i.add_argument("--prefill-chunk", type=int, default=None,
                    help="tokens one prefill forward processes (vLLM-style chunked prefill; default: "
                    "the whole batch's prompts at once)")
@@ -2435,9 +2505,8 @@ def resolve(args, parser):
     for name in ("misc_mem_gib", "framework_mem_gib"):
         if getattr(args, name) is not None and getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
-    for name in ("sliding_window", "output_tokens"):
-        if getattr(args, name) is not None and getattr(args, name) < 0:
-            parser.error(f"--{name.replace('_', '-')} must not be negative")
+    if args.output_tokens is not None and args.output_tokens < 0:
+        parser.error("--output-tokens must not be negative")
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # the cookbook mem script's default
@@ -2445,33 +2514,42 @@ def resolve(args, parser):
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
     except ValueError as exc:
         parser.error(str(exc))
-    cfg = load_hf_config(args.hf_model_name_or_path) if args.hf_model_name_or_path else {}
     n = args.num_gpus or 1
     tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
     vp, cp = args.virtual_pipeline_size, args.context_parallel_size
     ep = args.expert_parallelism or 1
     etp = args.expert_tensor_parallel_size or tp
-    a, kv, L = spec["num_attention_heads"], spec["num_kv_heads"], spec["num_layers"]
+    L = spec["num_layers"]
+    kinds = [g[0] for g in layer_groups(spec)]
+    attns = [x for layer in kinds for x in layer["attention"]]
+    mlps = [m for layer in kinds for m in layer["mlp"]]
     if n % (tp * pp * cp):
         parser.error(f"--num-gpus {n} is not divisible by tp*pp*cp = {tp}*{pp}*{cp} = {tp * pp * cp}")
-    if a % tp:
-        parser.error(f"--num-attention-heads {a} is not divisible by --tensor-parallel-size {tp}")
-    if kv % tp and tp % kv:
-        parser.error(f"kv heads {kv} and --tensor-parallel-size {tp}: one must divide the other")
+    for x in attns:  # every attention kind's heads split over tp (Megatron-LM, vLLM)
+        if x["heads"] % tp:
+            parser.error(f"--num-attention-heads {x['heads']} is not divisible by "
+                         f"--tensor-parallel-size {tp}")
+        if x["kv_heads"] % tp and tp % x["kv_heads"]:
+            parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must "
+                         "divide the other")
     chunk_layers = check_pipeline_split(args, parser, L, pp, vp)
-    if spec["ffn_hidden_size"] % tp:
-        parser.error(f"MLP width {spec['ffn_hidden_size']} is not divisible by --tensor-parallel-size {tp}")
+    for m in mlps:
+        if m["kind"] == "dense" and m["width"] % tp:
+            parser.error(f"MLP width {m['width']} is not divisible by --tensor-parallel-size {tp}")
     if vp > 1 and pp == 1:
         parser.error("--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1")
-    if spec["moe_layers"]:
-        E = spec["num_experts"]
-        if E % ep:
-            parser.error(f"--num-experts {E} is not divisible by --expert-parallelism {ep}")
+    moe_mlps = [m for m in mlps if m["kind"] == "moe"]
+    for m in moe_mlps:
+        if m["num_experts"] % ep:
+            parser.error(f"--num-experts {m['num_experts']} is not divisible by --expert-parallelism {ep}")
         if (n // pp) % (ep * etp):
             parser.error(f"gpus per pipeline stage {n // pp} are not divisible by ep*etp = {ep}*{etp}")
-        if spec["moe_ffn_hidden_size"] % etp:
-            parser.error(f"expert width {spec['moe_ffn_hidden_size']} is not divisible by etp {etp}")
-    elif ep > 1:
+        if m["width"] % etp:
+            parser.error(f"expert width {m['width']} is not divisible by etp {etp}")
+        if m["shared_width"] % tp:
+            parser.error(f"shared-expert width {m['shared_width']} is not divisible by "
+                         f"--tensor-parallel-size {tp}")
+    if not moe_mlps and ep > 1:
         parser.error("--expert-parallelism > 1 needs a MoE model (--moe or --num-experts > 1)")
     dp = n // (tp * pp * cp)
     zero = FSDP_TO_ZERO[args.fsdp] if args.fsdp else (1 if args.zero_stage is None else args.zero_stage)
@@ -2518,10 +2596,9 @@ def resolve(args, parser):
         lora = {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
                 "adapter_bytes": args.adapter_bytes_per_val or 4}
     weight_bits = args.weight_bits or 8 * wbytes
-    win, win_layers = sliding_window_from_config(cfg, L) if cfg else (None, [])
-    if args.sliding_window is not None:
-        win = args.sliding_window or None
-        win_layers = win_layers if (win and win_layers) else (list(range(L)) if win else [])
+    sliding = [i for i, layer in enumerate(spec["layers"])
+               if any(x["span"] == "sliding" for x in layer["attention"])]
+    windows = {x["window"] for x in attns if x["span"] == "sliding"}
     mem = None
     gpu = None
     mem_field = None
@@ -2563,10 +2640,42 @@ def resolve(args, parser):
                                                 master_bytes=high),
          "lora": lora, "weight_bits": weight_bits,
          "kv_bytes": args.kv_cache_bytes_per_val or low, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
-         "sliding_window": win, "sliding_layers": win_layers, "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
+         "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
+         "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
          "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu,
          "memory_field": mem_field}
     return spec, c, notes
+
+
+def any_attn(spec, test):
+    """True when some attention block of some layer kind passes `test`."""
+    return any(test(x) for g in layer_groups(spec) for x in g[0]["attention"])
+
+
+def cache_rules_text(spec):
+    """One clause per cache rule that applies to this model's layers, for the assumptions line."""
+    L, n = spec["num_layers"], {}
+    for layer in spec["layers"]:
+        for x in layer["attention"]:
+            key = "shared" if x["kv_shared"] else x["span"]
+            n[key] = n.get(key, 0) + 1
+    windows = sorted({x["window"] for g in layer_groups(spec) for x in g[0]["attention"]
+                      if x["span"] == "sliding" and not x["kv_shared"]})
+    parts = []
+    if n.get("full"):
+        parts.append(f"{n['full']} of {L} full-attention layers keep every token")
+    if n.get("sliding"):
+        parts.append(f"{n['sliding']} sliding-window layers keep min(context, window "
+                     + "/".join(map(str, windows)) + ")")
+    if n.get("chunked"):
+        parts.append(f"{n['chunked']} chunked-attention layers keep every token (as transformers' "
+                     "cache does)")
+    if n.get("shared"):
+        parts.append(f"{n['shared']} layers reuse another layer's cache and hold none")
+    if any_attn(spec, lambda x: x["index_topk"]):
+        parts.append("the lightning indexer caches one key per token per layer at the KV width "
+                     "(DeepSeek's reference code: fp8 plus an fp32 scale per 128)")
+    return "; ".join(parts)
 
 
 def assumptions(c, spec):
@@ -2583,9 +2692,9 @@ def assumptions(c, spec):
     if c["infer"]:
         out.append(f"weights: layer matrices at {c['weight_bits']:g} bits, embeddings/head/norms at "
                    f"{8 * c['weight_bytes']} bits; KV cache at {c['kv_bytes']:g} B/element"
-                   + ("; MLA cache = " + c["mla_cache"] if spec.get("kv_lora_rank") else "")
-                   + (f"; sliding window {c['sliding_window']} on {len(c['sliding_layers'])} layers"
-                      if c["sliding_window"] else ""))
+                   + ("; MLA cache = " + c["mla_cache"]
+                      if any_attn(spec, lambda x: x["kind"] == "mla") else ""))
+        out.append("KV cache per layer: " + cache_rules_text(spec))
         out.append("activations: one prefill forward's working set (flash attention "
                    + ("on" if c["flash_attention"] else "off") + ")")
         return out
@@ -2617,6 +2726,20 @@ def assumptions(c, spec):
     return out
 
 
+def mode_text(args, c):
+    """The report's first line after the title: the regime and what -ca and -b mean here."""
+    b = c["batch_size"]
+    if c["infer"]:
+        return (f"Mode: inference (--infer): a batch of -b {b} sequences, context "
+                f"{c['sequence_length'] + c['output_tokens']:,} tokens (-s {c['sequence_length']} prompt + "
+                f"-o {c['output_tokens']} generated); weights, KV cache and one forward's activations")
+    how = ("-ca given" if args.checkpoint_activations else
+           f"--recompute {args.recompute}" if args.recompute else "the default")
+    return (f"Mode: training: activation recompute {c['recompute']} ({how}; in this script -ca / "
+            f"--checkpoint-activations turns full recompute ON, the cookbook's meaning); -b {b} is "
+            "the micro-batch per GPU")
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -2624,27 +2747,32 @@ def main(argv=None):
     c["infer"] = args.infer
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    for w in spec["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]
     fit = None
     if args.infer:
         ctx = s + o
-        worst, stages, per_tok = inference_memory(spec, c, b, ctx)
-        res_extra = {"kv_cache_bytes": worst["kv_cache_bytes"],
-                     "kv_cache_bytes_per_token_per_layer": per_tok,
-                     "kv_cache_bytes_per_token": per_tok * worst["stage_layers"],
-                     "context_tokens": ctx}
+        worst, stages = inference_memory(spec, c, b, ctx)
+        kinds = kv_cache_by_kind(spec, c, worst["stage"], batch=b, context=ctx)
+        res_extra = {"kv_cache_bytes_per_token_per_layer": max(k["kv_bytes_per_token"] for k in kinds),
+                     "kv_cache_bytes_per_token": sum(k["layers"] * k["kv_bytes_per_token"] for k in kinds),
+                     "indexer_cache_bytes_per_token": sum(k["layers"] * k["indexer_bytes_per_token"]
+                                                          for k in kinds),
+                     "kv_cache_layer_kinds": kinds, "context_tokens": ctx}
         if c["memory_bytes"] is not None:
             lim = c["memory_bytes"]
             fit = {"max_batch_size": _largest(lambda x: inference_memory(spec, c, x, ctx)[0]["total_bytes"], lim),
                    "max_context_tokens": _largest(lambda x: inference_memory(spec, c, b, x)[0]["total_bytes"], lim)}
     else:
         worst, stages = training_memory(spec, c, b)
-        res_extra = {"kv_cache_bytes": 0}
+        res_extra = {"kv_cache_bytes": 0, "indexer_cache_bytes": 0}
         if c["memory_bytes"] is not None:
             fit = {"max_micro_batch_size": _largest(
                 lambda x: training_memory(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
-    res = {"mode": "inference" if args.infer else "training", "model": spec,
+    res = {"mode": "inference" if args.infer else "training", "mode_text": mode_text(args, c),
+           "warnings": spec["warnings"], "model": spec_summary(spec),
            "total_params": pb["total_params"], "active_params": pb["active_params"],
            "parallelism": {k: c[k] for k in ("num_gpus", "tp", "pp", "vp", "cp", "ep", "etp", "dp",
                                              "zero_stage", "zero_shard", "expert_zero_shard")},

@@ -639,27 +639,164 @@ def test_bad_pipeline_split_exits_2_with_one_line(argv, msg):
     assert msg in err and err.count("\n") == 1, err
 
 
-# --- sliding-window layers against transformers' own config rules ------------------------------
-@pytest.mark.parametrize("model_type,extra", [
-    ("qwen2", {}), ("qwen3", {}), ("qwen2_moe", {}), ("qwen3_moe", {}), ("mistral", {}),
-    ("gemma2", {"head_dim": 16}), ("qwen2", {"use_sliding_window": False}),
-])
-def test_sliding_layers_match_transformers_layer_types(model_type, extra):
-    """Which layers slide: our rule on a config.json WITHOUT layer_types against the layer types
-    transformers itself derives (its config classes' layer_types defaults, or, for families
-    without them, every layer when sliding_window is set). Needs transformers (dev extra)."""
-    transformers = pytest.importorskip("transformers")
-    from calc_transformer_mem import sliding_window_from_config
-    cfg = {"model_type": model_type, "num_hidden_layers": 8, "hidden_size": 64,
-           "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
-           "vocab_size": 100, "sliding_window": 32, "use_sliding_window": True,
-           "max_window_layers": 5, **extra}
-    hf = transformers.AutoConfig.for_model(**cfg)
-    types = getattr(hf, "layer_types", None)
-    if types is None:  # family without layer_types: every layer slides when a window is set
-        want = list(range(8)) if getattr(hf, "sliding_window", None) else []
-    else:
-        want = [i for i, t in enumerate(types) if t == "sliding_attention"]
-    win, layers = sliding_window_from_config(cfg, 8)
-    assert layers == want, (model_type, layers, want)
-    assert (win is None) == (not want)
+# ----------------------------------------------------------------------------------------------
+# The layer list: per-layer caches, weights and the report's first lines
+# ----------------------------------------------------------------------------------------------
+import argparse  # noqa: E402
+
+import calc_transformer_mem as mem  # noqa: E402
+from test_layer_spec import FIXTURES as HF_SLIDING  # noqa: E402  transformers' layer types, recorded
+
+
+@pytest.mark.parametrize("s,tp", [(8192, 1), (3000, 1), (5000, 2), (8192, 8)])
+def test_gemma2_kv_cache_is_the_sum_over_transformers_layer_types(s, tp):
+    # Brute force, not our formula: Gemma-2-9B (42 layers, 8 kv heads of 256, bf16); which layers
+    # slide (window 4096) is transformers' own Gemma2Config layer_types, recorded in
+    # test_layer_spec.py. A sliding layer keeps min(context, 4096) tokens, a global one all of them;
+    # each token holds K and V: 2 x kv x d x 2 B, kv/tp heads per rank (one when kv < tp).
+    sliding, window = HF_SLIDING["gemma-2-9b"]
+    kv_rank = max(8 // tp, 1)
+    want = sum(min(s, window if i in sliding else s) * 2 * kv_rank * 256 * 2 for i in range(42))
+    r, out, _ = run_main(main, ["--hf_model_name_or_path", config_path("gemma-2-9b"), "--infer",
+                                "-s", str(s), "-o", "0", "-tp", str(tp), "--num-gpus", str(tp)])
+    assert r["kv_cache_bytes"] == want
+    assert r["kv_cache_bytes_per_token"] == 42 * 2 * kv_rank * 256 * 2
+    kinds = {k["attention"]: (k["layers"], k["cached_tokens"]) for k in r["kv_cache_layer_kinds"]}
+    assert kinds == {"gqa sliding(4096)": (21, min(s, 4096)), "gqa": (21, s)}
+    assert "21 x gqa sliding(4096)" in out
+
+
+# Gemma 3n (transformers 5.23.0 Gemma3nTextConfig defaults, as in google/gemma-3n-E4B): 35 layers,
+# layer i sliding (window 512) unless (i + 1) % 5 == 0; num_kv_shared_layers 15, so kv_sharing_modes
+# marks layers 20..34 "reuse": they build no k_proj/v_proj and never update the cache
+# (modeling_gemma3n.py Gemma3nTextAttention). 2 kv heads of 256, hidden 2048, 8 query heads.
+GEMMA3N_TYPES = ["full" if (i + 1) % 5 == 0 else "sliding" for i in range(35)]
+GEMMA3N_FLAGS = ["-l", "35", "-hs", "2048", "-a", "8", "--num-kv-heads", "2", "--head-dim", "256",
+                 "--ffn-hidden-size", "16384", "--swiglu", "--norm", "rmsnorm", "--no-bias",
+                 "-v", "262400"]
+
+
+_RESOLVE = mem.resolve_model_spec
+
+
+def _patch_spec(monkeypatch, mutate):
+    """Make the script's resolve_model_spec return a spec changed by `mutate`, its layer list
+    rebuilt: for layer kinds no config reader of the block produces yet (kv-shared layers, the
+    DeepSeek-V3.2 indexer), so main() runs them end to end."""
+    def patched(args, defaults=None):
+        spec, notes = _RESOLVE(args, defaults)
+        mutate(spec)
+        spec["layers"] = mem.build_layers(spec)
+        return spec, notes
+    monkeypatch.setattr(mem, "resolve_model_spec", patched)
+
+
+def _gemma3n(spec, shared=True):
+    spec["layer_types"], spec["sliding_window"] = list(GEMMA3N_TYPES), 512
+    spec["layer_overrides"] = {i: {"attention": {"kv_shared": "no_weights"}} for i in range(20, 35)
+                               if shared}
+
+
+@pytest.mark.parametrize("s,tp", [(4096, 1), (300, 1), (4096, 2), (4096, 4)])
+def test_kv_shared_layers_cache_nothing(monkeypatch, s, tp):
+    # Brute force over the layers transformers builds: layers 0..19 cache K and V (2 x kv x 256 x 2 B
+    # per token, kv/tp heads per rank, one replicated head at tp 4), sliding ones at most 512 tokens;
+    # layers 20..34 reuse the cache of the last layer of their type and hold none.
+    _patch_spec(monkeypatch, _gemma3n)
+    r, out, _ = run_main(mem.main, GEMMA3N_FLAGS + ["--infer", "-s", str(s), "-o", "0", "-tp", str(tp),
+                                                   "--num-gpus", str(tp)])
+    kv_rank = max(2 // tp, 1)
+    want = sum(min(s, 512 if GEMMA3N_TYPES[i] == "sliding" else s) * 2 * kv_rank * 256 * 2
+               for i in range(20))
+    assert r["kv_cache_bytes"] == want
+    assert r["kv_cache_bytes_per_token"] == 20 * 2 * kv_rank * 256 * 2
+    assert "15 layers reuse another layer's cache and hold none" in " ".join(r["assumptions"])
+    assert "kv-shared" in out
+
+
+def test_kv_shared_layers_have_no_kv_weights(monkeypatch):
+    # Gemma3nTextAttention builds no k_proj/v_proj on a kv-shared layer: 15 x 2 x (h x kv d) fewer
+    # weights than the same stack without sharing; LoRA cannot adapt the k/v it lacks.
+    _patch_spec(monkeypatch, _gemma3n)
+    shared, _, _ = run_main(mem.main, GEMMA3N_FLAGS + ["--json"])
+    q, _, _ = run_main(mem.main, GEMMA3N_FLAGS + ["--finetune", "lora", "--lora-targets", "k,v", "--json"])
+    _patch_spec(monkeypatch, lambda spec: _gemma3n(spec, shared=False))
+    plain, _, _ = run_main(mem.main, GEMMA3N_FLAGS + ["--json"])
+    q0, _, _ = run_main(mem.main, GEMMA3N_FLAGS + ["--finetune", "lora", "--lora-targets", "k,v", "--json"])
+    assert plain["total_params"] - shared["total_params"] == 15 * 2 * 2048 * 2 * 256
+    assert plain["params_per_gpu"] - shared["params_per_gpu"] == 15 * 2 * 2048 * 2 * 256
+    r = 16  # default --lora-rank
+    assert q0["trainable_params_per_gpu"] - q["trainable_params_per_gpu"] == 15 * 2 * r * (2048 + 2 * 256)
+
+
+def _dsv32_indexer(spec):
+    # DeepSeek-V3.2-Exp config.json: index_n_heads 64, index_head_dim 128, index_topk 2048, on
+    # DeepSeek-V3's shape (the V3.2 reader is not in the block yet).
+    spec.update(index_n_heads=64, index_head_dim=128, index_topk=2048)
+
+
+@pytest.mark.parametrize("tp", [1, 8])
+def test_indexer_key_cache_is_its_own_line(monkeypatch, tp):
+    # DeepSeek's reference inference/model.py: each layer's Indexer keeps k_cache of shape
+    # (batch, max_seq_len, index_head_dim = 128), built from plain (replicated) Linear layers, so
+    # every tp rank holds all of it, as it holds MLA's latent (512 + 64 per token per layer).
+    _patch_spec(monkeypatch, _dsv32_indexer)
+    argv = ["--hf_model_name_or_path", config_path("deepseek-v3"), "--infer", "-s", "4096", "-o", "0",
+            "-b", "2", "-tp", str(tp), "--num-gpus", str(tp)]
+    r, out, _ = run_main(mem.main, argv)
+    assert r["indexer_cache_bytes"] == 61 * 128 * 2 * 4096 * 2
+    assert r["kv_cache_bytes"] == 61 * (512 + 64) * 2 * 4096 * 2
+    assert r["indexer_cache_bytes_per_token"] == 61 * 128 * 2
+    assert "Indexer key cache" in out
+    assert r["total_bytes"] == pytest.approx(r["weights_bytes"] + r["kv_cache_bytes"] + r["indexer_cache_bytes"]
+                                             + r["activations_bytes"] + r["overhead_bytes"])
+
+
+def test_deepseek_v3_stages_hold_the_exact_hf_total():
+    # Source: tests/fixtures/hf_param_counts.json, transformers' DeepseekV3ForCausalLM on the meta
+    # device: 671,026,404,352 weights (3 dense + 58 MoE layers). Split over 4 uneven pipeline stages
+    # at tp = ep = 1 the stages hold each weight exactly once; with ep = 8 each rank holds 1/8 of
+    # the routed experts, so non-expert + 8 x expert per stage sums to the same total.
+    total = 671_026_404_352
+    r, _, _ = run_main(main, DSV3 + ["--decoder-first-pipeline-num-layers", "13",
+                                     "--decoder-last-pipeline-num-layers", "16"])
+    assert r["total_params"] == total
+    assert sum(x["params_per_gpu"] for x in r["stages"]) == total
+    e, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("deepseek-v3"), "-pp", "4",
+                              "--num-gpus", "32", "-ep", "8", "-s", "4096", "-ca", "--json",
+                              "--decoder-first-pipeline-num-layers", "13",
+                              "--decoder-last-pipeline-num-layers", "16"])
+    assert sum(x["params_per_gpu"] - x["expert_params_per_gpu"] + 8 * x["expert_params_per_gpu"]
+               for x in e["stages"]) == total
+    # routed experts only on MoE layers: the first stage's 13 layers hold the 3 dense ones, so its
+    # experts are those of 10 MoE layers against 16 on the second stage
+    assert e["stages"][0]["expert_params_per_gpu"] * 16 == e["stages"][1]["expert_params_per_gpu"] * 10
+
+
+def test_report_states_mode_recompute_and_batch():
+    _, out, _ = run_main(main, ["-l", "4", "-hs", "1024", "-a", "16"])
+    mode = out.splitlines()[1]
+    assert mode.startswith("Mode: training") and "recompute none" in mode
+    assert "-ca" in mode and "turns full recompute ON" in mode and "micro-batch per GPU" in mode
+    _, out, _ = run_main(main, ["-l", "4", "-hs", "1024", "-a", "16", "-ca", "-b", "3"])
+    assert "recompute full (-ca given" in out.splitlines()[1] and "-b 3 is the micro-batch" in out
+    _, out, _ = run_main(main, ["-l", "4", "-hs", "1024", "-a", "16", "--recompute", "selective"])
+    assert "recompute selective (--recompute selective" in out.splitlines()[1]
+    _, out, _ = run_main(main, ["-l", "4", "-hs", "1024", "-a", "16", "--infer", "-s", "100", "-o", "28"])
+    assert out.splitlines()[1].startswith("Mode: inference (--infer)") and "context 128 tokens" in out
+
+
+def test_spec_warnings_reach_report_json_and_stderr(tmp_path):
+    # An unknown model_type is read Llama-style with a warning from the block's reader: the report
+    # shows it as a WARNING: line near the top, --json carries it, stderr says it once.
+    cfg = {"model_type": "my_llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r, out, err = run_main(main, ["--hf_model_name_or_path", str(path)])
+    assert r["warnings"] and "my_llama" in r["warnings"][0]
+    assert out.splitlines()[2].startswith("WARNING: model_type 'my_llama'")
+    assert err.count("warning: model_type 'my_llama'") == 1
+    j, out, _ = run_main(main, ["--hf_model_name_or_path", str(path), "--json"])
+    assert json.loads(out)["warnings"] == r["warnings"]
+    assert "layer_kinds" in j["model"] and "layers" not in j["model"]  # spec_summary, no raw list
