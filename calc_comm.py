@@ -1035,8 +1035,8 @@ def _read_llama_like(r, s, ll, notes, warnings):
 
 def _read_qwen_sliding(r, s):
     """Qwen2/Qwen3 slide only with use_sliding_window (off by default), on layers i >=
-    max_window_layers (Qwen2-MoE: i < max_window_layers; Qwen3-MoE: every layer), unless
-    layer_types lists them."""
+    max_window_layers (default 28; Qwen2-MoE: even i < max_window_layers; Qwen3-MoE: every
+    layer), unless layer_types lists them."""
     L, mt = s["num_layers"], s["model_type"]
     if r.has("layer_types"):
         lt = _layer_pattern(r, L, s)
@@ -1048,11 +1048,11 @@ def _read_qwen_sliding(r, s):
         s["layer_types"] = None
         s["sliding_window"] = None
         return
-    mwl = r.int("max_window_layers", lo=0, default=L, hi=100_000)
+    mwl = r.int("max_window_layers", lo=0, default=28, hi=100_000)  # the config classes' default
     if mt == "qwen3_moe":
         s["layer_types"] = ["sliding"] * L
-    elif mt == "qwen2_moe":
-        s["layer_types"] = ["sliding" if i < mwl else "full" for i in range(L)]
+    elif mt == "qwen2_moe":  # Qwen2MoeConfig: (i + 1) % 2 and i < max_window_layers
+        s["layer_types"] = ["sliding" if i < mwl and i % 2 == 0 else "full" for i in range(L)]
     else:
         s["layer_types"] = ["sliding" if i >= mwl else "full" for i in range(L)]
 

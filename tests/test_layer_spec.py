@@ -55,14 +55,7 @@ SYNTHETIC = {
 }
 # Where the block's reader disagrees with transformers: the block change that fixes it is named;
 # strict, so the marker must go once the block is fixed.
-BLOCK_GAPS = {
-    "qwen2_moe": "block: Qwen2-MoE slides on EVEN layers i < max_window_layers (Qwen2MoeConfig: "
-                 "(i + 1) % 2 and i < max_window_layers); _read_qwen_sliding omits i % 2 == 0",
-    "qwen2_moe-40-default-mwl": "block: same Qwen2-MoE even-layer rule, and max_window_layers "
-                                "defaults to 28 (Qwen2MoeConfig), not to L",
-    "qwen2-40-default-mwl": "block: Qwen2/Qwen3 max_window_layers defaults to 28 (Qwen2Config, "
-                            "Qwen3Config), not to L, when config.json omits it",
-}
+BLOCK_GAPS = {}  # the Qwen2-MoE even-layer rule and the default max_window_layers 28 are fixed
 
 # Fixture config.json files (tests/fixtures/configs, provenance in SOURCES.md): sliding layers and
 # window as transformers 5.23.0 derives them from the same files.
