@@ -1153,8 +1153,9 @@ def build_parser():
 
 
 def resolve_hardware(args, parser):
-    """Bandwidths, domain size and NVLS from --gpu, overridden by explicit flags."""
-    rec = {}
+    """Bandwidths, domain size and NVLS from --gpu, overridden by explicit flags; and the notes to
+    print once every check has passed (an exit-2 error stays one line)."""
+    rec, notes = {}, []
     if args.gpu is not None:
         try:
             rec = load_accelerator(args.gpu)
@@ -1177,12 +1178,12 @@ def resolve_hardware(args, parser):
             nvls = d["scale_up_in_network_reduction"]
         gpn = args.gpus_per_node or d["scale_up_domain_size"]
         rec = {"name": d["name"]}
-        print(f"note: no --gpu or --intra-node-bw-GBps given: assuming {d['name']}", file=sys.stderr)
+        notes.append(f"no --gpu or --intra-node-bw-GBps given: assuming {d['name']}")
     mesh = (rec.get("scale_up_domain_size") if rec.get("scale_up_topology") == "mesh"
             and args.intra_bw is None else None)
     return {"gpu": rec.get("name", args.gpu), "intra": float(intra),
             "inter": float(inter) if inter else None, "gpus_per_node": int(gpn), "nvls": nvls,
-            "mesh_domain": mesh}
+            "mesh_domain": mesh}, notes
 
 
 def validate(args, parser):
@@ -1211,6 +1212,9 @@ def validate(args, parser):
         if args.size or args.sweep:
             parser.error("--train computes a whole step; drop --size/--sweep")
         return
+    if args.hf_model_name_or_path is not None:  # never a silent fallback: the model would be unused
+        parser.error("--hf_model_name_or_path describes the model of a training step: add --train "
+                     "(one collective takes --op and --size, not a model)")
     if args.num_gpus is None:
         args.num_gpus = DEFAULT_NUM_GPUS
     if args.size is None:
@@ -1275,8 +1279,11 @@ ASSUMPTIONS = ("Assumes: alpha-beta model, per-GPU per-direction bandwidths x ef
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":  # resolve_model_spec would read '' as "no config"
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
     validate(args, parser)
-    hwd = resolve_hardware(args, parser)
+    hwd, notes = resolve_hardware(args, parser)
     gpn = hwd["gpus_per_node"]
     net = build_net(intra_bytes_per_s=hwd["intra"], inter_bytes_per_s=hwd["inter"],
                     in_network_reduction=hwd["nvls"], intra_efficiency=args.intra_node_efficiency,
@@ -1296,13 +1303,15 @@ def main(argv=None):
                  "intra_node_hop_latency_s": args.intra_node_latency_us * 1e-6,
                  "inter_node_hop_latency_s": args.inter_node_latency_us * 1e-6}
     if args.train:
-        res = run_training(args, parser, net, hw_inputs)
+        res = run_training(args, parser, net, hw_inputs, notes)
         print(json.dumps(res) if args.json else format_training(res))
         return res
 
     n = args.num_gpus
     validate_placement(parser, n=n, gpus_per_node=gpn, inter=hwd["inter"], what="--num-gpus")
     validate_algo(parser, algo=args.algo, op=args.op, n=n, gpus_per_node=gpn, nvls=hwd["nvls"])
+    for note in notes:  # only now: a note printed before an error would make it two lines
+        print(f"note: {note}", file=sys.stderr)
     G = min(n, gpn)
     inputs = dict(hw_inputs, op=args.op, num_gpus=n, gpus_per_node_in_group=G, num_nodes=n // G,
                   algo=args.algo)
@@ -1333,14 +1342,13 @@ def main(argv=None):
     return res
 
 
-def run_training(args, parser, net, hw_inputs):
-    """Training-step mode: resolve the model, validate the layout, cost every collective."""
+def run_training(args, parser, net, hw_inputs, notes=()):
+    """Training-step mode: resolve the model, validate the layout, cost every collective. `notes`
+    (the hardware's) and the model's are printed after the last check, so an error is one line."""
     try:
-        spec, notes = resolve_model_spec(args)
+        spec, model_notes = resolve_model_spec(args)
     except ValueError as exc:
         parser.error(str(exc))
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
     tp, pp, dp, ep, cp = args.tp, args.pp, args.dp, args.ep, args.cp
     if dp is None:
         model_parallel = tp * pp * cp
@@ -1371,6 +1379,8 @@ def run_training(args, parser, net, hw_inputs):
         parser.error(f"--pipeline-parallel-size {pp} exceeds --num-layers {spec['num_layers']}")
     validate_placement(parser, n=total, gpus_per_node=gpn, inter=hw_inputs["inter_node_bandwidth_bytes_per_s"],
                        what="tp x pp x dp x cp =")
+    for note in [*notes, *model_notes]:
+        print(f"note: {note}", file=sys.stderr)
     bd = param_breakdown(spec)
     rows = training_step_collectives(
         spec=spec, breakdown=bd, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp,

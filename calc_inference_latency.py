@@ -1279,6 +1279,9 @@ def validate(args, parser, spec):
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":  # resolve_model_spec would read '' as "no config"
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 8})
     except ValueError as exc:

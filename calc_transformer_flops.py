@@ -944,13 +944,14 @@ def peak_from_hardware(args, parser):
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":  # resolve_model_spec would read '' as "no config"
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
     validate(args, parser)
     try:
         spec, notes = resolve_model_spec(args, defaults=FLOPS_MODEL_DEFAULTS)
     except ValueError as exc:
         parser.error(str(exc))
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
     s, b, T = args.sequence_length, args.batch_size, int(args.tokens)
     attention = args.attention_flops or "full"
     recompute = args.recompute or ("full" if args.checkpoint_activations else "none")
@@ -1029,6 +1030,8 @@ def main(argv=None):
                           f"{', the default' if args.attention_flops is None else ''}); output head at "
                           "every position, embedding lookup excluded; backward = 2 x forward; model "
                           "FLOPs = fwd + bwd (MFU), hardware FLOPs add recompute (HFU).")}
+    for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
+        print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(res, indent=2))
     else:

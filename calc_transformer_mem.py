@@ -1526,6 +1526,9 @@ def assumptions(c, spec):
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":  # resolve_model_spec would read '' as "no config"
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
     spec, c, notes = resolve(args, parser)
     c["infer"] = args.infer
     for note in notes:

@@ -668,6 +668,9 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":  # resolve_model_spec would read '' as "no config"
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
     if args.sequence_length <= 0:
         parser.error(f"--sequence-length must be positive, got {args.sequence_length}")
     try:
