@@ -184,10 +184,10 @@ def _closed_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def import_floor_s():
-    """Seconds this machine needs to start the script and import huggingface_hub's download module,
-    the work the offline path cannot skip (about 0.5 s on an idle 2-core CI machine)."""
+    """Seconds this machine needs, now, to start the script and import huggingface_hub's download
+    module: the work the offline path cannot skip (about 0.5 s on an idle 2-core machine)."""
     pytest.importorskip("transformers")
     code = "import calc_transformer_params, huggingface_hub.file_download"
     t0 = time.monotonic()
