@@ -242,14 +242,13 @@ def load_hf_config(name_or_path):
     trust_remote_code). Raises ValueError with a one-line message. A local file must be a JSON
     object of at most CONFIG_MAX_BYTES, nested at most CONFIG_MAX_DEPTH deep."""
     if not str(name_or_path).strip():
-        raise ValueError("--hf_model_name_or_path is empty; give a folder, a config.json or a hub id")
+        raise ValueError("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                         "config.json path or a hub id")
     path = os.path.expanduser(name_or_path)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
         if not os.path.isfile(path):
             raise ValueError(f"no config.json in folder {name_or_path!r}")
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise ValueError(f"{name_or_path!r} is not a regular file, so not a config.json")
     if os.path.isfile(path):
         try:
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
@@ -268,22 +267,79 @@ def load_hf_config(name_or_path):
             raise ValueError(f"{path!r} nests more than {CONFIG_MAX_DEPTH} deep: not a model config")
         cfg.setdefault("_config_path", path)
         return cfg
-    if name_or_path.endswith(".json") or os.sep in name_or_path.strip("/").replace("/", "", 1):
+    if os.path.exists(path):  # /dev/null, a pipe, a socket: never read, never a hub id
+        raise ValueError(f"{name_or_path!r} is not a config file (neither a regular file nor a folder)")
+    parts = name_or_path.split("/")  # a hub id is `name` or `org/name`; anything else is a path
+    if name_or_path.endswith(".json") or name_or_path.startswith((".", "~")) or len(parts) > 2 \
+            or "" in parts:
         raise ValueError(f"config file {name_or_path!r} not found")
+    return _hub_config(name_or_path)
+
+
+def _hub_config(repo_id):
+    """A hub id's config through transformers.AutoConfig (never trust_remote_code), offline-first:
+    the local Hugging Face cache; else one metadata request, given HF_HUB_ETAG_TIMEOUT (default 1 s)
+    plus 0.5 s and no retries, then the download. Without network this fails in about a second, not
+    after huggingface_hub's ~25 s of retries. transformers' advisories, the hub's warnings and
+    progress bars stay off the screen. Raises ValueError with a one-line message."""
+    import contextlib, importlib.util, io, logging, threading, warnings  # noqa: E401
+    if importlib.util.find_spec("transformers") is None:
+        raise ValueError(f"{repo_id!r} is not a local folder or file, and reading a hub id needs "
+                         "`pip install transformers` (or pass a local config.json)")
     try:
-        from transformers import AutoConfig  # optional, only for hub ids
-    except ImportError:
-        raise ValueError(f"{name_or_path!r} is not a local folder or file, and reading a hub id "
-                         "needs `pip install transformers`") from None
-    import logging  # hub retries log a warning each; the one-line error below says it all
-    for logger in ("huggingface_hub", "transformers"):
-        logging.getLogger(logger).setLevel(logging.ERROR)
-    try:
-        cfg = AutoConfig.from_pretrained(name_or_path, trust_remote_code=False).to_dict()
-    except Exception as exc:  # hub errors come in many types; report one line, no traceback
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"cannot load config {name_or_path!r} from the hub: {msg}") from None
-    cfg.setdefault("_config_path", name_or_path)
+        timeout_s = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or 1)
+    except ValueError:
+        timeout_s = 1.0
+    timeout_s = timeout_s if 0 < timeout_s <= 600 else 1.0
+
+
+    def first_line(exc):
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import huggingface_hub as hub
+        for logger in ("huggingface_hub", "transformers"):  # loggers bound to the real stderr
+            logging.getLogger(logger).setLevel(logging.ERROR)
+        try:  # the cache alone: files, no request (hf_hub_download would send one even so)
+            path = hub.try_to_load_from_cache(repo_id, "config.json")
+        except Exception as exc:  # HFValidationError: not a repo id, which no request can fix
+            raise ValueError(f"cannot load config {repo_id!r}: {first_line(exc)}") from None
+        if not isinstance(path, str):  # not cached (None), or cached as missing from the repo
+            url, answer = hub.hf_hub_url(repo_id, "config.json"), []
+
+            def probe():  # in a thread, so that a DNS look-up that hangs cannot hold us
+                try:
+                    answer.append(hub.get_hf_file_metadata(url, timeout=timeout_s))
+                except Exception as exc:
+                    answer.append(exc)
+            thread = threading.Thread(target=probe, daemon=True)
+            thread.start()
+            thread.join(timeout_s + 0.5)
+            err = answer[0] if answer else TimeoutError(f"no answer within {timeout_s:g} s")
+            status = getattr(getattr(err, "response", None), "status_code", None)
+            if status is not None:  # the hub answered: no such repo or file, or no access
+                raise ValueError(f"cannot load config {repo_id!r} from the hub: {type(err).__name__} "
+                                 f"(HTTP {status}); check the id; a private or gated repo needs a "
+                                 "token (HF_TOKEN)")
+            if isinstance(err, Exception):  # no network, a firewall, HF_HUB_OFFLINE=1
+                raise ValueError(
+                    f"cannot load config {repo_id!r}: the hub is unreachable ({type(err).__name__}: "
+                    f"{first_line(err)}) and it is not in the local cache; to work offline, download "
+                    f"{url} and pass that file or its folder to --hf_model_name_or_path")
+            try:
+                path = hub.hf_hub_download(repo_id, "config.json")
+            except Exception as exc:
+                raise ValueError(f"cannot load config {repo_id!r} from the hub: "
+                                 f"{first_line(exc)}") from None
+        try:
+            from transformers import AutoConfig
+            logging.getLogger("transformers").setLevel(logging.ERROR)  # its import set WARNING
+            cfg = AutoConfig.from_pretrained(path, trust_remote_code=False).to_dict()
+        except Exception as exc:  # e.g. a model_type this transformers does not know
+            raise ValueError(f"cannot load config {repo_id!r} ({path}): {first_line(exc)}") from None
+    cfg.setdefault("_config_path", repo_id)
     return cfg
 
 
@@ -2742,6 +2798,9 @@ def mode_text(args, c):
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":  # resolve_model_spec would read '' as "no config"
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
     spec, c, notes = resolve(args, parser)
     c["infer"] = args.infer
     for note in notes:

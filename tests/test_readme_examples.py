@@ -36,3 +36,13 @@ def test_readme_example_runs(command):
                        timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip()
+
+
+def test_ci_runs_the_readme_test_command_in_a_fresh_venv():
+    # .ci/run proves the set-up a new user follows: the README's command, verbatim, in a new venv.
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    readme = [line for line in text.splitlines() if "-r requirements-dev.txt" in line]
+    ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read().splitlines()
+    assert len(readme) == 1 and ci[-1] == readme[0].strip(), (readme, ci[-1])
+    assert any(line.startswith("python3 -m venv ") for line in ci)
+    assert any(line.startswith("source ") and "/bin/activate" in line for line in ci)
