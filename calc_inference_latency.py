@@ -640,6 +640,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     where = cfg.get("_config_path") or "config"
     notes, warnings = [], []
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
+    top_qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") \
+        if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -706,11 +708,55 @@ def spec_from_hf_config(cfg, num_layers=None):
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
     s.pop("_layers_from_flag", None)
+    s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
 
+
+def _checkpoint_format(qc, where, warnings):
+    """The checkpoint's weight format from quantization_config, as bits per weight, scales
+    included: {"method", "linear_bits", "expert_bits"} for the layers' matrices (other weights:
+    16). MXFP4 (gpt-oss): 4 bits + an 8-bit scale per 32 = 4.25, routed experts only (OCP MX spec
+    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block. AWQ/GPTQ:
+    w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
+    per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
+    if not isinstance(qc, dict):
+        return None
+    q = ConfigReader(qc, f"{where} (quantization_config)")
+    method = q.str("quant_method", default="")
+    skip = " ".join(str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignore") or []))
+    experts_only = "self_attn" in skip  # attention left in 16 bits: only the MLP/expert matrices
+    dense_skipped = "shared_experts" in skip or ("mlp" in skip and "down_proj" in skip)
+    if method == "mxfp4":
+        bits = 4 + 8 / 32
+        lin, exp = (16, bits) if experts_only else (bits, bits)
+    elif method == "fp8":
+        block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
+        bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
+        lin, exp = (16 if experts_only else bits), bits
+    elif method in ("awq", "gptq"):
+        w = q.int("bits", "w_bit", default=4, hi=16)
+        g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
+        g = g if g > 0 else 1 << 30
+        lin = exp = w + (16 + w) / g
+    elif method == "compressed-tensors":
+        groups = q.sub("config_groups") or {}
+        wt = next((v.get("weights") for v in groups.values() if isinstance(v, dict) and isinstance(v.get("weights"), dict)), None)
+        if not wt:
+            warnings.append("quantization_config compressed-tensors without weight groups: weights "
+                            "counted at 16 bits; pass --weight-bits")
+            return None
+        w = ConfigReader(wt, f"{where} (quantization_config weights)")
+        nb, g = w.int("num_bits", default=8, hi=16), w.int("group_size", default=0, lo=0, hi=1 << 20)
+        bits = nb + ((16 + (0 if w.bool("symmetric", default=True) else nb)) / g if g else 0)
+        lin, exp = (16 if experts_only or dense_skipped else bits), bits
+    else:
+        warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
+                        "at 16 bits; pass --weight-bits")
+        return None
+    return {"method": method, "linear_bits": lin, "expert_bits": exp}
 
 def _read_generic_moe(r, s, notes):
     E = r.int("num_local_experts", "num_experts", "n_routed_experts", hi=2**20)
@@ -1417,7 +1463,8 @@ def resolve_model_spec(args, defaults=None):
                       ("nope_layers", ()), ("layer_overrides", {}), ("extra_params_per_layer", 0),
                       ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
                       ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
-                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False)):
+                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
+                      ("checkpoint_format", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1995,7 +2042,7 @@ def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act
     return flops, bytes_moved, cache_read
 
 
-def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits):
+def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
     """Per-op (FLOPs, bytes, weight bytes) of one layer's weight matmuls and elementwise passes on
     one TP rank for num_tokens = b x new tokens, summed over its attention and MLP blocks (two of
     each in LongCat-Flash). Matmul: 2 FLOPs per weight per token; bytes = weight shard + activations
@@ -2004,8 +2051,10 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits):
     (expected_real_experts), plus shared experts and the router (replicated). Other per-layer
     weights (Gemma 4's per-layer input gate) count with the MLP, replicated. Elementwise: a norm and
     a residual add move 5 h values per token per block, the activation function 2 f (3 f gated),
-    rotary 2 (a + kv) d. Returns name -> (flops, bytes, weight bytes)."""
+    rotary 2 (a + kv) d. Weights are stored at w_bits (routed experts at e_bits, when a checkpoint
+    stores them narrower, gpt-oss's MXFP4). Returns name -> (flops, bytes, weight bytes)."""
     n, wb, ab = num_tokens, w_bits / 8, a_bits / 8
+    eb = (w_bits if e_bits is None else e_bits) / 8
     att_f = att_b = att_w = 0.0
     rope = 0
     for attn in layer["attention"]:
@@ -2034,7 +2083,7 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits):
             touched = expected_distinct_real_experts(mlp, num_tokens=n)
             expert_w, shared_w, router_w = p["one_expert"] / tp, p["shared_experts"] / tp, p["router"]
             fl = 2 * n * (k * expert_w + shared_w + router_w)
-            wbytes = (touched * expert_w + shared_w + router_w) * wb
+            wbytes = touched * expert_w * eb + (shared_w + router_w) * wb
             io = n * (k * (h + (nl - 1) * f_e / tp + h) + (h + (nl - 1) * f_sh / tp + h) * bool(f_sh)
                       + h + mlp["num_experts"] + mlp["zero_experts"]) * ab
             f_m = (k * f_e + f_sh) / tp
@@ -2084,7 +2133,7 @@ def sum_max_linear(*, a0, a1, b0, b1, c_lo, c_hi):
 
 
 def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits, a_bits, kv_bits,
-                 absorbed):
+                 absorbed, e_bits=None):
     """One forward pass of the whole pipeline for `batch` sequences, each adding new_tokens after
     context_before cached tokens, summed over the distinct layer kinds (layer_groups): time by
     component (seconds), total FLOPs and bytes per rank (weights and cache reads apart), the
@@ -2120,7 +2169,7 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     kinds, kernels, allreduces = [], 0, 0
     for layer, cnt, first in layer_groups(spec):
         t_layer = 0.0
-        for name, (fl, by, wby) in layer_costs(layer, h=h, tp=tp, num_tokens=n, w_bits=w_bits,
+        for name, (fl, by, wby) in layer_costs(layer, h=h, tp=tp, num_tokens=n, w_bits=w_bits, e_bits=e_bits,
                                                a_bits=a_bits).items():
             t_layer += add(name, fl, by, cnt)
             tot["weight_bytes"] += cnt * wby
@@ -2205,7 +2254,8 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi):
     return head + middle + tail
 
 
-def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_bits, a_bits, kv_bits):
+def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_bits, a_bits, kv_bits,
+                   e_bits=None):
     """Exact sum of the o-1 decode steps: step j (1..o-1) finds c = s + j - 1 tokens cached and
     adds its own. Only attention depends on c; the rest of a step is the same every step. Each
     distinct attention kind's steps are summed in closed form (attention_decode_sum_s), so the
@@ -2215,7 +2265,7 @@ def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_b
         return 0.0
     c_lo, c_hi = prompt_tokens, prompt_tokens + steps - 1  # cached tokens before each step
     base = forward_pass(spec, hw, tp=tp, pp=pp, batch=batch, new_tokens=1, context_before=0,
-                        absorbed=True, w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits)
+                        absorbed=True, w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, e_bits=e_bits)
     fixed = base["time_s"] - base["components_s"]["attention_core"]
     attn_s = 0.0
     for layer, cnt, _ in layer_groups(spec):
@@ -2226,14 +2276,14 @@ def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_b
 
 
 def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmuls_only,
-                   limit=1 << 24):
+                   limit=1 << 24, e_bits=None):
     """Smallest batch at which a decode step at `context` cached tokens has as much math time as
     memory time. matmuls_only: the weight matmuls (about F/B x 8/w_bits tokens, Pope et al. 2022
     sec. 3; later for MoE, whose touched experts grow with b); else the whole step, which with
     long contexts never turns (the KV-cache read grows with b as fast as the math): None."""
     def is_compute(b):
         r = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=context,
-                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True)
+                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True, e_bits=e_bits)
         if matmuls_only:
             return r["matmul_compute_s"] >= r["matmul_memory_s"]
         return r["compute_s"] >= r["memory_s"]
@@ -2248,7 +2298,7 @@ def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmul
     return hi
 
 
-def layer_weight_bytes(layer, *, h, norm, tp, w_bits):
+def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None):
     """Weight bytes of one layer on one TP rank (Megatron-style sharding, Shoeybi et al. 2019
     sec. 3): attention, MLP, routed and shared experts as tp shards; norms, routers and other
     per-layer weights whole on every rank at >= 16 bits (quantizers leave them so); an indexer
@@ -2256,9 +2306,10 @@ def layer_weight_bytes(layer, *, h, norm, tp, w_bits):
     lp = layer_params(layer, h=h, norm=norm)
     ind = sum(indexer_params(a, h=h) for a in layer["attention"])
     wbytes = w_bits / 8
-    sharded = lp["attention"] - ind + lp["dense"] + lp["routed_experts"] + lp["shared_experts"]
-    return (sharded / tp * wbytes + (lp["norms"] + lp["router"] + lp["extra"]) * max(wbytes, 2)
-            + ind * wbytes)
+    ebytes = (w_bits if e_bits is None else e_bits) / 8
+    sharded = lp["attention"] - ind + lp["dense"] + lp["shared_experts"]
+    return (sharded / tp * wbytes + lp["routed_experts"] / tp * ebytes
+            + (lp["norms"] + lp["router"] + lp["extra"]) * max(wbytes, 2) + ind * wbytes)
 
 
 def _stage_kind_counts(spec, pp):
@@ -2277,14 +2328,14 @@ def _stage_kind_counts(spec, pp):
     return out
 
 
-def weight_bytes_per_gpu(spec, *, tp, pp, w_bits):
+def weight_bytes_per_gpu(spec, *, tp, pp, w_bits, e_bits=None):
     """Weight bytes on the most-loaded rank: the heaviest pipeline stage's layers (layer_weight_bytes
     per kind, summed over the stage), plus the vocab-parallel embedding (first stage) and head with
     the final norm (last stage), both when pp = 1 and the larger of the two otherwise, at >= 16 bits.
     Per-layer embeddings (Gemma 4) and model-level extras count with the embedding, an embedding
     norm (BLOOM) whole on every rank."""
     h, nm = spec["hidden_size"], spec["norm"]
-    per_kind = {id(layer): layer_weight_bytes(layer, h=h, norm=nm, tp=tp, w_bits=w_bits)
+    per_kind = {id(layer): layer_weight_bytes(layer, h=h, norm=nm, tp=tp, w_bits=w_bits, e_bits=e_bits)
                 for layer, _, _ in layer_groups(spec)}
     if pp == 1:
         layers_bytes = sum(cnt * per_kind[id(layer)] for layer, cnt, _ in layer_groups(spec))
@@ -2489,6 +2540,11 @@ def format_report(res):
               + (f", sliding window {r['sliding_window']} on {len(r['sliding_layers'])} of "
                  f"{r['model']['num_layers']} layers" if r["sliding_window"] else ""),
               "convention: " + r["convention"]]
+    fmt = r.get("checkpoint_format")
+    if fmt:
+        lines.insert(-1, f"weights as the checkpoint stores them ({fmt['method']}, scales included): routed "
+                         f"experts at {fmt['expert_bits']:.4g} bits, other layer matrices at "
+                         f"{fmt['linear_bits']:.4g} (--weight-bits overrides)")
     return "\n".join(lines)
 
 
@@ -2632,6 +2688,7 @@ def main(argv=None):
     except ValueError as exc:
         parser.error(str(exc))
     wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
+    weight_bits_given = args.weight_bits is not None
     args.weight_bits = wb if args.weight_bits is None else args.weight_bits
     args.activation_bits = abits if args.activation_bits is None else args.activation_bits
     if args.kv_cache_bits is None:
@@ -2650,7 +2707,10 @@ def main(argv=None):
 
     b, s, o = args.batch_size, args.prompt_tokens, args.output_tokens
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
-    bits = dict(w_bits=args.weight_bits, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits)
+    fmt = spec.get("checkpoint_format") if not (weight_bits_given or args.precision) else None
+    w_store = fmt["linear_bits"] if fmt else args.weight_bits  # bits per stored weight, scales in
+    bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
+                e_bits=fmt["expert_bits"] if fmt else None)
     pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=s, context_before=0,
                        absorbed=False, **bits)
     first = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=s,
@@ -2664,7 +2724,7 @@ def main(argv=None):
     total = ttft + dec_total
     crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits)
     crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits)
-    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=args.weight_bits)
+    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"])
     cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b, context=s + o, kv_bits=args.kv_cache_bits)
     mem = w_bytes + cache["kv"] + cache["indexer"]
     fits = mem <= hw["gpu_memory_bytes"]
@@ -2684,14 +2744,14 @@ def main(argv=None):
             "decode_first_step_s_per_layer": dk["time_s_per_layer"],
             "decode_first_step_s": cnt * dk["time_s_per_layer"],
             "weight_bytes_per_layer_per_gpu": layer_weight_bytes(layer, h=h, norm=spec["norm"], tp=tp,
-                                                                 w_bits=args.weight_bits),
+                                                                 w_bits=w_store, e_bits=bits["e_bits"]),
             "kv_cache_bytes_per_layer_per_gpu": lc["kv"],
             "indexer_cache_bytes_per_layer_per_gpu": lc["indexer"]})
     res = {
         "mode": mode_text(b=b, s=s, o=o, tp=tp, pp=pp), "warnings": list(spec["warnings"]),
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpus": tp * pp,
-        "weight_bits": args.weight_bits, "activation_bits": args.activation_bits,
+        "weight_bits": args.weight_bits, "activation_bits": args.activation_bits, "checkpoint_format": fmt,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
         "hardware": hw,
         "prefill_s": pre["time_s"], "ttft_s": ttft, "request_overhead_s": req_s, "prefill_bound": pre["bound"],

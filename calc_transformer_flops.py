@@ -559,6 +559,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     where = cfg.get("_config_path") or "config"
     notes, warnings = [], []
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
+    top_qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") \
+        if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -625,11 +627,55 @@ def spec_from_hf_config(cfg, num_layers=None):
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
     s.pop("_layers_from_flag", None)
+    s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
 
+
+def _checkpoint_format(qc, where, warnings):
+    """The checkpoint's weight format from quantization_config, as bits per weight, scales
+    included: {"method", "linear_bits", "expert_bits"} for the layers' matrices (other weights:
+    16). MXFP4 (gpt-oss): 4 bits + an 8-bit scale per 32 = 4.25, routed experts only (OCP MX spec
+    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block. AWQ/GPTQ:
+    w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
+    per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
+    if not isinstance(qc, dict):
+        return None
+    q = ConfigReader(qc, f"{where} (quantization_config)")
+    method = q.str("quant_method", default="")
+    skip = " ".join(str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignore") or []))
+    experts_only = "self_attn" in skip  # attention left in 16 bits: only the MLP/expert matrices
+    dense_skipped = "shared_experts" in skip or ("mlp" in skip and "down_proj" in skip)
+    if method == "mxfp4":
+        bits = 4 + 8 / 32
+        lin, exp = (16, bits) if experts_only else (bits, bits)
+    elif method == "fp8":
+        block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
+        bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
+        lin, exp = (16 if experts_only else bits), bits
+    elif method in ("awq", "gptq"):
+        w = q.int("bits", "w_bit", default=4, hi=16)
+        g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
+        g = g if g > 0 else 1 << 30
+        lin = exp = w + (16 + w) / g
+    elif method == "compressed-tensors":
+        groups = q.sub("config_groups") or {}
+        wt = next((v.get("weights") for v in groups.values() if isinstance(v, dict) and isinstance(v.get("weights"), dict)), None)
+        if not wt:
+            warnings.append("quantization_config compressed-tensors without weight groups: weights "
+                            "counted at 16 bits; pass --weight-bits")
+            return None
+        w = ConfigReader(wt, f"{where} (quantization_config weights)")
+        nb, g = w.int("num_bits", default=8, hi=16), w.int("group_size", default=0, lo=0, hi=1 << 20)
+        bits = nb + ((16 + (0 if w.bool("symmetric", default=True) else nb)) / g if g else 0)
+        lin, exp = (16 if experts_only or dense_skipped else bits), bits
+    else:
+        warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
+                        "at 16 bits; pass --weight-bits")
+        return None
+    return {"method": method, "linear_bits": lin, "expert_bits": exp}
 
 def _read_generic_moe(r, s, notes):
     E = r.int("num_local_experts", "num_experts", "n_routed_experts", hi=2**20)
@@ -1336,7 +1382,8 @@ def resolve_model_spec(args, defaults=None):
                       ("nope_layers", ()), ("layer_overrides", {}), ("extra_params_per_layer", 0),
                       ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
                       ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
-                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False)):
+                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
+                      ("checkpoint_format", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:

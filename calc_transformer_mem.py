@@ -560,6 +560,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     where = cfg.get("_config_path") or "config"
     notes, warnings = [], []
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
+    top_qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") \
+        if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -626,11 +628,55 @@ def spec_from_hf_config(cfg, num_layers=None):
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
     s.pop("_layers_from_flag", None)
+    s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
 
+
+def _checkpoint_format(qc, where, warnings):
+    """The checkpoint's weight format from quantization_config, as bits per weight, scales
+    included: {"method", "linear_bits", "expert_bits"} for the layers' matrices (other weights:
+    16). MXFP4 (gpt-oss): 4 bits + an 8-bit scale per 32 = 4.25, routed experts only (OCP MX spec
+    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block. AWQ/GPTQ:
+    w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
+    per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
+    if not isinstance(qc, dict):
+        return None
+    q = ConfigReader(qc, f"{where} (quantization_config)")
+    method = q.str("quant_method", default="")
+    skip = " ".join(str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignore") or []))
+    experts_only = "self_attn" in skip  # attention left in 16 bits: only the MLP/expert matrices
+    dense_skipped = "shared_experts" in skip or ("mlp" in skip and "down_proj" in skip)
+    if method == "mxfp4":
+        bits = 4 + 8 / 32
+        lin, exp = (16, bits) if experts_only else (bits, bits)
+    elif method == "fp8":
+        block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
+        bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
+        lin, exp = (16 if experts_only else bits), bits
+    elif method in ("awq", "gptq"):
+        w = q.int("bits", "w_bit", default=4, hi=16)
+        g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
+        g = g if g > 0 else 1 << 30
+        lin = exp = w + (16 + w) / g
+    elif method == "compressed-tensors":
+        groups = q.sub("config_groups") or {}
+        wt = next((v.get("weights") for v in groups.values() if isinstance(v, dict) and isinstance(v.get("weights"), dict)), None)
+        if not wt:
+            warnings.append("quantization_config compressed-tensors without weight groups: weights "
+                            "counted at 16 bits; pass --weight-bits")
+            return None
+        w = ConfigReader(wt, f"{where} (quantization_config weights)")
+        nb, g = w.int("num_bits", default=8, hi=16), w.int("group_size", default=0, lo=0, hi=1 << 20)
+        bits = nb + ((16 + (0 if w.bool("symmetric", default=True) else nb)) / g if g else 0)
+        lin, exp = (16 if experts_only or dense_skipped else bits), bits
+    else:
+        warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
+                        "at 16 bits; pass --weight-bits")
+        return None
+    return {"method": method, "linear_bits": lin, "expert_bits": exp}
 
 def _read_generic_moe(r, s, notes):
     E = r.int("num_local_experts", "num_experts", "n_routed_experts", hi=2**20)
@@ -1337,7 +1383,8 @@ def resolve_model_spec(args, defaults=None):
                       ("nope_layers", ()), ("layer_overrides", {}), ("extra_params_per_layer", 0),
                       ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
                       ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
-                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False)):
+                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
+                      ("checkpoint_format", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -2264,7 +2311,7 @@ def inference_memory(spec, c, b, ctx):
         layers = stage_layers(num_layers=L, pp=pp, vp=1, stage=st, chunk_layers=chunks)
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
                                             stage=st, chunk_layers=chunks)
-        w = (ne + ex - emb) * c["weight_bits"] / 8 + emb * c["weight_bytes"]
+        w = (ne - emb) * c["weight_bits"] / 8 + ex * c["expert_weight_bits"] / 8 + emb * c["weight_bytes"]
         cache = kv_cache_bytes(spec, layers, tp=tp, kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
                                batch=b, context=ctx)
         total = w + cache["kv"] + cache["indexer"] + act + c["overhead_bytes"]
@@ -2651,6 +2698,9 @@ def resolve(args, parser):
         lora = {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
                 "adapter_bytes": args.adapter_bytes_per_val or 4}
     weight_bits = args.weight_bits or 8 * wbytes
+    expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
+    if args.infer and args.weight_bits is None and fmt:  # serve the checkpoint as it is stored
+        weight_bits, expert_bits = fmt["linear_bits"], fmt["expert_bits"]
     sliding = [i for i, layer in enumerate(spec["layers"])
                if any(x["span"] == "sliding" for x in layer["attention"])]
     windows = {x["window"] for x in attns if x["span"] == "sliding"}
@@ -2693,7 +2743,8 @@ def resolve(args, parser):
          "optimizer": args.optimizer,
          "opt_bytes": optimizer_bytes_per_param(optimizer=args.optimizer, mixed_precision=mixed,
                                                 master_bytes=high),
-         "lora": lora, "weight_bits": weight_bits,
+         "lora": lora, "weight_bits": weight_bits, "expert_weight_bits": expert_bits,
+         "checkpoint_format": fmt if args.infer and args.weight_bits is None else None,
          "kv_bytes": args.kv_cache_bytes_per_val or low, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
          "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
          "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
@@ -2745,8 +2796,12 @@ def assumptions(c, spec):
         out.append(f"GPU capacity {c['memory_bytes'] / GIB:.2f} GiB from hardware.py's memory_bytes "
                    "(vendor GB, decimal; this hardware.py has no memory_usable_bytes)")
     if c["infer"]:
-        out.append(f"weights: layer matrices at {c['weight_bits']:g} bits, embeddings/head/norms at "
-                   f"{8 * c['weight_bytes']} bits; KV cache at {c['kv_bytes']:g} B/element"
+        fmt = c.get("checkpoint_format")
+        wtxt = (f"weights as the checkpoint stores them ({fmt['method']}, scales included): routed experts "
+                f"at {fmt['expert_bits']:.4g} bits, other layer matrices at {fmt['linear_bits']:.4g}"
+                if fmt else f"weights: layer matrices at {c['weight_bits']:g} bits")
+        out.append(f"{wtxt}, embeddings/head/norms at "
+                   f"{8 * c['weight_bytes']} bits (--weight-bits overrides); KV cache at {c['kv_bytes']:g} B/element"
                    + ("; MLA cache = " + c["mla_cache"]
                       if any_attn(spec, lambda x: x["kind"] == "mla") else ""))
         out.append("KV cache per layer: " + cache_rules_text(spec))

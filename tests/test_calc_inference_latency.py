@@ -822,7 +822,7 @@ def test_moe_only_on_moe_layers_deepseek_v3(capsys):
     weight reads against calc_transformer_params' count of the same 5 layers."""
     import calc_transformer_params as ctp
     args = ["--hf_model_name_or_path", cfg("deepseek-v3"), "-l", "5"]
-    r = run(args + ["-s", "64", "-o", "2"])
+    r = run(args + ["-s", "64", "-o", "2", "--weight-bits", "16"])  # bf16, not the checkpoint's fp8
     assert [(k["layers"], k["first_layer"], k["mlp"]) for k in r["layer_kinds"]] == [
         (3, 0, "dense 18432"), (2, 3, "moe 8/256 +shared")]
     p = ctp.main(args + ["--json"])
@@ -899,3 +899,19 @@ def test_mode_and_warnings_are_stated(tmp_path, capsys):
     assert any(x.startswith("WARNING: model_type 'somebody_new'") for x in lines[:8])
     assert r["model"]["num_layers"] == 32 and r["model"]["layer_kinds"][0]["layers"] == 32
     assert "layers" not in r["model"]  # the summary, not the raw layer list
+
+
+def test_checkpoint_format_sets_the_weight_bytes(capsys):
+    """quantization_config by default, scales included: gpt-oss-20b's MXFP4 experts (4.25 bits) and
+    bf16 rest equal the memory script's weights, which match OpenAI's 12.8 GiB checkpoint
+    (test_calc_transformer_mem); --weight-bits 16 overrides; a batch-1 decode reads 4 of 32 experts
+    per layer at 4.25 bits."""
+    import calc_transformer_mem as mem
+    args = ["--hf_model_name_or_path", cfg("gpt-oss-20b")]
+    r = run(args + ["-s", "64", "-o", "2"])
+    m = mem.main(args + ["--infer", "-s", "64", "-o", "2", "--json"])
+    assert r["checkpoint_format"]["expert_bits"] == 4.25
+    assert math.isclose(r["weight_bytes_per_gpu"], m["weights_bytes"], rel_tol=1e-12)
+    r16 = run(args + ["-s", "64", "-o", "2", "--weight-bits", "16"])
+    assert r16["checkpoint_format"] is None and r16["weight_bytes_per_gpu"] > 1.5 * r["weight_bytes_per_gpu"]
+    assert r["decode_step_weight_bytes_read_per_gpu"] < r16["decode_step_weight_bytes_read_per_gpu"]

@@ -803,3 +803,30 @@ def test_spec_warnings_reach_report_json_and_stderr(tmp_path):
     j, out, _ = run_main(main, ["--hf_model_name_or_path", str(path), "--json"])
     assert json.loads(out)["warnings"] == r["warnings"]
     assert "layer_kinds" in j["model"] and "layers" not in j["model"]  # spec_summary, no raw list
+
+
+# --- checkpoint weight formats (quantization_config) -------------------------------------------
+@pytest.mark.parametrize("name,card_gib", [("gpt-oss-20b", 12.8), ("gpt-oss-120b", 60.8)])
+def test_mxfp4_checkpoint_weights_match_the_model_card(name, card_gib):
+    # Source: OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card" (Aug 2025), checkpoint sizes 12.8 GiB
+    # and 60.8 GiB. Setup: the published config.json (quantization_config mxfp4; attention, router,
+    # embedding and head left in bf16), --infer, no --weight-bits: experts at 4 bits + one 8-bit
+    # scale per 32 (OCP MX v1.0) = 4.25 bits, everything else 16. Tolerance: the card's rounding
+    # (0.1 GiB) plus 0.1 GiB.
+    r, out, _ = run_main(main, ["--hf_model_name_or_path", config_path(name), "--infer", "-s", "1024",
+                                "-o", "1", "--json"])
+    assert abs(r["weights_bytes"] / 2**30 - card_gib) <= 0.15
+    assert r["config"]["checkpoint_format"]["method"] == "mxfp4"
+    # --weight-bits overrides the checkpoint's format: 16 bits everywhere
+    r16, _, _ = run_main(main, ["--hf_model_name_or_path", config_path(name), "--infer", "-s", "1024",
+                                "-o", "1", "--weight-bits", "16", "--json"])
+    assert r16["weights_bytes"] == 2 * r16["params_per_gpu"]
+
+
+def test_fp8_block_checkpoint_counts_its_scales():
+    # DeepSeek-V3.2's config: fp8 e4m3 with 128 x 128 weight blocks, one fp32 scale each, so
+    # 8 + 32 / 16384 bits per layer weight; embeddings, head and norms stay 16-bit.
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("deepseek-v3.2"), "--infer",
+                              "-s", "1024", "-o", "1", "-tp", "8", "--num-gpus", "8", "--json"])
+    fmt = r["config"]["checkpoint_format"]
+    assert fmt == {"method": "fp8", "linear_bits": 8 + 32 / 16384, "expert_bits": 8 + 32 / 16384}
