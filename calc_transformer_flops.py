@@ -71,7 +71,8 @@ import sys
 # calc_transformer_params.py, then run tools/sync_shared_block.py.
 #
 # A model is a list of layers. Each layer is a small dict {"attention": [attn, ...], "mlp": [mlp,
-# ...], "norms": n, "extra_params": p}: usually one attention and one MLP, two of each in
+# ...], "norms": n, "extra_params": p} (p: matmul weights every token runs through once in that
+# layer outside its attention and MLP, Gemma 4's per-layer inputs): usually one attention and one MLP, two of each in
 # LongCat-Flash's shortcut-connected block. Layers of the same kinds share one dict object, so
 # layer_groups() finds the distinct kinds quickly. An attention dict says what its weights are
 # ("kind": mha covers MHA/GQA/MQA, mla is DeepSeek's latent attention), which keys a query sees
@@ -961,9 +962,10 @@ def _read_gemma4(r, s, ll, notes, warnings):
         moe = {"kind": "moe", "width": r.int("moe_intermediate_size", hi=2**31), "linears": 3, "bias": False,
                "num_experts": r.int("num_experts", hi=2**20), "topk": r.int("top_k_experts", hi=2**20),
                "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False,
-               "router_bias": False}
+               "router_bias": False}  # + router_extra below: its scale (h) and per-expert scale (E)
         if None in moe.values():
             raise ValueError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
+        moe["router_extra"] = h + moe["num_experts"]
     plc = r.sub("per_layer_config")  # written by transformers: {"05": {"head_dim": 512}, ...}
     per = {}
     if plc is not None:
@@ -984,21 +986,20 @@ def _read_gemma4(r, s, ll, notes, warnings):
             d_i, kv_i = (d_g, kv_g) if full else (d, s["num_kv_heads"])
         att = {"head_dim": d_i, "kv_heads": kv_i,
                "kv_proj": 0 if shared else (1 if full and k_eq_v else 2), "kv_shared": shared}
-        o = {"attention": att}
-        if shared and wide:
+        o = {"attention": att, "norms": 4 + bool(p) + 3 * bool(moe)}  # + post-per-layer-input norm,
+        if shared and wide:                                             # + the MoE branch's three
             o["mlp"] = {"width": 2 * f}
         if p:
-            o["extra_params"] = 2 * p * h + h  # input gate (h -> p), projection (p -> h), norm
+            o["extra_params"] = 2 * p * h  # per-layer input gate (h -> p) and projection (p -> h)
         if moe:
             o["more_mlp"] = (moe,)
-            o["norms"] = 4 + 3  # the MoE branch's pre-norm and two post-norms
-            o["extra_params"] = o.get("extra_params", 0) + h + moe["num_experts"]  # router scale, per-expert scale
         ov[i] = o
     s["layer_overrides"] = ov
     if p:
         V_pl = r.int("vocab_size_per_layer_input", default=s["vocab_size"], hi=2**31)
         s["per_layer_embedding_params"] = V_pl * L * p
         s["other_params"] = {"per_layer_model_projection": L * p * h, "per_layer_projection_norm": p}
+        s["input_matmul_params"] = L * p * h  # every token's embedding runs through it once
 
 
 def _read_glm4_moe(r, s, ll, notes, warnings):
@@ -1383,7 +1384,7 @@ def resolve_model_spec(args, defaults=None):
                       ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
                       ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
-                      ("checkpoint_format", None)):
+                      ("checkpoint_format", None), ("input_matmul_params", 0)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1614,7 +1615,8 @@ def mlp_block_params(mlp, *, h):
     E = mlp["num_experts"]
     return {"dense": 0, "routed_experts": E * one, "one_expert": one,
             "shared_experts": shared + h * bool(mlp["shared_gate"]),
-            "router": h * (E + mlp["zero_experts"]) + (E + mlp["zero_experts"]) * bool(mlp["router_bias"])}
+            "router": h * (E + mlp["zero_experts"]) + (E + mlp["zero_experts"]) * bool(mlp["router_bias"])
+            + mlp.get("router_extra", 0)}
 
 
 def expected_real_experts(mlp):
@@ -1843,7 +1845,8 @@ SECONDS_PER_DAY = 86400.0
 # query_key_pairs, attention_core_flops, decode_keys_read, mlp_flops_per_token); the functions below
 # sum them over one layer's blocks, then over the layer list, once per distinct kind (layer_groups).
 
-LINEAR_KEYS = ("attention_projections", "dense_mlp", "routed_experts", "shared_experts", "router")
+LINEAR_KEYS = ("attention_projections", "dense_mlp", "routed_experts", "shared_experts", "router",
+               "per_layer_inputs")
 CORE_KEYS = ("attention_scores", "attention_context", "indexer_scores")
 
 
@@ -1857,6 +1860,7 @@ def layer_linear_flops_per_token(layer, *, h):
     for mlp in layer["mlp"]:
         for k, v in mlp_flops_per_token(mlp, h=h).items():
             out[k] += v
+    out["per_layer_inputs"] = 2 * layer["extra_params"]  # Gemma 4's per-layer input gate/projection
     return out
 
 
@@ -1906,9 +1910,12 @@ def layers_linear_flops_per_token(spec):
 
 def output_head_flops_per_token(spec):
     """Forward FLOPs of the output head per position: 2 p V (p = h, or OPT-350m's word_embed_proj_dim,
-    whose project_in/project_out matmuls add 2 x 2 p h). The embedding lookup is not a matmul."""
+    whose project_in/project_out matmuls add 2 x 2 p h), and of matmuls every token's embedding
+    runs through before the first layer (Gemma 4's per-layer input projection, h x L p). The
+    embedding lookup is not a matmul."""
     V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
-    return {"output_head": 2 * p * V, "embedding_projection": 4 * p * h if p != h else 0}
+    return {"output_head": 2 * p * V, "embedding_projection": (4 * p * h if p != h else 0)
+            + 2 * spec["input_matmul_params"]}
 
 
 def token_matmul_flops(spec):

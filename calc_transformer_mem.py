@@ -72,7 +72,8 @@ import sys
 # calc_transformer_params.py, then run tools/sync_shared_block.py.
 #
 # A model is a list of layers. Each layer is a small dict {"attention": [attn, ...], "mlp": [mlp,
-# ...], "norms": n, "extra_params": p}: usually one attention and one MLP, two of each in
+# ...], "norms": n, "extra_params": p} (p: matmul weights every token runs through once in that
+# layer outside its attention and MLP, Gemma 4's per-layer inputs): usually one attention and one MLP, two of each in
 # LongCat-Flash's shortcut-connected block. Layers of the same kinds share one dict object, so
 # layer_groups() finds the distinct kinds quickly. An attention dict says what its weights are
 # ("kind": mha covers MHA/GQA/MQA, mla is DeepSeek's latent attention), which keys a query sees
@@ -962,9 +963,10 @@ def _read_gemma4(r, s, ll, notes, warnings):
         moe = {"kind": "moe", "width": r.int("moe_intermediate_size", hi=2**31), "linears": 3, "bias": False,
                "num_experts": r.int("num_experts", hi=2**20), "topk": r.int("top_k_experts", hi=2**20),
                "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False,
-               "router_bias": False}
+               "router_bias": False}  # + router_extra below: its scale (h) and per-expert scale (E)
         if None in moe.values():
             raise ValueError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
+        moe["router_extra"] = h + moe["num_experts"]
     plc = r.sub("per_layer_config")  # written by transformers: {"05": {"head_dim": 512}, ...}
     per = {}
     if plc is not None:
@@ -985,21 +987,20 @@ def _read_gemma4(r, s, ll, notes, warnings):
             d_i, kv_i = (d_g, kv_g) if full else (d, s["num_kv_heads"])
         att = {"head_dim": d_i, "kv_heads": kv_i,
                "kv_proj": 0 if shared else (1 if full and k_eq_v else 2), "kv_shared": shared}
-        o = {"attention": att}
-        if shared and wide:
+        o = {"attention": att, "norms": 4 + bool(p) + 3 * bool(moe)}  # + post-per-layer-input norm,
+        if shared and wide:                                             # + the MoE branch's three
             o["mlp"] = {"width": 2 * f}
         if p:
-            o["extra_params"] = 2 * p * h + h  # input gate (h -> p), projection (p -> h), norm
+            o["extra_params"] = 2 * p * h  # per-layer input gate (h -> p) and projection (p -> h)
         if moe:
             o["more_mlp"] = (moe,)
-            o["norms"] = 4 + 3  # the MoE branch's pre-norm and two post-norms
-            o["extra_params"] = o.get("extra_params", 0) + h + moe["num_experts"]  # router scale, per-expert scale
         ov[i] = o
     s["layer_overrides"] = ov
     if p:
         V_pl = r.int("vocab_size_per_layer_input", default=s["vocab_size"], hi=2**31)
         s["per_layer_embedding_params"] = V_pl * L * p
         s["other_params"] = {"per_layer_model_projection": L * p * h, "per_layer_projection_norm": p}
+        s["input_matmul_params"] = L * p * h  # every token's embedding runs through it once
 
 
 def _read_glm4_moe(r, s, ll, notes, warnings):
@@ -1384,7 +1385,7 @@ def resolve_model_spec(args, defaults=None):
                       ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
                       ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
-                      ("checkpoint_format", None)):
+                      ("checkpoint_format", None), ("input_matmul_params", 0)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1615,7 +1616,8 @@ def mlp_block_params(mlp, *, h):
     E = mlp["num_experts"]
     return {"dense": 0, "routed_experts": E * one, "one_expert": one,
             "shared_experts": shared + h * bool(mlp["shared_gate"]),
-            "router": h * (E + mlp["zero_experts"]) + (E + mlp["zero_experts"]) * bool(mlp["router_bias"])}
+            "router": h * (E + mlp["zero_experts"]) + (E + mlp["zero_experts"]) * bool(mlp["router_bias"])
+            + mlp.get("router_extra", 0)}
 
 
 def expected_real_experts(mlp):
