@@ -1459,9 +1459,14 @@ def build_layers(s):
     types = s["layer_types"] or ["full"] * L
     mla = bool(s.get("kv_lora_rank"))
     nope = set(s["nope_layers"])
+    by_inputs = {}  # what varies per layer -> the layer built for it (no rebuild for identical inputs)
     for i in range(L):
         ov = s["layer_overrides"].get(i, {})
         span = types[i]
+        key = (span, i in nope, i in moe_set, id(ov) if ov else None)
+        if key in by_inputs and not ov:
+            layers.append(by_inputs[key])
+            continue
         attn = {"kind": "mla" if mla else "mha", "span": span,
                 "window": s["sliding_window"] if span == "sliding" else 0,
                 "chunk": s["attention_chunk_size"] if span == "chunked" else 0,
@@ -1494,6 +1499,7 @@ def build_layers(s):
                  "norms": ov.get("norms", s["norms_per_layer"]),
                  "extra_params": ov.get("extra_params", s["extra_params_per_layer"])}
         layers.append(_shared(cache, layer))
+        by_inputs[key] = layers[-1]
     return layers
 
 
