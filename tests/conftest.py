@@ -35,8 +35,8 @@ def exit_code_and_stderr(main, argv):
 
 # Result keys whose value may legitimately be negative (a memory shortfall).
 SIGNED = ("headroom", "margin", "spare", "delta", "error", "vs_", "ratio_minus")
-# A non-finite number as Python prints it (inf, nan) or as json.dumps writes it (Infinity, NaN).
-_NONFINITE_WORD = re.compile(r"(?<![\w.])-?(inf|infinity|nan)(?![\w])", re.IGNORECASE)
+# A non-finite number as Python formats it (inf, nan, INF); json output is checked by its parser.
+_NONFINITE_WORD = re.compile(r"(?<![\w.])-?(inf|nan)(?![\w])", re.IGNORECASE)
 
 
 def _walk(obj, path=""):
