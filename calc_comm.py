@@ -2249,7 +2249,7 @@ def build_parser():
                    help="collective, spelled as nccl-tests (default all_reduce)")
     c.add_argument("--size", default=None,
                    help="bytes: 256MiB, 1GB, 4e9, 8G (nccl-tests size); without it, a --sweep")
-    c.add_argument("--num-gpus", type=int, default=None,
+    c.add_argument("--num-gpus", type=bounded_int, default=None,
                    help="n, GPUs in the group (default 8; --train: tp x pp x dp x cp)")
     c.add_argument("--algo", choices=ALGOS, default="auto", help="algorithm (default auto)")
     c.add_argument("--sweep", action="store_true", help="table over sizes, like nccl-tests")
@@ -2258,7 +2258,7 @@ def build_parser():
     c.add_argument("--step-factor", type=finite_float, default=2.0, help="sweep multiplier (default 2)")
     hw = parser.add_argument_group("hardware (explicit flags override --gpu)")
     hw.add_argument("--gpu", default=None, help="accelerator name looked up in hardware.py")
-    hw.add_argument("--gpus-per-node", type=int, default=None,
+    hw.add_argument("--gpus-per-node", type=bounded_int, default=None,
                     help="GPUs per scale-up domain (default: --gpu's domain size, else 8)")
     hw.add_argument("--intra-node-bw-GBps", dest="intra_bw", type=finite_float, default=None,
                     help="scale-up bandwidth per GPU per direction, GB/s (H100 NVLink4: 450)")
@@ -2280,20 +2280,20 @@ def build_parser():
                     help="LL per-hop latency over the network (default 2.7 us; Simple scales)")
     t = parser.add_argument_group("training step (--train)")
     t.add_argument("--train", action="store_true", help="collectives of one training step")
-    t.add_argument("--tensor-parallel-size", "--tp", "-tp", dest="tp", type=int, default=1)
-    t.add_argument("--pipeline-parallel-size", "--pp", "-pp", dest="pp", type=int, default=1)
-    t.add_argument("--data-parallel-size", "--dp", "-dp", dest="dp", type=int, default=None,
+    t.add_argument("--tensor-parallel-size", "--tp", "-tp", dest="tp", type=bounded_int, default=1)
+    t.add_argument("--pipeline-parallel-size", "--pp", "-pp", dest="pp", type=bounded_int, default=1)
+    t.add_argument("--data-parallel-size", "--dp", "-dp", dest="dp", type=bounded_int, default=None,
                    help="dp (default: --num-gpus / (tp x pp x cp), else 1)")
-    t.add_argument("--expert-parallel-size", "--ep", "-ep", dest="ep", type=int, default=1,
+    t.add_argument("--expert-parallel-size", "--ep", "-ep", dest="ep", type=bounded_int, default=1,
                    help="ep, carved out of dp x cp for the expert layers")
-    t.add_argument("--context-parallel-size", "--cp", "-cp", dest="cp", type=int, default=1)
+    t.add_argument("--context-parallel-size", "--cp", "-cp", dest="cp", type=bounded_int, default=1)
     t.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallel")
-    t.add_argument("--zero-stage", type=int, default=0, choices=(0, 1, 2, 3),
+    t.add_argument("--zero-stage", type=bounded_int, default=0, choices=(0, 1, 2, 3),
                    help="0 all-reduce; 1/2 reduce-scatter + all-gather; 3 also per micro-batch")
-    t.add_argument("--micro-batch-size", type=int, default=1, help="b (default 1)")
-    t.add_argument("--gradient-accumulation-steps", type=int, default=1,
+    t.add_argument("--micro-batch-size", type=bounded_int, default=1, help="b (default 1)")
+    t.add_argument("--gradient-accumulation-steps", type=bounded_int, default=1,
                    help="m, micro-batches per step per pipeline (default 1)")
-    t.add_argument("--sequence-length", "-s", type=int, default=2048, help="s (default 2048)")
+    t.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
     t.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16",
                    help="activations and gathered parameters (default bf16)")
     t.add_argument("--grad-reduce-dtype", choices=tuple(DTYPE_BYTES), default="fp32",

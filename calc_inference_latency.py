@@ -2497,21 +2497,21 @@ def build_parser():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)  # includes --sliding-window (the window of the sliding layers; 0 = off)
     g = parser.add_argument_group("workload and layout")
-    g.add_argument("--batch-size", "-b", type=int, default=1,
+    g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
                    help="b concurrent sequences decoded together as one batch (default 1)")
-    g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=int,
+    g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=bounded_int,
                    default=512, help="s prompt tokens per sequence (default 512)")
-    g.add_argument("--output-tokens", "-o", type=int, default=128, help="o output tokens (default 128)")
-    g.add_argument("--tensor-parallel-size", "-tp", type=int, default=1,
+    g.add_argument("--output-tokens", "-o", type=bounded_int, default=128, help="o output tokens (default 128)")
+    g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1,
                    help="tp GPUs that split every layer's weights (default 1)")
-    g.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1,
+    g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1,
                    help="pp stages of consecutive layers (default 1)")
     g.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
                    help="shorthand for the three bit widths (explicit --*-bits win)")
-    g.add_argument("--weight-bits", type=int, default=None, help="weight bits (default 16)")
-    g.add_argument("--activation-bits", type=int, default=None,
+    g.add_argument("--weight-bits", type=bounded_int, default=None, help="weight bits (default 16)")
+    g.add_argument("--activation-bits", type=bounded_int, default=None,
                    help="activation bits; sets the compute precision (default 16)")
-    g.add_argument("--kv-cache-bits", type=int, default=None, help="KV-cache bits (default: activation bits)")
+    g.add_argument("--kv-cache-bits", type=bounded_int, default=None, help="KV-cache bits (default: activation bits)")
     g = parser.add_argument_group("hardware (explicit flags win over --gpu)")
     g.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100)")
     g.add_argument("--peak-tflops", type=finite_float, default=None,

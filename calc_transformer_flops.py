@@ -2105,8 +2105,8 @@ def build_parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)
     g = parser.add_argument_group("training run (cookbook flags)")
-    g.add_argument("--sequence-length", "-s", type=int, default=2048, help="s (default 2048)")
-    g.add_argument("--batch-size", "-b", type=int, default=1,
+    g.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
+    g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
                    help="global batch size in samples; sets iterations = T / (b s) (default 1)")
     g.add_argument("--tokens", type=finite_float, default=300e9,
                    help="T, tokens to train on; 300e9 style accepted (default 300e9)")
@@ -2120,12 +2120,12 @@ def build_parser():
     g.add_argument("--infer", "-i", action="store_true",
                    help="forward-only FLOPs for the --tokens (cookbook), and show the inference section")
     g = parser.add_argument_group("inference")
-    g.add_argument("--prompt-tokens", type=int, default=None, help="prefill length P (default s)")
-    g.add_argument("--output-tokens", type=int, default=None, help="tokens to generate o (default 0)")
-    g.add_argument("--decode-context", type=int, default=None,
+    g.add_argument("--prompt-tokens", type=bounded_int, default=None, help="prefill length P (default s)")
+    g.add_argument("--output-tokens", type=bounded_int, default=None, help="tokens to generate o (default 0)")
+    g.add_argument("--decode-context", type=bounded_int, default=None,
                    help="cached keys a decode step attends to, its own included (default P + 1)")
     g = parser.add_argument_group("time and cost")
-    g.add_argument("--num-gpus", type=int, default=None, help="GPUs training together (default 1)")
+    g.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs training together (default 1)")
     g.add_argument("--gpu", default=None, help="accelerator name looked up in hardware.py (beside this script)")
     g.add_argument("--dtype", default="bf16", help="peak-FLOP/s column of hardware.py for --gpu (default bf16)")
     g.add_argument("--peak-tflops", type=finite_float, default=None, help="dense peak TFLOP/s per GPU")

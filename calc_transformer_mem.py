@@ -2382,15 +2382,15 @@ def build_parser():
     add_model_args(p)
     bo = argparse.BooleanOptionalAction
     g = p.add_argument_group("parallelism (cookbook flags first)")
-    g.add_argument("--num-gpus", type=int, default=None, help="GPUs in the job (default 1)")
-    g.add_argument("--tensor-parallel-size", "-tp", type=int, default=None, help="tp (default 1)")
-    g.add_argument("--pipeline-parallel-size", "-pp", type=int, default=None, help="pp (default 1)")
-    g.add_argument("--virtual-pipeline-size", "-vp", type=int, default=1,
+    g.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs in the job (default 1)")
+    g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=None, help="tp (default 1)")
+    g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=None, help="pp (default 1)")
+    g.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                    help="interleaved schedule: model chunks per pipeline rank (default 1)")
-    g.add_argument("--decoder-first-pipeline-num-layers", type=int, default=None,
+    g.add_argument("--decoder-first-pipeline-num-layers", type=bounded_int, default=None,
                    help="Megatron-LM uneven pipeline: layers on the first stage (the stages without "
                    "a stated count share the rest evenly)")
-    g.add_argument("--decoder-last-pipeline-num-layers", type=int, default=None,
+    g.add_argument("--decoder-last-pipeline-num-layers", type=bounded_int, default=None,
                    help="Megatron-LM uneven pipeline: layers on the last stage")
     g.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
                    help="Megatron-LM: the embedding counts as one layer when splitting L+1 over "
@@ -2398,17 +2398,17 @@ def build_parser():
     g.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
                    help="Megatron-LM: the head and loss count as one layer; the last chunk holds "
                    "one transformer layer fewer")
-    g.add_argument("--context-parallel-size", "-cp", type=int, default=1,
+    g.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1,
                    help="cp: the sequence split over cp ranks (ring attention; default 1)")
-    g.add_argument("--expert-parallelism", "-ep", type=int, default=None,
+    g.add_argument("--expert-parallelism", "-ep", type=bounded_int, default=None,
                    help="ep: routed experts split over ep ranks (default 1)")
-    g.add_argument("--expert-tensor-parallel-size", "-etp", type=int, default=None,
+    g.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                    help="tensor parallelism inside each expert (default tp)")
     g.add_argument("--sequence-parallel", "-sp", action=bo, default=False,
                    help="Megatron sequence parallelism: norms/dropout activations /tp (default off)")
     g.add_argument("--partition-activations", "-pa", action="store_true",
                    help="DeepSpeed ZeRO-R: checkpointed layer inputs split over tp (with full recompute)")
-    g.add_argument("--zero-stage", "-z", type=int, default=None, choices=[0, 1, 2, 3],
+    g.add_argument("--zero-stage", "-z", type=bounded_int, default=None, choices=[0, 1, 2, 3],
                    help="ZeRO stage over the dp*cp group (cookbook default 1)")
     g.add_argument("--fsdp", choices=sorted(FSDP_TO_ZERO), default=None,
                    help="FSDP sharding strategy, read as its ZeRO equivalent (no_shard 0, "
@@ -2423,11 +2423,11 @@ def build_parser():
                    "--recompute full)")
     t.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
                    help="activation recomputation (default none; -ca means full)")
-    t.add_argument("--batch-size-per-gpu", "-b", type=int, default=None,
+    t.add_argument("--batch-size-per-gpu", "-b", type=bounded_int, default=None,
                    help="micro-batch per GPU, or the inference batch (default 1)")
-    t.add_argument("--global-batch-size", "-gbs", type=int, default=None,
+    t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                    help="global batch; gives the micro-batch count m = gbs/(b*dp) (default: m = pp)")
-    t.add_argument("--sequence-length", "-s", type=int, default=None,
+    t.add_argument("--sequence-length", "-s", type=bounded_int, default=None,
                    help="training sequence, or the inference prompt (default 2048)")
     t.add_argument("--flash-attention", action=bo, default=True,
                    help="fused attention: no s^2 scores stored (default on)")
@@ -2437,8 +2437,8 @@ def build_parser():
                    help="optimizer (default adamw: 12 B/param with the fp32 master copy)")
     t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
                    help="full training, or LoRA/QLoRA adapters on a frozen base (default full)")
-    t.add_argument("--lora-rank", type=int, default=16, help="LoRA rank r (default 16)")
-    t.add_argument("--adapter-bytes-per-val", type=int, default=None,
+    t.add_argument("--lora-rank", type=bounded_int, default=16, help="LoRA rank r (default 16)")
+    t.add_argument("--adapter-bytes-per-val", type=bounded_int, default=None,
                    help="LoRA adapter weights and grads (default 4: PEFT keeps adapters in fp32; "
                    "the QLoRA paper's code casts them to bf16: 2)")
     t.add_argument("--lora-targets", default="all-linear",
@@ -2447,9 +2447,9 @@ def build_parser():
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
                     help="train in high precision: no master copy, weights and activations at "
                     "--high-prec-bytes-per-val")
-    pr.add_argument("--high-prec-bytes-per-val", type=int, default=None, help="default 4")
-    pr.add_argument("--low-prec-bytes-per-val", type=int, default=None, help="default 2")
-    pr.add_argument("--bytes-per-grad-ele", type=int, default=None, help="default 4")
+    pr.add_argument("--high-prec-bytes-per-val", type=bounded_int, default=None, help="default 4")
+    pr.add_argument("--low-prec-bytes-per-val", type=bounded_int, default=None, help="default 2")
+    pr.add_argument("--bytes-per-grad-ele", type=bounded_int, default=None, help="default 4")
     pr.add_argument("--weight-bits", type=finite_float, default=None,
                    help="bits per quantized layer weight for inference and QLoRA (default: 16 for "
                    "inference, 4.127 = NF4 with double quantization for QLoRA); embeddings, head "
@@ -2458,8 +2458,8 @@ def build_parser():
                    help="KV cache element bytes (default: --low-prec-bytes-per-val)")
     i = p.add_argument_group("inference")
     i.add_argument("--infer", action="store_true", help="inference instead of training")
-    i.add_argument("--output-tokens", "-o", type=int, default=None, help="generated tokens (default 1)")
-    i.add_argument("--prefill-chunk", type=int, default=None,
+    i.add_argument("--output-tokens", "-o", type=bounded_int, default=None, help="generated tokens (default 1)")
+    i.add_argument("--prefill-chunk", type=bounded_int, default=None,
                    help="tokens one prefill forward processes (vLLM-style chunked prefill; default: "
                    "the whole batch's prompts at once)")
     i.add_argument("--mla-cache", choices=("latent", "expanded"), default="latent",

@@ -1829,7 +1829,7 @@ def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)
-    parser.add_argument("--sequence-length", "-s", type=int, default=2048,
+    parser.add_argument("--sequence-length", "-s", type=bounded_int, default=2048,
                         help="rows of a learned position table when no config or "
                         "--max-position-embeddings says (cookbook flag; default 2048)")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
