@@ -1896,14 +1896,19 @@ def stage_layers(*, num_layers, pp, vp, stage, chunk_layers=None):
     """Layer indices held by pipeline stage `stage`: model chunk c of rank i is virtual stage
     c*pp + i and virtual stages hold consecutive layers (Narayanan et al. 2021, sec. 2.2.2; Megatron
     get_transformer_layer_offset). chunk_layers: counts[rank][chunk] (default: the even split)."""
+    return all_stage_layers(num_layers=num_layers, pp=pp, vp=vp, chunk_layers=chunk_layers)[stage]
+
+
+def all_stage_layers(*, num_layers, pp, vp, chunk_layers=None):
+    """stage_layers for every stage at once, out[stage]: one pass over the pp*vp chunks, so that a
+    loop over the stages costs O(pp*vp + L), not O(pp^2 * vp)."""
     if chunk_layers is None:
         chunk_layers = pipeline_chunk_layers(num_layers=num_layers, pp=pp, vp=vp)
-    out, start = [], 0
+    out, start = [[] for _ in range(pp)], 0
     for c in range(vp):
         for i in range(pp):
             n = chunk_layers[i][c]
-            if i == stage:
-                out += range(start, start + n)
+            out[i] += range(start, start + n)
             start += n
     return out
 
@@ -1927,18 +1932,21 @@ def suggest_pipeline_split(*, num_layers, pp, vp):
     return best and best[1]
 
 
-def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None):
+def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None, layers_held=None):
     """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`,
     summed over the stage's layers (layer_params_per_rank, once per distinct layer kind). Stage 0
     holds the token embedding (/tp), any per-layer embedding table (/tp, vocab-parallel like it),
     position table, embedding norm, projections and other model-level weights; the last stage the
     final norm and the head (/tp) -- with tied embeddings and pp > 1 a second copy of the embedding,
-    as Megatron-LM keeps it. The third number is included in the first."""
+    as Megatron-LM keeps it. The third number is included in the first. layers_held: the stage's
+    layer indices when the caller has them (all_stage_layers), else computed here."""
     V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
     layers, per_kind = spec["layers"], {}
     dense = expert = 0
-    for i in stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
-                          chunk_layers=chunk_layers):
+    if layers_held is None:
+        layers_held = stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
+                                   chunk_layers=chunk_layers)
+    for i in layers_held:
         key = id(layers[i])
         if key not in per_kind:
             per_kind[key] = layer_params_per_rank(layers[i], h=h, norm=spec["norm"], tp=tp, etp=etp, ep=ep)
@@ -2179,10 +2187,11 @@ def training_memory(spec, c, b):
     sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
     stages = []
     chunks = c["chunk_layers"]
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
     for st in range(pp):
-        layers = stage_layers(num_layers=L, pp=pp, vp=vp, stage=st, chunk_layers=chunks)
+        layers = by_stage[st]
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
-                                            chunk_layers=chunks)
+                                            layers_held=layers)
         lora = c["lora"]
         if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
             base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
@@ -2260,10 +2269,11 @@ def inference_memory(spec, c, b, ctx):
                                      flash=c["flash_attention"], act_bytes=c["act_bytes"])
     chunks = [[sum(row)] for row in c["chunk_layers"]]  # no interleaving: one chunk per rank
     stages = []
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=1, chunk_layers=chunks)
     for st in range(pp):
-        layers = stage_layers(num_layers=L, pp=pp, vp=1, stage=st, chunk_layers=chunks)
+        layers = by_stage[st]
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
-                                            stage=st, chunk_layers=chunks)
+                                            stage=st, layers_held=layers)
         w = (ne + ex - emb) * c["weight_bits"] / 8 + emb * c["weight_bytes"]
         cache = kv_cache_bytes(spec, layers, tp=tp, kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
                                batch=b, context=ctx)
