@@ -64,6 +64,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 # === shared model spec: begin ===
 # This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
@@ -1789,6 +1790,15 @@ def param_breakdown(spec):
 FLOPS_MODEL_DEFAULTS = {"num_experts": 128, "expert_interval": 2, "topk": 1}
 DEFAULT_MFU = 0.40  # see the module docstring for why
 SECONDS_PER_DAY = 86400.0
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
+# (1e18 tokens is ~10^4 x today's largest; 1e7 GPUs ~50 x today's largest cluster), and tight
+# enough that no result overflows to inf, divides by ~0 or turns negative. The model flags have
+# their own caps in the shared block.
+FLAG_RANGES = {
+    "sequence_length": (1, 10 ** 9), "batch_size": (1, 10 ** 12), "tokens": (1, 1e18),
+    "prompt_tokens": (1, 10 ** 9), "output_tokens": (0, 10 ** 9), "decode_context": (1, 10 ** 9),
+    "num_gpus": (1, 10 ** 7), "peak_tflops": (1e-3, 1e6), "mfu": (1e-3, 1), "hfu": (1e-3, 1),
+    "cost_per_gpu_hour": (0, 1e6)}
 
 
 # --- formulas (forward FLOPs; 2 FLOPs per multiply-accumulate, matmuls only) -------------------
@@ -2100,6 +2110,34 @@ def format_report(res):
     return "\n".join(lines)
 
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    mant, _, exp = f"{x:g}".partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -2135,6 +2173,7 @@ def build_parser():
                    help="hardware FLOPs utilization instead of --mfu (time from hardware FLOPs)")
     g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    parser.epilog = ranges_epilog(parser, FLAG_RANGES)
     return parser
 
 
@@ -2162,6 +2201,7 @@ def validate(args, parser):
         parser.error(f"--peak-tflops must be positive, got {args.peak_tflops}")
     if args.cost_per_gpu_hour is not None and args.cost_per_gpu_hour < 0:
         parser.error(f"--cost-per-gpu-hour must not be negative, got {args.cost_per_gpu_hour}")
+    check_ranges(args, parser, FLAG_RANGES)
 
 
 def validate_layers(spec, parser):
