@@ -65,6 +65,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 # === shared model spec: begin ===
 # This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
@@ -1807,6 +1808,22 @@ LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
 
 QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
 
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
+# (1e7 GPUs ~50 x today's largest cluster; pp and vp 1024, 16 x the deepest pipelines built),
+# and tight enough that no result overflows to inf, divides by ~0 or turns negative, and that a
+# fit search over the stages stays fast. The model flags have their own caps in the shared block.
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 1024),
+    "virtual_pipeline_size": (1, 1024), "decoder_first_pipeline_num_layers": (1, 100_000),
+    "decoder_last_pipeline_num_layers": (1, 100_000), "context_parallel_size": (1, 10 ** 7),
+    "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
+    "zero_allgather_bucket_size": (1, 1e12), "zero3_max_live_params": (1, 1e15),
+    "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
+    "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
+    "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
+    "kv_cache_bytes_per_val": (0.125, 8), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
+    "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
+
 
 # ------------------------------------------------------------------------------------------------
 # Model states
@@ -2387,6 +2404,34 @@ def format_report(res):
 # CLI
 # ------------------------------------------------------------------------------------------------
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    mant, _, exp = f"{x:g}".partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     p = OneLineErrorParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
@@ -2483,6 +2528,7 @@ def build_parser():
     f.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
                    help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
     p.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    p.epilog = ranges_epilog(p, FLAG_RANGES)
     return p
 
 
@@ -2572,6 +2618,7 @@ def resolve(args, parser):
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     if args.output_tokens is not None and args.output_tokens < 0:
         parser.error("--output-tokens must not be negative")
+    check_ranges(args, parser, FLAG_RANGES)
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # the cookbook mem script's default
@@ -2616,6 +2663,10 @@ def resolve(args, parser):
                          f"--tensor-parallel-size {tp}")
     if not moe_mlps and ep > 1:
         parser.error("--expert-parallelism > 1 needs a MoE model (--moe or --num-experts > 1)")
+    if not moe_mlps and etp != tp:  # Megatron-LM reads etp for the expert layers only
+        notes.append(f"--expert-tensor-parallel-size {etp} ignored: the model has no MoE layer (etp "
+                     f"splits experts only); etp = tp = {tp}")
+        etp = tp
     dp = n // (tp * pp * cp)
     zero = FSDP_TO_ZERO[args.fsdp] if args.fsdp else (1 if args.zero_stage is None else args.zero_stage)
     if args.fsdp and args.zero_stage is not None and args.zero_stage != zero:
