@@ -143,6 +143,17 @@ PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cac
     "w4a8": (4, 8, 8), "fp4": (4, 4, 8), "w4a4": (4, 4, 8),
 }
 ALLOWED_BITS = (4, 8, 16, 32)
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
+# request or accelerator (1e6 TFLOP/s and 1e6 GB/s ~ 500 x an H100; 1e9 tokens ~ 100 x the
+# longest context), and tight enough that no time overflows to inf, divides by ~0 or turns
+# negative. The bit widths take ALLOWED_BITS; the model flags have their caps in the shared block.
+FLAG_RANGES = {
+    "batch_size": (1, 10 ** 9), "prompt_tokens": (1, 10 ** 9), "output_tokens": (1, 10 ** 9),
+    "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 10 ** 7),
+    "peak_tflops": (1e-3, 1e6), "memory_bandwidth_gbps": (1e-3, 1e6), "gpu_memory_gib": (1e-3, 1e6),
+    "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
+    "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
+    "request_overhead_ms": (0, 1e6)}
 # activation bits -> hardware.py dtype keys, first present wins
 COMPUTE_DTYPE = {32: ("tf32", "fp32"), 16: ("bf16", "fp16"), 8: ("fp8", "int8"), 4: ("fp4",)}
 
@@ -2492,6 +2503,34 @@ def format_report(res):
     return "\n".join(lines)
 
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    mant, _, exp = f"{x:g}".partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -2537,6 +2576,7 @@ def build_parser():
     g.add_argument("--tp-efficiency", type=finite_float, default=None,
                    help=f"fraction of link bandwidth reached (default {DEFAULT_ALLREDUCE_EFFICIENCY})")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    parser.epilog = ranges_epilog(parser, FLAG_RANGES)
     return parser
 
 
@@ -2561,6 +2601,7 @@ def validate(args, parser, spec):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
+    check_ranges(args, parser, FLAG_RANGES)
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     groups = layer_groups(spec)
     for layer, _, first in groups:
