@@ -2404,10 +2404,6 @@ def validate(args, parser):
         if v is not None and not v > 0:
             parser.error(f"--{name.replace('_bw', '-node-bw-GBps').replace('_', '-')} must be "
                          f"positive, got {v}")
-    for name in ("intra_node_efficiency", "inter_node_efficiency", "nvls_efficiency"):
-        v = getattr(args, name)
-        if not 0 < v <= 1:
-            parser.error(f"--{name.replace('_', '-')} must be in (0, 1], got {v}")
     for name in ("launch_latency_us", "intra_node_latency_us", "inter_node_latency_us"):
         if not getattr(args, name) >= 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")

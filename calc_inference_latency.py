@@ -2589,10 +2589,6 @@ def validate(args, parser, spec):
     for name in ("weight_bits", "activation_bits", "kv_cache_bits"):
         if getattr(args, name) not in ALLOWED_BITS:
             parser.error(f"--{name.replace('_', '-')} must be one of {ALLOWED_BITS}, got {getattr(args, name)}")
-    for name in ("compute_efficiency", "memory_efficiency", "tp_efficiency"):
-        v = getattr(args, name)
-        if v is not None and not 0 < v <= 1:
-            parser.error(f"--{name.replace('_', '-')} must be in (0, 1], got {v}")
     for name in ("peak_tflops", "memory_bandwidth_gbps", "gpu_memory_gib", "tp_bandwidth_gbps"):
         v = getattr(args, name)
         if v is not None and not (v > 0 and math.isfinite(v)):

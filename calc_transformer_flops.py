@@ -2189,10 +2189,6 @@ def validate(args, parser):
         parser.error(f"--output-tokens must not be negative, got {args.output_tokens}")
     if not args.checkpoint_activations and args.recompute not in (None, "none"):
         parser.error(f"--no-checkpoint-activations (-ca) contradicts --recompute {args.recompute}")
-    for name in ("mfu", "hfu"):
-        val = getattr(args, name)
-        if val is not None and not 0 < val <= 1:
-            parser.error(f"--{name} must be in (0, 1], got {val}")
     if args.mfu is not None and args.hfu is not None:
         parser.error("give --mfu or --hfu, not both")
     if args.gpu is not None and args.peak_tflops is not None:
