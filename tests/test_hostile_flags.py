@@ -30,11 +30,11 @@ HOSTILE = ["0", "-1", "-0", "1", "1e-308", "-1e-308", "1e308", "-1e308", "nan", 
 PLAUSIBLE_INT = ["1", "2", "3", "4", "8", "16", "32", "64", "128", "1024", "4096"]
 PLAUSIBLE_FLOAT = ["0.05", "0.5", "0.9", "1", "2", "4.127", "100", "300", "1000", "3e11", "1e15"]
 PLAUSIBLE_TEXT = {
-    "gpu": ["h100", "a100-80gb", "mi300x", "tpu-v5p", "l4", "b200", "gb200", "nope"],
+    "gpu": ["h100", "a100-80gb", "mi300x", "tpu-v5p", "l4", "b200", "gb200", "nope", "h" * 100_000],
     "size": ["8", "1KB", "256MiB", "1GB", "8G", "4e9", "1TiB", "1PiB", "1EiB", "2EiB"],
     "model": [config_path(n) for n in ("gpt2", "mixtral-8x7b", "deepseek-v2-lite", "gemma-2-9b",
                                         "llama-3-8b", "qwen1.5-moe-a2.7b")] + ["/no/such/config.json"],
-    "name": ["h100", "a100", "mi300x", "tpu-v5p", "h100-sxm", "nope", "x" * 1000],
+    "name": ["h100", "a100", "mi300x", "tpu-v5p", "h100-sxm", "nope", "x" * 1000, "x" * 100_000],
     "dtype": ["bf16", "fp16", "fp8", "fp32", "int8", "tf32", "nope"],
     "lora_targets": ["all-linear", "q,v", "q,k,v,o,gate,up,down", "x", ",", ""],
 }
@@ -234,6 +234,14 @@ def test_just_outside_a_range_exits_2_naming_the_bound(script):
                 assert f"between {mod._num(lo)} and {mod._num(hi)}" in err, err
 
 
+def test_range_helpers_are_the_same_in_every_script():
+    """check_ranges and its helpers are copied into each script (each stands alone): one text."""
+    import inspect
+    for name in ("_num", "_flag", "ranges_epilog", "check_ranges"):
+        texts = {inspect.getsource(getattr(importlib.import_module(s), name)) for s in CALCS}
+        assert len(texts) == 1, name
+
+
 # ---------------------------------------------------------------------------------------------
 # The cases the reliability issue names, one by one
 # ---------------------------------------------------------------------------------------------
@@ -288,3 +296,17 @@ def test_expert_tensor_parallel_size_on_a_dense_model_is_ignored_with_a_note():
     moe = check_run("calc_transformer_mem", ["--moe", "-e", "8", "-tp", "2", "--num-gpus", "2",
                                              "-etp", "2", "--json"])
     assert moe["parallelism"]["etp"] == 2
+
+
+@pytest.mark.parametrize("script,argv", [("hardware", ["x" * 100_000]),
+                                         ("calc_transformer_flops", ["--gpu", "x" * 100_000]),
+                                         ("calc_inference_latency", ["--gpu", "x" * 100_000]),
+                                         ("calc_comm", ["--gpu", "x" * 100_000])])
+def test_a_100000_character_accelerator_name_exits_2_at_once(script, argv):
+    """difflib's nearest names over a 1e5-character name took 17 s; now a short one-line error."""
+    import time
+    mod = importlib.import_module(script)
+    t0 = time.perf_counter()
+    code, err = exit_code_and_stderr(mod.main, argv)
+    assert code == 2 and err.count("\n") == 1 and len(err) < 300, err[:300]
+    assert time.perf_counter() - t0 < 2
