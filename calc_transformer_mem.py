@@ -2408,7 +2408,8 @@ def _num(x):
     """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
     if isinstance(x, int) and abs(x) < 10 ** 6:
         return str(x)
-    mant, _, exp = f"{x:g}".partition("e")
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
+    mant, _, exp = text.partition("e")
     return f"{mant}e{int(exp)}" if exp else mant
 
 
