@@ -66,6 +66,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 
 # ---------------------------------------------------------------------------------------------
 # Constants. Latencies in seconds; efficiencies are achieved / line-rate bandwidth.
@@ -113,6 +114,22 @@ DEFAULT_LINKS = {"name": "HGX H100 links (450 GB/s NVLink + NVLS, 50 GB/s NIC pe
                  "scale_up_bandwidth_bytes_per_s": 450e9, "scale_up_domain_size": 8,
                  "scale_up_in_network_reduction": True, "scale_out_bandwidth_bytes_per_s": 50e9}
 DEFAULT_NUM_GPUS = 8
+
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
+# collective (1e6 GB/s ~ 1000 x NVLink5 per GPU; 1e7 GPUs ~ 50 x today's largest cluster; 1 s of
+# latency per hop), and tight enough that no time overflows to inf, divides by ~0 or turns
+# negative. Sizes (--size, --min-size, --max-size) are 1 B to MAX_SIZE_BYTES; a sweep's
+# --step-factor is at least 1.01 (at most ~4200 rows from 1 B to 1 EiB). The model flags have
+# their caps in the shared block.
+MAX_SIZE_BYTES = 2 ** 60  # 1 EiB
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "gpus_per_node": (1, 10 ** 7), "step_factor": (1.01, 1e6),
+    "intra_bw": (1e-3, 1e6), "inter_bw": (1e-3, 1e6), "intra_node_efficiency": (1e-3, 1),
+    "inter_node_efficiency": (1e-3, 1), "nvls_efficiency": (1e-3, 1), "launch_latency_us": (0, 1e6),
+    "intra_node_latency_us": (0, 1e6), "inter_node_latency_us": (0, 1e6), "tp": (1, 10 ** 7),
+    "pp": (1, 10 ** 7), "dp": (1, 10 ** 7), "ep": (1, 10 ** 7), "cp": (1, 10 ** 7),
+    "micro_batch_size": (1, 10 ** 9), "gradient_accumulation_steps": (1, 10 ** 9),
+    "sequence_length": (1, 10 ** 9)}
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
 ALGOS = ("auto", "ring", "tree", "nvls", "hierarchical")
@@ -2296,6 +2313,35 @@ def format_training(res):
 # Command line
 # ---------------------------------------------------------------------------------------------
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
+    mant, _, exp = text.partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -2304,7 +2350,7 @@ def build_parser():
                    help="collective, spelled as nccl-tests (default all_reduce)")
     c.add_argument("--size", default=None,
                    help="bytes: 256MiB, 1GB, 4e9, 8G (nccl-tests size); without it, a --sweep")
-    c.add_argument("--num-gpus", type=int, default=None,
+    c.add_argument("--num-gpus", type=bounded_int, default=None,
                    help="n, GPUs in the group (default 8; --train: tp x pp x dp x cp)")
     c.add_argument("--algo", choices=ALGOS, default="auto", help="algorithm (default auto)")
     c.add_argument("--sweep", action="store_true", help="table over sizes, like nccl-tests")
@@ -2313,7 +2359,7 @@ def build_parser():
     c.add_argument("--step-factor", type=finite_float, default=2.0, help="sweep multiplier (default 2)")
     hw = parser.add_argument_group("hardware (explicit flags override --gpu)")
     hw.add_argument("--gpu", default=None, help="accelerator name looked up in hardware.py")
-    hw.add_argument("--gpus-per-node", type=int, default=None,
+    hw.add_argument("--gpus-per-node", type=bounded_int, default=None,
                     help="GPUs per scale-up domain (default: --gpu's domain size, else 8)")
     hw.add_argument("--intra-node-bw-GBps", dest="intra_bw", type=finite_float, default=None,
                     help="scale-up bandwidth per GPU per direction, GB/s (H100 NVLink4: 450)")
@@ -2335,27 +2381,42 @@ def build_parser():
                     help="LL per-hop latency over the network (default 2.7 us; Simple scales)")
     t = parser.add_argument_group("training step (--train)")
     t.add_argument("--train", action="store_true", help="collectives of one training step")
-    t.add_argument("--tensor-parallel-size", "--tp", "-tp", dest="tp", type=int, default=1)
-    t.add_argument("--pipeline-parallel-size", "--pp", "-pp", dest="pp", type=int, default=1)
-    t.add_argument("--data-parallel-size", "--dp", "-dp", dest="dp", type=int, default=None,
+    t.add_argument("--tensor-parallel-size", "--tp", "-tp", dest="tp", type=bounded_int, default=1)
+    t.add_argument("--pipeline-parallel-size", "--pp", "-pp", dest="pp", type=bounded_int, default=1)
+    t.add_argument("--data-parallel-size", "--dp", "-dp", dest="dp", type=bounded_int, default=None,
                    help="dp (default: --num-gpus / (tp x pp x cp), else 1)")
-    t.add_argument("--expert-parallel-size", "--ep", "-ep", dest="ep", type=int, default=1,
+    t.add_argument("--expert-parallel-size", "--ep", "-ep", dest="ep", type=bounded_int, default=1,
                    help="ep, carved out of dp x cp for the expert layers")
-    t.add_argument("--context-parallel-size", "--cp", "-cp", dest="cp", type=int, default=1)
+    t.add_argument("--context-parallel-size", "--cp", "-cp", dest="cp", type=bounded_int, default=1)
     t.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallel")
-    t.add_argument("--zero-stage", type=int, default=0, choices=(0, 1, 2, 3),
+    t.add_argument("--zero-stage", type=bounded_int, default=0, choices=(0, 1, 2, 3),
                    help="0 all-reduce; 1/2 reduce-scatter + all-gather; 3 also per micro-batch")
-    t.add_argument("--micro-batch-size", type=int, default=1, help="b (default 1)")
-    t.add_argument("--gradient-accumulation-steps", type=int, default=1,
+    t.add_argument("--micro-batch-size", type=bounded_int, default=1, help="b (default 1)")
+    t.add_argument("--gradient-accumulation-steps", type=bounded_int, default=1,
                    help="m, micro-batches per step per pipeline (default 1)")
-    t.add_argument("--sequence-length", "-s", type=int, default=2048, help="s (default 2048)")
+    t.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
     t.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16",
                    help="activations and gathered parameters (default bf16)")
     t.add_argument("--grad-reduce-dtype", choices=tuple(DTYPE_BYTES), default="fp32",
                    help="gradient reduction (default fp32, Megatron's bf16 default)")
     add_model_args(parser)
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    parser.epilog = ranges_epilog(parser, FLAG_RANGES) + "\nsizes: 1 B to 2^60 B (1 EiB)"
     return parser
+
+
+def size_arg(args, parser, name):
+    """Bytes of --size/--min-size/--max-size, or a one-line parser.error (1 B .. MAX_SIZE_BYTES)."""
+    text = getattr(args, name)
+    try:
+        v = parse_size_bytes(text)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if v <= 0:
+        parser.error(f"--{name.replace('_', '-')} must be positive, got {text}")
+    if v > MAX_SIZE_BYTES:
+        parser.error(f"--{name.replace('_', '-')} must be between 1 B and 2^60 B (1 EiB), got {text}")
+    return v
 
 
 def resolve_hardware(args, parser):
@@ -2399,10 +2460,6 @@ def validate(args, parser):
         if v is not None and not v > 0:
             parser.error(f"--{name.replace('_bw', '-node-bw-GBps').replace('_', '-')} must be "
                          f"positive, got {v}")
-    for name in ("intra_node_efficiency", "inter_node_efficiency", "nvls_efficiency"):
-        v = getattr(args, name)
-        if not 0 < v <= 1:
-            parser.error(f"--{name.replace('_', '-')} must be in (0, 1], got {v}")
     for name in ("launch_latency_us", "intra_node_latency_us", "inter_node_latency_us"):
         if not getattr(args, name) >= 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
@@ -2415,6 +2472,8 @@ def validate(args, parser):
                      "sequence_length"):
             if getattr(args, name) is not None and getattr(args, name) < 1:
                 parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    check_ranges(args, parser, FLAG_RANGES)
+    if args.train:
         if args.size or args.sweep:
             parser.error("--train computes a whole step; drop --size/--sweep")
         return
@@ -2428,24 +2487,10 @@ def validate(args, parser):
     if args.num_gpus < 2:
         parser.error(f"{args.op} needs a group of at least 2 GPUs, got --num-gpus {args.num_gpus}")
     if args.sweep:
-        for name in ("min_size", "max_size"):
-            try:
-                v = parse_size_bytes(getattr(args, name))
-            except ValueError as exc:
-                parser.error(str(exc))
-            if v <= 0:
-                parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-        if parse_size_bytes(args.min_size) > parse_size_bytes(args.max_size):
+        if size_arg(args, parser, "min_size") > size_arg(args, parser, "max_size"):
             parser.error("--min-size is larger than --max-size")
-        if not args.step_factor > 1:
-            parser.error(f"--step-factor must be > 1, got {args.step_factor}")
     else:
-        try:
-            v = parse_size_bytes(args.size)
-        except ValueError as exc:
-            parser.error(str(exc))
-        if v <= 0:
-            parser.error(f"--size must be positive, got {args.size}")
+        size_arg(args, parser, "size")
 
 
 def validate_placement(parser, *, n, gpus_per_node, inter, what):

@@ -143,6 +143,17 @@ PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cac
     "w4a8": (4, 8, 8), "fp4": (4, 4, 8), "w4a4": (4, 4, 8),
 }
 ALLOWED_BITS = (4, 8, 16, 32)
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
+# request or accelerator (1e6 TFLOP/s and 1e6 GB/s ~ 500 x an H100; 1e9 tokens ~ 100 x the
+# longest context), and tight enough that no time overflows to inf, divides by ~0 or turns
+# negative. The bit widths take ALLOWED_BITS; the model flags have their caps in the shared block.
+FLAG_RANGES = {
+    "batch_size": (1, 10 ** 9), "prompt_tokens": (1, 10 ** 9), "output_tokens": (1, 10 ** 9),
+    "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 10 ** 7),
+    "peak_tflops": (1e-3, 1e6), "memory_bandwidth_gbps": (1e-3, 1e6), "gpu_memory_gib": (1e-3, 1e6),
+    "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
+    "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
+    "request_overhead_ms": (0, 1e6)}
 # activation bits -> hardware.py dtype keys, first present wins
 COMPUTE_DTYPE = {32: ("tf32", "fp32"), 16: ("bf16", "fp16"), 8: ("fp8", "int8"), 4: ("fp4",)}
 
@@ -2556,26 +2567,55 @@ def format_report(res):
     return "\n".join(lines)
 
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
+    mant, _, exp = text.partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)  # includes --sliding-window (the window of the sliding layers; 0 = off)
     g = parser.add_argument_group("workload and layout")
-    g.add_argument("--batch-size", "-b", type=int, default=1,
+    g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
                    help="b concurrent sequences decoded together as one batch (default 1)")
-    g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=int,
+    g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=bounded_int,
                    default=512, help="s prompt tokens per sequence (default 512)")
-    g.add_argument("--output-tokens", "-o", type=int, default=128, help="o output tokens (default 128)")
-    g.add_argument("--tensor-parallel-size", "-tp", type=int, default=1,
+    g.add_argument("--output-tokens", "-o", type=bounded_int, default=128, help="o output tokens (default 128)")
+    g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1,
                    help="tp GPUs that split every layer's weights (default 1)")
-    g.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1,
+    g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1,
                    help="pp stages of consecutive layers (default 1)")
     g.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
                    help="shorthand for the three bit widths (explicit --*-bits win)")
-    g.add_argument("--weight-bits", type=int, default=None, help="weight bits (default 16)")
-    g.add_argument("--activation-bits", type=int, default=None,
+    g.add_argument("--weight-bits", type=bounded_int, default=None, help="weight bits (default 16)")
+    g.add_argument("--activation-bits", type=bounded_int, default=None,
                    help="activation bits; sets the compute precision (default 16)")
-    g.add_argument("--kv-cache-bits", type=int, default=None, help="KV-cache bits (default: activation bits)")
+    g.add_argument("--kv-cache-bits", type=bounded_int, default=None, help="KV-cache bits (default: activation bits)")
     g = parser.add_argument_group("hardware (explicit flags win over --gpu)")
     g.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100)")
     g.add_argument("--peak-tflops", type=finite_float, default=None,
@@ -2601,6 +2641,7 @@ def build_parser():
     g.add_argument("--tp-efficiency", type=finite_float, default=None,
                    help=f"fraction of link bandwidth reached (default {DEFAULT_ALLREDUCE_EFFICIENCY})")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    parser.epilog = ranges_epilog(parser, FLAG_RANGES)
     return parser
 
 
@@ -2613,10 +2654,6 @@ def validate(args, parser, spec):
     for name in ("weight_bits", "activation_bits", "kv_cache_bits"):
         if getattr(args, name) not in ALLOWED_BITS:
             parser.error(f"--{name.replace('_', '-')} must be one of {ALLOWED_BITS}, got {getattr(args, name)}")
-    for name in ("compute_efficiency", "memory_efficiency", "tp_efficiency"):
-        v = getattr(args, name)
-        if v is not None and not 0 < v <= 1:
-            parser.error(f"--{name.replace('_', '-')} must be in (0, 1], got {v}")
     for name in ("peak_tflops", "memory_bandwidth_gbps", "gpu_memory_gib", "tp_bandwidth_gbps"):
         v = getattr(args, name)
         if v is not None and not (v > 0 and math.isfinite(v)):
@@ -2625,6 +2662,7 @@ def validate(args, parser, spec):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
+    check_ranges(args, parser, FLAG_RANGES)
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     groups = layer_groups(spec)
     for layer, _, first in groups:

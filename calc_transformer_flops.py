@@ -64,6 +64,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 # === shared model spec: begin ===
 # This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
@@ -1844,6 +1845,15 @@ def param_breakdown(spec):
 FLOPS_MODEL_DEFAULTS = {"num_experts": 128, "expert_interval": 2, "topk": 1}
 DEFAULT_MFU = 0.40  # see the module docstring for why
 SECONDS_PER_DAY = 86400.0
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
+# (1e18 tokens is ~10^4 x today's largest; 1e7 GPUs ~50 x today's largest cluster), and tight
+# enough that no result overflows to inf, divides by ~0 or turns negative. The model flags have
+# their own caps in the shared block.
+FLAG_RANGES = {
+    "sequence_length": (1, 10 ** 9), "batch_size": (1, 10 ** 12), "tokens": (1, 1e18),
+    "prompt_tokens": (1, 10 ** 9), "output_tokens": (0, 10 ** 9), "decode_context": (1, 10 ** 9),
+    "num_gpus": (1, 10 ** 7), "peak_tflops": (1e-3, 1e6), "mfu": (1e-3, 1), "hfu": (1e-3, 1),
+    "cost_per_gpu_hour": (0, 1e6)}
 
 
 # --- formulas (forward FLOPs; 2 FLOPs per multiply-accumulate, matmuls only) -------------------
@@ -2160,13 +2170,42 @@ def format_report(res):
     return "\n".join(lines)
 
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
+    mant, _, exp = text.partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)
     g = parser.add_argument_group("training run (cookbook flags)")
-    g.add_argument("--sequence-length", "-s", type=int, default=2048, help="s (default 2048)")
-    g.add_argument("--batch-size", "-b", type=int, default=1,
+    g.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
+    g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
                    help="global batch size in samples; sets iterations = T / (b s) (default 1)")
     g.add_argument("--tokens", type=finite_float, default=300e9,
                    help="T, tokens to train on; 300e9 style accepted (default 300e9)")
@@ -2180,12 +2219,12 @@ def build_parser():
     g.add_argument("--infer", "-i", action="store_true",
                    help="forward-only FLOPs for the --tokens (cookbook), and show the inference section")
     g = parser.add_argument_group("inference")
-    g.add_argument("--prompt-tokens", type=int, default=None, help="prefill length P (default s)")
-    g.add_argument("--output-tokens", type=int, default=None, help="tokens to generate o (default 0)")
-    g.add_argument("--decode-context", type=int, default=None,
+    g.add_argument("--prompt-tokens", type=bounded_int, default=None, help="prefill length P (default s)")
+    g.add_argument("--output-tokens", type=bounded_int, default=None, help="tokens to generate o (default 0)")
+    g.add_argument("--decode-context", type=bounded_int, default=None,
                    help="cached keys a decode step attends to, its own included (default P + 1)")
     g = parser.add_argument_group("time and cost")
-    g.add_argument("--num-gpus", type=int, default=None, help="GPUs training together (default 1)")
+    g.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs training together (default 1)")
     g.add_argument("--gpu", default=None, help="accelerator name looked up in hardware.py (beside this script)")
     g.add_argument("--dtype", default="bf16", help="peak-FLOP/s column of hardware.py for --gpu (default bf16)")
     g.add_argument("--peak-tflops", type=finite_float, default=None, help="dense peak TFLOP/s per GPU")
@@ -2195,6 +2234,7 @@ def build_parser():
                    help="hardware FLOPs utilization instead of --mfu (time from hardware FLOPs)")
     g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    parser.epilog = ranges_epilog(parser, FLAG_RANGES)
     return parser
 
 
@@ -2210,10 +2250,6 @@ def validate(args, parser):
         parser.error(f"--output-tokens must not be negative, got {args.output_tokens}")
     if not args.checkpoint_activations and args.recompute not in (None, "none"):
         parser.error(f"--no-checkpoint-activations (-ca) contradicts --recompute {args.recompute}")
-    for name in ("mfu", "hfu"):
-        val = getattr(args, name)
-        if val is not None and not 0 < val <= 1:
-            parser.error(f"--{name} must be in (0, 1], got {val}")
     if args.mfu is not None and args.hfu is not None:
         parser.error("give --mfu or --hfu, not both")
     if args.gpu is not None and args.peak_tflops is not None:
@@ -2222,6 +2258,7 @@ def validate(args, parser):
         parser.error(f"--peak-tflops must be positive, got {args.peak_tflops}")
     if args.cost_per_gpu_hour is not None and args.cost_per_gpu_hour < 0:
         parser.error(f"--cost-per-gpu-hour must not be negative, got {args.cost_per_gpu_hour}")
+    check_ranges(args, parser, FLAG_RANGES)
 
 
 def validate_layers(spec, parser):

@@ -65,6 +65,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 # === shared model spec: begin ===
 # This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
@@ -1862,6 +1863,22 @@ LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
 
 QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
 
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
+# (1e7 GPUs ~50 x today's largest cluster; pp and vp 1024, 16 x the deepest pipelines built),
+# and tight enough that no result overflows to inf, divides by ~0 or turns negative, and that a
+# fit search over the stages stays fast. The model flags have their own caps in the shared block.
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 1024),
+    "virtual_pipeline_size": (1, 1024), "decoder_first_pipeline_num_layers": (1, 100_000),
+    "decoder_last_pipeline_num_layers": (1, 100_000), "context_parallel_size": (1, 10 ** 7),
+    "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
+    "zero_allgather_bucket_size": (1, 1e12), "zero3_max_live_params": (1, 1e15),
+    "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
+    "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
+    "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
+    "kv_cache_bytes_per_val": (0.125, 8), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
+    "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
+
 
 # ------------------------------------------------------------------------------------------------
 # Model states
@@ -1951,14 +1968,19 @@ def stage_layers(*, num_layers, pp, vp, stage, chunk_layers=None):
     """Layer indices held by pipeline stage `stage`: model chunk c of rank i is virtual stage
     c*pp + i and virtual stages hold consecutive layers (Narayanan et al. 2021, sec. 2.2.2; Megatron
     get_transformer_layer_offset). chunk_layers: counts[rank][chunk] (default: the even split)."""
+    return all_stage_layers(num_layers=num_layers, pp=pp, vp=vp, chunk_layers=chunk_layers)[stage]
+
+
+def all_stage_layers(*, num_layers, pp, vp, chunk_layers=None):
+    """stage_layers for every stage at once, out[stage]: one pass over the pp*vp chunks, so that a
+    loop over the stages costs O(pp*vp + L), not O(pp^2 * vp)."""
     if chunk_layers is None:
         chunk_layers = pipeline_chunk_layers(num_layers=num_layers, pp=pp, vp=vp)
-    out, start = [], 0
+    out, start = [[] for _ in range(pp)], 0
     for c in range(vp):
         for i in range(pp):
             n = chunk_layers[i][c]
-            if i == stage:
-                out += range(start, start + n)
+            out[i] += range(start, start + n)
             start += n
     return out
 
@@ -1982,18 +2004,21 @@ def suggest_pipeline_split(*, num_layers, pp, vp):
     return best and best[1]
 
 
-def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None):
+def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None, layers_held=None):
     """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`,
     summed over the stage's layers (layer_params_per_rank, once per distinct layer kind). Stage 0
     holds the token embedding (/tp), any per-layer embedding table (/tp, vocab-parallel like it),
     position table, embedding norm, projections and other model-level weights; the last stage the
     final norm and the head (/tp) -- with tied embeddings and pp > 1 a second copy of the embedding,
-    as Megatron-LM keeps it. The third number is included in the first."""
+    as Megatron-LM keeps it. The third number is included in the first. layers_held: the stage's
+    layer indices when the caller has them (all_stage_layers), else computed here."""
     V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
     layers, per_kind = spec["layers"], {}
     dense = expert = 0
-    for i in stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
-                          chunk_layers=chunk_layers):
+    if layers_held is None:
+        layers_held = stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
+                                   chunk_layers=chunk_layers)
+    for i in layers_held:
         key = id(layers[i])
         if key not in per_kind:
             per_kind[key] = layer_params_per_rank(layers[i], h=h, norm=spec["norm"], tp=tp, etp=etp, ep=ep)
@@ -2234,10 +2259,11 @@ def training_memory(spec, c, b):
     sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
     stages = []
     chunks = c["chunk_layers"]
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
     for st in range(pp):
-        layers = stage_layers(num_layers=L, pp=pp, vp=vp, stage=st, chunk_layers=chunks)
+        layers = by_stage[st]
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
-                                            chunk_layers=chunks)
+                                            layers_held=layers)
         lora = c["lora"]
         if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
             base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
@@ -2315,10 +2341,11 @@ def inference_memory(spec, c, b, ctx):
                                      flash=c["flash_attention"], act_bytes=c["act_bytes"])
     chunks = [[sum(row)] for row in c["chunk_layers"]]  # no interleaving: one chunk per rank
     stages = []
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=1, chunk_layers=chunks)
     for st in range(pp):
-        layers = stage_layers(num_layers=L, pp=pp, vp=1, stage=st, chunk_layers=chunks)
+        layers = by_stage[st]
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
-                                            stage=st, chunk_layers=chunks)
+                                            stage=st, layers_held=layers)
         w = (ne - emb) * c["weight_bits"] / 8 + ex * c["expert_weight_bits"] / 8 + emb * c["weight_bytes"]
         cache = kv_cache_bytes(spec, layers, tp=tp, kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
                                batch=b, context=ctx)
@@ -2432,20 +2459,49 @@ def format_report(res):
 # CLI
 # ------------------------------------------------------------------------------------------------
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
+    mant, _, exp = text.partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     p = OneLineErrorParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     bo = argparse.BooleanOptionalAction
     g = p.add_argument_group("parallelism (cookbook flags first)")
-    g.add_argument("--num-gpus", type=int, default=None, help="GPUs in the job (default 1)")
-    g.add_argument("--tensor-parallel-size", "-tp", type=int, default=None, help="tp (default 1)")
-    g.add_argument("--pipeline-parallel-size", "-pp", type=int, default=None, help="pp (default 1)")
-    g.add_argument("--virtual-pipeline-size", "-vp", type=int, default=1,
+    g.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs in the job (default 1)")
+    g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=None, help="tp (default 1)")
+    g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=None, help="pp (default 1)")
+    g.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                    help="interleaved schedule: model chunks per pipeline rank (default 1)")
-    g.add_argument("--decoder-first-pipeline-num-layers", type=int, default=None,
+    g.add_argument("--decoder-first-pipeline-num-layers", type=bounded_int, default=None,
                    help="Megatron-LM uneven pipeline: layers on the first stage (the stages without "
                    "a stated count share the rest evenly)")
-    g.add_argument("--decoder-last-pipeline-num-layers", type=int, default=None,
+    g.add_argument("--decoder-last-pipeline-num-layers", type=bounded_int, default=None,
                    help="Megatron-LM uneven pipeline: layers on the last stage")
     g.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
                    help="Megatron-LM: the embedding counts as one layer when splitting L+1 over "
@@ -2453,17 +2509,17 @@ def build_parser():
     g.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
                    help="Megatron-LM: the head and loss count as one layer; the last chunk holds "
                    "one transformer layer fewer")
-    g.add_argument("--context-parallel-size", "-cp", type=int, default=1,
+    g.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1,
                    help="cp: the sequence split over cp ranks (ring attention; default 1)")
-    g.add_argument("--expert-parallelism", "-ep", type=int, default=None,
+    g.add_argument("--expert-parallelism", "-ep", type=bounded_int, default=None,
                    help="ep: routed experts split over ep ranks (default 1)")
-    g.add_argument("--expert-tensor-parallel-size", "-etp", type=int, default=None,
+    g.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                    help="tensor parallelism inside each expert (default tp)")
     g.add_argument("--sequence-parallel", "-sp", action=bo, default=False,
                    help="Megatron sequence parallelism: norms/dropout activations /tp (default off)")
     g.add_argument("--partition-activations", "-pa", action="store_true",
                    help="DeepSpeed ZeRO-R: checkpointed layer inputs split over tp (with full recompute)")
-    g.add_argument("--zero-stage", "-z", type=int, default=None, choices=[0, 1, 2, 3],
+    g.add_argument("--zero-stage", "-z", type=bounded_int, default=None, choices=[0, 1, 2, 3],
                    help="ZeRO stage over the dp*cp group (cookbook default 1)")
     g.add_argument("--fsdp", choices=sorted(FSDP_TO_ZERO), default=None,
                    help="FSDP sharding strategy, read as its ZeRO equivalent (no_shard 0, "
@@ -2478,11 +2534,11 @@ def build_parser():
                    "--recompute full)")
     t.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
                    help="activation recomputation (default none; -ca means full)")
-    t.add_argument("--batch-size-per-gpu", "-b", type=int, default=None,
+    t.add_argument("--batch-size-per-gpu", "-b", type=bounded_int, default=None,
                    help="micro-batch per GPU, or the inference batch (default 1)")
-    t.add_argument("--global-batch-size", "-gbs", type=int, default=None,
+    t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                    help="global batch; gives the micro-batch count m = gbs/(b*dp) (default: m = pp)")
-    t.add_argument("--sequence-length", "-s", type=int, default=None,
+    t.add_argument("--sequence-length", "-s", type=bounded_int, default=None,
                    help="training sequence, or the inference prompt (default 2048)")
     t.add_argument("--flash-attention", action=bo, default=True,
                    help="fused attention: no s^2 scores stored (default on)")
@@ -2492,8 +2548,8 @@ def build_parser():
                    help="optimizer (default adamw: 12 B/param with the fp32 master copy)")
     t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
                    help="full training, or LoRA/QLoRA adapters on a frozen base (default full)")
-    t.add_argument("--lora-rank", type=int, default=16, help="LoRA rank r (default 16)")
-    t.add_argument("--adapter-bytes-per-val", type=int, default=None,
+    t.add_argument("--lora-rank", type=bounded_int, default=16, help="LoRA rank r (default 16)")
+    t.add_argument("--adapter-bytes-per-val", type=bounded_int, default=None,
                    help="LoRA adapter weights and grads (default 4: PEFT keeps adapters in fp32; "
                    "the QLoRA paper's code casts them to bf16: 2)")
     t.add_argument("--lora-targets", default="all-linear",
@@ -2502,9 +2558,9 @@ def build_parser():
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
                     help="train in high precision: no master copy, weights and activations at "
                     "--high-prec-bytes-per-val")
-    pr.add_argument("--high-prec-bytes-per-val", type=int, default=None, help="default 4")
-    pr.add_argument("--low-prec-bytes-per-val", type=int, default=None, help="default 2")
-    pr.add_argument("--bytes-per-grad-ele", type=int, default=None, help="default 4")
+    pr.add_argument("--high-prec-bytes-per-val", type=bounded_int, default=None, help="default 4")
+    pr.add_argument("--low-prec-bytes-per-val", type=bounded_int, default=None, help="default 2")
+    pr.add_argument("--bytes-per-grad-ele", type=bounded_int, default=None, help="default 4")
     pr.add_argument("--weight-bits", type=finite_float, default=None,
                    help="bits per quantized layer weight for inference and QLoRA (default: 16 for "
                    "inference, 4.127 = NF4 with double quantization for QLoRA); embeddings, head "
@@ -2513,8 +2569,8 @@ def build_parser():
                    help="KV cache element bytes (default: --low-prec-bytes-per-val)")
     i = p.add_argument_group("inference")
     i.add_argument("--infer", action="store_true", help="inference instead of training")
-    i.add_argument("--output-tokens", "-o", type=int, default=None, help="generated tokens (default 1)")
-    i.add_argument("--prefill-chunk", type=int, default=None,
+    i.add_argument("--output-tokens", "-o", type=bounded_int, default=None, help="generated tokens (default 1)")
+    i.add_argument("--prefill-chunk", type=bounded_int, default=None,
                    help="tokens one prefill forward processes (vLLM-style chunked prefill; default: "
                    "the whole batch's prompts at once)")
     i.add_argument("--mla-cache", choices=("latent", "expanded"), default="latent",
@@ -2528,6 +2584,7 @@ def build_parser():
     f.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
                    help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
     p.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    p.epilog = ranges_epilog(p, FLAG_RANGES)
     return p
 
 
@@ -2617,6 +2674,7 @@ def resolve(args, parser):
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     if args.output_tokens is not None and args.output_tokens < 0:
         parser.error("--output-tokens must not be negative")
+    check_ranges(args, parser, FLAG_RANGES)
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # the cookbook mem script's default
@@ -2661,6 +2719,10 @@ def resolve(args, parser):
                          f"--tensor-parallel-size {tp}")
     if not moe_mlps and ep > 1:
         parser.error("--expert-parallelism > 1 needs a MoE model (--moe or --num-experts > 1)")
+    if not moe_mlps and etp != tp:  # Megatron-LM reads etp for the expert layers only
+        notes.append(f"--expert-tensor-parallel-size {etp} ignored: the model has no MoE layer (etp "
+                     f"splits experts only); etp = tp = {tp}")
+        etp = tp
     dp = n // (tp * pp * cp)
     zero = FSDP_TO_ZERO[args.fsdp] if args.fsdp else (1 if args.zero_stage is None else args.zero_stage)
     if args.fsdp and args.zero_stage is not None and args.zero_stage != zero:

@@ -48,6 +48,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 # === shared model spec: begin ===
 # This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
@@ -1823,6 +1824,10 @@ def param_breakdown(spec):
 
 # === shared model spec: end ===
 
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
+# context (1e9 tokens ~ 100 x the longest). The model flags have their caps in the shared block.
+FLAG_RANGES = {"sequence_length": (1, 10 ** 9)}
+
 
 def human_count(n):
     """12345678 -> '12.35 M' (decimal: K=1e3, M=1e6, B=1e9, T=1e12)."""
@@ -1880,14 +1885,44 @@ def format_report(res):
     return "\n".join(lines)
 
 
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
+    mant, _, exp = text.partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)
-    parser.add_argument("--sequence-length", "-s", type=int, default=2048,
+    parser.add_argument("--sequence-length", "-s", type=bounded_int, default=2048,
                         help="rows of a learned position table when no config or "
                         "--max-position-embeddings says (cookbook flag; default 2048)")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    parser.epilog = ranges_epilog(parser, FLAG_RANGES)
     return parser
 
 
@@ -1899,6 +1934,7 @@ def main(argv=None):
                      "config.json path or a hub id")
     if args.sequence_length <= 0:
         parser.error(f"--sequence-length must be positive, got {args.sequence_length}")
+    check_ranges(args, parser, FLAG_RANGES)
     try:
         spec, notes = resolve_model_spec(args)
     except ValueError as exc:

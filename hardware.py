@@ -594,6 +594,9 @@ _ROWS = [
 _BY_NAME = {rec["name"]: rec for rec in _ROWS}
 
 
+MAX_NAME_CHARS = 64  # the longest name or alias in the table has 16
+
+
 def _norm(name):
     """Lowercase, unify separators: 'H100_SXM5 80GB' -> 'h100-sxm5-80gb'."""
     s = str(name).strip().lower()
@@ -650,6 +653,9 @@ def get_accelerator(name):
 
     Raises KeyError('unknown accelerator ...; nearest: a, b, c') for an unknown name.
     """
+    if len(str(name)) > MAX_NAME_CHARS:  # difflib over a long name takes seconds (17 s at 1e5)
+        raise KeyError(f"unknown accelerator {str(name)[:24]!r}... ({len(str(name)):,} characters; "
+                       f"no name or alias is longer than {MAX_NAME_CHARS})")
     canon = _INDEX.get(_norm(name)) or _INDEX.get(_squash(name))
     if canon is None:
         near = nearest_names(name)

@@ -6,10 +6,8 @@ Property test (hypothesis): start from a real fixture config, mutate one or two 
 type, null, negative, zero, NaN, Infinity, huge, fractional, string, list, nested), write it,
 run each script's main on it with --json."""
 import contextlib
-import importlib
 import io
 import json
-import math
 import os
 import tempfile
 
@@ -17,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import config_path, load_json, run_main
+from conftest import check_run, config_path, load_json, run_main
 
 SCRIPTS = ["calc_transformer_params", "calc_transformer_flops", "calc_transformer_mem",
            "calc_inference_latency", "calc_comm"]
@@ -30,10 +28,6 @@ BASES = ["gpt2", "opt-350m", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3
 NAN, INF = float("nan"), float("inf")
 BAD = [None, -1, 0, -4096, NAN, INF, -INF, 1e308, 2 ** 70, 10 ** 400, 3.5, "128", "false", "",
        [1], [], {"a": 1}, True, False, [[[]]], 0.0]
-# Keys whose value may legitimately be negative (a memory shortfall).
-SIGNED = ("headroom", "margin", "spare", "delta", "error", "vs_", "ratio_minus")
-
-
 def _fields(cfg):
     keys = [k for k in cfg if not k.startswith("_")]
     if isinstance(cfg.get("text_config"), dict):
@@ -46,40 +40,6 @@ def _set(cfg, key, value):
         cfg[key[0]][key[1]] = value
     else:
         cfg[key] = value
-
-
-def _walk(obj, path=""):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _walk(v, f"{path}.{k}")
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            yield from _walk(v, f"{path}[{i}]")
-    else:
-        yield path, obj
-
-
-def check_run(script, argv):
-    """Run main(argv): exit 2 with one stderr line, or a result whose numbers are all finite
-    and (sizes, times, counts) non-negative."""
-    mod = importlib.import_module(script)
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            res = mod.main(list(argv))
-    except SystemExit as exc:
-        assert exc.code == 2, (script, argv, exc.code, err.getvalue()[-400:])
-        lines = err.getvalue().strip().splitlines()
-        assert len(lines) == 1 and ": error: " in lines[0], (script, argv, err.getvalue()[-600:])
-        return None
-    for path, val in _walk(res):
-        if isinstance(val, bool) or not isinstance(val, (int, float)):
-            continue
-        assert math.isfinite(val), (script, path, val)
-        if not any(tag in path for tag in SIGNED):
-            assert val >= 0, (script, path, val)
-    json.loads(out.getvalue()) if "--json" in argv else None
-    return res
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
