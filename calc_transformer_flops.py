@@ -14,7 +14,9 @@ the router). Then the output head at every position. The embedding lookup is not
 
 Training (cookbook semantics): --tokens T at sequence length s, global batch b samples, so
 iterations = T / (b s). Backward = 2 x forward (a gradient for the input and one for the weight
-of every matmul). Recompute: none; selective = the attention core (scores and context) forward
+of every matmul), except a DeepSeek-V3.2 lightning indexer, whose input is detached and which
+learns from its own loss (DeepSeek-AI 2025 sec. 2.1): its projections get weight gradients only
+(1 x), its scores both (2 x). Recompute: none; selective = the attention core (scores and context) forward
 again (Korthikanti et al. 2022 sec. 5); full = every layer's forward again, the output head not
 (Narayanan et al. 2021 eq. 3). The cookbook's default is full recompute; -ca turns it off.
   model FLOPs    = forward + backward           (what MFU divides by)
@@ -1675,10 +1677,17 @@ def attention_linear_flops_per_token(attn, *, h):
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
         kv_out = attn["kv_proj"] * kv * d
         macs = h * (q_out + kv_out) + a * d * h
-    if attn["index_topk"]:
-        H, dI = attn["index_heads"], attn["index_head_dim"]
-        macs += (attn["q_lora_rank"] or h) * H * dI + h * dI + h * H
-    return 2 * macs
+    return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
+
+
+def indexer_linear_flops_per_token(attn, *, h):
+    """Forward FLOPs per token of a lightning indexer's projections (DeepSeek-AI 2025, DeepSeek-V3.2
+    sec. 2.1): its queries from the query latent (r_q -> H_I d_I), its key (h -> d_I) and its
+    per-head weights (h -> H_I); 0 for an attention block without an indexer."""
+    if not attn["index_topk"]:
+        return 0
+    H, dI = attn["index_heads"], attn["index_head_dim"]
+    return 2 * ((attn["q_lora_rank"] or h) * H * dI + h * dI + h * H)
 
 
 def _causal_pairs_capped(s, cap):
@@ -1729,12 +1738,14 @@ def decode_keys_read(attn, *, context):
 def attention_core_flops(attn, *, pairs):
     """Forward FLOPs of one attention block's core for pairs {"core", "indexer"}: scores Q K^T
     (2 a d_qk per pair) and context P V (2 a d_v per pair); GQA shares k/v but still scores every
-    query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair."""
+    query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair and
+    sums them with per-head weights, I = sum_j w_j ReLU(q_j . k) (DeepSeek-AI 2025 sec. 2.1):
+    2 H_I (d_I + 1) per pair, as transformers' eager indexer runs it (two bmm's)."""
     a = attn["heads"]
     d_qk, d_v = attention_head_dims(attn)
     return {"attention_scores": 2 * a * d_qk * pairs["core"],
             "attention_context": 2 * a * d_v * pairs["core"],
-            "indexer_scores": 2 * attn["index_heads"] * attn["index_head_dim"] * pairs["indexer"]}
+            "indexer_scores": 2 * attn["index_heads"] * (attn["index_head_dim"] + 1) * pairs["indexer"]}
 
 
 def mlp_flops_per_token(mlp, *, h):
@@ -1861,18 +1872,20 @@ FLAG_RANGES = {
 # query_key_pairs, attention_core_flops, decode_keys_read, mlp_flops_per_token); the functions below
 # sum them over one layer's blocks, then over the layer list, once per distinct kind (layer_groups).
 
-LINEAR_KEYS = ("attention_projections", "dense_mlp", "routed_experts", "shared_experts", "router",
+LINEAR_KEYS = ("attention_projections", "indexer_projections", "dense_mlp", "routed_experts", "shared_experts", "router",
                "per_layer_inputs")
 CORE_KEYS = ("attention_scores", "attention_context", "indexer_scores")
 
 
 def layer_linear_flops_per_token(layer, *, h):
     """Forward FLOPs per token of one layer's matmuls other than the attention core, by component:
-    its attention projections (a lightning indexer's included) and its MLP blocks (dense, or MoE:
+    its attention projections, a lightning indexer's projections and its MLP blocks (dense, or MoE:
     top-k routed experts, in expectation with zero-computation experts; shared experts; router)."""
     out = dict.fromkeys(LINEAR_KEYS, 0)
     for attn in layer["attention"]:
-        out["attention_projections"] += attention_linear_flops_per_token(attn, h=h)
+        indexer = indexer_linear_flops_per_token(attn, h=h)
+        out["attention_projections"] += attention_linear_flops_per_token(attn, h=h) - indexer
+        out["indexer_projections"] += indexer
     for mlp in layer["mlp"]:
         for k, v in mlp_flops_per_token(mlp, h=h).items():
             out[k] += v
@@ -1956,6 +1969,17 @@ def sequence_forward_flops(spec, *, seq_len, attention, head_positions=None):
     out.update({k: n_head * v if k == "output_head" else s * v
                 for k, v in output_head_flops_per_token(spec).items()})
     return out
+
+
+def backward_flops(fwd):
+    """Backward FLOPs from the forward breakdown: 2 x forward, a grad-input and a grad-weight matmul
+    per forward matmul (Narayanan et al. 2021 sec. 5.1). A lightning indexer is trained apart from
+    the model, from its own KL loss on an input detached from the graph (DeepSeek-AI 2025,
+    DeepSeek-V3.2 sec. 2.1): its projections take weight gradients only (1 x forward), its scores
+    (a product of two activations) both (2 x). transformers runs the indexer under no_grad (0 x):
+    its backward is ours less these two terms, tests/test_calc_transformer_flops.py."""
+    indexer = fwd.get("indexer_projections", 0) + 2 * fwd.get("indexer_scores", 0)
+    return 2 * (sum(fwd.values()) - fwd.get("indexer_projections", 0) - fwd.get("indexer_scores", 0)) + indexer
 
 
 def recompute_flops(fwd, *, recompute):
@@ -2078,8 +2102,8 @@ def convention(attns, *, attention, default, zero_experts):
     text = (f"matmul FLOPs only, 2 per multiply-accumulate (as torch FlopCounterMode); attention "
             f"{attention} ({att}{', the default' if default else ''}); ")
     if dsa:
-        text += ("lightning-indexer scores on their own line, its projections in the attention "
-                 "projections; ")
+        text += ("lightning-indexer scores and projections on their own lines, its backward 1 x "
+                 "(projections) and 2 x (scores) forward, as trained on a detached input; ")
     if zero_experts:
         text += ("routed experts in expectation: k E / (E + Z) real experts per token with Z "
                  "zero-computation experts (uniform routing); ")
@@ -2127,7 +2151,7 @@ def format_report(res):
         lines.append(f"  (forward: in a sequence of s = {s:,} under attention {res['attention_flops']}; "
                      f"decode: at context {res['inference']['decode_context']:,})")
         lines.append("-" * 73)
-    for label, key in (("Forward", "forward_flops"), ("Backward (2 x forward)", "backward_flops"),
+    for label, key in (("Forward", "forward_flops"), ("Backward (2 x forward" + (", indexer apart)" if res["forward_breakdown_flops"]["indexer_projections"] else ")"), "backward_flops"),
                        (f"Recompute ({res['recompute']})", "recompute_flops"),
                        ("Model FLOPs (fwd + bwd; MFU)", "model_flops"),
                        ("Hardware FLOPs (+ recompute; HFU)", "hardware_flops")):
@@ -2325,7 +2349,7 @@ def main(argv=None):
     scale = (lambda x: x * T // s) if T % s == 0 else (lambda x: round(x * T / s))  # noqa: E731
     fwd_parts = {k: scale(v) for k, v in seq.items()}
     fwd = sum(fwd_parts.values())
-    bwd = 0 if args.infer else 2 * fwd
+    bwd = 0 if args.infer else backward_flops(fwd_parts)
     rec = 0 if args.infer else recompute_flops(fwd_parts, recompute=recompute)
     model, hardware_total = fwd + bwd, fwd + bwd + rec
     iterations = T / (b * s)

@@ -1676,10 +1676,17 @@ def attention_linear_flops_per_token(attn, *, h):
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
         kv_out = attn["kv_proj"] * kv * d
         macs = h * (q_out + kv_out) + a * d * h
-    if attn["index_topk"]:
-        H, dI = attn["index_heads"], attn["index_head_dim"]
-        macs += (attn["q_lora_rank"] or h) * H * dI + h * dI + h * H
-    return 2 * macs
+    return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
+
+
+def indexer_linear_flops_per_token(attn, *, h):
+    """Forward FLOPs per token of a lightning indexer's projections (DeepSeek-AI 2025, DeepSeek-V3.2
+    sec. 2.1): its queries from the query latent (r_q -> H_I d_I), its key (h -> d_I) and its
+    per-head weights (h -> H_I); 0 for an attention block without an indexer."""
+    if not attn["index_topk"]:
+        return 0
+    H, dI = attn["index_heads"], attn["index_head_dim"]
+    return 2 * ((attn["q_lora_rank"] or h) * H * dI + h * dI + h * H)
 
 
 def _causal_pairs_capped(s, cap):
@@ -1730,12 +1737,14 @@ def decode_keys_read(attn, *, context):
 def attention_core_flops(attn, *, pairs):
     """Forward FLOPs of one attention block's core for pairs {"core", "indexer"}: scores Q K^T
     (2 a d_qk per pair) and context P V (2 a d_v per pair); GQA shares k/v but still scores every
-    query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair."""
+    query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair and
+    sums them with per-head weights, I = sum_j w_j ReLU(q_j . k) (DeepSeek-AI 2025 sec. 2.1):
+    2 H_I (d_I + 1) per pair, as transformers' eager indexer runs it (two bmm's)."""
     a = attn["heads"]
     d_qk, d_v = attention_head_dims(attn)
     return {"attention_scores": 2 * a * d_qk * pairs["core"],
             "attention_context": 2 * a * d_v * pairs["core"],
-            "indexer_scores": 2 * attn["index_heads"] * attn["index_head_dim"] * pairs["indexer"]}
+            "indexer_scores": 2 * attn["index_heads"] * (attn["index_head_dim"] + 1) * pairs["indexer"]}
 
 
 def mlp_flops_per_token(mlp, *, h):

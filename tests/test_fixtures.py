@@ -121,3 +121,96 @@ def test_flop_fixtures_are_consistent():
         assert sum(r["forward_by_op"].values()) == r["forward_flops"], name
         assert sum(r["backward_by_op"].values()) == r["backward_flops"], name
         assert (FIX / r["config_file"]).exists(), name
+
+
+# --- class-default FLOP runs (entries with "model_type"; measure_flops.py DEFAULT_RUNS) ------------
+
+def _default_runs():
+    return {n: r for n, r in _load("hf_flop_counts.json").items() if "model_type" in r}
+
+
+def _top_k(cfg):
+    for key in ("num_experts_per_tok", "moe_k", "moe_topk", "top_k_experts"):
+        if cfg.get(key):
+            return cfg[key]
+    return None
+
+
+def test_default_runs_are_listed_and_documented():
+    runs = _default_runs()
+    readme = (FIX / "README.md").read_text()
+    assert len(runs) >= 19
+    for name, r in runs.items():
+        assert f"`{name}`" in readme, name
+        cfg = json.loads((FIX / r["config_file"]).read_text())
+        assert cfg["model_type"] == r["model_type"], name
+        assert cfg["_fixture_note"], name
+        assert cfg.get("num_hidden_layers", cfg.get("num_layers")) == r["num_layers"] == 2, name
+        assert r["config_drift"] == {}, name  # the model held exactly the file's config
+        assert r["defaults_of"], name
+        assert r["dtype"] == "float32" and r["batch"] == 1, name
+        assert r["attn_implementation"] == "eager", name
+        for key, change in r["changes_from_defaults"].items():
+            if not (isinstance(change["used"], str) and change["used"].startswith("list of ")):
+                assert cfg.get(key, "<absent>") == change["used"], (name, key)
+
+
+def test_every_flop_config_file_has_an_entry():
+    counts = _load("hf_flop_counts.json")
+    files = {r["config_file"] for r in counts.values()}
+    for path in (FIX / "flops").glob("*.config.json"):
+        assert f"flops/{path.name}" in files, path.name
+
+
+def _direct(mods, prefix, key):
+    rel = key[len(prefix):].split(".")
+    return len(rel) == 1 or (len(rel) == 2 and rel[1].isdigit() and prefix + rel[0] not in mods)
+
+
+def test_default_runs_module_breakdown_adds_up():
+    for name, r in _default_runs().items():
+        mods = r["forward_by_module"]
+        # every matmul of these forwards runs inside the model body or the lm_head
+        assert sum(v for k, v in mods.items() if "." not in k) == r["forward_flops"], name
+        layers = r["layers_path"]
+        per_layer = [mods.get(f"{layers}.{i}", 0) for i in range(r["num_layers"])]
+        assert all(per_layer) and sum(per_layer) <= mods["model"], name
+        for i, total in enumerate(per_layer):
+            prefix = f"{layers}.{i}."
+            # direct children, and the members of a child ModuleList (LongCat's mlps.0, self_attn.1)
+            children = {k: v for k, v in mods.items() if k.startswith(prefix) and _direct(mods, prefix, k)}
+            assert sum(children.values()) == total, (name, i)
+
+
+def test_default_runs_expert_picks_are_tokens_times_top_k():
+    for name, r in _default_runs().items():
+        cfg = json.loads((FIX / r["config_file"]).read_text())
+        for module, picks in r["expert_picks"].items():
+            if "picks" in picks:
+                assert picks["picks"] == r["batch"] * r["seq"] * _top_k(cfg), (name, module)
+                assert picks["picks_on_real_experts"] <= picks["picks"], (name, module)
+
+
+def test_binding_windows_and_index_top_k_do_not_change_eager_flops():
+    # measure_flops.py re-ran each forward with a window / chunk / index top-k that binds (or, for the
+    # seq-4096 run, one that does not): the masks changed, the counted FLOPs did not.
+    seen = 0
+    for name, r in _default_runs().items():
+        for kind, check in r.get("binding_checks", {}).items():
+            seen += 1
+            assert check["forward_flops"] == r["forward_flops"], (name, kind)
+            if kind == "window":
+                assert False in check["attn_mask_is_causal"].values(), name
+                assert all(r["attn_mask_is_causal"].values()), name  # at seq 128 no window binds
+    assert seen >= 9
+
+
+def test_indexer_runs_forward_only():
+    for name, r in _default_runs().items():
+        if "indexer" not in r:
+            continue
+        assert r["indexer"]["backward_flops"] == {}, name  # @torch.no_grad: no backward matmuls
+        for call in r["indexer"]["calls"].values():
+            assert call["topk_indices_shape"][-1] == min(call["index_topk"], call["keys"]), name
+        fwd_indexer = sum(sum(ops.values()) for ops in r["indexer"]["forward_by_op"].values())
+        assert r["backward_flops"] == 2 * (r["forward_flops"] - fwd_indexer), name
