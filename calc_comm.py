@@ -832,7 +832,8 @@ class ConfigReader:
 
 # The text model a multimodal wrapper holds, when its text_config does not name its own type.
 _WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
-                      "mistral3": "mistral", "kimi_k25": "deepseek_v3", "qwen3_5": "qwen3_5_text",
+                      "mistral3": "mistral", "kimi_k25": "deepseek_v3",
+                      "mistral_large4": "mistral_large4_text", "qwen3_5": "qwen3_5_text",
                       "qwen3_5_moe": "qwen3_5_moe_text"}
 # Fields transformers' text config classes fill in when a wrapper's text_config omits them (Gemma 3's
 # published configs list only a few): the class defaults of transformers 5.23.
@@ -849,7 +850,8 @@ _TEXT_CLASS_DEFAULTS = {
     "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
                 "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128},
 }
-_WRAPPER_TIED = {"gemma3": True, "gemma4": True, "llama4": False, "mistral3": True, "kimi_k25": True}
+_WRAPPER_TIED = {"gemma3": True, "gemma4": True, "llama4": False, "mistral3": True, "kimi_k25": True,
+                 "mistral_large4": False}
 _LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding",
                      "chunked_attention": "chunked", "attention": "full"}
 
@@ -1149,7 +1151,7 @@ def _read_llama_like(r, s, ll, notes, warnings):
             sh = r.int("shared_expert_intermediate_size", lo=0, default=0, hi=2**31)
             s.update(num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
                      shared_expert_gate=bool(sh))
-    if mt in ("deepseek_v2", "deepseek_v3"):
+    if mt in ("deepseek_v2", "deepseek_v3", "mistral4"):  # Mistral4ForCausalLM is DeepSeek-V3's block
         _read_deepseek(r, s)
 
 
@@ -1397,19 +1399,76 @@ def _read_dsa(r, s, ll, notes, warnings):
     if None in (H, dI, k):
         raise ValueError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
     s.update(index_n_heads=H, index_head_dim=dI, index_topk=k)
+    shared = _indexer_shared_layers(r, s, L)
+    if shared is not None:
+        s["layer_overrides"] = {i: {"attention": {"index_heads": 0, "index_head_dim": 0}} for i in shared}
+    _note_mtp(r, s)
+
+
+def _indexer_shared_layers(r, s, L):
+    """Layers whose attention reuses the previous layer's top-k (no indexer of their own): from
+    indexer_types, else index_topk_pattern ("F"/"S" per layer), else GLM-5's index_topk_freq /
+    index_skip_topk_offset rule; None when every layer has its own indexer."""
     it = r.pick("indexer_types")[1]
     pattern = r.pick("index_topk_pattern")[1]
     if it is None and pattern is not None:
         it = ["full" if c in "Ff" else "shared" for c in pattern] if isinstance(pattern, str) else pattern
-    if it is None and s["model_type"] == "glm_moe_dsa":
+    if it is None and s["model_type"] in ("glm_moe_dsa", "mistral_large4_text"):
         freq = max(r.int("index_topk_freq", default=1, hi=100_000), 1)
         off = r.int("index_skip_topk_offset", lo=0, default=2, hi=100_000)
         it = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(L)]
     if it is not None:
         if not isinstance(it, list) or len(it) < L or any(x not in ("full", "shared") for x in it[:L]):
             r.fail("indexer_types", f"must list 'full' or 'shared' for each of the {L} layers", it)
-        s["layer_overrides"] = {i: {"attention": {"index_heads": 0, "index_head_dim": 0}}
-                                for i in range(L) if it[i] == "shared"}
+        if it[0] == "shared":
+            r.fail("indexer_types", "layer 0 has no earlier layer to share top-k indices with", it)
+        return [i for i in range(L) if it[i] == "shared"]
+    return None
+
+
+def _read_mistral_large4(r, s, ll, notes, warnings):
+    """Mistral Large 4 (mistral_large4_text): DSA as GLM-5's, with changes. MLA without a query
+    bottleneck (q directly from h); the indexer's queries come from the hidden state through a
+    LayerNorm (2 h); attention and indexer queries get a learned scale and bias per head (2 per
+    head, scaled by log position); NoPE layers (no_rope_layers: 0) have no rotary slice, so their
+    kv down-projection and latent drop d_rope and their up-projection adds it to the no-position
+    keys; a layer whose kv_source_layers entry names an earlier layer reuses that layer's latent
+    (no kv down-projection, norm or latent cache of its own; its indexer keeps its own keys)."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000)))
+    _read_mla(r, s)
+    if s.get("q_lora_rank"):
+        r.fail("q_lora_rank", "Mistral Large 4 has no query bottleneck (transformers builds q_proj from h)",
+               s["q_lora_rank"])
+    r.str_list("layer_types", choices={"indexed_attention", "full_attention"}, length=L)
+    s["layer_types"] = None
+    H, dI, k = (r.int("index_n_heads", default=32, hi=2**16), r.int("index_head_dim", default=128, hi=2**20),
+                r.int("index_topk", default=2048, hi=2**31))
+    s.update(index_n_heads=H, index_head_dim=dI, index_topk=k, attn_position_scaling=True,
+             indexer_input_norm=True, nope_layers=_nope_from_interval(r, L))
+    src = r.int_list("kv_source_layers", lo=0, hi=100_000, length=L) or list(range(L))
+    for i, j in enumerate(src[:L]):
+        if j > i or src[j] != j:
+            r.fail("kv_source_layers", f"layer {i} must reuse an earlier layer that owns its cache, got {j}", src)
+    r.used.update(("final_logit_softcapping", "qk_head_dim"))
+    shared_index = set(_indexer_shared_layers(r, s, L) or ())
+    nope = set(s["nope_layers"])
+    d_nope, d_rope = s["qk_nope_head_dim"], s["qk_rope_head_dim"]
+    over = {}
+    for i in range(L):
+        a = {}
+        if i in nope:
+            a.update(qk_rope_head_dim=0, qk_nope_head_dim=d_nope + d_rope)
+        if src[i] != i:
+            a["kv_shared"] = True
+        if i in shared_index:
+            a.update(index_heads=0, index_head_dim=0)
+        if a:
+            over[i] = {"attention": a}
+    s["layer_overrides"] = over
     _note_mtp(r, s)
 
 
@@ -1614,6 +1673,7 @@ _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_
                    "falcon": _read_falcon, "starcoder2": _read_starcoder2, "gpt_oss": _read_gpt_oss,
                    "llama4_text": _read_llama4, "gemma3_text": _read_gemma3, "gemma4_text": _read_gemma4,
                    "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa,
+                   "mistral_large4_text": _read_mistral_large4,
                    "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3,
                    "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
                    "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
@@ -1622,7 +1682,7 @@ SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
     "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
-    "glm_moe_dsa", "deepseek_v32", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
+    "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
     "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe",
 )
 
@@ -1738,7 +1798,8 @@ def resolve_model_spec(args, defaults=None):
                       ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
                       ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
-                      ("checkpoint_format", None), ("input_matmul_params", 0)):
+                      ("checkpoint_format", None), ("input_matmul_params", 0),
+                      ("attn_position_scaling", False), ("indexer_input_norm", False)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1833,7 +1894,8 @@ def build_layers(s):
                 "qk_nope_head_dim": s["qk_nope_head_dim"] or 0, "qk_rope_head_dim": s["qk_rope_head_dim"] or 0,
                 "v_head_dim": s["v_head_dim"] or s["head_dim"],
                 "index_heads": s["index_n_heads"], "index_head_dim": s["index_head_dim"],
-                "index_topk": s["index_topk"], "kv_proj": 2, "kv_shared": False}
+                "index_topk": s["index_topk"], "kv_proj": 2, "kv_shared": False,
+                "position_scaling": s["attn_position_scaling"], "indexer_input_norm": s["indexer_input_norm"]}
         attn.update(ov.get("attention", {}))
         if i in moe_set:
             mlp = {"kind": "moe", "width": s["moe_ffn_hidden_size"], "linears": s["num_mlp_linears"],
@@ -1891,12 +1953,14 @@ def attention_kind(attn):
     label += span[attn["span"]]
     if not attn["rope"]:
         label += " nope"
+    if attn["kv_shared"]:
+        label += " kv-shared"
     if attn["sinks"]:
         label += " sinks"
     if attn["output_gate"] != "none":
         label += " gate"
     if attn["index_topk"]:
-        label += f" dsa(top{attn['index_topk']})"
+        label += f" dsa(top{attn['index_topk']})" + ("" if attn["index_heads"] else " shared-topk")
     return label
 
 
@@ -1921,10 +1985,11 @@ def indexer_params(attn, *, h):
     q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
     (2 d_I), and per-head weights (h -> H_I)."""
     H, dI = attn["index_heads"], attn["index_head_dim"]
-    if not attn["index_topk"]:
+    if not attn["index_topk"] or not H:
         return 0
     q_in = attn["q_lora_rank"] or h
-    return q_in * H * dI + h * dI + 2 * dI + h * H
+    extra = 2 * h * attn["indexer_input_norm"] + 2 * H * attn["position_scaling"]  # Mistral Large 4
+    return q_in * H * dI + h * dI + 2 * dI + h * H + extra
 
 
 def attention_params(attn, *, h):
@@ -1933,7 +1998,9 @@ def attention_params(attn, *, h):
     another's K/V, Gemma 4), o (a d x h), optional biases, q/k norms (per head, d each; or over all
     heads; Llama 4's L2 norm has no weights), a sink logit per head (gpt-oss). MLA (DeepSeek-V2 sec. 2.1): q
     directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to r_kv + d_rope
-    with a norm, an up-projection to a (d_nope + d_v), and o (a d_v x h); plus any indexer."""
+    with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
+    a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
+    (Mistral Large 4); plus any indexer."""
     a, kv, d, nm = attn["heads"], attn["kv_heads"], attn["head_dim"], attn["norm"]
     qkv_b, o_b = attn["qkv_bias"], attn["out_bias"]
     if attn["kind"] == "mla":
@@ -1944,9 +2011,11 @@ def attention_params(attn, *, h):
             q = h * r_q + qkv_b * r_q + norm_params(width=r_q, norm=nm) + r_q * a * d_qk
         else:
             q = h * a * d_qk
-        kv_down = h * (r_kv + d_rope) + qkv_b * (r_kv + d_rope) + norm_params(width=r_kv, norm=nm)
+        kv_down = 0 if attn["kv_shared"] else (h * (r_kv + d_rope) + qkv_b * (r_kv + d_rope)
+                                                + norm_params(width=r_kv, norm=nm))
         kv_up = r_kv * a * (d_nope + d_v)
-        return q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + indexer_params(attn, h=h)
+        return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
+                + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     kv_out = attn["kv_proj"] * kv * d
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
@@ -2023,7 +2092,8 @@ def attention_linear_flops_per_token(attn, *, h):
         r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
         q = h * r_q + r_q * a * (d_nope + d_rope) if r_q else h * a * (d_nope + d_rope)
-        macs = q + h * (r_kv + d_rope) + r_kv * a * (d_nope + d_v) + a * d_v * h
+        kv_down = 0 if attn["kv_shared"] else h * (r_kv + d_rope)
+        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
         kv_out = attn["kv_proj"] * kv * d
@@ -2116,11 +2186,12 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
     """Cached numbers per token per sequence for one attention block, {"kv", "indexer"}. MHA/GQA/
     MQA: K and V, 2 kv d. MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
     vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
-    a d_v (what transformers' cache holds). Layers that reuse another layer's cache hold none. A
-    lightning indexer caches one d_I key per token."""
-    if attn["kv_shared"]:
-        return {"kv": 0, "indexer": 0}
+    a d_v (what transformers' cache holds for DeepSeek-V2/V3). Layers that reuse another layer's
+    K/V or latent hold none of it. A lightning indexer caches one d_I key per token (its own, also
+    on a layer that reuses another's latent: Mistral Large 4)."""
     ind = attn["index_head_dim"] if attn["index_topk"] else 0
+    if attn["kv_shared"]:
+        return {"kv": 0, "indexer": ind}
     if attn["kind"] == "mla":
         if mla_cache == "latent":
             return {"kv": attn["kv_lora_rank"] + attn["qk_rope_head_dim"], "indexer": ind}

@@ -60,7 +60,7 @@ def test_there_are_fixtures_for_every_named_type():
     for mt in ("gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe", "glm_moe_dsa",
                "deepseek_v32", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3", "smollm3",
                "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "gemma3", "gemma4", "llama4",
-               "mistral3", "kimi_k25"):
+               "mistral3", "kimi_k25", "mistral_large4"):
         assert mt in types, mt
 
 
