@@ -7,6 +7,13 @@ costs at most 1.5x a bare interpreter start (its issue). Each command is run --r
 
   python benchmarks/startup.py            # all scripts
   python benchmarks/startup.py --repeat 30 calc_transformer_params.py
+  python benchmarks/startup.py --against ../old-checkout --repeat 40   # A/B, interleaved
+
+--against DIR runs the same scripts from another checkout, alternating the two runs so that
+machine noise hits both alike, and reports the minimum and the 25th percentile of each (on a
+shared machine the median moves by tens of ms between runs; the low quantiles do not), plus the
+time to compile each file's source, which a script run as `python FILE` pays on every start (the
+__main__ module never gets a cached .pyc).
 """
 import argparse
 import glob
@@ -30,14 +37,53 @@ def median_s(cmd, repeat):
     return statistics.median(times)
 
 
+def ab(scripts, other, repeat):
+    """Interleaved A/B of this checkout against `other`: (min, p25) wall times and compile times."""
+    q = lambda v, f: sorted(v)[int(f * (len(v) - 1))] * 1e3  # noqa: E731
+    print(f"{'command':<30}{'min here':>10}{'min there':>11}{'p25 here':>10}{'p25 there':>11}"
+          f"{'compile here':>14}{'there':>8}")
+    rows = {}
+    for s in ["-c pass"] + scripts:
+        cmd = [sys.executable, "-c", "pass"] if s == "-c pass" else [sys.executable, s, *DEFAULT_ARGS.get(s, [])]
+        times = {ROOT: [], other: []}
+        for tree in times:
+            subprocess.run(cmd, cwd=tree, capture_output=True)  # warm the file cache
+        for _ in range(repeat):
+            for tree in times:
+                t0 = time.perf_counter()
+                subprocess.run(cmd, cwd=tree, capture_output=True)
+                times[tree].append(time.perf_counter() - t0)
+        comp = {}
+        for tree in times:
+            path = os.path.join(tree, s)
+            if s == "-c pass" or not os.path.exists(path):
+                comp[tree] = 0.0
+                continue
+            src = open(path, encoding="utf-8").read()
+            ct = []
+            for _ in range(9):
+                t0 = time.perf_counter()
+                compile(src, s, "exec")
+                ct.append(time.perf_counter() - t0)
+            comp[tree] = min(ct) * 1e3
+        here, there = times[ROOT], times[other]
+        rows[s] = (q(here, 0), q(there, 0))
+        print(f"{s:<30}{q(here, 0):>8.1f}ms{q(there, 0):>9.1f}ms{q(here, .25):>8.1f}ms{q(there, .25):>9.1f}ms"
+              f"{comp[ROOT]:>12.1f}ms{comp[other]:>6.1f}ms", flush=True)
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scripts", nargs="*")
     p.add_argument("--repeat", type=int, default=15)
+    p.add_argument("--against", metavar="DIR", help="another checkout to compare with, interleaved")
     args = p.parse_args(argv)
     scripts = args.scripts or sorted(os.path.basename(x) for x in glob.glob(os.path.join(ROOT, "calc_*.py")))
     if not args.scripts and os.path.exists(os.path.join(ROOT, "hardware.py")):
         scripts.append("hardware.py")
+    if args.against:
+        return ab(scripts, os.path.abspath(args.against), args.repeat)
     base = median_s([sys.executable, "-c", "pass"], args.repeat)
     print(f"{'command':<34}{'median':>10}{'x bare':>8}")
     print(f"{'python -c pass':<34}{base * 1e3:>8.1f}ms{1:>8.2f}")
