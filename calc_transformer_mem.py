@@ -79,7 +79,9 @@ import textwrap
 # layer_groups() finds the distinct kinds quickly. An attention dict says what its weights are
 # ("kind": mha covers MHA/GQA/MQA, mla is DeepSeek's latent attention), which keys a query sees
 # ("span": full, sliding within "window", chunked within "chunk"), and its extras (rope, sinks,
-# output gate, q/k norms, biases, a lightning "indexer" that picks top-k keys). An MLP dict is
+# output gate, q/k norms, biases, a lightning "indexer" that picks top-k keys, with its own weights
+# or none when it reuses an earlier layer's top-k, "kv_shared" when it reuses an earlier layer's
+# K/V or latent, Mistral Large 4's per-head "position_scaling" and "indexer_input_norm"). An MLP dict is
 # "dense" (width, matrices, bias) or "moe" (routed experts, top-k, shared experts, router, zero
 # experts). Per kind there is one function per quantity: attention_params, mlp_block_params,
 # attention_linear_flops_per_token, attention_core_flops, query_key_pairs, mlp_flops_per_token,
