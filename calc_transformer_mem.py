@@ -1852,15 +1852,16 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
 
 
 def cached_tokens(attn, *, context):
-    """Tokens one sequence's cache keeps between steps for this block at `context` tokens: all of
-    them on a full layer; the last W - 1 on a sliding layer (the next query brings its own key, so
-    it sees W: transformers' DynamicSlidingWindowLayer, the rolling buffer of Mistral 7B sec. 2);
-    the last C - 1 on a chunked layer (transformers keeps Llama 4's chunked layers in the same
-    sliding cache with W = attention_chunk_size)."""
+    """Tokens one sequence's cache holds for this block at `context` tokens: all of them on a full
+    layer; at most W on a sliding layer, a rolling buffer of W (Mistral 7B sec. 2; transformers'
+    DynamicSlidingWindowLayer shows W - 1 between steps but keeps storage for W after a decode
+    step, tests/fixtures/README.md); at most C on a chunked layer (transformers keeps Llama 4's
+    chunked layers in the same sliding cache with W = attention_chunk_size). Assumes steady-state
+    decoding: right after a prefill of N > W, transformers still holds all N until the next step."""
     if attn["span"] == "sliding":
-        return min(context, attn["window"] - 1)
+        return min(context, attn["window"])
     if attn["span"] == "chunked":
-        return min(context, attn["chunk"] - 1)
+        return min(context, attn["chunk"])
     return context
 
 

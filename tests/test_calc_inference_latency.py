@@ -343,16 +343,15 @@ def test_mistral_rolling_buffer_cuts_cache_8x_at_32k(capsys):
     # Jiang et al. 2023, "Mistral 7B", sec. 2 (Rolling Buffer Cache): with W = 4096, "on a
     # sequence length of 32k tokens, this reduces the cache memory usage by 8x". Setup: the
     # fixture Mistral-7B v0.1 config, context s + o = 32768, KV cache with and without the window.
-    # Expected 8x; transformers' sliding cache keeps W - 1 = 4095 tokens between steps (the next
-    # query brings its own key; tests/fixtures/hf_cache_bytes.json), so 32768 / 4095 = 8.002:
-    # within 0.1% of the paper's 8x.
+    # Expected 8x: a rolling buffer of W = 4096 tokens (also what transformers' sliding cache keeps
+    # allocated after a decode step: tests/fixtures/hf_cache_bytes.json, storage_bytes).
     args = ["--hf_model_name_or_path", cfg("mistral-7b"), "-s", "32767", "-o", "1"]
     swa, full = run(args), run(args + ["--sliding-window", "0"])
     assert swa["sliding_window"] == 4096 and swa["sliding_layers"] == list(range(32))
     assert full["sliding_window"] is None and full["sliding_layers"] == []
-    assert full["kv_cache_bytes_per_gpu"] / swa["kv_cache_bytes_per_gpu"] == pytest.approx(8.0, rel=1e-3)
-    # 32 layers x 8 kv heads x 128 x (K, V) x 2 B = 128 KiB per token, 4095 tokens kept
-    assert swa["kv_cache_bytes_per_gpu"] == 4095 * 128 * 1024
+    assert full["kv_cache_bytes_per_gpu"] / swa["kv_cache_bytes_per_gpu"] == 8.0
+    # 32 layers x 8 kv heads x 128 x (K, V) x 2 B = 128 KiB per token, 4096 tokens kept
+    assert swa["kv_cache_bytes_per_gpu"] == 4096 * 128 * 1024
 
 
 def test_mistral_swa_attention_speedup_at_16k(capsys):
@@ -370,17 +369,17 @@ def test_mistral_swa_attention_speedup_at_16k(capsys):
 def test_gemma2_half_the_layers_slide(capsys):
     # Gemma 2 (Gemma Team 2024, sec. 2): local sliding-window attention (4096) on every other
     # layer, global attention (8192) on the rest; HF Gemma2 slides on even layers. At an 8192-token
-    # context the cache is (21 x 8192 + 21 x 4095) / (42 x 8192), about 0.75 of the full one
+    # context the cache is (21 x 8192 + 21 x 4096) / (42 x 8192) = 0.75 of the full one
     # (transformers' sliding cache keeps W - 1 tokens between steps).
     args = ["--hf_model_name_or_path", cfg("gemma-2-9b"), "-s", "8191", "-o", "1"]
     swa, full = run(args), run(args + ["--sliding-window", "0"])
     assert swa["sliding_layers"] == list(range(0, 42, 2)) and swa["sliding_window"] == 4096
-    assert swa["kv_cache_bytes_per_gpu"] / full["kv_cache_bytes_per_gpu"] == (8192 + 4095) / (2 * 8192)
+    assert swa["kv_cache_bytes_per_gpu"] / full["kv_cache_bytes_per_gpu"] == 0.75
     # pipeline stages of 21 layers: layers 0-20 hold 11 sliding and 10 global, layers 21-41 hold
     # 10 sliding and 11 global, so the second stage is the most-loaded one
     pp2 = run(args + ["-pp", "2"])
     per_layer = 2 * 8 * 256 * 2  # K and V, 8 kv heads, head_dim 256, 2 B
-    assert pp2["kv_cache_bytes_per_gpu"] == per_layer * (10 * 4095 + 11 * 8192)
+    assert pp2["kv_cache_bytes_per_gpu"] == per_layer * (10 * 4096 + 11 * 8192)
 
 
 def test_sliding_window_flag_and_config_rules(capsys):
@@ -395,7 +394,7 @@ def test_sliding_window_flag_and_config_rules(capsys):
     assert plain["sliding_window"] is None and "sliding" not in cil.format_report(plain)
     assert r["total_s"] < plain["total_s"]
     # a window at least as long as the context changes nothing
-    wide = run(GPT67 + ["-s", "1000", "-o", "4", "--sliding-window", "1005"])  # keeps W - 1 = 1004
+    wide = run(GPT67 + ["-s", "1000", "-o", "4", "--sliding-window", "1004"])
     assert wide["total_s"] == pytest.approx(plain["total_s"], rel=1e-12)
     assert wide["kv_cache_bytes_per_gpu"] == plain["kv_cache_bytes_per_gpu"]
     # Gemma 2 with a smaller window keeps its layer pattern

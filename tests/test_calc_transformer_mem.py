@@ -179,16 +179,17 @@ def test_kv_replicated_when_kv_heads_below_tp():
 
 
 def test_kv_sliding_windows():
-    # Mistral-7B v0.1: sliding_window 4096 on every layer -> an 8192-token context caches 4095, the
-    # W - 1 tokens transformers' sliding cache keeps between steps (tests/fixtures/hf_cache_bytes.json).
+    # Mistral-7B v0.1: sliding_window 4096 on every layer -> an 8192-token context caches 4096, the
+    # rolling buffer of Mistral 7B sec. 2 (what transformers' sliding cache keeps allocated from the
+    # first decode step on: tests/fixtures/hf_cache_bytes.json, storage_bytes).
     # Gemma 2: even layers slide (window 4096), odd layers are global (HF Gemma2DecoderLayer).
     r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("mistral-7b"), "--infer",
                               "-s", "8192", "-o", "0", "--json"])
-    assert r["kv_cache_bytes"] == 131072 * 4095
+    assert r["kv_cache_bytes"] == 131072 * 4096
     g, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("gemma-2-9b"), "--infer",
                               "-s", "8192", "-o", "0", "--json"])
     per_layer = 2 * 8 * 256 * 2
-    assert g["kv_cache_bytes"] == per_layer * (21 * 8192 + 21 * 4095)
+    assert g["kv_cache_bytes"] == per_layer * (21 * 8192 + 21 * 4096)
 
 
 def test_inference_weights_quantized():
@@ -653,18 +654,18 @@ from test_layer_spec import FIXTURES as HF_SLIDING  # noqa: E402  transformers' 
 def test_gemma2_kv_cache_is_the_sum_over_transformers_layer_types(s, tp):
     # Brute force, not our formula: Gemma-2-9B (42 layers, 8 kv heads of 256, bf16); which layers
     # slide (window 4096) is transformers' own Gemma2Config layer_types, recorded in
-    # test_layer_spec.py. A sliding layer keeps min(context, 4095) tokens (transformers' sliding
-    # cache keeps W - 1 between steps: tests/fixtures/hf_cache_bytes.json), a global one all;
+    # test_layer_spec.py. A sliding layer keeps min(context, 4096) tokens (the window: what
+    # transformers' sliding cache keeps allocated after a decode step, hf_cache_bytes.json), a global one all;
     # each token holds K and V: 2 x kv x d x 2 B, kv/tp heads per rank (one when kv < tp).
     sliding, window = HF_SLIDING["gemma-2-9b"]
     kv_rank = max(8 // tp, 1)
-    want = sum(min(s, window - 1 if i in sliding else s) * 2 * kv_rank * 256 * 2 for i in range(42))
+    want = sum(min(s, window if i in sliding else s) * 2 * kv_rank * 256 * 2 for i in range(42))
     r, out, _ = run_main(main, ["--hf_model_name_or_path", config_path("gemma-2-9b"), "--infer",
                                 "-s", str(s), "-o", "0", "-tp", str(tp), "--num-gpus", str(tp)])
     assert r["kv_cache_bytes"] == want
     assert r["kv_cache_bytes_per_token"] == 42 * 2 * kv_rank * 256 * 2
     kinds = {k["attention"]: (k["layers"], k["cached_tokens"]) for k in r["kv_cache_layer_kinds"]}
-    assert kinds == {"gqa sliding(4096)": (21, min(s, 4095)), "gqa": (21, s)}
+    assert kinds == {"gqa sliding(4096)": (21, min(s, 4096)), "gqa": (21, s)}
     assert "21 x gqa sliding(4096)" in out
 
 
@@ -702,14 +703,14 @@ def _gemma3n(spec, shared=True):
 @pytest.mark.parametrize("s,tp", [(4096, 1), (300, 1), (4096, 2), (4096, 4)])
 def test_kv_shared_layers_cache_nothing(monkeypatch, s, tp):
     # Brute force over the layers transformers builds: layers 0..19 cache K and V (2 x kv x 256 x 2 B
-    # per token, kv/tp heads per rank, one replicated head at tp 4), sliding ones at most 511 tokens
-    # (W - 1, as transformers' sliding cache keeps);
+    # per token, kv/tp heads per rank, one replicated head at tp 4), sliding ones at most 512 tokens
+    # (the window W, as transformers' sliding cache keeps allocated after a decode step);
     # layers 20..34 reuse the cache of the last layer of their type and hold none.
     _patch_spec(monkeypatch, _gemma3n)
     r, out, _ = run_main(mem.main, GEMMA3N_FLAGS + ["--infer", "-s", str(s), "-o", "0", "-tp", str(tp),
                                                    "--num-gpus", str(tp)])
     kv_rank = max(2 // tp, 1)
-    want = sum(min(s, 511 if GEMMA3N_TYPES[i] == "sliding" else s) * 2 * kv_rank * 256 * 2
+    want = sum(min(s, 512 if GEMMA3N_TYPES[i] == "sliding" else s) * 2 * kv_rank * 256 * 2
                for i in range(20))
     assert r["kv_cache_bytes"] == want
     assert r["kv_cache_bytes_per_token"] == 20 * 2 * kv_rank * 256 * 2
