@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import calc_inference_latency as cil
+from conftest import load_json
 from calc_inference_latency import main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -776,11 +777,14 @@ def test_dsa_decode_reads_cap_at_top_k(tmp_path, capsys):
     as among them). Against DeepSeek-V3 (same shapes, no indexer), cache reads at b = 1 differ by
     the indexer's keys alone below top-k; above it the core's latent reads stop at k - 1."""
     k, L, latent, index_key = 2048, 4, (512 + 64) * 2, 128 * 2  # bytes per token and layer
-    rng = random.Random(0)
+    # How many keys the core attends to: transformers' DeepSeek-V3.2 indexer returns
+    # min(index_topk, keys) indices per query (measured: tests/fixtures/hf_flop_counts.json,
+    # "deepseek_v32-seq4096", top-k 2048 of 4096 keys, and 4096 of 4096 with index_topk 4096).
+    m = load_json("hf_flop_counts.json")["deepseek_v32-seq4096"]
+    for call in list(m["indexer"]["calls"].values()) + list(m["binding_checks"]["index_topk"]["indexer_calls"].values()):
+        assert call["topk_indices_shape"][-1] == min(call["index_topk"], call["keys"])
     for c in (100, 2046, 2047, 2048, 5000):
-        visible = list(range(c + 1))  # positions a decode query at position c sees
-        scores = {p: rng.random() for p in visible}
-        core = len(sorted(visible, key=scores.get)[-k:])  # the top-k the core attends to
+        core = min(c + 1, k)  # a decode query at position c sees c + 1 keys, its own included
         dsa = run(["--hf_model_name_or_path", dsa_config(tmp_path), "-l", str(L), "-s", str(c), "-o", "2"])
         v3 = run(["--hf_model_name_or_path", cfg("deepseek-v3"), "-l", str(L), "-s", str(c), "-o", "2"])
         assert dsa["decode_step_cache_bytes_read_per_gpu"] == L * ((core - 1) * latent + c * index_key)

@@ -741,9 +741,12 @@ def _dsv32_indexer(spec):
 
 @pytest.mark.parametrize("tp", [1, 8])
 def test_indexer_key_cache_is_its_own_line(monkeypatch, tp):
-    # DeepSeek's reference inference/model.py: each layer's Indexer keeps k_cache of shape
-    # (batch, max_seq_len, index_head_dim = 128), built from plain (replicated) Linear layers, so
-    # every tp rank holds all of it, as it holds MLA's latent (512 + 64 per token per layer).
+    # transformers 5.23's DeepSeek-V3.2 cache (tests/fixtures/hf_cache_bytes.json, "deepseek-v3.2"):
+    # each layer's indexer keys are [batch, T, index_head_dim = 128] in the model dtype (bf16 here:
+    # 2 B each) beside MLA's latent (512 + 64 per token per layer). The indexer's key projection
+    # is one head, not split by tensor parallelism, so every tp rank holds all of it. (DeepSeek's
+    # reference inference code stores these keys in FP8 with a per-token scale, 132 B per token
+    # per layer: --kv-bits 8 is the closer setting for it.)
     _patch_spec(monkeypatch, _dsv32_indexer)
     argv = ["--hf_model_name_or_path", config_path("deepseek-v3"), "--infer", "-s", "4096", "-o", "0",
             "-b", "2", "-tp", str(tp), "--num-gpus", str(tp)]
