@@ -2415,8 +2415,9 @@ def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None):
 
 
 def _stage_kind_counts(spec, pp):
-    """Per pipeline stage (ceil(L/pp) consecutive layers each, the last takes the rest), how many
-    layers of each kind it holds: [{id(layer): count}]."""
+    """Per pipeline stage, how many layers of each kind it holds: [{id(layer): count}]. Stages take
+    ceil(L/pp) consecutive layers each until the layers run out (the last ones may hold fewer or
+    none); the most-loaded stage, which sets the pace, equals vLLM's get_pp_indices split."""
     if pp == 1:
         return [{id(layer): cnt for layer, cnt, _ in layer_groups(spec)}]
     layers = spec["layers"]

@@ -47,11 +47,11 @@ def ab(scripts, other, repeat):
         cmd = [sys.executable, "-c", "pass"] if s == "-c pass" else [sys.executable, s, *DEFAULT_ARGS.get(s, [])]
         times = {ROOT: [], other: []}
         for tree in times:
-            subprocess.run(cmd, cwd=tree, capture_output=True)  # warm the file cache
+            subprocess.run(cmd, cwd=tree, capture_output=True, check=True)  # warm; a failing run stops here
         for _ in range(repeat):
             for tree in times:
                 t0 = time.perf_counter()
-                subprocess.run(cmd, cwd=tree, capture_output=True)
+                subprocess.run(cmd, cwd=tree, capture_output=True, check=True)
                 times[tree].append(time.perf_counter() - t0)
         comp = {}
         for tree in times:
@@ -83,7 +83,11 @@ def main(argv=None):
     if not args.scripts and os.path.exists(os.path.join(ROOT, "hardware.py")):
         scripts.append("hardware.py")
     if args.against:
-        return ab(scripts, os.path.abspath(args.against), args.repeat)
+        other = os.path.abspath(args.against)
+        if not os.path.isdir(other) or os.path.samefile(other, ROOT):
+            p.error(f"--against {args.against}: give another checkout's folder")
+        ab(scripts, other, args.repeat)
+        return None
     base = median_s([sys.executable, "-c", "pass"], args.repeat)
     print(f"{'command':<34}{'median':>10}{'x bare':>8}")
     print(f"{'python -c pass':<34}{base * 1e3:>8.1f}ms{1:>8.2f}")
