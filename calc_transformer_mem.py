@@ -2466,7 +2466,8 @@ def kv_cache_by_kind(spec, c, stage, *, batch, context):
 
 
 def _largest(fn, limit, hi_cap=1 << 24):
-    """Largest positive integer x with fn(x) <= limit (fn increasing); 0 if none."""
+    """Largest positive integer x <= hi_cap with fn(x) <= limit (fn increasing); 0 if none; hi_cap
+    when even that fits (the caller reports it as a lower bound)."""
     if fn(1) > limit:
         return 0
     lo, hi = 1, 2
@@ -2532,7 +2533,8 @@ def format_report(res):
                      f"{fit['headroom_bytes'] / GIB:.2f} GiB")
         for k, v in fit.items():
             if k.startswith("max_"):
-                lines.append(f"  {k.replace('_', ' ')}: {v}")
+                more = " or more (the search stops there)" if k in fit.get("capped", ()) else ""
+                lines.append(f"  {k.replace('_', ' ')}: {v}{more}")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)
@@ -3049,8 +3051,10 @@ def main(argv=None):
            "overhead_bytes": c["overhead_bytes"], "stages": stages}
     if fit is not None:
         lim = c["memory_bytes"]
+        cap = 1 << 24 if args.infer else 1 << 16  # where _largest stops searching
         fit = {"gpu": c["gpu"], "memory_bytes": lim, "fits": res["total_bytes"] <= lim,
-               "headroom_bytes": lim - res["total_bytes"], **fit}
+               "headroom_bytes": lim - res["total_bytes"], **fit,
+               "capped": sorted(k for k, v in fit.items() if v == cap)}  # true value is at least cap
     res["fit"] = fit
     res["assumptions"] = assumptions(c, spec)
     if args.json:
