@@ -1368,8 +1368,15 @@ def resolve_model_spec(args, defaults=None):
     flag = lambda name: getattr(args, name, None)  # noqa: E731
     s, notes, warnings = {}, [], []
     if getattr(args, "hf_model_name_or_path", None) is not None:
-        s, notes, warnings = spec_from_hf_config(load_hf_config(args.hf_model_name_or_path),
-                                                 num_layers=flag("num_layers"))
+        cfg = load_hf_config(args.hf_model_name_or_path)
+        try:
+            s, notes, warnings = spec_from_hf_config(cfg, num_layers=flag("num_layers"))
+        except (TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError) as exc:
+            # a field a family reader needs is missing or of a shape it cannot use (the readers
+            # check the fields they know; this catches the combinations they do not)
+            raise ValueError(f"{cfg.get('_config_path') or 'config'}: cannot read this "
+                             f"{cfg.get('model_type')!s:.40} config: a needed field is missing or malformed "
+                             f"({type(exc).__name__}: {str(exc)[:120]})") from None
     for name, cap in _CAPS:
         val = flag(name)
         if val is not None and val > cap:
@@ -1487,6 +1494,13 @@ def resolve_model_spec(args, defaults=None):
         s.setdefault(name, None)
     _apply_sliding_flag(s, flag("sliding_window"), explicit_config=bool(getattr(args, "hf_model_name_or_path", None)))
     s["layers"] = build_layers(s)
+    for layer in s["layers"]:
+        for m in layer["mlp"]:
+            if m["width"] is None or m["width"] < 1:
+                raise ValueError(f"an MLP width is missing from the config ({m['kind']} block)")
+            if m["kind"] == "moe" and not 1 <= m["topk"] <= m["num_experts"] + m["zero_experts"]:
+                raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
+                                 "experts of an MoE layer")
     s["warnings"] = warnings
     return s, notes
 

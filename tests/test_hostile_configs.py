@@ -23,7 +23,11 @@ EXTRA_ARGS = {"calc_comm": ["--train", "--num-gpus", "16", "-tp", "2", "-dp", "8
               "calc_transformer_mem": ["-s", "512"], "calc_inference_latency": ["--prompt-tokens", "256"],
               "calc_transformer_flops": ["-s", "512"]}
 BASES = ["gpt2", "opt-350m", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3-30b-a3b",
-         "falcon-7b", "qwen1.5-moe-a2.7b", "llama-3-8b"]
+         "falcon-7b", "qwen1.5-moe-a2.7b", "llama-3-8b",
+         # today's families, each with its own reader (a review found crashes the list above missed)
+         "longcat_flash-class-defaults", "mistral_large4-kv-sharing-variant", "gemma-4-26b-a4b",
+         "gemma-4-e2b-it-text", "gpt-oss-20b", "hy_v3-class-defaults", "ernie-4.5-21b-a3b-pt",
+         "deepseek-v3.2", "glm-5", "llama-4-scout-17b-16e", "gemma-3-27b-it"]
 # Values a careless or hostile config.json holds where a count, switch or size belongs.
 NAN, INF = float("nan"), float("inf")
 BAD = [None, -1, 0, -4096, NAN, INF, -INF, 1e308, 2 ** 70, 10 ** 400, 3.5, "128", "false", "",
@@ -116,3 +120,29 @@ def test_tie_word_embeddings_string_is_not_read_as_tied(tmp_path):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
         main(["--hf_model_name_or_path", path])
     assert exc.value.code == 2 and "tie_word_embeddings" in err.getvalue()
+
+
+# Found by review (one field each, every one a traceback before): the family readers' own fields.
+REVIEW_CASES = [
+    ("longcat_flash-class-defaults", "moe_topk", None),
+    ("longcat_flash-class-defaults", "expert_ffn_hidden_size", None),
+    ("longcat_flash-class-defaults", "ffn_hidden_size", None),
+    ("mistral_large4-kv-sharing-variant", ("text_config", "kv_lora_rank"), None),
+    ("gemma-4-26b-a4b", ("text_config", "num_experts"), 1),
+    ("gemma-4-26b-a4b", ("text_config", "intermediate_size"), None),
+    ("hy_v3-class-defaults", "moe_intermediate_size", None),
+    ("ernie-4.5-21b-a3b-pt", "intermediate_size", None),
+    ("gemma-3-27b-it", ("text_config", "model_type"), ["gemma3_text"]),
+    ("gpt-oss-20b", "quantization_config", {"quant_method": "mxfp4", "modules_to_not_convert": 5}),
+]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("base,key,value", REVIEW_CASES)
+def test_family_reader_fields_answer_or_exit_2(script, base, key, value, tmp_path):
+    with open(config_path(base), encoding="utf-8") as fh:
+        cfg = json.load(fh)
+    _set(cfg, key, value)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    check_run(script, ["--hf_model_name_or_path", str(path)] + EXTRA_ARGS.get(script, []))
