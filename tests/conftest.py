@@ -95,6 +95,22 @@ def _ci():
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+def _hypothesis_profiles():
+    """Under CI the property tests draw the same examples every run (derandomize), so a red CI
+    names a reproducible case and a green one does not hide a lucky draw; on a developer's machine
+    they keep exploring new examples. Hypothesis is a test dependency; without it nothing to set."""
+    try:
+        from hypothesis import settings
+    except ImportError:
+        return
+    settings.register_profile("ci", derandomize=True, database=None)
+    if _ci():
+        settings.load_profile("ci")
+
+
+_hypothesis_profiles()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Under CI (.ci/run: a fresh venv, then the README's test command), a skipped test is a
