@@ -77,6 +77,10 @@ MODEL_DEFAULTS = {
     "kv_size_ratio": 1.0,
 }
 
+# Chunk length of the chunked Gated DeltaNet algorithm: transformers' torch_chunk_gated_delta_rule
+# and flash-linear-attention's chunk_gated_delta_rule both use 64 (Yang et al. 2024, arXiv 2412.06464).
+GDN_CHUNK = 64
+
 CONFIG_MAX_BYTES = 16 << 20  # a config.json is a few KiB; anything past 16 MiB is not one
 CONFIG_MAX_DEPTH = 64        # nesting deeper than this is not a model config
 
@@ -89,7 +93,7 @@ _TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starco
 # model_types that are real transformers families whose layers this block cannot describe yet:
 # exit 2 rather than print a Llama-style count (linear attention and state-space layers).
 _NOT_YET = {
-    "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "kimi_linear",
+    "kimi_linear",
     "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm2", "lfm2_moe",
     "lfm3", "deepseek_v4", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
     "recurrent_gemma", "minimax", "plamo2",
@@ -486,11 +490,7 @@ _TEXT_CLASS_DEFAULTS = {
 _WRAPPER_TIED = {"gemma3": True, "gemma4": True, "llama4": False, "mistral3": True, "kimi_k25": True,
                  "mistral_large4": False}
 _LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding",
-                     "chunked_attention": "chunked", "attention": "full"}
-
-
-def _every_nth(L, n, offset=0):
-    return [i for i in range(L) if i >= offset and (i - offset) % n == n - 1]
+                     "chunked_attention": "chunked", "attention": "full", "linear_attention": "linear"}
 
 
 def _read_multimodal(cfg, where, warnings):
@@ -534,10 +534,13 @@ def _read_multimodal(cfg, where, warnings):
 def _layer_pattern(r, L, s):
     """Per-layer attention span list (full/sliding/chunked) from transformers 5's layer_types, or
     None when every layer is alike."""
-    lt = r.str_list("layer_types", choices=set(_LAYER_TYPE_NAMES), length=L)
+    names = dict(_LAYER_TYPE_NAMES)
+    if not s.get("linear_mixer"):
+        del names["linear_attention"]  # only a family whose reader knows its linear layers has them
+    lt = r.str_list("layer_types", choices=set(names), length=L)
     if lt is None:
         return None
-    return [_LAYER_TYPE_NAMES[t] for t in lt]
+    return [names[t] for t in lt]
 
 
 def spec_from_hf_config(cfg, num_layers=None):
@@ -810,6 +813,61 @@ def _read_qwen_sliding(r, s):
         s["layer_types"] = ["sliding" if i < mwl and i % 2 == 0 else "full" for i in range(L)]
     else:
         s["layer_types"] = ["sliding" if i >= mwl else "full" for i in range(L)]
+
+
+def _read_qwen_gdn(r, s, ll, notes, warnings):
+    """Qwen3-Next and Qwen3.5 (dense and MoE): Gated DeltaNet layers with full-attention layers
+    every full_attention_interval-th (default 4), as layer_types lists them. The attention layers
+    have an elementwise output gate (q_proj twice as wide) and per-head q/k norms; MoE layers have
+    one gated shared expert (Qwen3-Next: on layers (i + 1) % decoder_sparse_step == 0 not in
+    mlp_only_layers; Qwen3.5-MoE: every layer, transformers reads neither field)."""
+    mt, L = s["model_type"], s["num_layers"]
+    s.update(ll, head_dim=r.int("head_dim", default=256, hi=2**20), qk_norm="head",
+             attn_output_gate="elementwise")
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    r.bool("attn_output_gate", default=True)  # Qwen3.5 writes it; its modeling gates either way
+    s["linear_mixer"] = {
+        "kind": "gdn", "heads": r.int("linear_num_value_heads", default=32, hi=2**20),
+        "kv_heads": r.int("linear_num_key_heads", default=16, hi=2**20),
+        "head_dim": r.int("linear_key_head_dim", default=128, hi=2**20),
+        "v_head_dim": r.int("linear_value_head_dim", default=128, hi=2**20),
+        "conv_kernel": r.int("linear_conv_kernel_dim", default=4, hi=4096),
+        "state_chunk": GDN_CHUNK}
+    if s["linear_mixer"]["heads"] % s["linear_mixer"]["kv_heads"]:
+        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+                         f"of linear_num_key_heads {s['linear_mixer']['kv_heads']}")
+    if r.has("layer_types"):
+        s["layer_types"] = _layer_pattern(r, L, s)
+        if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
+            raise ValueError(f"{r.where}: layer_types of a {mt} model lists only linear_attention and "
+                             "full_attention layers")
+    else:
+        n = r.int("full_attention_interval", default=4, hi=100_000)
+        s["layer_types"] = ["linear" if (i + 1) % n else "full" for i in range(L)]
+    r.used.update(("full_attention_interval", "use_sliding_window", "sliding_window", "max_window_layers"))
+    s["sliding_window"] = None
+    if mt in ("qwen3_next", "qwen3_5_moe_text"):
+        E = r.int("num_experts", "num_local_experts", lo=0, default=512 if mt == "qwen3_next" else 256, hi=2**20)
+        if mt == "qwen3_next":
+            step = r.int("decoder_sparse_step", default=1, hi=100_000)
+            only = set(r.int_list("mlp_only_layers", hi=100_000, default=[]))
+            moe = [i for i in range(L) if E and i not in only and (i + 1) % step == 0]
+        else:
+            r.used.update(("decoder_sparse_step", "mlp_only_layers"))
+            moe = list(range(L)) if E else []
+        sh = r.int("shared_expert_intermediate_size", lo=0, default=512, hi=2**31)
+        s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", default=10 if mt == "qwen3_next" else 8,
+                                                          hi=2**20),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=512, hi=2**31),
+                 num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
+                 shared_expert_gate=bool(sh), moe_layer_set=moe)
+    n_mtp = r.int("mtp_num_hidden_layers", lo=0, default=0, hi=1000)
+    if n_mtp:
+        s["mtp_layers_not_built"] = n_mtp
+        warnings.append(f"{n_mtp} multi-token-prediction layer(s) (mtp_num_hidden_layers) are in the "
+                        "checkpoint but not counted: transformers does not build them in the model")
+    r.used.update(("mtp_use_dedicated_embeddings", "mamba_ssm_dtype"))
 
 
 def _read_deepseek(r, s):
@@ -1310,13 +1368,15 @@ _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_
                    "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3,
                    "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
                    "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
-                   "granitemoe": _read_granitemoe, "phimoe": _read_phimoe}
+                   "granitemoe": _read_granitemoe, "phimoe": _read_phimoe, "qwen3_next": _read_qwen_gdn,
+                   "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn}
 SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
     "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
     "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
-    "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe",
+    "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "qwen3_next", "qwen3_5_text",
+    "qwen3_5_moe_text",
 )
 
 
@@ -1439,7 +1499,8 @@ def resolve_model_spec(args, defaults=None):
                       ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
                       ("checkpoint_format", None), ("input_matmul_params", 0),
-                      ("attn_position_scaling", False), ("indexer_input_norm", False)):
+                      ("attn_position_scaling", False), ("indexer_input_norm", False),
+                      ("linear_mixer", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1513,6 +1574,14 @@ def _shared(cache, d):
     return cache.setdefault(key, d)
 
 
+# What a linear-attention or state-space mixer does not have of softmax attention's extras.
+_NO_SOFTMAX_EXTRAS = {"window": 0, "chunk": 0, "rope": False, "qkv_bias": False, "out_bias": False,
+                      "qk_norm": "none", "sinks": False, "output_gate": "none", "q_lora_rank": 0,
+                      "kv_lora_rank": 0, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0, "index_heads": 0,
+                      "index_head_dim": 0, "index_topk": 0, "kv_proj": 0, "kv_shared": False,
+                      "position_scaling": False, "indexer_input_norm": False}
+
+
 def build_layers(s):
     """The layer list of a resolved spec: per layer an attention dict, an MLP dict, its norm count
     and any extra weights, objects shared between layers of the same kinds."""
@@ -1543,6 +1612,9 @@ def build_layers(s):
                 "index_heads": s["index_n_heads"], "index_head_dim": s["index_head_dim"],
                 "index_topk": s["index_topk"], "kv_proj": 2, "kv_shared": False,
                 "position_scaling": s["attn_position_scaling"], "indexer_input_norm": s["indexer_input_norm"]}
+        if span == "linear":
+            # a linear-attention (state-space) mixer: no K/V cache, a constant state per sequence
+            attn.update(dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))
         attn.update(ov.get("attention", {}))
         if i in moe_set:
             mlp = {"kind": "moe", "width": s["moe_ffn_hidden_size"], "linears": s["num_mlp_linears"],
@@ -1593,7 +1665,10 @@ def layer_groups(spec):
 
 
 def attention_kind(attn):
-    """A short label: full, sliding(4096), chunked(8192), mla, +nope, +sinks, +gate, +dsa(topk)."""
+    """A short label: full, sliding(4096), chunked(8192), mla, +nope, +sinks, +gate, +dsa(topk);
+    a linear mixer by its kind and heads, gdn(16k/32v)."""
+    if attn["span"] == "state":
+        return f"{attn['kind']}({attn['kv_heads']}k/{attn['heads']}v)"
     label = "mla" if attn["kind"] == "mla" else ("mha" if attn["kv_heads"] == attn["heads"] else
                                                  "mqa" if attn["kv_heads"] == 1 else "gqa")
     span = {"full": "", "sliding": f" sliding({attn['window']})", "chunked": f" chunked({attn['chunk']})"}
@@ -1639,6 +1714,19 @@ def indexer_params(attn, *, h):
     return q_in * H * dI + h * dI + 2 * dI + h * H + extra
 
 
+def linear_mixer_params(attn, *, h):
+    """One Gated DeltaNet mixer's weights (Yang et al. 2024, arXiv 2412.06464), as transformers'
+    Qwen3-Next/Qwen3.5 build it: with H_k key heads of d_k and H_v value heads of d_v, an input
+    projection to q, k (H_k d_k each), v and the output gate z (H_v d_v each) and per value head
+    beta and the decay's a (h x (2 H_k d_k + 2 H_v d_v + 2 H_v)); a depthwise causal conv of K taps
+    over q, k, v (no bias); per value head dt_bias and A_log; a gated RMSNorm over d_v shared by the
+    heads; out_proj H_v d_v x h."""
+    Hk, Hv, dk, dv = attn["kv_heads"], attn["heads"], attn["head_dim"], attn["v_head_dim"]
+    conv_dim = 2 * Hk * dk + Hv * dv
+    return (h * (2 * Hk * dk + 2 * Hv * dv + 2 * Hv) + conv_dim * attn["conv_kernel"] + 2 * Hv + dv
+            + Hv * dv * h)
+
+
 def attention_params(attn, *, h):
     """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
     output gate, Qwen3-Next), k and v (h x kv d; k alone when K = V, none on a layer that reuses
@@ -1648,6 +1736,8 @@ def attention_params(attn, *, h):
     with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
     a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
     (Mistral Large 4); plus any indexer."""
+    if attn["span"] == "state":
+        return linear_mixer_params(attn, h=h)
     a, kv, d, nm = attn["heads"], attn["kv_heads"], attn["head_dim"], attn["norm"]
     qkv_b, o_b = attn["qkv_bias"], attn["out_bias"]
     if attn["kind"] == "mla":
@@ -1706,8 +1796,10 @@ def expected_real_experts(mlp):
 
 
 def layer_params(layer, *, h, norm):
-    """All weights of one layer, by part."""
+    """All weights of one layer, by part ("attention": every token mixer, softmax or linear;
+    "linear_mixer": the linear-attention and state-space ones among them)."""
     out = {"attention": sum(attention_params(x, h=h) for x in layer["attention"]),
+           "linear_mixer": sum(attention_params(x, h=h) for x in layer["attention"] if x["span"] == "state"),
            "norms": layer["norms"] * norm_params(width=h, norm=norm), "extra": layer["extra_params"],
            "dense": 0, "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0,
            "inactive": 0}
@@ -1723,9 +1815,12 @@ def layer_params(layer, *, h, norm):
 
 
 def attention_head_dims(attn):
-    """(d_qk, d_v): per-head width of the score product and of the context product."""
+    """(d_qk, d_v): per-head width of the score product and of the context product (of a linear
+    mixer: its key and value head widths)."""
     if attn["kind"] == "mla":
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
+    if attn["span"] == "state":
+        return attn["head_dim"], attn["v_head_dim"]
     return attn["head_dim"], attn["head_dim"]
 
 
@@ -1733,8 +1828,14 @@ def attention_linear_flops_per_token(attn, *, h):
     """Forward FLOPs (2 per multiply-add) of one attention block's projections for one token;
     biases, norms and sinks are not matmuls. MHA/GQA: q (with its gate), k, v, o. MLA (DeepSeek-V2
     sec. 2.1): q directly or via rank r_q, kv down to r_kv + d_rope, up to a (d_nope + d_v), o.
-    A lightning indexer adds its q (r_q -> H_I d_I), key (h -> d_I) and head weights (h -> H_I)."""
+    A lightning indexer adds its q (r_q -> H_I d_I), key (h -> d_I) and head weights (h -> H_I).
+    A Gated DeltaNet mixer: its input and output projections, and its depthwise conv (K taps per
+    channel per token, 2 x its weights like a matmul's)."""
     a, kv, d = attn["heads"], attn["kv_heads"], attn["head_dim"]
+    if attn["span"] == "state":
+        dv = attn["v_head_dim"]
+        conv_dim = 2 * kv * d + a * dv
+        return 2 * (h * (2 * kv * d + 2 * a * dv + 2 * a) + conv_dim * attn["conv_kernel"] + a * dv * h)
     if attn["kind"] == "mla":
         r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
@@ -1770,8 +1871,11 @@ def query_key_pairs(attn, *, seq_len, attention):
     score of the s x s matrix, masked or not, as eager attention computes it (sliding, chunked and
     top-k masks too). `causal`: the pairs a kernel that skips masked blocks executes: p keys for the
     query at position p, at most the window (sliding), its position in its chunk (chunked), or the
-    indexer's top-k (the indexer itself scores all p)."""
+    indexer's top-k (the indexer itself scores all p). A linear mixer pairs nothing: its "state"
+    entry is the s tokens its chunked algorithm runs (the same under both conventions)."""
     s = seq_len
+    if attn["span"] == "state":
+        return {"core": 0, "indexer": 0, "state": s}
     if attention == "full":
         return {"core": s * s, "indexer": s * s if attn["index_topk"] else 0}
     if attn["span"] == "sliding":
@@ -1790,8 +1894,11 @@ def query_key_pairs(attn, *, seq_len, attention):
 def decode_keys_read(attn, *, context):
     """Keys one decode step's query attends to at `context` tokens (its own included), and keys the
     indexer scores: all of them; at most the window (sliding); those of its own chunk (chunked, a
-    chunk holding `chunk` tokens); the top-k the indexer picks (DeepSeek-V3.2 sec. 2.1)."""
+    chunk holding `chunk` tokens); the top-k the indexer picks (DeepSeek-V3.2 sec. 2.1). A linear
+    mixer reads no keys: one recurrent step of its state ("state_steps")."""
     c = context
+    if attn["span"] == "state":
+        return {"core": 0, "indexer": 0, "state_steps": 1}
     if attn["span"] == "sliding":
         core = min(c, attn["window"])
     elif attn["span"] == "chunked":
@@ -1808,12 +1915,33 @@ def attention_core_flops(attn, *, pairs):
     (2 a d_qk per pair) and context P V (2 a d_v per pair); GQA shares k/v but still scores every
     query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair and
     sums them with per-head weights, I = sum_j w_j ReLU(q_j . k) (DeepSeek-AI 2025 sec. 2.1):
-    2 H_I (d_I + 1) per pair, as transformers' eager indexer runs it (two bmm's)."""
+    2 H_I (d_I + 1) per pair, as transformers' eager indexer runs it (two bmm's). A linear mixer's
+    core ("state_core"): gdn_core_flops over pairs["state"] tokens run chunked and
+    pairs["state_steps"] recurrent steps."""
     a = attn["heads"]
     d_qk, d_v = attention_head_dims(attn)
+    state = 0
+    if attn["span"] == "state":
+        state = gdn_core_flops(attn, chunked_tokens=pairs.get("state", 0), steps=pairs.get("state_steps", 0))
     return {"attention_scores": 2 * a * d_qk * pairs["core"],
             "attention_context": 2 * a * d_v * pairs["core"],
-            "indexer_scores": 2 * attn["index_heads"] * (attn["index_head_dim"] + 1) * pairs["indexer"]}
+            "indexer_scores": 2 * attn["index_heads"] * (attn["index_head_dim"] + 1) * pairs["indexer"],
+            "state_core": state}
+
+
+def gdn_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a Gated DeltaNet core, per value head (q and k shared by H_v / H_k value heads are
+    repeated to H_v). Chunked (Yang et al. 2024, arXiv 2406.06484 sec. 3 and arXiv 2412.06464
+    sec. 3.3; transformers' torch_chunk_gated_delta_rule), per chunk of C positions (the last one
+    padded to C): the two C x C products k_beta k^T and q k^T (2 C^2 d_k each); two unit-lower-
+    triangular solves of the UT transform, C (C - 1) (d_v + d_k); the intra-chunk product A v
+    (2 C^2 d_v); and three products with the d_k x d_v state (read by k_cumdecay and by q, and
+    the update k^T v: 2 C d_k d_v each). Recurrent, per step: the same three state products for one
+    token, 6 d_k d_v (the state's decay is elementwise, not counted)."""
+    Hv, dk, dv, C = attn["heads"], attn["head_dim"], attn["v_head_dim"], attn["state_chunk"]
+    chunks = -(-chunked_tokens // C)
+    per_chunk = 4 * C * C * dk + 2 * C * C * dv + C * (C - 1) * (dk + dv) + 6 * C * dk * dv
+    return Hv * (chunks * per_chunk + steps * 6 * dk * dv)
 
 
 def mlp_flops_per_token(mlp, *, h):
@@ -1835,7 +1963,10 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
     vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
     a d_v (what transformers' cache holds for DeepSeek-V2/V3). Layers that reuse another layer's
     K/V or latent hold none of it. A lightning indexer caches one d_I key per token (its own, also
-    on a layer that reuses another's latent: Mistral Large 4)."""
+    on a layer that reuses another's latent: Mistral Large 4). A linear mixer caches nothing per
+    token (state_elements: its constant state)."""
+    if attn["span"] == "state":
+        return {"kv": 0, "indexer": 0}
     ind = attn["index_head_dim"] if attn["index_topk"] else 0
     if attn["kv_shared"]:
         return {"kv": 0, "indexer": ind}
@@ -1854,7 +1985,10 @@ def cached_tokens(attn, *, context):
     DynamicSlidingWindowLayer shows W - 1 between steps but keeps storage for W after a decode
     step, tests/fixtures/README.md); at most C on a chunked layer (transformers keeps Llama 4's
     chunked layers in the same sliding cache with W = attention_chunk_size). Assumes steady-state
-    decoding: right after a prefill of N > W, transformers still holds all N until the next step."""
+    decoding: right after a prefill of N > W, transformers still holds all N until the next step.
+    A linear mixer holds no tokens (its state is constant: state_elements)."""
+    if attn["span"] == "state":
+        return 0
     if attn["span"] == "sliding":
         return min(context, attn["window"])
     if attn["span"] == "chunked":
@@ -1862,13 +1996,24 @@ def cached_tokens(attn, *, context):
     return context
 
 
+def state_elements(attn):
+    """Numbers one sequence's cache holds for a linear mixer, whatever its length, {"conv",
+    "recurrent"}: the conv window, K positions of the 2 H_k d_k + H_v d_v conv channels (what
+    transformers' LinearAttentionLayer keeps; vLLM keeps K - 1), and the H_v x d_k x d_v recurrent
+    state (Yang et al. 2024, arXiv 2412.06464 eq. 10). Softmax attention: none."""
+    if attn["span"] != "state":
+        return {"conv": 0, "recurrent": 0}
+    Hk, Hv, dk, dv = attn["kv_heads"], attn["heads"], attn["head_dim"], attn["v_head_dim"]
+    return {"conv": (2 * Hk * dk + Hv * dv) * attn["conv_kernel"], "recurrent": Hv * dk * dv}
+
+
 def param_breakdown(spec):
     """Exact parameter counts by component for a resolved spec, summed over its layer list (see
     the module docstring for the conventions of 'non-embedding' and 'active')."""
     V, h, nm = spec["vocab_size"], spec["hidden_size"], spec["norm"]
     p = spec["word_embed_proj_dim"]
-    sums = dict.fromkeys(("attention", "norms", "extra", "dense", "routed_experts", "shared_experts",
-                          "router", "inactive"), 0)
+    sums = dict.fromkeys(("attention", "linear_mixer", "norms", "extra", "dense", "routed_experts",
+                          "shared_experts", "router", "inactive"), 0)
     kinds = []
     for layer, count, first in layer_groups(spec):
         lp = layer_params(layer, h=h, norm=nm)
@@ -1884,7 +2029,8 @@ def param_breakdown(spec):
         "embedding_norm_params": norm_params(width=h, norm=nm) if spec["embedding_norm"] else 0,
         "embedding_projection_params": 2 * p * h if p != h else 0,
         "per_layer_embedding_params": spec["per_layer_embedding_params"],
-        "attention_params": sums["attention"],
+        "attention_params": sums["attention"] - sums["linear_mixer"],
+        "linear_mixer_params": sums["linear_mixer"],
         "mlp_params": sums["dense"],
         "routed_expert_params": sums["routed_experts"],
         "shared_expert_params": sums["shared_experts"],
@@ -1900,11 +2046,15 @@ def param_breakdown(spec):
     emb = (out["embedding_params"] + out["position_embedding_params"] + out["output_head_params"]
            + out["per_layer_embedding_params"])
     moe_layers = set(spec["moe_layers"])
-    first = layer_params(spec["layers"][0], h=h, norm=nm)
+    first = layer_params(next((x for x in spec["layers"] if any(a["span"] != "state" for a in x["attention"])),
+                              spec["layers"][0]), h=h, norm=nm)
+    first_linear = next((layer_params(x, h=h, norm=nm) for x in spec["layers"] if x["attention"][0]["span"] == "state"),
+                        None)
     moe0 = layer_params(spec["layers"][min(moe_layers)], h=h, norm=nm) if moe_layers else None
     dense0 = next((layer_params(x, h=h, norm=nm) for i, x in enumerate(spec["layers"]) if i not in moe_layers), None)
     out.update({
-        "per_layer": {"attention": first["attention"], "norms": first["norms"],
+        "per_layer": {"attention": first["attention"] - first["linear_mixer"],
+                      "linear_mixer": first_linear["linear_mixer"] if first_linear else 0, "norms": first["norms"],
                       "dense_mlp": dense0["dense"] if dense0 else 0,
                       "moe_routed_experts": moe0["routed_experts"] if moe0 else 0,
                       "moe_one_expert": moe0["one_expert"] if moe0 else 0,
@@ -1914,6 +2064,7 @@ def param_breakdown(spec):
                       "moe_layer_total": moe0["total"] if moe0 else 0},
         "layer_kinds": kinds,
         "num_dense_layers": spec["num_layers"] - len(moe_layers), "num_moe_layers": len(moe_layers),
+        "num_attention_layers": sum(any(a["span"] != "state" for a in x["attention"]) for x in spec["layers"]),
         "total_params": total, "non_embedding_params": total - emb,
         "active_params": total - inactive, "active_non_embedding_params": total - inactive - emb,
     })
@@ -1941,7 +2092,9 @@ def format_report(res):
             ("Position embedding (learned)", res["position_embedding_params"]),
             ("Embedding norm", res["embedding_norm_params"]),
             ("Embedding projections (in/out)", res["embedding_projection_params"]),
-            (f"Attention ({spec['num_layers']} layers)", res["attention_params"]),
+            (f"Attention ({res['num_attention_layers']} layers)", res["attention_params"]),
+            (f"Linear attention / SSM ({spec['num_layers'] - res['num_attention_layers']} layers)",
+             res["linear_mixer_params"]),
             (f"Dense MLP ({res['num_dense_layers']} layers)", res["mlp_params"]),
             (f"Routed experts ({res['num_moe_layers']} layers x {spec['num_experts']})",
              res["routed_expert_params"]),
@@ -1960,6 +2113,7 @@ def format_report(res):
             lines.append(f"{name:<44}{n:>18,}{human_count(n):>10}{100 * n / total:>8.2f}%")
     pl = res["per_layer"]
     lines.append("per layer: attention {:,}, norms {:,}".format(pl["attention"], pl["norms"])
+                 + (", linear mixer {:,}".format(pl["linear_mixer"]) if pl["linear_mixer"] else "")
                  + (", dense MLP {:,}".format(pl["dense_mlp"]) if res["num_dense_layers"] else "")
                  + (", one expert {:,}".format(pl["moe_one_expert"]) if res["num_moe_layers"] else ""))
     if len(res["layer_kinds"]) > 1:

@@ -918,3 +918,24 @@ def test_checkpoint_format_sets_the_weight_bytes(capsys):
     r16 = run(args + ["-s", "64", "-o", "2", "--weight-bits", "16"])
     assert r16["checkpoint_format"] is None and r16["weight_bytes_per_gpu"] > 1.5 * r["weight_bytes_per_gpu"]
     assert r["decode_step_weight_bytes_read_per_gpu"] < r16["decode_step_weight_bytes_read_per_gpu"]
+
+
+def test_gated_deltanet_decode_reads_a_constant_state():
+    # Qwen3.5-35B-A3B (published config): 30 Gated DeltaNet layers, 10 full-attention layers with
+    # 2 kv heads x 256. A decode step reads the KV cache of the 10 attention layers only (2,048 B
+    # per token each at 16 bits) and each linear layer's constant state (read and written, fp32
+    # recurrent state: transformers' cache, tests/fixtures/hf_cache_bytes.json), so the bytes a
+    # step reads grow by 10 x 2,048 B per token of context, not 40 x.
+    from conftest import config_path, run_main
+    out = {}
+    for s in (4096, 65536):
+        res, _, _ = run_main(cil.main, ["--hf_model_name_or_path", config_path("qwen3.5-35b-a3b-text"),
+                                        "--prompt-tokens", str(s), "-o", "2", "--json"])
+        out[s] = res
+    grow = out[65536]["decode_step_cache_bytes_read_per_gpu"] - out[4096]["decode_step_cache_bytes_read_per_gpu"]
+    assert grow == (65536 - 4096) * 10 * 2 * 2 * 256 * 2
+    state = out[4096]["state_bytes_per_gpu"]
+    assert state == out[65536]["state_bytes_per_gpu"] == 30 * (2 * 16 * 128 + 32 * 128) * 4 * 2 + 30 * 32 * 128 * 128 * 4
+    kinds = {k["attention"]: k for k in out[65536]["layer_kinds"]}
+    gdn = next(k for a, k in kinds.items() if a.startswith("gdn"))
+    assert gdn["kv_cache_bytes_per_layer_per_gpu"] == 0 and gdn["state_bytes_per_layer_per_gpu"] == state / 30

@@ -834,3 +834,60 @@ def test_fp8_block_checkpoint_counts_its_scales():
                               "-s", "1024", "-o", "1", "-tp", "8", "--num-gpus", "8", "--json"])
     fmt = r["config"]["checkpoint_format"]
     assert fmt == {"method": "fp8", "linear_bits": 8 + 32 / 16384, "expert_bits": 8 + 32 / 16384}
+
+
+# --- hybrids: Gated DeltaNet layers (issue 15) -----------------------------------------------------
+
+def _hf_cache_layer_bytes(run, layer_class):
+    """Per-layer storage bytes of one cache-layer class in a measured transformers cache run."""
+    from conftest import load_json
+    entry = load_json("hf_cache_bytes.json")[run]
+    out = set()
+    for r in entry["runs"]:
+        for phase in ("prefill", "decode"):
+            out |= {x["storage_bytes"] for x in r[phase]["layers"] if x["cache_layer_class"] == layer_class}
+    return out
+
+
+def test_qwen35_hybrid_at_128k_against_all_attention():
+    # Source: Qwen3.5-35B-A3B's published config (tests/fixtures/configs/SOURCES.md): 40 layers,
+    # layer_types 3 linear_attention : 1 full_attention, 2 kv heads x head_dim 256 on the full
+    # layers; transformers 5.23's cache for the same linear-layer geometry holds a constant
+    # 2,162,688 B per Gated DeltaNet layer per sequence (conv window bf16 + fp32 recurrent state;
+    # tests/fixtures/hf_cache_bytes.json "qwen3.5-35b-a3b", after prefill and after decode, N = 12
+    # and 40). Setup: inference, batch 1, 131,072-token prompt + 1 output token, bf16 KV.
+    # Tolerance: exact. The issue's report: counted as all-attention, 10.0 GiB of KV at 128k.
+    cfg = json.load(open(config_path("qwen3.5-35b-a3b")))["text_config"]
+    types_ = cfg["layer_types"]
+    n_full, n_lin = types_.count("full_attention"), types_.count("linear_attention")
+    assert (n_full, n_lin) == (10, 30)
+    res, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("qwen3.5-35b-a3b"), "--infer",
+                                "-s", "131072", "-b", "1", "--json"])
+    ctx = 131073
+    per_tok = 2 * cfg["num_key_value_heads"] * cfg["head_dim"] * 2
+    assert res["kv_cache_bytes"] == n_full * per_tok * ctx
+    (state_layer,) = _hf_cache_layer_bytes("qwen3.5-35b-a3b", "LinearAttentionLayer")
+    assert res["state_cache_bytes"] == n_lin * state_layer
+    alt = res["all_attention"]
+    assert alt["kv_cache_bytes"] == len(types_) * per_tok * ctx  # 10.0 GiB: the issue's figure
+    assert round(alt["kv_cache_bytes"] / 2**30, 2) == 10.0
+    assert alt["kv_cache_bytes"] / res["kv_cache_bytes"] == len(types_) / n_full  # 4x: the pattern
+    assert alt["saving_bytes"] == alt["total_bytes"] - res["total_bytes"]
+    # the saving is the KV the 30 linear layers would hold, less their state; weights and the
+    # prefill working set are the model's own in both
+    assert alt["saving_bytes"] == alt["kv_cache_bytes"] - res["kv_cache_bytes"] - res["state_cache_bytes"]
+    assert alt["total_bytes"] == res["total_bytes"] + alt["saving_bytes"]
+
+
+def test_linear_state_does_not_grow_and_splits_over_tp():
+    # Yang et al. 2024 (arXiv 2412.06464): the state is d_k x d_v per value head whatever the
+    # context; vLLM shards Gated DeltaNet by heads, so each of tp ranks holds 1/tp of it.
+    path = config_path("qwen3-next-80b-a3b-thinking")
+    rows = {}
+    for s, tp in ((4096, 1), (65536, 1), (4096, 4)):
+        res, _, _ = run_main(main, ["--hf_model_name_or_path", path, "--infer", "-s", str(s), "-tp", str(tp),
+                                    "--num-gpus", str(tp), "-b", "2", "--json"])
+        rows[(s, tp)] = res
+    assert rows[(4096, 1)]["state_cache_bytes"] == rows[(65536, 1)]["state_cache_bytes"] > 0
+    assert rows[(4096, 4)]["state_cache_bytes"] * 4 == pytest.approx(rows[(4096, 1)]["state_cache_bytes"], rel=1e-3)
+    assert rows[(65536, 1)]["kv_cache_bytes"] == 16 * rows[(4096, 1)]["kv_cache_bytes"] * 65537 / 4097 / 16

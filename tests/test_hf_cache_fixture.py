@@ -18,7 +18,7 @@ DATA = json.loads((FIX / "hf_cache_bytes.json").read_text())
 META = DATA["_meta"]
 ENTRIES = {k: v for k, v in DATA.items() if k != "_meta"}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "int64": 8, "int32": 4}
-MAIN_TENSORS = ("keys", "values", "indexer_keys")
+MAIN_TENSORS = ("keys", "values", "indexer_keys", "conv_states.0", "recurrent_states.0")
 
 
 def _config(entry):
@@ -106,6 +106,11 @@ def _expected(cfg, entry, i, context):
         if "indexed_attention" in kind and "(indexer: shared)" not in kind:
             shapes["indexer_keys"] = [b, context, cfg["index_head_dim"]]
         return shapes
+    if kind == "linear_attention":  # Gated DeltaNet: conv window (K of conv_dim) and H_v x d_k x d_v
+        hk, hv = cfg["linear_num_key_heads"], cfg["linear_num_value_heads"]
+        dk, dv = cfg["linear_key_head_dim"], cfg["linear_value_head_dim"]
+        return {"conv_states.0": [b, 2 * hk * dk + hv * dv, cfg["linear_conv_kernel_dim"]],
+                "recurrent_states.0": [b, hv, dk, dv]}
     kv, d = _layer_geometry(cfg, i)
     if kind.startswith("sliding_attention") or kind.startswith("chunked_attention"):
         w = cfg["sliding_window"] if kind.startswith("sliding") else cfg["attention_chunk_size"]

@@ -5,11 +5,13 @@ Ground truth: tests/fixtures/hf_cache_bytes.json (tests/fixtures/measure_cache.p
 layer's DynamicCache entry keeps allocated (storage_bytes: for a sliding or chunked layer W
 tokens, one more than the W - 1 its view shows) after a prefill of N tokens (N = 12, 40) and after
 N more decode steps, for full, GQA, sliding, chunked, NoPE, MLA (the latent), DSA (latent + indexer keys, GLM-5's
-shared-indexer layers without keys), attention sinks and Gemma 4's KV-sharing layers. Static
+shared-indexer layers without keys), attention sinks, Gemma 4's KV-sharing layers and Gated DeltaNet
+layers (Qwen3-Next, Qwen3.5: conv window and recurrent state, the same at N and 2N, at 12 and 40). Static
 caches (preallocated) are not what the rule describes and are skipped. Tolerance: exact.
 
 Ours: for each attention block of each layer, cache_elements_per_token (MLA as the latent) x
-cached_tokens(context) x batch x bytes per element."""
+cached_tokens(context) x batch x bytes per element; for a linear mixer state_elements: the conv
+window at the model's dtype and the recurrent state at 4 bytes (transformers keeps it in fp32)."""
 import argparse
 import json
 import os
@@ -34,14 +36,17 @@ def _ours(layer, *, context, batch, dtype_bytes):
     total = 0
     for attn in layer["attention"]:
         el = P.cache_elements_per_token(attn, mla_cache="latent")
-        total += (el["kv"] + el["indexer"]) * P.cached_tokens(attn, context=context)
-    return total * batch * dtype_bytes
+        total += (el["kv"] + el["indexer"]) * P.cached_tokens(attn, context=context) * dtype_bytes
+        st = P.state_elements(attn)  # a linear mixer: conv window in the model dtype, state in fp32
+        total += st["conv"] * dtype_bytes + st["recurrent"] * 4
+    return total * batch
 
 
 def test_every_kind_is_covered():
     kinds = {CACHE[k]["model_type"] for k in RUNS}
     assert {"llama", "mistral", "gemma3_text", "cohere2", "exaone4", "gpt_oss", "llama4_text", "deepseek_v3",
-            "deepseek_v32", "glm_moe_dsa", "gemma4_text", "minimax_m2", "qwen3"} <= kinds
+            "deepseek_v32", "glm_moe_dsa", "gemma4_text", "minimax_m2", "qwen3", "qwen3_next",
+            "qwen3_5_moe_text"} <= kinds
 
 
 @pytest.mark.parametrize("name", RUNS)
