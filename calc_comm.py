@@ -462,8 +462,7 @@ _TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starco
 # model_types that are real transformers families whose layers this block cannot describe yet:
 # exit 2 rather than print a Llama-style count (linear attention and state-space layers).
 _NOT_YET = {
-    "kimi_linear",
-    "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm2", "lfm2_moe",
+    "kimi_linear", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm2", "lfm2_moe",
     "lfm3", "deepseek_v4", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
     "recurrent_gemma", "minimax", "plamo2",
 }
@@ -1239,6 +1238,41 @@ def _read_qwen_gdn(r, s, ll, notes, warnings):
     r.used.update(("mtp_use_dedicated_embeddings", "mamba_ssm_dtype"))
 
 
+def _read_olmo_hybrid(r, s, ll, notes, warnings):
+    """Olmo-Hybrid: Gated DeltaNet layers and OLMo-2-style attention layers (q/k norms over all
+    heads, post-norms; NoPE without rope_theta: no weights either way), a dense SwiGLU MLP on every
+    layer, 2 norms per layer. Defaults as OlmoHybridConfig derives them: key and value heads =
+    num_attention_heads, d_k = int(0.75 h / H_k), d_v = 2 d_k; full attention where i % 4 == 3
+    (the last layer if none is)."""
+    L, a, h = s["num_layers"], s["num_attention_heads"], s["hidden_size"]
+    s.update(ll, qk_norm="full")
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    hk = r.int("linear_num_key_heads", default=a, hi=2**20)
+    dk = r.int("linear_key_head_dim", default=int(0.75 * h / hk), hi=2**20)
+    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads", default=a, hi=2**20),
+                         "kv_heads": hk, "head_dim": dk,
+                         "v_head_dim": r.int("linear_value_head_dim", default=2 * dk, hi=2**20),
+                         "conv_kernel": r.int("linear_conv_kernel_dim", default=4, hi=4096),
+                         "state_chunk": GDN_CHUNK}
+    if s["linear_mixer"]["heads"] % hk:
+        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+                         f"of linear_num_key_heads {hk}")
+    r.bool("linear_allow_neg_eigval", default=True)  # beta in (0, 2): no weights
+    if r.has("layer_types"):
+        s["layer_types"] = _layer_pattern(r, L, s)
+        if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
+            raise ValueError(f"{r.where}: layer_types of an olmo_hybrid model lists only linear_attention "
+                             "and full_attention layers")
+    else:
+        lt = ["full" if i % 4 == 3 else "linear" for i in range(L)]
+        if "full" not in lt:
+            lt[-1] = "full"
+        s["layer_types"] = lt
+    s["sliding_window"] = None
+    r.used.add("sliding_window")
+
+
 def _read_deepseek(r, s):
     """DeepSeek-V2/V3 (and the families built on them): MLA when kv_lora_rank is set, routed and
     shared experts on every layer from first_k_dense_replace on (transformers 5 does not read
@@ -1738,14 +1772,15 @@ _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_
                    "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
                    "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
                    "granitemoe": _read_granitemoe, "phimoe": _read_phimoe, "qwen3_next": _read_qwen_gdn,
-                   "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn}
+                   "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn,
+                   "olmo_hybrid": _read_olmo_hybrid}
 SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
     "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
     "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
     "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "qwen3_next", "qwen3_5_text",
-    "qwen3_5_moe_text",
+    "qwen3_5_moe_text", "olmo_hybrid",
 )
 
 

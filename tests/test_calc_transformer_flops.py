@@ -52,7 +52,7 @@ def test_required_architectures_were_measured(name):
     assert name in HF_FLOPS, f"{name} missing from tests/fixtures/hf_flop_counts.json"
 
 
-GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwen3_next", "qwen3_5_text"))
+GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwen3_next", "qwen3_5_text", "olmo_hybrid"))
 
 
 @pytest.mark.parametrize("name", sorted(set(HF_FLOPS) - set(GDN_RUNS)))

@@ -23,7 +23,7 @@ from calc_transformer_params import main
 
 COUNTS = load_json("hf_param_counts.json")
 LINEAR_OR_SSM = {"kimi_linear",
-                 "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3", "deepseek_v4"}
+                 "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3", "deepseek_v4"}
 
 
 def _model_type(name):
