@@ -105,13 +105,12 @@ CONFIG_MAX_DEPTH = 64        # nesting deeper than this is not a model config
 # (PretrainedConfig's default); the others pass tie_word_embeddings=False in their constructors.
 _TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2", "gemma3_text",
                     "gemma4_text", "cohere2", "exaone4", "smollm3", "granitemoe", "olmo3",
-                    "seed_oss", "llama4_text"}
+                    "seed_oss", "llama4_text", "lfm3"}
 
 # model_types that are real transformers families whose layers this block cannot describe yet:
 # exit 2 rather than print a Llama-style count (linear attention and state-space layers).
 _NOT_YET = {
-    "kimi_linear", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm2", "lfm2_moe",
-    "lfm3", "deepseek_v4", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
+    "lfm2", "lfm2_moe", "deepseek_v4", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
     "recurrent_gemma", "minimax", "plamo2",
 }
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
@@ -584,6 +583,8 @@ def spec_from_hf_config(cfg, num_layers=None):
                              f"cannot describe (fields {', '.join(foreign)})")
     h = r.int("hidden_size", "n_embd", "n_embed", "d_model", hi=2**24)
     L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", hi=100_000)
+    if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
+        L_cfg = len(_nemotron_blocks(r))
     a = r.int("num_attention_heads", "n_head", "num_heads", hi=2**20)
     missing = [k for k, v in (("vocab_size", r.int("vocab_size", hi=2**31)), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
@@ -919,6 +920,254 @@ def _read_olmo_hybrid(r, s, ll, notes, warnings):
         s["layer_types"] = lt
     s["sliding_window"] = None
     r.used.add("sliding_window")
+
+
+def _mamba2_mixer(r, s, *, d_in, heads, head_dim, groups, state, conv, chunk, in_bias, out_bias,
+                  conv_bias, gated_norm):
+    """The spec's linear_mixer for a family's Mamba-2 layers; the head width must tile d_in."""
+    if heads * head_dim != d_in:
+        raise ValueError(f"{r.where}: Mamba-2 heads {heads} x head dim {head_dim} must equal its inner width {d_in}")
+    if heads % groups:
+        raise ValueError(f"{r.where}: Mamba-2 heads {heads} are not a multiple of its {groups} groups")
+    s["linear_mixer"] = {"kind": "mamba2", "heads": heads, "kv_heads": groups, "head_dim": head_dim,
+                         "v_head_dim": head_dim, "state_size": state, "conv_kernel": conv, "state_chunk": chunk,
+                         "in_bias": in_bias, "mixer_out_bias": out_bias, "conv_bias": conv_bias,
+                         "gated_norm": gated_norm}
+
+
+def _mamba_head_dim(r, key, d_in, heads):
+    """Granite/Falcon's mamba_d_head: a number, or "auto" (d_in // heads, as their configs derive it)."""
+    if r.cfg.get(key) == "auto" or not r.has(key):
+        r.used.add(key)
+        return d_in // heads
+    return r.int(key, hi=2**20)
+
+
+_NEMOTRON_BLOCKS = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp", "linear_attention": "mamba",
+                    "mamba": "mamba", "moe": "moe", "full_attention": "attention", "attention": "attention",
+                    "mlp": "mlp"}
+
+
+def _nemotron_blocks(r):
+    """Nemotron-H's per-layer block kinds: layers_block_type (alias layer_types), else the legacy
+    hybrid_override_pattern string, else NemotronHConfig's default 4 layers."""
+    if r.has("layers_block_type") or r.has("layer_types"):
+        key = "layers_block_type" if r.has("layers_block_type") else "layer_types"
+        pat = r.str_list(key, choices=set(_NEMOTRON_BLOCKS) - {"M", "E", "*", "-"})
+    elif r.has("hybrid_override_pattern"):
+        text = r.str("hybrid_override_pattern")
+        if not text or any(ch not in "ME*-" for ch in text):
+            r.fail("hybrid_override_pattern", "must be a string of M, E, * and -", text)
+        pat = list(text)
+    else:
+        pat = ["M", "E", "*", "-"]
+    if not pat:
+        raise ValueError(f"{r.where}: the layer pattern is empty")
+    return [_NEMOTRON_BLOCKS[x] for x in pat]
+
+
+def _read_nemotron_h(r, s, ll, notes, warnings):
+    """Nemotron-H (Nemotron 3): each layer is ONE block after its norm, a Mamba-2 mixer, an
+    attention (no biases, no positions), a non-gated ReLU^2 MLP or a MoE (non-gated ReLU^2 experts,
+    one shared expert of moe_shared_expert_intermediate_size, a router with a score-correction
+    buffer that is not a weight), from layers_block_type (or the legacy hybrid_override_pattern
+    M/E/*/-). Mamba inner width = mamba_num_heads x mamba_head_dim (expand is not read); in/out
+    projection biases from use_bias. transformers never ties the head; MTP layers are not built."""
+    blocks = _nemotron_blocks(r)
+    if s["_layers_from_flag"]:
+        if s["num_layers"] > len(blocks):
+            raise ValueError(f"--num-layers {s['num_layers']} is more than the {len(blocks)} layers the "
+                             "config's layer pattern describes")
+        blocks = blocks[:s["num_layers"]]
+    elif len(blocks) != s["num_layers"]:
+        warnings.append(f"num_hidden_layers {s['num_layers']} differs from the {len(blocks)} layers of the "
+                        "pattern: the pattern's count is used, as transformers does")
+    L = s["num_layers"] = len(blocks)
+    s.update(ll, num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, norms_per_layer=1,
+             head_dim=r.int("head_dim", default=128, hi=2**20), tied_embeddings=False,
+             mlp_bias=r.bool("mlp_bias", default=False))
+    r.bool("tie_word_embeddings", default=False)
+    r.bool("attention_bias", default=False)  # read, not used: NemotronHAttention has no biases
+    s["layer_types"] = ["linear" if b == "mamba" else "full" for b in blocks]
+    s["layer_blocks"] = ["mlp" if b in ("moe", "mlp") else "mixer" for b in blocks]
+    H = r.int("mamba_num_heads", default=128, hi=2**20)
+    P = r.int("mamba_head_dim", default=64, hi=2**20)
+    bias = r.bool("use_bias", default=False)
+    _mamba2_mixer(r, s, d_in=H * P, heads=H, head_dim=P, groups=r.int("n_groups", "mamba_n_groups", default=8, hi=2**20),
+                  state=r.int("ssm_state_size", default=128, hi=2**20), conv=r.int("conv_kernel", "mamba_d_conv", default=4, hi=4096),
+                  chunk=r.int("chunk_size", "mamba_chunk_size", default=128, hi=2**20), in_bias=bias, out_bias=bias,
+                  conv_bias=r.bool("use_conv_bias", "mamba_conv_bias", default=True), gated_norm=True)
+    r.used.update(("expand", "mamba_proj_bias", "n_shared_experts", "mamba_ssm_cache_dtype"))
+    if r.int("moe_latent_size", default=0, lo=0, hi=2**24):
+        raise ValueError(f"{r.where}: moe_latent_size (latent MoE projections) is not described by this script yet")
+    moe = [i for i, b in enumerate(blocks) if b == "moe"]
+    if moe:
+        f_e = r.int("moe_intermediate_size", default=2688, hi=2**31)
+        sh = r.int("moe_shared_expert_intermediate_size", lo=0, default=5376, hi=2**31)
+        s.update(moe=True, num_experts=r.int("n_routed_experts", default=128, hi=2**20),
+                 topk=r.int("num_experts_per_tok", default=6, hi=2**20), moe_ffn_hidden_size=f_e,
+                 num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh, shared_expert_gate=False,
+                 router_bias=False, expert_bias=False, moe_layer_set=moe)
+    _note_mtp(r, s)
+
+
+def _read_granitemoehybrid(r, s, ll, notes, warnings):
+    """Granite 4 hybrids: every layer a mixer (Mamba-2 on linear_attention / mamba layers, attention
+    elsewhere; all Mamba-2 when layer_types is absent, the config's default) and, after the second
+    norm, a MoE of gated experts of width intermediate_size plus an ungated shared MLP of
+    shared_intermediate_size (a dense gated MLP of that width when num_local_experts is 0). Mamba
+    inner width int(mamba_expand x h); the multipliers are scalars, not weights."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    key = "layer_types" if r.has("layer_types") else "layers_block_type"
+    lt = r.str_list(key, choices={"linear_attention", "mamba", "full_attention", "attention"}, length=L)
+    s["layer_types"] = (["linear" if t in ("linear_attention", "mamba") else "full" for t in lt] if lt
+                        else ["linear"] * L)
+    d_in = int(r.num("mamba_expand", default=2, hi=1e6) * h)
+    H = r.int("mamba_n_heads", default=128, hi=2**20)
+    pb = r.bool("mamba_proj_bias", default=False)
+    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
+                  groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
+                  conv=r.int("mamba_d_conv", default=4, hi=4096), chunk=r.int("mamba_chunk_size", default=256, hi=2**20),
+                  in_bias=pb, out_bias=pb, conv_bias=r.bool("mamba_conv_bias", default=True), gated_norm=True)
+    E = r.int("num_local_experts", "num_experts", lo=0, default=8, hi=2**20)
+    sh = r.int("shared_intermediate_size", default=1024, hi=2**31)
+    if E:
+        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=2, hi=2**20),
+                 moe_ffn_hidden_size=ll["ffn_hidden_size"], num_shared_experts=1,
+                 shared_expert_ffn_hidden_size=sh, shared_expert_gate=False, moe_layer_set=list(range(L)))
+    else:
+        s["ffn_hidden_size"] = sh  # the shared MLP is the layer's only MLP
+    r.used.add("intermediate_size")
+
+
+def _read_falcon_h1(r, s, ll, notes, warnings):
+    """Falcon-H1: every layer runs attention and a Mamba-2 mixer side by side on the same normed
+    input, then a gated MLP (2 norms). Mamba inner width mamba_d_ssm (or int(mamba_expand x h)),
+    in_proj bias mamba_proj_bias, out_proj bias projectors_bias, a gated RMSNorm only with
+    mamba_rms_norm. The muP multipliers are scalars; mup_vector is a buffer, not a weight."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, mlp_bias=r.bool("mlp_bias", default=False))
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    d_in = r.int("mamba_d_ssm", default=None, hi=2**31) or int(r.num("mamba_expand", default=2, hi=1e6) * h)
+    if "mamba_d_ssm" not in r.cfg:
+        d_in = 1024  # FalconH1Config's default when the field is absent
+    H = r.int("mamba_n_heads", default=128, hi=2**20)
+    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
+                  groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
+                  conv=r.int("mamba_d_conv", default=4, hi=4096), chunk=r.int("mamba_chunk_size", default=256, hi=2**20),
+                  in_bias=r.bool("mamba_proj_bias", default=False), out_bias=r.bool("projectors_bias", default=False),
+                  conv_bias=r.bool("mamba_conv_bias", default=True),
+                  gated_norm=r.bool("mamba_rms_norm", default=False))
+    r.bool("mamba_norm_before_gate", default=True)
+    s["layer_types"] = ["hybrid"] * L
+
+
+def _read_jamba(r, s, ll, notes, warnings):
+    """Jamba: attention on layers i % attn_layer_period == attn_layer_offset (no biases, no
+    positions, head_dim h / a), Mamba-1 elsewhere (inner width mamba_expand x h, dt rank "auto" =
+    ceil(h / 16), RMSNorms on dt, B and C); a MoE of gated experts on layers i % expert_layer_period
+    == expert_layer_offset when num_experts > 1 (router without bias, no shared expert), a gated
+    dense MLP elsewhere; 2 norms per layer."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, qkv_bias=False, attn_out_bias=False)
+    ap, ao = r.int("attn_layer_period", default=8, hi=100_000), r.int("attn_layer_offset", lo=0, default=4, hi=100_000)
+    ep, eo = r.int("expert_layer_period", default=2, hi=100_000), r.int("expert_layer_offset", lo=0, default=1, hi=100_000)
+    if ao >= ap or eo >= ep:
+        raise ValueError(f"{r.where}: attn_layer_offset / expert_layer_offset must be below their period")
+    s["layer_types"] = ["full" if i % ap == ao else "linear" for i in range(L)]
+    E = int(r.num("mamba_expand", default=2, hi=1e6) * h)
+    rank = r.cfg.get("mamba_dt_rank", "auto")
+    R = -(-h // 16) if rank == "auto" else r.int("mamba_dt_rank", hi=2**20)
+    r.used.add("mamba_dt_rank")
+    pb = r.bool("mamba_proj_bias", default=False)
+    s["linear_mixer"] = {"kind": "mamba1", "heads": E, "kv_heads": E, "head_dim": 1, "v_head_dim": 1,
+                         "state_size": r.int("mamba_d_state", default=16, hi=2**20), "dt_rank": R,
+                         "conv_kernel": r.int("mamba_d_conv", default=4, hi=4096), "state_chunk": 0,
+                         "in_bias": pb, "mixer_out_bias": pb, "conv_bias": r.bool("mamba_conv_bias", default=True),
+                         "dt_norms": True}
+    n_exp = r.int("num_experts", "num_local_experts", default=16, hi=2**20)
+    if n_exp > 1:
+        s.update(moe=True, num_experts=n_exp, topk=r.int("num_experts_per_tok", default=2, hi=2**20),
+                 moe_ffn_hidden_size=ll["ffn_hidden_size"], moe_layer_set=[i for i in range(L) if i % ep == eo])
+    r.used.update(("use_mamba_kernels", "use_mambapy", "use_associative_scan"))
+
+
+def _read_lfm3(r, s, ll, notes, warnings):
+    """LFM3: per layer_types a short-convolution block (in_proj h -> 3h for B, C, x, a depthwise conv
+    of conv_L_cache taps, out_proj; biases with conv_bias) or attention (full, or sliding within
+    sliding_window), each followed by a gated dense MLP. Attention: per-head q/k norms, a per-head
+    sigmoid output gate (g_proj h -> a) with use_attention_gate, biases with attention_bias.
+    4 norms per layer with use_sandwich_norm (2 without). Default pattern: full where i % 4 == 2,
+    sliding where i % 4 == 0 and i > 0, conv elsewhere."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, qk_norm="head", head_dim=r.int("head_dim", default=128, hi=2**20),
+             norms_per_layer=4 if r.bool("use_sandwich_norm", default=True) else 2,
+             attn_output_gate="headwise" if r.bool("use_attention_gate", default=True) else "none")
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    lt = r.str_list("layer_types", choices={"conv", "full_attention", "sliding_attention"}, length=L)
+    if lt is None:
+        lt = ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
+              for i in range(L)]
+    s["layer_types"] = [{"conv": "linear", "full_attention": "full", "sliding_attention": "sliding"}[t] for t in lt]
+    if "sliding" in s["layer_types"]:
+        s["sliding_window"] = r.int("sliding_window", default=256, hi=2**31)
+    s["linear_mixer"] = {"kind": "shortconv", "heads": h, "kv_heads": h, "head_dim": 1, "v_head_dim": 1,
+                         "conv_kernel": r.int("conv_L_cache", default=7, hi=4096), "state_chunk": 0,
+                         "conv_bias": r.bool("conv_bias", default=False)}
+
+
+def _read_kimi_linear(r, s, ll, notes, warnings):
+    """Kimi Linear: KDA layers and NoPE MLA layers (layer_types, else linear_attn_config's 1-based
+    kda_layers / full_attn_layers, else MLA where i > 0 and i % 4 == 0), a dense first layer
+    (mlp_layer_types, else first_k_dense_replace, default 1) and MoE (gated experts, num_shared_experts
+    shared, a router whose score correction is a buffer); the head is never tied. KDA's heads, head
+    dim and conv kernel from linear_attn_config where it has them, else linear_num_heads /
+    linear_head_dim / linear_conv_kernel_dim."""
+    L = s["num_layers"]
+    s.update(ll, tied_embeddings=False)
+    r.bool("tie_word_embeddings", default=False)  # KimiLinearForCausalLM ties nothing
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, position_embedding="none")
+    lac = r.sub("linear_attn_config") or {}
+    sub = ConfigReader(lac, f"{r.where} (linear_attn_config)")
+    H = sub.int("num_heads", default=None, hi=2**20) or r.int("linear_num_heads", default=32, hi=2**20)
+    d = sub.int("head_dim", default=None, hi=2**20) or r.int("linear_head_dim", default=128, hi=2**20)
+    K = sub.int("short_conv_kernel_size", default=None, hi=4096) or r.int("linear_conv_kernel_dim", default=4, hi=4096)
+    s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
+                         "conv_kernel": K, "state_chunk": GDN_CHUNK}
+    if r.has("layer_types"):
+        s["layer_types"] = _layer_pattern(r, L, s)
+    elif "full_attn_layers" in lac and "kda_layers" in lac:
+        full = sub.int_list("full_attn_layers", lo=1, hi=L)
+        kda = sub.int_list("kda_layers", lo=1, hi=L)
+        lt = [None] * L
+        for i in full:
+            lt[i - 1] = "full"
+        for i in kda:
+            lt[i - 1] = "linear"
+        if None in lt:
+            raise ValueError(f"{r.where}: linear_attn_config's kda_layers and full_attn_layers leave layer "
+                             f"{lt.index(None) + 1} (1-based) without a kind")
+        s["layer_types"] = lt
+    else:
+        s["layer_types"] = ["full" if i and i % 4 == 0 else "linear" for i in range(L)]
+    if any(t not in ("full", "linear") for t in s["layer_types"]):
+        raise ValueError(f"{r.where}: a kimi_linear model has only linear_attention and full_attention layers")
+    s["sliding_window"] = None
+    E = r.int("num_experts", "num_local_experts", default=256, hi=2**20)
+    f_e = r.int("moe_intermediate_size", default=1024, hi=2**31)
+    n_sh = r.int("num_shared_experts", "n_shared_experts", lo=0, default=1, hi=2**20)
+    dense = [i for i in range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000))]
+    s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_token", "num_experts_per_tok", default=8, hi=2**20),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
+             router_bias=False, moe_layer_set=_mlp_pattern(r, L, dense))
+    _read_mla(r, s)
+    r.used.update(("moe_layer_freq", "mla_use_nope", "use_grouped_topk", "moe_router_activation_func", "head_dim"))
 
 
 def _read_deepseek(r, s):
@@ -1421,14 +1670,17 @@ _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_
                    "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
                    "granitemoe": _read_granitemoe, "phimoe": _read_phimoe, "qwen3_next": _read_qwen_gdn,
                    "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn,
-                   "olmo_hybrid": _read_olmo_hybrid}
+                   "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
+                   "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
+                   "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear}
 SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
     "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
     "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
     "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "qwen3_next", "qwen3_5_text",
-    "qwen3_5_moe_text", "olmo_hybrid",
+    "qwen3_5_moe_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3",
+    "kimi_linear",
 )
 
 
@@ -1552,7 +1804,7 @@ def resolve_model_spec(args, defaults=None):
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
                       ("checkpoint_format", None), ("input_matmul_params", 0),
                       ("attn_position_scaling", False), ("indexer_input_norm", False),
-                      ("linear_mixer", None)):
+                      ("linear_mixer", None), ("layer_blocks", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1640,16 +1892,19 @@ def build_layers(s):
     L, cache, layers = s["num_layers"], {}, []
     moe_set = set(s["moe_layers"])
     types = s["layer_types"] or ["full"] * L
+    blocks = s.get("layer_blocks") or ["both"] * L  # Nemotron-H: a layer is a mixer or an MLP
     mla = bool(s.get("kv_lora_rank"))
     nope = set(s["nope_layers"])
     by_inputs = {}  # what varies per layer -> the layer built for it (no rebuild for identical inputs)
     for i in range(L):
         ov = s["layer_overrides"].get(i, {})
         span = types[i]
-        key = (span, i in nope, i in moe_set, id(ov) if ov else None)
+        key = (span, i in nope, i in moe_set, blocks[i], id(ov) if ov else None)
         if key in by_inputs and not ov:
             layers.append(by_inputs[key])
             continue
+        parallel = span == "hybrid"  # Falcon-H1: attention and a linear mixer side by side
+        span = "full" if parallel else span
         attn = {"kind": "mla" if mla else "mha", "span": span,
                 "window": s["sliding_window"] if span == "sliding" else 0,
                 "chunk": s["attention_chunk_size"] if span == "chunked" else 0,
@@ -1681,8 +1936,11 @@ def build_layers(s):
         mlp.update(ov.get("mlp", {}))
         attn, mlp = _shared(cache, attn), _shared(cache, mlp)
         extra_attn = tuple(_shared(cache, dict(attn, **x)) for x in ov.get("more_attention", ()))
+        if parallel:
+            extra_attn += (_shared(cache, dict(attn, **dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))),)
         extra_mlp = tuple(_shared(cache, dict(x)) for x in ov.get("more_mlp", ()))
-        layer = {"attention": (attn,) + extra_attn, "mlp": (mlp,) + extra_mlp,
+        layer = {"attention": () if blocks[i] == "mlp" else (attn,) + extra_attn,
+                 "mlp": () if blocks[i] == "mixer" else (mlp,) + extra_mlp,
                  "norms": ov.get("norms", s["norms_per_layer"]),
                  "extra_params": ov.get("extra_params", s["extra_params_per_layer"])}
         layers.append(_shared(cache, layer))
@@ -1719,6 +1977,14 @@ def layer_groups(spec):
 def attention_kind(attn):
     """A short label: full, sliding(4096), chunked(8192), mla, +nope, +sinks, +gate, +dsa(topk);
     a linear mixer by its kind and heads, gdn(16k/32v)."""
+    if attn["kind"] == "mamba2":
+        return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
+    if attn["kind"] == "kda":
+        return f"kda({attn['heads']}x{attn['head_dim']})"
+    if attn["kind"] == "mamba1":
+        return f"mamba(E={attn['heads']}, N={attn['state_size']})"
+    if attn["kind"] == "shortconv":
+        return f"shortconv(K={attn['conv_kernel']})"
     if attn["span"] == "state":
         return f"{attn['kind']}({attn['kv_heads']}k/{attn['heads']}v)"
     label = "mla" if attn["kind"] == "mla" else ("mha" if attn["kv_heads"] == attn["heads"] else
@@ -1766,24 +2032,69 @@ def indexer_params(attn, *, h):
     return q_in * H * dI + h * dI + 2 * dI + h * H + extra
 
 
+def mixer_widths(attn):
+    """(in_proj output width, out_proj input width, conv channels) of a linear mixer. Gated
+    DeltaNet: q, k, v, z, beta, a = 2 H_k d_k + 2 H_v d_v + 2 H_v; H_v d_v; 2 H_k d_k + H_v d_v.
+    Mamba-2 (Dao & Gu 2024, arXiv 2405.21060 sec. 7; heads H of P, G groups of state N): z, x,
+    B, C, dt = 2 H P + 2 G N + H; H P; H P + 2 G N. Mamba-1 (Gu & Dao 2023, arXiv 2312.00752;
+    E inner channels, "heads" here): x, z = 2 E; E; E. A short convolution (LFM2/3; D channels):
+    B, C, x = 3 D; D; D. Kimi Delta Attention (KDA; H heads of d, D = H d): q, k, v, the low-rank
+    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D."""
+    if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
+        D = attn["heads"] * attn["head_dim"]
+        return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
+    if attn["kind"] in ("mamba1", "shortconv"):
+        E = attn["heads"]
+        return (2 if attn["kind"] == "mamba1" else 3) * E, E, E
+    if attn["kind"] == "mamba2":
+        d_in, gn = attn["heads"] * attn["head_dim"], attn["kv_heads"] * attn["state_size"]
+        return 2 * d_in + 2 * gn + attn["heads"], d_in, d_in + 2 * gn
+    Hk, Hv, dk, dv = attn["kv_heads"], attn["heads"], attn["head_dim"], attn["v_head_dim"]
+    return 2 * Hk * dk + 2 * Hv * dv + 2 * Hv, Hv * dv, 2 * Hk * dk + Hv * dv
+
+
 def linear_mixer_params(attn, *, h):
-    """One Gated DeltaNet mixer's weights (Yang et al. 2024, arXiv 2412.06464), as transformers'
+    """A linear mixer's weights, by kind (Mamba-2 below). One Gated DeltaNet mixer's weights (Yang et al. 2024, arXiv 2412.06464), as transformers'
     Qwen3-Next/Qwen3.5 build it: with H_k key heads of d_k and H_v value heads of d_v, an input
     projection to q, k (H_k d_k each), v and the output gate z (H_v d_v each) and per value head
     beta and the decay's a (h x (2 H_k d_k + 2 H_v d_v + 2 H_v)); a depthwise causal conv of K taps
     over q, k, v (no bias); per value head dt_bias and A_log; a gated RMSNorm over d_v shared by the
-    heads; out_proj H_v d_v x h."""
-    Hk, Hv, dk, dv = attn["kv_heads"], attn["heads"], attn["head_dim"], attn["v_head_dim"]
-    conv_dim = 2 * Hk * dk + Hv * dv
-    return (h * (2 * Hk * dk + 2 * Hv * dv + 2 * Hv) + conv_dim * attn["conv_kernel"] + 2 * Hv + dv
-            + Hv * dv * h)
+    heads; out_proj H_v d_v x h. Mamba-2 as transformers builds it (NemotronH, GraniteMoeHybrid,
+    FalconH1): in_proj h x (2 d_in + 2 G N + H) (+ bias), a depthwise conv of K taps over x, B, C
+    (+ bias), per head dt_bias, A_log and D, a gated RMSNorm over d_in where the family has one,
+    out_proj d_in x h (+ bias). Mamba-1 as transformers' Jamba builds it: in_proj h x 2E, a conv of
+    K taps (+ bias), x_proj E x (R + 2N) to dt's rank-R input and B, C, dt_proj R x E with a bias,
+    A_log E x N, D, out_proj E x h, and Jamba's RMSNorms on dt, B and C (R + 2N). A short
+    convolution (LFM3): in_proj h x 3h, a depthwise conv of K taps, out_proj h x h, biases on all
+    three with conv_bias. KDA as transformers' Kimi Linear builds it (Kimi Team 2025, arXiv
+    2510.26692): q, k, v projections, one depthwise conv of K taps over q, k, v (no bias), a low-rank
+    per-channel decay (h -> d -> D, dt_bias D, A_log per head), beta per head, a low-rank sigmoid
+    output gate (h -> d -> D), a gated RMSNorm over d shared by the heads, o_proj D x h."""
+    w_in, w_out, conv_dim = mixer_widths(attn)
+    K = attn["conv_kernel"]
+    if attn["kind"] == "shortconv":
+        return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
+    if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
+        H, d = attn["heads"], attn["head_dim"]
+        return h * w_in + 2 * d * H * d + conv_dim * K + H * d + H + d + w_out * h
+    if attn["kind"] == "mamba1":
+        E, R, N = attn["heads"], attn["dt_rank"], attn["state_size"]
+        return (h * w_in + attn["in_bias"] * w_in + conv_dim * K + attn["conv_bias"] * conv_dim
+                + E * (R + 2 * N) + R * E + E + E * N + E + w_out * h + attn["mixer_out_bias"] * h
+                + attn["dt_norms"] * (R + 2 * N))
+    if attn["kind"] == "mamba2":
+        return (h * w_in + attn["in_bias"] * w_in + conv_dim * K + attn["conv_bias"] * conv_dim
+                + 3 * attn["heads"] + attn["gated_norm"] * w_out + w_out * h + attn["mixer_out_bias"] * h)
+    Hv, dv = attn["heads"], attn["v_head_dim"]
+    return h * w_in + conv_dim * K + 2 * Hv + dv + w_out * h
 
 
 def attention_params(attn, *, h):
     """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
     output gate, Qwen3-Next), k and v (h x kv d; k alone when K = V, none on a layer that reuses
     another's K/V, Gemma 4), o (a d x h), optional biases, q/k norms (per head, d each; or over all
-    heads; Llama 4's L2 norm has no weights), a sink logit per head (gpt-oss). MLA (DeepSeek-V2 sec. 2.1): q
+    heads; Llama 4's L2 norm has no weights), a sink logit per head (gpt-oss), a per-head sigmoid
+    output gate h -> a (LFM3's g_proj, "headwise"). MLA (DeepSeek-V2 sec. 2.1): q
     directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to r_kv + d_rope
     with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
     a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
@@ -1806,10 +2117,11 @@ def attention_params(attn, *, h):
         return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
+    gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias
     kv_out = attn["kv_proj"] * kv * d
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
     qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
-    return (h * (q_out + kv_out) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
+    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
             + norm_params(width=qk, norm=nm) + a * attn["sinks"])
 
 
@@ -1872,7 +2184,7 @@ def attention_head_dims(attn):
     if attn["kind"] == "mla":
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":
-        return attn["head_dim"], attn["v_head_dim"]
+        return attn["head_dim"], attn.get("v_head_dim") or attn["head_dim"]
     return attn["head_dim"], attn["head_dim"]
 
 
@@ -1885,9 +2197,12 @@ def attention_linear_flops_per_token(attn, *, h):
     channel per token, 2 x its weights like a matmul's)."""
     a, kv, d = attn["heads"], attn["kv_heads"], attn["head_dim"]
     if attn["span"] == "state":
-        dv = attn["v_head_dim"]
-        conv_dim = 2 * kv * d + a * dv
-        return 2 * (h * (2 * kv * d + 2 * a * dv + 2 * a) + conv_dim * attn["conv_kernel"] + a * dv * h)
+        w_in, w_out, conv_dim = mixer_widths(attn)
+        E = attn["heads"]
+        inner = E * (attn["dt_rank"] + 2 * attn["state_size"]) + attn["dt_rank"] * E if attn["kind"] == "mamba1" else 0
+        if attn["kind"] == "kda":  # the decay's and the gate's d -> D up-projections
+            inner = 2 * attn["head_dim"] * attn["heads"] * attn["head_dim"]
+        return 2 * (h * w_in + conv_dim * attn["conv_kernel"] + w_out * h + inner)  # mamba1: x_proj, dt_proj
     if attn["kind"] == "mla":
         r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
@@ -1895,7 +2210,7 @@ def attention_linear_flops_per_token(attn, *, h):
         kv_down = 0 if attn["kv_shared"] else h * (r_kv + d_rope)
         macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
     else:
-        q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
+        q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
         kv_out = attn["kv_proj"] * kv * d
         macs = h * (q_out + kv_out) + a * d * h
     return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
@@ -1968,17 +2283,62 @@ def attention_core_flops(attn, *, pairs):
     query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair and
     sums them with per-head weights, I = sum_j w_j ReLU(q_j . k) (DeepSeek-AI 2025 sec. 2.1):
     2 H_I (d_I + 1) per pair, as transformers' eager indexer runs it (two bmm's). A linear mixer's
-    core ("state_core"): gdn_core_flops over pairs["state"] tokens run chunked and
+    core ("state_core"): linear_core_flops over pairs["state"] tokens run chunked and
     pairs["state_steps"] recurrent steps."""
     a = attn["heads"]
     d_qk, d_v = attention_head_dims(attn)
     state = 0
     if attn["span"] == "state":
-        state = gdn_core_flops(attn, chunked_tokens=pairs.get("state", 0), steps=pairs.get("state_steps", 0))
+        state = linear_core_flops(attn, chunked_tokens=pairs.get("state", 0), steps=pairs.get("state_steps", 0))
     return {"attention_scores": 2 * a * d_qk * pairs["core"],
             "attention_context": 2 * a * d_v * pairs["core"],
             "indexer_scores": 2 * attn["index_heads"] * (attn["index_head_dim"] + 1) * pairs["indexer"],
             "state_core": state}
+
+
+def linear_core_flops(attn, *, chunked_tokens, steps):
+    """A linear mixer's core FLOPs by kind: gdn_core_flops or mamba2_core_flops; Mamba-1's selective
+    scan (Gu & Dao 2023 sec. 3.3) per token and channel updates an N-wide state with dt x B and
+    reads it with C, 4 E N (the discretisation is elementwise, not counted); a short convolution
+    has no core beyond its conv (counted with the projections)."""
+    if attn["kind"] == "shortconv":
+        return 0
+    if attn["kind"] == "kda":
+        return kda_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+    if attn["kind"] == "mamba1":
+        return (chunked_tokens + steps) * 4 * attn["heads"] * attn["state_size"]
+    if attn["kind"] == "mamba2":
+        return mamba2_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+    return gdn_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+
+
+def mamba2_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a Mamba-2 SSD core (Dao & Gu 2024, arXiv 2405.21060 sec. 6, the chunked algorithm of
+    its Listing 1 as mamba_ssm's kernels run it), chunks of Q positions (the last one padded), H
+    heads of P, G groups of state N: per chunk the group-shared C B^T (2 G Q^2 N), the masked
+    product with x (2 H Q^2 P), the chunk states B^T x (2 H Q P N), their pass to the next chunk
+    (a multiply-add per state element, 2 H P N) and the states' read-out by C (2 H Q P N). Per
+    decode step: the state update with x B^T and its read-out by C (4 H P N; the decay is
+    elementwise, not counted)."""
+    H, P, G, N, Q = attn["heads"], attn["head_dim"], attn["kv_heads"], attn["state_size"], attn["state_chunk"]
+    chunks = -(-chunked_tokens // Q)
+    per_chunk = 2 * G * Q * Q * N + 2 * H * Q * Q * P + 4 * H * Q * P * N + 2 * H * P * N
+    return chunks * per_chunk + steps * 4 * H * P * N
+
+
+def kda_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a Kimi Delta Attention core (Kimi Team 2025, arXiv 2510.26692: Gated DeltaNet's
+    chunked WY algorithm, Yang et al. 2024 arXiv 2412.06464, with a per-channel decay), per chunk
+    of C positions (the last padded) and head of d_k = d_v = d: the UT-transform matrix and the
+    intra-chunk q k^T, each a C x C product with the decay inside the d_k contraction (2 C^2 d_k
+    each), the products of the transform with v and with the decayed k (2 C^2 (d_v + d_k)), the
+    forward substitution that inverts it ((C - 1) C (2 C - 1) / 3), the intra-chunk product with the
+    new values (2 C^2 d_v) and three products with the d x d state (6 C d_k d_v). Per decode step
+    the three state products, 6 d^2 per head."""
+    H, d, C = attn["heads"], attn["head_dim"], attn["state_chunk"]
+    chunks = -(-chunked_tokens // C)
+    per_chunk = 2 * C * C * (3 * d + 2 * d) + 6 * C * d * d + (C - 1) * C * (2 * C - 1) // 3
+    return H * (chunks * per_chunk + steps * 6 * d * d)
 
 
 def gdn_core_flops(attn, *, chunked_tokens, steps):
@@ -2052,11 +2412,20 @@ def state_elements(attn):
     """Numbers one sequence's cache holds for a linear mixer, whatever its length, {"conv",
     "recurrent"}: the conv window, K positions of the 2 H_k d_k + H_v d_v conv channels (what
     transformers' LinearAttentionLayer keeps; vLLM keeps K - 1), and the H_v x d_k x d_v recurrent
-    state (Yang et al. 2024, arXiv 2412.06464 eq. 10). Softmax attention: none."""
+    state (Yang et al. 2024, arXiv 2412.06464 eq. 10); Mamba-2: the conv window over x, B, C and
+    the H x P x N state. Softmax attention: none."""
     if attn["span"] != "state":
         return {"conv": 0, "recurrent": 0}
-    Hk, Hv, dk, dv = attn["kv_heads"], attn["heads"], attn["head_dim"], attn["v_head_dim"]
-    return {"conv": (2 * Hk * dk + Hv * dv) * attn["conv_kernel"], "recurrent": Hv * dk * dv}
+    conv = mixer_widths(attn)[2] * attn["conv_kernel"]
+    if attn["kind"] == "shortconv":
+        return {"conv": conv, "recurrent": 0}
+    if attn["kind"] == "kda":  # H x d x d
+        return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] ** 2}
+    if attn["kind"] == "mamba1":  # E x N (Gu & Dao 2023 sec. 3)
+        return {"conv": conv, "recurrent": attn["heads"] * attn["state_size"]}
+    if attn["kind"] == "mamba2":  # H x P x N (Dao & Gu 2024 sec. 7)
+        return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] * attn["state_size"]}
+    return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] * attn["v_head_dim"]}
 
 
 def param_breakdown(spec):
@@ -2072,8 +2441,8 @@ def param_breakdown(spec):
         for k in sums:
             sums[k] += count * lp[k]
         kinds.append({"layers": count, "first_layer": first,
-                      "attention": " + ".join(attention_kind(x) for x in layer["attention"]),
-                      "mlp": " + ".join(mlp_kind(x) for x in layer["mlp"]), "params_per_layer": lp["total"],
+                      "attention": " + ".join(attention_kind(x) for x in layer["attention"]) or "-",
+                      "mlp": " + ".join(mlp_kind(x) for x in layer["mlp"]) or "-", "params_per_layer": lp["total"],
                       "attention_params": lp["attention"], "one_expert_params": lp["one_expert"]})
     out = {
         "embedding_params": V * p,
@@ -2100,10 +2469,11 @@ def param_breakdown(spec):
     moe_layers = set(spec["moe_layers"])
     first = layer_params(next((x for x in spec["layers"] if any(a["span"] != "state" for a in x["attention"])),
                               spec["layers"][0]), h=h, norm=nm)
-    first_linear = next((layer_params(x, h=h, norm=nm) for x in spec["layers"] if x["attention"][0]["span"] == "state"),
-                        None)
+    first_linear = next((layer_params(x, h=h, norm=nm) for x in spec["layers"]
+                         if any(a["span"] == "state" for a in x["attention"])), None)
     moe0 = layer_params(spec["layers"][min(moe_layers)], h=h, norm=nm) if moe_layers else None
-    dense0 = next((layer_params(x, h=h, norm=nm) for i, x in enumerate(spec["layers"]) if i not in moe_layers), None)
+    dense0 = next((layer_params(x, h=h, norm=nm) for i, x in enumerate(spec["layers"])
+                   if i not in moe_layers and x["mlp"]), None)
     out.update({
         "per_layer": {"attention": first["attention"] - first["linear_mixer"],
                       "linear_mixer": first_linear["linear_mixer"] if first_linear else 0, "norms": first["norms"],
@@ -2358,7 +2728,7 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
     (attention_on_rank) Q and the output at a/tp heads, K and V at kv/tp heads (MLA: the a/tp heads
     its up-projection expands, plus its q and kv latents r_q + r_kv + d_rope, counted outside); a
     lightning indexer's q, key and head weights (H_I d_I + d_I + H_I; its score matrix is not
-    modelled); a Gated DeltaNet mixer gdn_activation_bytes (no scores); per MLP block dense internals (2 f or 3 f, /tp) or moe_activation_bytes -- 24 sbh/t
+    modelled); a linear mixer linear_mixer_activation_bytes (no scores); per MLP block dense internals (2 f or 3 f, /tp) or moe_activation_bytes -- 24 sbh/t
     for MHA with f = 4h. scores: softmax output, its dropout mask and output, 5 a s^2 b / t (2 a s^2
     b / t without dropout); eager attention computes the whole s x s matrix on sliding and chunked
     layers too; with flash attention an fp32 log-sum-exp per row and head instead."""
@@ -2371,7 +2741,7 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
         d, d_v = attention_head_dims(x)
         outside += sb * h * (2 * B + mask)
         if x["span"] == "state":
-            inside += gdn_activation_bytes(x, sb=sb, act_bytes=B)
+            inside += linear_mixer_activation_bytes(x, sb=sb, act_bytes=B)
             continue
         if x["kind"] == "mla":
             outside += B * sb * (x["q_lora_rank"] + x["kv_lora_rank"] + x["qk_rope_head_dim"])
@@ -2394,16 +2764,21 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
     return {"outside": outside / (tp if sp else 1), "inside": inside, "scores": scores}
 
 
-def gdn_activation_bytes(attn, *, sb, act_bytes):
-    """What a Gated DeltaNet mixer (on its rank's heads) stores for backward per micro-batch of
-    sb tokens, following what flash-linear-attention's chunk_gated_delta_rule saves (its autograd
-    Function keeps q, k, v, g, beta and the UT-transform matrix A, and recomputes the per-chunk
-    states in backward): the conv's input and output (2 (2 H_k d_k + H_v d_v)), the gate z and the
-    core output fed to the gated norm, and its output fed to out_proj (3 H_v d_v), at the activation
-    width; the per-head decay and beta (fp32, 2 x 4 H_v) and A (fp32, C per head per token)."""
-    Hk, Hv, dk, dv = attn["kv_heads"], attn["heads"], attn["head_dim"], attn["v_head_dim"]
-    conv_dim = 2 * Hk * dk + Hv * dv
-    return sb * (act_bytes * (2 * conv_dim + 3 * Hv * dv) + 4 * Hv * (2 + attn["state_chunk"]))
+def linear_mixer_activation_bytes(attn, *, sb, act_bytes):
+    """What a linear mixer (on its rank's heads) stores for backward per micro-batch of sb tokens.
+    Gated DeltaNet, following what flash-linear-attention's chunk_gated_delta_rule saves (its
+    autograd Function keeps q, k, v, g, beta and the UT-transform matrix A, and recomputes the
+    per-chunk states in backward): the conv's input and output (2 (2 H_k d_k + H_v d_v)), the gate z
+    and the core output fed to the gated norm, and its output fed to out_proj (3 H_v d_v), at the
+    activation width; the per-head decay and beta (fp32, 2 x 4 H_v) and A (fp32, C per head per
+    token). Mamba-2, following mamba_ssm's mamba_chunk_scan_combined (it saves x, dt, B, C, z and
+    recomputes the chunk states): the in_proj output and the conv output (in + conv widths), the
+    core output and the gated norm's output (2 d_in), and dt in fp32 (4 H)."""
+    w_in, w_out, conv_dim = mixer_widths(attn)
+    if attn["kind"] == "mamba2":
+        return sb * (act_bytes * (w_in + conv_dim + 2 * w_out) + 4 * attn["heads"])
+    Hv = attn["heads"]
+    return sb * (act_bytes * (2 * conv_dim + 3 * w_out) + 4 * Hv * (2 + attn["state_chunk"]))
 
 
 def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
@@ -2550,17 +2925,19 @@ def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes):
     indexer's q and key (H_I d_I + d_I) and its fp32 logits over s keys -- or an MLP's intermediate
     (f, or 2 f + f gated; MoE: the k routed experts' f_e plus the shared width; /tp); plus fp32
     logits for the last position of each sequence (4 b V / tp). A Gated DeltaNet mixer: its
-    projections' outputs before and after the conv (2 (2 H_k d_k + H_v d_v)), the gate z (H_v d_v)
-    and the fp32 C x C chunk matrix per value head (4 H_v C per token). An estimate: one layer's peak."""
+    in_proj's output, the conv's output and the core's output (mixer_widths) and an fp32 chunk
+    matrix (the delta rule's C x C per chunk and value head, flash-linear-attention's A: 4 H C per
+    token; SSD's C B^T per chunk and group, mamba_ssm's _bmm_chunk_fwd: 4 G Q). An estimate: one
+    layer's peak."""
     B = act_bytes
     widest = 0
     for layer in layers:
         for attn in layer["attention"]:
             x = attention_on_rank(attn, tp=tp)
             if x["span"] == "state":
-                conv_dim = 2 * x["kv_heads"] * x["head_dim"] + x["heads"] * x["v_head_dim"]
-                widest = max(widest, B * (2 * conv_dim + x["heads"] * x["v_head_dim"])
-                             + 4 * x["heads"] * x["state_chunk"])
+                w_in, w_out, conv_dim = mixer_widths(x)
+                mats = x["kv_heads"] if x["kind"] == "mamba2" else x["heads"]  # SSD's C B^T is per group
+                widest = max(widest, B * (w_in + conv_dim + w_out) + 4 * mats * x["state_chunk"])
                 continue
             d, _ = attention_head_dims(x)
             per_tok = B * ((x["heads"] + 2 * x["kv_heads"]) * d + (0 if flash else x["heads"] * s))
@@ -2729,12 +3106,12 @@ def kv_cache_by_kind(spec, c, stage, *, batch, context):
                                         for x in layer["attention"]),
                 "layers": 0, "first_layer": i,
                 "kv_bytes_per_token": per_tok["kv"], "indexer_bytes_per_token": per_tok["indexer"],
-                "cached_tokens": max(cached_tokens(x, context=context) for x in layer["attention"]),
+                "cached_tokens": max((cached_tokens(x, context=context) for x in layer["attention"]), default=0),
                 "kv_bytes_per_layer": held["kv"], "indexer_bytes_per_layer": held["indexer"],
                 "state_bytes_per_layer": sum(layer_state_bytes(layer, tp=c["tp"], conv_bytes=c["act_bytes"],
                                                                state_bytes=c["state_bytes"], batch=batch).values())}
         rows[id(layer)]["layers"] += 1
-    return list(rows.values())
+    return [r for r in rows.values() if r["attention"]]  # an MLP-only layer (Nemotron-H) caches nothing
 
 
 def _largest(fn, limit, hi_cap=1 << 24):
@@ -2807,7 +3184,8 @@ def format_report(res):
                              f"{k['layers'] * k['kv_bytes_per_layer'] / GIB:.2f} GiB")
         alt = res.get("all_attention")
         if alt:
-            lines.append(f"as if all {alt['layers']} layers were {alt['attention']} attention (same weights): KV cache "
+            lines.append(f"as if its {alt['linear_layers']} linear-attention layers were {alt['attention']} attention "
+                         f"(same weights): KV cache "
                          f"{alt['kv_cache_bytes'] / GIB:.2f} GiB, total {alt['total_bytes'] / GIB:.2f} GiB; "
                          f"this hybrid saves {alt['saving_bytes'] / GIB:.2f} GiB "
                          f"({100 * alt['saving_bytes'] / alt['total_bytes']:.1f}% of that total)")
@@ -3071,7 +3449,8 @@ def resolve(args, parser):
         if x["heads"] % tp:
             parser.error(f"--num-attention-heads {x['heads']} is not divisible by "
                          f"--tensor-parallel-size {tp}")
-        if x["span"] == "state" and x["kv_heads"] % tp:  # key heads split, never replicated
+        if x["kind"] == "gdn" and x["kv_heads"] % tp:  # key heads split, never replicated (Mamba-2
+            # groups fewer than tp are replicated, as vLLM does)
             parser.error(f"linear-attention key heads {x['kv_heads']} are not divisible by "
                          f"--tensor-parallel-size {tp}")
         if x["kv_heads"] % tp and tp % x["kv_heads"]:
@@ -3334,7 +3713,8 @@ def main(argv=None):
             res_extra["all_attention"] = {
                 "attention": attention_kind(next(x for layer in alt_layers for x in layer["attention"]
                                                  if x["span"] == "full")),
-                "layers": spec["num_layers"], "stage": worst["stage"], "kv_cache_bytes": alt_kv,
+                "linear_layers": sum(any(x["span"] == "state" for x in layer["attention"]) for layer in spec["layers"]),
+                "stage": worst["stage"], "kv_cache_bytes": alt_kv,
                 "total_bytes": worst["total_bytes"] - cache_now + alt_kv, "saving_bytes": alt_kv - cache_now}
         if c["memory_bytes"] is not None:
             lim = c["memory_bytes"]

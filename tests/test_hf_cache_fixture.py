@@ -43,7 +43,7 @@ def test_meta_and_every_entry_is_whole():
         assert cfg["model_type"] == e["model_type"], name
         assert DTYPE_BYTES[e["dtype"]] == e["dtype_bytes"], name
         assert [r["N"] for r in e["runs"]] == META["N_values"], name
-        L = cfg["num_hidden_layers"]
+        L = (cfg.get("num_hidden_layers") or len(cfg["layers_block_type"]))
         assert len(e["layer_kinds"]) == L, name
         if cfg.get("layer_types"):
             assert [k.split(" ")[0] for k in e["layer_kinds"]] == cfg["layer_types"], name
@@ -98,14 +98,39 @@ def _layer_geometry(cfg, i):
 def _expected(cfg, entry, i, context):
     """The README's rule for DynamicCache: {tensor: shape} that layer i's cache holds at `context`."""
     b, kind = entry["batch"], entry["layer_kinds"][i]
-    L = cfg["num_hidden_layers"]
+    L = (cfg.get("num_hidden_layers") or len(cfg["layers_block_type"]))
     if cfg.get("num_kv_shared_layers") and i >= L - cfg["num_kv_shared_layers"]:
         return {}  # KV-sharing consumer: a DummyLayer, nothing cached
+    if cfg["model_type"] == "kimi_linear" and kind == "linear_attention":  # KDA: 3 D x K window, H x d x d
+        H, d = cfg["linear_num_heads"], cfg["linear_head_dim"]
+        return {"conv_states.0": [b, 3 * H * d, cfg["linear_conv_kernel_dim"]], "recurrent_states.0": [b, H, d, d]}
     if cfg.get("kv_lora_rank"):  # MLA: the compressed latent and the shared rope key, one "head"
         shapes = {"keys": [b, 1, context, cfg["kv_lora_rank"]], "values": [b, 1, context, cfg["qk_rope_head_dim"]]}
         if "indexed_attention" in kind and "(indexer: shared)" not in kind:
             shapes["indexer_keys"] = [b, context, cfg["index_head_dim"]]
         return shapes
+    mt = cfg["model_type"]
+    if mt in ("nemotron_h", "granitemoehybrid", "falcon_h1") and kind in ("linear_attention", "hybrid"):
+        # Mamba-2: conv window (K of d_in + 2 G N channels) and an H x P x N state
+        if mt == "nemotron_h":
+            H, P, G, N, K = (cfg["mamba_num_heads"], cfg["mamba_head_dim"], cfg["n_groups"], cfg["ssm_state_size"],
+                             cfg["conv_kernel"])
+        else:
+            d_in = cfg.get("mamba_d_ssm") or int(cfg["mamba_expand"] * cfg["hidden_size"])
+            H, G, N, K = cfg["mamba_n_heads"], cfg["mamba_n_groups"], cfg["mamba_d_state"], cfg["mamba_d_conv"]
+            P = d_in // H if cfg["mamba_d_head"] == "auto" else cfg["mamba_d_head"]
+        shapes = {"conv_states.0": [b, H * P + 2 * G * N, K], "recurrent_states.0": [b, H, P, N]}
+        if kind == "hybrid":  # Falcon-H1: the same layer also holds the attention's K and V
+            kv, d = _layer_geometry(cfg, i)
+            shapes.update(keys=[b, kv, context, d], values=[b, kv, context, d])
+        return shapes
+    if mt in ("nemotron_h",) and kind in ("moe", "mlp"):
+        return {}  # an MLP-only block caches nothing
+    if mt == "jamba" and kind == "linear_attention":  # Mamba-1: E x K conv window, E x N state
+        E = int(cfg["mamba_expand"] * cfg["hidden_size"])
+        return {"conv_states.0": [b, E, cfg["mamba_d_conv"]], "recurrent_states.0": [b, E, cfg["mamba_d_state"]]}
+    if mt == "lfm3" and kind == "conv":  # short conv: h x L window, no recurrent state
+        return {"conv_states.0": [b, cfg["hidden_size"], cfg["conv_L_cache"]]}
     if kind == "linear_attention":  # Gated DeltaNet: conv window (K of conv_dim) and H_v x d_k x d_v
         hk, hv = cfg["linear_num_key_heads"], cfg["linear_num_value_heads"]
         dk, dv = cfg["linear_key_head_dim"], cfg["linear_value_head_dim"]

@@ -22,8 +22,8 @@ from conftest import config_path, exit_code_and_stderr, load_json, run_main
 from calc_transformer_params import main
 
 COUNTS = load_json("hf_param_counts.json")
-LINEAR_OR_SSM = {"kimi_linear",
-                 "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3", "deepseek_v4"}
+LINEAR_OR_SSM = {
+                 "deepseek_v4"}
 
 
 def _model_type(name):
