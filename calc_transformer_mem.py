@@ -1143,9 +1143,10 @@ def _read_kimi_linear(r, s, ll, notes, warnings):
     if r.has("layer_types"):
         s["layer_types"] = _layer_pattern(r, L, s)
     elif "full_attn_layers" in lac and "kda_layers" in lac:
-        full = sub.int_list("full_attn_layers", lo=1, hi=L)
-        kda = sub.int_list("kda_layers", lo=1, hi=L)
-        lt = [None] * L
+        n = r.int("num_hidden_layers", hi=100_000)  # the lists number the config's layers; -l cuts after
+        full = sub.int_list("full_attn_layers", lo=1, hi=n)
+        kda = sub.int_list("kda_layers", lo=1, hi=n)
+        lt = [None] * n
         for i in full:
             lt[i - 1] = "full"
         for i in kda:
@@ -1153,7 +1154,7 @@ def _read_kimi_linear(r, s, ll, notes, warnings):
         if None in lt:
             raise ValueError(f"{r.where}: linear_attn_config's kda_layers and full_attn_layers leave layer "
                              f"{lt.index(None) + 1} (1-based) without a kind")
-        s["layer_types"] = lt
+        s["layer_types"] = lt[:L]
     else:
         s["layer_types"] = ["full" if i and i % 4 == 0 else "linear" for i in range(L)]
     if any(t not in ("full", "linear") for t in s["layer_types"]):
