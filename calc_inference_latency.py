@@ -203,7 +203,7 @@ _TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starco
 # model_types that are real transformers families whose layers this block cannot describe yet:
 # exit 2 rather than print a Llama-style count (linear attention and state-space layers).
 _NOT_YET = {
-    "lfm2", "lfm2_moe", "deepseek_v4", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
+    "lfm2", "lfm2_moe", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
     "recurrent_gemma", "minimax", "plamo2",
 }
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
@@ -1264,6 +1264,80 @@ def _read_kimi_linear(r, s, ll, notes, warnings):
     r.used.update(("moe_layer_freq", "mla_use_nope", "use_grouped_topk", "moe_router_activation_func", "head_dim"))
 
 
+_DSV4_RATIO = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+
+
+def _read_deepseek_v4(r, s, ll, notes, warnings):
+    """DeepSeek-V4: every layer sliding-window attention over one shared K = V head with sinks,
+    and, per layer_types (else the legacy per-layer compress_ratios 0 / 4 / 128, else two heavily
+    compressed layers then compressed sparse and heavily compressed alternating), a compressor
+    of rate compress_rates[kind] (4 and 128 by default) with, on compressed sparse layers, a
+    lightning indexer. Every layer MoE with one shared expert of moe_intermediate_size
+    (n_shared_experts is not read by transformers), the first num_hash_layers hash-routed (their
+    router still has weights; the hash table is a buffer). Manifold-constrained hyper-connections:
+    hc_mult residual streams, two mixing modules per layer and one before the head. The head is
+    tied only with tie_word_embeddings; the MTP layer is not built. This script counts its
+    parameters; the cache and FLOPs of compressed attention are not described yet."""
+    L, h = s["num_layers"], s["hidden_size"]
+    n_cfg = r.int("num_hidden_layers", hi=100_000)
+    s.update(ll, qkv_bias=False, attn_out_bias=False, mlp_bias=r.bool("mlp_bias", default=False),
+             norms_per_layer=2, head_dim=r.int("head_dim", default=512, hi=2**20), num_kv_heads=1)
+    r.bool("attention_bias", default=False)  # read, not used by transformers
+    rates = dict(r.sub("compress_rates") or {})
+    csa_rate = r.int("compress_rate_csa", default=None, hi=2**20) or rates.get("compressed_sparse_attention", 4)
+    hca_rate = r.int("compress_rate_hca", default=None, hi=2**20) or rates.get("heavily_compressed_attention", 128)
+    for v in (csa_rate, hca_rate):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**20:
+            raise ValueError(f"{r.where}: compress_rates must hold positive integers, got {_short(v)}")
+    names = {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}
+    if r.has("layer_types"):
+        lt = r.str_list("layer_types", choices=names, length=L)
+    elif r.has("compress_ratios"):
+        ratios = r.int_list("compress_ratios", hi=2**20)
+        bad = sorted({x for x in ratios if x not in _DSV4_RATIO})
+        if bad:
+            r.fail("compress_ratios", f"may hold only 0, 4 and 128 (transformers' legacy map; {bad} is not)",
+                   ratios)
+        if len(ratios) < L:
+            r.fail("compress_ratios", f"lists {len(ratios)} layers, fewer than the {L} needed", ratios)
+        lt = [_DSV4_RATIO[x] for x in ratios[:L]]
+    else:
+        lt = ["heavily_compressed_attention"] * min(n_cfg, 2) + [
+            "compressed_sparse_attention" if i % 2 else "heavily_compressed_attention" for i in range(max(n_cfg - 2, 0))]
+        lt = lt[:L]
+    W = r.int("sliding_window", default=128, hi=2**31)
+    base = {"kind": "dsv4", "kv_proj": 1, "sinks": True, "q_lora_rank": r.int("q_lora_rank", default=1024, hi=2**24),
+            "o_groups": r.int("o_groups", default=8, hi=2**20), "o_lora_rank": r.int("o_lora_rank", default=1024, hi=2**24),
+            "c_index_heads": 0, "c_index_head_dim": 0, "c_index_topk": 0, "compress": 0, "compress_kind": "none"}
+    if (s["num_attention_heads"] * s["head_dim"]) % base["o_groups"]:
+        raise ValueError(f"{r.where}: num_attention_heads x head_dim is not divisible by o_groups {base['o_groups']}")
+    kinds = {"sliding_attention": {"attention": dict(base)},
+             "heavily_compressed_attention": {"attention": dict(base, compress=hca_rate, compress_kind="hca")},
+             "compressed_sparse_attention": {"attention": dict(
+                 base, compress=csa_rate, compress_kind="csa",
+                 c_index_heads=r.int("index_n_heads", default=64, hi=2**20),
+                 c_index_head_dim=r.int("index_head_dim", default=128, hi=2**20),
+                 c_index_topk=r.int("index_topk", default=512, hi=2**31))}}
+    hc = r.int("hc_mult", default=4, hi=1024)
+    s.update(layer_types=["sliding"] * L, sliding_window=W,
+             layer_overrides={i: kinds[t] for i, t in enumerate(lt)},
+             extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
+             other_params={"hc_head": hc * hc * h + hc + 1})
+    f_e = r.int("moe_intermediate_size", default=2048, hi=2**31)
+    mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
+    r.int("num_hash_layers", lo=0, default=3, hi=100_000)  # hash routing: same weights as top-k routing
+    r.int("n_shared_experts", lo=0, default=1, hi=2**20)  # not read by transformers: one shared expert
+    s.update(moe=True, num_experts=r.int("n_routed_experts", default=256, hi=2**20),
+             topk=r.int("num_experts_per_tok", default=6, hi=2**20), moe_ffn_hidden_size=f_e,
+             num_shared_experts=1, shared_expert_ffn_hidden_size=f_e, router_bias=False, expert_bias=False,
+             moe_layer_set=list(range(L)))
+    r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
+                   "hc_sinkhorn_iters"))
+    _note_mtp(r, s)
+    s["params_only"] = ("DeepSeek-V4's compressed attention (its cache and FLOPs) and hyper-connections are "
+                        "counted in calc_transformer_params.py only so far")
+
+
 def _read_deepseek(r, s):
     """DeepSeek-V2/V3 (and the families built on them): MLA when kv_lora_rank is set, routed and
     shared experts on every layer from first_k_dense_replace on (transformers 5 does not read
@@ -1766,7 +1840,8 @@ _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_
                    "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn,
                    "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
                    "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
-                   "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear}
+                   "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
+                   "deepseek_v4": _read_deepseek_v4}
 SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
@@ -1774,7 +1849,7 @@ SUPPORTED_MODEL_TYPES = (
     "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
     "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "qwen3_next", "qwen3_5_text",
     "qwen3_5_moe_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3",
-    "kimi_linear",
+    "kimi_linear", "deepseek_v4",
 )
 
 
@@ -1898,7 +1973,7 @@ def resolve_model_spec(args, defaults=None):
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
                       ("checkpoint_format", None), ("input_matmul_params", 0),
                       ("attn_position_scaling", False), ("indexer_input_norm", False),
-                      ("linear_mixer", None), ("layer_blocks", None)):
+                      ("linear_mixer", None), ("layer_blocks", None), ("params_only", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1944,6 +2019,13 @@ def resolve_model_spec(args, defaults=None):
                                  "experts of an MoE layer")
     s["warnings"] = warnings
     return s, notes
+
+
+def require_described(spec, script):
+    """A script other than the parameter count refuses a model whose layers only the parameter
+    count describes so far (spec["params_only"] says why): one line, exit 2, not a wrong number."""
+    if spec.get("params_only"):
+        raise ValueError(f"{spec['model_type']}: {spec['params_only']}; {script} cannot answer for it yet")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -2081,6 +2163,10 @@ def attention_kind(attn):
         return f"shortconv(K={attn['conv_kernel']})"
     if attn["span"] == "state":
         return f"{attn['kind']}({attn['kv_heads']}k/{attn['heads']}v)"
+    if attn["kind"] == "dsv4":
+        c = {"csa": f" +csa(1/{attn['compress']}, top{attn['c_index_topk']})",
+             "hca": f" +hca(1/{attn['compress']})"}.get(attn["compress_kind"], "")
+        return f"dsv4 sliding({attn['window']}){c}"
     label = "mla" if attn["kind"] == "mla" else ("mha" if attn["kv_heads"] == attn["heads"] else
                                                  "mqa" if attn["kv_heads"] == 1 else "gqa")
     span = {"full": "", "sliding": f" sliding({attn['window']})", "chunked": f" chunked({attn['chunk']})"}
@@ -2183,6 +2269,27 @@ def linear_mixer_params(attn, *, h):
     return h * w_in + conv_dim * K + 2 * Hv + dv + w_out * h
 
 
+def dsv4_attention_params(attn, *, h):
+    """One DeepSeek-V4 attention block's weights, as transformers builds it: a sink logit per head,
+    q through a rank-r_q bottleneck with its norm (the per-head q norm has no weights), one shared
+    K = V head (h -> d) with its norm, the output through o_groups grouped low-rank projections
+    (a d -> r_o per group, then g r_o -> h), plus the layer's compressor: kv and gate projections
+    (h -> d each; 2 d each with the overlapping windows of compressed sparse attention), a
+    position bias per slot of its window and a norm; and for compressed sparse attention a
+    lightning indexer over the compressed keys (its own compressor at width d_I, q from the query
+    latent r_q -> H_I d_I, per-head weights h -> H_I)."""
+    a, d, rq = attn["heads"], attn["head_dim"], attn["q_lora_rank"]
+    g, ro, m = attn["o_groups"], attn["o_lora_rank"], attn["compress"]
+    base = a + h * rq + rq + rq * a * d + h * d + d + a * d * ro + g * ro * h
+    if attn["compress_kind"] == "hca":
+        return base + 2 * h * d + m * d + d
+    if attn["compress_kind"] == "csa":
+        HI, dI = attn["c_index_heads"], attn["c_index_head_dim"]
+        return (base + 4 * h * d + 2 * m * d + d
+                + 4 * h * dI + 2 * m * dI + dI + rq * HI * dI + h * HI)
+    return base
+
+
 def attention_params(attn, *, h):
     """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
     output gate, Qwen3-Next), k and v (h x kv d; k alone when K = V, none on a layer that reuses
@@ -2195,6 +2302,8 @@ def attention_params(attn, *, h):
     (Mistral Large 4); plus any indexer."""
     if attn["span"] == "state":
         return linear_mixer_params(attn, h=h)
+    if attn["kind"] == "dsv4":
+        return dsv4_attention_params(attn, h=h)
     a, kv, d, nm = attn["heads"], attn["kv_heads"], attn["head_dim"], attn["norm"]
     qkv_b, o_b = attn["qkv_bias"], attn["out_bias"]
     if attn["kind"] == "mla":
@@ -3440,6 +3549,7 @@ def main(argv=None):
                      "config.json path or a hub id")
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 8})
+        require_described(spec, "this latency script")
     except ValueError as exc:
         parser.error(str(exc))
     wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
