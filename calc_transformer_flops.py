@@ -1230,7 +1230,9 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     s.update(layer_types=["sliding"] * L, sliding_window=W,
              layer_overrides={i: kinds[t] for i, t in enumerate(lt)},
              extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             other_params={"hc_head": hc * hc * h + hc + 1})
+             # per token, two modules: the fn projection of the hc streams and comb^T @ streams
+             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h)
     f_e = r.int("moe_intermediate_size", default=2048, hi=2**31)
     mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
     r.int("num_hash_layers", lo=0, default=3, hi=100_000)  # hash routing: same weights as top-k routing
@@ -1242,8 +1244,9 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
                    "hc_sinkhorn_iters"))
     _note_mtp(r, s)
-    s["params_only"] = ("DeepSeek-V4's compressed attention (its cache and FLOPs) and hyper-connections are "
-                        "counted in calc_transformer_params.py only so far")
+    s["params_only"] = {"scripts": ("params", "flops"),
+                        "why": "DeepSeek-V4's compressed attention cache is described in calc_transformer_params.py and "
+                               "calc_transformer_flops.py only so far"}
 
 
 def _read_deepseek(r, s):
@@ -1930,10 +1933,12 @@ def resolve_model_spec(args, defaults=None):
 
 
 def require_described(spec, script):
-    """A script other than the parameter count refuses a model whose layers only the parameter
-    count describes so far (spec["params_only"] says why): one line, exit 2, not a wrong number."""
-    if spec.get("params_only"):
-        raise ValueError(f"{spec['model_type']}: {spec['params_only']}; {script} cannot answer for it yet")
+    """A script refuses a model whose layers only some scripts describe so far (spec["params_only"]:
+    which scripts, and why): one line, exit 2, not a wrong number. `script`: params, flops, mem,
+    latency or comm."""
+    part = spec.get("params_only")
+    if part and script not in part["scripts"]:
+        raise ValueError(f"{spec['model_type']}: {part['why']}; calc_{script} cannot answer for it yet")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -2026,7 +2031,8 @@ def build_layers(s):
         layer = {"attention": () if blocks[i] == "mlp" else (attn,) + extra_attn,
                  "mlp": () if blocks[i] == "mixer" else (mlp,) + extra_mlp,
                  "norms": ov.get("norms", s["norms_per_layer"]),
-                 "extra_params": ov.get("extra_params", s["extra_params_per_layer"])}
+                 "extra_params": ov.get("extra_params", s["extra_params_per_layer"]),
+                 "extra_flops": s.get("extra_flops_per_layer")}
         layers.append(_shared(cache, layer))
         by_inputs[key] = layers[-1]
     return layers
@@ -2198,6 +2204,19 @@ def dsv4_attention_params(attn, *, h):
     return base
 
 
+def dsv4_non_matmul_params(attn):
+    """The weights of a DeepSeek-V4 attention block that no token multiplies through: sinks, norms
+    and the compressors' position biases."""
+    a, d, rq, m = attn["heads"], attn["head_dim"], attn["q_lora_rank"], attn["compress"]
+    out = a + rq + d
+    if attn["compress_kind"] == "hca":
+        out += m * d + d
+    if attn["compress_kind"] == "csa":
+        dI = attn["c_index_head_dim"]
+        out += 2 * m * d + d + 2 * m * dI + dI
+    return out
+
+
 def attention_params(attn, *, h):
     """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
     output gate, Qwen3-Next), k and v (h x kv d; k alone when K = V, none on a layer that reuses
@@ -2307,6 +2326,8 @@ def attention_linear_flops_per_token(attn, *, h):
     A Gated DeltaNet mixer: its input and output projections, and its depthwise conv (K taps per
     channel per token, 2 x its weights like a matmul's)."""
     a, kv, d = attn["heads"], attn["kv_heads"], attn["head_dim"]
+    if attn["kind"] == "dsv4":  # every weight matrix once per token; sinks, biases, norms are not matmuls
+        return 2 * (dsv4_attention_params(attn, h=h) - dsv4_non_matmul_params(attn))
     if attn["span"] == "state":
         w_in, w_out, conv_dim = mixer_widths(attn)
         E = attn["heads"]
@@ -2331,6 +2352,9 @@ def indexer_linear_flops_per_token(attn, *, h):
     """Forward FLOPs per token of a lightning indexer's projections (DeepSeek-AI 2025, DeepSeek-V3.2
     sec. 2.1): its queries from the query latent (r_q -> H_I d_I), its key (h -> d_I) and its
     per-head weights (h -> H_I); 0 for an attention block without an indexer."""
+    if attn["kind"] == "dsv4":  # DeepSeek-V4's indexer: its compressor (kv, gate: 2 d_I each), q, weights
+        HI, dI = attn["c_index_heads"], attn["c_index_head_dim"]
+        return 2 * (4 * h * dI + attn["q_lora_rank"] * HI * dI + h * HI) if HI else 0
     if not attn["index_topk"]:
         return 0
     H, dI = attn["index_heads"], attn["index_head_dim"]
@@ -2354,6 +2378,8 @@ def query_key_pairs(attn, *, seq_len, attention):
     s = seq_len
     if attn["span"] == "state":
         return {"core": 0, "indexer": 0, "state": s}
+    if attn["kind"] == "dsv4":
+        return _dsv4_pairs(attn, seq_len=s, attention=attention)
     if attention == "full":
         return {"core": s * s, "indexer": s * s if attn["index_topk"] else 0}
     if attn["span"] == "sliding":
@@ -2369,6 +2395,33 @@ def query_key_pairs(attn, *, seq_len, attention):
     return {"core": core, "indexer": 0}
 
 
+def _sum_floor_capped(n, m, cap=None):
+    """sum over p = 1..n of min(floor(p / m), cap): compressed entries the p-th query can see when one
+    closes every m tokens (at most cap of them)."""
+    def f(k):  # sum over p = 1..k of floor(p / m)
+        q, r = divmod(k, m)
+        return m * q * (q - 1) // 2 + q * (r + 1) if k > 0 else 0
+    if cap is None or cap >= n // m:
+        return f(n)
+    return f(cap * m - 1) + cap * (n - cap * m + 1)
+
+
+def _dsv4_pairs(attn, *, seq_len, attention):
+    """DeepSeek-V4 query-key pairs: each query sees the sliding window's keys and the compressed
+    entries closed before it (one per compress_rate tokens; a compressed sparse layer's indexer
+    scores them all and its core takes the top-k). `full`: the s x (s + floor(s / m)) matrix
+    transformers' eager attention computes (the window, causality and the top-k are masks);
+    `causal`: min(p, W) window keys and floor(p / m) entries (at most top-k) per query."""
+    s, m, W = seq_len, attn["compress"], attn["window"]
+    K = attn["c_index_topk"] or None
+    csa = attn["compress_kind"] == "csa"
+    if attention == "full":
+        c = s * (s // m) if m else 0
+        return {"core": s * s + c, "indexer": c if csa else 0}
+    comp = _sum_floor_capped(s, m, K) if m else 0
+    return {"core": _causal_pairs_capped(s, W) + comp, "indexer": _sum_floor_capped(s, m) if csa else 0}
+
+
 def decode_keys_read(attn, *, context):
     """Keys one decode step's query attends to at `context` tokens (its own included), and keys the
     indexer scores: all of them; at most the window (sliding); those of its own chunk (chunked, a
@@ -2377,6 +2430,12 @@ def decode_keys_read(attn, *, context):
     c = context
     if attn["span"] == "state":
         return {"core": 0, "indexer": 0, "state_steps": 1}
+    if attn["kind"] == "dsv4":  # the window, and the compressed entries closed so far (top-k of them)
+        m = attn["compress"]
+        comp = c // m if m else 0
+        csa = attn["compress_kind"] == "csa"
+        return {"core": min(c, attn["window"]) + (min(comp, attn["c_index_topk"]) if csa else comp),
+                "indexer": comp if csa else 0}
     if attn["span"] == "sliding":
         core = min(c, attn["window"])
     elif attn["span"] == "chunked":
@@ -2401,9 +2460,11 @@ def attention_core_flops(attn, *, pairs):
     state = 0
     if attn["span"] == "state":
         state = linear_core_flops(attn, chunked_tokens=pairs.get("state", 0), steps=pairs.get("state_steps", 0))
+    HI, dI = ((attn["c_index_heads"], attn["c_index_head_dim"]) if attn["kind"] == "dsv4"
+              else (attn["index_heads"], attn["index_head_dim"]))
     return {"attention_scores": 2 * a * d_qk * pairs["core"],
             "attention_context": 2 * a * d_v * pairs["core"],
-            "indexer_scores": 2 * attn["index_heads"] * (attn["index_head_dim"] + 1) * pairs["indexer"],
+            "indexer_scores": 2 * HI * (dI + 1) * pairs["indexer"],
             "state_core": state}
 
 
@@ -2627,7 +2688,7 @@ FLAG_RANGES = {
 # sum them over one layer's blocks, then over the layer list, once per distinct kind (layer_groups).
 
 LINEAR_KEYS = ("attention_projections", "indexer_projections", "dense_mlp", "routed_experts", "shared_experts", "router",
-               "per_layer_inputs")
+               "per_layer_inputs", "hyper_connections")
 CORE_KEYS = ("attention_scores", "attention_context", "indexer_scores", "state_core")
 # the s-squared part selective recompute recomputes (a linear mixer's core grows with s, not s^2)
 SCORE_KEYS = ("attention_scores", "attention_context", "indexer_scores")
@@ -2645,7 +2706,10 @@ def layer_linear_flops_per_token(layer, *, h):
     for mlp in layer["mlp"]:
         for k, v in mlp_flops_per_token(mlp, h=h).items():
             out[k] += v
-    out["per_layer_inputs"] = 2 * layer["extra_params"]  # Gemma 4's per-layer input gate/projection
+    if layer.get("extra_flops") is not None:  # DeepSeek-V4's hyper-connections (their own count)
+        out["hyper_connections"] = layer["extra_flops"]
+    else:
+        out["per_layer_inputs"] = 2 * layer["extra_params"]  # Gemma 4's per-layer input gate/projection
     return out
 
 
@@ -2666,9 +2730,20 @@ def decode_keys_read_sum(attn, *, first_context, last_context):
     form (a 128k-token generation is a handful of integer operations, not 128k calls): sum min(c,
     cap) is a capped triangle; a chunked layer repeats the triangle of its chunk; the indexer's
     top-k caps the span's keys, and the indexer itself reads every key. A linear mixer: one
-    recurrent step per context, last - first + 1 of them."""
+    recurrent step per context, last - first + 1 of them. DeepSeek-V4: the window's capped
+    triangle plus floor(c / m) compressed entries per step (at most top-k in the core)."""
     if attn["span"] == "state":
         return {"core": 0, "indexer": 0, "state_steps": max(last_context - first_context + 1, 0)}
+    if attn["kind"] == "dsv4":
+        def pre(n):
+            if n <= 0:
+                return {"core": 0, "indexer": 0}
+            m, csa = attn["compress"], attn["compress_kind"] == "csa"
+            comp = _sum_floor_capped(n, m, attn["c_index_topk"] if csa else None) if m else 0
+            return {"core": _causal_pairs_capped(n, attn["window"]) + comp,
+                    "indexer": _sum_floor_capped(n, m) if csa else 0}
+        hi, lo = pre(last_context), pre(first_context - 1)
+        return {k: hi[k] - lo[k] for k in hi}
 
     def prefix(n):  # sum over c = 1..n
         if n <= 0:
@@ -3090,7 +3165,7 @@ def main(argv=None):
     # own (the block never applies a script's -ei default to it).
     try:
         spec, notes = resolve_model_spec(args, defaults=FLOPS_MODEL_DEFAULTS)
-        require_described(spec, "this FLOPs script")
+        require_described(spec, "flops")
     except ValueError as exc:
         parser.error(str(exc))
     validate_layers(spec, parser)

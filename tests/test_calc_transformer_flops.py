@@ -55,7 +55,8 @@ def test_required_architectures_were_measured(name):
 GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwen3_next", "qwen3_5_text", "olmo_hybrid"))
 # families with linear-attention / state-space layers: their own tests below, each eager artefact named
 LINEAR_MIXER_TYPES = ("qwen3_next", "qwen3_5_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1",
-                      "jamba", "lfm3", "kimi_linear")
+                      "jamba", "lfm3", "kimi_linear",
+                      "deepseek_v4")  # compressed attention: its own test too
 
 
 @pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") not in LINEAR_MIXER_TYPES))
@@ -271,6 +272,46 @@ def test_kda_matches_pytorch_flop_counter(name):
     assert parts["attention_scores"] + parts["attention_context"] + parts["state_core"] - unseen \
         == m["forward_by_op"]["bmm"]
     assert m["backward_by_op"]["mm"] == 2 * m["forward_by_op"]["mm"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") == "deepseek_v4"))
+def test_deepseek_v4_matches_pytorch_flop_counter(name):
+    # Source: FlopCounterMode on transformers 5.23's DeepseekV4ForCausalLM (eager, the only backend),
+    # eager experts, fp32 CPU, 2 layers (compressed sparse attention + hash-routed MoE, heavily
+    # compressed attention + top-k MoE; hyper-connections), sequence 256, past the window of 128
+    # (tests/fixtures/measure_flops.py). Ours under --attention-flops full counts what eager computes:
+    # each query against all s window keys and all floor(s / m) compressed entries (the window,
+    # causality and the indexer's top-k are masks). Tolerance: exact after two named terms:
+    # - forward: the indexer sums its H_I heads' scores with per-head weights elementwise in eager
+    #   ((relu(scores) * w).sum), which the counter does not see; ours counts it, 2 H_I per pair,
+    #   as for DeepSeek-V3.2's indexer, where eager runs it as a bmm;
+    # - backward: transformers runs the indexer under no_grad; ours trains it on a detached input
+    #   (as DeepSeek-V3.2 sec. 2.1 does), weight gradients of its projections (1 x their forward)
+    #   and both gradients of its scores (2 x).
+    m = HF_FLOPS[name]
+    s, b = m["seq"], m["batch"]
+    with open(os.path.join(FIXTURES, m["config_file"]), encoding="utf-8") as fh:
+        cfg = json.load(fh)
+    HI = cfg["index_n_heads"]
+    rate = cfg["compress_rates"]["compressed_sparse_attention"]
+    weighted_sum = 2 * HI * s * (s // rate)
+    res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
+                  "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
+    parts = res["forward_breakdown_flops"]
+    ind_ops = next(iter(m["indexer"]["forward_by_op"].values()))
+    assert parts["indexer_projections"] == ind_ops["mm"]
+    assert parts["indexer_scores"] == ind_ops["bmm"] + weighted_sum
+    assert res["forward_flops"] == m["forward_flops"] + weighted_sum
+    assert m["indexer"]["backward_flops"] == {}  # no_grad in transformers
+    assert res["backward_flops"] == m["backward_flops"] + parts["indexer_projections"] + 2 * parts["indexer_scores"]
+    # the attention core: the eager bmm's less the indexer's, the grouped o_a projection's (a bmm over
+    # o_groups, 2 s a d r_o per layer) and the hyper-connections' comb^T @ streams (two per layer,
+    # 2 s hc^2 h each) are Q K^T and P V over s x (s + floor(s / m))
+    L, hc, h = 2, cfg["hc_mult"], cfg["hidden_size"]
+    o_a = L * 2 * s * cfg["num_attention_heads"] * cfg["head_dim"] * cfg["o_lora_rank"]
+    comb = L * 2 * 2 * s * hc * hc * h
+    assert parts["attention_scores"] + parts["attention_context"] == m["forward_by_op"]["bmm"] - ind_ops["bmm"] \
+        - o_a - comb
 
 
 def test_gated_deltanet_decode_is_constant_in_context():
