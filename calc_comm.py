@@ -921,6 +921,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
     top_qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") \
         if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
+    if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
+        top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -1000,7 +1002,8 @@ def _checkpoint_format(qc, where, warnings):
     """The checkpoint's weight format from quantization_config, as bits per weight, scales
     included: {"method", "linear_bits", "expert_bits"} for the layers' matrices (other weights:
     16). MXFP4 (gpt-oss): 4 bits + an 8-bit scale per 32 = 4.25, routed experts only (OCP MX spec
-    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block. AWQ/GPTQ:
+    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block (DeepSeek-V4's
+    experts with expert_dtype fp4: 4 bits + a scale per 32 weights, 1 byte with scale_fmt ue8m0). AWQ/GPTQ:
     w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
     per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
     if not isinstance(qc, dict):
@@ -1017,6 +1020,10 @@ def _checkpoint_format(qc, where, warnings):
         block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
         bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
         lin, exp = (16 if experts_only else bits), bits
+        if q.str("expert_dtype", default="fp8", choices=("fp8", "fp4")) == "fp4":
+            # DeepSeek-V4's experts: two e2m1 values per byte and a scale per 32 (transformers'
+            # finegrained_fp8), 1-byte ue8m0 scales with scale_fmt ue8m0
+            exp = 4 + (8 if q.str("scale_fmt", default="float") == "ue8m0" else 32) / 32
     elif method in ("awq", "gptq"):
         w = q.int("bits", "w_bit", default=4, hi=16)
         g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
@@ -1583,7 +1590,8 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
              extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
              # per token, two modules: the fn projection of the hc streams and comb^T @ streams
              extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
-             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h)
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
+             residual_streams=hc)
     f_e = r.int("moe_intermediate_size", default=2048, hi=2**31)
     mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
     r.int("num_hash_layers", lo=0, default=3, hi=100_000)  # hash routing: same weights as top-k routing
@@ -1595,9 +1603,9 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
                    "hc_sinkhorn_iters"))
     _note_mtp(r, s)
-    s["params_only"] = {"scripts": ("params", "flops"),
-                        "why": "DeepSeek-V4's compressed attention cache is described in calc_transformer_params.py and "
-                               "calc_transformer_flops.py only so far"}
+    s["params_only"] = {"scripts": ("params", "flops", "mem-infer", "latency"),
+                        "why": "DeepSeek-V4's hyper-connections (hc_mult residual streams) are not in the training "
+                               "memory and communication models yet"}
 
 
 def _read_deepseek(r, s):
@@ -2902,6 +2910,8 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
     token (state_elements: its constant state)."""
     if attn["span"] == "state":
         return {"kv": 0, "indexer": 0}
+    if attn["kind"] == "dsv4":  # one K = V head of the window; transformers' plain sliding layer keeps K and V
+        return {"kv": attn["head_dim"] * (2 if attn["compress_kind"] == "none" else 1), "indexer": 0}
     ind = attn["index_head_dim"] if attn["index_topk"] else 0
     if attn["kv_shared"]:
         return {"kv": 0, "indexer": ind}
@@ -2929,6 +2939,25 @@ def cached_tokens(attn, *, context):
     if attn["span"] == "chunked":
         return min(context, attn["chunk"])
     return context
+
+
+def compressed_cache_elements(attn, *, context):
+    """Numbers one sequence's DeepSeek-V4 cache holds for a layer's compressor at `context` tokens,
+    {"kv", "indexer"}, beside its window (cached_tokens x cache_elements_per_token), as transformers'
+    DeepseekV4HCACache / CSACache hold them: floor(t / m) compressed entries of d (and of d_I for the
+    indexer on a compressed sparse layer), the projections of the t mod m tokens of the window still
+    open (kv and gate: d each, 2 d each with the overlapping windows, 2 d_I each for the indexer),
+    and on a compressed sparse layer once t >= m the previous window's overlap half (kv and gate,
+    m x d and m x d_I). Other kinds: none."""
+    if attn["kind"] != "dsv4" or not attn["compress"]:
+        return {"kv": 0, "indexer": 0}
+    t, m, d = context, attn["compress"], attn["head_dim"]
+    q, r = divmod(t, m)
+    if attn["compress_kind"] == "hca":
+        return {"kv": q * d + 2 * r * d, "indexer": 0}
+    dI = attn["c_index_head_dim"]
+    overlap = m if t >= m else 0
+    return {"kv": q * d + 2 * r * 2 * d + 2 * overlap * d, "indexer": q * dI + 2 * r * 2 * dI + 2 * overlap * dI}
 
 
 def state_elements(attn):

@@ -129,6 +129,9 @@ INDEXER_KERNELS = 3    # a lightning indexer's projections, its scores, the top-
 # a Gated DeltaNet block as vLLM's Qwen3-Next runs it: norm, in_proj_qkvz, in_proj_ba, conv,
 # gating (g, beta), the delta-rule kernel, gated norm, out_proj, add
 LINEAR_MIXER_KERNELS = 9
+# DeepSeek-V4 adds per layer its compressor's projections and pooling (2) and two hyper-connection
+# mixes (2 each: the projection and one fused Sinkhorn / mix kernel), fused as a serving stack would
+DSV4_EXTRA_KERNELS = 6
 # TP all-reduce constants, mirrored from calc_comm.py (ALPHA_LAUNCH_S, ALPHA_HOP_S,
 # LL_BANDWIDTH_FRACTION, SCALE_UP_EFFICIENCY) so both scripts give the same intra-node ring time:
 DEFAULT_ALLREDUCE_LATENCY_US = 8.9  # per call: 10.14 us all_reduce_perf floor on 2 x A100 less 2 hops
@@ -662,6 +665,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
     top_qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") \
         if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
+    if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
+        top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -741,7 +746,8 @@ def _checkpoint_format(qc, where, warnings):
     """The checkpoint's weight format from quantization_config, as bits per weight, scales
     included: {"method", "linear_bits", "expert_bits"} for the layers' matrices (other weights:
     16). MXFP4 (gpt-oss): 4 bits + an 8-bit scale per 32 = 4.25, routed experts only (OCP MX spec
-    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block. AWQ/GPTQ:
+    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block (DeepSeek-V4's
+    experts with expert_dtype fp4: 4 bits + a scale per 32 weights, 1 byte with scale_fmt ue8m0). AWQ/GPTQ:
     w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
     per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
     if not isinstance(qc, dict):
@@ -758,6 +764,10 @@ def _checkpoint_format(qc, where, warnings):
         block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
         bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
         lin, exp = (16 if experts_only else bits), bits
+        if q.str("expert_dtype", default="fp8", choices=("fp8", "fp4")) == "fp4":
+            # DeepSeek-V4's experts: two e2m1 values per byte and a scale per 32 (transformers'
+            # finegrained_fp8), 1-byte ue8m0 scales with scale_fmt ue8m0
+            exp = 4 + (8 if q.str("scale_fmt", default="float") == "ue8m0" else 32) / 32
     elif method in ("awq", "gptq"):
         w = q.int("bits", "w_bit", default=4, hi=16)
         g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
@@ -1324,7 +1334,8 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
              extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
              # per token, two modules: the fn projection of the hc streams and comb^T @ streams
              extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
-             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h)
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
+             residual_streams=hc)
     f_e = r.int("moe_intermediate_size", default=2048, hi=2**31)
     mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
     r.int("num_hash_layers", lo=0, default=3, hi=100_000)  # hash routing: same weights as top-k routing
@@ -1336,9 +1347,9 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
                    "hc_sinkhorn_iters"))
     _note_mtp(r, s)
-    s["params_only"] = {"scripts": ("params", "flops"),
-                        "why": "DeepSeek-V4's compressed attention cache is described in calc_transformer_params.py and "
-                               "calc_transformer_flops.py only so far"}
+    s["params_only"] = {"scripts": ("params", "flops", "mem-infer", "latency"),
+                        "why": "DeepSeek-V4's hyper-connections (hc_mult residual streams) are not in the training "
+                               "memory and communication models yet"}
 
 
 def _read_deepseek(r, s):
@@ -2643,6 +2654,8 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
     token (state_elements: its constant state)."""
     if attn["span"] == "state":
         return {"kv": 0, "indexer": 0}
+    if attn["kind"] == "dsv4":  # one K = V head of the window; transformers' plain sliding layer keeps K and V
+        return {"kv": attn["head_dim"] * (2 if attn["compress_kind"] == "none" else 1), "indexer": 0}
     ind = attn["index_head_dim"] if attn["index_topk"] else 0
     if attn["kv_shared"]:
         return {"kv": 0, "indexer": ind}
@@ -2670,6 +2683,25 @@ def cached_tokens(attn, *, context):
     if attn["span"] == "chunked":
         return min(context, attn["chunk"])
     return context
+
+
+def compressed_cache_elements(attn, *, context):
+    """Numbers one sequence's DeepSeek-V4 cache holds for a layer's compressor at `context` tokens,
+    {"kv", "indexer"}, beside its window (cached_tokens x cache_elements_per_token), as transformers'
+    DeepseekV4HCACache / CSACache hold them: floor(t / m) compressed entries of d (and of d_I for the
+    indexer on a compressed sparse layer), the projections of the t mod m tokens of the window still
+    open (kv and gate: d each, 2 d each with the overlapping windows, 2 d_I each for the indexer),
+    and on a compressed sparse layer once t >= m the previous window's overlap half (kv and gate,
+    m x d and m x d_I). Other kinds: none."""
+    if attn["kind"] != "dsv4" or not attn["compress"]:
+        return {"kv": 0, "indexer": 0}
+    t, m, d = context, attn["compress"], attn["head_dim"]
+    q, r = divmod(t, m)
+    if attn["compress_kind"] == "hca":
+        return {"kv": q * d + 2 * r * d, "indexer": 0}
+    dI = attn["c_index_head_dim"]
+    overlap = m if t >= m else 0
+    return {"kv": q * d + 2 * r * 2 * d + 2 * overlap * d, "indexer": q * dI + 2 * r * 2 * dI + 2 * overlap * dI}
 
 
 def state_elements(attn):
@@ -2891,6 +2923,9 @@ def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act
     n = new_tokens
     tok = cache_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)
     read_tok = cache_read_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)
+    if attn["kind"] == "dsv4":  # its indexer reads one d_I key per compressed entry, its core d per key
+        read_tok = dict(read_tok, kv=attn["head_dim"] * kv_bits / 8,
+                        indexer=attn["c_index_head_dim"] * kv_bits / 8)
     core = attention_core_flops(attn, pairs={"core": pairs["core"], "indexer": pairs["indexer"]})
     if attn["kind"] == "mla":
         r, dr, dv = attn["kv_lora_rank"], attn["qk_rope_head_dim"], attn["v_head_dim"]
@@ -2981,6 +3016,7 @@ def layer_kernels(layer):
     LINEAR_MIXER_KERNELS; per MLP block norm, mlp-in, activation, mlp-out, add (5)."""
     return sum(LINEAR_MIXER_KERNELS if a["span"] == "state" else
                ATTENTION_KERNELS + INDEXER_KERNELS * bool(a["index_topk"] and a["index_heads"])
+               + (DSV4_EXTRA_KERNELS + INDEXER_KERNELS * (a["compress_kind"] == "csa") if a["kind"] == "dsv4" else 0)
                for a in layer["attention"]) + MLP_KERNELS * len(layer["mlp"])
 
 
@@ -3071,8 +3107,8 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     tot["weight_bytes"] += (head_w + other_w) * hb                   # final norm and embedding rows
     comp["kernel_overhead"] = (kernels + 2) * ovh
     comp["tp_allreduce"] = allreduces * t_ar
-    comp["pp_handoff"] = (pp - 1) * p2p_time_s(
-        size_bytes=act_bytes, bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
+    comp["pp_handoff"] = (pp - 1) * p2p_time_s(  # DeepSeek-V4 hands over hc_mult residual streams
+        size_bytes=act_bytes * spec.get("residual_streams", 1), bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
         latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"]) if pp > 1 else 0.0
     return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": tot["compute_s"],
             "memory_s": tot["memory_s"], "flops": tot["flops"], "bytes": tot["bytes"],
@@ -3090,6 +3126,21 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, 
     lines (sum_max_linear); full chunks without an indexer cost the same and are multiplied."""
     F16, B = hw["attention_flops_per_s"], hw["bytes_per_s"]
     ind = 1 if attn["index_topk"] else 0
+    if attn["kind"] == "dsv4":  # window keys saturate at W; compressed entries grow by one per m tokens
+        def step_s(c):
+            k = cached_keys_read(attn, context_before=c)
+            p = decode_keys_read(attn, context=c + 1)
+            fl, by, _ = attention_core_costs(
+                attn, tp=tp, pairs={k2: batch * v for k2, v in p.items()}, new_tokens=batch,
+                keys_read={k2: batch * v for k2, v in k.items()}, kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
+            return roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
+        if c_hi < c_lo:
+            return 0.0
+        if c_hi - c_lo < 4096:  # exact, step by step
+            return sum(step_s(c) for c in range(c_lo, c_hi + 1))
+        # past the window the cost is linear in floor(c / m): the trapezoid over the steps, within one
+        # compressed entry per step of the exact sum (every step costed would cost o calls)
+        return (c_hi - c_lo + 1) * (step_s(c_lo) + step_s(c_hi)) / 2
     if attn["span"] == "state":  # a recurrent step costs the same at every context
         if c_hi < c_lo:
             return 0.0
@@ -3239,7 +3290,8 @@ def weight_bytes_per_gpu(spec, *, tp, pp, w_bits, e_bits=None):
 def layer_cache_bytes(layer, *, tp, batch, context, kv_bits, a_bits=16, state_bits=32):
     """{"kv", "indexer", "state"} cache bytes one layer holds on one TP rank for `batch` sequences at
     `context` tokens: cached_tokens per attention block (at most the window on sliding layers) x
-    cache_bytes_per_token; a layer that reuses another's cache holds none; a linear mixer its
+    cache_bytes_per_token (+ a DeepSeek-V4 compressor's entries and open window,
+    compressed_cache_elements); a layer that reuses another's cache holds none; a linear mixer its
     constant state (state_elements on the rank's heads: conv window at a_bits, recurrent state at
     state_bits)."""
     out = {"kv": 0.0, "indexer": 0.0, "state": 0.0}
@@ -3250,8 +3302,9 @@ def layer_cache_bytes(layer, *, tp, batch, context, kv_bits, a_bits=16, state_bi
             continue
         t = cached_tokens(attn, context=context)
         per = cache_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)
-        out["kv"] += batch * t * per["kv"]
-        out["indexer"] += batch * t * per["indexer"]
+        comp = compressed_cache_elements(attn, context=context)  # DeepSeek-V4's compressor: whole on every rank
+        out["kv"] += batch * (t * per["kv"] + comp["kv"] * kv_bits / 8)
+        out["indexer"] += batch * (t * per["indexer"] + comp["indexer"] * kv_bits / 8)
     return out
 
 
@@ -3592,6 +3645,10 @@ def attention_convention(spec):
                              f"{attn['index_topk']} keys")
             if attn["index_topk"] and attn["index_heads"]:
                 texts.append("a lightning indexer scores every cached key")
+            if attn["kind"] == "dsv4" and attn["compress"]:
+                texts.append(f"DeepSeek-V4 compression (1/{attn['compress']}): a query also attends to the compressed "
+                             "entries closed before it" + (f" (the indexer scores them all, the core its top-"
+                                                           f"{attn['c_index_topk']})" if attn["compress_kind"] == "csa" else ""))
             if attn["span"] == "state":
                 texts.append(f"Gated DeltaNet: no KV cache; prefill runs the chunked algorithm (chunks of "
                              f"{attn['state_chunk']}), a decode step one recurrent update, reading and "

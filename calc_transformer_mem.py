@@ -569,6 +569,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
     top_qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") \
         if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
+    if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
+        top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -648,7 +650,8 @@ def _checkpoint_format(qc, where, warnings):
     """The checkpoint's weight format from quantization_config, as bits per weight, scales
     included: {"method", "linear_bits", "expert_bits"} for the layers' matrices (other weights:
     16). MXFP4 (gpt-oss): 4 bits + an 8-bit scale per 32 = 4.25, routed experts only (OCP MX spec
-    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block. AWQ/GPTQ:
+    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block (DeepSeek-V4's
+    experts with expert_dtype fp4: 4 bits + a scale per 32 weights, 1 byte with scale_fmt ue8m0). AWQ/GPTQ:
     w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
     per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
     if not isinstance(qc, dict):
@@ -665,6 +668,10 @@ def _checkpoint_format(qc, where, warnings):
         block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
         bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
         lin, exp = (16 if experts_only else bits), bits
+        if q.str("expert_dtype", default="fp8", choices=("fp8", "fp4")) == "fp4":
+            # DeepSeek-V4's experts: two e2m1 values per byte and a scale per 32 (transformers'
+            # finegrained_fp8), 1-byte ue8m0 scales with scale_fmt ue8m0
+            exp = 4 + (8 if q.str("scale_fmt", default="float") == "ue8m0" else 32) / 32
     elif method in ("awq", "gptq"):
         w = q.int("bits", "w_bit", default=4, hi=16)
         g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
@@ -1231,7 +1238,8 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
              extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
              # per token, two modules: the fn projection of the hc streams and comb^T @ streams
              extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
-             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h)
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
+             residual_streams=hc)
     f_e = r.int("moe_intermediate_size", default=2048, hi=2**31)
     mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
     r.int("num_hash_layers", lo=0, default=3, hi=100_000)  # hash routing: same weights as top-k routing
@@ -1243,9 +1251,9 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
                    "hc_sinkhorn_iters"))
     _note_mtp(r, s)
-    s["params_only"] = {"scripts": ("params", "flops"),
-                        "why": "DeepSeek-V4's compressed attention cache is described in calc_transformer_params.py and "
-                               "calc_transformer_flops.py only so far"}
+    s["params_only"] = {"scripts": ("params", "flops", "mem-infer", "latency"),
+                        "why": "DeepSeek-V4's hyper-connections (hc_mult residual streams) are not in the training "
+                               "memory and communication models yet"}
 
 
 def _read_deepseek(r, s):
@@ -2550,6 +2558,8 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
     token (state_elements: its constant state)."""
     if attn["span"] == "state":
         return {"kv": 0, "indexer": 0}
+    if attn["kind"] == "dsv4":  # one K = V head of the window; transformers' plain sliding layer keeps K and V
+        return {"kv": attn["head_dim"] * (2 if attn["compress_kind"] == "none" else 1), "indexer": 0}
     ind = attn["index_head_dim"] if attn["index_topk"] else 0
     if attn["kv_shared"]:
         return {"kv": 0, "indexer": ind}
@@ -2577,6 +2587,25 @@ def cached_tokens(attn, *, context):
     if attn["span"] == "chunked":
         return min(context, attn["chunk"])
     return context
+
+
+def compressed_cache_elements(attn, *, context):
+    """Numbers one sequence's DeepSeek-V4 cache holds for a layer's compressor at `context` tokens,
+    {"kv", "indexer"}, beside its window (cached_tokens x cache_elements_per_token), as transformers'
+    DeepseekV4HCACache / CSACache hold them: floor(t / m) compressed entries of d (and of d_I for the
+    indexer on a compressed sparse layer), the projections of the t mod m tokens of the window still
+    open (kv and gate: d each, 2 d each with the overlapping windows, 2 d_I each for the indexer),
+    and on a compressed sparse layer once t >= m the previous window's overlap half (kv and gate,
+    m x d and m x d_I). Other kinds: none."""
+    if attn["kind"] != "dsv4" or not attn["compress"]:
+        return {"kv": 0, "indexer": 0}
+    t, m, d = context, attn["compress"], attn["head_dim"]
+    q, r = divmod(t, m)
+    if attn["compress_kind"] == "hca":
+        return {"kv": q * d + 2 * r * d, "indexer": 0}
+    dI = attn["c_index_head_dim"]
+    overlap = m if t >= m else 0
+    return {"kv": q * d + 2 * r * 2 * d + 2 * overlap * d, "indexer": q * dI + 2 * r * 2 * dI + 2 * overlap * dI}
 
 
 def state_elements(attn):
@@ -3019,13 +3048,15 @@ def layer_cache_bytes(layer, *, tp, kv_bytes, mla_cache, batch, context):
     block's cached_tokens -- min(context, window) on a sliding layer (Mistral 7B sec. 2's rolling
     buffer; transformers keeps window - 1 between steps, so a decode step peaks at the window),
     every token on full and chunked layers (transformers' cache for chunked layers keeps them all),
-    none on a layer that reuses another layer's cache."""
+    none on a layer that reuses another layer's cache; a DeepSeek-V4 layer its window plus its
+    compressor's entries and open window (compressed_cache_elements)."""
     out = {"kv": 0, "indexer": 0}
     for attn in layer["attention"]:
         n = cache_elements_per_token(attention_on_rank(attn, tp=tp), mla_cache=mla_cache)
         t = batch * cached_tokens(attn, context=context)
-        out["kv"] += n["kv"] * kv_bytes * t
-        out["indexer"] += n["indexer"] * kv_bytes * t
+        c = compressed_cache_elements(attn, context=context)  # DeepSeek-V4: one shared head, whole on every rank
+        out["kv"] += n["kv"] * kv_bytes * t + batch * c["kv"] * kv_bytes
+        out["indexer"] += n["indexer"] * kv_bytes * t + batch * c["indexer"] * kv_bytes
     return out
 
 
@@ -3280,7 +3311,9 @@ def kv_cache_by_kind(spec, c, stage, *, batch, context):
                 "cached_tokens": max((cached_tokens(x, context=context) for x in layer["attention"]), default=0),
                 "kv_bytes_per_layer": held["kv"], "indexer_bytes_per_layer": held["indexer"],
                 "state_bytes_per_layer": sum(layer_state_bytes(layer, tp=c["tp"], conv_bytes=c["act_bytes"],
-                                                               state_bytes=c["state_bytes"], batch=batch).values())}
+                                                               state_bytes=c["state_bytes"], batch=batch).values()),
+                "compressed_bytes_per_layer": batch * c["kv_bytes"] * sum(
+                    sum(compressed_cache_elements(x, context=context).values()) for x in layer["attention"])}
         rows[id(layer)]["layers"] += 1
     return [r for r in rows.values() if r["attention"]]  # an MLP-only layer (Nemotron-H) caches nothing
 
@@ -3349,10 +3382,13 @@ def format_report(res):
                                  f"{k['state_bytes_per_layer'] / 2**20:,.2f} MiB per layer (whole batch), "
                                  f"{k['layers'] * k['state_bytes_per_layer'] / GIB:.2f} GiB")
                     continue
+                comp = (f" (window {k['layers'] * (k['kv_bytes_per_layer'] + k['indexer_bytes_per_layer'] - k['compressed_bytes_per_layer']) / GIB:.2f} "
+                        f"+ compressed entries {k['layers'] * k['compressed_bytes_per_layer'] / GIB:.2f})"
+                        if k["compressed_bytes_per_layer"] else "")
                 lines.append(f"  {k['layers']:>4} x {k['attention']:<32}"
                              f"{k['kv_bytes_per_token']:>10,} B/token, "
                              f"keeps {k['cached_tokens']:,} tokens, "
-                             f"{k['layers'] * k['kv_bytes_per_layer'] / GIB:.2f} GiB")
+                             f"{k['layers'] * (k['kv_bytes_per_layer'] + k['indexer_bytes_per_layer']) / GIB:.2f} GiB{comp}")
         alt = res.get("all_attention")
         if alt:
             lines.append(f"as if its {alt['linear_layers']} linear-attention layers were {alt['attention']} attention "
@@ -3603,7 +3639,7 @@ def resolve(args, parser):
             args.num_attention_heads = 64  # the cookbook mem script's default
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
-        require_described(spec, "mem")
+        require_described(spec, "mem-infer" if args.infer else "mem-train")
     except ValueError as exc:
         parser.error(str(exc))
     n = args.num_gpus or 1
@@ -3776,6 +3812,12 @@ def cache_rules_text(spec):
                      "cache does)")
     if n.get("shared"):
         parts.append(f"{n['shared']} layers reuse another layer's cache and hold none")
+    comp = [x for g in layer_groups(spec) for x in g[0]["attention"] if x["kind"] == "dsv4" and x["compress"]]
+    if comp:
+        parts.append("DeepSeek-V4 compressed layers also keep one compressed entry per compress_rate tokens "
+                     "(head_dim, + the indexer's key on compressed sparse layers) and the projections of the "
+                     "window still open, as transformers' DeepseekV4 caches do; a plain sliding layer keeps K "
+                     "and V apart (transformers' sliding layer), a compressed one its K = V once")
     if n.get("state"):
         parts.append(f"{n['state']} linear-attention layers hold no KV but a constant state per sequence "
                      "(conv window of K positions at the activation width, recurrent state at "

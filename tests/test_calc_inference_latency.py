@@ -939,3 +939,20 @@ def test_gated_deltanet_decode_reads_a_constant_state():
     kinds = {k["attention"]: k for k in out[65536]["layer_kinds"]}
     gdn = next(k for a, k in kinds.items() if a.startswith("gdn"))
     assert gdn["kv_cache_bytes_per_layer_per_gpu"] == 0 and gdn["state_bytes_per_layer_per_gpu"] == state / 30
+
+
+def test_deepseek_v4_decode_reads_window_and_compressed_entries():
+    # DeepSeek-V4-Flash (published config): every layer keeps a 128-token window of one K = V head
+    # (512 wide); 21 compressed sparse layers add one entry per 4 tokens (its core reads at most the
+    # indexer's top-512 of them, its indexer all of them, 128 wide), 20 heavily compressed layers one
+    # per 128 tokens (all read by the core). Cache layout: transformers' DeepseekV4 caches
+    # (tests/test_kv_cache_layers.py). Past the window and the top-k, a decode step at 16,384 cached
+    # tokens reads more than at 8,192 by exactly the new compressed entries, at 16-bit elements.
+    from conftest import config_path, run_main
+    out = {}
+    for s in (8192, 16384):
+        res, _, _ = run_main(cil.main, ["--hf_model_name_or_path", config_path("deepseek-v4-flash"),
+                                        "--prompt-tokens", str(s), "-o", "2", "--json"])
+        out[s] = res["decode_step_cache_bytes_read_per_gpu"]
+    grow = (16384 - 8192) // 4 * 128 * 2 * 21 + (16384 - 8192) // 128 * 512 * 2 * 20
+    assert out[16384] - out[8192] == grow

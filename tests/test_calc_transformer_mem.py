@@ -891,3 +891,43 @@ def test_linear_state_does_not_grow_and_splits_over_tp():
     assert rows[(4096, 1)]["state_cache_bytes"] == rows[(65536, 1)]["state_cache_bytes"] > 0
     assert rows[(4096, 4)]["state_cache_bytes"] * 4 == pytest.approx(rows[(4096, 1)]["state_cache_bytes"], rel=1e-3)
     assert rows[(65536, 1)]["kv_cache_bytes"] == 16 * rows[(4096, 1)]["kv_cache_bytes"] * 65537 / 4097 / 16
+
+
+def test_deepseek_v4_cache_at_128k_follows_its_layer_kinds():
+    # DeepSeek-V4-Flash (published config): 2 sliding layers (K and V of one 512-wide head kept apart,
+    # transformers' plain sliding layer), 21 compressed sparse layers (window K = V once, one entry
+    # per 4 tokens of 512 + 128 for the indexer, the open window's projections and the overlap half)
+    # and 20 heavily compressed layers (one 512-wide entry per 128 tokens): the per-layer rule is
+    # transformers' DeepseekV4 caches' (tests/test_kv_cache_layers.py). Setup: inference, batch 1,
+    # 131,072 prompt tokens + 1, bf16. Tolerance: exact.
+    res, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("deepseek-v4-flash"), "--infer",
+                                "-s", "131072", "--json"])
+    t, W, d, dI = 131073, 128, 512, 128
+    win = min(t, W) * d * 2
+    q4, r4 = divmod(t, 4)
+    q128, r128 = divmod(t, 128)
+    csa_kv = win + (q4 * d + 2 * r4 * 2 * d + 2 * 4 * d) * 2
+    csa_ind = (q4 * dI + 2 * r4 * 2 * dI + 2 * 4 * dI) * 2
+    hca_kv = win + (q128 * d + 2 * r128 * d) * 2
+    assert res["kv_cache_bytes"] == 2 * 2 * win + 21 * csa_kv + 20 * hca_kv
+    assert res["indexer_cache_bytes"] == 21 * csa_ind
+    # against every layer keeping all t tokens of its one K = V head (1,024 B per token per layer):
+    # compression keeps about a sixth
+    assert (res["kv_cache_bytes"] + res["indexer_cache_bytes"]) < 43 * 1024 * t / 6
+
+
+def test_deepseek_v4_training_memory_is_refused_in_one_line():
+    # its hyper-connections widen the residual stream to hc_mult x h, which the activation model
+    # does not describe yet: one line, exit 2, not a wrong number
+    code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", config_path("deepseek-v4-flash")])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot answer for it yet" in err
+
+
+def test_deepseek_v4_fp4_experts_are_counted_at_their_stored_width():
+    # DeepSeek-V4-Flash's config: fp8 e4m3 128 x 128 blocks for the layer matrices and expert_dtype fp4
+    # for the routed experts, which transformers 5.23 (integrations/finegrained_fp8.py) stores as two
+    # e2m1 values per byte with one ue8m0 (1-byte) scale per 32 weights: 4 + 8 / 32 bits.
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("deepseek-v4-flash"), "--infer",
+                              "-s", "1024", "--json"])
+    fmt = r["config"]["checkpoint_format"]
+    assert fmt == {"method": "fp8", "linear_bits": 8 + 32 / 16384, "expert_bits": 4 + 8 / 32}

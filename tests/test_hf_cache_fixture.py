@@ -18,7 +18,9 @@ DATA = json.loads((FIX / "hf_cache_bytes.json").read_text())
 META = DATA["_meta"]
 ENTRIES = {k: v for k, v in DATA.items() if k != "_meta"}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "int64": 8, "int32": 4}
-MAIN_TENSORS = ("keys", "values", "indexer_keys", "conv_states.0", "recurrent_states.0")
+MAIN_TENSORS = ("keys", "values", "indexer_keys", "conv_states.0", "recurrent_states.0") + tuple(
+    f"{a}.{b}" for a in ("compressed_kv", "buffer_kv", "buffer_gate", "overlap_kv", "overlap_gate")
+    for b in ("compressor", "indexer"))  # DeepSeek-V4's compressor state
 
 
 def _config(entry):
@@ -101,6 +103,24 @@ def _expected(cfg, entry, i, context):
     L = (cfg.get("num_hidden_layers") or len(cfg["layers_block_type"]))
     if cfg.get("num_kv_shared_layers") and i >= L - cfg["num_kv_shared_layers"]:
         return {}  # KV-sharing consumer: a DummyLayer, nothing cached
+    if cfg["model_type"] == "deepseek_v4":  # the window's K = V (one head), then the compressor's state
+        W, d = cfg["sliding_window"], cfg["head_dim"]
+        t = min(context, W - 1)
+        shapes = {"keys": [b, 1, t, d], "values": [b, 1, t, d]}
+        if kind == "sliding_attention":
+            return shapes
+        m = cfg["compress_rates"][kind]
+        q, r = divmod(context, m)
+        csa = kind == "compressed_sparse_attention"
+        parts = {"compressor": d}
+        if csa:
+            parts["indexer"] = cfg["index_head_dim"]
+        for name, w in parts.items():
+            shapes[f"compressed_kv.{name}"] = [b, q, w]
+            shapes[f"buffer_kv.{name}"] = shapes[f"buffer_gate.{name}"] = [b, r, 2 * w if csa else w]
+            if csa and context >= m:
+                shapes[f"overlap_kv.{name}"] = shapes[f"overlap_gate.{name}"] = [b, m, w]
+        return shapes
     if cfg["model_type"] == "kimi_linear" and kind == "linear_attention":  # KDA: 3 D x K window, H x d x d
         H, d = cfg["linear_num_heads"], cfg["linear_head_dim"]
         return {"conv_states.0": [b, 3 * H * d, cfg["linear_conv_kernel_dim"]], "recurrent_states.0": [b, H, d, d]}

@@ -22,7 +22,9 @@ from conftest import FIXTURES, load_json
 import calc_transformer_params as P
 
 CACHE = load_json("hf_cache_bytes.json")
-RUNS = sorted(k for k, v in CACHE.items() if not k.startswith("_") and "static" not in k)
+RUNS = sorted(k for k, v in CACHE.items() if not k.startswith("_") and "static" not in k
+              and v.get("model_type") != "deepseek_v4")  # its own test below
+DSV4_RUNS = sorted(k for k, v in CACHE.items() if v.get("model_type") == "deepseek_v4")
 
 
 def _spec(config_file):
@@ -66,3 +68,37 @@ def test_cache_bytes_per_layer_equal_transformers(name):
                     # the rule leaves out); ours is what it holds from then on
                     measured = run["decode"]["layers"][i]
                 assert ours == measured["storage_bytes"], (name, run["N"], phase, i, ours, measured["storage_bytes"])
+
+
+@pytest.mark.parametrize("name", DSV4_RUNS)
+def test_deepseek_v4_cache_equals_transformers(name):
+    # Source: transformers 5.23's DeepseekV4 caches (tests/fixtures/hf_cache_bytes.json, bf16, window
+    # 16, compressed sparse rate 4 with its indexer, heavily compressed rate 8; prefill N = 12 and 40,
+    # then N decode steps). Per layer, ours = the window (W tokens of the one K = V head; K and V apart
+    # on a plain sliding layer, transformers' generic sliding layer) + compressed_cache_elements
+    # (closed entries, the open window's projections, the overlap half). Measured: the storage the
+    # window keeps after a decode step (its K and V are one tensor on compressed layers) + the
+    # compressor tensors' own bytes. Tolerance: exact. Right after a prefill longer than the window
+    # transformers still pins the prompt's rows (the transient the sliding rule leaves out too).
+    r = CACHE[name]
+    spec = _spec(r["config_file"])
+    B = r["dtype_bytes"]
+    seen = 0
+    for run in r["runs"]:
+        for phase in ("prefill", "decode"):
+            ph = run[phase]
+            t = ph["context_tokens"]
+            if phase == "prefill" and t > spec["layers"][0]["attention"][0]["window"]:
+                continue
+            for layer, measured in zip(spec["layers"], ph["layers"]):
+                (attn,) = layer["attention"]
+                el = P.cache_elements_per_token(attn)
+                comp = P.compressed_cache_elements(attn, context=t)
+                ours = (el["kv"] * P.cached_tokens(attn, context=t) + comp["kv"] + comp["indexer"]) * B * r["batch"]
+                tensors = measured["tensors"]
+                window = tensors["keys"]["storage_bytes"] + (
+                    tensors["values"]["storage_bytes"] if measured["cache_layer_class"] == "DynamicSlidingWindowLayer" else 0)
+                rest = sum(v["bytes"] for k, v in tensors.items() if k not in ("keys", "values"))
+                assert ours == window + rest, (name, run["N"], phase, measured["cache_layer_class"])
+                seen += 1
+    assert seen >= 12
