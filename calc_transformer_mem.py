@@ -1190,8 +1190,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     (n_shared_experts is not read by transformers), the first num_hash_layers hash-routed (their
     router still has weights; the hash table is a buffer). Manifold-constrained hyper-connections:
     hc_mult residual streams, two mixing modules per layer and one before the head. The head is
-    tied only with tie_word_embeddings; the MTP layer is not built. This script counts its
-    parameters; the cache and FLOPs of compressed attention are not described yet."""
+    tied only with tie_word_embeddings; the MTP layer is not built."""
     L, h = s["num_layers"], s["hidden_size"]
     n_cfg = r.int("num_hidden_layers", hi=100_000)
     s.update(ll, qkv_bias=False, attn_out_bias=False, mlp_bias=r.bool("mlp_bias", default=False),
@@ -1251,9 +1250,6 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
                    "hc_sinkhorn_iters"))
     _note_mtp(r, s)
-    s["params_only"] = {"scripts": ("params", "flops", "mem-infer", "latency"),
-                        "why": "DeepSeek-V4's hyper-connections (hc_mult residual streams) are not in the training "
-                               "memory and communication models yet"}
 
 
 def _read_deepseek(r, s):
@@ -1891,7 +1887,7 @@ def resolve_model_spec(args, defaults=None):
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
                       ("checkpoint_format", None), ("input_matmul_params", 0),
                       ("attn_position_scaling", False), ("indexer_input_norm", False),
-                      ("linear_mixer", None), ("layer_blocks", None), ("params_only", None)):
+                      ("linear_mixer", None), ("layer_blocks", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1937,15 +1933,6 @@ def resolve_model_spec(args, defaults=None):
                                  "experts of an MoE layer")
     s["warnings"] = warnings
     return s, notes
-
-
-def require_described(spec, script):
-    """A script refuses a model whose layers only some scripts describe so far (spec["params_only"]:
-    which scripts, and why): one line, exit 2, not a wrong number. `script`: params, flops, mem,
-    latency or comm."""
-    part = spec.get("params_only")
-    if part and script not in part["scripts"]:
-        raise ValueError(f"{spec['model_type']}: {part['why']}; calc_{script} cannot answer for it yet")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -2919,7 +2906,7 @@ def _mlp_stored_widths(num_linears):
     return 2 if num_linears == 2 else 3
 
 
-def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_bytes):
+def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_bytes, streams=1):
     """Bytes one layer stores for backward for one micro-batch on one tp rank, with no recompute,
     split as {"outside", "inside", "scores"} (Korthikanti et al. 2022, sec. 4.1, Table 2), summed
     over the layer's attention and MLP blocks. outside: per block its norm input and its own input
@@ -2931,21 +2918,27 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
     modelled); a linear mixer linear_mixer_activation_bytes (no scores); per MLP block dense internals (2 f or 3 f, /tp) or moe_activation_bytes -- 24 sbh/t
     for MHA with f = 4h. scores: softmax output, its dropout mask and output, 5 a s^2 b / t (2 a s^2
     b / t without dropout); eager attention computes the whole s x s matrix on sliding and chunked
-    layers too; with flash attention an fp32 log-sum-exp per row and head instead."""
+    layers too; with flash attention an fp32 log-sum-exp per row and head instead. DeepSeek-V4: its
+    attention as MQA plus its q latent and grouped output latent (r_q + g r_o), and with its
+    hyper-connections each block's mixing module keeps its hc_mult input streams (streams h)."""
     B, sb = act_bytes, s * b
     mask = 1 if dropout else 0
     outside = inside = scores = 0
+    # DeepSeek-V4's hyper-connections: each block's mixing module also keeps its hc_mult input streams
+    hc_in = sb * streams * h * B if streams > 1 else 0
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         at, kvt = x["heads"], x["kv_heads"]
         d, d_v = attention_head_dims(x)
-        outside += sb * h * (2 * B + mask)
+        outside += sb * h * (2 * B + mask) + hc_in
         if x["span"] == "state":
             inside += linear_mixer_activation_bytes(x, sb=sb, act_bytes=B)
             continue
         if x["kind"] == "mla":
             outside += B * sb * (x["q_lora_rank"] + x["kv_lora_rank"] + x["qk_rope_head_dim"])
         inside += B * sb * (at * d + kvt * d + kvt * d_v + at * d_v)
+        if x["kind"] == "dsv4":  # its q latent and grouped output latent
+            inside += B * sb * (x["q_lora_rank"] + x["o_groups"] * x["o_lora_rank"])
         if x["index_topk"]:
             H, d_i = x["index_heads"], x["index_head_dim"]
             inside += B * sb * (H * d_i + d_i + H)
@@ -2954,7 +2947,7 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
         else:
             scores += at * s * s * b * (B + (mask + B if dropout else 0))
     for m in layer["mlp"]:
-        outside += sb * h * (2 * B + mask)
+        outside += sb * h * (2 * B + mask) + hc_in
         if m["kind"] == "dense":
             inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
         else:
@@ -2996,12 +2989,12 @@ def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
     return {"replicated": replicated, "sharded": sharded}
 
 
-def stored_layer_bytes(parts, *, recompute, sp_or_pa, tp, s, b, h, act_bytes):
+def stored_layer_bytes(parts, *, recompute, sp_or_pa, tp, s, b, h, act_bytes, streams=1):
     """What one layer keeps per micro-batch under a recompute mode (Korthikanti Table 2): none
     keeps everything; selective drops the score terms (recomputed in backward, sec. 5); full keeps
     only the layer input, 2 sbh (/tp with sequence parallelism or partitioned activations)."""
-    if recompute == "full":
-        return act_bytes * s * b * h / (tp if sp_or_pa else 1)
+    if recompute == "full":  # the layer input: hc_mult streams with DeepSeek-V4's hyper-connections
+        return act_bytes * s * b * h * streams / (tp if sp_or_pa else 1)
     if recompute == "selective":
         return parts["outside"] + parts["inside"]
     return parts["outside"] + parts["inside"] + parts["scores"]
@@ -3182,7 +3175,8 @@ def training_memory(spec, c, b):
 
     def parts_of(layer):
         return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
-                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab)
+                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
+                                      streams=spec.get("residual_streams", 1))
     sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
     stages = []
     chunks = c["chunk_layers"]
@@ -3218,7 +3212,8 @@ def training_memory(spec, c, b):
             buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
         parts = _per_kind(all_layers, layers, parts_of)
         per_mb = sum(stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp,
-                                        s=s, b=b, h=h, act_bytes=ab) for x in parts)
+                                        s=s, b=b, h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
+                     for x in parts)
         emb_mb = 0
         if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
             emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
@@ -3639,7 +3634,6 @@ def resolve(args, parser):
             args.num_attention_heads = 64  # the cookbook mem script's default
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
-        require_described(spec, "mem-infer" if args.infer else "mem-train")
     except ValueError as exc:
         parser.error(str(exc))
     n = args.num_gpus or 1

@@ -1173,8 +1173,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     (n_shared_experts is not read by transformers), the first num_hash_layers hash-routed (their
     router still has weights; the hash table is a buffer). Manifold-constrained hyper-connections:
     hc_mult residual streams, two mixing modules per layer and one before the head. The head is
-    tied only with tie_word_embeddings; the MTP layer is not built. This script counts its
-    parameters; the cache and FLOPs of compressed attention are not described yet."""
+    tied only with tie_word_embeddings; the MTP layer is not built."""
     L, h = s["num_layers"], s["hidden_size"]
     n_cfg = r.int("num_hidden_layers", hi=100_000)
     s.update(ll, qkv_bias=False, attn_out_bias=False, mlp_bias=r.bool("mlp_bias", default=False),
@@ -1234,9 +1233,6 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
                    "hc_sinkhorn_iters"))
     _note_mtp(r, s)
-    s["params_only"] = {"scripts": ("params", "flops", "mem-infer", "latency"),
-                        "why": "DeepSeek-V4's hyper-connections (hc_mult residual streams) are not in the training "
-                               "memory and communication models yet"}
 
 
 def _read_deepseek(r, s):
@@ -1874,7 +1870,7 @@ def resolve_model_spec(args, defaults=None):
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
                       ("checkpoint_format", None), ("input_matmul_params", 0),
                       ("attn_position_scaling", False), ("indexer_input_norm", False),
-                      ("linear_mixer", None), ("layer_blocks", None), ("params_only", None)):
+                      ("linear_mixer", None), ("layer_blocks", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
@@ -1920,15 +1916,6 @@ def resolve_model_spec(args, defaults=None):
                                  "experts of an MoE layer")
     s["warnings"] = warnings
     return s, notes
-
-
-def require_described(spec, script):
-    """A script refuses a model whose layers only some scripts describe so far (spec["params_only"]:
-    which scripts, and why): one line, exit 2, not a wrong number. `script`: params, flops, mem,
-    latency or comm."""
-    part = spec.get("params_only")
-    if part and script not in part["scripts"]:
-        raise ValueError(f"{spec['model_type']}: {part['why']}; calc_{script} cannot answer for it yet")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):

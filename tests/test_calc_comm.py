@@ -420,3 +420,20 @@ def test_full_mesh_links_are_per_peer(monkeypatch):
     assert out[4]["busbw_bytes_per_s"] <= 3 * link
     assert out[8]["busbw_bytes_per_s"] <= 7 * link
     assert out[8]["busbw_bytes_per_s"] > 2 * out[4]["busbw_bytes_per_s"]
+
+
+def test_hybrid_layers_shape_the_training_collectives():
+    # Megatron's TP reduces each block's output (Shoeybi et al. 2019 sec. 3): Nemotron-3-Nano's 52
+    # layers are one block each (23 Mamba-2, 23 MoE, 6 attention; its published hybrid_override_pattern),
+    # so a step makes 2 x 52 / pp all-reduces per micro-batch, not the 4 x L of two-block layers. Under
+    # context parallelism only its 6 attention layers pass K/V around the ring; the 23 Mamba layers
+    # pass their fp32 recurrent state (H x P x N / tp) rank to rank, fwd and bwd (LASP, Sun et al. 2024).
+    from conftest import config_path, run_main
+    res, _, _ = run_main(main, ["--train", "--hf_model_name_or_path", config_path("nemotron-3-nano-30b-a3b"),
+                                "--num-gpus", "8", "-tp", "2", "-pp", "2", "-cp", "2", "--json"])
+    tp = next(r for r in res["rows"] if r["parallelism"] == "TP")
+    assert tp["calls_per_step"] == 2 * 52 // 2
+    kv = next(r for r in res["rows"] if r["parallelism"] == "CP" and r["note"].startswith("K/V"))
+    assert kv["calls_per_step"] == 3 * 1 * 3  # 3 (cp - 1) per attention layer, 6 / pp = 3 on a stage
+    state = next(r for r in res["rows"] if r["parallelism"] == "CP" and r["note"].startswith("recurrent"))
+    assert state["size_bytes"] == 64 // 2 * 64 * 128 * 4 and state["calls_per_step"] == 2 * 1 * 12

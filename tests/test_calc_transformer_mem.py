@@ -916,11 +916,14 @@ def test_deepseek_v4_cache_at_128k_follows_its_layer_kinds():
     assert (res["kv_cache_bytes"] + res["indexer_cache_bytes"]) < 43 * 1024 * t / 6
 
 
-def test_deepseek_v4_training_memory_is_refused_in_one_line():
-    # its hyper-connections widen the residual stream to hc_mult x h, which the activation model
-    # does not describe yet: one line, exit 2, not a wrong number
-    code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", config_path("deepseek-v4-flash")])
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot answer for it yet" in err
+def test_deepseek_v4_full_recompute_keeps_its_hc_streams():
+    # With full recompute a layer keeps only its input (Korthikanti et al. 2022, Table 2: 2 s b h
+    # bytes in 16 bits); DeepSeek-V4's hyper-connections make that input hc_mult = 4 residual
+    # streams (transformers' DeepseekV4 decoder layer takes and returns [b, s, hc_mult, h]).
+    # Setup: published V4-Flash config, 1 GPU, -s 4096 -b 1, --recompute full. Tolerance: exact.
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", config_path("deepseek-v4-flash"), "-s", "4096",
+                              "--recompute", "full", "--json"])
+    assert r["activations_layers_bytes"] == 43 * 4096 * 1 * 4096 * 4 * 2
 
 
 def test_deepseek_v4_fp4_experts_are_counted_at_their_stored_width():

@@ -88,19 +88,20 @@ def test_active_params_from_measured_experts(name):
     assert res["active_params"] == total - round(inactive), name
 
 
-@pytest.mark.parametrize("script", ["calc_comm"])
-def test_deepseek_v4_is_counted_but_other_scripts_refuse_it(script):
-    # DeepSeek-V4 (published V4-Flash config): its parameters are exact (the FAMILIES tests above) and
-    # its FLOPs, inference cache and latency too; its hyper-connections' hc_mult residual streams are
-    # not in the communication (and training-memory) models yet, so those say so in one line and
-    # exit 2 rather than print a number for a model they cannot describe.
-    import importlib
-    mod = importlib.import_module(script)
-    argv = ["--hf_model_name_or_path", config_path("deepseek-v4-flash")]
-    if script == "calc_comm":
-        argv += ["--train", "--num-gpus", "8", "-tp", "2", "-dp", "4"]
-    code, err = exit_code_and_stderr(mod.main, argv)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot answer for it yet" in err
+def test_deepseek_v4_training_comm_and_its_limits():
+    # DeepSeek-V4 (published V4-Flash config): parameters, FLOPs, inference cache and latency are
+    # described (tests elsewhere). Its training communication: the pipeline hands over all hc_mult
+    # residual streams (4 x the b s h activation of a plain model); context parallelism over its
+    # compressed attention is not modelled, so -cp > 1 is one line, exit 2, not a wrong number.
+    import calc_comm
+    argv = ["--train", "--hf_model_name_or_path", config_path("deepseek-v4-flash"), "--num-gpus", "16",
+            "-tp", "2", "-pp", "2", "-dp", "4", "--json"]
+    res, _, _ = run_main(calc_comm.main, argv)
+    pp_row = next(r for r in res["rows"] if r["parallelism"] == "PP")
+    tp_row = next(r for r in res["rows"] if r["parallelism"] == "TP")
+    assert pp_row["size_bytes"] == 4 * tp_row["size_bytes"]  # hc_mult streams vs one block output
+    code, err = exit_code_and_stderr(calc_comm.main, argv[:-1] + ["-cp", "2", "-dp", "2"])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not modelled" in err
 
 
 def test_issue_examples_no_longer_wrong():
