@@ -956,3 +956,21 @@ def test_deepseek_v4_decode_reads_window_and_compressed_entries():
         out[s] = res["decode_step_cache_bytes_read_per_gpu"]
     grow = (16384 - 8192) // 4 * 128 * 2 * 21 + (16384 - 8192) // 128 * 512 * 2 * 20
     assert out[16384] - out[8192] == grow
+
+
+@pytest.mark.parametrize("name", ["qwen3.5-35b-a3b-text", "nemotron-3-nano-30b-a3b", "kimi_linear-checkpoint-layout",
+                                  "falcon_h1-class-defaults", "jamba-class-defaults", "lfm3-class-defaults",
+                                  "deepseek-v4-flash"])
+def test_hybrid_cache_agrees_with_the_memory_script(name):
+    # Agreement (the two scripts carry the same cache rule): at 4 sequences of 32,768 + 1 tokens,
+    # bf16 KV and activations, fp32 recurrent state, one GPU, the latency script's KV, indexer-key and
+    # constant-state bytes equal the memory script's.
+    from conftest import config_path, run_main
+    import calc_transformer_mem as mem
+    lat, _, _ = run_main(cil.main, ["--hf_model_name_or_path", config_path(name), "-b", "4",
+                                    "--prompt-tokens", "32768", "-o", "1", "--json"])
+    m, _, _ = run_main(mem.main, ["--hf_model_name_or_path", config_path(name), "--infer", "-b", "4",
+                                  "-s", "32768", "-o", "1", "--json"])
+    assert lat["kv_cache_bytes_per_gpu"] == m["kv_cache_bytes"]
+    assert lat["indexer_cache_bytes_per_gpu"] == m["indexer_cache_bytes"]
+    assert lat["state_bytes_per_gpu"] == m["state_cache_bytes"]
