@@ -3123,7 +3123,7 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, 
             return roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
         if c_hi < c_lo:
             return 0.0
-        if c_hi - c_lo < 4096:  # exact, step by step
+        if c_hi - c_lo < 256:  # exact, step by step
             return sum(step_s(c) for c in range(c_lo, c_hi + 1))
         # past the window the cost is linear in floor(c / m): the trapezoid over the steps, within one
         # compressed entry per step of the exact sum (every step costed would cost o calls)
