@@ -567,7 +567,10 @@ def spec_from_hf_config(cfg, num_layers=None):
             raise ValueError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
                              f"cannot describe (fields {', '.join(foreign)})")
     h = r.int("hidden_size", "n_embd", "n_embed", "d_model", hi=2**24)
-    L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", hi=100_000)
+    if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
+        L_cfg = r.int("num_layers", hi=100_000) or (r.int("num_hidden_layers", hi=200_000) or 0) // 2 or None
+    else:
+        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", hi=100_000)
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
     a = r.int("num_attention_heads", "n_head", "num_heads", hi=2**20)
@@ -1355,15 +1358,19 @@ def _read_gemma4(r, s, ll, notes, warnings):
     s.update(ll)
     d = r.int("head_dim", default=256, hi=2**20)
     s.update(head_dim=d, qk_norm="head", norms_per_layer=4)
-    lt = _gemma_layer_types(r, L, force_last_full=True)
+    L_cfg = r.int("num_hidden_layers", "num_layers", hi=100_000) or L  # -l keeps the first L of them
+    lt = _gemma_layer_types(r, L_cfg, force_last_full=True)
     if lt is None:
-        lt = _layer_pattern(r, L, s)
-        lt[-1] = "full"
+        lt = _layer_pattern(r, L_cfg, s)
+        lt[-1] = "full"  # the config's last layer is global, as Gemma4TextConfig makes it
+    lt = lt[:L]
     s["layer_types"] = lt
     d_g = r.int("global_head_dim", default=512, hi=2**20)
     k_eq_v = r.bool("attention_k_eq_v", default=False)
     kv_g = r.int("num_global_key_value_heads", default=s["num_kv_heads"], hi=2**20) if k_eq_v else s["num_kv_heads"]
-    n_shared = r.int("num_kv_shared_layers", lo=0, default=0, hi=100_000)
+    n_shared = r.int("num_kv_shared_layers", lo=0, default=0, hi=100_000)  # the config's last layers
+    if n_shared >= L_cfg:
+        r.fail("num_kv_shared_layers", f"leaves none of the {L_cfg} layers to hold the K/V it shares", n_shared)
     wide = r.bool("use_double_wide_mlp", default=False)
     p = r.int("hidden_size_per_layer_input", lo=0, default=256, hi=2**20)
     r.used.add("vocab_size_per_layer_input")
@@ -1390,7 +1397,7 @@ def _read_gemma4(r, s, ll, notes, warnings):
     ov = {}
     for i in range(L):
         full = lt[i] == "full"
-        shared = i >= L - n_shared
+        shared = i >= L_cfg - n_shared  # with -l, the first L layers of the config
         if plc is not None:
             d_i = per.get(i, {}).get("head_dim") or d
             kv_i = per.get(i, {}).get("kv_heads") or s["num_kv_heads"]
@@ -1505,8 +1512,9 @@ def _read_mistral_large4(r, s, ll, notes, warnings):
                 r.int("index_topk", default=2048, hi=2**31))
     s.update(index_n_heads=H, index_head_dim=dI, index_topk=k, attn_position_scaling=True,
              indexer_input_norm=True, nope_layers=_nope_from_interval(r, L))
-    src = r.int_list("kv_source_layers", lo=0, hi=100_000, length=L) or list(range(L))
-    for i, j in enumerate(src[:L]):
+    L_cfg = r.int("num_hidden_layers", "num_layers", hi=100_000) or L  # -l keeps the first L of them
+    src = (r.int_list("kv_source_layers", lo=0, hi=100_000, length=L_cfg) or list(range(L_cfg)))[:L]
+    for i, j in enumerate(src):
         if j > i or src[j] != j:
             r.fail("kv_source_layers", f"layer {i} must reuse an earlier layer that owns its cache, got {j}", src)
     r.used.update(("final_logit_softcapping", "qk_head_dim"))

@@ -132,3 +132,17 @@ def test_families_not_described_yet_exit_2_not_a_wrong_count(model_type, tmp_pat
     path.write_text(json.dumps(cfg))
     code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", str(path)])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "linear-attention or state-space" in err
+
+
+@pytest.mark.parametrize("name,k", [("gemma-4-e2b-it-text", 4), ("mistral_large4-kv-sharing-variant", 4),
+                                    ("qwen3.5-35b-a3b-text", 5), ("nemotron-3-nano-30b-a3b", 7),
+                                    ("kimi_linear-checkpoint-layout", 5), ("jamba-class-defaults", 6),
+                                    ("longcat_flash-class-defaults", 3), ("deepseek-v4-flash", 4)])
+def test_num_layers_flag_keeps_the_configs_first_layers(name, k):
+    # `-l k` describes the config's first k layers, each exactly as transformers builds it in the
+    # full model (hf_param_counts.json, per layer): a review found Gemma 4's last-layers KV sharing
+    # applied to a cut copy's every layer, and Mistral Large 4's kv_source_layers refused.
+    res, _, _ = run_main(main, ["--hf_model_name_or_path", config_path(name), "-l", str(k), "--json"])
+    kinds = res["layer_kinds"]
+    per_layer = [kinds[i]["params_per_layer"] for i in res["model"]["layer_kind_of_layer"]]
+    assert per_layer == _expected(name)[1][:k], name
