@@ -620,8 +620,9 @@ def spec_from_hf_config(cfg, num_layers=None):
         raise ValueError(f"{where}: layer_types has sliding layers but sliding_window is not set")
     if s["layer_types"] and "chunked" in s["layer_types"] and not s["attention_chunk_size"]:
         raise ValueError(f"{where}: layer_types has chunked layers but attention_chunk_size is not set")
-    if s.get("moe") and s.get("moe_layer_set") is None:
+    if s.get("moe"):
         s["expert_interval"] = 1  # a config's MoE layout is explicit, never a script's -ei default
+        # (also when --num-dense-layers redraws it: the layers past the dense ones are all MoE)
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
     s.pop("_layers_from_flag", None)

@@ -146,3 +146,15 @@ def test_num_layers_flag_keeps_the_configs_first_layers(name, k):
     kinds = res["layer_kinds"]
     per_layer = [kinds[i]["params_per_layer"] for i in res["model"]["layer_kind_of_layer"]]
     assert per_layer == _expected(name)[1][:k], name
+
+
+@pytest.mark.parametrize("script", ["calc_transformer_params", "calc_transformer_flops"])
+def test_num_dense_layers_on_a_config_keeps_every_later_layer_moe(script):
+    # DeepSeek-V3 (published config: 3 dense layers, then MoE on every layer). --num-dense-layers 5
+    # redraws the dense prefix; the layers after it stay MoE on every layer, as the config has them,
+    # not every other layer (the flops script's cookbook -ei 2 default is for models from flags).
+    import importlib
+    mod = importlib.import_module(script)
+    res, _, _ = run_main(mod.main, ["--hf_model_name_or_path", config_path("deepseek-v3"),
+                                    "--num-dense-layers", "5", "--json"])
+    assert res["model"]["moe_layers"] == list(range(5, 61))
