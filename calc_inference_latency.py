@@ -1915,6 +1915,11 @@ def resolve_model_spec(args, defaults=None):
         val = flag(name)
         if val is not None and val > cap:
             raise ValueError(f"--{name.replace('_', '-')} {val} is implausibly large (at most {cap:,})")
+    per_layer = {k for ov in (s.get("layer_overrides") or {}).values() for k in ov.get("attention", {})}
+    for name, key in (("head_dim", "head_dim"), ("num_kv_heads", "kv_heads")):
+        if flag(name) is not None and key in per_layer:
+            raise ValueError(f"--{name.replace('_', '-')}: this config sets it layer by layer "
+                             f"({s.get('model_type')}); edit the config instead")
     for name in _GLOBAL_FLAGS:
         if flag(name) is not None:
             s[name] = flag(name)

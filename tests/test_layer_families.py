@@ -158,3 +158,12 @@ def test_num_dense_layers_on_a_config_keeps_every_later_layer_moe(script):
     res, _, _ = run_main(mod.main, ["--hf_model_name_or_path", config_path("deepseek-v3"),
                                     "--num-dense-layers", "5", "--json"])
     assert res["model"]["moe_layers"] == list(range(5, 61))
+
+
+@pytest.mark.parametrize("flag", ["--head-dim", "--num-kv-heads"])
+def test_a_per_layer_geometry_flag_on_gemma4_is_one_line_not_ignored(flag):
+    # Gemma 4 sets head_dim and kv heads layer by layer (sliding 256 / global 512): a global flag
+    # cannot apply to those layers "as given", and used to be ignored silently (review finding).
+    code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", config_path("gemma-4-e2b-it-text"),
+                                            flag, "2"])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "layer by layer" in err
