@@ -2416,7 +2416,7 @@ def build_layers(s):
 def spec_summary(spec):
     """The spec for --json: every resolved field, the layer list as distinct kinds plus the kind
     index of each layer (the layer dicts themselves repeat)."""
-    out = {k: v for k, v in spec.items() if k not in ("layers", "layer_overrides")}
+    out = {k: v for k, v in spec.items() if k not in ("layers", "layer_overrides") and not k.startswith("_")}
     groups = layer_groups(spec)
     index = {id(g[0]): n for n, g in enumerate(groups)}
     out["layer_kinds"] = [{"attention": [dict(x) for x in g[0]["attention"]],
@@ -2428,7 +2428,11 @@ def spec_summary(spec):
 
 
 def layer_groups(spec):
-    """[(layer, count, first_index)] for each distinct layer kind, in order of first appearance."""
+    """[(layer, count, first_index)] for each distinct layer kind, in order of first appearance;
+    kept on the spec for its layer list (scripts call this per pass: O(L) once, not per call)."""
+    memo = spec.get("_layer_groups")
+    if memo is not None and memo[0] is spec["layers"]:
+        return memo[1]
     seen = {}
     for i, layer in enumerate(spec["layers"]):
         g = seen.get(id(layer))
@@ -2436,7 +2440,9 @@ def layer_groups(spec):
             seen[id(layer)] = [layer, 1, i]
         else:
             g[1] += 1
-    return [tuple(g) for g in seen.values()]
+    out = [tuple(g) for g in seen.values()]
+    spec["_layer_groups"] = (spec["layers"], out)
+    return out
 
 
 def attention_kind(attn):
