@@ -3656,6 +3656,13 @@ def resolve(args, parser):
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
     except ValueError as exc:
         parser.error(str(exc))
+    if args.infer:  # training-only layouts: say so in the result rather than drop them silently
+        unused = [f for f, on in (("-cp", args.context_parallel_size > 1), ("--sequence-parallel", args.sequence_parallel),
+                                  ("-z", args.zero_stage is not None)) if on]
+        if unused:
+            spec["warnings"].append(f"{', '.join(unused)} {'describes' if len(unused) == 1 else 'describe'} "
+                                    "training; --infer does not model it (weights and cache per GPU come from "
+                                    "-tp, -pp and -ep)")
     n = args.num_gpus or 1
     tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
     vp, cp = args.virtual_pipeline_size, args.context_parallel_size

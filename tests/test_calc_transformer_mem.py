@@ -934,3 +934,10 @@ def test_deepseek_v4_fp4_experts_are_counted_at_their_stored_width():
                               "-s", "1024", "--json"])
     fmt = r["config"]["checkpoint_format"]
     assert fmt == {"method": "fp8", "linear_bits": 8 + 32 / 16384, "expert_bits": 4 + 8 / 32}
+
+
+def test_training_only_flags_under_infer_are_stated_not_dropped():
+    # -cp, --sequence-parallel and -z shape training memory; in --infer mode they change nothing, and
+    # the result says so (review finding: they were ignored silently)
+    r, _, _ = run_main(main, ["--infer", "-z", "3", "--sequence-parallel", "--json"])
+    assert any("--sequence-parallel, -z describe training" in w for w in r["warnings"])
