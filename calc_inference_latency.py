@@ -2973,8 +2973,7 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
     rope = 0
     for attn in layer["attention"]:
         a, kv, d = attn["heads"], attn["kv_heads"], attn["head_dim"]
-        ind = indexer_params(attn, h=h)
-        w = (attention_params(attn, h=h) - ind) / tp + ind
+        w = attention_params(attention_on_rank(attn, tp=tp), h=h)  # the rank's share, as the memory script splits it
         io = n * (h + a * d + attn["kv_proj"] * kv * d + a * d + h) / tp * ab  # in/out of qkv and o-proj
         if attn["span"] == "state":  # in_proj out, out_proj in
             w_in, w_out, _ = mixer_widths(attn)
@@ -3240,18 +3239,43 @@ def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmul
     return hi
 
 
+def _kv_heads_per_rank(kv, tp):
+    """kv heads one tensor-parallel rank holds: kv/tp, or 1 replicated head when kv < tp (vLLM and
+    Megatron-LM replicate kv heads when there are fewer than tp). Copied from
+    calc_transformer_mem.py; tests/test_calc_inference_latency.py checks the two agree."""
+    return kv // tp if kv >= tp else 1
+
+
+def attention_on_rank(attn, *, tp):
+    """The share of one attention block one tensor-parallel rank holds, as an attention dict: a/tp
+    query heads and kv/tp kv heads (one replicated when kv < tp); MLA's down-projections and norms,
+    the output bias and a lightning indexer stay whole. Copied from calc_transformer_mem.py."""
+    if tp == 1:
+        return attn
+    return dict(attn, heads=attn["heads"] // tp, kv_heads=_kv_heads_per_rank(attn["kv_heads"], tp))
+
+
+def mlp_on_rank(mlp, *, tp, etp):
+    """The share of one MLP block one rank holds: a dense MLP's and the shared experts' width over
+    tp, each routed expert's width over etp; the router whole. Copied from calc_transformer_mem.py."""
+    if mlp["kind"] == "dense":
+        return mlp if tp == 1 else dict(mlp, width=mlp["width"] // tp)
+    return dict(mlp, width=mlp["width"] // etp, shared_width=mlp["shared_width"] // tp)
+
+
 def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None):
-    """Weight bytes of one layer on one TP rank (Megatron-style sharding, Shoeybi et al. 2019
-    sec. 3): attention, MLP, routed and shared experts as tp shards; norms, routers and other
-    per-layer weights whole on every rank at >= 16 bits (quantizers leave them so); an indexer
-    whole on every rank at the weight bits."""
-    lp = layer_params(layer, h=h, norm=norm)
-    ind = sum(indexer_params(a, h=h) for a in layer["attention"])
-    wbytes = w_bits / 8
-    ebytes = (w_bits if e_bits is None else e_bits) / 8
-    sharded = lp["attention"] - ind + lp["dense"] + lp["shared_experts"]
-    return (sharded / tp * wbytes + lp["routed_experts"] / tp * ebytes
-            + (lp["norms"] + lp["router"] + lp["extra"]) * max(wbytes, 2) + ind * wbytes)
+    """Weight bytes of one layer on one TP rank, with the memory script's split (attention_on_rank,
+    mlp_on_rank with each routed expert's width over tp; Shoeybi et al. 2019 sec. 3): the rank's
+    matrices at w_bits, its routed experts at e_bits (a checkpoint that stores them narrower,
+    gpt-oss's MXFP4), and what stays whole on every rank and unquantized (norms, routers, other
+    per-layer weights) at >= 16 bits."""
+    share = {"attention": tuple(attention_on_rank(x, tp=tp) for x in layer["attention"]),
+             "mlp": tuple(mlp_on_rank(m, tp=tp, etp=tp) for m in layer["mlp"]),
+             "norms": layer["norms"], "extra_params": layer["extra_params"]}
+    p = layer_params(share, h=h, norm=norm)
+    small = p["norms"] + p["router"] + p["extra"]
+    wb, eb = w_bits / 8, (w_bits if e_bits is None else e_bits) / 8
+    return (p["total"] - p["routed_experts"] - small) * wb + p["routed_experts"] * eb + small * max(wb, 2)
 
 
 def _stage_kind_counts(spec, pp):
@@ -3272,26 +3296,24 @@ def _stage_kind_counts(spec, pp):
 
 
 def weight_bytes_per_gpu(spec, *, tp, pp, w_bits, e_bits=None):
-    """Weight bytes on the most-loaded rank: the heaviest pipeline stage's layers (layer_weight_bytes
-    per kind, summed over the stage), plus the vocab-parallel embedding (first stage) and head with
-    the final norm (last stage), both when pp = 1 and the larger of the two otherwise, at >= 16 bits.
-    Per-layer embeddings (Gemma 4) and model-level extras count with the embedding, an embedding
-    norm (BLOOM) whole on every rank."""
-    h, nm = spec["hidden_size"], spec["norm"]
+    """Weight bytes on the most-loaded rank: per pipeline stage its layers (layer_weight_bytes per
+    kind), the first stage the vocab-parallel token embedding (/tp) with any per-layer embedding
+    table (/tp), the position table, embedding projections and norm and other model-level weights
+    (whole), the last stage the final norm and the head (/tp; with tied embeddings and pp > 1 a
+    second copy of the embedding), as the memory script places them; embeddings and head at >= 16
+    bits."""
+    h, nm, V, p = spec["hidden_size"], spec["norm"], spec["vocab_size"], spec["word_embed_proj_dim"]
     per_kind = {id(layer): layer_weight_bytes(layer, h=h, norm=nm, tp=tp, w_bits=w_bits, e_bits=e_bits)
                 for layer, _, _ in layer_groups(spec)}
-    if pp == 1:
-        layers_bytes = sum(cnt * per_kind[id(layer)] for layer, cnt, _ in layer_groups(spec))
-    else:
-        layers_bytes = max(sum(c * per_kind[k] for k, c in st.items())
-                           for st in _stage_kind_counts(spec, pp))
-    pb = param_breakdown(spec)
     hb = max(w_bits, 16) / 8
-    emb = ((pb["embedding_params"] + pb["position_embedding_params"] + pb["embedding_projection_params"]
-            + pb["per_layer_embedding_params"] + pb["other_params"]) / tp + pb["embedding_norm_params"]) * hb
-    head = (pb["output_head_params"] / tp + pb["final_norm_params"]) * hb
-    ends = emb + head if pp == 1 else max(emb, head)
-    return layers_bytes + ends
+    emb = (V * p // tp + spec["position_embedding_rows"] * h + (2 * p * h if p != h else 0)
+           + (norm_params(width=h, norm=nm) if spec["embedding_norm"] else 0)
+           + spec["per_layer_embedding_params"] // tp + sum(spec["other_params"].values())) * hb
+    head = ((norm_params(width=h, norm=nm) if spec["final_norm"] else 0)
+            + (V * p // tp if not spec["tied_embeddings"] or pp > 1 else 0)) * hb
+    stages = _stage_kind_counts(spec, pp)
+    return max(sum(c * per_kind[k] for k, c in st.items()) + (emb if i == 0 else 0) + (head if i == len(stages) - 1 else 0)
+               for i, st in enumerate(stages))
 
 
 def layer_cache_bytes(layer, *, tp, batch, context, kv_bits, a_bits=16, state_bits=32):

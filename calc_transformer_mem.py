@@ -3289,7 +3289,12 @@ def inference_memory(spec, c, b, ctx):
         layers = by_stage[st]
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
                                             stage=st, layers_held=layers)
-        w = (ne - emb) * c["weight_bits"] / 8 + ex * c["expert_weight_bits"] / 8 + emb * c["weight_bytes"]
+        # norms, routers and other per-layer weights stay unquantized (>= 16 bits), whole on every rank
+        small = sum(_per_kind(spec["layers"], layers, lambda x: sum(
+            layer_params(x, h=spec["hidden_size"], norm=spec["norm"])[k] for k in ("norms", "router", "extra"))))
+        wb = c["weight_bits"] / 8
+        w = ((ne - emb - small) * wb + small * max(wb, c["weight_bytes"]) + ex * c["expert_weight_bits"] / 8
+             + emb * max(wb, c["weight_bytes"]))
         cache = kv_cache_bytes(spec, layers, tp=tp, kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
                                batch=b, context=ctx)
         state = state_cache_bytes(spec, layers, tp=tp, conv_bytes=c["act_bytes"], state_bytes=c["state_bytes"],

@@ -193,10 +193,11 @@ def test_kv_sliding_windows():
 
 
 def test_inference_weights_quantized():
-    # 4-bit layer weights, 16-bit embeddings and head (bitsandbytes/GPTQ/AWQ keep lm_head in fp16).
+    # 4-bit layer matrices; 16-bit embeddings, head and norms (bitsandbytes/GPTQ/AWQ quantize the
+    # linear layers only: lm_head and the RMSNorm weights stay fp16).
     r16 = _infer("llama-3-8b")
     r4 = _infer("llama-3-8b", "--weight-bits", "4")
-    keep = 2 * 128256 * 4096 + 4096  # embedding, untied head, final norm
+    keep = 2 * 128256 * 4096 + 4096 + 32 * 2 * 4096  # embedding, untied head, final norm, layer norms
     assert r16["weights_bytes"] == 2 * 8030261248
     assert r4["weights_bytes"] == pytest.approx((8030261248 - keep) / 2 + 2 * keep)
 
