@@ -138,6 +138,8 @@ DEFAULT_ALLREDUCE_LATENCY_US = 8.9  # per call: 10.14 us all_reduce_perf floor o
 ALLREDUCE_HOP_S = {"ll": 0.6e-6, "simple": 3.4e-6}  # per ring step on NVLink, NCCL tuning.cc hwLat
 LL_BANDWIDTH_FRACTION = 0.25  # NCCL's LL protocol: 1/4 of the bus bandwidth (tuning.cc)
 DEFAULT_ALLREDUCE_EFFICIENCY = 0.80  # ring busbw / NVLink line rate: A100 235/300, H100 370/450
+P2P_INTER_HOP_S = {"ll": 2.7e-6, "simple": 14.0e-6}  # per hop on the network, calc_comm.ALPHA_HOP_S["*"]["inter"]
+SCALE_OUT_EFFICIENCY = 0.94  # calc_comm.py's scale-out efficiency (Azure NDmV4 all_reduce_perf, calibration)
 # Hardware defaults without --gpu: NVIDIA A100 SXM4 80GB datasheet.
 DEFAULT_PEAK_TFLOPS = 312.0        # dense FP16/BF16 tensor core
 DEFAULT_MEMORY_BANDWIDTH_GBPS = 2039.0
@@ -2820,10 +2822,14 @@ def allreduce_time_s(*, size_bytes, num_gpus, bandwidth_bytes_per_s, latency_s, 
                for p, frac in (("ll", LL_BANDWIDTH_FRACTION), ("simple", 1.0)))
 
 
-def p2p_time_s(*, size_bytes, bandwidth_bytes_per_s, latency_s, efficiency):
+def p2p_time_s(*, size_bytes, bandwidth_bytes_per_s, latency_s, efficiency, cross_node=False):
     """One point-to-point send (a pipeline hand-off) over one link: call cost + one hop + bytes /
-    bandwidth, the faster of the LL and Simple protocols (calc_comm.py's sendrecv, intra-node)."""
-    return min(latency_s + ALLREDUCE_HOP_S[p] + size_bytes / (bandwidth_bytes_per_s * efficiency * frac)
+    bandwidth, the faster of the LL and Simple protocols (calc_comm.py's sendrecv). Across nodes
+    the hop is NCCL's network hop (2.7 us LL, 14 us Simple; tuning.cc hwLat) and the link runs at
+    the scale-out efficiency (0.94), as calc_comm.py costs it."""
+    hops = P2P_INTER_HOP_S if cross_node else ALLREDUCE_HOP_S
+    eff = SCALE_OUT_EFFICIENCY if cross_node else efficiency
+    return min(latency_s + hops[p] + size_bytes / (bandwidth_bytes_per_s * eff * frac)
                for p, frac in (("ll", LL_BANDWIDTH_FRACTION), ("simple", 1.0)))
 
 
@@ -3115,7 +3121,8 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     comp["tp_allreduce"] = allreduces * t_ar
     comp["pp_handoff"] = (pp - 1) * p2p_time_s(  # DeepSeek-V4 hands over hc_mult residual streams
         size_bytes=act_bytes * spec.get("residual_streams", 1), bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
-        latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"]) if pp > 1 else 0.0
+        latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"],
+        cross_node=hw.get("p2p_cross_node", False)) if pp > 1 else 0.0
     return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": tot["compute_s"],
             "memory_s": tot["memory_s"], "flops": tot["flops"], "bytes": tot["bytes"],
             "weight_bytes": tot["weight_bytes"], "cache_read_bytes": tot["cache_read_bytes"],
@@ -3412,6 +3419,7 @@ def resolve_hardware(args, parser):
         mem = DEFAULT_GPU_MEMORY_GIB * 2 ** 30
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     link = p2p_link = None
+    p2p_cross = False
     if args.tp_bandwidth_gbps is not None:
         link = p2p_link = args.tp_bandwidth_gbps * 1e9
     elif rec is None:
@@ -3434,6 +3442,7 @@ def resolve_hardware(args, parser):
                              "domain and its record has no scale-out bandwidth; pass "
                              "--tp-bandwidth-gbps")
             notes.append(f"pipeline hand-offs cross nodes: {p2p_link / 1e9:g} GB/s per GPU")
+            p2p_cross = True
     else:  # one GPU: no link is used; report the table's
         link = rec.get("scale_up_bandwidth_bytes_per_s")
     link = link or DEFAULT_LINK_GBPS * 1e9
@@ -3453,7 +3462,7 @@ def resolve_hardware(args, parser):
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
-          "p2p_link_bytes_per_s": p2p_link,
+          "p2p_link_bytes_per_s": p2p_link, "p2p_cross_node": p2p_cross,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6}
     return hw, notes
 
