@@ -2498,7 +2498,9 @@ def norm_params(*, width, norm):
 def indexer_params(attn, *, h):
     """DeepSeek-V3.2's lightning indexer (DeepSeek-AI 2025, sec. 2.1), as transformers builds it:
     q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
-    (2 d_I), and per-head weights (h -> H_I)."""
+    (2 d_I), and per-head weights (h -> H_I). Mistral Large 4's adds a LayerNorm on its input
+    (2 h) and, with per-head position scaling, a scale and a bias per indexer head (2 H_I)
+    (transformers' modeling_mistral_large4)."""
     H, dI = attn["index_heads"], attn["index_head_dim"]
     if not attn["index_topk"] or not H:
         return 0
@@ -2646,7 +2648,8 @@ def mlp_block_params(mlp, *, h):
     """One MLP block by part. Dense: mlp_params. MoE (Shazeer et al. 2017; DeepSeekMoE, Dai et al.
     2024): E routed experts of width f_e (biases if the family has them, gpt-oss), shared experts
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
-    is a parameter). Zero-computation experts (LongCat-Flash) have no weights."""
+    is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
+    Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
     if mlp["kind"] == "dense":
         return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
                 "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
@@ -2672,7 +2675,9 @@ def expected_real_experts(mlp):
 
 def layer_params(layer, *, h, norm):
     """All weights of one layer, by part ("attention": every token mixer, softmax or linear;
-    "linear_mixer": the linear-attention and state-space ones among them)."""
+    "linear_mixer": the linear-attention and state-space ones among them): the per-kind functions
+    above summed over the layer's blocks, plus its norms and extra weights; "inactive" is the
+    routed-expert weight a token does not run (expected_real_experts)."""
     out = {"attention": sum(attention_params(x, h=h) for x in layer["attention"]),
            "linear_mixer": sum(attention_params(x, h=h) for x in layer["attention"] if x["span"] == "state"),
            "norms": layer["norms"] * norm_params(width=h, norm=norm), "extra": layer["extra_params"],
@@ -2690,8 +2695,9 @@ def layer_params(layer, *, h, norm):
 
 
 def attention_head_dims(attn):
-    """(d_qk, d_v): per-head width of the score product and of the context product (of a linear
-    mixer: its key and value head widths)."""
+    """(d_qk, d_v): per-head width of the score product and of the context product: head_dim for
+    MHA/GQA/MQA, d_nope + d_rope and d_v for MLA (DeepSeek-V2 sec. 2.1.2); a linear mixer's key and
+    value head widths."""
     if attn["kind"] == "mla":
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":

@@ -2229,7 +2229,9 @@ def norm_params(*, width, norm):
 def indexer_params(attn, *, h):
     """DeepSeek-V3.2's lightning indexer (DeepSeek-AI 2025, sec. 2.1), as transformers builds it:
     q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
-    (2 d_I), and per-head weights (h -> H_I)."""
+    (2 d_I), and per-head weights (h -> H_I). Mistral Large 4's adds a LayerNorm on its input
+    (2 h) and, with per-head position scaling, a scale and a bias per indexer head (2 H_I)
+    (transformers' modeling_mistral_large4)."""
     H, dI = attn["index_heads"], attn["index_head_dim"]
     if not attn["index_topk"] or not H:
         return 0
@@ -2377,7 +2379,8 @@ def mlp_block_params(mlp, *, h):
     """One MLP block by part. Dense: mlp_params. MoE (Shazeer et al. 2017; DeepSeekMoE, Dai et al.
     2024): E routed experts of width f_e (biases if the family has them, gpt-oss), shared experts
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
-    is a parameter). Zero-computation experts (LongCat-Flash) have no weights."""
+    is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
+    Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
     if mlp["kind"] == "dense":
         return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
                 "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
@@ -2403,7 +2406,9 @@ def expected_real_experts(mlp):
 
 def layer_params(layer, *, h, norm):
     """All weights of one layer, by part ("attention": every token mixer, softmax or linear;
-    "linear_mixer": the linear-attention and state-space ones among them)."""
+    "linear_mixer": the linear-attention and state-space ones among them): the per-kind functions
+    above summed over the layer's blocks, plus its norms and extra weights; "inactive" is the
+    routed-expert weight a token does not run (expected_real_experts)."""
     out = {"attention": sum(attention_params(x, h=h) for x in layer["attention"]),
            "linear_mixer": sum(attention_params(x, h=h) for x in layer["attention"] if x["span"] == "state"),
            "norms": layer["norms"] * norm_params(width=h, norm=norm), "extra": layer["extra_params"],
@@ -2421,8 +2426,9 @@ def layer_params(layer, *, h, norm):
 
 
 def attention_head_dims(attn):
-    """(d_qk, d_v): per-head width of the score product and of the context product (of a linear
-    mixer: its key and value head widths)."""
+    """(d_qk, d_v): per-head width of the score product and of the context product: head_dim for
+    MHA/GQA/MQA, d_nope + d_rope and d_v for MLA (DeepSeek-V2 sec. 2.1.2); a linear mixer's key and
+    value head widths."""
     if attn["kind"] == "mla":
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":
@@ -2966,7 +2972,8 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
     """Per-op (FLOPs, bytes, weight bytes) of one layer's weight matmuls and elementwise passes on
     one TP rank for num_tokens = b x new tokens, summed over its attention and MLP blocks (two of
     each in LongCat-Flash). Matmul: 2 FLOPs per weight per token; bytes = weight shard + activations
-    in and out. Attention weights are tp-sharded, its indexer replicated. A MoE block reads the
+    in and out (the roofline inputs of Williams et al. 2009; the decode read of every weight shard,
+    Pope et al. 2022 sec. 3). Attention weights: the rank's share (attention_on_rank). A MoE block reads the
     distinct real experts the tokens touch and runs k E / (E + Z) of them per token
     (expected_real_experts), plus shared experts and the router (replicated). Other per-layer
     weights (Gemma 4's per-layer input gate) count with the MLP, replicated. Elementwise: a norm and
@@ -2974,7 +2981,7 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
     rotary 2 (a + kv) d. Weights are stored at w_bits (routed experts at e_bits, when a checkpoint
     stores them narrower, gpt-oss's MXFP4). Returns name -> (flops, bytes, weight bytes)."""
     n, wb, ab = num_tokens, w_bits / 8, a_bits / 8
-    eb = (w_bits if e_bits is None else e_bits) / 8
+    expert_b = (w_bits if e_bits is None else e_bits) / 8
     att_f = att_b = att_w = 0.0
     rope = 0
     for attn in layer["attention"]:
@@ -3005,7 +3012,7 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
             touched = expected_distinct_real_experts(mlp, num_tokens=n)
             expert_w, shared_w, router_w = p["one_expert"] / tp, p["shared_experts"] / tp, p["router"]
             fl = 2 * n * (k * expert_w + shared_w + router_w)
-            wbytes = touched * expert_w * eb + (shared_w + router_w) * wb
+            wbytes = touched * expert_w * expert_b + (shared_w + router_w) * wb
             io = n * (k * (h + (nl - 1) * f_e / tp + h) + (h + (nl - 1) * f_sh / tp + h) * bool(f_sh)
                       + h + mlp["num_experts"] + mlp["zero_experts"]) * ab
             f_m = (k * f_e + f_sh) / tp
@@ -3016,16 +3023,18 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
     if extra:
         mlp_f, mlp_b, mlp_w = mlp_f + 2 * n * extra, mlp_b + extra * wb, mlp_w + extra * wb
     blocks = len(layer["attention"]) + len(layer["mlp"])
-    eb = max(a_bits, 16) / 8  # the residual stream stays 16-bit even with 8-bit matmul inputs
-    elem = n * (5 * h * blocks + act_elems + rope) * eb
+    res_b = max(a_bits, 16) / 8  # the residual stream stays 16-bit even with 8-bit matmul inputs
+    elem = n * (5 * h * blocks + act_elems + rope) * res_b
     return {"attention_linear": (att_f, att_b, att_w), "mlp": (mlp_f, mlp_b, mlp_w),
             "elementwise": (n * (5 * h * blocks + 4 * f_act), elem, 0.0)}
 
 
 def layer_kernels(layer):
-    """Kernels one layer launches: per attention block norm, qkv, rope, attention, o-proj, add (6;
-    3 more with an indexer: its projections, its scores, the top-k); per Gated DeltaNet block
-    LINEAR_MIXER_KERNELS; per MLP block norm, mlp-in, activation, mlp-out, add (5)."""
+    """Kernels one layer launches, as a CUDA-graph-free eager stack (vLLM's and gpt-fast's module
+    order) launches them: per attention block norm, qkv, rope, attention, o-proj, add (6; 3 more with
+    an indexer: its projections, its scores, the top-k; DeepSeek-V4's compressor and
+    hyper-connections DSV4_EXTRA_KERNELS); per linear-mixer block LINEAR_MIXER_KERNELS; per MLP
+    block norm, mlp-in, activation, mlp-out, add (5). Each costs the fixed kernel_overhead_s."""
     return sum(LINEAR_MIXER_KERNELS if a["span"] == "state" else
                ATTENTION_KERNELS + INDEXER_KERNELS * bool(a["index_topk"] and a["index_heads"])
                + (DSV4_EXTRA_KERNELS + INDEXER_KERNELS * (a["compress_kind"] == "csa") if a["kind"] == "dsv4" else 0)
@@ -3062,7 +3071,9 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     context_before cached tokens, summed over the distinct layer kinds (layer_groups): time by
     component (seconds), total FLOPs and bytes per rank (weights and cache reads apart), the
     time-weighted bound, and each kind's time per layer. Stages run one after the other (one batch
-    in flight)."""
+    in flight). Each op is a roofline (Williams et al. 2009) plus a fixed launch gap per kernel;
+    TP adds a ring all-reduce per block (Shoeybi et al. 2019 sec. 3; alpha-beta, Thakur et al.
+    2005), PP a hand-off per stage boundary."""
     F, B, F16 = hw["flops_per_s"], hw["bytes_per_s"], hw["attention_flops_per_s"]
     ovh = hw["kernel_overhead_s"]
     n = batch * new_tokens

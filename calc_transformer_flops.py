@@ -2132,7 +2132,9 @@ def norm_params(*, width, norm):
 def indexer_params(attn, *, h):
     """DeepSeek-V3.2's lightning indexer (DeepSeek-AI 2025, sec. 2.1), as transformers builds it:
     q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
-    (2 d_I), and per-head weights (h -> H_I)."""
+    (2 d_I), and per-head weights (h -> H_I). Mistral Large 4's adds a LayerNorm on its input
+    (2 h) and, with per-head position scaling, a scale and a bias per indexer head (2 H_I)
+    (transformers' modeling_mistral_large4)."""
     H, dI = attn["index_heads"], attn["index_head_dim"]
     if not attn["index_topk"] or not H:
         return 0
@@ -2280,7 +2282,8 @@ def mlp_block_params(mlp, *, h):
     """One MLP block by part. Dense: mlp_params. MoE (Shazeer et al. 2017; DeepSeekMoE, Dai et al.
     2024): E routed experts of width f_e (biases if the family has them, gpt-oss), shared experts
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
-    is a parameter). Zero-computation experts (LongCat-Flash) have no weights."""
+    is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
+    Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
     if mlp["kind"] == "dense":
         return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
                 "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
@@ -2306,7 +2309,9 @@ def expected_real_experts(mlp):
 
 def layer_params(layer, *, h, norm):
     """All weights of one layer, by part ("attention": every token mixer, softmax or linear;
-    "linear_mixer": the linear-attention and state-space ones among them)."""
+    "linear_mixer": the linear-attention and state-space ones among them): the per-kind functions
+    above summed over the layer's blocks, plus its norms and extra weights; "inactive" is the
+    routed-expert weight a token does not run (expected_real_experts)."""
     out = {"attention": sum(attention_params(x, h=h) for x in layer["attention"]),
            "linear_mixer": sum(attention_params(x, h=h) for x in layer["attention"] if x["span"] == "state"),
            "norms": layer["norms"] * norm_params(width=h, norm=norm), "extra": layer["extra_params"],
@@ -2324,8 +2329,9 @@ def layer_params(layer, *, h, norm):
 
 
 def attention_head_dims(attn):
-    """(d_qk, d_v): per-head width of the score product and of the context product (of a linear
-    mixer: its key and value head widths)."""
+    """(d_qk, d_v): per-head width of the score product and of the context product: head_dim for
+    MHA/GQA/MQA, d_nope + d_rope and d_v for MLA (DeepSeek-V2 sec. 2.1.2); a linear mixer's key and
+    value head widths."""
     if attn["kind"] == "mla":
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":
@@ -2811,8 +2817,9 @@ def layers_linear_flops_per_token(spec):
 def output_head_flops_per_token(spec):
     """Forward FLOPs of the output head per position: 2 p V (p = h, or OPT-350m's word_embed_proj_dim,
     whose project_in/project_out matmuls add 2 x 2 p h), and of matmuls every token's embedding
-    runs through before the first layer (Gemma 4's per-layer input projection, h x L p). The
-    embedding lookup is not a matmul."""
+    runs through outside the layers (Gemma 4's per-layer input projection, h x L p; DeepSeek-V4's
+    hyper-connection head, hc^2 h); 2 FLOPs per weight per token (Kaplan et al. 2020 sec. 2.1).
+    The embedding lookup is not a matmul."""
     V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
     return {"output_head": 2 * p * V, "embedding_projection": (4 * p * h if p != h else 0)
             + 2 * spec["input_matmul_params"]}
@@ -2871,7 +2878,9 @@ def decode_flops_per_token(spec, *, context):
     matmuls, the output head once, and per layer an attention core over the keys its query reads
     (decode_keys_read: all c, at most the window, its own chunk's, the indexer's top-k; causal and
     full make no difference for one query). MLA counted as in training (keys expanded from the
-    latent, as HF does), not with the absorbed-weights trick."""
+    latent, as transformers' DeepseekV3Attention does), not with the absorbed-weights form of
+    DeepSeek-V2 sec. 2.1.2 that serving stacks run (the latency script costs that one). A linear
+    mixer: one recurrent step (linear_core_flops)."""
     total = token_matmul_flops(spec)
     for layer, count, _ in layer_groups(spec):
         for attn in layer["attention"]:
@@ -2884,7 +2893,8 @@ def generate_flops(spec, *, prompt_tokens, output_tokens, attention):
     """Prefill of P tokens (logits at the last position only) plus o-1 decode steps (the first output
     token comes from prefill); decode step j runs at context P + j, so each attention block's core
     covers the sum of its decode_keys_read over contexts P+1 .. P+o-1 (closed form per kind), exactly
-    what a loop of decode_flops_per_token gives. Returns (prefill, decode_total)."""
+    what a loop of decode_flops_per_token gives (Kaplan et al. 2020 sec. 2.1's 2 N per token plus the
+    context term, per layer kind). Returns (prefill, decode_total)."""
     P, o = prompt_tokens, output_tokens
     prefill = sum(sequence_forward_flops(spec, seq_len=P, attention=attention, head_positions=1).values())
     steps = max(o - 1, 0)

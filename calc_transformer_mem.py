@@ -2131,7 +2131,9 @@ def norm_params(*, width, norm):
 def indexer_params(attn, *, h):
     """DeepSeek-V3.2's lightning indexer (DeepSeek-AI 2025, sec. 2.1), as transformers builds it:
     q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
-    (2 d_I), and per-head weights (h -> H_I)."""
+    (2 d_I), and per-head weights (h -> H_I). Mistral Large 4's adds a LayerNorm on its input
+    (2 h) and, with per-head position scaling, a scale and a bias per indexer head (2 H_I)
+    (transformers' modeling_mistral_large4)."""
     H, dI = attn["index_heads"], attn["index_head_dim"]
     if not attn["index_topk"] or not H:
         return 0
@@ -2279,7 +2281,8 @@ def mlp_block_params(mlp, *, h):
     """One MLP block by part. Dense: mlp_params. MoE (Shazeer et al. 2017; DeepSeekMoE, Dai et al.
     2024): E routed experts of width f_e (biases if the family has them, gpt-oss), shared experts
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
-    is a parameter). Zero-computation experts (LongCat-Flash) have no weights."""
+    is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
+    Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
     if mlp["kind"] == "dense":
         return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
                 "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
@@ -2305,7 +2308,9 @@ def expected_real_experts(mlp):
 
 def layer_params(layer, *, h, norm):
     """All weights of one layer, by part ("attention": every token mixer, softmax or linear;
-    "linear_mixer": the linear-attention and state-space ones among them)."""
+    "linear_mixer": the linear-attention and state-space ones among them): the per-kind functions
+    above summed over the layer's blocks, plus its norms and extra weights; "inactive" is the
+    routed-expert weight a token does not run (expected_real_experts)."""
     out = {"attention": sum(attention_params(x, h=h) for x in layer["attention"]),
            "linear_mixer": sum(attention_params(x, h=h) for x in layer["attention"] if x["span"] == "state"),
            "norms": layer["norms"] * norm_params(width=h, norm=norm), "extra": layer["extra_params"],
@@ -2323,8 +2328,9 @@ def layer_params(layer, *, h, norm):
 
 
 def attention_head_dims(attn):
-    """(d_qk, d_v): per-head width of the score product and of the context product (of a linear
-    mixer: its key and value head widths)."""
+    """(d_qk, d_v): per-head width of the score product and of the context product: head_dim for
+    MHA/GQA/MQA, d_nope + d_rope and d_v for MLA (DeepSeek-V2 sec. 2.1.2); a linear mixer's key and
+    value head widths."""
     if attn["kind"] == "mla":
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":
@@ -2792,7 +2798,8 @@ def layer_params_per_rank(layer, *, h, norm, tp, etp, ep):
     """One layer's parameters on one rank, split into (non_expert, expert): the block's layer_params
     on the rank's share of each attention (attention_on_rank) and MLP block (mlp_on_rank); norms,
     per-layer extra weights and routers replicated; routed experts E/ep per rank (resolve() checks
-    that every split divides exactly)."""
+    that every split divides exactly). The split is Megatron-LM's (Shoeybi et al. 2019 sec. 3 for
+    tp; its expert parallelism and --expert-tensor-parallel-size for ep and etp)."""
     share = {"attention": tuple(attention_on_rank(x, tp=tp) for x in layer["attention"]),
              "mlp": tuple(mlp_on_rank(m, tp=tp, etp=etp) for m in layer["mlp"]),
              "norms": layer["norms"], "extra_params": layer["extra_params"]}
@@ -2921,8 +2928,9 @@ def lora_params_per_layer(layer, *, h, rank, targets, tp):
 
 def _mlp_stored_widths(num_linears):
     """Widths an MLP keeps per token, in units of f: its input matmul output(s) and the product fed
-    to the output matrix: 2 f for a 2-matrix MLP (up, activation output), 3 f for a gated one
-    (fused gate|up 2 f, product f)."""
+    to the output matrix: 2 f for a 2-matrix MLP (up, activation output: Korthikanti et al. 2022
+    sec. 4.1's 8 sbh for f = 4h, counted in units of f), 3 f for a gated one (fused gate|up 2 f,
+    product f; the same rule applied to SwiGLU, Shazeer 2020)."""
     return 2 if num_linears == 2 else 3
 
 
@@ -2999,7 +3007,9 @@ def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
     probabilities over its E (+ Z zero) experts (2 x 4 s b (E + Z)), each token's k copies dispatched
     to experts and their k outputs kept for the weighted combine (2 k s b h, not split by tp), the
     experts' internals as a dense MLP of width f_e for the k s b tokens that reach real experts (k E
-    / (E + Z) with zero experts, expected_real_experts; /etp), and the shared experts as one MLP (/tp)."""
+    / (E + Z) with zero experts, expected_real_experts; /etp), and the shared experts as one MLP (/tp).
+    Korthikanti et al. 2022's per-block accounting (sec. 4.1) applied to a GShard-style MoE layer
+    (Lepikhin et al. 2020: router softmax, dispatch and combine)."""
     B, sb = act_bytes, s * b
     per_f = _mlp_stored_widths(mlp["linears"])
     k = mlp["topk"]
@@ -3269,8 +3279,10 @@ def inference_memory(spec, c, b, ctx):
     """Per-GPU inference memory for batch b and context ctx tokens (prompt + output) on the
     heaviest pipeline stage: weights at their bit width, the KV cache and any indexer key cache of
     the stage's layers (kv_cache_bytes: per layer kind, sliding layers capped at their window), the
-    constant state of its linear mixers (state_cache_bytes) and
-    one prefill forward's working set (inference_activation_bytes: the model's largest block)."""
+    constant state of its linear mixers (state_cache_bytes) and one prefill forward's working set
+    (inference_activation_bytes: the model's largest block). The KV rule is Pope et al. 2022 sec.
+    3.1's (2 x layers x kv heads x head dim per token), per layer kind; weights as the memory of
+    the stored checkpoint (quantization_config, _checkpoint_format) or --weight-bits."""
     tp, pp = c["tp"], c["pp"]
     L = spec["num_layers"]
     prompt = min(c["sequence_length"], ctx)
