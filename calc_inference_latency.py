@@ -3670,13 +3670,6 @@ def mode_text(*, b, s, o, tp, pp):
             f"GPU{'s' if tp * pp > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
 
 
-def attention_label(attn):
-    """The block's attention_kind, which names what a layer leaves out: K/V it reuses from another
-    layer (Gemma 4, Mistral Large 4), or another layer's top-k selection (GLM-5's indexer-less
-    DSA layers)."""
-    return attention_kind(attn)
-
-
 def attention_convention(spec):
     """What the layer kinds' spans and indexers do to the work, for the convention line."""
     counts = {}
@@ -3772,7 +3765,7 @@ def main(argv=None):
                                a_bits=args.activation_bits, state_bits=args.state_bits)
         kinds.append({
             "layers": cnt, "first_layer": first_i,
-            "attention": " + ".join(attention_label(a) for a in layer["attention"]),
+            "attention": " + ".join(attention_kind(a) for a in layer["attention"]) or "-",
             "mlp": " + ".join(mlp_kind(m) for m in layer["mlp"]),
             "prefill_s_per_layer": pk["time_s_per_layer"],
             "decode_first_step_s_per_layer": dk["time_s_per_layer"],

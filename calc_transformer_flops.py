@@ -3171,18 +3171,6 @@ def validate(args, parser):
     check_ranges(args, parser, FLAG_RANGES)
 
 
-def validate_layers(spec, parser):
-    """Layer kinds the FLOPs formulas need numbers for: a chunked layer needs its chunk size."""
-    for layer, _, first in layer_groups(spec):
-        for attn in layer["attention"]:
-            if attn["span"] == "chunked" and not attn["chunk"]:
-                parser.error(f"layer {first} is chunked attention, but no chunk size was read "
-                             "(attention_chunk_size); its query-key pairs are unknown")
-            if attn["span"] == "sliding" and not attn["window"]:
-                parser.error(f"layer {first} is sliding-window attention but no window is set "
-                             "(--sliding-window W)")
-
-
 def peak_from_hardware(args, parser):
     """Dense peak FLOP/s of --gpu at --dtype from hardware.py (imported only here)."""
     try:
@@ -3213,7 +3201,6 @@ def main(argv=None):
         spec, notes = resolve_model_spec(args, defaults=FLOPS_MODEL_DEFAULTS)
     except ValueError as exc:
         parser.error(str(exc))
-    validate_layers(spec, parser)
     warnings = list(spec["warnings"])
     s, b, T = args.sequence_length, args.batch_size, int(args.tokens)
     attention = args.attention_flops or "full"
