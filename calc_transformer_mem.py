@@ -3142,13 +3142,13 @@ def all_attention_layers(spec):
     return out
 
 
-def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes):
+def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes, etp=None):
     """Working set of one prefill forward over b x s tokens on one tp rank: the residual stream
     and normed input (2 h per token), plus the largest block of any of `layers` (distinct layer
     dicts): attention -- q, k, v on the rank's heads and, without flash attention, a/tp x s scores
     per token (eager attention scores all s keys on sliding and chunked layers too); a lightning
     indexer's q and key (H_I d_I + d_I) and its fp32 logits over s keys -- or an MLP's intermediate
-    (f, or 2 f + f gated; MoE: the k routed experts' f_e plus the shared width; /tp); plus fp32
+    (f, or 2 f + f gated; /tp; MoE: the k routed experts' f_e /etp plus the shared width /tp); plus fp32
     logits for the last position of each sequence (4 b V / tp). A Gated DeltaNet mixer: its
     in_proj's output, the conv's output and the core's output (mixer_widths) and an fp32 chunk
     matrix (the delta rule's C x C per chunk and value head, flash-linear-attention's A: 4 H C per
@@ -3170,9 +3170,12 @@ def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes):
                 per_tok += B * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"]) + 4 * s
             widest = max(widest, per_tok)
         for m in layer["mlp"]:
-            f = (m["width"] if m["kind"] == "dense"
-                 else expected_real_experts(m) * m["width"] + m["shared_width"])
-            widest = max(widest, B * (f * _mlp_stored_widths(m["linears"]) // tp))
+            per_f = _mlp_stored_widths(m["linears"])
+            if m["kind"] == "dense":
+                width = m["width"] * per_f / tp
+            else:  # routed experts split their width over etp, shared experts over tp
+                width = (expected_real_experts(m) * m["width"] / (etp or tp) + m["shared_width"] / tp) * per_f
+            widest = max(widest, int(B * width))
     return B * s * b * 2 * h + s * b * widest + 4 * b * V / tp
 
 
@@ -3293,7 +3296,7 @@ def inference_memory(spec, c, b, ctx):
         b_eff = b
     act = inference_activation_bytes([g[0] for g in layer_groups(spec)], s=prompt, b=b_eff,
                                      h=spec["hidden_size"], V=spec["vocab_size"], tp=tp,
-                                     flash=c["flash_attention"], act_bytes=c["act_bytes"])
+                                     flash=c["flash_attention"], act_bytes=c["act_bytes"], etp=c["etp"])
     chunks = [[sum(row)] for row in c["chunk_layers"]]  # no interleaving: one chunk per rank
     stages = []
     by_stage = all_stage_layers(num_layers=L, pp=pp, vp=1, chunk_layers=chunks)

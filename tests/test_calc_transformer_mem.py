@@ -942,3 +942,15 @@ def test_training_only_flags_under_infer_are_stated_not_dropped():
     # the result says so (review finding: they were ignored silently)
     r, _, _ = run_main(main, ["--infer", "-z", "3", "--sequence-parallel", "--json"])
     assert any("--sequence-parallel, -z describe training" in w for w in r["warnings"])
+
+
+def test_inference_working_set_splits_routed_experts_over_etp():
+    # Mixtral-8x7B (published config), -tp 2, prefill of 1,024 tokens: the widest block is the MoE,
+    # k = 2 experts of f_e = 14,336 with 3 stored widths (gate|up and product, 16-bit). Each expert's
+    # width splits over the expert tensor-parallel size (Megatron-LM's -etp), not over tp: -etp 1
+    # keeps whole experts, twice the per-token width of -etp 2 (review finding). Exact.
+    base = ["--hf_model_name_or_path", config_path("mixtral-8x7b"), "--infer", "-s", "1024", "-tp", "2",
+            "--num-gpus", "2", "--json"]
+    r2, _, _ = run_main(main, base)
+    r1, _, _ = run_main(main, base + ["-etp", "1"])
+    assert r1["activations_bytes"] - r2["activations_bytes"] == 1024 * 2 * 2 * (14336 - 14336 // 2) * 3
