@@ -487,7 +487,7 @@ class ConfigReader:
 _WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
                       "mistral3": "mistral", "kimi_k25": "deepseek_v3",
                       "mistral_large4": "mistral_large4_text", "qwen3_5": "qwen3_5_text",
-                      "qwen3_5_moe": "qwen3_5_moe_text"}
+                      "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5"}
 # Fields transformers' text config classes fill in when a wrapper's text_config omits them (Gemma 3's
 # published configs list only a few): the class defaults of transformers 5.23.
 _TEXT_CLASS_DEFAULTS = {
@@ -1257,6 +1257,74 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     _note_mtp(r, s)
 
 
+def _read_step3p5(r, s, ll, notes, warnings):
+    """Step 3.5/3.7 (transformers' step3p5 text model, inside the step3p7 wrapper): full and sliding
+    attention layers (layer_types; sliding layers may have more query heads: num_sliding_attention_heads,
+    the legacy attention_other_setting, or per_layer_config), per-head q/k RMSNorms and a head-wise
+    sigmoid output gate (g_proj h -> heads) on every layer; dense gated MLPs on the first layers and MoE
+    after them (mlp_layer_types, the legacy moe_layers_enum, else MoE from layer 3 on) with one ungated
+    shared expert of share_expert_dim; the router's correction bias is a buffer. Per-layer lists
+    padded with the MTP layers (num_nextn_predict_layers) are cut to the layers; the MTP layers are
+    not built."""
+    L = s["num_layers"]
+    n_cfg = r.int("num_hidden_layers", hi=100_000) or L
+    a, h = s["num_attention_heads"], s["hidden_size"]
+    s.update(ll, qk_norm="head", attn_output_gate="headwise",
+             num_kv_heads=r.int("num_key_value_heads", "num_attention_groups", default=a, hi=2**20),
+             head_dim=r.int("head_dim", default=128, hi=2**20))
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
+    n_mtp = r.int("num_nextn_predict_layers", "num_mtp_layers", lo=0, default=0, hi=1000)
+    lt = r.str_list("layer_types", choices={"full_attention", "sliding_attention"}, length=n_cfg)
+    lt = (lt or ["full_attention"] * n_cfg)[:L]
+    s["layer_types"] = ["sliding" if t == "sliding_attention" else "full" for t in lt]
+    if "sliding" in s["layer_types"]:
+        s["sliding_window"] = r.int("sliding_window", hi=2**31)
+    other = r.sub("attention_other_setting") or {}
+    n_slide = (r.int("num_sliding_attention_heads", default=None, hi=2**20)
+               or ConfigReader(other, f"{r.where} (attention_other_setting)").int("num_attention_heads", default=a, hi=2**20))
+    plc = r.sub("per_layer_config") or {}
+    over, by_heads = {}, {}
+    for i, t in enumerate(lt):
+        heads = n_slide if t == "sliding_attention" else a
+        key = str(i) if str(i) in plc else next((k for k in plc if isinstance(k, str) and k.isdigit() and int(k) == i), None)
+        if key is not None:
+            if not isinstance(plc[key], dict):
+                r.fail("per_layer_config", "must map layer numbers to objects", plc)
+            heads = ConfigReader(plc[key], f"{r.where} (per_layer_config {key})").int("num_attention_heads",
+                                                                                         default=heads, hi=2**20)
+        if heads != a:  # one override object per head count, so layers of a kind stay one layer dict
+            over[i] = by_heads.setdefault(heads, {"attention": {"heads": heads}})
+    if any(v["attention"]["heads"] % s["num_kv_heads"] for v in over.values()):
+        raise ValueError(f"{r.where}: sliding layers' query heads are not a multiple of the kv heads")
+    s["layer_overrides"] = over
+    if r.has("mlp_layer_types"):
+        mlt = r.str_list("mlp_layer_types", choices={"dense", "sparse"}, length=n_cfg)[:L]
+        moe = [i for i, t in enumerate(mlt) if t == "sparse"]
+    elif r.has("moe_layers_enum"):
+        raw = r.cfg["moe_layers_enum"]
+        items = raw.split(",") if isinstance(raw, str) else raw
+        if not isinstance(items, list) or any(not str(x).strip().isdigit() for x in items if str(x).strip()):
+            r.fail("moe_layers_enum", "must list layer numbers", raw)
+        r.used.add("moe_layers_enum")
+        moe = sorted({int(x) for x in items if str(x).strip()} & set(range(L)))
+    else:
+        moe = list(range(3, L))
+    E = r.int("n_routed_experts", "moe_num_experts", default=288, hi=2**20)
+    sh = r.int("share_expert_dim", "share_expert_dims", lo=0, default=1280, hi=2**31)
+    s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", "moe_top_k", default=8, hi=2**20),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size", default=1280, hi=2**31),
+             num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh, shared_expert_gate=False,
+             router_bias=False, expert_bias=False, moe_layer_set=moe)
+    r.used.update(("num_local_experts", "num_attention_heads"))  # a stale class field: transformers reads n_routed_experts
+    if n_mtp:
+        s["mtp_layers_not_built"] = n_mtp
+        warnings.append(f"{n_mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) are in the "
+                        "checkpoint but not counted: transformers does not build them in the model")
+    r.used.update(("sparse_attention_config", "mtp_layer_types", "mtp_mlp_layer_types", "swiglu_limits",
+                   "swiglu_limits_shared", "partial_rotary_factors", "query_pre_attn_scalar"))
+
+
 def _read_deepseek(r, s):
     """DeepSeek-V2/V3 (and the families built on them): MLA when kv_lora_rank is set, routed and
     shared experts on every layer from first_k_dense_replace on (transformers 5 does not read
@@ -1765,7 +1833,7 @@ _FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_
                    "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
                    "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
                    "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-                   "deepseek_v4": _read_deepseek_v4}
+                   "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5}
 SUPPORTED_MODEL_TYPES = (
     "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
     "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
@@ -1773,7 +1841,7 @@ SUPPORTED_MODEL_TYPES = (
     "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
     "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "qwen3_next", "qwen3_5_text",
     "qwen3_5_moe_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3",
-    "kimi_linear", "deepseek_v4",
+    "kimi_linear", "deepseek_v4", "step3p5",
 )
 
 
