@@ -127,7 +127,8 @@ ATTENTION_KERNELS = 6  # norm, qkv, rope, attention, o-proj, add
 MLP_KERNELS = 5        # norm, mlp-in, act, mlp-out, add
 INDEXER_KERNELS = 3    # a lightning indexer's projections, its scores, the top-k selection
 # a Gated DeltaNet block as vLLM's Qwen3-Next runs it: norm, in_proj_qkvz, in_proj_ba, conv,
-# gating (g, beta), the delta-rule kernel, gated norm, out_proj, add
+# gating (g, beta), the delta-rule kernel, gated norm, out_proj, add; assumed for every linear
+# mixer (KDA, Mamba-1/2 and short convolutions launch a similar 6-9; not measured)
 LINEAR_MIXER_KERNELS = 9
 # DeepSeek-V4 adds per layer its compressor's projections and pooling (2) and two hyper-connection
 # mixes (2 each: the projection and one fused Sinkhorn / mix kernel), fused as a serving stack would
@@ -1161,9 +1162,9 @@ def _read_falcon_h1(r, s, ll, notes, warnings):
     s.update(ll, mlp_bias=r.bool("mlp_bias", default=False))
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
-    d_in = r.int("mamba_d_ssm", default=None, hi=2**31) or int(r.num("mamba_expand", default=2, hi=1e6) * h)
-    if "mamba_d_ssm" not in r.cfg:
-        d_in = 1024  # FalconH1Config's default when the field is absent
+    # mamba_d_ssm (FalconH1Config's default 1024 when absent), or int(mamba_expand x h) when null
+    d_in = (r.int("mamba_d_ssm", hi=2**31) or int(r.num("mamba_expand", default=2, hi=1e6) * h)
+            if "mamba_d_ssm" in r.cfg else 1024)
     H = r.int("mamba_n_heads", default=128, hi=2**20)
     _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
                   groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
@@ -2366,7 +2367,8 @@ def linear_mixer_params(attn, *, h):
 
 
 def dsv4_attention_params(attn, *, h):
-    """One DeepSeek-V4 attention block's weights, as transformers builds it: a sink logit per head,
+    """One DeepSeek-V4 attention block's weights, as transformers 5.23's modeling_deepseek_v4 builds
+    it (verified on the meta device, tests/test_layer_families.py): a sink logit per head,
     q through a rank-r_q bottleneck with its norm (the per-head q norm has no weights), one shared
     K = V head (h -> d) with its norm, the output through o_groups grouped low-rank projections
     (a d -> r_o per group, then g r_o -> h), plus the layer's compressor: kv and gate projections

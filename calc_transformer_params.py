@@ -1046,9 +1046,9 @@ def _read_falcon_h1(r, s, ll, notes, warnings):
     s.update(ll, mlp_bias=r.bool("mlp_bias", default=False))
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
-    d_in = r.int("mamba_d_ssm", default=None, hi=2**31) or int(r.num("mamba_expand", default=2, hi=1e6) * h)
-    if "mamba_d_ssm" not in r.cfg:
-        d_in = 1024  # FalconH1Config's default when the field is absent
+    # mamba_d_ssm (FalconH1Config's default 1024 when absent), or int(mamba_expand x h) when null
+    d_in = (r.int("mamba_d_ssm", hi=2**31) or int(r.num("mamba_expand", default=2, hi=1e6) * h)
+            if "mamba_d_ssm" in r.cfg else 1024)
     H = r.int("mamba_n_heads", default=128, hi=2**20)
     _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
                   groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
@@ -2251,7 +2251,8 @@ def linear_mixer_params(attn, *, h):
 
 
 def dsv4_attention_params(attn, *, h):
-    """One DeepSeek-V4 attention block's weights, as transformers builds it: a sink logit per head,
+    """One DeepSeek-V4 attention block's weights, as transformers 5.23's modeling_deepseek_v4 builds
+    it (verified on the meta device, tests/test_layer_families.py): a sink logit per head,
     q through a rank-r_q bottleneck with its norm (the per-head q norm has no weights), one shared
     K = V head (h -> d) with its norm, the output through o_groups grouped low-rank projections
     (a d -> r_o per group, then g r_o -> h), plus the layer's compressor: kv and gate projections
