@@ -68,6 +68,56 @@ import os
 import sys
 import textwrap
 
+DEFAULT_NUM_GPUS = 8
+
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
+# collective (1e6 GB/s ~ 1000 x NVLink5 per GPU; 1e7 GPUs ~ 50 x today's largest cluster; 1 s of
+# latency per hop), and tight enough that no time overflows to inf, divides by ~0 or turns
+# negative. Sizes (--size, --min-size, --max-size) are 1 B to MAX_SIZE_BYTES; a sweep's
+# --step-factor is at least 1.01 (at most ~4200 rows from 1 B to 1 EiB). The model flags have
+# their caps in the shared block.
+MAX_SIZE_BYTES = 2 ** 60  # 1 EiB
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "gpus_per_node": (1, 10 ** 7), "step_factor": (1.01, 1e6),
+    "intra_bw": (1e-3, 1e6), "inter_bw": (1e-3, 1e6), "intra_node_efficiency": (1e-3, 1),
+    "inter_node_efficiency": (1e-3, 1), "nvls_efficiency": (1e-3, 1), "launch_latency_us": (0, 1e6),
+    "intra_node_latency_us": (0, 1e6), "inter_node_latency_us": (0, 1e6), "tp": (1, 10 ** 7),
+    "pp": (1, 10 ** 7), "dp": (1, 10 ** 7), "ep": (1, 10 ** 7), "cp": (1, 10 ** 7),
+    "micro_batch_size": (1, 10 ** 9), "gradient_accumulation_steps": (1, 10 ** 9),
+    "sequence_length": (1, 10 ** 9)}
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
+ALGOS = ("auto", "ring", "tree", "nvls", "hierarchical")
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size_bytes(text):
+    """'256MiB' / '1GB' / '4e9' / '8G' -> bytes (int). KB/MB/GB decimal, KiB/MiB/GiB binary, bare
+    K/M/G binary (nccl-tests' -b/-e convention). Raises ValueError with a one-line message."""
+    t = str(text).strip().replace("_", "")
+    i = len(t)
+    while i > 0 and t[i - 1].isalpha():
+        i -= 1
+    num, unit = t[:i].strip(), t[i:].lower()
+    if unit not in _UNITS or not num:
+        raise ValueError(f"cannot read size {text!r}: use bytes or a unit such as 256MiB, 1GB, 4e9, 8G")
+    try:
+        value = float(num) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"cannot read size {text!r}: use bytes or a unit such as 256MiB, 1GB, 4e9")
+    if not math.isfinite(value):
+        raise ValueError(f"size {text!r} is not finite")
+    return int(round(value))
+
+
+# === shared collectives: begin ===
+# Collective-time formulas and the training step's collectives, repeated on purpose in
+# calc_training_time.py (each script stands alone); tests/test_shared_copies.py keeps the copies
+# identical. Edit them here, then run tools/sync_shared_block.py.
+
 # ---------------------------------------------------------------------------------------------
 # Constants. Latencies in seconds; efficiencies are achieved / line-rate bandwidth.
 # ---------------------------------------------------------------------------------------------
@@ -113,54 +163,9 @@ SCALE_OUT_EFFICIENCY = 0.94
 DEFAULT_LINKS = {"name": "HGX H100 links (450 GB/s NVLink + NVLS, 50 GB/s NIC per GPU, 8 per node)",
                  "scale_up_bandwidth_bytes_per_s": 450e9, "scale_up_domain_size": 8,
                  "scale_up_in_network_reduction": True, "scale_out_bandwidth_bytes_per_s": 50e9}
-DEFAULT_NUM_GPUS = 8
-
-# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
-# collective (1e6 GB/s ~ 1000 x NVLink5 per GPU; 1e7 GPUs ~ 50 x today's largest cluster; 1 s of
-# latency per hop), and tight enough that no time overflows to inf, divides by ~0 or turns
-# negative. Sizes (--size, --min-size, --max-size) are 1 B to MAX_SIZE_BYTES; a sweep's
-# --step-factor is at least 1.01 (at most ~4200 rows from 1 B to 1 EiB). The model flags have
-# their caps in the shared block.
-MAX_SIZE_BYTES = 2 ** 60  # 1 EiB
-FLAG_RANGES = {
-    "num_gpus": (1, 10 ** 7), "gpus_per_node": (1, 10 ** 7), "step_factor": (1.01, 1e6),
-    "intra_bw": (1e-3, 1e6), "inter_bw": (1e-3, 1e6), "intra_node_efficiency": (1e-3, 1),
-    "inter_node_efficiency": (1e-3, 1), "nvls_efficiency": (1e-3, 1), "launch_latency_us": (0, 1e6),
-    "intra_node_latency_us": (0, 1e6), "inter_node_latency_us": (0, 1e6), "tp": (1, 10 ** 7),
-    "pp": (1, 10 ** 7), "dp": (1, 10 ** 7), "ep": (1, 10 ** 7), "cp": (1, 10 ** 7),
-    "micro_batch_size": (1, 10 ** 9), "gradient_accumulation_steps": (1, 10 ** 9),
-    "sequence_length": (1, 10 ** 9)}
-
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
-ALGOS = ("auto", "ring", "tree", "nvls", "hierarchical")
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
-          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-
-
 # ---------------------------------------------------------------------------------------------
 # Formulas (pure: numbers in, numbers out)
 # ---------------------------------------------------------------------------------------------
-
-def parse_size_bytes(text):
-    """'256MiB' / '1GB' / '4e9' / '8G' -> bytes (int). KB/MB/GB decimal, KiB/MiB/GiB binary, bare
-    K/M/G binary (nccl-tests' -b/-e convention). Raises ValueError with a one-line message."""
-    t = str(text).strip().replace("_", "")
-    i = len(t)
-    while i > 0 and t[i - 1].isalpha():
-        i -= 1
-    num, unit = t[:i].strip(), t[i:].lower()
-    if unit not in _UNITS or not num:
-        raise ValueError(f"cannot read size {text!r}: use bytes or a unit such as 256MiB, 1GB, 4e9, 8G")
-    try:
-        value = float(num) * _UNITS[unit]
-    except ValueError:
-        raise ValueError(f"cannot read size {text!r}: use bytes or a unit such as 256MiB, 1GB, 4e9")
-    if not math.isfinite(value):
-        raise ValueError(f"size {text!r} is not finite")
-    return int(round(value))
-
 
 def bus_bandwidth_factor(*, op, n):
     """nccl-tests busbw / algbw (doc/PERFORMANCE.md): all_reduce 2(n-1)/n; all_gather,
@@ -432,6 +437,25 @@ def training_step_collectives(*, spec, breakdown, tp, pp, dp, ep, cp, sequence_p
             add(par, "reduce_scatter", size, stride, p_local * grad_bytes, m, True,
                 "gradients every micro-batch, under backward")
     return rows
+
+
+def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
+              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
+              mesh_domain=None):
+    """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
+    protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
+    r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
+    r_o = ALPHA_HOP_S["simple"]["inter"] / ALPHA_HOP_S["ll"]["inter"]
+    return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
+            "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
+            "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
+            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
+            "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
+            "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
+                      "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
+
+
+# === shared collectives: end ===
 
 
 # === shared model spec: begin ===
@@ -3158,22 +3182,6 @@ def load_accelerator(name):
                           "--intra-node-bw-GBps (and --inter-node-bw-GBps, --gpus-per-node, "
                           "--in-network-reduction) explicitly") from None
     return hardware.get_accelerator(name)
-
-
-def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
-              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
-              mesh_domain=None):
-    """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
-    protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
-    r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
-    r_o = ALPHA_HOP_S["simple"]["inter"] / ALPHA_HOP_S["ll"]["inter"]
-    return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
-            "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
-            "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
-            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
-            "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
-            "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
-                      "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
 
 
 # ---------------------------------------------------------------------------------------------

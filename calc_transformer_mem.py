@@ -2779,6 +2779,28 @@ def param_breakdown(spec):
 
 GIB = 2 ** 30
 
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
+# (1e7 GPUs ~50 x today's largest cluster; pp and vp 1024, 16 x the deepest pipelines built),
+# and tight enough that no result overflows to inf, divides by ~0 or turns negative, and that a
+# fit search over the stages stays fast. The model flags have their own caps in the shared block.
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 1024),
+    "virtual_pipeline_size": (1, 1024), "decoder_first_pipeline_num_layers": (1, 100_000),
+    "decoder_last_pipeline_num_layers": (1, 100_000), "context_parallel_size": (1, 10 ** 7),
+    "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
+    "zero_allgather_bucket_size": (1, 1e12), "zero3_max_live_params": (1, 1e15),
+    "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
+    "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
+    "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
+    "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
+    "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
+
+
+# === shared training memory: begin ===
+# Training-memory formulas, repeated on purpose in calc_training_time.py (each script stands alone);
+# tests/test_shared_copies.py keeps the copies identical. Edit them here, then run
+# tools/sync_shared_block.py.
+
 # Optimizer state bytes per trainable parameter, EXCLUDING the fp32 master copy that mixed
 # precision adds (it is added separately, at --high-prec-bytes-per-val).
 OPTIMIZER_STATE_BYTES = {
@@ -2797,23 +2819,6 @@ FSDP_TO_ZERO = {"no_shard": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shar
 LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
 
 QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
-
-# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
-# (1e7 GPUs ~50 x today's largest cluster; pp and vp 1024, 16 x the deepest pipelines built),
-# and tight enough that no result overflows to inf, divides by ~0 or turns negative, and that a
-# fit search over the stages stays fast. The model flags have their own caps in the shared block.
-FLAG_RANGES = {
-    "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 1024),
-    "virtual_pipeline_size": (1, 1024), "decoder_first_pipeline_num_layers": (1, 100_000),
-    "decoder_last_pipeline_num_layers": (1, 100_000), "context_parallel_size": (1, 10 ** 7),
-    "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
-    "zero_allgather_bucket_size": (1, 1e12), "zero3_max_live_params": (1, 1e15),
-    "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
-    "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
-    "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
-    "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
-    "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
-
 
 # ------------------------------------------------------------------------------------------------
 # Model states
@@ -3115,6 +3120,104 @@ def output_layer_activation_bytes(*, s, b, h, V, tp, sp, act_bytes):
     return 2 * act_bytes * s * b * h / (tp if sp else 1) + 4 * s * b * V / tp
 
 
+def _per_kind(layers, indices, fn):
+    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
+    seen, out = {}, []
+    for i in indices:
+        layer = layers[i]
+        if id(layer) not in seen:
+            seen[id(layer)] = fn(layer)
+        out.append(seen[id(layer)])
+    return out
+
+
+def training_memory(spec, c, b):
+    """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
+    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
+    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
+    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
+    2022, Table 2, per layer kind."""
+    tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
+    s = c["sequence_length"] // cp
+    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
+    ab = c["act_bytes"]
+    m = c["num_microbatches"] if c["num_microbatches"] else pp
+
+    def parts_of(layer):
+        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
+                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
+                                      streams=spec.get("residual_streams", 1))
+    sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
+    stages = []
+    chunks = c["chunk_layers"]
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
+    for st in range(pp):
+        layers = by_stage[st]
+        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
+                                            layers_held=layers)
+        lora = c["lora"]
+        if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
+            base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
+            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
+                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
+            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
+                                             grad_bytes=lora["adapter_bytes"],
+                                             optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
+                                             zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+            w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
+            trainable = ad
+        else:
+            w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=c["weight_bytes"],
+                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
+                                                zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+            w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=c["weight_bytes"],
+                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
+                                                zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
+            w, g, o = w1 + w2, g1 + g2, o1 + o2
+            trainable = ne + ex
+        buffers = 0
+        if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
+            buffers += c["zbs"] * c["weight_bytes"]
+        if c["zero_stage"] == 3 and c["zero_shard"] > 1:
+            buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
+        parts = _per_kind(all_layers, layers, parts_of)
+        per_mb = sum(stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp,
+                                        s=s, b=b, h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
+                     for x in parts)
+        emb_mb = 0
+        if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
+            emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
+        flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
+        stored = (per_mb + emb_mb) * flight
+        if c["recompute"] == "full":  # the stage's largest layer rebuilt during its backward
+            working = max((x["outside"] + x["inside"] + x["scores"] for x in parts), default=0)
+        elif c["recompute"] == "selective":
+            working = max((x["scores"] for x in parts), default=0)
+        else:
+            working = 0
+        logits = 0
+        if st == pp - 1:
+            logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                   sp=c["sequence_parallel"], act_bytes=ab)
+        act = stored + working + logits
+        total = w + g + o + buffers + act + c["overhead_bytes"]
+        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+                       "trainable_params_per_gpu": trainable,
+                       "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
+                       "optimizer_bytes": o, "zero_buffers_bytes": buffers,
+                       "activations_stored_bytes": stored,
+                       "activations_layers_bytes": per_mb * flight,
+                       "activations_embedding_bytes": emb_mb * flight,
+                       "activations_recompute_bytes": working,
+                       "activations_logits_bytes": logits, "activations_bytes": act,
+                       "in_flight_microbatches": flight, "total_bytes": total})
+    worst_stage = max(stages, key=lambda x: x["total_bytes"])
+    return worst_stage, stages
+
+
+# === shared training memory: end ===
+
+
 # ------------------------------------------------------------------------------------------------
 # Inference
 # ------------------------------------------------------------------------------------------------
@@ -3251,101 +3354,6 @@ def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes, etp=
 # ------------------------------------------------------------------------------------------------
 # Putting it together
 # ------------------------------------------------------------------------------------------------
-
-def _per_kind(layers, indices, fn):
-    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
-    seen, out = {}, []
-    for i in indices:
-        layer = layers[i]
-        if id(layer) not in seen:
-            seen[id(layer)] = fn(layer)
-        out.append(seen[id(layer)])
-    return out
-
-
-def training_memory(spec, c, b):
-    """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
-    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
-    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
-    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
-    2022, Table 2, per layer kind."""
-    tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
-    s = c["sequence_length"] // cp
-    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
-    ab = c["act_bytes"]
-    m = c["num_microbatches"] if c["num_microbatches"] else pp
-
-    def parts_of(layer):
-        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
-                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
-                                      streams=spec.get("residual_streams", 1))
-    sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
-    stages = []
-    chunks = c["chunk_layers"]
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
-    for st in range(pp):
-        layers = by_stage[st]
-        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
-                                            layers_held=layers)
-        lora = c["lora"]
-        if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
-            base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
-            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
-                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
-            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
-                                             grad_bytes=lora["adapter_bytes"],
-                                             optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
-                                             zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
-            trainable = ad
-        else:
-            w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
-            w, g, o = w1 + w2, g1 + g2, o1 + o2
-            trainable = ne + ex
-        buffers = 0
-        if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
-            buffers += c["zbs"] * c["weight_bytes"]
-        if c["zero_stage"] == 3 and c["zero_shard"] > 1:
-            buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
-        parts = _per_kind(all_layers, layers, parts_of)
-        per_mb = sum(stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp,
-                                        s=s, b=b, h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
-                     for x in parts)
-        emb_mb = 0
-        if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
-            emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
-        flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
-        stored = (per_mb + emb_mb) * flight
-        if c["recompute"] == "full":  # the stage's largest layer rebuilt during its backward
-            working = max((x["outside"] + x["inside"] + x["scores"] for x in parts), default=0)
-        elif c["recompute"] == "selective":
-            working = max((x["scores"] for x in parts), default=0)
-        else:
-            working = 0
-        logits = 0
-        if st == pp - 1:
-            logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                   sp=c["sequence_parallel"], act_bytes=ab)
-        act = stored + working + logits
-        total = w + g + o + buffers + act + c["overhead_bytes"]
-        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
-                       "trainable_params_per_gpu": trainable,
-                       "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
-                       "optimizer_bytes": o, "zero_buffers_bytes": buffers,
-                       "activations_stored_bytes": stored,
-                       "activations_layers_bytes": per_mb * flight,
-                       "activations_embedding_bytes": emb_mb * flight,
-                       "activations_recompute_bytes": working,
-                       "activations_logits_bytes": logits, "activations_bytes": act,
-                       "in_flight_microbatches": flight, "total_bytes": total})
-    worst_stage = max(stages, key=lambda x: x["total_bytes"])
-    return worst_stage, stages
-
 
 def inference_memory(spec, c, b, ctx):
     """Per-GPU inference memory for batch b and context ctx tokens (prompt + output) on the

@@ -1,9 +1,11 @@
 """Formulas repeated on purpose (each script stands alone) must stay identical.
 
-The model block (flags, config reading, parameter formulas) lives between the markers
-'# === shared model spec: begin ===' and '# === shared model spec: end ==='. Its master copy is in
-calc_transformer_params.py; every other copy must be byte-identical and give the same counts
-over a grid of architectures. tools/sync_shared_block.py copies the master over the others.
+Each shared block lives between the markers '# === shared NAME: begin ===' and
+'# === shared NAME: end ==='. Its master copy is in one script (tools/sync_shared_block.py lists
+them: the model spec in calc_transformer_params.py, the training-memory formulas in
+calc_transformer_mem.py, the collectives in calc_comm.py); every other copy must be byte-identical,
+and the model block's copies must give the same counts over a grid of architectures.
+tools/sync_shared_block.py copies each master over the others.
 """
 import argparse
 import glob
@@ -15,25 +17,32 @@ import pytest
 
 from conftest import ROOT, config_path
 
-BEGIN, END = "# === shared model spec: begin ===", "# === shared model spec: end ==="
+BLOCKS = {"model spec": "calc_transformer_params.py", "training memory": "calc_transformer_mem.py",
+          "collectives": "calc_comm.py"}
 
 
-def block(path):
+def block(path, name="model spec"):
     text = open(path, encoding="utf-8").read()
-    if BEGIN not in text:
+    begin, end = f"# === shared {name}: begin ===", f"# === shared {name}: end ==="
+    if begin not in text:
         return None
-    return text[text.index(BEGIN):text.index(END) + len(END)]
+    return text[text.index(begin):text.index(end) + len(end)]
 
 
 MASTER = os.path.join(ROOT, "calc_transformer_params.py")
 COPIES = [p for p in sorted(glob.glob(os.path.join(ROOT, "calc_*.py")))
           if p != MASTER and block(p) is not None]
+BLOCK_COPIES = [(name, p) for name, master in BLOCKS.items()
+                for p in sorted(glob.glob(os.path.join(ROOT, "calc_*.py")))
+                if p != os.path.join(ROOT, master) and block(p, name) is not None]
 
 
-@pytest.mark.parametrize("path", COPIES, ids=os.path.basename)
-def test_block_is_byte_identical(path):
-    assert block(path) == block(MASTER), (
-        f"{os.path.basename(path)}'s model block drifted; run python tools/sync_shared_block.py")
+@pytest.mark.parametrize("name,path", BLOCK_COPIES, ids=lambda x: os.path.basename(x))
+def test_block_is_byte_identical(name, path):
+    master = os.path.join(ROOT, BLOCKS[name])
+    assert block(master, name) is not None, f"{BLOCKS[name]} lost its {name} markers"
+    assert block(path, name) == block(master, name), (
+        f"{os.path.basename(path)}'s {name} block drifted; run python tools/sync_shared_block.py")
 
 
 GRID = [dict(zip(("hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "swiglu",
