@@ -2793,6 +2793,11 @@ FLAG_RANGES = {
     "cost_per_gpu_hour": (0, 1e6)}
 
 
+# === shared training flops: begin ===
+# Forward, backward and recompute FLOPs by component, repeated on purpose in calc_training_time.py
+# (its MFU and HFU count exactly what this script counts); tests/test_shared_copies.py keeps the
+# copies identical. Edit them here, then run tools/sync_shared_block.py.
+
 # --- formulas (forward FLOPs; 2 FLOPs per multiply-accumulate, matmuls only) -------------------
 # One function per kind and quantity lives in the model block above (attention_linear_flops_per_token,
 # query_key_pairs, attention_core_flops, decode_keys_read, mlp_flops_per_token); the functions below
@@ -2940,6 +2945,9 @@ def recompute_flops(fwd, *, recompute):
     if recompute == "selective":
         return sum(fwd.get(k, 0) for k in SCORE_KEYS)
     return sum(v for k, v in fwd.items() if k not in ("output_head", "embedding_projection"))
+
+
+# === shared training flops: end ===
 
 
 def decode_flops_per_token(spec, *, context):

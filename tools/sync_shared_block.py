@@ -6,6 +6,7 @@ Blocks and masters:
   model spec          calc_transformer_params.py  (flags, config reading, per-layer formulas)
   training memory     calc_transformer_mem.py     (model states, activations, pipeline stages)
   collectives         calc_comm.py                (collective times, a training step's collectives)
+  training flops      calc_transformer_flops.py   (forward, backward, recompute FLOPs by component)
 """
 import glob
 import os
@@ -15,6 +16,7 @@ BLOCKS = {  # name: master script
     "model spec": "calc_transformer_params.py",
     "training memory": "calc_transformer_mem.py",
     "collectives": "calc_comm.py",
+    "training flops": "calc_transformer_flops.py",
 }
 
 

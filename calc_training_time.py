@@ -1,0 +1,4754 @@
+#!/usr/bin/env python3
+"""calc_training_time.py -- the step time of an LLM training layout from first principles, its MFU,
+and the fastest layout that fits.
+
+One layout (tensor, pipeline, context, expert and data parallel sizes, ZeRO stage, micro-batch,
+recompute) is costed kernel by kernel for every layer kind of the model (the shared layer list):
+each matmul at a shape-dependent efficiency (tile and wave quantization against the GPU's measured
+best matmul rate, a memory roofline and a launch floor), attention at the flash-attention kernel's
+published rate (or as eager batched matmuls plus softmax), memory-bound work at achievable
+bandwidth, the collectives with calc_comm.py's model (copied), the 1F1B / interleaved pipeline with
+its bubble and uneven edge stages, data-parallel gradient reduction overlapped with the last
+backward, the optimizer step, and ZeRO / CPU offload. Memory per GPU is calc_transformer_mem.py's
+model (copied); model FLOPs for MFU are calc_transformer_flops.py's count (copied).
+
+Usage:
+  python calc_training_time.py --gpu a100 --num-gpus 64 -l 96 -hs 12288 -a 96 -s 2048 \\
+      --global-batch-size 64 -b 1 -tp 8 -pp 8 --recompute selective --sequence-parallel --dropout
+  python calc_training_time.py --hf_model_name_or_path ./Llama-3.1-70B --gpu h100 --num-gpus 256 \\
+      --global-batch-size 512 -s 8192 --search --top 5
+  python calc_training_time.py --hf_model_name_or_path ./Llama-3.1-8B --gpu h100 --num-gpus 64 \\
+      --global-batch-size 256 -s 8192 --search --tokens 2e12 --cost-per-gpu-hour 2.5 --json
+
+References:
+  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+  (sequence parallelism, selective recompute, Tables 4-5); Narayanan et al. 2021, "Efficient
+  Large-Scale Language Model Training on GPU Clusters Using Megatron-LM" (pipeline schedules, eq. 3);
+  Shoeybi et al. 2019 (tensor parallelism); Rajbhandari et al. 2020 (ZeRO); Ren et al. 2021
+  (ZeRO-Offload); Dao 2023 (FlashAttention-2) and Shah et al. 2024 (FlashAttention-3) for attention
+  kernel rates; S. Bekman, ml-engineering (maximum achievable matmul FLOPS); NVIDIA's A100/H100
+  architecture whitepapers (SM counts); Lee et al. 2025 (compute slowdown under overlapped
+  communication). VALIDATION.md lists every comparison and which measurement set which constant.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import textwrap
+import time
+
+# ------------------------------------------------------------------------------------------------
+# Constants. Each comes from a named measurement, never from the training runs this script is
+# judged on (VALIDATION.md, training-time section, says which is which).
+# ------------------------------------------------------------------------------------------------
+
+# Streaming multiprocessors per GPU, for wave quantization: NVIDIA A100 whitepaper (108 SMs on
+# A100 SXM/PCIe), H100 whitepaper (132 on SXM5, 114 on PCIe; H200 and GH200 are the SXM5 die),
+# B200 (148, NVIDIA Blackwell datasheet), L40S (142, Ada datasheet); AMD MI300X/MI325X 304 CUs
+# (CDNA 3 whitepaper). Other GPUs: no wave term (said in the assumptions).
+SM_COUNT = {"a100-40gb": 108, "a100-80gb": 108, "a100-40gb-pcie": 108, "a100-80gb-pcie": 108,
+            "h100-sxm": 132, "h100-pcie": 114, "h100-nvl": 132, "h200": 132, "h200-nvl": 132,
+            "gh200": 132, "b200": 148, "l40s": 142, "mi300x": 304, "mi325x": 304}
+
+# GEMM tile one SM computes at a time (rows x cols of the output), as cuBLAS/CUTLASS's large-tile
+# kernels for bf16 on Ampere/Hopper use (128 x 256, CUTLASS's default large tile).
+GEMM_TILE = (128, 256)
+
+# Fixed cost per kernel (launch and tail): the smallest kernel time a GPU shows in a profiler,
+# ~4-5 us on A100/H100 (NVIDIA's CUDA graphs blog: "kernel launch overheads ... of the order of
+# microseconds"). Each kernel's time is at least this.
+KERNEL_FLOOR_S = 4.5e-6
+
+# Memory-bound kernels reach this fraction of HBM bandwidth (elementwise, norms, softmax, the
+# optimizer step): STREAM-like copy kernels reach 1.73 of 2.04 TB/s on A100-80GB (0.85) and ~2.9
+# of 3.35 TB/s on H100 SXM (0.87) (NVIDIA's nvbandwidth / babelstream results). Used when
+# hardware.py has no achievable bandwidth for the GPU.
+MEM_BW_FRACTION = 0.85
+
+# Flash-attention kernel rates as a fraction of the dense 16-bit peak, forward and backward
+# (FLOPs counted as flash-attn's benchmark counts them: 4 s^2 d h forward, halved when causal,
+# 2.5x that backward). FlashAttention-2 on A100 (Dao 2023, Fig. 4-5, head dim 128, causal, 8k):
+# ~0.70 forward, ~0.60 backward. FlashAttention-3 on H100 (Shah et al. 2024, Fig. 1-2, bf16, head
+# dim 128, causal, 8k-16k): ~0.65 forward, ~0.55 backward.
+FLASH_EFFICIENCY = {"a100": (0.70, 0.60), "h100": (0.65, 0.55), "default": (0.60, 0.50)}
+
+# Compute slows while a collective runs beside it (NCCL kernels take SMs and memory bandwidth):
+# Lee et al. 2025 measured about 19% on average. Applied to the overlapped time.
+OVERLAP_SLOWDOWN = 0.19
+
+# Optimizer step bytes per parameter held: mixed-precision Adam reads the fp32 gradient, master
+# weight and two moments and writes the three back plus the bf16 weight: 4 x 4 + 3 x 4 + 2 = 30
+# (Megatron-LM's fused Adam; ZeRO paper sec. 3.1's 16 B of model state per parameter).
+ADAM_STEP_BYTES = 30
+
+# CPU offload (ZeRO-Offload, Ren et al. 2021): host link per GPU (PCIe Gen4 x16 ~25 GB/s achieved
+# on A100 hosts, Gen5 ~50 GB/s on H100 hosts) and CPU-Adam's rate, ~1.0e9 parameters/s per GPU's
+# share of the host cores (Ren et al. 2021 Table 3: CPU-Adam updates 1B parameters in ~1 s on 8
+# DGX-2 cores' share... stated as an assumption).
+PCIE_BYTES_PER_S = {"a100": 25e9, "h100": 50e9, "default": 25e9}
+CPU_ADAM_PARAMS_PER_S = 1.0e9
+
+# Expert load imbalance: the busiest expert-parallel rank's tokens over the mean. 1.0 = balanced
+# routing (DeepSeek-V3's auxiliary-loss-free balancing reports near-even loads); --moe-imbalance.
+MOE_IMBALANCE = 1.0
+
+# Default GPU when neither --gpu nor explicit figures are given (said on stderr): H100 SXM.
+DEFAULT_GPU = {"name": "H100 SXM (built-in)", "key": "h100-sxm", "peak_flops_per_s": {"bf16": 989.4e12, "fp8": 1978.9e12},
+               "matmul_ceiling": 0.80, "memory_bandwidth_bytes_per_s": 3.35e12,
+               "memory_bytes": 81559 * 2 ** 20, "scale_up_bandwidth_bytes_per_s": 450e9,
+               "scale_up_domain_size": 8, "scale_up_in_network_reduction": True,
+               "scale_out_bandwidth_bytes_per_s": 50e9, "sms": 132}
+
+GIB_ = 2 ** 30
+SECONDS_PER_DAY = 86400.0
+RECOMPUTE = ("none", "selective", "full")
+
+# The range of each script flag (argparse dest: (lo, hi), both inclusive).
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
+    "virtual_pipeline_size": (1, 1024), "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5),
+    "micro_batch_size": (1, 10 ** 6), "global_batch_size": (1, 10 ** 9), "sequence_length": (1, 10 ** 8),
+    "tokens": (1, 1e18), "top": (1, 10 ** 4), "peak_tflops": (1e-3, 1e6), "hbm_bandwidth_GBps": (1e-3, 1e7),
+    "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
+    "gpu_memory_gib": (1e-3, 1e6), "cost_per_gpu_hour": (0, 1e6), "moe_imbalance": (1, 100),
+    "matmul_ceiling": (1e-3, 1), "overlap_slowdown": (0, 1), "framework_mem_gib": (0, 1e6),
+    "dp_bucket_mparams": (1e-3, 1e6)}
+
+
+# === shared collectives: begin ===
+# Collective-time formulas and the training step's collectives, repeated on purpose in
+# calc_training_time.py (each script stands alone); tests/test_shared_copies.py keeps the copies
+# identical. Edit them here, then run tools/sync_shared_block.py.
+
+# ---------------------------------------------------------------------------------------------
+# Constants. Latencies in seconds; efficiencies are achieved / line-rate bandwidth.
+# ---------------------------------------------------------------------------------------------
+
+# Fixed cost of one collective call (kernel launch, synchronisation), before any hop.
+# 8.9 us = 10.14 us, the floor of all_reduce_perf on 2 x A100-SXM4-40GB (32-64 B rows, NVIDIA/nccl
+# issue #583), minus its 2 NVLink hops at ALPHA_HOP_S["ll"]["intra"].
+ALPHA_LAUNCH_S = 8.9e-6
+
+# Per-hop latency by protocol and link, from NCCL's own tuning model (src/graph/tuning.cc,
+# hwLat, NCCL 2.18-2.19): Ring LL 0.6 us (NVLink) / 2.7 us (network); Ring Simple 3.4 / 14 us.
+# The tree reuses the ring's numbers (NCCL's tree LL: 0.6 / 5.0 us).
+ALPHA_HOP_S = {
+    "ll": {"intra": 0.6e-6, "inter": 2.7e-6},
+    "simple": {"intra": 3.4e-6, "inter": 14.0e-6},
+}
+
+# NVLS all-reduce latency on top of ALPHA_LAUNCH_S: NCCL's NVLS latency, 23 us (tuning.cc hwLat
+# NVLS/NVLink), less the 6.6 us ring base latency it has no separate term for.
+ALPHA_NVLS_S = 16.4e-6
+
+# Fraction of the link the LL protocol reaches: 4 B flag per 4 B of data, and NCCL models it at
+# 1/4 of the bus bandwidth for all-reduce (tuning.cc, "busBw * 1.0/4.0").
+LL_BANDWIDTH_FRACTION = 0.25
+
+# Ring/tree efficiency on the scale-up links (NVLink). 0.80 = the middle of two measurements:
+# A100, 235 of 300 GB/s = 0.78 (NCCL tuning.cc caps sm80 bus bandwidth at 235 GB/s); H100, 370 of
+# 450 GB/s = 0.82 (S. Jeaugey, NVIDIA/nccl-tests issue #212: "~20% protocol overhead ... 370GB/s").
+SCALE_UP_EFFICIENCY = 0.80
+
+# NVLS all-reduce efficiency: algbw ~275 GB/s on 8 x H100 with NVLink SHARP (busbw ~480), of the
+# 450 GB/s line rate (S. Jeaugey, NVIDIA/nccl-tests issue #212) -> 275/450 = 0.61.
+NVLS_EFFICIENCY = 0.61
+
+# Scale-out (InfiniBand/RoCE) efficiency: 2 nodes of 8 x A100 with 8 x 200 Gb/s HDR per node reach
+# busbw 187.7 GB/s at 8 GiB, bounded by the 8 x 25 GB/s NICs -> 187.7/200 = 0.94 (Azure NDmV4
+# all_reduce_perf; a calibration point, listed as such in VALIDATION.md).
+SCALE_OUT_EFFICIENCY = 0.94
+
+# Links assumed when neither --gpu nor --intra-node-bw-GBps is given (said on stderr): an HGX H100
+# node, NVLink4 450 GB/s per GPU per direction (900 GB/s bidirectional, H100 datasheet), NVSwitch
+# with NVLink SHARP, one 400 Gb/s ConnectX-7 (50 GB/s) per GPU as in DGX H100.
+DEFAULT_LINKS = {"name": "HGX H100 links (450 GB/s NVLink + NVLS, 50 GB/s NIC per GPU, 8 per node)",
+                 "scale_up_bandwidth_bytes_per_s": 450e9, "scale_up_domain_size": 8,
+                 "scale_up_in_network_reduction": True, "scale_out_bandwidth_bytes_per_s": 50e9}
+# ---------------------------------------------------------------------------------------------
+# Formulas (pure: numbers in, numbers out)
+# ---------------------------------------------------------------------------------------------
+
+def bus_bandwidth_factor(*, op, n):
+    """nccl-tests busbw / algbw (doc/PERFORMANCE.md): all_reduce 2(n-1)/n; all_gather,
+    reduce_scatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1."""
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+def ring_link_bytes_per_s(*, intra_bytes_per_s, inter_bytes_per_s, gpus_per_node, num_nodes):
+    """Per-rank bandwidth of NCCL-style rings (effective, after efficiency). Inside a node: the
+    scale-up link. Across nodes the rank order is node-contiguous and there is one ring per NIC, so
+    every ring crosses each node boundary once and the G NICs of a node carry all rings:
+    min(scale-up, G x scale-out per GPU) (Patarasuk & Yuan 2009 for the ring volume)."""
+    if num_nodes <= 1:
+        return intra_bytes_per_s
+    return min(intra_bytes_per_s, gpus_per_node * inter_bytes_per_s)
+
+
+def group_intra_bytes_per_s(net, *, gpus_in_node, op):
+    """Scale-up bandwidth one rank can drive in a collective over `gpus_in_node` GPUs of its node.
+    A switched fabric (NVSwitch) gives every rank its whole bandwidth to any peer; a full mesh
+    (AMD xGMI, Gaudi RoCE) splits it over D-1 point-to-point links, so a group of G uses G-1 of
+    them, (G-1)/(D-1) of the aggregate, and a send/recv one link, 1/(D-1) (AMD MI300X data sheet:
+    7 links x 64 GB/s per direction; RCCL runs one ring per link)."""
+    D = net.get("mesh_domain")
+    if not D or D < 2:
+        return net["intra_bytes_per_s"]
+    peers = 1 if op == "sendrecv" else max(1, min(gpus_in_node, D) - 1)
+    return net["intra_bytes_per_s"] * peers / (D - 1)
+
+
+def _protocol(net, proto):
+    """(bandwidth fraction, intra hop s, inter hop s) of a protocol."""
+    frac = LL_BANDWIDTH_FRACTION if proto == "ll" else 1.0
+    return frac, net["hop_s"][proto]["intra"], net["hop_s"][proto]["inter"]
+
+
+def ring_time_s(*, op, size_bytes, n, gpus_per_node, net, proto):
+    """Alpha-beta time of the ring (or chain / direct) algorithm. Returns (latency_s, bandwidth_s).
+    all_reduce: 2(n-1) steps moving 2(n-1)/n x size per rank; all_gather/reduce_scatter: n-1 steps,
+    (n-1)/n x size (Thakur et al. 2005, sec. 4); broadcast/reduce: pipelined chain, size per link;
+    alltoall: direct, each rank sends (G-1)/n of its buffer over NVLink and (n-G)/n over the network
+    (summed: no overlap assumed); sendrecv: size over one link. Latency: launch + one hop per step,
+    the node-boundary hops at network latency (NCCL tuning.cc's ring latency)."""
+    S, G = size_bytes, gpus_per_node
+    N = n // G
+    frac, hop_i, hop_o = _protocol(net, proto)
+    bw_i = group_intra_bytes_per_s(net, gpus_in_node=G, op=op) * frac
+    bw_o = net["inter_bytes_per_s"] * frac
+    ring_bw = ring_link_bytes_per_s(intra_bytes_per_s=bw_i, inter_bytes_per_s=bw_o,
+                                    gpus_per_node=G, num_nodes=N)
+    if op == "all_reduce":
+        steps, inter, wire = 2 * (n - 1), (2 * N if N > 1 else 0), 2 * (n - 1) / n * S
+    elif op in ("all_gather", "reduce_scatter"):
+        steps, inter, wire = n - 1, (N if N > 1 else 0), (n - 1) / n * S
+    elif op in ("broadcast", "reduce"):
+        steps, inter, wire = n - 1, N - 1, S
+    elif op == "alltoall":
+        lat = net["launch_s"] + (hop_o if N > 1 else hop_i)
+        return lat, (G - 1) / n * S / bw_i + ((n - G) / n * S / bw_o if N > 1 else 0.0)
+    elif op == "sendrecv":
+        return net["launch_s"] + (hop_o if N > 1 else hop_i), S / (bw_o if N > 1 else bw_i)
+    else:
+        raise ValueError(f"unknown op {op!r}")
+    inter = min(inter, steps)
+    return net["launch_s"] + (steps - inter) * hop_i + inter * hop_o, wire / ring_bw
+
+
+def tree_time_s(*, size_bytes, n, gpus_per_node, net, proto):
+    """All-reduce on NCCL's tree: a chain inside each node and a (double) binary tree across nodes,
+    reduce up then broadcast down, pipelined; every rank moves 2 x size (Sanders et al. 2009,
+    two-tree). Latency 2((G-1) intra hops + ceil(log2 N) network hops) (NCCL tuning.cc)."""
+    G = gpus_per_node
+    N = n // G
+    frac, hop_i, hop_o = _protocol(net, proto)
+    bw = ring_link_bytes_per_s(
+        intra_bytes_per_s=group_intra_bytes_per_s(net, gpus_in_node=G, op="all_reduce") * frac,
+        inter_bytes_per_s=net["inter_bytes_per_s"] * frac, gpus_per_node=G, num_nodes=N)
+    depth = math.ceil(math.log2(N)) if N > 1 else 0
+    return net["launch_s"] + 2 * ((G - 1) * hop_i + depth * hop_o), 2 * size_bytes / bw
+
+
+def nvls_time_s(*, size_bytes, net):
+    """All-reduce with in-switch reduction (NVLink SHARP): each GPU pushes its buffer into the
+    switch, which reduces it, and pulls the result back: size once per direction per GPU, at the
+    NVLS efficiency; latency NCCL's NVLS latency (tuning.cc). One scale-up domain only."""
+    return net["launch_s"] + net["nvls_s"], size_bytes / net["nvls_bytes_per_s"]
+
+
+def hierarchical_time_s(*, op, size_bytes, n, gpus_per_node, net, proto, use_nvls):
+    """Two-level algorithm for a group spanning N nodes of G GPUs: inside the node reduce-scatter
+    (or NVLS), across nodes a ring over the 1/G shard on each GPU's own NIC, inside the node
+    all-gather (all_gather/reduce_scatter: one intra and one inter phase). Chunks stream through
+    both levels, so bandwidth term = max(intra, inter) and latencies add (NCCL NVLSTree/CollNet
+    style). Returns (latency_s, bandwidth_s)."""
+    S, G = size_bytes, gpus_per_node
+    N = n // G
+    frac, hop_i, hop_o = _protocol(net, proto)
+    bw_i = group_intra_bytes_per_s(net, gpus_in_node=G, op=op) * frac
+    bw_o = net["inter_bytes_per_s"] * frac
+    if op == "all_reduce":
+        if use_nvls:
+            lat_i, t_i = net["nvls_s"], S / net["nvls_bytes_per_s"]
+        else:
+            lat_i, t_i = 2 * (G - 1) * hop_i, 2 * (G - 1) / G * S / bw_i
+        lat_o, t_o = 2 * (N - 1) * hop_o, 2 * (N - 1) / N * (S / G) / bw_o
+    elif op in ("all_gather", "reduce_scatter"):
+        lat_i, t_i = (G - 1) * hop_i, (G - 1) / G * S / bw_i
+        lat_o, t_o = (N - 1) * hop_o, (N - 1) / N * (S / G) / bw_o
+    else:
+        raise ValueError(f"no hierarchical algorithm for {op}")
+    return net["launch_s"] + lat_i + lat_o, max(t_i, t_o)
+
+
+def candidate_algorithms(*, op, n, gpus_per_node, in_network_reduction):
+    """The algorithms `auto` chooses among: NCCL's set for the case (ring; tree for all_reduce;
+    NVLS inside an NVLS-capable node; NVLS-based hierarchical across such nodes), as NCCL's
+    src/graph/tuning.cc enables them (NCCL 2.18+, NVLS from 2.17)."""
+    N = n // gpus_per_node
+    algos = ["ring"]
+    if op == "all_reduce":
+        algos.append("tree")
+        if in_network_reduction and gpus_per_node > 1:
+            algos.append("nvls" if N == 1 else "hierarchical")
+    return algos
+
+
+def collective_time_s(*, op, size_bytes, n, gpus_per_node, net, algo="auto"):
+    """Time of one collective of `size_bytes` over n GPUs placed G = gpus_per_node per node:
+    the fastest (algorithm, protocol) among those allowed. Returns a dict with time_s, algorithm,
+    protocol, latency_s, bandwidth_time_s, regime and the time of every algorithm tried."""
+    G = min(gpus_per_node, n)
+    algos = (candidate_algorithms(op=op, n=n, gpus_per_node=G,
+                                  in_network_reduction=net["in_network_reduction"])
+             if algo == "auto" else [algo])
+    results = {}
+    for a in algos:
+        best = None
+        for proto in ("ll", "simple"):
+            if a == "ring":
+                lat, bwt = ring_time_s(op=op, size_bytes=size_bytes, n=n, gpus_per_node=G, net=net,
+                                       proto=proto)
+            elif a == "tree":
+                lat, bwt = tree_time_s(size_bytes=size_bytes, n=n, gpus_per_node=G, net=net,
+                                       proto=proto)
+            elif a == "nvls":
+                if proto != "simple":
+                    continue
+                lat, bwt = nvls_time_s(size_bytes=size_bytes, net=net)
+            else:
+                use_nvls = net["in_network_reduction"] and op == "all_reduce"
+                if use_nvls and proto != "simple":
+                    continue
+                lat, bwt = hierarchical_time_s(op=op, size_bytes=size_bytes, n=n, gpus_per_node=G,
+                                               net=net, proto=proto, use_nvls=use_nvls)
+            if best is None or lat + bwt < best["time_s"]:
+                best = {"algorithm": a, "protocol": proto, "time_s": lat + bwt, "latency_s": lat,
+                        "bandwidth_time_s": bwt}
+        results[a] = best
+    choice = min(results.values(), key=lambda r: r["time_s"])
+    t = choice["time_s"]
+    algbw = size_bytes / t
+    return dict(choice, algbw_bytes_per_s=algbw,
+                busbw_bytes_per_s=algbw * bus_bandwidth_factor(op=op, n=n),
+                regime="latency-bound" if choice["latency_s"] >= choice["bandwidth_time_s"]
+                else "bandwidth-bound",
+                algorithm_times_s={a: r["time_s"] for a, r in results.items()})
+
+
+def group_placement(*, size, stride, gpus_per_node):
+    """(G, N) for a group of `size` ranks spaced `stride` apart in a node-contiguous rank order:
+    G of its ranks share a node, N nodes. Rank order tp, cp, ep/dp, pp, fastest first, as
+    Megatron-LM's parallel_state builds its groups (Narayanan et al. 2021, sec. 3.3: tp inside a
+    node)."""
+    per_node = gpus_per_node // stride if stride < gpus_per_node else 1
+    per_node = math.gcd(size, max(1, per_node))
+    return per_node, size // per_node
+
+
+def training_step_collectives(*, spec, breakdown, tp, pp, dp, ep, cp, sequence_parallel,
+                              zero_stage, micro_batch_size, grad_accum_steps, seq_length,
+                              act_bytes, grad_bytes):
+    """Collectives one GPU takes part in during one training step (no activation recompute,
+    average pipeline stage). Each row: parallelism, op, group size and stride, size (nccl-tests
+    convention) and calls per step. Sources: Megatron-LM (Shoeybi et al. 2019 sec. 3; Korthikanti et
+    al. 2022 sec. 4.2.2; Narayanan et al. 2021), ZeRO (Rajbhandari et al. 2020 sec. 7), GShard
+    all-to-all, Ring Attention K/V exchange."""
+    b, s, h, m = micro_batch_size, seq_length, spec["hidden_size"], grad_accum_steps
+    L = spec["num_layers"]
+    L_stage = math.ceil(L / pp)
+    layers = spec["layers"]
+    # blocks whose output TP reduces: a layer's mixer(s) (summed before the reduce when side by side,
+    # Falcon-H1) and its MLP; Nemotron-H's layers hold one of the two
+    blocks_stage = math.ceil(sum(bool(x["attention"]) + len(x["mlp"]) for x in layers) / pp)
+    softmax_stage = math.ceil(sum(any(a["span"] != "state" for a in x["attention"]) for x in layers) / pp)
+    linear = [a for x in layers for a in x["attention"] if a["span"] == "state"]
+    moe_stage = math.ceil(breakdown["num_moe_layers"] / pp)
+    tokens = b * s // cp                      # tokens of one micro-batch on this cp rank
+    act = tokens * h * act_bytes              # one activation tensor b x s/cp x h
+    rows = []
+
+    def add(par, op, size, stride, nbytes, calls, overlap, note):
+        if size > 1 and calls > 0 and nbytes > 0:
+            rows.append({"parallelism": par, "op": op, "group_size": size, "group_stride": stride,
+                         "size_bytes": int(nbytes), "calls_per_step": int(calls),
+                         "bytes_per_step": int(nbytes) * int(calls), "overlappable": overlap,
+                         "note": note})
+
+    # Tensor parallel: per layer 2 all-reduces forward (after attention and after the MLP) and 2
+    # backward (Shoeybi et al. 2019, sec. 3); with sequence parallel each becomes an all-gather
+    # plus a reduce-scatter (Korthikanti et al. 2022, sec. 4.2.2), and Megatron all-gathers the
+    # linear inputs once more in backward for the weight gradients (2 per layer, overlapped).
+    if sequence_parallel:
+        add("TP", "all_gather", tp, 1, act, 2 * blocks_stage * m, False,
+            "2 fwd + 2 bwd per layer (SP), between GEMMs: exposed unless TP comm overlap")
+        add("TP", "reduce_scatter", tp, 1, act, 2 * blocks_stage * m, False,
+            "2 fwd + 2 bwd per layer (SP), between GEMMs: exposed unless TP comm overlap")
+        add("TP", "all_gather", tp, 1, act, blocks_stage * m, True,
+            "bwd re-gather of SP inputs for weight grads, overlaps the data-grad GEMM")
+    else:
+        add("TP", "all_reduce", tp, 1, act, 2 * blocks_stage * m, False,
+            "2 fwd + 2 bwd per layer, between GEMMs: exposed")
+    # Context parallel (ring attention): each layer passes this rank's K and V block around the
+    # ring, cp-1 steps forward; backward passes K/V and their gradients, 2(cp-1) steps.
+    kv, d = spec["num_kv_heads"], spec["head_dim"]
+    kv_local = max(1, kv // tp)
+    add("CP", "sendrecv", cp, tp, 2 * tokens * kv_local * d * act_bytes, 3 * (cp - 1) * softmax_stage * m,
+        True, "K/V ring exchange, cp-1 fwd + 2(cp-1) bwd per attention layer, overlaps attention compute")
+    # A linear-attention / state-space layer under context parallelism passes its recurrent state
+    # (fp32) from rank to rank, cp - 1 steps forward and as many for its gradient backward (LASP,
+    # Sun et al. 2024): each rank waits on its predecessor's state.
+    if linear and cp > 1:
+        per_layer = sum(state_elements(dict(a, heads=max(a["heads"] // tp, 1), kv_heads=max(a["kv_heads"] // tp, 1)))["recurrent"]
+                        for a in linear) / len(linear)
+        add("CP", "sendrecv", cp, tp, b * per_layer * 4, 2 * (cp - 1) * math.ceil(len(linear) / pp) * m, False,
+            "recurrent-state pass of the linear-attention / state-space layers, fwd and bwd: sequential")
+    # Pipeline parallel: per micro-batch one activation forward and one gradient backward per
+    # stage boundary (Narayanan et al. 2021); with SP Megatron sends the 1/tp shard.
+    if pp > 1:
+        add("PP", "sendrecv", 2, tp * cp * dp,  # DeepSeek-V4 hands over its hc_mult residual streams
+            act * spec.get("residual_streams", 1) // (tp if sequence_parallel else 1), 2 * m, True,
+            "1 fwd + 1 bwd per micro-batch; 1F1B hides it except pipeline fill and drain")
+    # Expert parallel: dispatch and combine all-to-all per MoE layer, forward and backward (GShard).
+    if ep > 1 and moe_stage:
+        k = spec["topk"]
+        add("EP", "alltoall", ep, tp * cp, act * k // (tp if sequence_parallel else 1),
+            4 * moe_stage * m, False, "dispatch + combine, fwd and bwd, per MoE layer: experts wait on it")
+    # Data parallel (replicas over dp x cp): gradients of the rank's parameters.
+    expert = breakdown["routed_expert_params"]
+    dense_local = (breakdown["total_params"] - expert) / (tp * pp)
+    groups = [("DP", dense_local, dp * cp, tp)]
+    if expert:
+        groups.append(("DP (experts)", expert / (tp * pp * ep), dp * cp // ep, tp * cp * ep))
+    for par, p_local, size, stride in groups:
+        if zero_stage == 0:
+            add(par, "all_reduce", size, stride, p_local * grad_bytes, 1, True,
+                "gradients once per step, bucketed under backward; last bucket exposed")
+        elif zero_stage in (1, 2):
+            add(par, "reduce_scatter", size, stride, p_local * grad_bytes, 1, True,
+                "gradients once per step, bucketed under backward; last bucket exposed")
+            add(par, "all_gather", size, stride, p_local * act_bytes, 1, True,
+                "updated parameters, can overlap the next forward")
+        else:
+            add(par, "all_gather", size, stride, p_local * act_bytes, 2 * m, True,
+                "parameters before each layer's fwd and bwd, prefetched")
+            add(par, "reduce_scatter", size, stride, p_local * grad_bytes, m, True,
+                "gradients every micro-batch, under backward")
+    return rows
+
+
+def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
+              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
+              mesh_domain=None):
+    """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
+    protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
+    r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
+    r_o = ALPHA_HOP_S["simple"]["inter"] / ALPHA_HOP_S["ll"]["inter"]
+    return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
+            "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
+            "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
+            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
+            "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
+            "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
+                      "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
+
+
+# === shared collectives: end ===
+
+
+# === shared model spec: begin ===
+# This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
+# alone); tests/test_shared_copies.py keeps the copies identical. Edit it in
+# calc_transformer_params.py, then run tools/sync_shared_block.py.
+#
+# A model is a list of layers. Each layer is a small dict {"attention": [attn, ...], "mlp": [mlp,
+# ...], "norms": n, "extra_params": p} (p: matmul weights every token runs through once in that
+# layer outside its attention and MLP, Gemma 4's per-layer inputs): usually one attention and one MLP, two of each in
+# LongCat-Flash's shortcut-connected block. Layers of the same kinds share one dict object, so
+# layer_groups() finds the distinct kinds quickly. An attention dict says what its weights are
+# ("kind": mha covers MHA/GQA/MQA, mla is DeepSeek's latent attention), which keys a query sees
+# ("span": full, sliding within "window", chunked within "chunk"), and its extras (rope, sinks,
+# output gate, q/k norms, biases, a lightning "indexer" that picks top-k keys, with its own weights
+# or none when it reuses an earlier layer's top-k, "kv_shared" when it reuses an earlier layer's
+# K/V or latent, Mistral Large 4's per-head "position_scaling" and "indexer_input_norm"). An MLP dict is
+# "dense" (width, matrices, bias) or "moe" (routed experts, top-k, shared experts, router, zero
+# experts). Per kind there is one function per quantity: attention_params, mlp_block_params,
+# attention_linear_flops_per_token, attention_core_flops, query_key_pairs, mlp_flops_per_token,
+# cache_elements_per_token, cached_tokens, decode_keys_read; totals are sums over the list.
+
+MODEL_DEFAULTS = {
+    # The cookbook's calc_transformer_params.py defaults; other scripts override some of them.
+    "vocab_size": 51200, "hidden_size": 6144, "num_layers": 44, "num_experts": 8,
+    "expert_interval": 1, "topk": 1, "ffn_expansion_factor": 4.0, "num_mlp_linears": 2,
+    "kv_size_ratio": 1.0,
+}
+
+# Chunk length of the chunked Gated DeltaNet algorithm: transformers' torch_chunk_gated_delta_rule
+# and flash-linear-attention's chunk_gated_delta_rule both use 64 (Yang et al. 2024, arXiv 2412.06464).
+GDN_CHUNK = 64
+
+CONFIG_MAX_BYTES = 16 << 20  # a config.json is a few KiB; anything past 16 MiB is not one
+CONFIG_MAX_DEPTH = 64        # nesting deeper than this is not a model config
+
+# Hugging Face config classes whose tie_word_embeddings default is True when config.json omits it
+# (PretrainedConfig's default); the others pass tie_word_embeddings=False in their constructors.
+_TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2", "gemma3_text",
+                    "gemma4_text", "cohere2", "exaone4", "smollm3", "granitemoe", "olmo3",
+                    "seed_oss", "llama4_text", "lfm3"}
+
+# model_types that are real transformers families whose layers this block cannot describe yet:
+# exit 2 rather than print a Llama-style count (linear attention and state-space layers).
+_NOT_YET = {
+    "lfm2", "lfm2_moe", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
+    "recurrent_gemma", "minimax", "plamo2",
+}
+# Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
+_FOREIGN_LAYER_FIELDS = (
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_conv_kernel_dim",
+    "mamba_d_state", "mamba_n_heads", "mamba_d_conv", "ssm_state_size", "state_size", "conv_kernel",
+    "layers_block_type", "hybrid_override_pattern", "attn_layer_period", "attn_layer_offset",
+    "block_types", "layer_block_types", "full_attn_idxs", "linear_attn_config", "short_conv",
+)
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def finite_float(text):
+    """argparse type for a real number: rejects nan and inf with a one-line usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if value != value or abs(value) == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def bounded_int(text):
+    """argparse type for an integer flag: at most 18 digits, so no 400-digit size reaches a formula."""
+    text = str(text).strip()
+    if len(text.lstrip("+-")) > 18:
+        raise argparse.ArgumentTypeError(f"{text[:24]}... is too large (at most 18 digits)")
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+
+
+def add_model_args(parser):
+    """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
+    flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set).
+    Flags build a uniform stack; given with a config they override every layer they apply to."""
+    g = parser.add_argument_group("model (flags override values read from a config)")
+    bo, n = argparse.BooleanOptionalAction, bounded_int
+    g.add_argument("--hf_model_name_or_path", "--hf-model-name-or-path", dest="hf_model_name_or_path",
+                   default=None, help="local folder with config.json, a config.json path, or a hub "
+                   "id (hub ids need `transformers`; never trust_remote_code)")
+    g.add_argument("--vocab-size", "-v", type=n, default=None, help="V (default 51200)")
+    g.add_argument("--hidden-size", "-hs", type=n, default=None, help="h (default 6144)")
+    g.add_argument("--num-layers", "-l", type=n, default=None,
+                   help="L (default 44); with a config, the first L layers of its pattern")
+    g.add_argument("--num-attention-heads", "-a", type=n, default=None,
+                   help="a (default: h/128, or h/64, when it divides)")
+    g.add_argument("--num-kv-heads", type=n, default=None, help="kv heads (GQA/MQA; default a)")
+    g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
+                   help="kv heads / query heads (cookbook; 1.0 = MHA)")
+    g.add_argument("--head-dim", type=n, default=None, help="d (default h/a)")
+    g.add_argument("--ffn-expansion-factor", "-ff", type=finite_float, default=None,
+                   help="f = ff * h when --ffn-hidden-size is not given (default 4)")
+    g.add_argument("--ffn-hidden-size", type=n, default=None, help="f, the dense MLP width")
+    g.add_argument("--num-mlp-linears", "-nl", type=n, default=None,
+                   help="matrices per MLP: 2 (GELU) or 3 (gated, e.g. SwiGLU) (default 2)")
+    g.add_argument("--swiglu", action="store_true", default=None,
+                   help="gated MLP with 3 matrices (same as -nl 3)")
+    g.add_argument("--tied-embeddings", action=bo, default=None,
+                   help="output head shares the token embedding (default: not tied)")
+    g.add_argument("--norm", choices=("layernorm", "rmsnorm"), default=None,
+                   help="norm type: layernorm has weight+bias, rmsnorm weight only (default layernorm)")
+    g.add_argument("--norms-per-layer", type=n, default=None,
+                   help="norms in each block (default 2; 1 with --parallel-attention; Gemma 2: 4)")
+    g.add_argument("--parallel-attention", action=bo, default=None,
+                   help="attention and MLP read one shared norm (GPT-J/Falcon-7B): 1 norm per layer")
+    g.add_argument("--qk-norm", choices=("none", "head", "full"), default=None,
+                   help="q/k norms: per head dim (Qwen3) or over all heads (OLMo 2) (default none)")
+    g.add_argument("--bias", action=bo, default=None,
+                   help="biases in all linear layers (default on, GPT-NeoX style); the three "
+                   "switches below override it")
+    g.add_argument("--qkv-bias", action=bo, default=None, help="bias on q, k, v projections")
+    g.add_argument("--attn-out-bias", action=bo, default=None, help="bias on the attention output")
+    g.add_argument("--mlp-bias", action=bo, default=None, help="biases in the MLP/experts")
+    g.add_argument("--position-embedding", choices=("rope", "learned", "alibi", "none"), default=None,
+                   help="learned adds a (max positions x h) table; rope/alibi/none add no weights "
+                   "(default rope)")
+    g.add_argument("--max-position-embeddings", type=n, default=None,
+                   help="rows of a learned position table (default: the sequence length)")
+    g.add_argument("--embedding-norm", action=bo, default=None,
+                   help="a norm right after the token embedding (BLOOM)")
+    g.add_argument("--final-norm", action=bo, default=None, help="final norm before the head (default on)")
+    g.add_argument("--sliding-window", type=n, default=None,
+                   help="window of the sliding-window layers (default from the config; with no "
+                   "config, every layer slides; 0 turns sliding off)")
+    g.add_argument("--moe", action="store_true", default=None, help="mixture of experts MLPs")
+    g.add_argument("--num-experts", "-e", type=n, default=None, help="E routed experts (default 8)")
+    g.add_argument("--expert-interval", "-ei", type=n, default=None,
+                   help="every ei-th layer is MoE (default 1)")
+    g.add_argument("--topk", "-t", type=n, default=None, help="k experts per token (default 1)")
+    g.add_argument("--moe-ffn-hidden-size", type=n, default=None, help="f_e (default f)")
+    g.add_argument("--num-shared-experts", type=n, default=None, help="shared experts (default 0)")
+    g.add_argument("--shared-expert-ffn-hidden-size", type=n, default=None,
+                   help="total width of the shared experts (default num_shared * f_e)")
+    g.add_argument("--shared-expert-gate", action=bo, default=None,
+                   help="sigmoid gate (h -> 1) on the shared expert (Qwen-MoE)")
+    g.add_argument("--num-dense-layers", type=n, default=None,
+                   help="leading dense layers before the MoE layers (DeepSeek first_k_dense_replace)")
+    g.add_argument("--router-bias", action=bo, default=None,
+                   help="count a per-expert router bias (DeepSeek-V3's checkpoint stores one; HF "
+                   "keeps it as a buffer, so it is off when reading a config)")
+    g.add_argument("--q-lora-rank", type=n, default=None, help="MLA query rank (none: full q_proj)")
+    g.add_argument("--kv-lora-rank", type=n, default=None, help="MLA kv latent rank (turns MLA on)")
+    g.add_argument("--qk-nope-head-dim", type=n, default=None, help="MLA non-rotary q/k head dim")
+    g.add_argument("--qk-rope-head-dim", type=n, default=None, help="MLA rotary q/k head dim")
+    g.add_argument("--v-head-dim", type=n, default=None, help="MLA value head dim")
+    return g
+
+
+def _json_depth_ok(obj, limit):
+    """True when `obj` nests at most `limit` containers deep (iterative: no recursion limit)."""
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return True
+
+
+def load_hf_config(name_or_path):
+    """Return a Hugging Face config as a dict: from a local folder or config.json with `json`
+    alone, else from the hub through transformers.AutoConfig (imported only here, never with
+    trust_remote_code). Raises ValueError with a one-line message. A local file must be a JSON
+    object of at most CONFIG_MAX_BYTES, nested at most CONFIG_MAX_DEPTH deep."""
+    if not str(name_or_path).strip():
+        raise ValueError("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                         "config.json path or a hub id")
+    path = os.path.expanduser(name_or_path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+        if not os.path.isfile(path):
+            raise ValueError(f"no config.json in folder {name_or_path!r}")
+    if os.path.isfile(path):
+        try:
+            if os.path.getsize(path) > CONFIG_MAX_BYTES:
+                raise ValueError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
+            with open(path, encoding="utf-8") as fh:
+                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
+                # unbounded limits); the typed reader refuses them in any field it reads
+        except RecursionError:
+            raise ValueError(f"{path!r} nests too deep to be a model config") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            msg = str(exc).replace("\n", " ")
+            raise ValueError(msg if msg.startswith(repr(path)) else f"cannot read {path!r}: {msg}") from None
+        if not isinstance(cfg, dict):
+            raise ValueError(f"{path!r} is not a JSON object")
+        if not _json_depth_ok(cfg, CONFIG_MAX_DEPTH):
+            raise ValueError(f"{path!r} nests more than {CONFIG_MAX_DEPTH} deep: not a model config")
+        cfg.setdefault("_config_path", path)
+        return cfg
+    if os.path.exists(path):  # /dev/null, a pipe, a socket: never read, never a hub id
+        raise ValueError(f"{name_or_path!r} is not a config file (neither a regular file nor a folder)")
+    parts = name_or_path.split("/")  # a hub id is `name` or `org/name`; anything else is a path
+    if name_or_path.endswith(".json") or name_or_path.startswith((".", "~")) or len(parts) > 2 \
+            or "" in parts:
+        raise ValueError(f"config file {name_or_path!r} not found")
+    return _hub_config(name_or_path)
+
+
+def _hub_config(repo_id):
+    """A hub id's config through transformers.AutoConfig (never trust_remote_code), offline-first:
+    the local Hugging Face cache; else one metadata request, given HF_HUB_ETAG_TIMEOUT (default 1 s)
+    plus 0.5 s and no retries, then the download. Without network this fails in about a second, not
+    after huggingface_hub's ~25 s of retries. transformers' advisories, the hub's warnings and
+    progress bars stay off the screen. Raises ValueError with a one-line message."""
+    import contextlib, importlib.util, io, logging, threading, warnings  # noqa: E401
+    if importlib.util.find_spec("transformers") is None:
+        raise ValueError(f"{repo_id!r} is not a local folder or file, and reading a hub id needs "
+                         "`pip install transformers` (or pass a local config.json)")
+    try:
+        timeout_s = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or 1)
+    except ValueError:
+        timeout_s = 1.0
+    timeout_s = timeout_s if 0 < timeout_s <= 600 else 1.0
+
+
+    def first_line(exc):
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import huggingface_hub as hub
+        for logger in ("huggingface_hub", "transformers"):  # loggers bound to the real stderr
+            logging.getLogger(logger).setLevel(logging.ERROR)
+        try:  # the cache alone: files, no request (hf_hub_download would send one even so)
+            path = hub.try_to_load_from_cache(repo_id, "config.json")
+        except Exception as exc:  # HFValidationError: not a repo id, which no request can fix
+            raise ValueError(f"cannot load config {repo_id!r}: {first_line(exc)}") from None
+        if not isinstance(path, str):  # not cached (None), or cached as missing from the repo
+            url, answer = hub.hf_hub_url(repo_id, "config.json"), []
+
+            def probe():  # in a thread, so that a DNS look-up that hangs cannot hold us
+                try:
+                    answer.append(hub.get_hf_file_metadata(url, timeout=timeout_s))
+                except Exception as exc:
+                    answer.append(exc)
+            thread = threading.Thread(target=probe, daemon=True)
+            thread.start()
+            thread.join(timeout_s + 0.5)
+            err = answer[0] if answer else TimeoutError(f"no answer within {timeout_s:g} s")
+            status = getattr(getattr(err, "response", None), "status_code", None)
+            if status is not None:  # the hub answered: no such repo or file, or no access
+                raise ValueError(f"cannot load config {repo_id!r} from the hub: {type(err).__name__} "
+                                 f"(HTTP {status}); check the id; a private or gated repo needs a "
+                                 "token (HF_TOKEN)")
+            if isinstance(err, Exception):  # no network, a firewall, HF_HUB_OFFLINE=1
+                raise ValueError(
+                    f"cannot load config {repo_id!r}: the hub is unreachable ({type(err).__name__}: "
+                    f"{first_line(err)}) and it is not in the local cache; to work offline, download "
+                    f"{url} and pass that file or its folder to --hf_model_name_or_path")
+            try:
+                path = hub.hf_hub_download(repo_id, "config.json")
+            except Exception as exc:
+                raise ValueError(f"cannot load config {repo_id!r} from the hub: "
+                                 f"{first_line(exc)}") from None
+        try:
+            from transformers import AutoConfig
+            logging.getLogger("transformers").setLevel(logging.ERROR)  # its import set WARNING
+            cfg = AutoConfig.from_pretrained(path, trust_remote_code=False).to_dict()
+        except Exception as exc:  # e.g. a model_type this transformers does not know
+            raise ValueError(f"cannot load config {repo_id!r} ({path}): {first_line(exc)}") from None
+    cfg.setdefault("_config_path", repo_id)
+    return cfg
+
+
+def _short(value):
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# Fields whose presence can change a count; an unread one becomes a warning in the result.
+_COUNT_FIELD_HINTS = ("expert", "moe", "lora_rank", "head_dim", "intermediate", "num_hidden_layers",
+                      "num_attention_heads", "key_value", "vocab", "hidden_size", "sliding", "window",
+                      "chunk", "layer_types", "dense", "shared", "nextn", "mtp", "index_", "sink",
+                      "gate", "per_layer", "kv_", "_layers", "ffn", "n_embd", "n_head", "n_layer")
+_NEVER_COUNTS = {"max_position_embeddings", "num_labels", "use_cache", "output_router_logits",
+                 "router_aux_loss_coef", "router_jitter_noise", "moe_aux_loss_coef", "aux_loss_alpha",
+                 "seq_aux", "norm_topk_prob", "routed_scaling_factor", "topk_group", "n_group",
+                 "topk_method", "scoring_func", "router_z_loss_coef", "moe_router_enable_expert_bias",
+                 "moe_capacity", "moe_gate", "hidden_act", "hidden_activation", "mlp_only_layers_",
+                 "initializer_range", "use_sliding_window", "max_window_layers",
+                 "sliding_window_pattern", "_sliding_window_pattern", "mlp_layer_types",
+                 "rope_interleave", "moe_norm_topk_prob", "first_k_dense_replace", "router_temperature",
+                 "layer_norm_eps", "rms_norm_eps", "head_dim", "gate_type", "final_logit_softcapping",
+                 "attn_logit_softcapping", "query_pre_attn_scalar", "expert_capacity",
+                 "num_nextn_predict_layers", "moe_k", "moe_num_experts", "moe_intermediate_size",
+                 "use_qk_norm", "interleave_moe_layer_step", "moe_layer_freq", "decoder_sparse_step"}
+
+
+class ConfigReader:
+    """Typed, range-checked access to one config dict. Every field is checked as it is read (an
+    integer where a count is meant, a boolean where a switch is meant, a finite number where a
+    size is meant); an error is one line naming the field and the file. Past the reader, the code
+    can assume clean numbers. `used` records which fields were read."""
+
+    def __init__(self, cfg, where, warnings_out=None):
+        self.cfg, self.where, self.used = cfg, where, set()
+        self.warnings_out = [] if warnings_out is None else warnings_out
+
+    def fail(self, key, what, value):
+        raise ValueError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
+
+    def has(self, key):
+        return self.cfg.get(key) is not None
+
+    def pick(self, *keys):
+        """(key, value) of the first given non-null key; two given spellings that disagree are an
+        error naming both."""
+        self.used.update(keys)
+        found = [(k, self.cfg[k]) for k in keys if self.cfg.get(k) is not None]
+        if not found:
+            return None, None
+        k0, v0 = found[0]
+        for k, v in found[1:]:
+            if v != v0:
+                raise ValueError(f"{self.where}: fields {k0!r} ({_short(v0)}) and {k!r} ({_short(v)}) "
+                                 "disagree; keep one")
+        return k0, v0
+
+    def int(self, *keys, default=None, lo=1, hi=2**31):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            self.fail(k, "must be an integer", v)
+        if not lo <= v <= hi:
+            self.fail(k, f"must be between {lo:,} and {hi:,}", v)
+        return v
+
+    def num(self, *keys, default=None, lo=0.0, hi=1e12):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not lo <= v <= hi:
+            self.fail(k, f"must be a finite number between {lo:g} and {hi:g}", v)
+        return v
+
+    def bool(self, *keys, default=None):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if not isinstance(v, bool):
+            self.fail(k, "must be true or false", v)
+        return v
+
+    def str(self, *keys, default=None, choices=None):
+        k, v = self.pick(*keys)
+        if k is None:
+            return default
+        if not isinstance(v, str) or (choices is not None and v not in choices):
+            self.fail(k, "must be " + (f"one of {', '.join(choices)}" if choices else "a string"), v)
+        return v
+
+    def int_list(self, key, *, lo=0, hi=2**31, length=None, default=None):
+        k, v = self.pick(key)
+        if k is None:
+            return default
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) or not lo <= x <= hi
+                                          for x in v):
+            self.fail(k, f"must be a list of integers between {lo} and {hi:,}", v)
+        if length is not None and len(v) != length:
+            self.fail(k, f"must list {length} values", v)
+        return list(v)
+
+    def str_list(self, key, *, choices, length=None, default=None):
+        k, v = self.pick(key)
+        if k is None:
+            return default
+        if not isinstance(v, list) or any(not isinstance(x, str) for x in v):
+            self.fail(k, "must be a list of strings", v)
+        bad = sorted({x for x in v if x not in choices})
+        if bad:
+            self.fail(k, f"has layer kinds this script does not know ({', '.join(bad)}); known: "
+                      + ", ".join(sorted(choices)), v)
+        if length is not None and len(v) < length:
+            self.fail(k, f"lists {len(v)} layers, fewer than the {length} needed", v)
+        return list(v[:length] if length is not None else v)
+
+    def sub(self, key):
+        """A nested config dict (text_config, quantization_config, rope_parameters), or None."""
+        k, v = self.pick(key)
+        if k is None:
+            return None
+        if not isinstance(v, dict):
+            self.fail(k, "must be a JSON object", v)
+        return v
+
+    def unread_count_fields(self):
+        """Fields present in the config, never read, whose name suggests they change a count."""
+        out = []
+        for key, val in self.cfg.items():
+            if key in self.used or key in _NEVER_COUNTS or key.startswith("_") or val in (None, False, 0, [], {}):
+                continue
+            if any(hint in key for hint in _COUNT_FIELD_HINTS) and not key.endswith(("_eps", "_dropout")):
+                out.append(key)
+        return sorted(out)
+
+
+# The text model a multimodal wrapper holds, when its text_config does not name its own type.
+_WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
+                      "mistral3": "mistral", "kimi_k25": "deepseek_v3",
+                      "mistral_large4": "mistral_large4_text", "qwen3_5": "qwen3_5_text",
+                      "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5"}
+# Fields transformers' text config classes fill in when a wrapper's text_config omits them (Gemma 3's
+# published configs list only a few): the class defaults of transformers 5.23.
+_TEXT_CLASS_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "sliding_window": 4096},
+    "gemma4_text": {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 30, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "sliding_window": 512},
+    "llama4_text": {"vocab_size": 202048, "hidden_size": 5120, "intermediate_size": 8192,
+                    "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8,
+                    "head_dim": 128},
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128},
+}
+_WRAPPER_TIED = {"gemma3": True, "gemma4": True, "llama4": False, "mistral3": True, "kimi_k25": True,
+                 "mistral_large4": False}
+_LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding",
+                     "chunked_attention": "chunked", "attention": "full", "linear_attention": "linear"}
+
+
+def _read_multimodal(cfg, where, warnings):
+    """Unwrap a vision-language config to its text model. Returns (text_cfg, wrapper_info)."""
+    top = ConfigReader(cfg, where)
+    mt = top.str("model_type", default=None)
+    text = top.sub("text_config")
+    if text is None or top.has("hidden_size") and not top.has("vision_config"):
+        return cfg, None
+    text = dict(text)
+    text.setdefault("model_type", _WRAPPED_TEXT_TYPE.get(mt, mt))
+    # transformers 5 ties the head by the wrapper's own switch (class defaults differ from the text's)
+    # transformers 5 ties the head by the wrapper's own switch; a published config that sets only the
+    # text's switch describes a checkpoint whose head is its own tensor (from_pretrained keeps it so)
+    text_tie = ConfigReader(text, where).bool("tie_word_embeddings", default=None)
+    top_tie = top.bool("tie_word_embeddings", default=None)
+    if text.get("model_type") == "kimi_k2":
+        text["model_type"] = "deepseek_v3"  # transformers reads Kimi's text model as DeepSeek-V3
+    filled = [k for k in _TEXT_CLASS_DEFAULTS.get(text["model_type"], {}) if k not in text]
+    for key in filled:
+        text[key] = _TEXT_CLASS_DEFAULTS[text["model_type"]][key]
+    if filled:
+        warnings.append(f"text_config omits {', '.join(filled)}: transformers' {text['model_type']} class "
+                        "defaults used, as transformers does")
+    text_default = text["model_type"] in _TIED_BY_DEFAULT
+    text["tie_word_embeddings"] = (top_tie if top_tie is not None else
+                                   text_tie if text_tie is not None else text_default)
+    if top_tie is None and text_tie is None and _WRAPPER_TIED.get(mt, False) != text_default:
+        warnings.append(f"no tie_word_embeddings in the config: transformers 5 builds {mt!r} with "
+                        f"{'a tied' if _WRAPPER_TIED.get(mt) else 'an untied'} head (its class default), "
+                        f"but the checkpoint's {text['model_type']} head is {'tied' if text_default else 'its own tensor'}, "
+                        "as counted here")
+    parts = [k for k in ("vision_config", "audio_config", "projector_config") if isinstance(cfg.get(k), dict)]
+    if parts:
+        warnings.append(f"multimodal {mt!r}: the language model is counted; the "
+                        + " and ".join(p.replace("_config", " tower") for p in parts)
+                        + " and the multimodal projector are not counted")
+    return text, {"wrapper_model_type": mt, "towers_not_counted": parts}
+
+
+def _layer_pattern(r, L, s):
+    """Per-layer attention span list (full/sliding/chunked) from transformers 5's layer_types, or
+    None when every layer is alike."""
+    names = dict(_LAYER_TYPE_NAMES)
+    if not s.get("linear_mixer"):
+        del names["linear_attention"]  # only a family whose reader knows its linear layers has them
+    lt = r.str_list("layer_types", choices=set(names), length=L)
+    if lt is None:
+        return None
+    return [names[t] for t in lt]
+
+
+def spec_from_hf_config(cfg, num_layers=None):
+    """Translate a Hugging Face config dict into this block's model fields, per family, as
+    transformers 5's modeling_<family>.py builds the weights. Returns (fields, notes, warnings):
+    notes say what was assumed, warnings go into the result (an unknown model_type read
+    generically, a count-changing field not read, towers not counted). `num_layers` cuts the
+    config's layer pattern to its first layers (for -l)."""
+    where = cfg.get("_config_path") or "config"
+    notes, warnings = [], []
+    ConfigReader(cfg, where).str("model_type", default=None)  # a list or number here is an error
+    top_qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config") \
+        if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
+    if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
+        top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
+    cfg, mm = _read_multimodal(cfg, where, warnings)
+    r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
+    mt = r.str("model_type", default=None)
+    if mt in _NOT_YET:
+        raise ValueError(f"{where}: model_type {mt!r} has linear-attention or state-space layers, "
+                         "which this script does not count yet")
+    known = mt in SUPPORTED_MODEL_TYPES
+    if not known:
+        foreign = [k for k in _FOREIGN_LAYER_FIELDS if r.has(k)]
+        if foreign:
+            raise ValueError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
+                             f"cannot describe (fields {', '.join(foreign)})")
+    h = r.int("hidden_size", "n_embd", "n_embed", "d_model", hi=2**24)
+    if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
+        L_cfg = r.int("num_layers", hi=100_000) or (r.int("num_hidden_layers", hi=200_000) or 0) // 2 or None
+    else:
+        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", hi=100_000)
+    if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
+        L_cfg = len(_nemotron_blocks(r))
+    a = r.int("num_attention_heads", "n_head", "num_heads", hi=2**20)
+    missing = [k for k, v in (("vocab_size", r.int("vocab_size", hi=2**31)), ("hidden_size", h),
+                              ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
+    if missing:
+        raise ValueError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
+    if num_layers is not None and num_layers > L_cfg and (r.has("layer_types") or r.has("mlp_layer_types")):
+        raise ValueError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
+                         "layer pattern describes")
+    L = num_layers or L_cfg
+    s = {"model_type": mt, "vocab_size": r.int("vocab_size", hi=2**31), "hidden_size": h,
+         "num_layers": L, "num_attention_heads": a,
+         "tied_embeddings": r.bool("tie_word_embeddings", default=mt in _TIED_BY_DEFAULT)}
+    if mm:
+        s["multimodal"] = mm
+    if not known:
+        warnings.append(f"model_type {mt!r} is not one this script knows; read as Llama-style "
+                        "(RMSNorm, gated 3-matrix MLP, no biases, rotary, num_key_value_heads/"
+                        "head_dim/intermediate_size as given): the count may be wrong")
+    llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
+                      mlp_bias=False, position_embedding="rope",
+                      num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a, hi=2**20),
+                      head_dim=r.int("head_dim", hi=2**20) or h // a,
+                      ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size", hi=2**31))
+    if not r.has("head_dim") and h % a:
+        notes.append(f"no head_dim in the config and hidden_size {h} is not a multiple of {a} heads: "
+                     f"head_dim {h // a} (h // a), as transformers computes it")
+    s["_layers_from_flag"] = num_layers is not None
+    read = _FAMILY_READERS.get(mt)
+    if read is None and known:
+        read = _read_llama_like
+    if read is None:
+        s.update(llama_like)
+        bias = r.bool("attention_bias", default=False)
+        s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
+        _read_generic_moe(r, s, notes)
+    else:
+        read(r, s, llama_like, notes, warnings)
+    if "layer_types" not in s:
+        s["layer_types"] = _layer_pattern(r, L, s)
+    s["sliding_window"] = s.get("sliding_window", (r.int("sliding_window", lo=0, hi=2**31) or None))
+    s["attention_chunk_size"] = s.get("attention_chunk_size", r.int("attention_chunk_size", hi=2**31))
+    if s["layer_types"] is None and s["sliding_window"] and s.get("slides_every_layer"):
+        s["layer_types"] = ["sliding"] * L
+    if s["layer_types"] and "sliding" in s["layer_types"] and not s["sliding_window"]:
+        raise ValueError(f"{where}: layer_types has sliding layers but sliding_window is not set")
+    if s["layer_types"] and "chunked" in s["layer_types"] and not s["attention_chunk_size"]:
+        raise ValueError(f"{where}: layer_types has chunked layers but attention_chunk_size is not set")
+    if s.get("moe"):
+        s["expert_interval"] = 1  # a config's MoE layout is explicit, never a script's -ei default
+        # (also when --num-dense-layers redraws it: the layers past the dense ones are all MoE)
+    if s.get("moe") and s.get("topk") is None:
+        raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
+    s.pop("_layers_from_flag", None)
+    s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
+    unread = r.unread_count_fields()
+    if unread:
+        warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
+    return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+def _checkpoint_format(qc, where, warnings):
+    """The checkpoint's weight format from quantization_config, as bits per weight, scales
+    included: {"method", "linear_bits", "expert_bits"} for the layers' matrices (other weights:
+    16). MXFP4 (gpt-oss): 4 bits + an 8-bit scale per 32 = 4.25, routed experts only (OCP MX spec
+    v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block (DeepSeek-V4's
+    experts with expert_dtype fp4: 4 bits + a scale per 32 weights, 1 byte with scale_fmt ue8m0). AWQ/GPTQ:
+    w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
+    per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
+    if not isinstance(qc, dict):
+        return None
+    q = ConfigReader(qc, f"{where} (quantization_config)")
+    method = q.str("quant_method", default="")
+    skip = " ".join(str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignore") or []))
+    experts_only = "self_attn" in skip  # attention left in 16 bits: only the MLP/expert matrices
+    dense_skipped = "shared_experts" in skip or ("mlp" in skip and "down_proj" in skip)
+    if method == "mxfp4":
+        bits = 4 + 8 / 32
+        lin, exp = (16, bits) if experts_only else (bits, bits)
+    elif method == "fp8":
+        block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
+        bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
+        lin, exp = (16 if experts_only else bits), bits
+        if q.str("expert_dtype", default="fp8", choices=("fp8", "fp4")) == "fp4":
+            # DeepSeek-V4's experts: two e2m1 values per byte and a scale per 32 (transformers'
+            # finegrained_fp8), 1-byte ue8m0 scales with scale_fmt ue8m0
+            exp = 4 + (8 if q.str("scale_fmt", default="float") == "ue8m0" else 32) / 32
+    elif method in ("awq", "gptq"):
+        w = q.int("bits", "w_bit", default=4, hi=16)
+        g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
+        g = g if g > 0 else 1 << 30
+        lin = exp = w + (16 + w) / g
+    elif method == "compressed-tensors":
+        groups = q.sub("config_groups") or {}
+        wt = next((v.get("weights") for v in groups.values() if isinstance(v, dict) and isinstance(v.get("weights"), dict)), None)
+        if not wt:
+            warnings.append("quantization_config compressed-tensors without weight groups: weights "
+                            "counted at 16 bits; pass --weight-bits")
+            return None
+        w = ConfigReader(wt, f"{where} (quantization_config weights)")
+        nb, g = w.int("num_bits", default=8, hi=16), w.int("group_size", default=0, lo=0, hi=1 << 20)
+        bits = nb + ((16 + (0 if w.bool("symmetric", default=True) else nb)) / g if g else 0)
+        lin, exp = (16 if experts_only or dense_skipped else bits), bits
+    else:
+        warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
+                        "at 16 bits; pass --weight-bits")
+        return None
+    return {"method": method, "linear_bits": lin, "expert_bits": exp}
+
+def _read_generic_moe(r, s, notes):
+    E = r.int("num_local_experts", "num_experts", "n_routed_experts", hi=2**20)
+    if E and E > 1:
+        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=1, hi=2**20),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=s.get("ffn_hidden_size"), hi=2**31))
+        sh = r.int("shared_expert_intermediate_size", lo=0, default=0, hi=2**31)
+        n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0, hi=2**20)
+        if sh or n_sh:
+            s.update(num_shared_experts=n_sh or 1, shared_expert_ffn_hidden_size=sh or n_sh * s["moe_ffn_hidden_size"])
+        notes.append("read the routed experts from the expert count and moe_intermediate_size "
+                     "(or intermediate_size)")
+
+
+def _read_gpt2(r, s, ll, notes, warnings):
+    h = s["hidden_size"]
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="learned",
+             position_embedding_rows=r.int("n_positions", "max_position_embeddings", hi=2**31),
+             ffn_hidden_size=r.int("n_inner", default=4 * h, hi=2**31))
+    if s["position_embedding_rows"] is None:
+        raise ValueError(f"{r.where}: config lacks n_positions for GPT-2's learned position table")
+
+
+def _read_gpt_neox(r, s, ll, notes, warnings):
+    bias = r.bool("attention_bias", default=True)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=True,
+             position_embedding="rope", ffn_hidden_size=r.int("intermediate_size", hi=2**31))
+
+
+def _read_opt(r, s, ll, notes, warnings):
+    h = s["hidden_size"]
+    bias = r.bool("enable_bias", default=True)
+    pre = r.bool("do_layer_norm_before", default=True)
+    rows = r.int("max_position_embeddings", hi=2**31 - 2)
+    if rows is None:
+        raise ValueError(f"{r.where}: config lacks max_position_embeddings for OPT's position table")
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+             position_embedding="learned", position_embedding_rows=rows + 2,  # OPT offsets by 2
+             ffn_hidden_size=r.int("ffn_dim", hi=2**31),
+             word_embed_proj_dim=r.int("word_embed_proj_dim", default=h, hi=2**24),
+             final_norm=pre and not r.bool("_remove_final_layer_norm", default=False))
+    if not r.bool("layer_norm_elementwise_affine", default=True):
+        s["norm"] = "none"
+
+
+def _read_bloom(r, s, ll, notes, warnings):
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="alibi", ffn_hidden_size=4 * s["hidden_size"], embedding_norm=True)
+
+
+def _read_falcon(r, s, ll, notes, warnings):
+    a = s["num_attention_heads"]
+    if r.bool("new_decoder_architecture", default=False):
+        kv = r.int("num_kv_heads", default=a, hi=2**20)
+        n_ln = 2 if r.int("num_ln_in_parallel_attn", default=2, hi=2) == 2 else 1
+    else:
+        kv = 1 if r.bool("multi_query", default=True) else a
+        n_ln = 1 if r.bool("parallel_attn", default=True) else 2
+    bias = r.bool("bias", default=False)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+             position_embedding="alibi" if r.bool("alibi", default=False) else "rope",
+             num_kv_heads=kv, norms_per_layer=n_ln, parallel_attention=r.bool("parallel_attn", default=True),
+             ffn_hidden_size=r.int("ffn_hidden_size", default=4 * s["hidden_size"], hi=2**31))
+
+
+def _read_starcoder2(r, s, ll, notes, warnings):
+    bias = r.bool("use_bias", default=True)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
+             position_embedding="rope", num_kv_heads=ll["num_kv_heads"], head_dim=ll["head_dim"],
+             ffn_hidden_size=ll["ffn_hidden_size"])
+    s["slides_every_layer"] = True
+
+
+def _read_llama_like(r, s, ll, notes, warnings):
+    """Llama-style families: RMSNorm, gated MLP, rotary; their quirks below."""
+    mt = s["model_type"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    if mt == "llama":
+        s["mlp_bias"] = r.bool("mlp_bias", default=False)
+    if mt in ("qwen2", "qwen2_moe"):
+        s["qkv_bias"], s["attn_out_bias"] = True, False  # Qwen2Attention: q/k/v biased, o not
+        if mt == "qwen2_moe":
+            s["qkv_bias"] = r.bool("qkv_bias", default=True)
+    if mt == "mistral" and "sliding_window" not in r.cfg:
+        s["sliding_window"] = 4096  # MistralConfig's default when config.json has no such key
+    if mt in ("qwen3", "qwen3_moe"):
+        s["qk_norm"] = "head"
+    if mt == "olmo2":
+        s["qk_norm"] = "full"
+    if mt == "gemma2":
+        s["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
+    if mt in ("gemma", "gemma2"):
+        s["head_dim"] = r.int("head_dim", default=256, hi=2**20)  # the config classes' default
+    if mt in ("mistral", "mixtral", "phi3"):
+        s["slides_every_layer"] = True
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        _read_qwen_sliding(r, s)
+    if mt == "gemma2" and not r.has("layer_types"):
+        s["layer_types"] = ["sliding" if i % 2 == 0 else "full" for i in range(s["num_layers"])]
+    if mt == "mixtral":
+        s.update(moe=True, num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+                 topk=r.int("num_experts_per_tok", hi=2**20),
+                 moe_ffn_hidden_size=ll["ffn_hidden_size"])
+    if mt in ("qwen2_moe", "qwen3_moe"):
+        L = s["num_layers"]
+        step = r.int("decoder_sparse_step", default=1, hi=100_000)
+        only = set(r.int_list("mlp_only_layers", hi=100_000, default=[]))
+        s.update(moe=True, num_experts=r.int("num_experts", "num_local_experts", hi=2**20),
+                 topk=r.int("num_experts_per_tok", hi=2**20),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", hi=2**31),
+                 moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
+        if mt == "qwen2_moe":
+            sh = r.int("shared_expert_intermediate_size", lo=0, default=0, hi=2**31)
+            s.update(num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
+                     shared_expert_gate=bool(sh))
+    if mt in ("deepseek_v2", "deepseek_v3", "mistral4"):  # Mistral4ForCausalLM is DeepSeek-V3's block
+        _read_deepseek(r, s)
+
+
+def _read_qwen_sliding(r, s):
+    """Qwen2/Qwen3 slide only with use_sliding_window (off by default), on layers i >=
+    max_window_layers (default 28; Qwen2-MoE: even i < max_window_layers; Qwen3-MoE: every
+    layer), unless layer_types lists them."""
+    L, mt = s["num_layers"], s["model_type"]
+    if r.has("layer_types"):
+        lt = _layer_pattern(r, L, s)
+        if not r.bool("use_sliding_window", default=False):
+            lt = ["full" if t == "sliding" else t for t in lt]
+        s["layer_types"] = lt
+        return
+    if not r.bool("use_sliding_window", default=False) or not (r.int("sliding_window", lo=0, hi=2**31) or None):
+        s["layer_types"] = None
+        s["sliding_window"] = None
+        return
+    mwl = r.int("max_window_layers", lo=0, default=28, hi=100_000)  # the config classes' default
+    if mt == "qwen3_moe":
+        s["layer_types"] = ["sliding"] * L
+    elif mt == "qwen2_moe":  # Qwen2MoeConfig: (i + 1) % 2 and i < max_window_layers
+        s["layer_types"] = ["sliding" if i < mwl and i % 2 == 0 else "full" for i in range(L)]
+    else:
+        s["layer_types"] = ["sliding" if i >= mwl else "full" for i in range(L)]
+
+
+def _read_qwen_gdn(r, s, ll, notes, warnings):
+    """Qwen3-Next and Qwen3.5 (dense and MoE): Gated DeltaNet layers with full-attention layers
+    every full_attention_interval-th (default 4), as layer_types lists them. The attention layers
+    have an elementwise output gate (q_proj twice as wide) and per-head q/k norms; MoE layers have
+    one gated shared expert (Qwen3-Next: on layers (i + 1) % decoder_sparse_step == 0 not in
+    mlp_only_layers; Qwen3.5-MoE: every layer, transformers reads neither field)."""
+    mt, L = s["model_type"], s["num_layers"]
+    s.update(ll, head_dim=r.int("head_dim", default=256, hi=2**20), qk_norm="head",
+             attn_output_gate="elementwise")
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    r.bool("attn_output_gate", default=True)  # Qwen3.5 writes it; its modeling gates either way
+    s["linear_mixer"] = {
+        "kind": "gdn", "heads": r.int("linear_num_value_heads", default=32, hi=2**20),
+        "kv_heads": r.int("linear_num_key_heads", default=16, hi=2**20),
+        "head_dim": r.int("linear_key_head_dim", default=128, hi=2**20),
+        "v_head_dim": r.int("linear_value_head_dim", default=128, hi=2**20),
+        "conv_kernel": r.int("linear_conv_kernel_dim", default=4, hi=4096),
+        "state_chunk": GDN_CHUNK}
+    if s["linear_mixer"]["heads"] % s["linear_mixer"]["kv_heads"]:
+        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+                         f"of linear_num_key_heads {s['linear_mixer']['kv_heads']}")
+    if r.has("layer_types"):
+        s["layer_types"] = _layer_pattern(r, L, s)
+        if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
+            raise ValueError(f"{r.where}: layer_types of a {mt} model lists only linear_attention and "
+                             "full_attention layers")
+    else:
+        n = r.int("full_attention_interval", default=4, hi=100_000)
+        s["layer_types"] = ["linear" if (i + 1) % n else "full" for i in range(L)]
+    r.used.update(("full_attention_interval", "use_sliding_window", "sliding_window", "max_window_layers"))
+    s["sliding_window"] = None
+    if mt in ("qwen3_next", "qwen3_5_moe_text"):
+        E = r.int("num_experts", "num_local_experts", lo=0, default=512 if mt == "qwen3_next" else 256, hi=2**20)
+        if mt == "qwen3_next":
+            step = r.int("decoder_sparse_step", default=1, hi=100_000)
+            only = set(r.int_list("mlp_only_layers", hi=100_000, default=[]))
+            moe = [i for i in range(L) if E and i not in only and (i + 1) % step == 0]
+        else:
+            r.used.update(("decoder_sparse_step", "mlp_only_layers"))
+            moe = list(range(L)) if E else []
+        sh = r.int("shared_expert_intermediate_size", lo=0, default=512, hi=2**31)
+        s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", default=10 if mt == "qwen3_next" else 8,
+                                                          hi=2**20),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=512, hi=2**31),
+                 num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
+                 shared_expert_gate=bool(sh), moe_layer_set=moe)
+    n_mtp = r.int("mtp_num_hidden_layers", lo=0, default=0, hi=1000)
+    if n_mtp:
+        s["mtp_layers_not_built"] = n_mtp
+        warnings.append(f"{n_mtp} multi-token-prediction layer(s) (mtp_num_hidden_layers) are in the "
+                        "checkpoint but not counted: transformers does not build them in the model")
+    r.used.update(("mtp_use_dedicated_embeddings", "mamba_ssm_dtype"))
+
+
+def _read_olmo_hybrid(r, s, ll, notes, warnings):
+    """Olmo-Hybrid: Gated DeltaNet layers and OLMo-2-style attention layers (q/k norms over all
+    heads, post-norms; NoPE without rope_theta: no weights either way), a dense SwiGLU MLP on every
+    layer, 2 norms per layer. Defaults as OlmoHybridConfig derives them: key and value heads =
+    num_attention_heads, d_k = int(0.75 h / H_k), d_v = 2 d_k; full attention where i % 4 == 3
+    (the last layer if none is)."""
+    L, a, h = s["num_layers"], s["num_attention_heads"], s["hidden_size"]
+    s.update(ll, qk_norm="full")
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    hk = r.int("linear_num_key_heads", default=a, hi=2**20)
+    dk = r.int("linear_key_head_dim", default=int(0.75 * h / hk), hi=2**20)
+    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads", default=a, hi=2**20),
+                         "kv_heads": hk, "head_dim": dk,
+                         "v_head_dim": r.int("linear_value_head_dim", default=2 * dk, hi=2**20),
+                         "conv_kernel": r.int("linear_conv_kernel_dim", default=4, hi=4096),
+                         "state_chunk": GDN_CHUNK}
+    if s["linear_mixer"]["heads"] % hk:
+        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+                         f"of linear_num_key_heads {hk}")
+    r.bool("linear_allow_neg_eigval", default=True)  # beta in (0, 2): no weights
+    if r.has("layer_types"):
+        s["layer_types"] = _layer_pattern(r, L, s)
+        if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
+            raise ValueError(f"{r.where}: layer_types of an olmo_hybrid model lists only linear_attention "
+                             "and full_attention layers")
+    else:
+        lt = ["full" if i % 4 == 3 else "linear" for i in range(L)]
+        if "full" not in lt:
+            lt[-1] = "full"
+        s["layer_types"] = lt
+    s["sliding_window"] = None
+    r.used.add("sliding_window")
+
+
+def _mamba2_mixer(r, s, *, d_in, heads, head_dim, groups, state, conv, chunk, in_bias, out_bias,
+                  conv_bias, gated_norm):
+    """The spec's linear_mixer for a family's Mamba-2 layers; the head width must tile d_in."""
+    if heads * head_dim != d_in:
+        raise ValueError(f"{r.where}: Mamba-2 heads {heads} x head dim {head_dim} must equal its inner width {d_in}")
+    if heads % groups:
+        raise ValueError(f"{r.where}: Mamba-2 heads {heads} are not a multiple of its {groups} groups")
+    s["linear_mixer"] = {"kind": "mamba2", "heads": heads, "kv_heads": groups, "head_dim": head_dim,
+                         "v_head_dim": head_dim, "state_size": state, "conv_kernel": conv, "state_chunk": chunk,
+                         "in_bias": in_bias, "mixer_out_bias": out_bias, "conv_bias": conv_bias,
+                         "gated_norm": gated_norm}
+
+
+def _mamba_head_dim(r, key, d_in, heads):
+    """Granite/Falcon's mamba_d_head: a number, or "auto" (d_in // heads, as their configs derive it)."""
+    if r.cfg.get(key) == "auto" or not r.has(key):
+        r.used.add(key)
+        return d_in // heads
+    return r.int(key, hi=2**20)
+
+
+_NEMOTRON_BLOCKS = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp", "linear_attention": "mamba",
+                    "mamba": "mamba", "moe": "moe", "full_attention": "attention", "attention": "attention",
+                    "mlp": "mlp"}
+
+
+def _nemotron_blocks(r):
+    """Nemotron-H's per-layer block kinds: layers_block_type (alias layer_types), else the legacy
+    hybrid_override_pattern string, else NemotronHConfig's default 4 layers."""
+    if r.has("layers_block_type") or r.has("layer_types"):
+        key = "layers_block_type" if r.has("layers_block_type") else "layer_types"
+        pat = r.str_list(key, choices=set(_NEMOTRON_BLOCKS) - {"M", "E", "*", "-"})
+    elif r.has("hybrid_override_pattern"):
+        text = r.str("hybrid_override_pattern")
+        if not text or any(ch not in "ME*-" for ch in text):
+            r.fail("hybrid_override_pattern", "must be a string of M, E, * and -", text)
+        pat = list(text)
+    else:
+        pat = ["M", "E", "*", "-"]
+    if not pat:
+        raise ValueError(f"{r.where}: the layer pattern is empty")
+    return [_NEMOTRON_BLOCKS[x] for x in pat]
+
+
+def _read_nemotron_h(r, s, ll, notes, warnings):
+    """Nemotron-H (Nemotron 3): each layer is ONE block after its norm, a Mamba-2 mixer, an
+    attention (no biases, no positions), a non-gated ReLU^2 MLP or a MoE (non-gated ReLU^2 experts,
+    one shared expert of moe_shared_expert_intermediate_size, a router with a score-correction
+    buffer that is not a weight), from layers_block_type (or the legacy hybrid_override_pattern
+    M/E/*/-). Mamba inner width = mamba_num_heads x mamba_head_dim (expand is not read); in/out
+    projection biases from use_bias. transformers never ties the head; MTP layers are not built."""
+    blocks = _nemotron_blocks(r)
+    if s["_layers_from_flag"]:
+        if s["num_layers"] > len(blocks):
+            raise ValueError(f"--num-layers {s['num_layers']} is more than the {len(blocks)} layers the "
+                             "config's layer pattern describes")
+        blocks = blocks[:s["num_layers"]]
+    elif len(blocks) != s["num_layers"]:
+        warnings.append(f"num_hidden_layers {s['num_layers']} differs from the {len(blocks)} layers of the "
+                        "pattern: the pattern's count is used, as transformers does")
+    L = s["num_layers"] = len(blocks)
+    s.update(ll, num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, norms_per_layer=1,
+             head_dim=r.int("head_dim", default=128, hi=2**20), tied_embeddings=False,
+             mlp_bias=r.bool("mlp_bias", default=False))
+    r.bool("tie_word_embeddings", default=False)
+    r.bool("attention_bias", default=False)  # read, not used: NemotronHAttention has no biases
+    s["layer_types"] = ["linear" if b == "mamba" else "full" for b in blocks]
+    s["layer_blocks"] = ["mlp" if b in ("moe", "mlp") else "mixer" for b in blocks]
+    H = r.int("mamba_num_heads", default=128, hi=2**20)
+    P = r.int("mamba_head_dim", default=64, hi=2**20)
+    bias = r.bool("use_bias", default=False)
+    _mamba2_mixer(r, s, d_in=H * P, heads=H, head_dim=P, groups=r.int("n_groups", "mamba_n_groups", default=8, hi=2**20),
+                  state=r.int("ssm_state_size", default=128, hi=2**20), conv=r.int("conv_kernel", "mamba_d_conv", default=4, hi=4096),
+                  chunk=r.int("chunk_size", "mamba_chunk_size", default=128, hi=2**20), in_bias=bias, out_bias=bias,
+                  conv_bias=r.bool("use_conv_bias", "mamba_conv_bias", default=True), gated_norm=True)
+    r.used.update(("expand", "mamba_proj_bias", "n_shared_experts", "mamba_ssm_cache_dtype"))
+    if r.int("moe_latent_size", default=0, lo=0, hi=2**24):
+        raise ValueError(f"{r.where}: moe_latent_size (latent MoE projections) is not described by this script yet")
+    moe = [i for i, b in enumerate(blocks) if b == "moe"]
+    if moe:
+        f_e = r.int("moe_intermediate_size", default=2688, hi=2**31)
+        sh = r.int("moe_shared_expert_intermediate_size", lo=0, default=5376, hi=2**31)
+        s.update(moe=True, num_experts=r.int("n_routed_experts", default=128, hi=2**20),
+                 topk=r.int("num_experts_per_tok", default=6, hi=2**20), moe_ffn_hidden_size=f_e,
+                 num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh, shared_expert_gate=False,
+                 router_bias=False, expert_bias=False, moe_layer_set=moe)
+    _note_mtp(r, s)
+
+
+def _read_granitemoehybrid(r, s, ll, notes, warnings):
+    """Granite 4 hybrids: every layer a mixer (Mamba-2 on linear_attention / mamba layers, attention
+    elsewhere; all Mamba-2 when layer_types is absent, the config's default) and, after the second
+    norm, a MoE of gated experts of width intermediate_size plus an ungated shared MLP of
+    shared_intermediate_size (a dense gated MLP of that width when num_local_experts is 0). Mamba
+    inner width int(mamba_expand x h); the multipliers are scalars, not weights."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    key = "layer_types" if r.has("layer_types") else "layers_block_type"
+    lt = r.str_list(key, choices={"linear_attention", "mamba", "full_attention", "attention"}, length=L)
+    s["layer_types"] = (["linear" if t in ("linear_attention", "mamba") else "full" for t in lt] if lt
+                        else ["linear"] * L)
+    d_in = int(r.num("mamba_expand", default=2, hi=1e6) * h)
+    H = r.int("mamba_n_heads", default=128, hi=2**20)
+    pb = r.bool("mamba_proj_bias", default=False)
+    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
+                  groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
+                  conv=r.int("mamba_d_conv", default=4, hi=4096), chunk=r.int("mamba_chunk_size", default=256, hi=2**20),
+                  in_bias=pb, out_bias=pb, conv_bias=r.bool("mamba_conv_bias", default=True), gated_norm=True)
+    E = r.int("num_local_experts", "num_experts", lo=0, default=8, hi=2**20)
+    sh = r.int("shared_intermediate_size", default=1024, hi=2**31)
+    if E:
+        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=2, hi=2**20),
+                 moe_ffn_hidden_size=ll["ffn_hidden_size"], num_shared_experts=1,
+                 shared_expert_ffn_hidden_size=sh, shared_expert_gate=False, moe_layer_set=list(range(L)))
+    else:
+        s["ffn_hidden_size"] = sh  # the shared MLP is the layer's only MLP
+    r.used.add("intermediate_size")
+
+
+def _read_falcon_h1(r, s, ll, notes, warnings):
+    """Falcon-H1: every layer runs attention and a Mamba-2 mixer side by side on the same normed
+    input, then a gated MLP (2 norms). Mamba inner width mamba_d_ssm (or int(mamba_expand x h)),
+    in_proj bias mamba_proj_bias, out_proj bias projectors_bias, a gated RMSNorm only with
+    mamba_rms_norm. The muP multipliers are scalars; mup_vector is a buffer, not a weight."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, mlp_bias=r.bool("mlp_bias", default=False))
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    # mamba_d_ssm (FalconH1Config's default 1024 when absent), or int(mamba_expand x h) when null
+    d_in = (r.int("mamba_d_ssm", hi=2**31) or int(r.num("mamba_expand", default=2, hi=1e6) * h)
+            if "mamba_d_ssm" in r.cfg else 1024)
+    H = r.int("mamba_n_heads", default=128, hi=2**20)
+    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
+                  groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
+                  conv=r.int("mamba_d_conv", default=4, hi=4096), chunk=r.int("mamba_chunk_size", default=256, hi=2**20),
+                  in_bias=r.bool("mamba_proj_bias", default=False), out_bias=r.bool("projectors_bias", default=False),
+                  conv_bias=r.bool("mamba_conv_bias", default=True),
+                  gated_norm=r.bool("mamba_rms_norm", default=False))
+    r.bool("mamba_norm_before_gate", default=True)
+    s["layer_types"] = ["hybrid"] * L
+
+
+def _read_jamba(r, s, ll, notes, warnings):
+    """Jamba: attention on layers i % attn_layer_period == attn_layer_offset (no biases, no
+    positions, head_dim h / a), Mamba-1 elsewhere (inner width mamba_expand x h, dt rank "auto" =
+    ceil(h / 16), RMSNorms on dt, B and C); a MoE of gated experts on layers i % expert_layer_period
+    == expert_layer_offset when num_experts > 1 (router without bias, no shared expert), a gated
+    dense MLP elsewhere; 2 norms per layer."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, qkv_bias=False, attn_out_bias=False)
+    ap, ao = r.int("attn_layer_period", default=8, hi=100_000), r.int("attn_layer_offset", lo=0, default=4, hi=100_000)
+    ep, eo = r.int("expert_layer_period", default=2, hi=100_000), r.int("expert_layer_offset", lo=0, default=1, hi=100_000)
+    if ao >= ap or eo >= ep:
+        raise ValueError(f"{r.where}: attn_layer_offset / expert_layer_offset must be below their period")
+    s["layer_types"] = ["full" if i % ap == ao else "linear" for i in range(L)]
+    E = int(r.num("mamba_expand", default=2, hi=1e6) * h)
+    rank = r.cfg.get("mamba_dt_rank", "auto")
+    R = -(-h // 16) if rank == "auto" else r.int("mamba_dt_rank", hi=2**20)
+    r.used.add("mamba_dt_rank")
+    pb = r.bool("mamba_proj_bias", default=False)
+    s["linear_mixer"] = {"kind": "mamba1", "heads": E, "kv_heads": E, "head_dim": 1, "v_head_dim": 1,
+                         "state_size": r.int("mamba_d_state", default=16, hi=2**20), "dt_rank": R,
+                         "conv_kernel": r.int("mamba_d_conv", default=4, hi=4096), "state_chunk": 0,
+                         "in_bias": pb, "mixer_out_bias": pb, "conv_bias": r.bool("mamba_conv_bias", default=True),
+                         "dt_norms": True}
+    n_exp = r.int("num_experts", "num_local_experts", default=16, hi=2**20)
+    if n_exp > 1:
+        s.update(moe=True, num_experts=n_exp, topk=r.int("num_experts_per_tok", default=2, hi=2**20),
+                 moe_ffn_hidden_size=ll["ffn_hidden_size"], moe_layer_set=[i for i in range(L) if i % ep == eo])
+    r.used.update(("use_mamba_kernels", "use_mambapy", "use_associative_scan"))
+
+
+def _read_lfm3(r, s, ll, notes, warnings):
+    """LFM3: per layer_types a short-convolution block (in_proj h -> 3h for B, C, x, a depthwise conv
+    of conv_L_cache taps, out_proj; biases with conv_bias) or attention (full, or sliding within
+    sliding_window), each followed by a gated dense MLP. Attention: per-head q/k norms, a per-head
+    sigmoid output gate (g_proj h -> a) with use_attention_gate, biases with attention_bias.
+    4 norms per layer with use_sandwich_norm (2 without). Default pattern: full where i % 4 == 2,
+    sliding where i % 4 == 0 and i > 0, conv elsewhere."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, qk_norm="head", head_dim=r.int("head_dim", default=128, hi=2**20),
+             norms_per_layer=4 if r.bool("use_sandwich_norm", default=True) else 2,
+             attn_output_gate="headwise" if r.bool("use_attention_gate", default=True) else "none")
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    lt = r.str_list("layer_types", choices={"conv", "full_attention", "sliding_attention"}, length=L)
+    if lt is None:
+        lt = ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
+              for i in range(L)]
+    s["layer_types"] = [{"conv": "linear", "full_attention": "full", "sliding_attention": "sliding"}[t] for t in lt]
+    if "sliding" in s["layer_types"]:
+        s["sliding_window"] = r.int("sliding_window", default=256, hi=2**31)
+    s["linear_mixer"] = {"kind": "shortconv", "heads": h, "kv_heads": h, "head_dim": 1, "v_head_dim": 1,
+                         "conv_kernel": r.int("conv_L_cache", default=7, hi=4096), "state_chunk": 0,
+                         "conv_bias": r.bool("conv_bias", default=False)}
+
+
+def _read_kimi_linear(r, s, ll, notes, warnings):
+    """Kimi Linear: KDA layers and NoPE MLA layers (layer_types, else linear_attn_config's 1-based
+    kda_layers / full_attn_layers, else MLA where i > 0 and i % 4 == 0), a dense first layer
+    (mlp_layer_types, else first_k_dense_replace, default 1) and MoE (gated experts, num_shared_experts
+    shared, a router whose score correction is a buffer); the head is never tied. KDA's heads, head
+    dim and conv kernel from linear_attn_config where it has them, else linear_num_heads /
+    linear_head_dim / linear_conv_kernel_dim."""
+    L = s["num_layers"]
+    s.update(ll, tied_embeddings=False)
+    r.bool("tie_word_embeddings", default=False)  # KimiLinearForCausalLM ties nothing
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, position_embedding="none")
+    lac = r.sub("linear_attn_config") or {}
+    sub = ConfigReader(lac, f"{r.where} (linear_attn_config)")
+    H = sub.int("num_heads", default=None, hi=2**20) or r.int("linear_num_heads", default=32, hi=2**20)
+    d = sub.int("head_dim", default=None, hi=2**20) or r.int("linear_head_dim", default=128, hi=2**20)
+    K = sub.int("short_conv_kernel_size", default=None, hi=4096) or r.int("linear_conv_kernel_dim", default=4, hi=4096)
+    s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
+                         "conv_kernel": K, "state_chunk": GDN_CHUNK}
+    if r.has("layer_types"):
+        s["layer_types"] = _layer_pattern(r, L, s)
+    elif "full_attn_layers" in lac and "kda_layers" in lac:
+        n = r.int("num_hidden_layers", hi=100_000)  # the lists number the config's layers; -l cuts after
+        full = sub.int_list("full_attn_layers", lo=1, hi=n)
+        kda = sub.int_list("kda_layers", lo=1, hi=n)
+        lt = [None] * n
+        for i in full:
+            lt[i - 1] = "full"
+        for i in kda:
+            lt[i - 1] = "linear"
+        if None in lt:
+            raise ValueError(f"{r.where}: linear_attn_config's kda_layers and full_attn_layers leave layer "
+                             f"{lt.index(None) + 1} (1-based) without a kind")
+        s["layer_types"] = lt[:L]
+    else:
+        s["layer_types"] = ["full" if i and i % 4 == 0 else "linear" for i in range(L)]
+    if any(t not in ("full", "linear") for t in s["layer_types"]):
+        raise ValueError(f"{r.where}: a kimi_linear model has only linear_attention and full_attention layers")
+    s["sliding_window"] = None
+    E = r.int("num_experts", "num_local_experts", default=256, hi=2**20)
+    f_e = r.int("moe_intermediate_size", default=1024, hi=2**31)
+    n_sh = r.int("num_shared_experts", "n_shared_experts", lo=0, default=1, hi=2**20)
+    dense = [i for i in range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000))]
+    s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_token", "num_experts_per_tok", default=8, hi=2**20),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
+             router_bias=False, moe_layer_set=_mlp_pattern(r, L, dense))
+    _read_mla(r, s)
+    r.used.update(("moe_layer_freq", "mla_use_nope", "use_grouped_topk", "moe_router_activation_func", "head_dim"))
+
+
+_DSV4_RATIO = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+
+
+def _read_deepseek_v4(r, s, ll, notes, warnings):
+    """DeepSeek-V4: every layer sliding-window attention over one shared K = V head with sinks,
+    and, per layer_types (else the legacy per-layer compress_ratios 0 / 4 / 128, else two heavily
+    compressed layers then compressed sparse and heavily compressed alternating), a compressor
+    of rate compress_rates[kind] (4 and 128 by default) with, on compressed sparse layers, a
+    lightning indexer. Every layer MoE with one shared expert of moe_intermediate_size
+    (n_shared_experts is not read by transformers), the first num_hash_layers hash-routed (their
+    router still has weights; the hash table is a buffer). Manifold-constrained hyper-connections:
+    hc_mult residual streams, two mixing modules per layer and one before the head. The head is
+    tied only with tie_word_embeddings; the MTP layer is not built."""
+    L, h = s["num_layers"], s["hidden_size"]
+    n_cfg = r.int("num_hidden_layers", hi=100_000)
+    s.update(ll, qkv_bias=False, attn_out_bias=False, mlp_bias=r.bool("mlp_bias", default=False),
+             norms_per_layer=2, head_dim=r.int("head_dim", default=512, hi=2**20), num_kv_heads=1)
+    r.bool("attention_bias", default=False)  # read, not used by transformers
+    rates = dict(r.sub("compress_rates") or {})
+    csa_rate = r.int("compress_rate_csa", default=None, hi=2**20) or rates.get("compressed_sparse_attention", 4)
+    hca_rate = r.int("compress_rate_hca", default=None, hi=2**20) or rates.get("heavily_compressed_attention", 128)
+    for v in (csa_rate, hca_rate):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**20:
+            raise ValueError(f"{r.where}: compress_rates must hold positive integers, got {_short(v)}")
+    names = {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}
+    if r.has("layer_types"):
+        lt = r.str_list("layer_types", choices=names, length=L)
+    elif r.has("compress_ratios"):
+        ratios = r.int_list("compress_ratios", hi=2**20)
+        bad = sorted({x for x in ratios if x not in _DSV4_RATIO})
+        if bad:
+            r.fail("compress_ratios", f"may hold only 0, 4 and 128 (transformers' legacy map; {bad} is not)",
+                   ratios)
+        if len(ratios) < L:
+            r.fail("compress_ratios", f"lists {len(ratios)} layers, fewer than the {L} needed", ratios)
+        lt = [_DSV4_RATIO[x] for x in ratios[:L]]
+    else:
+        lt = ["heavily_compressed_attention"] * min(n_cfg, 2) + [
+            "compressed_sparse_attention" if i % 2 else "heavily_compressed_attention" for i in range(max(n_cfg - 2, 0))]
+        lt = lt[:L]
+    W = r.int("sliding_window", default=128, hi=2**31)
+    base = {"kind": "dsv4", "kv_proj": 1, "sinks": True, "q_lora_rank": r.int("q_lora_rank", default=1024, hi=2**24),
+            "o_groups": r.int("o_groups", default=8, hi=2**20), "o_lora_rank": r.int("o_lora_rank", default=1024, hi=2**24),
+            "c_index_heads": 0, "c_index_head_dim": 0, "c_index_topk": 0, "compress": 0, "compress_kind": "none"}
+    if (s["num_attention_heads"] * s["head_dim"]) % base["o_groups"]:
+        raise ValueError(f"{r.where}: num_attention_heads x head_dim is not divisible by o_groups {base['o_groups']}")
+    kinds = {"sliding_attention": {"attention": dict(base)},
+             "heavily_compressed_attention": {"attention": dict(base, compress=hca_rate, compress_kind="hca")},
+             "compressed_sparse_attention": {"attention": dict(
+                 base, compress=csa_rate, compress_kind="csa",
+                 c_index_heads=r.int("index_n_heads", default=64, hi=2**20),
+                 c_index_head_dim=r.int("index_head_dim", default=128, hi=2**20),
+                 c_index_topk=r.int("index_topk", default=512, hi=2**31))}}
+    hc = r.int("hc_mult", default=4, hi=1024)
+    s.update(layer_types=["sliding"] * L, sliding_window=W,
+             layer_overrides={i: kinds[t] for i, t in enumerate(lt)},
+             extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
+             # per token, two modules: the fn projection of the hc streams and comb^T @ streams
+             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
+             residual_streams=hc)
+    f_e = r.int("moe_intermediate_size", default=2048, hi=2**31)
+    mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
+    r.int("num_hash_layers", lo=0, default=3, hi=100_000)  # hash routing: same weights as top-k routing
+    r.int("n_shared_experts", lo=0, default=1, hi=2**20)  # not read by transformers: one shared expert
+    s.update(moe=True, num_experts=r.int("n_routed_experts", default=256, hi=2**20),
+             topk=r.int("num_experts_per_tok", default=6, hi=2**20), moe_ffn_hidden_size=f_e,
+             num_shared_experts=1, shared_expert_ffn_hidden_size=f_e, router_bias=False, expert_bias=False,
+             moe_layer_set=list(range(L)))
+    r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
+                   "hc_sinkhorn_iters"))
+    _note_mtp(r, s)
+
+
+def _read_step3p5(r, s, ll, notes, warnings):
+    """Step 3.5/3.7 (transformers' step3p5 text model, inside the step3p7 wrapper): full and sliding
+    attention layers (layer_types; sliding layers may have more query heads: num_sliding_attention_heads,
+    the legacy attention_other_setting, or per_layer_config), per-head q/k RMSNorms and a head-wise
+    sigmoid output gate (g_proj h -> heads) on every layer; dense gated MLPs on the first layers and MoE
+    after them (mlp_layer_types, the legacy moe_layers_enum, else MoE from layer 3 on) with one ungated
+    shared expert of share_expert_dim; the router's correction bias is a buffer. Per-layer lists
+    padded with the MTP layers (num_nextn_predict_layers) are cut to the layers; the MTP layers are
+    not built."""
+    L = s["num_layers"]
+    n_cfg = r.int("num_hidden_layers", hi=100_000) or L
+    a, h = s["num_attention_heads"], s["hidden_size"]
+    s.update(ll, qk_norm="head", attn_output_gate="headwise",
+             num_kv_heads=r.int("num_key_value_heads", "num_attention_groups", default=a, hi=2**20),
+             head_dim=r.int("head_dim", default=128, hi=2**20))
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
+    n_mtp = r.int("num_nextn_predict_layers", "num_mtp_layers", lo=0, default=0, hi=1000)
+    lt = r.str_list("layer_types", choices={"full_attention", "sliding_attention"}, length=n_cfg)
+    lt = (lt or ["full_attention"] * n_cfg)[:L]
+    s["layer_types"] = ["sliding" if t == "sliding_attention" else "full" for t in lt]
+    if "sliding" in s["layer_types"]:
+        s["sliding_window"] = r.int("sliding_window", hi=2**31)
+    other = r.sub("attention_other_setting") or {}
+    n_slide = (r.int("num_sliding_attention_heads", default=None, hi=2**20)
+               or ConfigReader(other, f"{r.where} (attention_other_setting)").int("num_attention_heads", default=a, hi=2**20))
+    plc = r.sub("per_layer_config") or {}
+    over, by_heads = {}, {}
+    for i, t in enumerate(lt):
+        heads = n_slide if t == "sliding_attention" else a
+        key = str(i) if str(i) in plc else next((k for k in plc if isinstance(k, str) and k.isdigit() and int(k) == i), None)
+        if key is not None:
+            if not isinstance(plc[key], dict):
+                r.fail("per_layer_config", "must map layer numbers to objects", plc)
+            heads = ConfigReader(plc[key], f"{r.where} (per_layer_config {key})").int("num_attention_heads",
+                                                                                         default=heads, hi=2**20)
+        if heads != a:  # one override object per head count, so layers of a kind stay one layer dict
+            over[i] = by_heads.setdefault(heads, {"attention": {"heads": heads}})
+    if any(v["attention"]["heads"] % s["num_kv_heads"] for v in over.values()):
+        raise ValueError(f"{r.where}: sliding layers' query heads are not a multiple of the kv heads")
+    s["layer_overrides"] = over
+    if r.has("mlp_layer_types"):
+        mlt = r.str_list("mlp_layer_types", choices={"dense", "sparse"}, length=n_cfg)[:L]
+        moe = [i for i, t in enumerate(mlt) if t == "sparse"]
+    elif r.has("moe_layers_enum"):
+        raw = r.cfg["moe_layers_enum"]
+        items = raw.split(",") if isinstance(raw, str) else raw
+        if not isinstance(items, list) or any(not str(x).strip().isdigit() for x in items if str(x).strip()):
+            r.fail("moe_layers_enum", "must list layer numbers", raw)
+        r.used.add("moe_layers_enum")
+        moe = sorted({int(x) for x in items if str(x).strip()} & set(range(L)))
+    else:
+        moe = list(range(3, L))
+    E = r.int("n_routed_experts", "moe_num_experts", default=288, hi=2**20)
+    sh = r.int("share_expert_dim", "share_expert_dims", lo=0, default=1280, hi=2**31)
+    s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", "moe_top_k", default=8, hi=2**20),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size", default=1280, hi=2**31),
+             num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh, shared_expert_gate=False,
+             router_bias=False, expert_bias=False, moe_layer_set=moe)
+    r.used.update(("num_local_experts", "num_attention_heads"))  # a stale class field: transformers reads n_routed_experts
+    if n_mtp:
+        s["mtp_layers_not_built"] = n_mtp
+        warnings.append(f"{n_mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) are in the "
+                        "checkpoint but not counted: transformers does not build them in the model")
+    r.used.update(("sparse_attention_config", "mtp_layer_types", "mtp_mlp_layer_types", "swiglu_limits",
+                   "swiglu_limits_shared", "partial_rotary_factors", "query_pre_attn_scalar"))
+
+
+def _read_deepseek(r, s):
+    """DeepSeek-V2/V3 (and the families built on them): MLA when kv_lora_rank is set, routed and
+    shared experts on every layer from first_k_dense_replace on (transformers 5 does not read
+    moe_layer_freq)."""
+    L = s["num_layers"]
+    E = r.int("n_routed_experts", "num_local_experts", "num_experts", hi=2**20)
+    f_e = r.int("moe_intermediate_size", hi=2**31)
+    n_sh = r.int("n_shared_experts", lo=0, default=0, hi=2**20)
+    fkd = r.int("first_k_dense_replace", lo=0, default=0, hi=100_000)
+    r.int("moe_layer_freq", default=1, hi=100_000)  # checked, but transformers 5 builds MoE on every i >= fkd
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh,
+             shared_expert_ffn_hidden_size=n_sh * (f_e or 0), router_bias=False,
+             moe_layer_set=[i for i in range(L) if i >= fkd] if E else None)
+    _read_mla(r, s)
+    _note_mtp(r, s)
+
+
+def _read_mla(r, s):
+    r_kv = r.int("kv_lora_rank", hi=2**24)
+    if r_kv:
+        s.update(kv_lora_rank=r_kv, q_lora_rank=r.int("q_lora_rank", hi=2**24),
+                 qk_nope_head_dim=r.int("qk_nope_head_dim", hi=2**20),
+                 qk_rope_head_dim=r.int("qk_rope_head_dim", hi=2**20),
+                 v_head_dim=r.int("v_head_dim", hi=2**20), head_dim=None)
+        r.used.add("qk_head_dim")  # derived: qk_nope_head_dim + qk_rope_head_dim
+
+
+def _note_mtp(r, s):
+    n = r.int("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_layers", lo=0, default=0, hi=1000)
+    if n:
+        s["mtp_layers_not_built"] = n
+        r.warnings_out.append(f"{n} multi-token-prediction layer(s) (num_nextn_predict_layers) are in the "
+                              "checkpoint but not counted: transformers does not build them in the model")
+
+
+def _mlp_pattern(r, L, default_dense):
+    """MoE layer indices from transformers 5's mlp_layer_types ("dense"/"sparse"), else the family's
+    default rule (a list of dense indices)."""
+    mlt = r.str_list("mlp_layer_types", choices={"dense", "sparse", "moe"}, length=L)
+    if mlt is not None:
+        return [i for i, t in enumerate(mlt) if t != "dense"]
+    return [i for i in range(L) if i not in set(default_dense)]
+
+
+def _read_gpt_oss(r, s, ll, notes, warnings):
+    """gpt-oss: every layer MoE (router with bias, experts with biases), biased attention with a
+    sink logit per head, alternating sliding (even) and full (odd) layers."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=True)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=True, attention_sinks=True, router_has_bias=True,
+             head_dim=r.int("head_dim", default=64, hi=2**20), moe=True,
+             num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             moe_layer_set=list(range(L)))
+    r.used.add("experts_per_token")  # HF reads num_experts_per_tok only
+    if not r.has("layer_types"):
+        s["layer_types"] = ["sliding" if i % 2 == 0 else "full" for i in range(L)]
+
+
+def _read_llama4(r, s, ll, notes, warnings):
+    """Llama 4: chunked attention on rotary layers, every 4th layer NoPE and full; MoE layers every
+    interleave_moe_layer_step-th (or `moe_layers`), each with one shared expert of the expert width;
+    dense layers of width intermediate_size_mlp; q/k L2 norms without weights."""
+    L = s["num_layers"]
+    s.update(ll)
+    f = ll["ffn_hidden_size"]
+    s.update(ffn_hidden_size=r.int("intermediate_size_mlp", default=f, hi=2**31),
+             qk_norm="l2" if r.bool("use_qk_norm", default=True) else "none",
+             attention_chunk_size=r.int("attention_chunk_size", hi=2**31))
+    nrl = r.int_list("no_rope_layers", lo=0, hi=1, default=None)
+    interval = r.int("no_rope_layer_interval", default=4, hi=100_000)
+    if not nrl:
+        nrl = [int((i + 1) % interval != 0) for i in range(L)]
+    elif len(nrl) < L:
+        r.fail("no_rope_layers", f"must list {L} layers", nrl)
+    s["nope_layers"] = [i for i in range(L) if not nrl[i]]
+    if not r.has("layer_types"):
+        span = "chunked" if s["attention_chunk_size"] else "full"
+        s["layer_types"] = [span if nrl[i] else "full" for i in range(L)]
+    E = r.int("num_local_experts", "num_experts", hi=2**20)
+    step = r.int("interleave_moe_layer_step", default=1, hi=100_000)
+    moe = r.int_list("moe_layers", hi=100_000, default=None)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", default=1, hi=2**20),
+             moe_ffn_hidden_size=f, num_shared_experts=1, shared_expert_ffn_hidden_size=f,
+             moe_layer_set=moe if moe is not None else list(range(step - 1, L, step)))
+
+
+def _gemma_layer_types(r, L, force_last_full):
+    if r.has("layer_types"):
+        return None
+    pattern = r.int("sliding_window_pattern", "_sliding_window_pattern", default=6, hi=100_000)
+    lt = ["sliding" if (i + 1) % pattern else "full" for i in range(L)]
+    if force_last_full and L:
+        lt[-1] = "full"
+    return lt
+
+
+def _read_gemma3(r, s, ll, notes, warnings):
+    """Gemma 3: 5 sliding : 1 full layers (sliding_window_pattern), head_dim 256 by default,
+    per-head q/k norms, four norms per layer, gated GELU MLP, tied head."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(head_dim=r.int("head_dim", default=256, hi=2**20), qk_norm="head", norms_per_layer=4,
+             layer_types=_gemma_layer_types(r, L, force_last_full=False))
+    if s["layer_types"] is None:
+        del s["layer_types"]
+
+
+def _read_gemma4(r, s, ll, notes, warnings):
+    """Gemma 4 (transformers' Gemma4TextConfig): sliding layers of head_dim d and full layers of
+    global_head_dim (512) with K = V when attention_k_eq_v; the last num_kv_shared_layers layers
+    reuse an earlier layer's K/V (no k/v weights, no cache; MLP twice as wide with
+    use_double_wide_mlp); per-layer embeddings (hidden_size_per_layer_input); optional MoE block
+    beside the dense MLP in every layer."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll)
+    d = r.int("head_dim", default=256, hi=2**20)
+    s.update(head_dim=d, qk_norm="head", norms_per_layer=4)
+    L_cfg = r.int("num_hidden_layers", "num_layers", hi=100_000) or L  # -l keeps the first L of them
+    lt = _gemma_layer_types(r, L_cfg, force_last_full=True)
+    if lt is None:
+        lt = _layer_pattern(r, L_cfg, s)
+        lt[-1] = "full"  # the config's last layer is global, as Gemma4TextConfig makes it
+    lt = lt[:L]
+    s["layer_types"] = lt
+    d_g = r.int("global_head_dim", default=512, hi=2**20)
+    k_eq_v = r.bool("attention_k_eq_v", default=False)
+    kv_g = r.int("num_global_key_value_heads", default=s["num_kv_heads"], hi=2**20) if k_eq_v else s["num_kv_heads"]
+    n_shared = r.int("num_kv_shared_layers", lo=0, default=0, hi=100_000)  # the config's last layers
+    if n_shared >= L_cfg:
+        r.fail("num_kv_shared_layers", f"leaves none of the {L_cfg} layers to hold the K/V it shares", n_shared)
+    wide = r.bool("use_double_wide_mlp", default=False)
+    p = r.int("hidden_size_per_layer_input", lo=0, default=256, hi=2**20)
+    r.used.add("vocab_size_per_layer_input")
+    f = ll["ffn_hidden_size"]
+    moe_block = r.bool("enable_moe_block", default=False)
+    moe = None
+    if moe_block:
+        moe = {"kind": "moe", "width": r.int("moe_intermediate_size", hi=2**31), "linears": 3, "bias": False,
+               "num_experts": r.int("num_experts", hi=2**20), "topk": r.int("top_k_experts", hi=2**20),
+               "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False,
+               "router_bias": False}  # + router_extra below: its scale (h) and per-expert scale (E)
+        if None in moe.values():
+            raise ValueError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
+        moe["router_extra"] = h + moe["num_experts"]
+    plc = r.sub("per_layer_config")  # written by transformers: {"05": {"head_dim": 512}, ...}
+    per = {}
+    if plc is not None:
+        for key, val in plc.items():
+            if not (isinstance(key, str) and key.isdigit() and isinstance(val, dict)):
+                r.fail("per_layer_config", "must map layer numbers to objects", plc)
+            sub = ConfigReader(val, f"{r.where} (per_layer_config {key})")
+            per[int(key)] = {"head_dim": sub.int("head_dim", hi=2**20),
+                             "kv_heads": sub.int("num_key_value_heads", hi=2**20)}
+    ov = {}
+    for i in range(L):
+        full = lt[i] == "full"
+        shared = i >= L_cfg - n_shared  # with -l, the first L layers of the config
+        if plc is not None:
+            d_i = per.get(i, {}).get("head_dim") or d
+            kv_i = per.get(i, {}).get("kv_heads") or s["num_kv_heads"]
+        else:
+            d_i, kv_i = (d_g, kv_g) if full else (d, s["num_kv_heads"])
+        att = {"head_dim": d_i, "kv_heads": kv_i,
+               "kv_proj": 0 if shared else (1 if full and k_eq_v else 2), "kv_shared": shared}
+        o = {"attention": att, "norms": 4 + bool(p) + 3 * bool(moe)}  # + post-per-layer-input norm,
+        if shared and wide:                                             # + the MoE branch's three
+            o["mlp"] = {"width": 2 * f}
+        if p:
+            o["extra_params"] = 2 * p * h  # per-layer input gate (h -> p) and projection (p -> h)
+        if moe:
+            o["more_mlp"] = (moe,)
+        ov[i] = o
+    s["layer_overrides"] = ov
+    if p:
+        V_pl = r.int("vocab_size_per_layer_input", default=s["vocab_size"], hi=2**31)
+        s["per_layer_embedding_params"] = V_pl * L * p
+        s["other_params"] = {"per_layer_model_projection": L * p * h, "per_layer_projection_norm": p}
+        s["input_matmul_params"] = L * p * h  # every token's embedding runs through it once
+
+
+def _read_glm4_moe(r, s, ll, notes, warnings):
+    """GLM-4.5 (glm4_moe): head_dim as given, biased q/k/v (never o), optional per-head q/k norms,
+    dense layers before first_k_dense_replace, then routed + shared experts (moe_layer_freq is not
+    read by transformers)."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(qkv_bias=r.bool("attention_bias", default=False), attn_out_bias=False,
+             qk_norm="head" if r.bool("use_qk_norm", default=False) else "none")
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000)))
+    r.used.add("moe_layer_freq")
+    _note_mtp(r, s)
+
+
+def _read_routed_shared(r, s, L, dense):
+    E = r.int("n_routed_experts", "num_local_experts", "num_experts", hi=2**20)
+    f_e = r.int("moe_intermediate_size", hi=2**31)
+    n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0, hi=2**20)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * (f_e or 0),
+             moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
+
+
+def _read_dsa(r, s, ll, notes, warnings):
+    """DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa): MLA with a lightning indexer that picks
+    index_topk keys per query (DeepSeek-AI 2025, sec. 2.1); GLM-5's `indexer_types` "shared" layers
+    reuse the previous layer's top-k and have no indexer weights or keys of their own."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=3, hi=100_000)))
+    _read_mla(r, s)
+    if not s.get("q_lora_rank"):
+        raise ValueError(f"{r.where}: {s['model_type']} needs q_lora_rank (the indexer reads the query latent)")
+    r.str_list("layer_types", choices={"indexed_attention", "deepseek_sparse_attention", "full_attention"},
+               length=L)
+    s["layer_types"] = None
+    H, dI, k = (r.int("index_n_heads", hi=2**16), r.int("index_head_dim", hi=2**20), r.int("index_topk", hi=2**31))
+    if None in (H, dI, k):
+        raise ValueError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
+    s.update(index_n_heads=H, index_head_dim=dI, index_topk=k)
+    shared = _indexer_shared_layers(r, s, L)
+    if shared is not None:
+        s["layer_overrides"] = {i: {"attention": {"index_heads": 0, "index_head_dim": 0}} for i in shared}
+    _note_mtp(r, s)
+
+
+def _indexer_shared_layers(r, s, L):
+    """Layers whose attention reuses the previous layer's top-k (no indexer of their own): from
+    indexer_types, else index_topk_pattern ("F"/"S" per layer), else GLM-5's index_topk_freq /
+    index_skip_topk_offset rule; None when every layer has its own indexer."""
+    it = r.pick("indexer_types")[1]
+    pattern = r.pick("index_topk_pattern")[1]
+    if it is None and pattern is not None:
+        it = ["full" if c in "Ff" else "shared" for c in pattern] if isinstance(pattern, str) else pattern
+    if it is None and s["model_type"] in ("glm_moe_dsa", "mistral_large4_text"):
+        freq = max(r.int("index_topk_freq", default=1, hi=100_000), 1)
+        off = r.int("index_skip_topk_offset", lo=0, default=2, hi=100_000)
+        it = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(L)]
+    if it is not None:
+        if not isinstance(it, list) or len(it) < L or any(x not in ("full", "shared") for x in it[:L]):
+            r.fail("indexer_types", f"must list 'full' or 'shared' for each of the {L} layers", it)
+        if it[0] == "shared":
+            r.fail("indexer_types", "layer 0 has no earlier layer to share top-k indices with", it)
+        return [i for i in range(L) if it[i] == "shared"]
+    return None
+
+
+def _read_mistral_large4(r, s, ll, notes, warnings):
+    """Mistral Large 4 (mistral_large4_text): DSA as GLM-5's, with changes. MLA without a query
+    bottleneck (q directly from h); the indexer's queries come from the hidden state through a
+    LayerNorm (2 h); attention and indexer queries get a learned scale and bias per head (2 per
+    head, scaled by log position); NoPE layers (no_rope_layers: 0) have no rotary slice, so their
+    kv down-projection and latent drop d_rope and their up-projection adds it to the no-position
+    keys; a layer whose kv_source_layers entry names an earlier layer reuses that layer's latent
+    (no kv down-projection, norm or latent cache of its own; its indexer keeps its own keys)."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias)
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000)))
+    _read_mla(r, s)
+    if s.get("q_lora_rank"):
+        r.fail("q_lora_rank", "Mistral Large 4 has no query bottleneck (transformers builds q_proj from h)",
+               s["q_lora_rank"])
+    r.str_list("layer_types", choices={"indexed_attention", "full_attention"}, length=L)
+    s["layer_types"] = None
+    H, dI, k = (r.int("index_n_heads", default=32, hi=2**16), r.int("index_head_dim", default=128, hi=2**20),
+                r.int("index_topk", default=2048, hi=2**31))
+    s.update(index_n_heads=H, index_head_dim=dI, index_topk=k, attn_position_scaling=True,
+             indexer_input_norm=True, nope_layers=_nope_from_interval(r, L))
+    L_cfg = r.int("num_hidden_layers", "num_layers", hi=100_000) or L  # -l keeps the first L of them
+    src = (r.int_list("kv_source_layers", lo=0, hi=100_000, length=L_cfg) or list(range(L_cfg)))[:L]
+    for i, j in enumerate(src):
+        if j > i or src[j] != j:
+            r.fail("kv_source_layers", f"layer {i} must reuse an earlier layer that owns its cache, got {j}", src)
+    r.used.update(("final_logit_softcapping", "qk_head_dim"))
+    shared_index = set(_indexer_shared_layers(r, s, L) or ())
+    nope = set(s["nope_layers"])
+    d_nope, d_rope = s["qk_nope_head_dim"], s["qk_rope_head_dim"]
+    over = {}
+    for i in range(L):
+        a = {}
+        if i in nope:
+            a.update(qk_rope_head_dim=0, qk_nope_head_dim=d_nope + d_rope)
+        if src[i] != i:
+            a["kv_shared"] = True
+        if i in shared_index:
+            a.update(index_heads=0, index_head_dim=0)
+        if a:
+            over[i] = {"attention": a}
+    s["layer_overrides"] = over
+    _note_mtp(r, s)
+
+
+def _read_minimax_m2(r, s, ll, notes, warnings):
+    """MiniMax-M2: every layer MoE with experts of width intermediate_size, no shared expert, q/k
+    RMSNorms over the whole projection width, no biases; full attention on every layer."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(qk_norm="full", moe=True, head_dim=r.int("head_dim", default=128, hi=2**20), num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             moe_layer_set=list(range(L)), layer_types=None)
+    r.used.update(("sliding_window", "attn_type_list", "rotary_dim"))
+    s["sliding_window"] = None
+
+
+def _read_ernie45_moe(r, s, ll, notes, warnings):
+    """ERNIE-4.5 MoE: MoE on layers moe_layer_start_index..end every moe_layer_interval-th, shared
+    experts, biases everywhere with use_bias (the head's bias too, even when tied), and an expert
+    score-correction bias that transformers keeps as a parameter."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("use_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias)
+    E = r.int("moe_num_experts", "num_experts", hi=2**20)
+    start = r.int("moe_layer_start_index", lo=-1, default=1, hi=100_000)
+    end = r.int("moe_layer_end_index", lo=-1, default=-1, hi=100_000)
+    end = L - 1 if end == -1 else end
+    step = r.int("moe_layer_interval", default=1, hi=100_000)
+    f_e = r.int("moe_intermediate_size", default=ll["ffn_hidden_size"], hi=2**31)
+    n_sh = r.int("moe_num_shared_experts", lo=0, default=0, hi=2**20)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("moe_k", "num_experts_per_tok", hi=2**20),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
+             expert_bias=False, router_has_bias=bool(E),
+             moe_layer_set=[i for i in range(L) if (i + 1) % step == 0 and start <= i <= end] if E else None)
+    if bias:
+        s["other_params"] = {"lm_head_bias": s["vocab_size"]}
+
+
+def _read_hy_v3(r, s, ll, notes, warnings):
+    """HY-V3: per-head q/k norms, layer 0 dense then MoE (mlp_layer_types), a shared expert whose
+    width is num_shared_experts x moe_intermediate_size, or intermediate_size when that is 0."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False), qk_norm="head",
+             head_dim=r.int("head_dim", default=128, hi=2**20), expert_bias=False)
+    E = r.int("num_experts", "num_local_experts", hi=2**20)
+    f_e = r.int("moe_intermediate_size", hi=2**31)
+    n_sh = r.int("num_shared_experts", lo=0, default=1, hi=2**20)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             num_shared_experts=max(n_sh, 1), shared_expert_ffn_hidden_size=n_sh * f_e if n_sh else ll["ffn_hidden_size"],
+             moe_layer_set=_mlp_pattern(r, L, [0]) if E else None)
+    _note_mtp(r, s)
+
+
+def _read_longcat(r, s, ll, notes, warnings):
+    """LongCat-Flash: each of num_layers layers holds two MLA blocks, two dense MLPs and one MoE of
+    E real experts plus Z zero-computation experts that a router over E + Z picks k from (LongCat-
+    Flash tech report, sec. 2). transformers allocates gate_up_proj rows for the zero experts too
+    (E + Z of them, never used); the count here is the weights the checkpoint holds."""
+    h = s["hidden_size"]
+    L_cfg = r.int("num_layers", hi=100_000)
+    if r.has("num_hidden_layers"):  # transformers: num_hidden_layers = 2 x num_layers, and it wins
+        L_hf = r.int("num_hidden_layers", hi=200_000)
+        if L_cfg and L_hf != 2 * L_cfg:
+            warnings.append(f"num_hidden_layers {L_hf} is not 2 x num_layers {L_cfg}; transformers takes "
+                            f"num_hidden_layers // 2 = {L_hf // 2} layers, and so does this count")
+        L_cfg = L_hf // 2
+    L = s["num_layers"] if s.get("_layers_from_flag") else L_cfg
+    s["num_layers"] = L
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    E = r.int("n_routed_experts", "num_local_experts", hi=2**20)
+    Z = r.int("zero_expert_num", lo=0, default=0, hi=2**20) or 0
+    f_e = r.int("expert_ffn_hidden_size", "moe_intermediate_size", hi=2**31)
+    f = r.int("ffn_hidden_size", "intermediate_size", hi=2**31)
+    s.update(qkv_bias=bias, attn_out_bias=bias, ffn_hidden_size=f, moe=True, num_experts=E, zero_experts=Z,
+             topk=r.int("moe_topk", "num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             router_has_bias=r.bool("router_bias", default=False), moe_layer_set=list(range(L)))
+    _read_mla(r, s)
+    dense = {"kind": "dense", "width": f, "linears": 3, "bias": False}
+    s["layer_overrides"] = {i: {"more_attention": ({},), "more_mlp": (dense, dense), "norms": 4}
+                            for i in range(L)}
+    r.used.update(("num_layers", "zero_expert_type"))
+    if Z:
+        phantom = L * Z * 2 * f_e * h
+        warnings.append(f"zero-computation experts: active counts k E / (E + Z) = {s['topk'] * E / (E + Z):g} "
+                        f"real experts per token (uniform routing); transformers also allocates {phantom:,} "
+                        "unused gate_up_proj weights for the zero experts, not counted here")
+    _note_mtp(r, s)
+
+
+def _read_olmo3(r, s, ll, notes, warnings):
+    """OLMo 3: OLMo 2's block (post-norms only, q/k RMSNorms over all heads) with 3 sliding : 1 full
+    layers."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, qk_norm="full")
+    if not r.has("layer_types"):
+        s["layer_types"] = ["full" if (i + 1) % 4 == 0 else "sliding" for i in range(L)]
+
+
+def _nope_from_interval(r, L):
+    nrl = r.int_list("no_rope_layers", lo=0, hi=1, default=None)
+    if not nrl:
+        interval = r.int("no_rope_layer_interval", default=4, hi=100_000)
+        nrl = [int((i + 1) % interval != 0) for i in range(L)]
+    if len(nrl) < L:
+        r.fail("no_rope_layers", f"must list {L} layers", nrl)
+    return [i for i in range(L) if not nrl[i]]
+
+
+def _read_smollm3(r, s, ll, notes, warnings):
+    """SmolLM3: Llama block; every 4th layer without rotary positions (no_rope_layers), and with
+    use_sliding_window those NoPE layers slide."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=4, hi=2**20),
+             qkv_bias=r.bool("attention_bias", default=False), attn_out_bias=r.bool("attention_bias", default=False),
+             mlp_bias=r.bool("mlp_bias", default=False), nope_layers=_nope_from_interval(r, L))
+    if not r.has("layer_types"):
+        slide = r.bool("use_sliding_window", default=False) and r.has("sliding_window")
+        nope = set(s["nope_layers"])
+        s["layer_types"] = ["sliding" if slide and i in nope else "full" for i in range(L)]
+
+
+def _read_seed_oss(r, s, ll, notes, warnings):
+    """Seed-OSS: biased q/k/v (attention_bias), o biased only with attention_out_bias."""
+    s.update(ll)
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=8, hi=2**20),
+             head_dim=r.int("head_dim", default=128, hi=2**20),
+             qkv_bias=r.bool("attention_bias", default=True), attn_out_bias=r.bool("attention_out_bias", default=False),
+             mlp_bias=r.bool("mlp_bias", default=False))
+
+
+def _read_exaone4(r, s, ll, notes, warnings):
+    """EXAONE 4: post-norms only, per-head q/k norms, no biases; 3 sliding : 1 full layers
+    (sliding_window_pattern), the full layers without rotary positions when sliding is on."""
+    L = s["num_layers"]
+    s.update(ll)
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=32, hi=2**20), qk_norm="head")
+    w = (r.int("sliding_window", lo=0, hi=2**31) or None)
+    if not r.has("layer_types") and w:
+        p = r.pick("sliding_window_pattern")[1]
+        if isinstance(p, str):
+            raise ValueError(f"{r.where}: sliding_window_pattern {p!r} needs layer_types (transformers "
+                             "cannot derive them from a string either)")
+        p = r.int("sliding_window_pattern", default=4, hi=100_000)
+        s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)]
+    lt = s.get("layer_types") or _layer_pattern(r, L, s)
+    if w and lt:
+        s["nope_layers"] = [i for i in range(L) if lt[i] != "sliding"]
+
+
+def _read_cohere2(r, s, ll, notes, warnings):
+    """Cohere2 (Command R7B / A): one weight-only LayerNorm per layer feeding attention and MLP in
+    parallel, 3 sliding : 1 full layers, rotary positions on the sliding layers only."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, norms_per_layer=1, parallel_attention=True,
+             norm="rmsnorm")  # Cohere's LayerNorm has a weight and no bias: h weights, as RMSNorm
+    w = (r.int("sliding_window", lo=0, hi=2**31) or None)
+    if not r.has("layer_types"):
+        p = r.int("sliding_window_pattern", default=4, hi=100_000)
+        s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)] if w else None
+    lt = s.get("layer_types") or _layer_pattern(r, L, s)
+    s["nope_layers"] = [i for i in range(L) if not w or (lt and lt[i] != "sliding")]
+
+
+def _read_granitemoe(r, s, ll, notes, warnings):
+    """GraniteMoE: every layer MoE, experts of width intermediate_size, no shared expert; the
+    embedding/residual/attention/logit multipliers are scalars, not weights."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, moe=True,
+             num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
+             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             moe_layer_set=list(range(L)))
+
+
+def _read_phimoe(r, s, ll, notes, warnings):
+    """Phi-3.5-MoE: LayerNorms with bias, biased attention (attention_bias), every layer MoE; its
+    sparsemixer router always picks 2 experts whatever num_experts_per_tok says; optional head bias."""
+    L = s["num_layers"]
+    s.update(ll)
+    bias = r.bool("attention_bias", default=False)
+    k = r.int("num_experts_per_tok", default=2, hi=2**20)
+    if k != 2:
+        warnings.append(f"num_experts_per_tok {k} is not read by PhiMoE's router, which picks 2 experts: "
+                        "active parameters use 2")
+    s.update(norm="layernorm", qkv_bias=bias, attn_out_bias=bias, num_kv_heads=r.int("num_key_value_heads", default=8, hi=2**20),
+             moe=True, num_experts=r.int("num_local_experts", "num_experts", hi=2**20), topk=2,
+             moe_ffn_hidden_size=ll["ffn_hidden_size"], moe_layer_set=list(range(L)), slides_every_layer=True)
+    if r.bool("lm_head_bias", default=False):
+        s["other_params"] = {"lm_head_bias": s["vocab_size"]}
+
+
+_FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_opt, "bloom": _read_bloom,
+                   "falcon": _read_falcon, "starcoder2": _read_starcoder2, "gpt_oss": _read_gpt_oss,
+                   "llama4_text": _read_llama4, "gemma3_text": _read_gemma3, "gemma4_text": _read_gemma4,
+                   "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa,
+                   "mistral_large4_text": _read_mistral_large4,
+                   "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3,
+                   "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
+                   "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
+                   "granitemoe": _read_granitemoe, "phimoe": _read_phimoe, "qwen3_next": _read_qwen_gdn,
+                   "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn,
+                   "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
+                   "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
+                   "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
+                   "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5}
+SUPPORTED_MODEL_TYPES = (
+    "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
+    "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
+    "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
+    "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
+    "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "qwen3_next", "qwen3_5_text",
+    "qwen3_5_moe_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3",
+    "kimi_linear", "deepseek_v4", "step3p5",
+)
+
+
+_GLOBAL_FLAGS = ("vocab_size", "hidden_size", "num_attention_heads", "head_dim", "ffn_hidden_size",
+                 "num_mlp_linears", "tied_embeddings", "norm", "norms_per_layer", "qk_norm", "qkv_bias",
+                 "attn_out_bias", "mlp_bias", "position_embedding", "embedding_norm", "final_norm",
+                 "num_experts", "expert_interval", "topk", "moe_ffn_hidden_size", "num_shared_experts",
+                 "shared_expert_ffn_hidden_size", "shared_expert_gate", "num_dense_layers",
+                 "router_bias", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                 "v_head_dim", "parallel_attention")
+_POSITIVE = ("vocab_size", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
+             "ffn_hidden_size", "num_mlp_linears", "num_experts", "expert_interval", "topk",
+             "moe_ffn_hidden_size", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+             "qk_rope_head_dim", "v_head_dim", "norms_per_layer", "max_position_embeddings")
+_CAPS = (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
+         ("num_attention_heads", 2**20), ("num_kv_heads", 2**20), ("ffn_hidden_size", 2**31),
+         ("num_experts", 2**20), ("topk", 2**20), ("moe_ffn_hidden_size", 2**31), ("head_dim", 2**20),
+         ("kv_lora_rank", 2**24), ("q_lora_rank", 2**24), ("qk_nope_head_dim", 2**20),
+         ("qk_rope_head_dim", 2**20), ("v_head_dim", 2**20), ("norms_per_layer", 64),
+         ("max_position_embeddings", 2**31), ("num_mlp_linears", 64), ("expert_interval", 100_000),
+         ("num_shared_experts", 2**20), ("shared_expert_ffn_hidden_size", 2**31),
+         ("num_dense_layers", 100_000), ("sliding_window", 2**31))
+
+
+def resolve_model_spec(args, defaults=None):
+    """Merge a model spec: values read from --hf_model_name_or_path, then explicit flags (which
+    win, on every layer they apply to), then `defaults` (MODEL_DEFAULTS updated by the calling
+    script). Validates, builds the layer list and returns (spec, notes); the spec's "warnings"
+    list says what the result should show. Raises ValueError with a one-line message."""
+    d = dict(MODEL_DEFAULTS, **(defaults or {}))
+    flag = lambda name: getattr(args, name, None)  # noqa: E731
+    s, notes, warnings = {}, [], []
+    if getattr(args, "hf_model_name_or_path", None) is not None:
+        cfg = load_hf_config(args.hf_model_name_or_path)
+        try:
+            s, notes, warnings = spec_from_hf_config(cfg, num_layers=flag("num_layers"))
+        except (TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError) as exc:
+            # a field a family reader needs is missing or of a shape it cannot use (the readers
+            # check the fields they know; this catches the combinations they do not)
+            raise ValueError(f"{cfg.get('_config_path') or 'config'}: cannot read this "
+                             f"{cfg.get('model_type')!s:.40} config: a needed field is missing or malformed "
+                             f"({type(exc).__name__}: {str(exc)[:120]})") from None
+    for name, cap in _CAPS:
+        val = flag(name)
+        if val is not None and val > cap:
+            raise ValueError(f"--{name.replace('_', '-')} {val} is implausibly large (at most {cap:,})")
+    per_layer = {k for ov in (s.get("layer_overrides") or {}).values() for k in ov.get("attention", {})}
+    for name, key in (("head_dim", "head_dim"), ("num_kv_heads", "kv_heads")):
+        if flag(name) is not None and key in per_layer:
+            raise ValueError(f"--{name.replace('_', '-')}: this config sets it layer by layer "
+                             f"({s.get('model_type')}); edit the config instead")
+    for name in _GLOBAL_FLAGS:
+        if flag(name) is not None:
+            s[name] = flag(name)
+    if flag("num_layers") is not None:
+        s["num_layers"] = flag("num_layers")
+    if flag("bias") is not None:
+        for name in ("qkv_bias", "attn_out_bias", "mlp_bias"):
+            if flag(name) is None:
+                s[name] = flag("bias")
+    if flag("swiglu"):
+        s["num_mlp_linears"] = 3
+    if flag("moe") or (flag("num_experts") is not None and flag("num_experts") > 1):
+        s["moe"] = True
+    if flag("num_dense_layers") or flag("expert_interval"):
+        s.setdefault("moe", False)
+        s.pop("moe_layer_set", None)  # the flags describe the MoE layout now
+    for name in ("vocab_size", "hidden_size", "num_layers", "num_mlp_linears", "expert_interval", "topk"):
+        s.setdefault(name, d[name])
+    h, L = s["hidden_size"], s["num_layers"]
+    for name in _POSITIVE:
+        val = flag(name) if flag(name) is not None else s.get(name)
+        if val is not None and val <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+    if flag("ffn_expansion_factor") is not None and not 0 < flag("ffn_expansion_factor") <= 1024:
+        raise ValueError(f"--ffn-expansion-factor must be in (0, 1024], got {flag('ffn_expansion_factor')}")
+    if flag("kv_size_ratio") is not None and not 0 < flag("kv_size_ratio") <= 1:
+        raise ValueError(f"--kv-size-ratio must be in (0, 1], got {flag('kv_size_ratio')}")
+    for name in ("num_shared_experts", "shared_expert_ffn_hidden_size", "num_dense_layers", "sliding_window"):
+        if flag(name) is not None and flag(name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must not be negative, got {flag(name)}")
+    if "num_attention_heads" not in s:
+        s["num_attention_heads"] = h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+    a = s["num_attention_heads"]
+    if s.get("kv_lora_rank"):
+        for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            if not s.get(name):
+                raise ValueError(f"MLA (--kv-lora-rank) needs --{name.replace('_', '-')}")
+        s["head_dim"] = s["qk_nope_head_dim"] + s["qk_rope_head_dim"]
+        s["num_kv_heads"] = a  # MLA expands the latent into a full set of heads
+    else:
+        if s.get("head_dim") is None:
+            if h % a:
+                raise ValueError(f"--hidden-size {h} is not divisible by --num-attention-heads {a} "
+                                 "(give --head-dim if the head size is not h/a)")
+            s["head_dim"] = h // a
+        if flag("num_kv_heads") is not None:
+            s["num_kv_heads"] = flag("num_kv_heads")
+        elif flag("kv_size_ratio") is not None:
+            kv = a * flag("kv_size_ratio")
+            if abs(kv - round(kv)) > 1e-6 or round(kv) < 1:
+                raise ValueError(f"--kv-size-ratio {flag('kv_size_ratio')} x {a} heads is not a "
+                                 "whole number of kv heads")
+            s["num_kv_heads"] = int(round(kv))
+        s.setdefault("num_kv_heads", int(round(a * d["kv_size_ratio"])) or 1)
+        if a % s["num_kv_heads"]:
+            raise ValueError(f"--num-attention-heads {a} is not divisible by kv heads {s['num_kv_heads']}")
+    if flag("ffn_expansion_factor") is not None and flag("ffn_hidden_size") is None:
+        s["ffn_hidden_size"] = int(round(flag("ffn_expansion_factor") * h))
+    s.setdefault("ffn_hidden_size", int(round(d["ffn_expansion_factor"] * h)))
+    if s["ffn_hidden_size"] <= 0:
+        raise ValueError("the MLP width (-ff x h or --ffn-hidden-size) must be positive")
+    s.setdefault("norm", "layernorm")
+    s.setdefault("parallel_attention", False)
+    s.setdefault("norms_per_layer", 1 if s["parallel_attention"] else 2)
+    s.setdefault("qk_norm", "none")
+    for name in ("qkv_bias", "attn_out_bias", "mlp_bias"):
+        s.setdefault(name, True)
+    for name, val in (("tied_embeddings", False), ("embedding_norm", False), ("final_norm", True),
+                      ("position_embedding", "rope"), ("word_embed_proj_dim", h), ("moe", False),
+                      ("attention_sinks", False), ("attn_output_gate", "none"), ("model_type", None),
+                      ("layer_types", None), ("sliding_window", None), ("attention_chunk_size", None),
+                      ("nope_layers", ()), ("layer_overrides", {}), ("extra_params_per_layer", 0),
+                      ("per_layer_embedding_params", 0), ("other_params", {}), ("mtp_layers_not_built", 0),
+                      ("index_n_heads", 0), ("index_head_dim", 0), ("index_topk", 0),
+                      ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
+                      ("checkpoint_format", None), ("input_matmul_params", 0),
+                      ("attn_position_scaling", False), ("indexer_input_norm", False),
+                      ("linear_mixer", None), ("layer_blocks", None)):
+        s.setdefault(name, val)
+    if s["position_embedding"] == "learned":
+        if flag("max_position_embeddings") is not None:
+            s["position_embedding_rows"] = flag("max_position_embeddings")
+        s.setdefault("position_embedding_rows", getattr(args, "sequence_length", None) or 2048)
+    else:
+        s["position_embedding_rows"] = 0
+    if s["moe"]:
+        s.setdefault("num_experts", d["num_experts"])
+        s.setdefault("moe_ffn_hidden_size", s["ffn_hidden_size"])
+        E, k = s["num_experts"], s["topk"]
+        if E < 1:
+            raise ValueError("--num-experts must be at least 1 for a MoE model")
+        if k > E + s["zero_experts"]:
+            raise ValueError(f"--topk {k} is larger than --num-experts {E}")
+        s.setdefault("num_shared_experts", 0)
+        s.setdefault("shared_expert_ffn_hidden_size", s["num_shared_experts"] * s["moe_ffn_hidden_size"])
+        s.setdefault("shared_expert_gate", False)
+        s.setdefault("router_bias", False)
+        s.setdefault("num_dense_layers", 0)
+        if s.get("moe_layer_set") is not None:
+            s["moe_layers"] = [i for i in s["moe_layer_set"] if i < L]
+        else:
+            ei, fd = s["expert_interval"], s["num_dense_layers"]
+            s["moe_layers"] = [i for i in range(L) if i >= fd and (i - fd) % ei == ei - 1]
+    else:
+        for name in ("num_experts", "moe_ffn_hidden_size", "num_shared_experts",
+                     "shared_expert_ffn_hidden_size"):
+            s[name] = 0
+        s.update(topk=0, shared_expert_gate=False, router_bias=False, moe_layers=[])
+    s.setdefault("num_dense_layers", 0)
+    s.pop("moe_layer_set", None)
+    for name in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        s.setdefault(name, None)
+    _apply_sliding_flag(s, flag("sliding_window"), explicit_config=bool(getattr(args, "hf_model_name_or_path", None)))
+    s["layers"] = build_layers(s)
+    for layer in s["layers"]:
+        for m in layer["mlp"]:
+            if m["width"] is None or m["width"] < 1:
+                raise ValueError(f"an MLP width is missing from the config ({m['kind']} block)")
+            if m["kind"] == "moe" and not 1 <= m["topk"] <= m["num_experts"] + m["zero_experts"]:
+                raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
+                                 "experts of an MoE layer")
+    s["warnings"] = warnings
+    return s, notes
+
+
+def _apply_sliding_flag(s, w, *, explicit_config):
+    """--sliding-window W: sets the window of the config's sliding layers (every layer when the
+    model comes from flags); 0 turns sliding off (those layers attend to everything)."""
+    L = s["num_layers"]
+    if s["layer_types"] is not None:
+        s["layer_types"] = list(s["layer_types"][:L])
+    if w is None:
+        return
+    if w == 0:
+        s["sliding_window"] = None
+        if s["layer_types"]:
+            s["layer_types"] = ["full" if t == "sliding" else t for t in s["layer_types"]]
+        return
+    s["sliding_window"] = w
+    if not s["layer_types"] or "sliding" not in s["layer_types"]:
+        if explicit_config and s["layer_types"]:
+            return  # a config with no sliding layers keeps them all full
+        s["layer_types"] = ["sliding"] * L
+
+
+def _shared(cache, d):
+    """One dict object per distinct kind, so layers of the same kind share it."""
+    key = tuple(sorted((k, tuple(map(id, v)) if isinstance(v, tuple) else v) for k, v in d.items()))
+    return cache.setdefault(key, d)
+
+
+# What a linear-attention or state-space mixer does not have of softmax attention's extras.
+_NO_SOFTMAX_EXTRAS = {"window": 0, "chunk": 0, "rope": False, "qkv_bias": False, "out_bias": False,
+                      "qk_norm": "none", "sinks": False, "output_gate": "none", "q_lora_rank": 0,
+                      "kv_lora_rank": 0, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0, "index_heads": 0,
+                      "index_head_dim": 0, "index_topk": 0, "kv_proj": 0, "kv_shared": False,
+                      "position_scaling": False, "indexer_input_norm": False}
+
+
+def build_layers(s):
+    """The layer list of a resolved spec: per layer an attention dict, an MLP dict, its norm count
+    and any extra weights, objects shared between layers of the same kinds."""
+    L, cache, layers = s["num_layers"], {}, []
+    moe_set = set(s["moe_layers"])
+    types = s["layer_types"] or ["full"] * L
+    blocks = s.get("layer_blocks") or ["both"] * L  # Nemotron-H: a layer is a mixer or an MLP
+    mla = bool(s.get("kv_lora_rank"))
+    nope = set(s["nope_layers"])
+    by_inputs = {}  # what varies per layer -> the layer built for it (no rebuild for identical inputs)
+    for i in range(L):
+        ov = s["layer_overrides"].get(i, {})
+        span = types[i]
+        key = (span, i in nope, i in moe_set, blocks[i], id(ov) if ov else None)
+        if key in by_inputs and not ov:
+            layers.append(by_inputs[key])
+            continue
+        parallel = span == "hybrid"  # Falcon-H1: attention and a linear mixer side by side
+        span = "full" if parallel else span
+        attn = {"kind": "mla" if mla else "mha", "span": span,
+                "window": s["sliding_window"] if span == "sliding" else 0,
+                "chunk": s["attention_chunk_size"] if span == "chunked" else 0,
+                "rope": s["position_embedding"] == "rope" and i not in nope,
+                "heads": s["num_attention_heads"], "kv_heads": s["num_kv_heads"],
+                "head_dim": s["head_dim"], "qkv_bias": s["qkv_bias"], "out_bias": s["attn_out_bias"],
+                "qk_norm": s["qk_norm"], "norm": "rmsnorm" if s["norm"] == "layernorm" else s["norm"],
+                "sinks": s["attention_sinks"], "output_gate": s["attn_output_gate"],
+                "q_lora_rank": s["q_lora_rank"] or 0, "kv_lora_rank": s["kv_lora_rank"] or 0,
+                "qk_nope_head_dim": s["qk_nope_head_dim"] or 0, "qk_rope_head_dim": s["qk_rope_head_dim"] or 0,
+                "v_head_dim": s["v_head_dim"] or s["head_dim"],
+                "index_heads": s["index_n_heads"], "index_head_dim": s["index_head_dim"],
+                "index_topk": s["index_topk"], "kv_proj": 2, "kv_shared": False,
+                "position_scaling": s["attn_position_scaling"], "indexer_input_norm": s["indexer_input_norm"]}
+        if span == "linear":
+            # a linear-attention (state-space) mixer: no K/V cache, a constant state per sequence
+            attn.update(dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))
+        attn.update(ov.get("attention", {}))
+        if i in moe_set:
+            mlp = {"kind": "moe", "width": s["moe_ffn_hidden_size"], "linears": s["num_mlp_linears"],
+                   "bias": s["mlp_bias"] if s["expert_bias"] is None else s["expert_bias"],
+                   "num_experts": s["num_experts"], "topk": s["topk"], "zero_experts": s["zero_experts"],
+                   "shared_width": s["shared_expert_ffn_hidden_size"], "shared_bias": s["mlp_bias"],
+                   "shared_gate": s["shared_expert_gate"],
+                   "router_bias": s["router_bias"] or s["router_has_bias"]}
+        else:
+            mlp = {"kind": "dense", "width": s["ffn_hidden_size"], "linears": s["num_mlp_linears"],
+                   "bias": s["mlp_bias"]}
+        mlp.update(ov.get("mlp", {}))
+        attn, mlp = _shared(cache, attn), _shared(cache, mlp)
+        extra_attn = tuple(_shared(cache, dict(attn, **x)) for x in ov.get("more_attention", ()))
+        if parallel:
+            extra_attn += (_shared(cache, dict(attn, **dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))),)
+        extra_mlp = tuple(_shared(cache, dict(x)) for x in ov.get("more_mlp", ()))
+        layer = {"attention": () if blocks[i] == "mlp" else (attn,) + extra_attn,
+                 "mlp": () if blocks[i] == "mixer" else (mlp,) + extra_mlp,
+                 "norms": ov.get("norms", s["norms_per_layer"]),
+                 "extra_params": ov.get("extra_params", s["extra_params_per_layer"]),
+                 "extra_flops": s.get("extra_flops_per_layer")}
+        layers.append(_shared(cache, layer))
+        by_inputs[key] = layers[-1]
+    return layers
+
+
+def spec_summary(spec):
+    """The spec for --json: every resolved field, the layer list as distinct kinds plus the kind
+    index of each layer (the layer dicts themselves repeat)."""
+    out = {k: v for k, v in spec.items() if k not in ("layers", "layer_overrides") and not k.startswith("_")}
+    groups = layer_groups(spec)
+    index = {id(g[0]): n for n, g in enumerate(groups)}
+    out["layer_kinds"] = [{"attention": [dict(x) for x in g[0]["attention"]],
+                           "mlp": [dict(x) for x in g[0]["mlp"]], "norms": g[0]["norms"],
+                           "extra_params": g[0]["extra_params"], "layers": g[1]} for g in groups]
+    out["layer_kind_of_layer"] = [index[id(x)] for x in spec["layers"]]
+    out["nope_layers"] = sorted(spec.get("nope_layers", ()))
+    return out
+
+
+def layer_groups(spec):
+    """[(layer, count, first_index)] for each distinct layer kind, in order of first appearance;
+    kept on the spec for its layer list (scripts call this per pass: O(L) once, not per call)."""
+    memo = spec.get("_layer_groups")
+    if memo is not None and memo[0] is spec["layers"]:
+        return memo[1]
+    seen = {}
+    for i, layer in enumerate(spec["layers"]):
+        g = seen.get(id(layer))
+        if g is None:
+            seen[id(layer)] = [layer, 1, i]
+        else:
+            g[1] += 1
+    out = [tuple(g) for g in seen.values()]
+    spec["_layer_groups"] = (spec["layers"], out)
+    return out
+
+
+def attention_kind(attn):
+    """A short label: full, sliding(4096), chunked(8192), mla, +nope, +sinks, +gate, +dsa(topk);
+    a linear mixer by its kind and heads, gdn(16k/32v)."""
+    if attn["kind"] == "mamba2":
+        return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
+    if attn["kind"] == "kda":
+        return f"kda({attn['heads']}x{attn['head_dim']})"
+    if attn["kind"] == "mamba1":
+        return f"mamba(E={attn['heads']}, N={attn['state_size']})"
+    if attn["kind"] == "shortconv":
+        return f"shortconv(K={attn['conv_kernel']})"
+    if attn["span"] == "state":
+        return f"{attn['kind']}({attn['kv_heads']}k/{attn['heads']}v)"
+    if attn["kind"] == "dsv4":
+        c = {"csa": f" +csa(1/{attn['compress']}, top{attn['c_index_topk']})",
+             "hca": f" +hca(1/{attn['compress']})"}.get(attn["compress_kind"], "")
+        return f"dsv4 sliding({attn['window']}){c}"
+    label = "mla" if attn["kind"] == "mla" else ("mha" if attn["kv_heads"] == attn["heads"] else
+                                                 "mqa" if attn["kv_heads"] == 1 else "gqa")
+    span = {"full": "", "sliding": f" sliding({attn['window']})", "chunked": f" chunked({attn['chunk']})"}
+    label += span[attn["span"]]
+    if not attn["rope"]:
+        label += " nope"
+    if attn["kv_shared"]:
+        label += " kv-shared"
+    if attn["sinks"]:
+        label += " sinks"
+    if attn["output_gate"] != "none":
+        label += " gate"
+    if attn["index_topk"]:
+        label += f" dsa(top{attn['index_topk']})" + ("" if attn["index_heads"] else " shared-topk")
+    return label
+
+
+def mlp_kind(mlp):
+    if mlp["kind"] == "moe":
+        z = f"+{mlp['zero_experts']}zero" if mlp["zero_experts"] else ""
+        sh = " +shared" if mlp["shared_width"] else ""
+        return f"moe {mlp['topk']}/{mlp['num_experts']}{z}{sh}"
+    return f"dense {mlp['width']}"
+
+
+# --- per-kind formulas ---------------------------------------------------------------------------
+
+def norm_params(*, width, norm):
+    """Weights of one norm over `width` features: LayerNorm has gain and bias (2 w), RMSNorm a gain
+    (w), a non-affine norm none (Ba et al. 2016; Zhang & Sennrich 2019)."""
+    return {"layernorm": 2 * width, "rmsnorm": width, "none": 0}[norm]
+
+
+def indexer_params(attn, *, h):
+    """DeepSeek-V3.2's lightning indexer (DeepSeek-AI 2025, sec. 2.1), as transformers builds it:
+    q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
+    (2 d_I), and per-head weights (h -> H_I). Mistral Large 4's adds a LayerNorm on its input
+    (2 h) and, with per-head position scaling, a scale and a bias per indexer head (2 H_I)
+    (transformers' modeling_mistral_large4)."""
+    H, dI = attn["index_heads"], attn["index_head_dim"]
+    if not attn["index_topk"] or not H:
+        return 0
+    q_in = attn["q_lora_rank"] or h
+    extra = 2 * h * attn["indexer_input_norm"] + 2 * H * attn["position_scaling"]  # Mistral Large 4
+    return q_in * H * dI + h * dI + 2 * dI + h * H + extra
+
+
+def mixer_widths(attn):
+    """(in_proj output width, out_proj input width, conv channels) of a linear mixer. Gated
+    DeltaNet: q, k, v, z, beta, a = 2 H_k d_k + 2 H_v d_v + 2 H_v; H_v d_v; 2 H_k d_k + H_v d_v.
+    Mamba-2 (Dao & Gu 2024, arXiv 2405.21060 sec. 7; heads H of P, G groups of state N): z, x,
+    B, C, dt = 2 H P + 2 G N + H; H P; H P + 2 G N. Mamba-1 (Gu & Dao 2023, arXiv 2312.00752;
+    E inner channels, "heads" here): x, z = 2 E; E; E. A short convolution (LFM2/3; D channels):
+    B, C, x = 3 D; D; D. Kimi Delta Attention (KDA; H heads of d, D = H d): q, k, v, the low-rank
+    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D."""
+    if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
+        D = attn["heads"] * attn["head_dim"]
+        return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
+    if attn["kind"] in ("mamba1", "shortconv"):
+        E = attn["heads"]
+        return (2 if attn["kind"] == "mamba1" else 3) * E, E, E
+    if attn["kind"] == "mamba2":
+        d_in, gn = attn["heads"] * attn["head_dim"], attn["kv_heads"] * attn["state_size"]
+        return 2 * d_in + 2 * gn + attn["heads"], d_in, d_in + 2 * gn
+    Hk, Hv, dk, dv = attn["kv_heads"], attn["heads"], attn["head_dim"], attn["v_head_dim"]
+    return 2 * Hk * dk + 2 * Hv * dv + 2 * Hv, Hv * dv, 2 * Hk * dk + Hv * dv
+
+
+def linear_mixer_params(attn, *, h):
+    """A linear mixer's weights, by kind (Mamba-2 below). One Gated DeltaNet mixer's weights (Yang et al. 2024, arXiv 2412.06464), as transformers'
+    Qwen3-Next/Qwen3.5 build it: with H_k key heads of d_k and H_v value heads of d_v, an input
+    projection to q, k (H_k d_k each), v and the output gate z (H_v d_v each) and per value head
+    beta and the decay's a (h x (2 H_k d_k + 2 H_v d_v + 2 H_v)); a depthwise causal conv of K taps
+    over q, k, v (no bias); per value head dt_bias and A_log; a gated RMSNorm over d_v shared by the
+    heads; out_proj H_v d_v x h. Mamba-2 as transformers builds it (NemotronH, GraniteMoeHybrid,
+    FalconH1): in_proj h x (2 d_in + 2 G N + H) (+ bias), a depthwise conv of K taps over x, B, C
+    (+ bias), per head dt_bias, A_log and D, a gated RMSNorm over d_in where the family has one,
+    out_proj d_in x h (+ bias). Mamba-1 as transformers' Jamba builds it: in_proj h x 2E, a conv of
+    K taps (+ bias), x_proj E x (R + 2N) to dt's rank-R input and B, C, dt_proj R x E with a bias,
+    A_log E x N, D, out_proj E x h, and Jamba's RMSNorms on dt, B and C (R + 2N). A short
+    convolution (LFM3): in_proj h x 3h, a depthwise conv of K taps, out_proj h x h, biases on all
+    three with conv_bias. KDA as transformers' Kimi Linear builds it (Kimi Team 2025, arXiv
+    2510.26692): q, k, v projections, one depthwise conv of K taps over q, k, v (no bias), a low-rank
+    per-channel decay (h -> d -> D, dt_bias D, A_log per head), beta per head, a low-rank sigmoid
+    output gate (h -> d -> D), a gated RMSNorm over d shared by the heads, o_proj D x h."""
+    w_in, w_out, conv_dim = mixer_widths(attn)
+    K = attn["conv_kernel"]
+    if attn["kind"] == "shortconv":
+        return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
+    if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
+        H, d = attn["heads"], attn["head_dim"]
+        return h * w_in + 2 * d * H * d + conv_dim * K + H * d + H + d + w_out * h
+    if attn["kind"] == "mamba1":
+        E, R, N = attn["heads"], attn["dt_rank"], attn["state_size"]
+        return (h * w_in + attn["in_bias"] * w_in + conv_dim * K + attn["conv_bias"] * conv_dim
+                + E * (R + 2 * N) + R * E + E + E * N + E + w_out * h + attn["mixer_out_bias"] * h
+                + attn["dt_norms"] * (R + 2 * N))
+    if attn["kind"] == "mamba2":
+        return (h * w_in + attn["in_bias"] * w_in + conv_dim * K + attn["conv_bias"] * conv_dim
+                + 3 * attn["heads"] + attn["gated_norm"] * w_out + w_out * h + attn["mixer_out_bias"] * h)
+    Hv, dv = attn["heads"], attn["v_head_dim"]
+    return h * w_in + conv_dim * K + 2 * Hv + dv + w_out * h
+
+
+def dsv4_attention_params(attn, *, h):
+    """One DeepSeek-V4 attention block's weights, as transformers 5.23's modeling_deepseek_v4 builds
+    it (verified on the meta device, tests/test_layer_families.py): a sink logit per head,
+    q through a rank-r_q bottleneck with its norm (the per-head q norm has no weights), one shared
+    K = V head (h -> d) with its norm, the output through o_groups grouped low-rank projections
+    (a d -> r_o per group, then g r_o -> h), plus the layer's compressor: kv and gate projections
+    (h -> d each; 2 d each with the overlapping windows of compressed sparse attention), a
+    position bias per slot of its window and a norm; and for compressed sparse attention a
+    lightning indexer over the compressed keys (its own compressor at width d_I, q from the query
+    latent r_q -> H_I d_I, per-head weights h -> H_I)."""
+    a, d, rq = attn["heads"], attn["head_dim"], attn["q_lora_rank"]
+    g, ro, m = attn["o_groups"], attn["o_lora_rank"], attn["compress"]
+    base = a + h * rq + rq + rq * a * d + h * d + d + a * d * ro + g * ro * h
+    if attn["compress_kind"] == "hca":
+        return base + 2 * h * d + m * d + d
+    if attn["compress_kind"] == "csa":
+        HI, dI = attn["c_index_heads"], attn["c_index_head_dim"]
+        return (base + 4 * h * d + 2 * m * d + d
+                + 4 * h * dI + 2 * m * dI + dI + rq * HI * dI + h * HI)
+    return base
+
+
+def dsv4_non_matmul_params(attn):
+    """The weights of a DeepSeek-V4 attention block that no token multiplies through: sinks, norms
+    and the compressors' position biases."""
+    a, d, rq, m = attn["heads"], attn["head_dim"], attn["q_lora_rank"], attn["compress"]
+    out = a + rq + d
+    if attn["compress_kind"] == "hca":
+        out += m * d + d
+    if attn["compress_kind"] == "csa":
+        dI = attn["c_index_head_dim"]
+        out += 2 * m * d + d + 2 * m * dI + dI
+    return out
+
+
+def attention_params(attn, *, h):
+    """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
+    output gate, Qwen3-Next), k and v (h x kv d; k alone when K = V, none on a layer that reuses
+    another's K/V, Gemma 4), o (a d x h), optional biases, q/k norms (per head, d each; or over all
+    heads; Llama 4's L2 norm has no weights), a sink logit per head (gpt-oss), a per-head sigmoid
+    output gate h -> a (LFM3's g_proj, "headwise"). MLA (DeepSeek-V2 sec. 2.1): q
+    directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to r_kv + d_rope
+    with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
+    a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
+    (Mistral Large 4); plus any indexer."""
+    if attn["span"] == "state":
+        return linear_mixer_params(attn, h=h)
+    if attn["kind"] == "dsv4":
+        return dsv4_attention_params(attn, h=h)
+    a, kv, d, nm = attn["heads"], attn["kv_heads"], attn["head_dim"], attn["norm"]
+    qkv_b, o_b = attn["qkv_bias"], attn["out_bias"]
+    if attn["kind"] == "mla":
+        r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
+        d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
+        d_qk = d_nope + d_rope
+        if r_q:
+            q = h * r_q + qkv_b * r_q + norm_params(width=r_q, norm=nm) + r_q * a * d_qk
+        else:
+            q = h * a * d_qk
+        kv_down = 0 if attn["kv_shared"] else (h * (r_kv + d_rope) + qkv_b * (r_kv + d_rope)
+                                                + norm_params(width=r_kv, norm=nm))
+        kv_up = r_kv * a * (d_nope + d_v)
+        return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
+                + indexer_params(attn, h=h))
+    q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
+    gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias
+    kv_out = attn["kv_proj"] * kv * d
+    has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
+    qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
+    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
+            + norm_params(width=qk, norm=nm) + a * attn["sinks"])
+
+
+def mlp_params(*, h, f, num_linears, bias):
+    """One MLP: num_linears matrices of h x f (2 for GELU; 3 for gated GLU variants, Shazeer 2020),
+    plus biases: f per input projection and h on the output projection."""
+    return num_linears * h * f + (bias and (num_linears - 1) * f + h)
+
+
+def mlp_block_params(mlp, *, h):
+    """One MLP block by part. Dense: mlp_params. MoE (Shazeer et al. 2017; DeepSeekMoE, Dai et al.
+    2024): E routed experts of width f_e (biases if the family has them, gpt-oss), shared experts
+    as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
+    is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
+    Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
+    if mlp["kind"] == "dense":
+        return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
+                "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
+    one = mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
+    f_sh = mlp["shared_width"]
+    shared = mlp_params(h=h, f=f_sh, num_linears=mlp["linears"], bias=mlp["shared_bias"]) if f_sh else 0
+    E = mlp["num_experts"]
+    return {"dense": 0, "routed_experts": E * one, "one_expert": one,
+            "shared_experts": shared + h * bool(mlp["shared_gate"]),
+            "router": h * (E + mlp["zero_experts"]) + (E + mlp["zero_experts"]) * bool(mlp["router_bias"])
+            + mlp.get("router_extra", 0)}
+
+
+def expected_real_experts(mlp):
+    """Routed experts with weights that one token runs: k, or with Z zero-computation experts among
+    the E + Z a router picks from, k E / (E + Z) in expectation under uniform routing (LongCat-Flash
+    tech report, sec. 2.1, adjusts its expert bias so the real count averages about this)."""
+    if mlp["kind"] != "moe":
+        return 0
+    k, E, Z = mlp["topk"], mlp["num_experts"], mlp["zero_experts"]
+    return k * E / (E + Z) if Z else k
+
+
+def layer_params(layer, *, h, norm):
+    """All weights of one layer, by part ("attention": every token mixer, softmax or linear;
+    "linear_mixer": the linear-attention and state-space ones among them): the per-kind functions
+    above summed over the layer's blocks, plus its norms and extra weights; "inactive" is the
+    routed-expert weight a token does not run (expected_real_experts)."""
+    out = {"attention": sum(attention_params(x, h=h) for x in layer["attention"]),
+           "linear_mixer": sum(attention_params(x, h=h) for x in layer["attention"] if x["span"] == "state"),
+           "norms": layer["norms"] * norm_params(width=h, norm=norm), "extra": layer["extra_params"],
+           "dense": 0, "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0,
+           "inactive": 0}
+    for m in layer["mlp"]:
+        p = mlp_block_params(m, h=h)
+        for k in ("dense", "routed_experts", "shared_experts", "router"):
+            out[k] += p[k]
+        out["one_expert"] = max(out["one_expert"], p["one_expert"])
+        out["inactive"] += p["routed_experts"] - expected_real_experts(m) * p["one_expert"]
+    out["total"] = sum(out[k] for k in ("attention", "norms", "extra", "dense", "routed_experts",
+                                        "shared_experts", "router"))
+    return out
+
+
+def attention_head_dims(attn):
+    """(d_qk, d_v): per-head width of the score product and of the context product: head_dim for
+    MHA/GQA/MQA, d_nope + d_rope and d_v for MLA (DeepSeek-V2 sec. 2.1.2); a linear mixer's key and
+    value head widths."""
+    if attn["kind"] == "mla":
+        return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
+    if attn["span"] == "state":
+        return attn["head_dim"], attn.get("v_head_dim") or attn["head_dim"]
+    return attn["head_dim"], attn["head_dim"]
+
+
+def attention_linear_flops_per_token(attn, *, h):
+    """Forward FLOPs (2 per multiply-add) of one attention block's projections for one token;
+    biases, norms and sinks are not matmuls. MHA/GQA: q (with its gate), k, v, o. MLA (DeepSeek-V2
+    sec. 2.1): q directly or via rank r_q, kv down to r_kv + d_rope, up to a (d_nope + d_v), o.
+    A lightning indexer adds its q (r_q -> H_I d_I), key (h -> d_I) and head weights (h -> H_I).
+    A Gated DeltaNet mixer: its input and output projections, and its depthwise conv (K taps per
+    channel per token, 2 x its weights like a matmul's)."""
+    a, kv, d = attn["heads"], attn["kv_heads"], attn["head_dim"]
+    if attn["kind"] == "dsv4":  # every weight matrix once per token; sinks, biases, norms are not matmuls
+        return 2 * (dsv4_attention_params(attn, h=h) - dsv4_non_matmul_params(attn))
+    if attn["span"] == "state":
+        w_in, w_out, conv_dim = mixer_widths(attn)
+        E = attn["heads"]
+        inner = E * (attn["dt_rank"] + 2 * attn["state_size"]) + attn["dt_rank"] * E if attn["kind"] == "mamba1" else 0
+        if attn["kind"] == "kda":  # the decay's and the gate's d -> D up-projections
+            inner = 2 * attn["head_dim"] * attn["heads"] * attn["head_dim"]
+        return 2 * (h * w_in + conv_dim * attn["conv_kernel"] + w_out * h + inner)  # mamba1: x_proj, dt_proj
+    if attn["kind"] == "mla":
+        r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
+        d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
+        q = h * r_q + r_q * a * (d_nope + d_rope) if r_q else h * a * (d_nope + d_rope)
+        kv_down = 0 if attn["kv_shared"] else h * (r_kv + d_rope)
+        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
+    else:
+        q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
+        kv_out = attn["kv_proj"] * kv * d
+        macs = h * (q_out + kv_out) + a * d * h
+    return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
+
+
+def indexer_linear_flops_per_token(attn, *, h):
+    """Forward FLOPs per token of a lightning indexer's projections (DeepSeek-AI 2025, DeepSeek-V3.2
+    sec. 2.1): its queries from the query latent (r_q -> H_I d_I), its key (h -> d_I) and its
+    per-head weights (h -> H_I); 0 for an attention block without an indexer."""
+    if attn["kind"] == "dsv4":  # DeepSeek-V4's indexer: its compressor (kv, gate: 2 d_I each), q, weights
+        HI, dI = attn["c_index_heads"], attn["c_index_head_dim"]
+        return 2 * (4 * h * dI + attn["q_lora_rank"] * HI * dI + h * HI) if HI else 0
+    if not attn["index_topk"]:
+        return 0
+    H, dI = attn["index_heads"], attn["index_head_dim"]
+    return 2 * ((attn["q_lora_rank"] or h) * H * dI + h * dI + h * H)
+
+
+def _causal_pairs_capped(s, cap):
+    """sum over p = 1..s of min(p, cap): causal query-key pairs when no query sees more than cap keys."""
+    if cap >= s:
+        return s * (s + 1) // 2
+    return cap * (cap + 1) // 2 + (s - cap) * cap
+
+
+def query_key_pairs(attn, *, seq_len, attention):
+    """Query-key pairs one sequence's attention block scores, {"core", "indexer"}. `full`: every
+    score of the s x s matrix, masked or not, as eager attention computes it (sliding, chunked and
+    top-k masks too). `causal`: the pairs a kernel that skips masked blocks executes: p keys for the
+    query at position p, at most the window (sliding), its position in its chunk (chunked), or the
+    indexer's top-k (the indexer itself scores all p). A linear mixer pairs nothing: its "state"
+    entry is the s tokens its chunked algorithm runs (the same under both conventions)."""
+    s = seq_len
+    if attn["span"] == "state":
+        return {"core": 0, "indexer": 0, "state": s}
+    if attn["kind"] == "dsv4":
+        return _dsv4_pairs(attn, seq_len=s, attention=attention)
+    if attention == "full":
+        return {"core": s * s, "indexer": s * s if attn["index_topk"] else 0}
+    if attn["span"] == "sliding":
+        core = _causal_pairs_capped(s, attn["window"])
+    elif attn["span"] == "chunked":
+        c = attn["chunk"]
+        n, rem = divmod(s, c)
+        core = n * c * (c + 1) // 2 + rem * (rem + 1) // 2
+    else:
+        core = s * (s + 1) // 2
+    if attn["index_topk"]:
+        return {"core": min(core, _causal_pairs_capped(s, attn["index_topk"])), "indexer": s * (s + 1) // 2}
+    return {"core": core, "indexer": 0}
+
+
+def _sum_floor_capped(n, m, cap=None):
+    """sum over p = 1..n of min(floor(p / m), cap): compressed entries the p-th query can see when one
+    closes every m tokens (at most cap of them)."""
+    def f(k):  # sum over p = 1..k of floor(p / m)
+        q, r = divmod(k, m)
+        return m * q * (q - 1) // 2 + q * (r + 1) if k > 0 else 0
+    if cap is None or cap >= n // m:
+        return f(n)
+    return f(cap * m - 1) + cap * (n - cap * m + 1)
+
+
+def _dsv4_pairs(attn, *, seq_len, attention):
+    """DeepSeek-V4 query-key pairs: each query sees the sliding window's keys and the compressed
+    entries closed before it (one per compress_rate tokens; a compressed sparse layer's indexer
+    scores them all and its core takes the top-k). `full`: the s x (s + floor(s / m)) matrix
+    transformers' eager attention computes (the window, causality and the top-k are masks);
+    `causal`: min(p, W) window keys and floor(p / m) entries (at most top-k) per query."""
+    s, m, W = seq_len, attn["compress"], attn["window"]
+    K = attn["c_index_topk"] or None
+    csa = attn["compress_kind"] == "csa"
+    if attention == "full":
+        c = s * (s // m) if m else 0
+        return {"core": s * s + c, "indexer": c if csa else 0}
+    comp = _sum_floor_capped(s, m, K) if m else 0
+    return {"core": _causal_pairs_capped(s, W) + comp, "indexer": _sum_floor_capped(s, m) if csa else 0}
+
+
+def decode_keys_read(attn, *, context):
+    """Keys one decode step's query attends to at `context` tokens (its own included), and keys the
+    indexer scores: all of them; at most the window (sliding); those of its own chunk (chunked, a
+    chunk holding `chunk` tokens); the top-k the indexer picks (DeepSeek-V3.2 sec. 2.1). A linear
+    mixer reads no keys: one recurrent step of its state ("state_steps")."""
+    c = context
+    if attn["span"] == "state":
+        return {"core": 0, "indexer": 0, "state_steps": 1}
+    if attn["kind"] == "dsv4":  # the window, and the compressed entries closed so far (top-k of them)
+        m = attn["compress"]
+        comp = c // m if m else 0
+        csa = attn["compress_kind"] == "csa"
+        return {"core": min(c, attn["window"]) + (min(comp, attn["c_index_topk"]) if csa else comp),
+                "indexer": comp if csa else 0}
+    if attn["span"] == "sliding":
+        core = min(c, attn["window"])
+    elif attn["span"] == "chunked":
+        core = (c - 1) % attn["chunk"] + 1 if c else 0
+    else:
+        core = c
+    if attn["index_topk"]:
+        return {"core": min(core, attn["index_topk"]), "indexer": c}
+    return {"core": core, "indexer": 0}
+
+
+def attention_core_flops(attn, *, pairs):
+    """Forward FLOPs of one attention block's core for pairs {"core", "indexer"}: scores Q K^T
+    (2 a d_qk per pair) and context P V (2 a d_v per pair); GQA shares k/v but still scores every
+    query head (Narayanan et al. 2021 sec. 5.1). The indexer scores H_I heads of d_I per pair and
+    sums them with per-head weights, I = sum_j w_j ReLU(q_j . k) (DeepSeek-AI 2025 sec. 2.1):
+    2 H_I (d_I + 1) per pair, as transformers' eager indexer runs it (two bmm's). A linear mixer's
+    core ("state_core"): linear_core_flops over pairs["state"] tokens run chunked and
+    pairs["state_steps"] recurrent steps."""
+    a = attn["heads"]
+    d_qk, d_v = attention_head_dims(attn)
+    state = 0
+    if attn["span"] == "state":
+        state = linear_core_flops(attn, chunked_tokens=pairs.get("state", 0), steps=pairs.get("state_steps", 0))
+    HI, dI = ((attn["c_index_heads"], attn["c_index_head_dim"]) if attn["kind"] == "dsv4"
+              else (attn["index_heads"], attn["index_head_dim"]))
+    return {"attention_scores": 2 * a * d_qk * pairs["core"],
+            "attention_context": 2 * a * d_v * pairs["core"],
+            "indexer_scores": 2 * HI * (dI + 1) * pairs["indexer"],
+            "state_core": state}
+
+
+def linear_core_flops(attn, *, chunked_tokens, steps):
+    """A linear mixer's core FLOPs by kind: gdn_core_flops or mamba2_core_flops; Mamba-1's selective
+    scan (Gu & Dao 2023 sec. 3.3) per token and channel updates an N-wide state with dt x B and
+    reads it with C, 4 E N (the discretisation is elementwise, not counted); a short convolution
+    has no core beyond its conv (counted with the projections)."""
+    if attn["kind"] == "shortconv":
+        return 0
+    if attn["kind"] == "kda":
+        return kda_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+    if attn["kind"] == "mamba1":
+        return (chunked_tokens + steps) * 4 * attn["heads"] * attn["state_size"]
+    if attn["kind"] == "mamba2":
+        return mamba2_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+    return gdn_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+
+
+def mamba2_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a Mamba-2 SSD core (Dao & Gu 2024, arXiv 2405.21060 sec. 6, the chunked algorithm of
+    its Listing 1 as mamba_ssm's kernels run it), chunks of Q positions (the last one padded), H
+    heads of P, G groups of state N: per chunk the group-shared C B^T (2 G Q^2 N), the masked
+    product with x (2 H Q^2 P), the chunk states B^T x (2 H Q P N), their pass to the next chunk
+    (a multiply-add per state element, 2 H P N) and the states' read-out by C (2 H Q P N). Per
+    decode step: the state update with x B^T and its read-out by C (4 H P N; the decay is
+    elementwise, not counted)."""
+    H, P, G, N, Q = attn["heads"], attn["head_dim"], attn["kv_heads"], attn["state_size"], attn["state_chunk"]
+    chunks = -(-chunked_tokens // Q)
+    per_chunk = 2 * G * Q * Q * N + 2 * H * Q * Q * P + 4 * H * Q * P * N + 2 * H * P * N
+    return chunks * per_chunk + steps * 4 * H * P * N
+
+
+def kda_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a Kimi Delta Attention core (Kimi Team 2025, arXiv 2510.26692: Gated DeltaNet's
+    chunked WY algorithm, Yang et al. 2024 arXiv 2412.06464, with a per-channel decay), per chunk
+    of C positions (the last padded) and head of d_k = d_v = d: the UT-transform matrix and the
+    intra-chunk q k^T, each a C x C product with the decay inside the d_k contraction (2 C^2 d_k
+    each), the products of the transform with v and with the decayed k (2 C^2 (d_v + d_k)), the
+    forward substitution that inverts it ((C - 1) C (2 C - 1) / 3), the intra-chunk product with the
+    new values (2 C^2 d_v) and three products with the d x d state (6 C d_k d_v). Per decode step
+    the three state products, 6 d^2 per head."""
+    H, d, C = attn["heads"], attn["head_dim"], attn["state_chunk"]
+    chunks = -(-chunked_tokens // C)
+    per_chunk = 2 * C * C * (3 * d + 2 * d) + 6 * C * d * d + (C - 1) * C * (2 * C - 1) // 3
+    return H * (chunks * per_chunk + steps * 6 * d * d)
+
+
+def gdn_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a Gated DeltaNet core, per value head (q and k shared by H_v / H_k value heads are
+    repeated to H_v). Chunked (Yang et al. 2024, arXiv 2406.06484 sec. 3 and arXiv 2412.06464
+    sec. 3.3; transformers' torch_chunk_gated_delta_rule), per chunk of C positions (the last one
+    padded to C): the two C x C products k_beta k^T and q k^T (2 C^2 d_k each); two unit-lower-
+    triangular solves of the UT transform, C (C - 1) (d_v + d_k); the intra-chunk product A v
+    (2 C^2 d_v); and three products with the d_k x d_v state (read by k_cumdecay and by q, and
+    the update k^T v: 2 C d_k d_v each). Recurrent, per step: the same three state products for one
+    token, 6 d_k d_v (the state's decay is elementwise, not counted)."""
+    Hv, dk, dv, C = attn["heads"], attn["head_dim"], attn["v_head_dim"], attn["state_chunk"]
+    chunks = -(-chunked_tokens // C)
+    per_chunk = 4 * C * C * dk + 2 * C * C * dv + C * (C - 1) * (dk + dv) + 6 * C * dk * dv
+    return Hv * (chunks * per_chunk + steps * 6 * dk * dv)
+
+
+def mlp_flops_per_token(mlp, *, h):
+    """Forward FLOPs of one MLP block per token: a dense MLP (num_linears h x f matrices); or k
+    routed experts of width f_e (k E / (E + Z) with zero-computation experts), the shared experts
+    plus their h -> 1 gate, and the router over E (+ Z) experts (Shazeer et al. 2017)."""
+    nl = mlp["linears"]
+    if mlp["kind"] == "dense":
+        return {"dense_mlp": 2 * nl * h * mlp["width"], "routed_experts": 0, "shared_experts": 0, "router": 0}
+    return {"dense_mlp": 0,
+            "routed_experts": expected_real_experts(mlp) * 2 * nl * h * mlp["width"],
+            "shared_experts": 2 * nl * h * mlp["shared_width"] + 2 * h * bool(mlp["shared_gate"]),
+            "router": 2 * h * (mlp["num_experts"] + mlp["zero_experts"])}
+
+
+def cache_elements_per_token(attn, *, mla_cache="latent"):
+    """Cached numbers per token per sequence for one attention block, {"kv", "indexer"}. MHA/GQA/
+    MQA: K and V, 2 kv d. MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
+    vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
+    a d_v (what transformers' cache holds for DeepSeek-V2/V3). Layers that reuse another layer's
+    K/V or latent hold none of it. A lightning indexer caches one d_I key per token (its own, also
+    on a layer that reuses another's latent: Mistral Large 4). A linear mixer caches nothing per
+    token (state_elements: its constant state)."""
+    if attn["span"] == "state":
+        return {"kv": 0, "indexer": 0}
+    if attn["kind"] == "dsv4":  # one K = V head of the window; transformers' plain sliding layer keeps K and V
+        return {"kv": attn["head_dim"] * (2 if attn["compress_kind"] == "none" else 1), "indexer": 0}
+    ind = attn["index_head_dim"] if attn["index_topk"] else 0
+    if attn["kv_shared"]:
+        return {"kv": 0, "indexer": ind}
+    if attn["kind"] == "mla":
+        if mla_cache == "latent":
+            return {"kv": attn["kv_lora_rank"] + attn["qk_rope_head_dim"], "indexer": ind}
+        a = attn["heads"]
+        return {"kv": a * (attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"]) + a * attn["v_head_dim"],
+                "indexer": ind}
+    return {"kv": 2 * attn["kv_heads"] * attn["head_dim"], "indexer": ind}
+
+
+def cached_tokens(attn, *, context):
+    """Tokens one sequence's cache holds for this block at `context` tokens: all of them on a full
+    layer; at most W on a sliding layer, a rolling buffer of W (Mistral 7B sec. 2; transformers'
+    DynamicSlidingWindowLayer shows W - 1 between steps but keeps storage for W after a decode
+    step, tests/fixtures/README.md); at most C on a chunked layer (transformers keeps Llama 4's
+    chunked layers in the same sliding cache with W = attention_chunk_size). Assumes steady-state
+    decoding: right after a prefill of N > W, transformers still holds all N until the next step.
+    A linear mixer holds no tokens (its state is constant: state_elements)."""
+    if attn["span"] == "state":
+        return 0
+    if attn["span"] == "sliding":
+        return min(context, attn["window"])
+    if attn["span"] == "chunked":
+        return min(context, attn["chunk"])
+    return context
+
+
+def compressed_cache_elements(attn, *, context):
+    """Numbers one sequence's DeepSeek-V4 cache holds for a layer's compressor at `context` tokens,
+    {"kv", "indexer"}, beside its window (cached_tokens x cache_elements_per_token), as transformers'
+    DeepseekV4HCACache / CSACache hold them: floor(t / m) compressed entries of d (and of d_I for the
+    indexer on a compressed sparse layer), the projections of the t mod m tokens of the window still
+    open (kv and gate: d each, 2 d each with the overlapping windows, 2 d_I each for the indexer),
+    and on a compressed sparse layer once t >= m the previous window's overlap half (kv and gate,
+    m x d and m x d_I). Other kinds: none."""
+    if attn["kind"] != "dsv4" or not attn["compress"]:
+        return {"kv": 0, "indexer": 0}
+    t, m, d = context, attn["compress"], attn["head_dim"]
+    q, r = divmod(t, m)
+    if attn["compress_kind"] == "hca":
+        return {"kv": q * d + 2 * r * d, "indexer": 0}
+    dI = attn["c_index_head_dim"]
+    overlap = m if t >= m else 0
+    return {"kv": q * d + 2 * r * 2 * d + 2 * overlap * d, "indexer": q * dI + 2 * r * 2 * dI + 2 * overlap * dI}
+
+
+def state_elements(attn):
+    """Numbers one sequence's cache holds for a linear mixer, whatever its length, {"conv",
+    "recurrent"}: the conv window, K positions of the 2 H_k d_k + H_v d_v conv channels (what
+    transformers' LinearAttentionLayer keeps; vLLM keeps K - 1), and the H_v x d_k x d_v recurrent
+    state (Yang et al. 2024, arXiv 2412.06464 eq. 10); Mamba-2: the conv window over x, B, C and
+    the H x P x N state. Softmax attention: none."""
+    if attn["span"] != "state":
+        return {"conv": 0, "recurrent": 0}
+    conv = mixer_widths(attn)[2] * attn["conv_kernel"]
+    if attn["kind"] == "shortconv":
+        return {"conv": conv, "recurrent": 0}
+    if attn["kind"] == "kda":  # H x d x d
+        return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] ** 2}
+    if attn["kind"] == "mamba1":  # E x N (Gu & Dao 2023 sec. 3)
+        return {"conv": conv, "recurrent": attn["heads"] * attn["state_size"]}
+    if attn["kind"] == "mamba2":  # H x P x N (Dao & Gu 2024 sec. 7)
+        return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] * attn["state_size"]}
+    return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] * attn["v_head_dim"]}
+
+
+def param_breakdown(spec):
+    """Exact parameter counts by component for a resolved spec, summed over its layer list (see
+    the module docstring for the conventions of 'non-embedding' and 'active')."""
+    V, h, nm = spec["vocab_size"], spec["hidden_size"], spec["norm"]
+    p = spec["word_embed_proj_dim"]
+    sums = dict.fromkeys(("attention", "linear_mixer", "norms", "extra", "dense", "routed_experts",
+                          "shared_experts", "router", "inactive"), 0)
+    kinds = []
+    for layer, count, first in layer_groups(spec):
+        lp = layer_params(layer, h=h, norm=nm)
+        for k in sums:
+            sums[k] += count * lp[k]
+        kinds.append({"layers": count, "first_layer": first,
+                      "attention": " + ".join(attention_kind(x) for x in layer["attention"]) or "-",
+                      "mlp": " + ".join(mlp_kind(x) for x in layer["mlp"]) or "-", "params_per_layer": lp["total"],
+                      "attention_params": lp["attention"], "one_expert_params": lp["one_expert"]})
+    out = {
+        "embedding_params": V * p,
+        "position_embedding_params": spec["position_embedding_rows"] * h,
+        "embedding_norm_params": norm_params(width=h, norm=nm) if spec["embedding_norm"] else 0,
+        "embedding_projection_params": 2 * p * h if p != h else 0,
+        "per_layer_embedding_params": spec["per_layer_embedding_params"],
+        "attention_params": sums["attention"] - sums["linear_mixer"],
+        "linear_mixer_params": sums["linear_mixer"],
+        "mlp_params": sums["dense"],
+        "routed_expert_params": sums["routed_experts"],
+        "shared_expert_params": sums["shared_experts"],
+        "router_params": sums["router"],
+        "layer_norm_params": sums["norms"],
+        "layer_extra_params": sums["extra"],
+        "other_params": sum(spec["other_params"].values()),
+        "final_norm_params": norm_params(width=h, norm=nm) if spec["final_norm"] else 0,
+        "output_head_params": 0 if spec["tied_embeddings"] else V * p,
+    }
+    total = sum(out.values())
+    inactive = int(round(sums["inactive"]))
+    emb = (out["embedding_params"] + out["position_embedding_params"] + out["output_head_params"]
+           + out["per_layer_embedding_params"])
+    moe_layers = set(spec["moe_layers"])
+    first = layer_params(next((x for x in spec["layers"] if any(a["span"] != "state" for a in x["attention"])),
+                              spec["layers"][0]), h=h, norm=nm)
+    first_linear = next((layer_params(x, h=h, norm=nm) for x in spec["layers"]
+                         if any(a["span"] == "state" for a in x["attention"])), None)
+    moe0 = layer_params(spec["layers"][min(moe_layers)], h=h, norm=nm) if moe_layers else None
+    dense0 = next((layer_params(x, h=h, norm=nm) for i, x in enumerate(spec["layers"])
+                   if i not in moe_layers and x["mlp"]), None)
+    out.update({
+        "per_layer": {"attention": first["attention"] - first["linear_mixer"],
+                      "linear_mixer": first_linear["linear_mixer"] if first_linear else 0, "norms": first["norms"],
+                      "dense_mlp": dense0["dense"] if dense0 else 0,
+                      "moe_routed_experts": moe0["routed_experts"] if moe0 else 0,
+                      "moe_one_expert": moe0["one_expert"] if moe0 else 0,
+                      "moe_shared_experts": moe0["shared_experts"] if moe0 else 0,
+                      "moe_router": moe0["router"] if moe0 else 0,
+                      "dense_layer_total": dense0["total"] if dense0 else 0,
+                      "moe_layer_total": moe0["total"] if moe0 else 0},
+        "layer_kinds": kinds,
+        "num_dense_layers": spec["num_layers"] - len(moe_layers), "num_moe_layers": len(moe_layers),
+        "num_attention_layers": sum(any(a["span"] != "state" for a in x["attention"]) for x in spec["layers"]),
+        "total_params": total, "non_embedding_params": total - emb,
+        "active_params": total - inactive, "active_non_embedding_params": total - inactive - emb,
+    })
+    return out
+
+# === shared model spec: end ===
+
+
+# === shared training flops: begin ===
+# Forward, backward and recompute FLOPs by component, repeated on purpose in calc_training_time.py
+# (its MFU and HFU count exactly what this script counts); tests/test_shared_copies.py keeps the
+# copies identical. Edit them here, then run tools/sync_shared_block.py.
+
+# --- formulas (forward FLOPs; 2 FLOPs per multiply-accumulate, matmuls only) -------------------
+# One function per kind and quantity lives in the model block above (attention_linear_flops_per_token,
+# query_key_pairs, attention_core_flops, decode_keys_read, mlp_flops_per_token); the functions below
+# sum them over one layer's blocks, then over the layer list, once per distinct kind (layer_groups).
+
+LINEAR_KEYS = ("attention_projections", "indexer_projections", "dense_mlp", "routed_experts", "shared_experts", "router",
+               "per_layer_inputs", "hyper_connections")
+CORE_KEYS = ("attention_scores", "attention_context", "indexer_scores", "state_core")
+# the s-squared part selective recompute recomputes (a linear mixer's core grows with s, not s^2)
+SCORE_KEYS = ("attention_scores", "attention_context", "indexer_scores")
+
+
+def layer_linear_flops_per_token(layer, *, h):
+    """Forward FLOPs per token of one layer's matmuls other than the attention core, by component:
+    its attention projections, a lightning indexer's projections and its MLP blocks (dense, or MoE:
+    top-k routed experts, in expectation with zero-computation experts; shared experts; router)."""
+    out = dict.fromkeys(LINEAR_KEYS, 0)
+    for attn in layer["attention"]:
+        indexer = indexer_linear_flops_per_token(attn, h=h)
+        out["attention_projections"] += attention_linear_flops_per_token(attn, h=h) - indexer
+        out["indexer_projections"] += indexer
+    for mlp in layer["mlp"]:
+        for k, v in mlp_flops_per_token(mlp, h=h).items():
+            out[k] += v
+    if layer.get("extra_flops") is not None:  # DeepSeek-V4's hyper-connections (their own count)
+        out["hyper_connections"] = layer["extra_flops"]
+    else:
+        out["per_layer_inputs"] = 2 * layer["extra_params"]  # Gemma 4's per-layer input gate/projection
+    return out
+
+
+def layer_core_flops(layer, *, seq_len, attention):
+    """Forward FLOPs of one layer's attention core over one sequence of s tokens: scores, context
+    and indexer scores over the query-key pairs of each attention block's span under the
+    convention (`full`: all s x s, masked or not; `causal`: the pairs a masked kernel executes)."""
+    out = dict.fromkeys(CORE_KEYS, 0)
+    for attn in layer["attention"]:
+        pairs = query_key_pairs(attn, seq_len=seq_len, attention=attention)
+        for k, v in attention_core_flops(attn, pairs=pairs).items():
+            out[k] += v
+    return out
+
+
+def decode_keys_read_sum(attn, *, first_context, last_context):
+    """Sum of decode_keys_read(attn, context=c) over c = first..last, {"core", "indexer"}, in closed
+    form (a 128k-token generation is a handful of integer operations, not 128k calls): sum min(c,
+    cap) is a capped triangle; a chunked layer repeats the triangle of its chunk; the indexer's
+    top-k caps the span's keys, and the indexer itself reads every key. A linear mixer: one
+    recurrent step per context, last - first + 1 of them. DeepSeek-V4: the window's capped
+    triangle plus floor(c / m) compressed entries per step (at most top-k in the core)."""
+    if attn["span"] == "state":
+        return {"core": 0, "indexer": 0, "state_steps": max(last_context - first_context + 1, 0)}
+    if attn["kind"] == "dsv4":
+        def pre(n):
+            if n <= 0:
+                return {"core": 0, "indexer": 0}
+            m, csa = attn["compress"], attn["compress_kind"] == "csa"
+            comp = _sum_floor_capped(n, m, attn["c_index_topk"] if csa else None) if m else 0
+            return {"core": _causal_pairs_capped(n, attn["window"]) + comp,
+                    "indexer": _sum_floor_capped(n, m) if csa else 0}
+        hi, lo = pre(last_context), pre(first_context - 1)
+        return {k: hi[k] - lo[k] for k in hi}
+
+    def prefix(n):  # sum over c = 1..n
+        if n <= 0:
+            return {"core": 0, "indexer": 0}
+        K = attn["index_topk"]
+        if attn["span"] == "chunked":
+            C = attn["chunk"]
+            cap = min(C, K) if K else C
+            q, r = divmod(n, C)
+            core = q * _causal_pairs_capped(C, cap) + _causal_pairs_capped(r, cap)
+        else:
+            cap = attn["window"] if attn["span"] == "sliding" else n
+            core = _causal_pairs_capped(n, min(cap, K) if K else cap)
+        return {"core": core, "indexer": n * (n + 1) // 2 if K else 0}
+    hi, lo = prefix(last_context), prefix(first_context - 1)
+    return {k: hi[k] - lo[k] for k in hi}
+
+
+def layers_linear_flops_per_token(spec):
+    """Forward FLOPs per token of all L layers' matmuls other than the attention core, by
+    component: each distinct layer kind's count x its per-token FLOPs (MoE only where a layer is)."""
+    h, out = spec["hidden_size"], dict.fromkeys(LINEAR_KEYS, 0)
+    for layer, count, _ in layer_groups(spec):
+        for k, v in layer_linear_flops_per_token(layer, h=h).items():
+            out[k] += count * v
+    return out
+
+
+def output_head_flops_per_token(spec):
+    """Forward FLOPs of the output head per position: 2 p V (p = h, or OPT-350m's word_embed_proj_dim,
+    whose project_in/project_out matmuls add 2 x 2 p h), and of matmuls every token's embedding
+    runs through outside the layers (Gemma 4's per-layer input projection, h x L p; DeepSeek-V4's
+    hyper-connection head, hc^2 h); 2 FLOPs per weight per token (Kaplan et al. 2020 sec. 2.1).
+    The embedding lookup is not a matmul."""
+    V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
+    return {"output_head": 2 * p * V, "embedding_projection": (4 * p * h if p != h else 0)
+            + 2 * spec["input_matmul_params"]}
+
+
+def token_matmul_flops(spec):
+    """Forward FLOPs of one token's matmuls that do not grow with context: every layer's
+    projections and MLP, and the output head (plus any embedding projections) once."""
+    return sum(layers_linear_flops_per_token(spec).values()) + sum(output_head_flops_per_token(spec).values())
+
+
+def sequence_forward_flops(spec, *, seq_len, attention, head_positions=None):
+    """Forward FLOPs of one sequence of s tokens, by component: every matmul of the L layers, the
+    attention core over each layer's query-key pairs under the convention (indexer scores on their
+    own line), and the output head at `head_positions` positions (default: all s, as in training
+    and in FlopCounterMode's count of an HF forward)."""
+    s, h = seq_len, spec["hidden_size"]
+    out = dict.fromkeys(LINEAR_KEYS + CORE_KEYS, 0)
+    for layer, count, _ in layer_groups(spec):
+        for k, v in layer_linear_flops_per_token(layer, h=h).items():
+            out[k] += count * s * v
+        for k, v in layer_core_flops(layer, seq_len=s, attention=attention).items():
+            out[k] += count * v
+    n_head = s if head_positions is None else head_positions
+    out.update({k: n_head * v if k == "output_head" else s * v
+                for k, v in output_head_flops_per_token(spec).items()})
+    return out
+
+
+def backward_flops(fwd):
+    """Backward FLOPs from the forward breakdown: 2 x forward, a grad-input and a grad-weight matmul
+    per forward matmul (Narayanan et al. 2021 sec. 5.1). A lightning indexer is trained apart from
+    the model, from its own KL loss on an input detached from the graph (DeepSeek-AI 2025,
+    DeepSeek-V3.2 sec. 2.1): its projections take weight gradients only (1 x forward), its scores
+    (a product of two activations) both (2 x). transformers runs the indexer under no_grad (0 x):
+    its backward is ours less these two terms, tests/test_calc_transformer_flops.py."""
+    indexer = fwd.get("indexer_projections", 0) + 2 * fwd.get("indexer_scores", 0)
+    return 2 * (sum(fwd.values()) - fwd.get("indexer_projections", 0) - fwd.get("indexer_scores", 0)) + indexer
+
+
+def recompute_flops(fwd, *, recompute):
+    """Forward FLOPs done again in the backward pass: none; selective = the attention core (scores,
+    context and any indexer scores: the s-squared part whose activations selective recompute
+    avoids storing; Korthikanti et al. 2022 sec. 5, the 4 B s^2 h per layer of their sec. 6.3 text);
+    full = every layer's forward, not the output head (Narayanan et al. 2021 eq. 3: head x3, layers x4).
+    A linear mixer's core (state_core) is linear in s and is not part of selective recompute."""
+    if recompute == "none":
+        return 0
+    if recompute == "selective":
+        return sum(fwd.get(k, 0) for k in SCORE_KEYS)
+    return sum(v for k, v in fwd.items() if k not in ("output_head", "embedding_projection"))
+
+
+# === shared training flops: end ===
+
+
+# === shared training memory: begin ===
+# Training-memory formulas, repeated on purpose in calc_training_time.py (each script stands alone);
+# tests/test_shared_copies.py keeps the copies identical. Edit them here, then run
+# tools/sync_shared_block.py.
+
+# Optimizer state bytes per trainable parameter, EXCLUDING the fp32 master copy that mixed
+# precision adds (it is added separately, at --high-prec-bytes-per-val).
+OPTIMIZER_STATE_BYTES = {
+    "adam": 8,           # fp32 first and second moments (Kingma & Ba 2015): 4 + 4
+    "adamw": 8,          # same states as Adam (Loshchilov & Hutter 2019)
+    "adam8bit": 2,       # bitsandbytes 8-bit moments: 1 + 1 (block constants ~0.4%, ignored)
+    "adamw8bit": 2,
+    "sgd": 4,            # SGD with momentum: one fp32 buffer
+    "sgd-nomomentum": 0,
+    "lion": 4,           # Lion keeps one momentum buffer (Chen et al. 2023)
+    "adafactor": 0,      # factored second moment: O(rows + cols) per matrix, ~0 per parameter
+}
+
+FSDP_TO_ZERO = {"no_shard": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shard": 3}
+
+LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
+
+QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
+
+# ------------------------------------------------------------------------------------------------
+# Model states
+# ------------------------------------------------------------------------------------------------
+
+def optimizer_bytes_per_param(*, optimizer, mixed_precision, master_bytes):
+    """Optimizer bytes per trainable parameter: states (table above) plus, in mixed precision,
+    the fp32 master weights (ZeRO paper sec. 3.1: Adam's K = 4 + 4 + 4 = 12)."""
+    return OPTIMIZER_STATE_BYTES[optimizer] + (master_bytes if mixed_precision else 0)
+
+
+def zero_model_state_bytes(*, params, weight_bytes, grad_bytes, optimizer_bytes, zero_stage,
+                           shard_degree):
+    """Per-GPU (weights, gradients, optimizer) bytes for `params` parameters replicated over
+    `shard_degree` ranks under ZeRO stage 0-3 (Rajbhandari et al. 2019, sec. 5.1-5.3): stage 1
+    shards optimizer states, 2 also gradients, 3 also weights."""
+    n = shard_degree
+    return (params * weight_bytes / (n if zero_stage >= 3 else 1),
+            params * grad_bytes / (n if zero_stage >= 2 else 1),
+            params * optimizer_bytes / (n if zero_stage >= 1 else 1))
+
+
+def _kv_heads_per_rank(kv, tp):
+    """kv heads one tensor-parallel rank holds: kv/tp, or 1 replicated head when kv < tp
+    (Megatron-LM and vLLM replicate kv heads when there are fewer than tp)."""
+    return kv // tp if kv >= tp else 1
+
+
+def attention_on_rank(attn, *, tp):
+    """The share of one attention block that one tensor-parallel rank holds, as an attention dict
+    the block's per-kind functions take: a/tp query heads and kv/tp kv heads (one replicated head
+    when kv < tp). What is not per head stays whole on every rank: MLA's down-projections and their
+    norms, the output bias, and a lightning indexer (DeepSeek-V3.2's reference model.py builds it
+    from plain, replicated Linear layers so every rank picks the same top-k keys)."""
+    if tp == 1:
+        return attn
+    return dict(attn, heads=attn["heads"] // tp, kv_heads=_kv_heads_per_rank(attn["kv_heads"], tp))
+
+
+def mlp_on_rank(mlp, *, tp, etp):
+    """The share of one MLP block that one rank holds, as an MLP dict: a dense MLP and the shared
+    experts split their width over tp (Megatron column-parallel input matrices, row-parallel output
+    matrix, its bias replicated), each routed expert its width over etp; the router stays whole.
+    The routed experts themselves are split over ep by layer_params_per_rank."""
+    if mlp["kind"] == "dense":
+        return mlp if tp == 1 else dict(mlp, width=mlp["width"] // tp)
+    return dict(mlp, width=mlp["width"] // etp, shared_width=mlp["shared_width"] // tp)
+
+
+def layer_params_per_rank(layer, *, h, norm, tp, etp, ep):
+    """One layer's parameters on one rank, split into (non_expert, expert): the block's layer_params
+    on the rank's share of each attention (attention_on_rank) and MLP block (mlp_on_rank); norms,
+    per-layer extra weights and routers replicated; routed experts E/ep per rank (resolve() checks
+    that every split divides exactly). The split is Megatron-LM's (Shoeybi et al. 2019 sec. 3 for
+    tp; its expert parallelism and --expert-tensor-parallel-size for ep and etp)."""
+    share = {"attention": tuple(attention_on_rank(x, tp=tp) for x in layer["attention"]),
+             "mlp": tuple(mlp_on_rank(m, tp=tp, etp=etp) for m in layer["mlp"]),
+             "norms": layer["norms"], "extra_params": layer["extra_params"]}
+    p = layer_params(share, h=h, norm=norm)
+    return p["total"] - p["routed_experts"], p["routed_experts"] // ep
+
+
+def pipeline_chunk_layers(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
+                          loss_in_split=False):
+    """Transformer layers in each model chunk, counts[rank][chunk], as Megatron-LM builds them
+    (megatron/core/transformer/transformer_block.py get_num_layers_to_build): even, L/(pp*vp);
+    with --decoder-first/last-pipeline-num-layers the first/last rank holds that many (over its vp
+    chunks) and the other ranks split the rest evenly; --account-for-embedding/loss-in-pipeline-split
+    count the embedding/loss as one layer of L+1 (+2), taken from the first/last chunk. Validated
+    by resolve() first: every count here divides exactly."""
+    if first is not None or last is not None:
+        mid_stages = pp - (first is not None) - (last is not None)
+        per_mid = (num_layers - (first or 0) - (last or 0)) // mid_stages if mid_stages else 0
+        per_rank = [per_mid] * pp
+        if first is not None:
+            per_rank[0] = first
+        if last is not None:
+            per_rank[-1] = last
+        return [[n // vp] * vp for n in per_rank]
+    k = (num_layers + embedding_in_split + loss_in_split) // (pp * vp)
+    counts = [[k] * vp for _ in range(pp)]
+    counts[0][0] -= int(embedding_in_split)
+    counts[-1][-1] -= int(loss_in_split)
+    return counts
+
+
+def stage_layers(*, num_layers, pp, vp, stage, chunk_layers=None):
+    """Layer indices held by pipeline stage `stage`: model chunk c of rank i is virtual stage
+    c*pp + i and virtual stages hold consecutive layers (Narayanan et al. 2021, sec. 2.2.2; Megatron
+    get_transformer_layer_offset). chunk_layers: counts[rank][chunk] (default: the even split)."""
+    return all_stage_layers(num_layers=num_layers, pp=pp, vp=vp, chunk_layers=chunk_layers)[stage]
+
+
+def all_stage_layers(*, num_layers, pp, vp, chunk_layers=None):
+    """stage_layers for every stage at once, out[stage]: one pass over the pp*vp chunks, so that a
+    loop over the stages costs O(pp*vp + L), not O(pp^2 * vp)."""
+    if chunk_layers is None:
+        chunk_layers = pipeline_chunk_layers(num_layers=num_layers, pp=pp, vp=vp)
+    out, start = [[] for _ in range(pp)], 0
+    for c in range(vp):
+        for i in range(pp):
+            n = chunk_layers[i][c]
+            out[i] += range(start, start + n)
+            start += n
+    return out
+
+
+def suggest_pipeline_split(*, num_layers, pp, vp):
+    """(first, middle, last) layers for --decoder-first/last-pipeline-num-layers that Megatron-LM
+    accepts (each a positive multiple of vp, middle stages equal) with the fewest layers on the
+    fullest stage; ties go to fuller middle stages, and the two edges share what is left (the
+    first holds the embedding and the most in-flight micro-batches, the last the head and logits;
+    the Llama 3 paper, sec. 3.3.2, takes one layer from each edge). None if no split fits."""
+    best = None
+    mids = range(vp, num_layers // (pp - 2) + 1, vp) if pp > 2 else [0]
+    for q in mids:
+        rest = num_layers - (pp - 2) * q
+        if rest < 2 * vp or rest % vp:
+            continue
+        first = rest // (2 * vp) * vp
+        score = (max(q, rest - first), -q)
+        if best is None or score < best[0]:
+            best = (score, (first, q, rest - first))
+    return best and best[1]
+
+
+def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None, layers_held=None):
+    """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`,
+    summed over the stage's layers (layer_params_per_rank, once per distinct layer kind). Stage 0
+    holds the token embedding (/tp), any per-layer embedding table (/tp, vocab-parallel like it),
+    position table, embedding norm, projections and other model-level weights; the last stage the
+    final norm and the head (/tp) -- with tied embeddings and pp > 1 a second copy of the embedding,
+    as Megatron-LM keeps it. The third number is included in the first. layers_held: the stage's
+    layer indices when the caller has them (all_stage_layers), else computed here."""
+    V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
+    layers, per_kind = spec["layers"], {}
+    dense = expert = 0
+    if layers_held is None:
+        layers_held = stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
+                                   chunk_layers=chunk_layers)
+    for i in layers_held:
+        key = id(layers[i])
+        if key not in per_kind:
+            per_kind[key] = layer_params_per_rank(layers[i], h=h, norm=spec["norm"], tp=tp, etp=etp, ep=ep)
+        ne, ex = per_kind[key]
+        dense, expert = dense + ne, expert + ex
+    emb = 0
+    if stage == 0:
+        emb += V * p // tp + spec["position_embedding_rows"] * h + (2 * p * h if p != h else 0)
+        emb += norm_params(width=h, norm=spec["norm"]) if spec["embedding_norm"] else 0
+        emb += spec["per_layer_embedding_params"] // tp + sum(spec["other_params"].values())
+    if stage == pp - 1:
+        emb += norm_params(width=h, norm=spec["norm"]) if spec["final_norm"] else 0
+        if not spec["tied_embeddings"] or pp > 1:
+            emb += V * p // tp
+    return dense + emb, expert, emb
+
+
+def lora_params_per_layer(layer, *, h, rank, targets, tp):
+    """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
+    (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
+    k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
+    routed experts are not adapted. Split over tp like the matrix they adapt (an approximation for r)."""
+    n = 0
+    for attn in layer["attention"]:
+        a, kv = attn["heads"], attn["kv_heads"]
+        d, dv = attention_head_dims(attn)
+        shapes = {"q": (h, a * d), "k": (h, kv * d) if attn["kv_proj"] >= 1 else None,
+                  "v": (h, kv * dv) if attn["kv_proj"] >= 2 else None, "o": (a * dv, h)}
+        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
+    for m in layer["mlp"]:
+        f = m["width"] if m["kind"] == "dense" else m["shared_width"]
+        shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
+        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
+    return n // tp
+
+
+# ------------------------------------------------------------------------------------------------
+# Activations (Korthikanti et al. 2022)
+# ------------------------------------------------------------------------------------------------
+
+def _mlp_stored_widths(num_linears):
+    """Widths an MLP keeps per token, in units of f: its input matmul output(s) and the product fed
+    to the output matrix: 2 f for a 2-matrix MLP (up, activation output: Korthikanti et al. 2022
+    sec. 4.1's 8 sbh for f = 4h, counted in units of f), 3 f for a gated one (fused gate|up 2 f,
+    product f; the same rule applied to SwiGLU, Shazeer 2020)."""
+    return 2 if num_linears == 2 else 3
+
+
+def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_bytes, streams=1):
+    """Bytes one layer stores for backward for one micro-batch on one tp rank, with no recompute,
+    split as {"outside", "inside", "scores"} (Korthikanti et al. 2022, sec. 4.1, Table 2), summed
+    over the layer's attention and MLP blocks. outside: per block its norm input and its own input
+    (2 sbh) and a dropout mask (sbh, 1 B) -- 10 sbh per layer in fp16, replicated under TP, /tp
+    with sequence parallelism. inside (/tp): per attention block on its rank's heads
+    (attention_on_rank) Q and the output at a/tp heads, K and V at kv/tp heads (MLA: the a/tp heads
+    its up-projection expands, plus its q and kv latents r_q + r_kv + d_rope, counted outside); a
+    lightning indexer's q, key and head weights (H_I d_I + d_I + H_I; its score matrix is not
+    modelled); a linear mixer linear_mixer_activation_bytes (no scores); per MLP block dense internals (2 f or 3 f, /tp) or moe_activation_bytes -- 24 sbh/t
+    for MHA with f = 4h. scores: softmax output, its dropout mask and output, 5 a s^2 b / t (2 a s^2
+    b / t without dropout); eager attention computes the whole s x s matrix on sliding and chunked
+    layers too; with flash attention an fp32 log-sum-exp per row and head instead. DeepSeek-V4: its
+    attention as MQA plus its q latent and grouped output latent (r_q + g r_o), and with its
+    hyper-connections each block's mixing module keeps its hc_mult input streams (streams h)."""
+    B, sb = act_bytes, s * b
+    mask = 1 if dropout else 0
+    outside = inside = scores = 0
+    # DeepSeek-V4's hyper-connections: each block's mixing module also keeps its hc_mult input streams
+    hc_in = sb * streams * h * B if streams > 1 else 0
+    for attn in layer["attention"]:
+        x = attention_on_rank(attn, tp=tp)
+        at, kvt = x["heads"], x["kv_heads"]
+        d, d_v = attention_head_dims(x)
+        outside += sb * h * (2 * B + mask) + hc_in
+        if x["span"] == "state":
+            inside += linear_mixer_activation_bytes(x, sb=sb, act_bytes=B)
+            continue
+        if x["kind"] == "mla":
+            outside += B * sb * (x["q_lora_rank"] + x["kv_lora_rank"] + x["qk_rope_head_dim"])
+        inside += B * sb * (at * d + kvt * d + kvt * d_v + at * d_v)
+        if x["kind"] == "dsv4":  # its q latent and grouped output latent
+            inside += B * sb * (x["q_lora_rank"] + x["o_groups"] * x["o_lora_rank"])
+        if x["index_topk"]:
+            H, d_i = x["index_heads"], x["index_head_dim"]
+            inside += B * sb * (H * d_i + d_i + H)
+        if flash:
+            scores += 4 * sb * at
+        else:
+            scores += at * s * s * b * (B + (mask + B if dropout else 0))
+    for m in layer["mlp"]:
+        outside += sb * h * (2 * B + mask) + hc_in
+        if m["kind"] == "dense":
+            inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
+        else:
+            mo = moe_activation_bytes(m, s=s, b=b, h=h, tp=tp, etp=etp, act_bytes=B)
+            outside += mo["replicated"]
+            inside += mo["sharded"]
+    return {"outside": outside / (tp if sp else 1), "inside": inside, "scores": scores}
+
+
+def linear_mixer_activation_bytes(attn, *, sb, act_bytes):
+    """What a linear mixer (on its rank's heads) stores for backward per micro-batch of sb tokens.
+    Gated DeltaNet, following what flash-linear-attention's chunk_gated_delta_rule saves (its
+    autograd Function keeps q, k, v, g, beta and the UT-transform matrix A, and recomputes the
+    per-chunk states in backward): the conv's input and output (2 (2 H_k d_k + H_v d_v)), the gate z
+    and the core output fed to the gated norm, and its output fed to out_proj (3 H_v d_v), at the
+    activation width; the per-head decay and beta (fp32, 2 x 4 H_v) and A (fp32, C per head per
+    token). Mamba-2, following mamba_ssm's mamba_chunk_scan_combined (it saves x, dt, B, C, z and
+    recomputes the chunk states): the in_proj output and the conv output (in + conv widths), the
+    core output and the gated norm's output (2 d_in), and dt in fp32 (4 H)."""
+    w_in, w_out, conv_dim = mixer_widths(attn)
+    if attn["kind"] == "mamba2":
+        return sb * (act_bytes * (w_in + conv_dim + 2 * w_out) + 4 * attn["heads"])
+    Hv = attn["heads"]
+    return sb * (act_bytes * (2 * conv_dim + 3 * w_out) + 4 * Hv * (2 + attn["state_chunk"]))
+
+
+def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
+    """A MoE block's stored bytes per micro-batch under balanced routing: fp32 router logits and
+    probabilities over its E (+ Z zero) experts (2 x 4 s b (E + Z)), each token's k copies dispatched
+    to experts and their k outputs kept for the weighted combine (2 k s b h, not split by tp), the
+    experts' internals as a dense MLP of width f_e for the k s b tokens that reach real experts (k E
+    / (E + Z) with zero experts, expected_real_experts; /etp), and the shared experts as one MLP (/tp).
+    Korthikanti et al. 2022's per-block accounting (sec. 4.1) applied to a GShard-style MoE layer
+    (Lepikhin et al. 2020: router softmax, dispatch and combine)."""
+    B, sb = act_bytes, s * b
+    per_f = _mlp_stored_widths(mlp["linears"])
+    k = mlp["topk"]
+    replicated = 8 * sb * (mlp["num_experts"] + mlp["zero_experts"]) + 2 * k * B * sb * h
+    sharded = (B * expected_real_experts(mlp) * sb * mlp["width"] * per_f // etp
+               + B * sb * mlp["shared_width"] * per_f // tp)
+    return {"replicated": replicated, "sharded": sharded}
+
+
+def stored_layer_bytes(parts, *, recompute, sp_or_pa, tp, s, b, h, act_bytes, streams=1):
+    """What one layer keeps per micro-batch under a recompute mode (Korthikanti Table 2): none
+    keeps everything; selective drops the score terms (recomputed in backward, sec. 5); full keeps
+    only the layer input, 2 sbh (/tp with sequence parallelism or partitioned activations)."""
+    if recompute == "full":  # the layer input: hc_mult streams with DeepSeek-V4's hyper-connections
+        return act_bytes * s * b * h * streams / (tp if sp_or_pa else 1)
+    if recompute == "selective":
+        return parts["outside"] + parts["inside"]
+    return parts["outside"] + parts["inside"] + parts["scores"]
+
+
+def in_flight_microbatches(*, pp, vp, stage, num_microbatches):
+    """Micro-batches' worth of one stage's activations held at the peak: 1F1B keeps pp - stage
+    (Narayanan et al. 2021 sec. 2.2.1); the interleaved schedule keeps (2 (pp-stage-1) + (vp-1) pp
+    + 1) chunks of 1/vp stage, i.e. pp + (pp-1)/vp on stage 0 (Korthikanti sec. 4.2.3); both are
+    capped by the micro-batches there are."""
+    if vp == 1:
+        return min(pp - stage, num_microbatches)
+    return min((2 * (pp - stage - 1) + (vp - 1) * pp + 1) / vp, num_microbatches)
+
+
+def output_layer_activation_bytes(*, s, b, h, V, tp, sp, act_bytes):
+    """Last stage, per micro-batch (Korthikanti sec. 4.3): final norm input and head input (2 sbh
+    each, /tp with sequence parallelism) and fp32 logits kept for the cross-entropy, 4 s b V / tp."""
+    return 2 * act_bytes * s * b * h / (tp if sp else 1) + 4 * s * b * V / tp
+
+
+def _per_kind(layers, indices, fn):
+    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
+    seen, out = {}, []
+    for i in indices:
+        layer = layers[i]
+        if id(layer) not in seen:
+            seen[id(layer)] = fn(layer)
+        out.append(seen[id(layer)])
+    return out
+
+
+def training_memory(spec, c, b):
+    """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
+    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
+    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
+    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
+    2022, Table 2, per layer kind."""
+    tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
+    s = c["sequence_length"] // cp
+    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
+    ab = c["act_bytes"]
+    m = c["num_microbatches"] if c["num_microbatches"] else pp
+
+    def parts_of(layer):
+        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
+                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
+                                      streams=spec.get("residual_streams", 1))
+    sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
+    stages = []
+    chunks = c["chunk_layers"]
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
+    for st in range(pp):
+        layers = by_stage[st]
+        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
+                                            layers_held=layers)
+        lora = c["lora"]
+        if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
+            base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
+            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
+                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
+            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
+                                             grad_bytes=lora["adapter_bytes"],
+                                             optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
+                                             zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+            w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
+            trainable = ad
+        else:
+            w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=c["weight_bytes"],
+                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
+                                                zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+            w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=c["weight_bytes"],
+                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
+                                                zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
+            w, g, o = w1 + w2, g1 + g2, o1 + o2
+            trainable = ne + ex
+        buffers = 0
+        if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
+            buffers += c["zbs"] * c["weight_bytes"]
+        if c["zero_stage"] == 3 and c["zero_shard"] > 1:
+            buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
+        parts = _per_kind(all_layers, layers, parts_of)
+        per_mb = sum(stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp,
+                                        s=s, b=b, h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
+                     for x in parts)
+        emb_mb = 0
+        if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
+            emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
+        flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
+        stored = (per_mb + emb_mb) * flight
+        if c["recompute"] == "full":  # the stage's largest layer rebuilt during its backward
+            working = max((x["outside"] + x["inside"] + x["scores"] for x in parts), default=0)
+        elif c["recompute"] == "selective":
+            working = max((x["scores"] for x in parts), default=0)
+        else:
+            working = 0
+        logits = 0
+        if st == pp - 1:
+            logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                   sp=c["sequence_parallel"], act_bytes=ab)
+        act = stored + working + logits
+        total = w + g + o + buffers + act + c["overhead_bytes"]
+        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+                       "trainable_params_per_gpu": trainable,
+                       "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
+                       "optimizer_bytes": o, "zero_buffers_bytes": buffers,
+                       "activations_stored_bytes": stored,
+                       "activations_layers_bytes": per_mb * flight,
+                       "activations_embedding_bytes": emb_mb * flight,
+                       "activations_recompute_bytes": working,
+                       "activations_logits_bytes": logits, "activations_bytes": act,
+                       "in_flight_microbatches": flight, "total_bytes": total})
+    worst_stage = max(stages, key=lambda x: x["total_bytes"])
+    return worst_stage, stages
+
+
+# === shared training memory: end ===
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernels: matmuls, attention, memory-bound work
+# ------------------------------------------------------------------------------------------------
+
+def gemm_efficiency(m, n, k, *, hw, batch=1):
+    """Fraction of the dense peak one (batched) matmul C[m,n] += A[m,k] B[k,n] reaches: the GPU's
+    best measured rate (hw["matmul_ceiling"], Bekman's MAMF / peak) times wave quantization --
+    output tiles of GEMM_TILE spread over the SMs in whole waves, the last wave partly idle, and
+    edge tiles partly empty (NVIDIA "Matrix Multiplication Background" user guide, sec. on tile and
+    wave quantization) -- times a short-reduction penalty k / (k + 128) for k below a few hundred
+    (the pipeline of k-slices never fills). With no SM count, only the ceiling and k-term."""
+    tm, tn = GEMM_TILE
+    if m < tm and n >= tm:  # cuBLAS transposes a skinny problem onto the tile's long side
+        m, n = n, m
+    tiles_m, tiles_n = math.ceil(m / tm), math.ceil(n / tn)
+    fill = (m * n) / (tiles_m * tm * tiles_n * tn)
+    sms = hw.get("sms")
+    tiles = tiles_m * tiles_n * batch
+    wave = tiles / (math.ceil(tiles / sms) * sms) if sms else 1.0
+    return hw["matmul_ceiling"] * fill * wave * k / (k + 128)
+
+
+def gemm_time_s(m, n, k, *, hw, dtype_bytes=2, batch=1, peak=None):
+    """Time of one (batched) matmul: FLOPs at gemm_efficiency, or reading A, B and writing C at
+    achievable bandwidth when that is slower (the roofline), and at least one kernel floor."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    peak = peak or hw["peak"]
+    flops = 2.0 * m * n * k * batch
+    compute = flops / (peak * gemm_efficiency(m, n, k, hw=hw, batch=batch))
+    memory = batch * (m * k + k * n) * dtype_bytes + batch * m * n * 2
+    return max(compute, memory / hw["mem_bw"], KERNEL_FLOOR_S)
+
+
+def linear_times_s(m, n, k, *, hw, dtype_bytes=2, batch=1, peak=None):
+    """(forward, backward) of a linear layer y[m,n] = x[m,k] W[k,n]: forward one matmul, backward
+    the input gradient (m, k, reduce n) and the weight gradient (k, n, reduce m)."""
+    f = gemm_time_s(m, n, k, hw=hw, dtype_bytes=dtype_bytes, batch=batch, peak=peak)
+    b = (gemm_time_s(m, k, n, hw=hw, dtype_bytes=dtype_bytes, batch=batch, peak=peak)
+         + gemm_time_s(k, n, m, hw=hw, dtype_bytes=dtype_bytes, batch=batch, peak=peak))
+    return f, b
+
+
+def memory_time_s(nbytes, kernels, *, hw):
+    """Memory-bound kernels moving `nbytes` in all, at achievable bandwidth, each at least the
+    kernel floor."""
+    return max(nbytes / hw["mem_bw"], kernels * KERNEL_FLOOR_S)
+
+
+# ------------------------------------------------------------------------------------------------
+# One layer, one micro-batch
+# ------------------------------------------------------------------------------------------------
+
+def _add(parts, key, fwd, bwd, rec=0.0):
+    p = parts.setdefault(key, [0.0, 0.0, 0.0])
+    p[0] += fwd
+    p[1] += bwd
+    p[2] += rec
+
+
+def attention_linear_shapes(attn_r, *, h):
+    """(input width, output width) of one rank's attention projections as two matmuls with k = h
+    and n = h: the output projection's input width (query heads x value dim, or a mixer's out_proj
+    width), and everything else the block counts for the layer (q/k/v, gates, MLA's down and up
+    projections, a lightning indexer's projections) folded into one matmul of the same FLOPs
+    (attention_linear_flops_per_token). Exact in FLOPs; the shape of the folded part is approximate
+    (MLA's up-projections reduce over their latent rank, not h)."""
+    flops = attention_linear_flops_per_token(attn_r, h=h)
+    if attn_r["span"] == "state":
+        out = mixer_widths(attn_r)[1]
+    else:
+        out = attn_r["heads"] * attention_head_dims(attn_r)[1]
+    n_in = flops / (2 * h) - out
+    if n_in <= 0:
+        return flops / (2 * h), 0
+    return n_in, out
+
+
+def layer_compute_s(layer, *, h, lay, hw):
+    """Per-component (forward, backward, recompute) seconds of one layer for one micro-batch on one
+    rank, and the matmul pairs TP communication can overlap with. Tokens on the rank: m = b s / cp;
+    every tensor-parallel rank runs all m through its 1/tp slice of each weight (Shoeybi et al.
+    2019); with sequence parallelism norms, dropouts and residuals run on m / tp (Korthikanti et
+    al. 2022 sec. 4.2.2). Recompute: full repeats the forward, selective the attention core."""
+    tp, cp, ep, etp, sp = lay["tp"], lay["cp"], lay["ep"], lay["etp"], lay["sp"]
+    b, s = lay["micro_batch_size"], lay["sequence_length"]
+    m = b * s // cp
+    a = 2  # activations stay 16-bit under FP8 matmuls
+    wb = lay["matmul_bytes"]
+    mt = m / tp if sp else m
+    parts, overlap = {}, {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
+    full = lay["recompute"] == "full"
+    ew_bytes, ew_kernels = 0.0, 0
+    blocks = bool(layer["attention"]) + len(layer["mlp"])
+    for attn in layer["attention"]:
+        ar = attention_on_rank(attn, tp=tp)
+        n_in, n_out = attention_linear_shapes(ar, h=h)
+        f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
+        f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=wb) if n_out else (0.0, 0.0)
+        _add(parts, "attention_linear", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+        overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
+        overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
+        overlap["col_fwd"] += f1
+        overlap["row_fwd"] += f2
+        # attention core
+        if ar["span"] == "state":
+            pairs = query_key_pairs(attn, seq_len=s, attention="causal")
+            core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
+            ff, fb = hw["flash"]
+            tf, tb = core / (hw["peak16"] * ff), 2 * core / (hw["peak16"] * fb)
+            _add(parts, "attention_core", tf, tb, tf if full else 0.0)
+            ew_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
+            ew_kernels += 4
+        elif lay["flash_attention"]:
+            pairs = query_key_pairs(attn, seq_len=s, attention="causal")
+            core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
+            ff, fb = hw["flash"]
+            tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
+            tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
+            _add(parts, "attention_core", tf, tb, tf if full else 0.0)
+        else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
+            dq, dv = attention_head_dims(ar)
+            bh = b * ar["heads"]
+            sq = s // cp
+            f_qk, b_qk = linear_times_s(sq, s, dq, hw=hw, batch=bh)
+            f_av, b_av = linear_times_s(sq, dv, s, hw=hw, batch=bh)
+            probs = bh * sq * s
+            sm_f = memory_time_s(probs * (2 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
+            sm_b = memory_time_s(probs * (3 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
+            tf, tb = f_qk + f_av + sm_f, b_qk + b_av + sm_b
+            _add(parts, "attention_core", tf, tb, tf if lay["recompute"] in ("full", "selective") else 0.0)
+        if ar.get("rope", True) and ar["span"] != "state":
+            ew_bytes += 2 * a * m * (ar["heads"] + ar["kv_heads"]) * attention_head_dims(ar)[0]
+            ew_kernels += 1
+    for mlp in layer["mlp"]:
+        mr = mlp_on_rank(mlp, tp=tp, etp=etp)
+        fl = mlp_flops_per_token(mr, h=h)
+        if mlp["kind"] == "dense":
+            w = mr["width"]
+            n_in = fl["dense_mlp"] / (2 * h) - w
+            f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
+            f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
+            _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+            overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
+            overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
+            overlap["col_fwd"] += f1
+            overlap["row_fwd"] += f2
+            ew_bytes += a * m * (n_in + w)  # activation (and gate): read n_in, write w
+            ew_kernels += 1
+            continue
+        E, k_real = mlp["num_experts"], expected_real_experts(mlp)
+        # routed experts: the ep group's m*ep tokens x k spread over E experts, E/ep on this rank;
+        # one grouped matmul per projection (tiles of all local experts in one launch)
+        w = mr["width"]
+        per_tok = fl["routed_experts"] / k_real if k_real else 0.0
+        n_in = per_tok / (2 * h) - w
+        m_e = max(1, round(m * k_real * ep / E))
+        local = E // ep
+        f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
+        f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
+        g = lay["moe_imbalance"]
+        _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if full else 0.0)
+        if mlp["shared_width"]:
+            sw = mr["shared_width"]
+            n_s = fl["shared_experts"] / (2 * h) - sw
+            f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
+            f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
+            _add(parts, "mlp", f3 + f4, b3 + b4, (f3 + f4) if full else 0.0)
+            ew_bytes += a * m * (n_s + sw)
+        fr, br = linear_times_s(m, E + mlp["zero_experts"], h, hw=hw)
+        _add(parts, "router", fr, br, fr if full else 0.0)
+        # activation, and the permutation into and out of expert order (read + write, twice)
+        ew_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
+        ew_kernels += 6
+    # norms (one per block), residual add (+ bias, dropout mask) per block: Korthikanti Table 2's tensors
+    ew_bytes += blocks * (2 * a * mt * h + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
+    ew_kernels += 2 * blocks
+    if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: small matmuls, memory-bound here
+        ew_bytes += 2 * a * m * h * spec_streams(lay)
+    ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
+    eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
+    _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+    return parts, overlap, blocks
+
+
+def spec_streams(lay):
+    return lay.get("residual_streams", 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# Communication of one layer, one micro-batch (the collectives of calc_comm.py, copied above)
+# ------------------------------------------------------------------------------------------------
+
+def comm_time_s(op, nbytes, *, n, stride, net, gpus_per_node):
+    """One collective of `nbytes` over a group of n ranks spaced `stride` apart (calc_comm.py's
+    collective_time_s with its group_placement)."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    g, _ = group_placement(size=n, stride=stride, gpus_per_node=gpus_per_node)
+    return collective_time_s(op=op, size_bytes=nbytes, n=n, gpus_per_node=g, net=net)["time_s"]
+
+
+def _hidden(comm, compute, slowdown):
+    """Exposed time of `comm` run beside `compute`, and the compute slowdown while both run
+    (OVERLAP_SLOWDOWN x the overlapped time, Lee et al. 2025)."""
+    return max(0.0, comm - compute) + slowdown * min(comm, compute)
+
+
+def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
+    """Exposed (forward, backward, recompute) communication seconds of one layer for one
+    micro-batch, by kind. TP (Shoeybi et al. 2019 sec. 3): one all-reduce per block forward and one
+    backward; with sequence parallelism an all-gather and a reduce-scatter each way, plus the
+    backward re-gather of the block input for the weight gradient (Korthikanti et al. 2022 sec.
+    4.2.2). Megatron-LM overlaps the backward input-gradient all-reduce (reduce-scatter with SP)
+    with the weight-gradient matmul and the re-gather with the input-gradient matmul
+    (--tp-comm-overlap backward, its default since 2021); `full` also hides the forward ones behind
+    the adjacent matmuls (Transformer Engine userbuffers); `none` exposes everything. EP: dispatch
+    and combine all-to-all per MoE block each way, exposed (GShard). CP: the K/V ring, cp - 1 steps
+    forward and 2 (cp - 1) backward, hidden behind the attention core (Ring Attention)."""
+    tp, cp, ep, sp = lay["tp"], lay["cp"], lay["ep"], lay["sp"]
+    G, sd = lay["gpus_per_node"], lay["overlap_slowdown"]
+    m = lay["micro_batch_size"] * lay["sequence_length"] // cp
+    act = 2 * m * h
+    mode = lay["tp_comm_overlap"]
+    out = {}
+    rec_on = lay["recompute"] == "full"
+    if tp > 1 and blocks:
+        if sp:
+            ag = comm_time_s("all_gather", act, n=tp, stride=1, net=net, gpus_per_node=G)
+            rs = comm_time_s("reduce_scatter", act, n=tp, stride=1, net=net, gpus_per_node=G)
+            if mode == "full":
+                f = _hidden(blocks * ag, overlap["col_fwd"], sd) + _hidden(blocks * rs, overlap["row_fwd"], sd)
+            else:
+                f = blocks * (ag + rs)
+            if mode == "none":
+                b = blocks * (2 * ag + rs)
+            else:
+                b = (blocks * ag if mode == "backward" else _hidden(blocks * ag, overlap["row_fwd"], sd)) \
+                    + _hidden(blocks * rs, overlap["col_wgrad"], sd) + _hidden(blocks * ag, overlap["col_dgrad"], sd)
+        else:
+            ar = comm_time_s("all_reduce", act, n=tp, stride=1, net=net, gpus_per_node=G)
+            f = _hidden(blocks * ar, overlap["row_fwd"], sd) if mode == "full" else blocks * ar
+            b = blocks * ar if mode == "none" else _hidden(blocks * ar, overlap["col_wgrad"], sd)
+        out["tp"] = [f, b, f if rec_on else 0.0]
+    moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
+    if ep > 1 and moe:
+        k = sum(expected_real_experts(x) for x in moe)
+        a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
+        out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_on else 0.0]
+    soft = [x for x in layer["attention"] if x["span"] != "state"]
+    if cp > 1 and soft:
+        t = 0.0
+        for x in soft:
+            xr = attention_on_rank(x, tp=tp)
+            dq, dv = attention_head_dims(xr)
+            t += comm_time_s("sendrecv", m * xr["kv_heads"] * (dq + dv) * 2, n=2, stride=tp, net=net, gpus_per_node=G)
+        cf, cb = core_s
+        f = _hidden((cp - 1) * t, cf, sd)
+        out["cp"] = [f, _hidden(2 * (cp - 1) * t, cb, sd), f if rec_on else 0.0]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# One layout: stages, pipeline, data parallel, optimizer, memory
+# ------------------------------------------------------------------------------------------------
+
+def head_and_embedding_s(spec, *, lay, hw, net):
+    """(first stage fwd, bwd), (last stage fwd, bwd) seconds per micro-batch outside the layers:
+    the embedding lookup and its gradient (memory-bound), and on the last stage the final norm,
+    the vocab-parallel output matmul (V / tp columns) and the fp32 cross-entropy over the logits
+    (read and written three times each way, with three small all-reduces of its max, sum and
+    target logit across tp: Megatron-LM's vocab-parallel cross-entropy)."""
+    tp, cp = lay["tp"], lay["cp"]
+    m = lay["micro_batch_size"] * lay["sequence_length"] // cp
+    h, V = spec["hidden_size"], spec["vocab_size"]
+    p = spec["word_embed_proj_dim"]
+    emb = memory_time_s(2 * 2 * m * h, 1, hw=hw)
+    first = (emb, 2 * emb)
+    lf, lb = linear_times_s(m, V // tp, p, hw=hw, dtype_bytes=lay["matmul_bytes"])
+    ce = memory_time_s(3 * 4 * m * V / tp, 3, hw=hw)
+    norm = memory_time_s(4 * m * h / (tp if lay["sp"] else 1), 1, hw=hw)
+    red = 3 * comm_time_s("all_reduce", 4 * m, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
+    if lay["sp"] and tp > 1:  # gather the sequence-parallel shards before the output matmul
+        red += comm_time_s("all_gather", 2 * m * h, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
+    last = (lf + ce + norm + red, lb + ce + 2 * norm + red)
+    return first, last
+
+
+def layer_cost(layer, *, spec, lay, hw, net):
+    """{"compute": {component: [fwd, bwd, rec]}, "comm": {kind: [fwd, bwd, rec]}} for one layer and
+    one micro-batch on one rank."""
+    h = spec["hidden_size"]
+    lay = dict(lay, residual_streams=spec.get("residual_streams", 1))
+    parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
+    core = parts.get("attention_core", [0.0, 0.0, 0.0])
+    comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
+    return {"compute": parts, "comm": comm}
+
+
+def _sum_into(acc, src, times=1):
+    for k, v in src.items():
+        a = acc.setdefault(k, [0.0, 0.0, 0.0])
+        for i in range(3):
+            a[i] += v[i] * times
+
+
+def pipeline_time_s(stage_s, *, m, vp):
+    """Time of m micro-batches through the stages, each taking stage_s[i] (forward + backward) per
+    micro-batch: the slowest stage sets the pace, and the fill and drain add (p - 1) / vp of a mean
+    stage (1F1B: (m + p - 1) t for equal stages; interleaved: bubble (p - 1) / (vp m) of the ideal;
+    Narayanan et al. 2021 sec. 2.2)."""
+    p = len(stage_s)
+    t_max = max(stage_s)
+    if p == 1:
+        return m * t_max
+    return m * t_max + (p - 1) * (sum(stage_s) / p) / vp
+
+
+def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
+    """Exposed data-parallel seconds after the pipeline drains, and the gradient-sync time of the
+    slowest stage. Each stage reduces its gradients over dp x cp replicas (stride tp): ZeRO 0
+    all-reduce, 1-2 reduce-scatter then all-gather the updated 16-bit weights, 3 reduce-scatter
+    (its parameter all-gathers are charged per layer). With overlap (Megatron-LM
+    --overlap-grad-reduce, PyTorch DDP/FSDP) buckets go out while the stage's last backward runs:
+    what stays exposed is the last bucket, or the reduction minus that backward if longer. Stage i
+    finishes its last backward i backward-times before stage 0, so its reduction has that long too.
+    Without overlap (Megatron-LM before 2023) the reduction starts after the stage's last backward."""
+    dp, cp, tp = lay["dp"], lay["cp"], lay["tp"]
+    n = dp * cp
+    if n <= 1:
+        return 0.0, 0.0
+    G = lay["gpus_per_node"]
+    zero = lay["zero_stage"]
+    mean_b = sum(stage_bwd_s) / len(stage_bwd_s)
+    worst, t_sync_max = 0.0, 0.0
+    for i, (dense, expert) in enumerate(params_by_stage):
+        t = 0.0
+        for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
+            if p <= 0 or size <= 1:
+                continue
+            if zero == 0:
+                t += comm_time_s("all_reduce", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
+            else:
+                t += comm_time_s("reduce_scatter", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
+                if zero in (1, 2) and not lay["dp_overlap"]:
+                    t += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
+        bucket = t * min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
+        slack = (len(params_by_stage) - 1 - i) * 0  # stages are indexed 0..p-1; see below
+        head_start = i * mean_b  # stage i drains i backward-times before stage 0
+        if lay["dp_overlap"]:
+            exposed = max(bucket, t - stage_bwd_s[i]) - head_start
+        else:
+            exposed = t - head_start
+        worst = max(worst, exposed + slack)
+        t_sync_max = max(t_sync_max, t)
+    return max(0.0, worst), t_sync_max
+
+
+def optimizer_s(params_local, *, lay, hw):
+    """Optimizer step seconds on one GPU: fused Adam streams ADAM_STEP_BYTES per held parameter
+    (1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
+    host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
+    (ZeRO-Offload, Ren et al. 2021)."""
+    shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
+    p = params_local / shard
+    if lay["offload"]:
+        return p * 6 / hw["pcie"] + p / CPU_ADAM_PARAMS_PER_S
+    return memory_time_s(p * ADAM_STEP_BYTES, 1, hw=hw)
+
+
+def memory_config(spec, lay, c0):
+    """calc_transformer_mem.py's configuration dict for this layout (training_memory's `c`)."""
+    dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
+    n = dp * cp * tp * pp
+    return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
+                chunk_layers=None, zero_stage=lay["zero_stage"], zero_shard=dp * cp,
+                expert_zero_shard=n // (pp * etp * ep), sequence_length=lay["sequence_length"],
+                num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
+                sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
+                dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
+                # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
+                # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
+                zbs=5e8 if lay["zero_stage"] == 3 else 0)
+
+
+def evaluate(spec, lay, *, hw, net, c0, flops, cache=None):
+    """Step time, its breakdown, MFU/HFU and memory of one layout. `flops`: the model and hardware
+    FLOPs of one sequence (calc_transformer_flops.py's count), per recompute mode."""
+    cache = {} if cache is None else cache
+    L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp)
+    first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
+    key_lay = tuple(sorted((k, v) for k, v in lay.items() if not isinstance(v, (dict, list))))
+    stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
+    m = lay["num_microbatches"]
+    G = lay["gpus_per_node"]
+    p2p = 0.0
+    if pp > 1:
+        act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
+        act *= spec.get("residual_streams", 1)
+        p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
+                          net=net, gpus_per_node=G)
+    for st in range(pp):
+        comp, comm = {}, {}
+        for i in by_stage[st]:
+            layer = spec["layers"][i]
+            k = (id(layer), key_lay)
+            if k not in cache:
+                cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
+            _sum_into(comp, cache[k]["compute"])
+            _sum_into(comm, cache[k]["comm"])
+        if st == 0:
+            _sum_into(comp, {"embedding": [first[0], first[1], 0.0]})
+        if st == pp - 1:
+            _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
+        if pp > 1:
+            _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
+        fwd = sum(v[0] for v in comp.values()) + sum(v[0] for v in comm.values())
+        bwd = sum(v[1] + v[2] for v in comp.values()) + sum(v[1] + v[2] for v in comm.values())
+        stage_s.append(fwd + bwd)
+        stage_b.append(bwd)
+        stage_parts.append((comp, comm))
+        ne, ex, _ = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
+                                          stage=st, layers_held=by_stage[st])
+        params_by_stage.append((ne, ex))
+    pipe = pipeline_time_s(stage_s, m=m, vp=vp)
+    dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=[b / 1 for b in stage_b],
+                                   lay=lay, net=net)
+    # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
+    # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
+    z3 = 0.0
+    if lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] > 1:
+        ne, ex = params_by_stage[0]
+        per_layer = (ne + ex) / max(len(by_stage[0]), 1)
+        ag = comm_time_s("all_gather", per_layer * 2, n=lay["dp"] * lay["cp"], stride=lay["tp"], net=net, gpus_per_node=G)
+        comp = stage_parts[0][0]
+        nl = max(len(by_stage[0]), 1)
+        f_layer = sum(v[0] for v in comp.values()) / nl
+        b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+        z3 = m * nl * (_hidden(ag, f_layer, lay["overlap_slowdown"]) + _hidden(ag, b_layer, lay["overlap_slowdown"]))
+    worst = max(range(pp), key=lambda i: stage_s[i])
+    opt = optimizer_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
+    tied = 0.0
+    if pp > 1 and spec["tied_embeddings"]:  # Megatron-LM all-reduces the two embedding copies' grads
+        tied = comm_time_s("all_reduce", spec["vocab_size"] * spec["word_embed_proj_dim"] / lay["tp"] * lay["grad_bytes"],
+                           n=2, stride=lay["tp"] * lay["cp"] * lay["dp"] * (pp - 1), net=net, gpus_per_node=G)
+    step = pipe + dp_exp + z3 + opt + tied
+    # breakdown: the slowest stage's components x m, then what the schedule and the step add
+    comp, comm = stage_parts[worst]
+    breakdown = {}
+    for k, v in comp.items():
+        breakdown[f"compute_{k}"] = m * (v[0] + v[1])
+        if v[2]:
+            breakdown[f"recompute_{k}"] = m * v[2]
+    for k, v in comm.items():
+        breakdown[f"exposed_{k}_comm"] = m * (v[0] + v[1] + v[2])
+    breakdown["pipeline_bubble"] = pipe - m * stage_s[worst]
+    breakdown["exposed_dp_comm"] = dp_exp + tied
+    if z3:
+        breakdown["exposed_zero3_gather"] = z3
+    breakdown["optimizer_step"] = opt
+    gbs = lay["global_batch_size"]
+    n = lay["num_gpus"]
+    model_flops = gbs * flops["model"]
+    hw_flops = gbs * flops["hardware"][lay["recompute"]]
+    tokens = gbs * lay["sequence_length"]
+    mem_c = memory_config(spec, lay, c0)
+    stage_mem, _ = training_memory(spec, mem_c, lay["micro_batch_size"])
+    total_bytes = stage_mem["total_bytes"]
+    return {"step_time_s": step, "breakdown_s": breakdown,
+            "mfu": model_flops / (step * n * hw["peak_mfu"]),
+            "hfu": hw_flops / (step * n * hw["peak_mfu"]),
+            "model_tflops_per_gpu": model_flops / step / n / 1e12,
+            "tokens_per_s": tokens / step, "tokens_per_s_per_gpu": tokens / step / n,
+            "total_bytes": total_bytes, "memory": stage_mem,
+            "fits": hw["memory_bytes"] is None or total_bytes <= hw["memory_bytes"],
+            "headroom_bytes": None if hw["memory_bytes"] is None else hw["memory_bytes"] - total_bytes,
+            "slowest_stage": worst, "stage_time_s": stage_s, "dp_sync_s": dp_sync}
+
+
+# ------------------------------------------------------------------------------------------------
+# Hardware, FLOPs, layouts
+# ------------------------------------------------------------------------------------------------
+
+def _family(name):
+    n = (name or "").lower()
+    return "h100" if ("h100" in n or "h200" in n or "gh200" in n) else ("a100" if "a100" in n else "default")
+
+
+def resolve_hardware(args, parser):
+    """The GPU as the cost model needs it: peak at --dtype (and 16-bit for attention), matmul
+    ceiling, achievable bandwidth, SMs, links, capacity. From --gpu (hardware.py), overridden by
+    explicit figures; with neither, the built-in H100 SXM (said on stderr)."""
+    notes, rec = [], None
+    if args.gpu:
+        try:
+            import hardware  # noqa: PLC0415 -- only for --gpu, beside this script
+        except ImportError:
+            parser.error("--gpu needs hardware.py beside this script; pass --peak-tflops, "
+                         "--hbm-bandwidth-GBps and --intra-node-bw-GBps instead")
+        try:
+            rec = hardware.get_accelerator(args.gpu)
+        except KeyError as exc:
+            parser.error(exc.args[0])
+    base = rec or DEFAULT_GPU
+    if rec is None and args.peak_tflops is None:
+        notes.append(f"no --gpu given: assuming {DEFAULT_GPU['name']} (pass --gpu NAME, or "
+                     "--peak-tflops/--hbm-bandwidth-GBps/--intra-node-bw-GBps)")
+    peaks = base.get("peak_flops_per_s") or {}
+    dt = args.dtype
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else peaks.get(dt)
+    if not peak:
+        parser.error(f"{base.get('name')} has no {dt} peak in hardware.py; pass --peak-tflops or another --dtype")
+    peak16 = peaks.get("bf16") or peaks.get("fp16") or (peak / 2 if dt == "fp8" else peak)
+    if args.peak_tflops and dt == "bf16":
+        peak16 = peak
+    amf = (base.get("achievable_matmul_flops_per_s") or {})
+    if args.matmul_ceiling is not None:
+        ceiling, ceiling_src = args.matmul_ceiling, "--matmul-ceiling"
+    elif rec is not None and amf.get(dt):
+        ceiling, ceiling_src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
+    elif rec is not None and amf.get("bf16") and peaks.get("bf16"):
+        r = amf["bf16"] / peaks["bf16"]
+        ceiling = r * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+        ceiling_src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
+    else:
+        ceiling = DEFAULT_GPU["matmul_ceiling"] * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+        ceiling_src = "default 0.80 (H100 SXM MAMF / peak)"
+    bw = args.hbm_bandwidth_GBps * 1e9 if args.hbm_bandwidth_GBps else base.get("memory_bandwidth_bytes_per_s")
+    if not bw:
+        parser.error(f"{base.get('name')} has no memory bandwidth in hardware.py; pass --hbm-bandwidth-GBps")
+    ach = base.get("achievable_memory_bandwidth_bytes_per_s")
+    mem_bw = ach if (ach and not args.hbm_bandwidth_GBps) else bw * MEM_BW_FRACTION
+    intra = args.intra_node_bw_GBps * 1e9 if args.intra_node_bw_GBps else base.get("scale_up_bandwidth_bytes_per_s")
+    inter = args.inter_node_bw_GBps * 1e9 if args.inter_node_bw_GBps else base.get("scale_out_bandwidth_bytes_per_s")
+    if not intra:
+        parser.error(f"{base.get('name')} has no scale-up bandwidth in hardware.py; pass --intra-node-bw-GBps")
+    gpn = args.gpus_per_node or base.get("scale_up_domain_size") or 8
+    fam = _family(base.get("name") or base.get("key"))
+    key = base.get("name") if rec else base.get("key")
+    if args.gpu_memory_gib is not None:
+        mem = args.gpu_memory_gib * GIB_
+    else:
+        mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
+    hw = {"name": base.get("full_name") or base.get("name"), "peak": peak, "peak16": peak16, "peak_mfu": peak,
+          "matmul_ceiling": ceiling, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
+          "sms": SM_COUNT.get(key) if rec else (DEFAULT_GPU["sms"] if args.peak_tflops is None else None),
+          "flash": FLASH_EFFICIENCY[fam], "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
+          "gpus_per_node": int(gpn)}
+    mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
+    net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
+                    in_network_reduction=bool(base.get("scale_up_in_network_reduction")),
+                    intra_efficiency=SCALE_UP_EFFICIENCY, inter_efficiency=SCALE_OUT_EFFICIENCY,
+                    nvls_efficiency=NVLS_EFFICIENCY, launch_s=ALPHA_LAUNCH_S,
+                    intra_hop_ll_s=ALPHA_HOP_S["ll"]["intra"], inter_hop_ll_s=ALPHA_HOP_S["ll"]["inter"],
+                    mesh_domain=mesh)
+    return hw, net, notes
+
+
+# fp8 / bf16 ratio of measured best matmul fractions on the same H100 (mamf-finder: 0.709 / 0.803),
+# as calc_inference_latency.py uses it
+FP8_OVER_BF16_MAMF = 0.883
+
+
+def sequence_flops(spec, *, seq_len):
+    """Model FLOPs (forward + backward) and hardware FLOPs per recompute mode of one sequence,
+    exactly as calc_transformer_flops.py counts them (attention over the full s x s, its default
+    convention, as Narayanan et al. 2021 eq. 3 and Korthikanti et al. 2022's MFU count it)."""
+    fwd = sequence_forward_flops(spec, seq_len=seq_len, attention="full")
+    f, b = sum(fwd.values()), backward_flops(fwd)
+    return {"model": f + b, "forward": f,
+            "hardware": {r: f + b + recompute_flops(fwd, recompute=r) for r in RECOMPUTE}}
+
+
+def _divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def check_layout(spec, lay):
+    """None if the layout can run, else a one-line reason (the same rules in both modes)."""
+    tp, pp, vp, cp, ep, etp = lay["tp"], lay["pp"], lay["vp"], lay["cp"], lay["ep"], lay["etp"]
+    n = lay["num_gpus"]
+    if n % (tp * pp * cp):
+        return f"--num-gpus {n} is not divisible by tp x pp x cp = {tp * pp * cp}"
+    dp = n // (tp * pp * cp)
+    L = spec["num_layers"]
+    if pp > L:
+        return f"--pipeline-parallel-size {pp} exceeds the {L} layers"
+    if L % (pp * vp):
+        return f"{L} layers do not split evenly over pp x vp = {pp} x {vp}"
+    if vp > 1 and pp == 1:
+        return "--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1"
+    for layer, _, _ in layer_groups(spec):
+        for x in layer["attention"]:
+            if x["heads"] % tp:
+                return f"attention heads {x['heads']} are not divisible by -tp {tp}"
+            if x["kv_heads"] % tp and tp % x["kv_heads"]:
+                return f"kv heads {x['kv_heads']} and -tp {tp}: one must divide the other"
+            if cp > 1 and x["kind"] == "dsv4":
+                return "context parallelism for DeepSeek-V4's compressed attention is not modelled"
+        for x in layer["mlp"]:
+            if x["kind"] == "dense" and x["width"] % tp:
+                return f"MLP width {x['width']} is not divisible by -tp {tp}"
+            if x["kind"] == "moe":
+                if x["num_experts"] % ep:
+                    return f"{x['num_experts']} experts are not divisible by -ep {ep}"
+                if x["width"] % etp or x["shared_width"] % tp:
+                    return f"expert width {x['width']} is not divisible by etp {etp}"
+    if ep > 1 and not any(x["kind"] == "moe" for g in layer_groups(spec) for x in g[0]["mlp"]):
+        return "-ep > 1 needs a MoE model"
+    if (dp * cp * tp) % (ep * etp):
+        return f"ep x etp = {ep} x {etp} does not divide dp x cp x tp = {dp * cp * tp}"
+    s = lay["sequence_length"]
+    if s % cp:
+        return f"--sequence-length {s} is not divisible by -cp {cp}"
+    if lay["sp"] and (s // cp) % tp:
+        return f"sequence parallelism needs s / cp = {s // cp} divisible by -tp {tp}"
+    gbs, b = lay["global_batch_size"], lay["micro_batch_size"]
+    if gbs % (b * dp):
+        return f"--global-batch-size {gbs} is not divisible by micro-batch x dp = {b} x {dp}"
+    m = gbs // (b * dp)
+    if vp > 1 and m % pp:
+        return f"the interleaved schedule needs micro-batches ({m}) divisible by pp {pp}"
+    if lay["zero_stage"] == 3 and pp > 1:
+        return "ZeRO-3 / FSDP with pipeline parallelism is not supported (DeepSpeed, Megatron-LM)"
+    return None
+
+
+def complete_layout(lay):
+    """Derived fields: dp and the number of micro-batches per step."""
+    dp = lay["num_gpus"] // (lay["tp"] * lay["pp"] * lay["cp"])
+    return dict(lay, dp=dp, num_microbatches=lay["global_batch_size"] // (lay["micro_batch_size"] * dp))
+
+
+def search_layouts(spec, base, *, hw, net, c0, flops, rank_by="time", progress=None):
+    """Every layout of base["num_gpus"] GPUs for base["global_batch_size"], pruned by memory first,
+    ranked by step time (or cost, the same order at a fixed GPU count). Enumerated: tp (powers of two
+    dividing the heads, within a node), cp (powers of two, s / cp >= 4096), pp (dividing the layers),
+    vp (dividing the layers per stage), ep (dividing the experts and dp x cp; experts unsplit, etp 1),
+    sequence parallelism whenever tp > 1 (Korthikanti et al. 2022: same communication volume, less
+    memory), ZeRO-1 (distributed optimizer) or, without pipelining, ZeRO-3, micro-batch sizes
+    dividing the per-replica batch (<= 64), recompute none/selective/full; CPU offload of the
+    optimizer only when nothing fits without it. Memory is monotone in the micro-batch and recompute,
+    so each group stops at the first micro-batch that does not fit."""
+    n, L, s, gbs = base["num_gpus"], spec["num_layers"], base["sequence_length"], base["global_batch_size"]
+    heads = [x["heads"] for g in layer_groups(spec) for x in g[0]["attention"]] or [1]
+    moe = [x for g in layer_groups(spec) for x in g[0]["mlp"] if x["kind"] == "moe"]
+    G = hw["gpus_per_node"]
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= G and n % t == 0 and all(hh % t == 0 for hh in heads)]
+    cps = [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= 4096)]
+    evaluated, rows, cache = 0, [], {}
+    groups = []
+    for tp in tps:
+        for cp in cps:
+            for pp in _divisors(L):
+                if n % (tp * cp * pp):
+                    continue
+                dp = n // (tp * cp * pp)
+                if gbs % dp:
+                    continue
+                vps = [1] + ([v for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
+                eps = [1]
+                if moe:
+                    E = math.gcd(*[x["num_experts"] for x in moe])
+                    eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
+                for vp in vps:
+                    for ep in eps:
+                        for zero in ((1, 3) if pp == 1 else (1,)):
+                            groups.append((tp, cp, pp, vp, ep, zero, dp))
+    for offload in (False, True):
+        for gi, (tp, cp, pp, vp, ep, zero, dp) in enumerate(groups):
+            if progress:
+                progress(gi + (len(groups) if offload else 0), 2 * len(groups) if offload else len(groups))
+            mbs_all = [b for b in _divisors(gbs // dp) if b <= 64]
+            for rc in RECOMPUTE:
+                for b in mbs_all:
+                    lay = dict(base, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=1 if ep > 1 else tp, sp=tp > 1,
+                               zero_stage=zero, micro_batch_size=b, recompute=rc, offload=offload)
+                    if check_layout(spec, lay):
+                        continue
+                    lay = complete_layout(lay)
+                    mem, _ = training_memory(spec, memory_config(spec, lay, c0), b)
+                    if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
+                        break  # a larger micro-batch only needs more
+                    res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache)
+                    evaluated += 1
+                    rows.append((res["step_time_s"], lay, res))
+        if rows:
+            break
+    rows.sort(key=lambda r: r[0])
+    return rows, evaluated, len(groups)
+
+
+def limiter(res):
+    """What holds a layout back most: the largest non-compute share of its step."""
+    bd = res["breakdown_s"]
+    cands = {"bubble": bd.get("pipeline_bubble", 0), "exposed DP": bd.get("exposed_dp_comm", 0),
+             "TP comm": bd.get("exposed_tp_comm", 0), "EP comm": bd.get("exposed_ep_comm", 0),
+             "CP comm": bd.get("exposed_cp_comm", 0), "PP comm": bd.get("exposed_pp_comm", 0),
+             "recompute": sum(v for k, v in bd.items() if k.startswith("recompute_")),
+             "ZeRO-3 gather": bd.get("exposed_zero3_gather", 0), "optimizer": bd.get("optimizer_step", 0)}
+    k = max(cands, key=cands.get)
+    share = cands[k] / res["step_time_s"]
+    if res.get("headroom_bytes") is not None and res["headroom_bytes"] < 0.05 * (res["total_bytes"] or 1):
+        return f"memory ({share:.0%} {k})"
+    return f"{k} {share:.0%}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Command line
+# ------------------------------------------------------------------------------------------------
+
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))
+    mant, _, exp = text.partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
+def build_parser():
+    p = OneLineErrorParser(
+        description="Step time, MFU and the fastest layout of LLM training, from first principles.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_args(p)
+    bo = argparse.BooleanOptionalAction
+    h = p.add_argument_group("hardware")
+    h.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100, b200)")
+    h.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs in the job (default tp x pp x cp)")
+    h.add_argument("--gpus-per-node", type=bounded_int, default=None, help="GPUs per scale-up domain (default: the GPU's, else 8)")
+    h.add_argument("--dtype", choices=("bf16", "fp8"), default="bf16",
+                   help="matmul precision (fp8: matmuls at the fp8 rate, attention and activations 16-bit)")
+    h.add_argument("--peak-tflops", type=finite_float, default=None, help="dense peak TFLOP/s at --dtype (overrides --gpu)")
+    h.add_argument("--matmul-ceiling", type=finite_float, default=None,
+                   help="best matmul fraction of peak (default: hardware.py's measured MAMF / peak)")
+    h.add_argument("--hbm-bandwidth-GBps", dest="hbm_bandwidth_GBps", type=finite_float, default=None,
+                   help="memory bandwidth, GB/s (x %.2f achievable)" % MEM_BW_FRACTION)
+    h.add_argument("--intra-node-bw-GBps", dest="intra_node_bw_GBps", type=finite_float, default=None,
+                   help="scale-up bandwidth per GPU per direction, GB/s")
+    h.add_argument("--inter-node-bw-GBps", dest="inter_node_bw_GBps", type=finite_float, default=None,
+                   help="scale-out bandwidth per GPU per direction, GB/s")
+    h.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="capacity per GPU (overrides --gpu)")
+    h.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
+                   help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
+    lay = p.add_argument_group("layout")
+    lay.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1)
+    lay.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1)
+    lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
+                     help="model chunks per pipeline rank (interleaved 1F1B)")
+    lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
+    lay.add_argument("--expert-parallelism", "-ep", type=bounded_int, default=1)
+    lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
+                     help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
+    lay.add_argument("--sequence-parallel", action=bo, default=False,
+                     help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
+    lay.add_argument("--zero-stage", "-z", type=int, choices=(0, 1, 2, 3), default=1,
+                     help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding)")
+    lay.add_argument("--micro-batch-size", "-b", type=bounded_int, default=None,
+                     help="sequences per micro-batch per replica (default: the fastest that fits)")
+    lay.add_argument("--global-batch-size", type=bounded_int, default=None,
+                     help="sequences per step (default: dp x micro-batch)")
+    lay.add_argument("--sequence-length", "-s", type=bounded_int, default=2048)
+    lay.add_argument("--recompute", choices=RECOMPUTE, default="selective",
+                     help="activation recompute (default selective)")
+    lay.add_argument("--offload", action=bo, default=False,
+                     help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
+    k = p.add_argument_group("framework")
+    k.add_argument("--flash-attention", action=bo, default=True,
+                   help="fused attention kernel (default on); off: eager matmuls + softmax over s x s")
+    k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
+    k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default="backward",
+                   help="which TP collectives hide behind matmuls (default backward, Megatron-LM's)")
+    k.add_argument("--dp-overlap", action=bo, default=True,
+                   help="gradient reduction bucketed under the last backward (default on)")
+    k.add_argument("--dp-bucket-mparams", type=finite_float, default=40.0,
+                   help="gradient bucket, millions of parameters (default 40, Megatron-LM's)")
+    k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
+                   help="busiest expert rank's tokens / mean (default 1.0)")
+    k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
+                   help="compute slowdown while a collective overlaps it (default 0.19, Lee et al. 2025)")
+    o = p.add_argument_group("question")
+    o.add_argument("--tokens", type=finite_float, default=None, help="training tokens: time, GPU-hours, cost")
+    o.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
+    o.add_argument("--search", action="store_true", help="rank every layout of --num-gpus")
+    o.add_argument("--top", type=bounded_int, default=5, help="layouts to print with --search (default 5)")
+    o.add_argument("--rank-by", choices=("time", "cost"), default="time")
+    o.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    p.epilog = textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(p, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in FLAG_RANGES.items()), 100, break_on_hyphens=False)
+    return p
+
+
+def fmt_s(t):
+    if t >= 1:
+        return f"{t:.3f} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t * 1e6:.1f} us"
+
+
+def layout_text(lay):
+    return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
+            f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
+            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''}")
+
+
+def format_report(res):
+    lines = []
+    lay, r = res["layout"], res
+    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']} ({res['dtype']}): {layout_text(lay)}")
+    lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
+                 f"tokens per replica, global batch {lay['global_batch_size']}")
+    for w in res["warnings"]:
+        lines.append(f"warning: {w}")
+    lines.append(f"Step time          {fmt_s(r['step_time_s'])}")
+    lines.append(f"MFU / HFU          {r['mfu']:.1%} / {r['hfu']:.1%}  ({r['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU)")
+    lines.append(f"Tokens/s           {r['tokens_per_s']:,.0f} total, {r['tokens_per_s_per_gpu']:,.0f} per GPU")
+    mem = r["total_bytes"] / GIB_
+    cap = res["memory_bytes"]
+    fit = "" if cap is None else (f"  fits {cap / GIB_:.1f} GiB, headroom {r['headroom_bytes'] / GIB_:.1f} GiB"
+                                  if r["fits"] else f"  DOES NOT FIT {cap / GIB_:.1f} GiB")
+    lines.append(f"Memory per GPU     {mem:.2f} GiB on stage {r['memory']['stage']}{fit}")
+    lines.append("Breakdown of the step (slowest stage x micro-batches, then what the schedule adds):")
+    step = r["step_time_s"]
+    for k, v in sorted(r["breakdown_s"].items(), key=lambda kv: -kv[1]):
+        if v > 0:
+            lines.append(f"  {k:<36}{fmt_s(v):>12}{v / step:>8.1%}")
+    if res.get("training"):
+        t = res["training"]
+        cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
+                     f"{t['gpu_hours']:,.0f} GPU-hours{cost}")
+    if res.get("layouts") is not None:
+        lines.append(f"Search: {res['layouts_evaluated']} layouts costed ({res['layout_groups']} parallel "
+                     f"shapes) in {res['search_time_s']:.2f} s; best first:")
+        lines.append(f"  {'#':>2} {'layout':<66}{'step':>10}{'MFU':>7}{'GiB':>7}  limited by")
+        for i, x in enumerate(res["layouts"]):
+            lines.append(f"  {i + 1:>2} {layout_text(x):<66}{fmt_s(x['step_time_s']):>10}{x['mfu']:>7.1%}"
+                         f"{x['total_bytes'] / GIB_:>7.1f}  {x['limited_by']}")
+        if res.get("why"):
+            lines.append("Why the winner wins: " + res["why"])
+    lines.append("Assumes: " + "; ".join(res["assumptions"]))
+    return "\n".join(lines)
+
+
+def assumptions(hw, lay):
+    ff, fb = hw["flash"]
+    out = [f"matmuls at {hw['matmul_ceiling']:.3f} of peak ({hw['ceiling_source']}) x tile/wave quantization "
+           f"({GEMM_TILE[0]}x{GEMM_TILE[1]} tiles over {hw['sms'] or 'unknown (no wave term)'} SMs), "
+           f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
+           (f"attention: fused kernel at {ff:.2f} (fwd) / {fb:.2f} (bwd) of the 16-bit peak, causal pairs"
+            if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
+            + (" and dropout" if lay["dropout"] else "")),
+           f"memory-bound work at {hw['mem_bw'] / 1e9:,.0f} GB/s achievable",
+           f"TP comm overlap: {lay['tp_comm_overlap']}; DP gradient reduction "
+           + ("bucketed under the last backward" if lay["dp_overlap"] else "after the backward, exposed"),
+           f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
+           f"MoE load imbalance {lay['moe_imbalance']:g}",
+           "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
+           + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
+           "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model"]
+    return out
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
+    check_ranges(args, parser, FLAG_RANGES)
+    if args.num_attention_heads is None and not args.hf_model_name_or_path:
+        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
+            args.num_attention_heads = 64  # as calc_transformer_mem.py's default
+    try:
+        spec, notes = resolve_model_spec(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    hw, net, hw_notes = resolve_hardware(args, parser)
+    tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
+    n = args.num_gpus or tp * pp * cp
+    base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
+            "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
+            "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
+            "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
+            "flash_attention": args.flash_attention, "dropout": args.dropout,
+            "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
+            "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
+            "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
+            "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4}
+    c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
+          "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
+          "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
+    flops = sequence_flops(spec, seq_len=args.sequence_length)
+    res = {"model": spec_summary(spec), "warnings": list(spec["warnings"]), "gpu": hw["name"],
+           "num_gpus": n, "dtype": args.dtype, "memory_bytes": hw["memory_bytes"]}
+    if args.search:
+        if not args.num_gpus or not args.global_batch_size:
+            parser.error("--search needs --num-gpus and --global-batch-size")
+        base["global_batch_size"] = args.global_batch_size
+        t0 = time.perf_counter()
+        show = (lambda i, k: print(f"\rsearching: {i}/{k} parallel shapes", end="", file=sys.stderr)) \
+            if sys.stderr.isatty() and not args.json else None
+        rows, evaluated, ngroups = search_layouts(spec, base, hw=hw, net=net, c0=c0, flops=flops,
+                                                  rank_by=args.rank_by, progress=show)
+        if show:
+            print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+        elapsed = time.perf_counter() - t0
+        if not rows:
+            parser.error(f"no layout of {n} GPUs fits {hw['memory_bytes'] / GIB_:.1f} GiB per GPU "
+                         f"for global batch {args.global_batch_size}, even with full recompute and offload")
+        _, lay, r = rows[0]
+        top = []
+        for _, ly, rr in rows[:args.top]:
+            top.append(dict({k: ly[k] for k in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero_stage",
+                                                  "micro_batch_size", "recompute", "offload", "num_microbatches",
+                                                  "global_batch_size", "sequence_length")},
+                            sequence_parallel=ly["sp"], sp=ly["sp"], step_time_s=rr["step_time_s"],
+                            tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],
+                            total_bytes=rr["total_bytes"], headroom_bytes=rr["headroom_bytes"],
+                            limited_by=limiter(rr)))
+        res.update(layouts=top, layouts_evaluated=evaluated, layout_groups=ngroups, search_time_s=elapsed,
+                   why=why_winner(rows))
+    else:
+        dp = n // (tp * pp * cp) if n % (tp * pp * cp) == 0 else 0
+        if not dp:
+            parser.error(f"--num-gpus {n} is not divisible by tp x pp x cp = {tp * pp * cp}")
+        b = args.micro_batch_size
+        gbs = args.global_batch_size or dp * (b or 1)
+        base["global_batch_size"] = gbs
+        cands = [b] if b else [x for x in _divisors(gbs // dp) if x <= 64] if gbs % dp == 0 else [1]
+        best = None
+        for x in cands:
+            lay = dict(base, micro_batch_size=x)
+            why = check_layout(spec, lay)
+            if why:
+                if b or x == cands[-1] and best is None:
+                    parser.error(why)
+                continue
+            lay = complete_layout(lay)
+            r = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops)
+            key = (not r["fits"], r["step_time_s"] if r["fits"] else x)
+            if best is None or key < best[0]:
+                best = (key, lay, r)
+        _, lay, r = best
+        res["micro_batch_size_source"] = "--micro-batch-size" if b else "the fastest that fits"
+    res.update({k: r[k] for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "hfu",
+                                  "model_tflops_per_gpu", "total_bytes", "fits", "headroom_bytes",
+                                  "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
+    res["layout"] = dict({k: v for k, v in lay.items()}, sequence_parallel=lay["sp"])
+    res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
+                             "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
+    if args.tokens:
+        steps = args.tokens / (lay["global_batch_size"] * lay["sequence_length"])
+        wall = steps * r["step_time_s"]
+        gh = wall * n / 3600
+        res["training"] = {"tokens": args.tokens, "steps": steps, "time_s": wall, "days": wall / SECONDS_PER_DAY,
+                           "gpu_hours": gh, "cost_per_gpu_hour": args.cost_per_gpu_hour,
+                           "cost": gh * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None}
+    res["assumptions"] = assumptions(hw, lay)
+    for note in [*hw_notes, *notes]:
+        print(f"note: {note}", file=sys.stderr)
+    for w in res["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(res, indent=2, default=str))
+    else:
+        print(format_report(res))
+    return res
+
+
+def why_winner(rows):
+    """One sentence on what the best layout gains over the runner-up of another parallel shape."""
+    best = rows[0]
+    shape = lambda ly: (ly["tp"], ly["pp"], ly["vp"], ly["cp"], ly["ep"], ly["zero_stage"])  # noqa: E731
+    other = next((r for r in rows[1:] if shape(r[1]) != shape(best[1])), None)
+    if other is None:
+        return "it is the only parallel shape that fits"
+    b, o = best[2]["breakdown_s"], other[2]["breakdown_s"]
+    diffs = {k: o.get(k, 0) - b.get(k, 0) for k in set(b) | set(o)}
+    k = max(diffs, key=diffs.get)
+    return (f"against the best {layout_text(other[1])} ({fmt_s(other[0])}), it saves {fmt_s(diffs[k])} "
+            f"of {k.replace('_', ' ')} per step")
+
+
+if __name__ == "__main__":
+    main()
