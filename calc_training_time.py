@@ -78,10 +78,13 @@ FLASH_EFFICIENCY = {"a100": (0.70, 0.60), "h100": (0.65, 0.55), "default": (0.60
 # Lee et al. 2025 measured about 19% on average. Applied to the overlapped time.
 OVERLAP_SLOWDOWN = 0.19
 
-# Optimizer step bytes per parameter held: mixed-precision Adam reads the fp32 gradient, master
-# weight and two moments and writes the three back plus the bf16 weight: 4 x 4 + 3 x 4 + 2 = 30
-# (Megatron-LM's fused Adam; ZeRO paper sec. 3.1's 16 B of model state per parameter).
-ADAM_STEP_BYTES = 30
+# Optimizer step bytes per parameter held, counted from the kernels Megatron-LM's mixed-precision
+# optimizer runs each step (megatron/core/optimizer/optimizer.py, MixedPrecisionOptimizer.step): zero
+# the fp32 main-gradient buffer (write 4), the gradient norm for clipping (read 4), fused Adam (read
+# gradient, master weight and two moments, 16; write the three, 12), and the copy of the master
+# weights into the 16-bit model weights (read 4, write 2): 42 B. fp16 adds the loss-scale unscale and
+# inf/nan check over the gradients (read 4, write 4): 50 B.
+OPTIMIZER_STEP_BYTES = {"bf16": 42, "fp16": 50}
 
 # CPU offload (ZeRO-Offload, Ren et al. 2021): host link per GPU (PCIe Gen4 x16 ~25 GB/s achieved
 # on A100 hosts, Gen5 ~50 GB/s on H100 hosts) and CPU-Adam's rate, ~1.0e9 parameters/s per GPU's
@@ -108,7 +111,7 @@ RECOMPUTE = ("none", "selective", "full")
 # The range of each script flag (argparse dest: (lo, hi), both inclusive).
 FLAG_RANGES = {
     "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
-    "virtual_pipeline_size": (1, 1024), "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5),
+    "virtual_pipeline_size": (1, 1024), "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
     "micro_batch_size": (1, 10 ** 6), "global_batch_size": (1, 10 ** 9), "sequence_length": (1, 10 ** 8),
     "tokens": (1, 1e18), "top": (1, 10 ** 4), "peak_tflops": (1e-3, 1e6), "hbm_bandwidth_GBps": (1e-3, 1e7),
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
@@ -4110,15 +4113,15 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
 
 
 def optimizer_s(params_local, *, lay, hw):
-    """Optimizer step seconds on one GPU: fused Adam streams ADAM_STEP_BYTES per held parameter
-    (1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
+    """Optimizer step seconds on one GPU: Megatron-LM's optimizer kernels stream
+    OPTIMIZER_STEP_BYTES per held parameter (1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
     host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
     (ZeRO-Offload, Ren et al. 2021)."""
     shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
     p = params_local / shard
     if lay["offload"]:
         return p * 6 / hw["pcie"] + p / CPU_ADAM_PARAMS_PER_S
-    return memory_time_s(p * ADAM_STEP_BYTES, 1, hw=hw)
+    return memory_time_s(p * OPTIMIZER_STEP_BYTES[lay["precision16"]], 5, hw=hw)
 
 
 def memory_config(spec, lay, c0):
@@ -4265,13 +4268,15 @@ def resolve_hardware(args, parser):
     if not peak:
         parser.error(f"{base.get('name')} has no {dt} peak in hardware.py; pass --peak-tflops or another --dtype")
     peak16 = peaks.get("bf16") or peaks.get("fp16") or (peak / 2 if dt == "fp8" else peak)
-    if args.peak_tflops and dt == "bf16":
+    if args.peak_tflops and dt != "fp8":
         peak16 = peak
     amf = (base.get("achievable_matmul_flops_per_s") or {})
     if args.matmul_ceiling is not None:
         ceiling, ceiling_src = args.matmul_ceiling, "--matmul-ceiling"
     elif rec is not None and amf.get(dt):
         ceiling, ceiling_src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
+    elif rec is not None and dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
+        ceiling, ceiling_src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
     elif rec is not None and amf.get("bf16") and peaks.get("bf16"):
         r = amf["bf16"] / peaks["bf16"]
         ceiling = r * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
@@ -4325,8 +4330,17 @@ def sequence_flops(spec, *, seq_len):
             "hardware": {r: f + b + recompute_flops(fwd, recompute=r) for r in RECOMPUTE}}
 
 
-def _divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
+def _divisors(n, cap=None):
+    """Divisors of n in increasing order (at most `cap`), in O(sqrt n)."""
+    small, large, d = [], [], 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    out = small + large[::-1]
+    return [x for x in out if cap is None or x <= cap]
 
 
 def check_layout(spec, lay):
@@ -4424,7 +4438,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, rank_by="time", progress=N
         for gi, (tp, cp, pp, vp, ep, zero, dp) in enumerate(groups):
             if progress:
                 progress(gi + (len(groups) if offload else 0), 2 * len(groups) if offload else len(groups))
-            mbs_all = [b for b in _divisors(gbs // dp) if b <= 64]
+            mbs_all = _divisors(gbs // dp, 64)
             for rc in RECOMPUTE:
                 for b in mbs_all:
                     lay = dict(base, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=1 if ep > 1 else tp, sp=tp > 1,
@@ -4464,16 +4478,23 @@ def limiter(res):
 # ------------------------------------------------------------------------------------------------
 
 def _num(x):
-    """A bound or value as a user types it: 4096, 0.001, 1e18."""
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
     if isinstance(x, int) and abs(x) < 10 ** 6:
         return str(x)
-    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
     mant, _, exp = text.partition("e")
     return f"{mant}e{int(exp)}" if exp else mant
 
 
 def _flag(parser, dest):
     return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
 
 
 def check_ranges(args, parser, ranges):
@@ -4495,8 +4516,9 @@ def build_parser():
     h.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100, b200)")
     h.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs in the job (default tp x pp x cp)")
     h.add_argument("--gpus-per-node", type=bounded_int, default=None, help="GPUs per scale-up domain (default: the GPU's, else 8)")
-    h.add_argument("--dtype", choices=("bf16", "fp8"), default="bf16",
-                   help="matmul precision (fp8: matmuls at the fp8 rate, attention and activations 16-bit)")
+    h.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16",
+                   help="matmul precision (fp16 adds loss scaling to the optimizer step; fp8: matmuls at the "
+                        "fp8 rate, attention and activations bf16)")
     h.add_argument("--peak-tflops", type=finite_float, default=None, help="dense peak TFLOP/s at --dtype (overrides --gpu)")
     h.add_argument("--matmul-ceiling", type=finite_float, default=None,
                    help="best matmul fraction of peak (default: hardware.py's measured MAMF / peak)")
@@ -4552,8 +4574,7 @@ def build_parser():
     o.add_argument("--top", type=bounded_int, default=5, help="layouts to print with --search (default 5)")
     o.add_argument("--rank-by", choices=("time", "cost"), default="time")
     o.add_argument("--json", action="store_true", help="print the result dict as JSON only")
-    p.epilog = textwrap.fill("ranges (exit 2 outside): " + ", ".join(
-        f"{_flag(p, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in FLAG_RANGES.items()), 100, break_on_hyphens=False)
+    p.epilog = ranges_epilog(p, FLAG_RANGES)
     return p
 
 
@@ -4654,7 +4675,8 @@ def main(argv=None):
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
-            "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4}
+            "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4,
+            "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
           "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
@@ -4695,7 +4717,7 @@ def main(argv=None):
         b = args.micro_batch_size
         gbs = args.global_batch_size or dp * (b or 1)
         base["global_batch_size"] = gbs
-        cands = [b] if b else [x for x in _divisors(gbs // dp) if x <= 64] if gbs % dp == 0 else [1]
+        cands = [b] if b else _divisors(gbs // dp, 64) if gbs % dp == 0 else [1]
         best = None
         for x in cands:
             lay = dict(base, micro_batch_size=x)

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from conftest import check_run, config_path, load_json, run_main
 
 SCRIPTS = ["calc_transformer_params", "calc_transformer_flops", "calc_transformer_mem",
-           "calc_inference_latency", "calc_comm"]
-EXTRA_ARGS = {"calc_comm": ["--train", "--num-gpus", "16", "-tp", "2", "-dp", "8"],
+           "calc_inference_latency", "calc_comm", "calc_training_time"]
+EXTRA_ARGS = {"calc_training_time": ["-s", "512", "--num-gpus", "8", "-tp", "2"],"calc_comm": ["--train", "--num-gpus", "16", "-tp", "2", "-dp", "8"],
               "calc_transformer_mem": ["-s", "512"], "calc_inference_latency": ["--prompt-tokens", "256"],
               "calc_transformer_flops": ["-s", "512"]}
 BASES = ["gpt2", "opt-350m", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3-30b-a3b",

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import check_run, config_path, exit_code_and_stderr, run_main
 
 SCRIPTS = ["calc_transformer_params", "calc_transformer_flops", "calc_transformer_mem",
-           "calc_inference_latency", "calc_comm", "hardware"]
+           "calc_inference_latency", "calc_comm", "calc_training_time", "hardware"]
 # Values a careless or hostile user types for a number: the edges of float, non-finite spellings,
 # a 400-digit integer, fractions where a count belongs, 18-digit counts (the most bounded_int
 # takes), and things that are not numbers at all.
@@ -129,7 +129,7 @@ def _timeout(*_):
 
 # Examples per script: the file runs in about 30 s on 2 cores.
 EXAMPLES = {"calc_transformer_params": 120, "calc_transformer_flops": 200, "calc_transformer_mem": 250,
-            "calc_inference_latency": 200, "calc_comm": 250, "hardware": 60}
+            "calc_inference_latency": 200, "calc_comm": 250, "calc_training_time": 150, "hardware": 60}
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -196,7 +196,8 @@ def _text(lo, hi, x):
 # Context for the runs at the bounds: a model and mode in which each flag is read.
 AT_BOUNDS = {"calc_transformer_params": [[]], "calc_transformer_flops": [[], ["--infer"]],
              "calc_transformer_mem": [[], ["--infer"], ["--moe", "-e", "8"]],
-             "calc_inference_latency": [[]], "calc_comm": [[], ["--train"], ["--sweep"]]}
+             "calc_inference_latency": [[]], "calc_comm": [[], ["--train"], ["--sweep"]],
+             "calc_training_time": [[], ["--search", "--num-gpus", "8", "--global-batch-size", "16"]]}
 
 
 @pytest.mark.parametrize("script", CALCS)
