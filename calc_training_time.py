@@ -86,6 +86,12 @@ OVERLAP_SLOWDOWN = 0.19
 # inf/nan check over the gradients (read 4, write 4): 50 B.
 OPTIMIZER_STEP_BYTES = {"bf16": 42, "fp16": 50}
 
+# Weight gradients are summed into an fp32 main-gradient buffer every micro-batch: Megatron-LM's
+# gradient-accumulation fusion has the weight-gradient matmul read and write that fp32 buffer
+# (megatron/core/tensor_parallel/layers.py, wgrad_gemm_accum_fp32: beta = 1), 4 + 4 B per weight
+# per micro-batch on top of the matmul's own traffic; its epilogue does not overlap its main loop.
+GRAD_ACCUM_BYTES = 8
+
 # CPU offload (ZeRO-Offload, Ren et al. 2021): host link per GPU (PCIe Gen4 x16 ~25 GB/s achieved
 # on A100 hosts, Gen5 ~50 GB/s on H100 hosts) and CPU-Adam's rate, ~1.0e9 parameters/s per GPU's
 # share of the host cores (Ren et al. 2021 Table 3: CPU-Adam updates 1B parameters in ~1 s on 8
@@ -3936,6 +3942,8 @@ def layer_compute_s(layer, *, h, lay, hw):
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
     _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+    ne, ex = layer_params_per_rank(layer, h=h, norm=lay["norm"], tp=tp, etp=etp, ep=ep)
+    _add(parts, "grad_accumulation", 0.0, (ne + ex) * GRAD_ACCUM_BYTES / hw["mem_bw"])
     return parts, overlap, blocks
 
 
@@ -4046,7 +4054,7 @@ def layer_cost(layer, *, spec, lay, hw, net):
     """{"compute": {component: [fwd, bwd, rec]}, "comm": {kind: [fwd, bwd, rec]}} for one layer and
     one micro-batch on one rank."""
     h = spec["hidden_size"]
-    lay = dict(lay, residual_streams=spec.get("residual_streams", 1))
+    lay = dict(lay, residual_streams=spec.get("residual_streams", 1), norm=spec["norm"])
     parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
     core = parts.get("attention_core", [0.0, 0.0, 0.0])
     comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
@@ -4139,14 +4147,22 @@ def memory_config(spec, lay, c0):
                 zbs=5e8 if lay["zero_stage"] == 3 else 0)
 
 
-def evaluate(spec, lay, *, hw, net, c0, flops, cache=None):
+# The layout fields one layer's cost depends on (the cache key of evaluate: layouts that differ only
+# in pp, vp, dp, ZeRO or offload share their layers' costs)
+LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
+                   "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
+                   "gpus_per_node", "matmul_bytes")
+
+
+def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     """Step time, its breakdown, MFU/HFU and memory of one layout. `flops`: the model and hardware
-    FLOPs of one sequence (calc_transformer_flops.py's count), per recompute mode."""
+    FLOPs of one sequence (calc_transformer_flops.py's count), per recompute mode; `memory`: the
+    layout's training_memory() when the caller has it."""
     cache = {} if cache is None else cache
     L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
     by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp)
     first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
-    key_lay = tuple(sorted((k, v) for k, v in lay.items() if not isinstance(v, (dict, list))))
+    key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
     stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
     m = lay["num_microbatches"]
     G = lay["gpus_per_node"]
@@ -4156,15 +4172,20 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None):
         act *= spec.get("residual_streams", 1)
         p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
                           net=net, gpus_per_node=G)
+    layers = spec["layers"]
     for st in range(pp):
-        comp, comm = {}, {}
+        comp, comm, kinds = {}, {}, {}
         for i in by_stage[st]:
-            layer = spec["layers"][i]
-            k = (id(layer), key_lay)
+            kinds[id(layers[i])] = kinds.get(id(layers[i]), 0) + 1
+            kinds.setdefault(("layer", id(layers[i])), layers[i])
+        for lid, count in kinds.items():
+            if isinstance(lid, tuple):
+                continue
+            k = (lid, key_lay)
             if k not in cache:
-                cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
-            _sum_into(comp, cache[k]["compute"])
-            _sum_into(comm, cache[k]["comm"])
+                cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=lay, hw=hw, net=net)
+            _sum_into(comp, cache[k]["compute"], count)
+            _sum_into(comm, cache[k]["comm"], count)
         if st == 0:
             _sum_into(comp, {"embedding": [first[0], first[1], 0.0]})
         if st == pp - 1:
@@ -4176,9 +4197,11 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None):
         stage_s.append(fwd + bwd)
         stage_b.append(bwd)
         stage_parts.append((comp, comm))
-        ne, ex, _ = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
-                                          stage=st, layers_held=by_stage[st])
-        params_by_stage.append((ne, ex))
+        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], st)
+        if pk not in cache:
+            cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
+                                              stage=st, layers_held=by_stage[st])[:2]
+        params_by_stage.append(cache[pk])
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
     dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=[b / 1 for b in stage_b],
                                    lay=lay, net=net)
@@ -4220,8 +4243,9 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None):
     model_flops = gbs * flops["model"]
     hw_flops = gbs * flops["hardware"][lay["recompute"]]
     tokens = gbs * lay["sequence_length"]
-    mem_c = memory_config(spec, lay, c0)
-    stage_mem, _ = training_memory(spec, mem_c, lay["micro_batch_size"])
+    if memory is None:
+        memory, _ = training_memory(spec, memory_config(spec, lay, c0), lay["micro_batch_size"])
+    stage_mem = memory
     total_bytes = stage_mem["total_bytes"]
     return {"step_time_s": step, "breakdown_s": breakdown,
             "mfu": model_flops / (step * n * hw["peak_mfu"]),
@@ -4401,7 +4425,7 @@ def complete_layout(lay):
 
 def search_layouts(spec, base, *, hw, net, c0, flops, rank_by="time", progress=None):
     """Every layout of base["num_gpus"] GPUs for base["global_batch_size"], pruned by memory first,
-    ranked by step time (or cost, the same order at a fixed GPU count). Enumerated: tp (powers of two
+    ranked by time per sequence (or cost, the same order at a fixed GPU count). Enumerated: tp (powers of two
     dividing the heads, within a node), cp (powers of two, s / cp >= 4096), pp (dividing the layers),
     vp (dividing the layers per stage), ep (dividing the experts and dp x cp; experts unsplit, etp 1),
     sequence parallelism whenever tp > 1 (Korthikanti et al. 2022: same communication volume, less
@@ -4423,7 +4447,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, rank_by="time", progress=N
                 if n % (tp * cp * pp):
                     continue
                 dp = n // (tp * cp * pp)
-                if gbs % dp:
+                if gbs < dp:
                     continue
                 vps = [1] + ([v for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
                 eps = [1]
@@ -4438,10 +4462,16 @@ def search_layouts(spec, base, *, hw, net, c0, flops, rank_by="time", progress=N
         for gi, (tp, cp, pp, vp, ep, zero, dp) in enumerate(groups):
             if progress:
                 progress(gi + (len(groups) if offload else 0), 2 * len(groups) if offload else len(groups))
-            mbs_all = _divisors(gbs // dp, 64)
+            # the batch becomes the largest multiple of dp at most --global-batch-size (as Calculon's
+            # search does), so that a GPU count with a large prime factor still has layouts
+            gbs_dp = gbs // dp * dp
+            mbs_all = _divisors(gbs_dp // dp, 64)
             for rc in RECOMPUTE:
+                if rc == "selective" and base["flash_attention"]:
+                    continue  # a fused attention kernel stores no s x s scores: selective = none
                 for b in mbs_all:
-                    lay = dict(base, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=1 if ep > 1 else tp, sp=tp > 1,
+                    lay = dict(base, global_batch_size=gbs_dp, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep,
+                               etp=1 if ep > 1 else tp, sp=tp > 1,
                                zero_stage=zero, micro_batch_size=b, recompute=rc, offload=offload)
                     if check_layout(spec, lay):
                         continue
@@ -4449,9 +4479,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, rank_by="time", progress=N
                     mem, _ = training_memory(spec, memory_config(spec, lay, c0), b)
                     if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
                         break  # a larger micro-batch only needs more
-                    res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache)
+                    res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=mem)
                     evaluated += 1
-                    rows.append((res["step_time_s"], lay, res))
+                    # rank by time per sequence (the same order as step time when every layout
+                    # runs the whole batch; fair when a batch was rounded down to a multiple of dp)
+                    rows.append((res["step_time_s"] / lay["global_batch_size"], lay, res))
         if rows:
             break
     rows.sort(key=lambda r: r[0])
@@ -4589,7 +4621,7 @@ def fmt_s(t):
 def layout_text(lay):
     return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
             f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
-            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''}")
+            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''} gbs {lay['global_batch_size']}")
 
 
 def format_report(res):
@@ -4768,8 +4800,8 @@ def why_winner(rows):
     b, o = best[2]["breakdown_s"], other[2]["breakdown_s"]
     diffs = {k: o.get(k, 0) - b.get(k, 0) for k in set(b) | set(o)}
     k = max(diffs, key=diffs.get)
-    return (f"against the best {layout_text(other[1])} ({fmt_s(other[0])}), it saves {fmt_s(diffs[k])} "
-            f"of {k.replace('_', ' ')} per step")
+    return (f"against the best {layout_text(other[1])} ({fmt_s(other[2]['step_time_s'])} per step), it saves "
+            f"{fmt_s(diffs[k])} of {k.replace('_', ' ')} per step")
 
 
 if __name__ == "__main__":
