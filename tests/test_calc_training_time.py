@@ -2,7 +2,6 @@
 collectives), published training runs (Korthikanti et al. 2022, Narayanan et al. 2021, MT-NLG),
 the search, and the exit-2 rules. The published rows are validation only: no constant of the
 script was set from them (VALIDATION.md, training-time section, names what set each constant)."""
-import json
 import math
 
 import pytest
@@ -76,3 +75,155 @@ def test_collectives_agree_with_calc_comm(capsys):
     dp = rows[("DP", "reduce_scatter")]
     mine = T.comm_time_s("reduce_scatter", dp["size_bytes"], n=4, stride=8, net=net, gpus_per_node=8)
     assert mine == pytest.approx(dp["time_per_call_s"], rel=1e-12)
+
+
+# --- published runs (validation only: no constant was set from them) -----------------------------
+# Megatron-LM GPT of 2021-22 on Selene (A100-SXM4-80GB, 8 per node, 8 x 200 Gb/s HDR per node),
+# mixed precision fp16, learned positions, tied embeddings, biases, GELU MLP 4h, dropout 0.1, eager
+# attention (no flash kernel yet), s = 2048, V = 51200.
+GPT_2022 = ["-v", "51200", "-s", "2048", "--gpu", "a100", "--dtype", "fp16", "--no-flash-attention", "--dropout",
+            "--bias", "--tied-embeddings", "--position-embedding", "learned"]
+
+
+def gpt(L, h, a):
+    return ["-l", str(L), "-hs", str(h), "-a", str(a)] + GPT_2022
+
+
+# Korthikanti et al. 2022 (arXiv 2205.05198), Table 3 layouts and Table 5 iteration times (s):
+# full recompute without sequence parallelism, and selective recompute + sequence parallelism.
+# DP = 1 everywhere; the interleaved schedule with 3 chunks for 175B and 530B (Sec. 6); no overlap
+# of the data-parallel all-reduce (Sec. 6.3).
+TABLE5 = [("22B", 48, 6144, 64, 8, 1, 8, 4, 4, 1, 1.42, 1.10),
+          ("175B", 96, 12288, 96, 8, 8, 64, 64, 1, 3, 18.13, 13.75),
+          ("530B", 105, 20480, 128, 8, 35, 280, 280, 1, 3, 49.05, 37.83),
+          ("1T", 128, 25600, 160, 8, 64, 512, 512, 1, 1, 94.42, 71.49)]
+
+
+def _table5_errors(capsys):
+    errs = []
+    for _, L, h, a, tp, pp, n, gbs, mbs, vp, full, sel in TABLE5:
+        base = gpt(L, h, a) + ["-tp", str(tp), "-pp", str(pp), "--num-gpus", str(n), "--global-batch-size",
+                               str(gbs), "-b", str(mbs), "-vp", str(vp), "--no-dp-overlap"]
+        r1 = run(base + ["--recompute", "full", "--no-sequence-parallel"], capsys)
+        r2 = run(base + ["--recompute", "selective", "--sequence-parallel"], capsys)
+        errs += [r1["step_time_s"] / full - 1, r2["step_time_s"] / sel - 1]
+    return errs
+
+
+@pytest.mark.xfail(strict=True, reason="mean |error| 3.5% and max 7.4% (22B selective+SP, -7.4%) against "
+                   "the issue's 3% / 6%: VALIDATION.md, training-time section")
+def test_korthikanti_table5_within_the_issue_bounds(capsys):
+    errs = _table5_errors(capsys)
+    assert sum(abs(e) for e in errs) / len(errs) <= 0.03
+    assert max(abs(e) for e in errs) <= 0.06
+
+
+# Table 4: one transformer layer of the 22B model (t = 8, micro-batch 4), forward / backward ms.
+TABLE4 = [("none", False, 7.7, 11.9), ("none", True, 7.2, 11.8), ("full", False, 7.7, 19.5),
+          ("selective", False, 7.7, 13.2), ("selective", True, 7.2, 13.1)]
+
+
+@pytest.mark.parametrize("recompute,sp,fwd_ms,bwd_ms", TABLE4)
+def test_korthikanti_table4_one_layer_within_10_percent(recompute, sp, fwd_ms, bwd_ms):
+    parser = T.build_parser()
+    args = parser.parse_args(gpt(48, 6144, 64))
+    spec, _ = T.resolve_model_spec(args)
+    hw, net, _ = T.resolve_hardware(args, parser)
+    lay = T.complete_layout(dict(
+        num_gpus=8, tp=8, pp=1, vp=1, cp=1, ep=1, etp=8, sp=sp, zero_stage=1, sequence_length=2048,
+        recompute=recompute, offload=False, flash_attention=False, dropout=True, tp_comm_overlap="backward",
+        dp_overlap=False, dp_bucket_params=4e7, moe_imbalance=1.0, overlap_slowdown=T.OVERLAP_SLOWDOWN,
+        gpus_per_node=8, matmul_bytes=2, grad_bytes=4, global_batch_size=4, micro_batch_size=4,
+        precision16="fp16"))
+    c = T.layer_cost(spec["layers"][0], spec=spec, lay=lay, hw=hw, net=net)
+    parts = list(c["compute"].values()) + list(c["comm"].values())
+    f = sum(v[0] for v in parts) * 1e3
+    b = sum(v[1] + v[2] for v in parts) * 1e3
+    assert f == pytest.approx(fwd_ms, rel=0.10) and b == pytest.approx(bwd_ms, rel=0.10), (f, b)
+
+
+# Narayanan et al. 2021 (arXiv 2104.04473) Table 1, with the authors' run_table_1.sh layouts
+# (micro-batch, virtual stages; torch DDP, which overlaps the gradient all-reduce, up to 18.4B and
+# Megatron's local DDP, which does not, above). Their TFLOP/s is eq. 3's count (full recompute):
+# iteration time = eq. 3 FLOPs / (GPUs x TFLOP/s).
+TABLE1 = [(24, 2304, 24, 1, 1, 32, 512, 137, 16, 1, True), (32, 3072, 30, 2, 1, 64, 512, 138, 16, 1, True),
+          (32, 4096, 36, 4, 1, 128, 512, 142, 16, 1, True), (48, 6144, 40, 8, 1, 256, 1024, 135, 8, 1, True),
+          (64, 8192, 48, 8, 2, 512, 1536, 138, 4, 1, False), (80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3, False),
+          (96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2, False), (128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2, False),
+          (128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3, False), (160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1, False)]
+
+
+@pytest.mark.xfail(strict=True, reason="3 of 10 rows within 10%; the model runs 8-16% fast on every row "
+                   "(VALIDATION.md, training-time section)")
+def test_narayanan_table1_every_row_within_10_percent(capsys):
+    for a, h, L, tp, pp, n, B, tflops, mbs, vp, torch_ddp in TABLE1:
+        F = 96 * B * 2048 * L * h * h * (1 + 2048 / (6 * h) + 51200 / (16 * L * h))
+        r = run(gpt(L, h, a) + ["-tp", str(tp), "-pp", str(pp), "--num-gpus", str(n), "--global-batch-size", str(B),
+                                "-b", str(mbs), "-vp", str(vp), "--recompute", "full", "--no-sequence-parallel",
+                                "--dp-overlap" if torch_ddp else "--no-dp-overlap"], capsys)
+        assert r["step_time_s"] == pytest.approx(F / (n * tflops * 1e12), rel=0.10), (h, r["step_time_s"])
+
+
+@pytest.mark.xfail(strict=True, reason="MT-NLG's DeepSpeed runs take 60.1/50.2/44.4 s; the model gives "
+                   "26-29% less (VALIDATION.md)")
+def test_mt_nlg_530b_within_10_percent(capsys):
+    # Smith et al. 2022 (arXiv 2201.11990) sec. 2.4: batch 1920, tp 8 x pp 35, 280/350/420 DGX A100
+    for n, t in ((2240, 60.1), (2800, 50.2), (3360, 44.4)):
+        r = run(gpt(105, 20480, 128) + ["-tp", "8", "-pp", "35", "--num-gpus", str(n), "--global-batch-size",
+                                        "1920", "-b", "1", "--recompute", "full", "--no-sequence-parallel",
+                                        "--no-dp-overlap"], capsys)
+        assert r["step_time_s"] == pytest.approx(t, rel=0.10)
+
+
+# --- the search -----------------------------------------------------------------------------------
+
+def test_calculon_example_search(capsys):
+    # Calculon's README example: Megatron-Turing 530B on 5128 A100-80GB, batch up to 2520, fp16.
+    # 5128 = 8 x 641 (641 prime): with 105 layers only pp 1 uses every GPU, and the batch rounds down
+    # to a multiple of dp (Calculon picks tp 8, pp 1, dp 641, micro-batch 3, batch 1923).
+    res = run(gpt(105, 20480, 128) + ["--flash-attention", "--num-gpus", "5128", "--global-batch-size", "2520",
+                                      "--search", "--top", "5"], capsys)
+    best = res["layouts"][0]
+    assert (best["tp"], best["pp"], best["dp"], best["global_batch_size"]) == (8, 1, 641, 1923)
+    assert res["search_time_s"] < 5  # benchmarks/search_speed.py times it; this only guards a blow-up
+    assert all(x["total_bytes"] <= res["memory_bytes"] for x in res["layouts"])
+    times = [x["step_time_s"] / x["global_batch_size"] for x in res["layouts"]]
+    assert times == sorted(times)
+
+
+def test_search_keys_and_a_megatron_layout_for_530b_on_2240(capsys):
+    res = run(gpt(105, 20480, 128) + ["--num-gpus", "2240", "--global-batch-size", "2240", "--search"], capsys)
+    for k in ("layouts", "layouts_evaluated", "search_time_s", "step_time_s", "tokens_per_s_per_gpu", "mfu",
+              "hfu", "model_tflops_per_gpu", "total_bytes", "fits", "breakdown_s"):
+        assert k in res, k
+    best = res["layouts"][0]
+    for k in ("tp", "pp", "vp", "dp", "cp", "ep", "zero_stage", "micro_batch_size", "recompute",
+              "sequence_parallel", "step_time_s", "tokens_per_s_per_gpu", "mfu", "total_bytes"):
+        assert k in best, k
+    assert best["tp"] == 8 and best["pp"] > 1  # tensor parallel inside the node, pipelined across nodes
+
+
+def test_more_gpus_never_slow_a_step_down(capsys):
+    base = gpt(48, 6144, 64) + ["-tp", "8", "-b", "1", "--global-batch-size", "64", "--recompute", "selective",
+                                "--sequence-parallel"]
+    times = [run(base + ["--num-gpus", str(n)], capsys)["step_time_s"] for n in (8, 16, 32, 64)]
+    assert times == sorted(times, reverse=True)
+
+
+def test_bad_layouts_exit_2_in_one_line():
+    from conftest import exit_code_and_stderr
+    for argv in (["-tp", "3"], ["-pp", "5", "-l", "44"], ["--num-gpus", "7", "-tp", "2"], ["--search"],
+                 ["-z", "3", "-pp", "2", "--num-gpus", "2"], ["-ep", "2", "--num-gpus", "2"]):
+        code, err = exit_code_and_stderr(T.main, argv)
+        assert code == 2 and err.count("\n") == 1, (argv, err)
+
+
+def test_tokens_give_days_gpu_hours_and_cost(capsys):
+    res = run(["--hf_model_name_or_path", config_path("llama-2-7b"), "--gpu", "h100", "--num-gpus", "64",
+               "--global-batch-size", "512", "-s", "4096", "-tp", "1", "--tokens", "2e12",
+               "--cost-per-gpu-hour", "2"], capsys)
+    t = res["training"]
+    assert t["steps"] == pytest.approx(2e12 / (512 * 4096))
+    assert t["gpu_hours"] == pytest.approx(t["time_s"] * 64 / 3600)
+    assert t["cost"] == pytest.approx(2 * t["gpu_hours"])
+    assert math.isfinite(t["days"]) and t["days"] > 0
