@@ -4574,7 +4574,7 @@ def build_parser():
                      help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
     lay.add_argument("--sequence-parallel", action=bo, default=False,
                      help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
-    lay.add_argument("--zero-stage", "-z", type=int, choices=(0, 1, 2, 3), default=1,
+    lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=1,
                      help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding)")
     lay.add_argument("--micro-batch-size", "-b", type=bounded_int, default=None,
                      help="sequences per micro-batch per replica (default: the fastest that fits)")

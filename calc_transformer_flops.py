@@ -37,7 +37,8 @@ the --tokens totals forward-only.
 
 Time: wall time = model FLOPs / (GPUs x peak x MFU) (or hardware FLOPs / (GPUs x peak x HFU) with
 --hfu). Default MFU 0.40: the middle of what large dense bf16 runs report (PaLM 540B 46.2%,
-Chowdhery et al. 2022 sec. 4.1; Llama 3 405B 38-43%, Dubey et al. 2024 Table 4).
+Chowdhery et al. 2022 sec. 4.1; Llama 3 405B 38-43%, Dubey et al. 2024 Table 4). An assumed MFU
+is a guess; calc_training_time.py costs the step of a given layout instead (and finds the fastest).
 
 Symbols: b batch (samples), s sequence length, T tokens, V vocab, h hidden, L layers, a query heads,
 kv key/value heads, d head dim, f MLP width, E routed experts, k experts per token, f_e expert width.
@@ -3150,6 +3151,8 @@ def format_report(res):
                      f"{t['gpu_hours']:,.0f} GPU-hours"
                      + (f", cost {t['cost']:,.0f} at {t['cost_per_gpu_hour']:g}/GPU-hour"
                         if t["cost"] is not None else ""))
+        if t["mfu_default"]:
+            lines.append("  (an assumed MFU: calc_training_time.py costs the step of a layout instead)")
     else:
         lines.append("Time: pass --gpu NAME or --peak-tflops X (and --num-gpus N, --mfu) for wall time "
                      "and GPU-hours.")

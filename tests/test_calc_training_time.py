@@ -153,7 +153,7 @@ TABLE1 = [(24, 2304, 24, 1, 1, 32, 512, 137, 16, 1, True), (32, 3072, 30, 2, 1, 
           (128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3, False), (160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1, False)]
 
 
-@pytest.mark.xfail(strict=True, reason="3 of 10 rows within 10%; the model runs 8-16% fast on every row "
+@pytest.mark.xfail(strict=True, reason="2 of 10 rows within 10%; the model runs 8-16% fast on every row "
                    "(VALIDATION.md, training-time section)")
 def test_narayanan_table1_every_row_within_10_percent(capsys):
     for a, h, L, tp, pp, n, B, tflops, mbs, vp, torch_ddp in TABLE1:
