@@ -86,7 +86,9 @@ def main(argv=None):
         other = os.path.abspath(args.against)
         if not os.path.isdir(other) or os.path.samefile(other, ROOT):
             p.error(f"--against {args.against}: give another checkout's folder")
-        ab(scripts, other, args.repeat)
+        # a script the other checkout does not have yet (calc_training_time.py against an older
+        # tree) has nothing to compare with
+        ab([s for s in scripts if os.path.exists(os.path.join(other, s))], other, args.repeat)
         return None
     base = median_s([sys.executable, "-c", "pass"], args.repeat)
     print(f"{'command':<34}{'median':>10}{'x bare':>8}")
