@@ -62,11 +62,9 @@ References:
 """
 
 import argparse
-import json
 import math
 import os
 import sys
-import textwrap
 
 # ---------------------------------------------------------------------------------------------
 # Constants. Latencies in seconds; efficiencies are achieved / line-rate bandwidth.
@@ -490,10 +488,17 @@ _FOREIGN_LAYER_FIELDS = (
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
+    epilog may be a function, called only when --help is printed (a run that answers never builds
+    it: start-up time)."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def format_help(self):
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
 
 
 def finite_float(text):
@@ -623,6 +628,7 @@ def load_hf_config(name_or_path):
         if not os.path.isfile(path):
             raise ValueError(f"no config.json in folder {name_or_path!r}")
     if os.path.isfile(path):
+        import json  # imported where it is used: a run without a config never needs it
         try:
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise ValueError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
@@ -717,6 +723,7 @@ def _hub_config(repo_id):
 
 
 def _short(value):
+    import json  # imported where it is used: a run without a config never needs it
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -3278,6 +3285,7 @@ def _flag(parser, dest):
 
 def ranges_epilog(parser, ranges):
     """The --help line that lists each flag's range (from the table the checks use)."""
+    import textwrap  # only --help needs it: build_parser passes this as a function (start-up time)
     return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
         f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
         100, break_on_hyphens=False)
@@ -3351,7 +3359,8 @@ def build_parser():
                    help="gradient reduction (default fp32, Megatron's bf16 default)")
     add_model_args(parser)
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
-    parser.epilog = ranges_epilog(parser, FLAG_RANGES) + "\nsizes: 1 B to 2^60 B (1 EiB)"
+    # built only for --help
+    parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES) + "\nsizes: 1 B to 2^60 B (1 EiB)"
     return parser
 
 
@@ -3477,6 +3486,12 @@ ASSUMPTIONS = ("Assumes: alpha-beta model, per-GPU per-direction bandwidths x ef
                "links, node-contiguous ranks, no competing traffic; busbw as nccl-tests defines it.")
 
 
+def _json_text(res):
+    """The --json output (json is imported here: a run without --json never needs it)."""
+    import json
+    return json.dumps(res)
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -3505,7 +3520,7 @@ def main(argv=None):
                  "inter_node_hop_latency_s": args.inter_node_latency_us * 1e-6}
     if args.train:
         res = run_training(args, parser, net, hw_inputs, notes)
-        print(json.dumps(res) if args.json else format_training(res))
+        print(_json_text(res) if args.json else format_training(res))
         return res
 
     n = args.num_gpus
@@ -3532,14 +3547,14 @@ def main(argv=None):
         res = {"inputs": inputs, "rows": [one(sz) for sz in sizes],
                "bus_bandwidth_factor": bus_bandwidth_factor(op=args.op, n=n),
                "assumptions": ASSUMPTIONS}
-        print(json.dumps(res) if args.json else format_sweep(res))
+        print(_json_text(res) if args.json else format_sweep(res))
         return res
     size = parse_size_bytes(args.size)
     inputs["size_bytes"] = size
     r = one(size)
     res = dict(r, inputs=inputs, bus_bandwidth_factor=bus_bandwidth_factor(op=args.op, n=n),
                assumptions=ASSUMPTIONS)
-    print(json.dumps(res) if args.json else format_collective(res))
+    print(_json_text(res) if args.json else format_collective(res))
     return res
 
 

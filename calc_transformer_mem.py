@@ -62,10 +62,8 @@ References:
 """
 
 import argparse
-import json
 import os
 import sys
-import textwrap
 
 # === shared model spec: begin ===
 # This block is repeated on purpose in every calc_*.py script that needs a model (each file stands
@@ -123,10 +121,17 @@ _FOREIGN_LAYER_FIELDS = (
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
+    epilog may be a function, called only when --help is printed (a run that answers never builds
+    it: start-up time)."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def format_help(self):
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
 
 
 def finite_float(text):
@@ -256,6 +261,7 @@ def load_hf_config(name_or_path):
         if not os.path.isfile(path):
             raise ValueError(f"no config.json in folder {name_or_path!r}")
     if os.path.isfile(path):
+        import json  # imported where it is used: a run without a config never needs it
         try:
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise ValueError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
@@ -350,6 +356,7 @@ def _hub_config(repo_id):
 
 
 def _short(value):
+    import json  # imported where it is used: a run without a config never needs it
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -3533,6 +3540,7 @@ def _flag(parser, dest):
 
 def ranges_epilog(parser, ranges):
     """The --help line that lists each flag's range (from the table the checks use)."""
+    import textwrap  # only --help needs it: build_parser passes this as a function (start-up time)
     return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
         f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
         100, break_on_hyphens=False)
@@ -3647,7 +3655,7 @@ def build_parser():
     f.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
                    help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
     p.add_argument("--json", action="store_true", help="print the result dict as JSON only")
-    p.epilog = ranges_epilog(p, FLAG_RANGES)
+    p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
 
 
@@ -4069,6 +4077,7 @@ def main(argv=None):
     res["fit"] = fit
     res["assumptions"] = assumptions(c, spec)
     if args.json:
+        import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2))
     else:
         print(format_report(res))
