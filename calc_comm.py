@@ -747,11 +747,42 @@ _NEVER_COUNTS = {"max_position_embeddings", "num_labels", "use_cache", "output_r
                  "use_qk_norm", "interleave_moe_layer_step", "moe_layer_freq", "decoder_sparse_step"}
 
 
+# The largest value ConfigReader accepts in a config field (a call's hi= wins): far past any real
+# model, small enough that no count overflows into nonsense. Unlisted fields (widths, vocabularies,
+# token counts) may hold up to 2^31, numbers read with num() up to 1e12.
+_FIELD_MAX = {
+    **dict.fromkeys((  # heads, head and state dims, experts, top-k, groups, chunk lengths
+        "num_attention_heads n_head num_heads num_key_value_heads num_kv_heads num_attention_groups "
+        "num_global_key_value_heads num_sliding_attention_heads head_dim global_head_dim "
+        "qk_nope_head_dim qk_rope_head_dim v_head_dim index_n_heads index_head_dim num_local_experts "
+        "num_experts n_routed_experts moe_num_experts num_shared_experts n_shared_experts "
+        "moe_num_shared_experts zero_expert_num num_experts_per_tok num_experts_per_token moe_top_k "
+        "top_k_experts moe_k moe_topk linear_num_key_heads linear_num_value_heads linear_key_head_dim "
+        "linear_value_head_dim linear_num_heads linear_head_dim mamba_num_heads mamba_n_heads "
+        "mamba_head_dim mamba_dt_rank mamba_d_state ssm_state_size n_groups mamba_n_groups chunk_size "
+        "mamba_chunk_size hidden_size_per_layer_input compress_rate_csa compress_rate_hca o_groups "
+        "compress_ratios group_size q_group_size weight_block_size").split(), 2**20),
+    **dict.fromkeys((  # layer counts, layer indices and layer-pattern periods
+        "num_hidden_layers n_layer num_layers first_k_dense_replace moe_layer_freq decoder_sparse_step "
+        "interleave_moe_layer_step moe_layer_start_index moe_layer_end_index moe_layer_interval "
+        "num_hash_layers num_kv_shared_layers max_window_layers full_attention_interval "
+        "no_rope_layer_interval sliding_window_pattern _sliding_window_pattern attn_layer_period "
+        "attn_layer_offset expert_layer_period expert_layer_offset index_topk_freq "
+        "index_skip_topk_offset mlp_only_layers moe_layers kv_source_layers").split(), 100_000),
+    **dict.fromkeys(("hidden_size n_embd n_embed d_model word_embed_proj_dim q_lora_rank kv_lora_rank "
+                     "o_lora_rank moe_latent_size").split(), 2**24),
+    **dict.fromkeys("conv_kernel linear_conv_kernel_dim mamba_d_conv conv_L_cache short_conv_kernel_size".split(),
+                    4096),
+    **dict.fromkeys("num_nextn_predict_layers num_mtp_layers mtp_num_layers mtp_num_hidden_layers".split(), 1000),
+    "mamba_expand": 1e6,
+}
+
+
 class ConfigReader:
     """Typed, range-checked access to one config dict. Every field is checked as it is read (an
     integer where a count is meant, a boolean where a switch is meant, a finite number where a
-    size is meant); an error is one line naming the field and the file. Past the reader, the code
-    can assume clean numbers. `used` records which fields were read."""
+    size is meant, at most its _FIELD_MAX); an error is one line naming the field and the file.
+    Past the reader, the code can assume clean numbers. `used` records which fields were read."""
 
     def __init__(self, cfg, where, warnings_out=None):
         self.cfg, self.where, self.used = cfg, where, set()
@@ -777,20 +808,22 @@ class ConfigReader:
                                  "disagree; keep one")
         return k0, v0
 
-    def int(self, *keys, default=None, lo=1, hi=2**31):
+    def int(self, *keys, default=None, lo=1, hi=None):
         k, v = self.pick(*keys)
         if k is None:
             return default
+        hi = _FIELD_MAX.get(k, 2**31) if hi is None else hi
         if isinstance(v, bool) or not isinstance(v, int):
             self.fail(k, "must be an integer", v)
         if not lo <= v <= hi:
             self.fail(k, f"must be between {lo:,} and {hi:,}", v)
         return v
 
-    def num(self, *keys, default=None, lo=0.0, hi=1e12):
+    def num(self, *keys, default=None, lo=0.0, hi=None):
         k, v = self.pick(*keys)
         if k is None:
             return default
+        hi = _FIELD_MAX.get(k, 1e12) if hi is None else hi
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not lo <= v <= hi:
             self.fail(k, f"must be a finite number between {lo:g} and {hi:g}", v)
         return v
@@ -811,10 +844,11 @@ class ConfigReader:
             self.fail(k, "must be " + (f"one of {', '.join(choices)}" if choices else "a string"), v)
         return v
 
-    def int_list(self, key, *, lo=0, hi=2**31, length=None, default=None):
+    def int_list(self, key, *, lo=0, hi=None, length=None, default=None):
         k, v = self.pick(key)
         if k is None:
             return default
+        hi = _FIELD_MAX.get(k, 2**31) if hi is None else hi
         if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) or not lo <= x <= hi
                                           for x in v):
             self.fail(k, f"must be a list of integers between {lo} and {hi:,}", v)
@@ -957,15 +991,15 @@ def spec_from_hf_config(cfg, num_layers=None):
         if foreign:
             raise ValueError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
                              f"cannot describe (fields {', '.join(foreign)})")
-    h = r.int("hidden_size", "n_embd", "n_embed", "d_model", hi=2**24)
+    h = r.int("hidden_size", "n_embd", "n_embed", "d_model")
     if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
-        L_cfg = r.int("num_layers", hi=100_000) or (r.int("num_hidden_layers", hi=200_000) or 0) // 2 or None
+        L_cfg = r.int("num_layers") or (r.int("num_hidden_layers", hi=200_000) or 0) // 2 or None
     else:
-        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", hi=100_000)
+        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers")
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
-    a = r.int("num_attention_heads", "n_head", "num_heads", hi=2**20)
-    missing = [k for k, v in (("vocab_size", r.int("vocab_size", hi=2**31)), ("hidden_size", h),
+    a = r.int("num_attention_heads", "n_head", "num_heads")
+    missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:
         raise ValueError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
@@ -973,7 +1007,7 @@ def spec_from_hf_config(cfg, num_layers=None):
         raise ValueError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
                          "layer pattern describes")
     L = num_layers or L_cfg
-    s = {"model_type": mt, "vocab_size": r.int("vocab_size", hi=2**31), "hidden_size": h,
+    s = {"model_type": mt, "vocab_size": r.int("vocab_size"), "hidden_size": h,
          "num_layers": L, "num_attention_heads": a,
          "tied_embeddings": r.bool("tie_word_embeddings", default=mt in _TIED_BY_DEFAULT)}
     if mm:
@@ -984,9 +1018,9 @@ def spec_from_hf_config(cfg, num_layers=None):
                         "head_dim/intermediate_size as given): the count may be wrong")
     llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
                       mlp_bias=False, position_embedding="rope",
-                      num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a, hi=2**20),
-                      head_dim=r.int("head_dim", hi=2**20) or h // a,
-                      ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size", hi=2**31))
+                      num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a),
+                      head_dim=r.int("head_dim") or h // a,
+                      ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size"))
     if not r.has("head_dim") and h % a:
         notes.append(f"no head_dim in the config and hidden_size {h} is not a multiple of {a} heads: "
                      f"head_dim {h // a} (h // a), as transformers computes it")
@@ -1003,8 +1037,8 @@ def spec_from_hf_config(cfg, num_layers=None):
         read(r, s, llama_like, notes, warnings)
     if "layer_types" not in s:
         s["layer_types"] = _layer_pattern(r, L, s)
-    s["sliding_window"] = s.get("sliding_window", (r.int("sliding_window", lo=0, hi=2**31) or None))
-    s["attention_chunk_size"] = s.get("attention_chunk_size", r.int("attention_chunk_size", hi=2**31))
+    s["sliding_window"] = s.get("sliding_window", (r.int("sliding_window", lo=0) or None))
+    s["attention_chunk_size"] = s.get("attention_chunk_size", r.int("attention_chunk_size"))
     if s["layer_types"] is None and s["sliding_window"] and s.get("slides_every_layer"):
         s["layer_types"] = ["sliding"] * L
     if s["layer_types"] and "sliding" in s["layer_types"] and not s["sliding_window"]:
@@ -1043,7 +1077,7 @@ def _checkpoint_format(qc, where, warnings):
         bits = 4 + 8 / 32
         lin, exp = (16, bits) if experts_only else (bits, bits)
     elif method == "fp8":
-        block = q.int_list("weight_block_size", lo=1, hi=1 << 20, default=None)
+        block = q.int_list("weight_block_size", lo=1, default=None)
         bits = 8 + (32 / (block[0] * block[1]) if block and len(block) == 2 else 0)
         lin, exp = (16 if experts_only else bits), bits
         if q.str("expert_dtype", default="fp8", choices=("fp8", "fp4")) == "fp4":
@@ -1052,7 +1086,7 @@ def _checkpoint_format(qc, where, warnings):
             exp = 4 + (8 if q.str("scale_fmt", default="float") == "ue8m0" else 32) / 32
     elif method in ("awq", "gptq"):
         w = q.int("bits", "w_bit", default=4, hi=16)
-        g = q.int("group_size", "q_group_size", lo=-1, default=128, hi=1 << 20)
+        g = q.int("group_size", "q_group_size", lo=-1, default=128)
         g = g if g > 0 else 1 << 30
         lin = exp = w + (16 + w) / g
     elif method == "compressed-tensors":
@@ -1063,7 +1097,7 @@ def _checkpoint_format(qc, where, warnings):
                             "counted at 16 bits; pass --weight-bits")
             return None
         w = ConfigReader(wt, f"{where} (quantization_config weights)")
-        nb, g = w.int("num_bits", default=8, hi=16), w.int("group_size", default=0, lo=0, hi=1 << 20)
+        nb, g = w.int("num_bits", default=8, hi=16), w.int("group_size", default=0, lo=0)
         bits = nb + ((16 + (0 if w.bool("symmetric", default=True) else nb)) / g if g else 0)
         lin, exp = (16 if experts_only or dense_skipped else bits), bits
     else:
@@ -1073,12 +1107,12 @@ def _checkpoint_format(qc, where, warnings):
     return {"method": method, "linear_bits": lin, "expert_bits": exp}
 
 def _read_generic_moe(r, s, notes):
-    E = r.int("num_local_experts", "num_experts", "n_routed_experts", hi=2**20)
+    E = r.int("num_local_experts", "num_experts", "n_routed_experts")
     if E and E > 1:
-        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=1, hi=2**20),
-                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=s.get("ffn_hidden_size"), hi=2**31))
-        sh = r.int("shared_expert_intermediate_size", lo=0, default=0, hi=2**31)
-        n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0, hi=2**20)
+        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=1),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=s.get("ffn_hidden_size")))
+        sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+        n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0)
         if sh or n_sh:
             s.update(num_shared_experts=n_sh or 1, shared_expert_ffn_hidden_size=sh or n_sh * s["moe_ffn_hidden_size"])
         notes.append("read the routed experts from the expert count and moe_intermediate_size "
@@ -1089,8 +1123,8 @@ def _read_gpt2(r, s, ll, notes, warnings):
     h = s["hidden_size"]
     s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
              position_embedding="learned",
-             position_embedding_rows=r.int("n_positions", "max_position_embeddings", hi=2**31),
-             ffn_hidden_size=r.int("n_inner", default=4 * h, hi=2**31))
+             position_embedding_rows=r.int("n_positions", "max_position_embeddings"),
+             ffn_hidden_size=r.int("n_inner", default=4 * h))
     if s["position_embedding_rows"] is None:
         raise ValueError(f"{r.where}: config lacks n_positions for GPT-2's learned position table")
 
@@ -1098,7 +1132,7 @@ def _read_gpt2(r, s, ll, notes, warnings):
 def _read_gpt_neox(r, s, ll, notes, warnings):
     bias = r.bool("attention_bias", default=True)
     s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=True,
-             position_embedding="rope", ffn_hidden_size=r.int("intermediate_size", hi=2**31))
+             position_embedding="rope", ffn_hidden_size=r.int("intermediate_size"))
 
 
 def _read_opt(r, s, ll, notes, warnings):
@@ -1110,8 +1144,8 @@ def _read_opt(r, s, ll, notes, warnings):
         raise ValueError(f"{r.where}: config lacks max_position_embeddings for OPT's position table")
     s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
              position_embedding="learned", position_embedding_rows=rows + 2,  # OPT offsets by 2
-             ffn_hidden_size=r.int("ffn_dim", hi=2**31),
-             word_embed_proj_dim=r.int("word_embed_proj_dim", default=h, hi=2**24),
+             ffn_hidden_size=r.int("ffn_dim"),
+             word_embed_proj_dim=r.int("word_embed_proj_dim", default=h),
              final_norm=pre and not r.bool("_remove_final_layer_norm", default=False))
     if not r.bool("layer_norm_elementwise_affine", default=True):
         s["norm"] = "none"
@@ -1125,7 +1159,7 @@ def _read_bloom(r, s, ll, notes, warnings):
 def _read_falcon(r, s, ll, notes, warnings):
     a = s["num_attention_heads"]
     if r.bool("new_decoder_architecture", default=False):
-        kv = r.int("num_kv_heads", default=a, hi=2**20)
+        kv = r.int("num_kv_heads", default=a)
         n_ln = 2 if r.int("num_ln_in_parallel_attn", default=2, hi=2) == 2 else 1
     else:
         kv = 1 if r.bool("multi_query", default=True) else a
@@ -1134,7 +1168,7 @@ def _read_falcon(r, s, ll, notes, warnings):
     s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
              position_embedding="alibi" if r.bool("alibi", default=False) else "rope",
              num_kv_heads=kv, norms_per_layer=n_ln, parallel_attention=r.bool("parallel_attn", default=True),
-             ffn_hidden_size=r.int("ffn_hidden_size", default=4 * s["hidden_size"], hi=2**31))
+             ffn_hidden_size=r.int("ffn_hidden_size", default=4 * s["hidden_size"]))
 
 
 def _read_starcoder2(r, s, ll, notes, warnings):
@@ -1166,7 +1200,7 @@ def _read_llama_like(r, s, ll, notes, warnings):
     if mt == "gemma2":
         s["norms_per_layer"] = 4  # input, post-attention, pre-feedforward, post-feedforward
     if mt in ("gemma", "gemma2"):
-        s["head_dim"] = r.int("head_dim", default=256, hi=2**20)  # the config classes' default
+        s["head_dim"] = r.int("head_dim", default=256)  # the config classes' default
     if mt in ("mistral", "mixtral", "phi3"):
         s["slides_every_layer"] = True
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
@@ -1174,19 +1208,19 @@ def _read_llama_like(r, s, ll, notes, warnings):
     if mt == "gemma2" and not r.has("layer_types"):
         s["layer_types"] = ["sliding" if i % 2 == 0 else "full" for i in range(s["num_layers"])]
     if mt == "mixtral":
-        s.update(moe=True, num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
-                 topk=r.int("num_experts_per_tok", hi=2**20),
+        s.update(moe=True, num_experts=r.int("num_local_experts", "num_experts"),
+                 topk=r.int("num_experts_per_tok"),
                  moe_ffn_hidden_size=ll["ffn_hidden_size"])
     if mt in ("qwen2_moe", "qwen3_moe"):
         L = s["num_layers"]
-        step = r.int("decoder_sparse_step", default=1, hi=100_000)
-        only = set(r.int_list("mlp_only_layers", hi=100_000, default=[]))
-        s.update(moe=True, num_experts=r.int("num_experts", "num_local_experts", hi=2**20),
-                 topk=r.int("num_experts_per_tok", hi=2**20),
-                 moe_ffn_hidden_size=r.int("moe_intermediate_size", hi=2**31),
+        step = r.int("decoder_sparse_step", default=1)
+        only = set(r.int_list("mlp_only_layers", default=[]))
+        s.update(moe=True, num_experts=r.int("num_experts", "num_local_experts"),
+                 topk=r.int("num_experts_per_tok"),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size"),
                  moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
         if mt == "qwen2_moe":
-            sh = r.int("shared_expert_intermediate_size", lo=0, default=0, hi=2**31)
+            sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
             s.update(num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
                      shared_expert_gate=bool(sh))
     if mt in ("deepseek_v2", "deepseek_v3", "mistral4"):  # Mistral4ForCausalLM is DeepSeek-V3's block
@@ -1204,11 +1238,11 @@ def _read_qwen_sliding(r, s):
             lt = ["full" if t == "sliding" else t for t in lt]
         s["layer_types"] = lt
         return
-    if not r.bool("use_sliding_window", default=False) or not (r.int("sliding_window", lo=0, hi=2**31) or None):
+    if not r.bool("use_sliding_window", default=False) or not (r.int("sliding_window", lo=0) or None):
         s["layer_types"] = None
         s["sliding_window"] = None
         return
-    mwl = r.int("max_window_layers", lo=0, default=28, hi=100_000)  # the config classes' default
+    mwl = r.int("max_window_layers", lo=0, default=28)  # the config classes' default
     if mt == "qwen3_moe":
         s["layer_types"] = ["sliding"] * L
     elif mt == "qwen2_moe":  # Qwen2MoeConfig: (i + 1) % 2 and i < max_window_layers
@@ -1224,17 +1258,17 @@ def _read_qwen_gdn(r, s, ll, notes, warnings):
     one gated shared expert (Qwen3-Next: on layers (i + 1) % decoder_sparse_step == 0 not in
     mlp_only_layers; Qwen3.5-MoE: every layer, transformers reads neither field)."""
     mt, L = s["model_type"], s["num_layers"]
-    s.update(ll, head_dim=r.int("head_dim", default=256, hi=2**20), qk_norm="head",
+    s.update(ll, head_dim=r.int("head_dim", default=256), qk_norm="head",
              attn_output_gate="elementwise")
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
     r.bool("attn_output_gate", default=True)  # Qwen3.5 writes it; its modeling gates either way
     s["linear_mixer"] = {
-        "kind": "gdn", "heads": r.int("linear_num_value_heads", default=32, hi=2**20),
-        "kv_heads": r.int("linear_num_key_heads", default=16, hi=2**20),
-        "head_dim": r.int("linear_key_head_dim", default=128, hi=2**20),
-        "v_head_dim": r.int("linear_value_head_dim", default=128, hi=2**20),
-        "conv_kernel": r.int("linear_conv_kernel_dim", default=4, hi=4096),
+        "kind": "gdn", "heads": r.int("linear_num_value_heads", default=32),
+        "kv_heads": r.int("linear_num_key_heads", default=16),
+        "head_dim": r.int("linear_key_head_dim", default=128),
+        "v_head_dim": r.int("linear_value_head_dim", default=128),
+        "conv_kernel": r.int("linear_conv_kernel_dim", default=4),
         "state_chunk": GDN_CHUNK}
     if s["linear_mixer"]["heads"] % s["linear_mixer"]["kv_heads"]:
         raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
@@ -1245,26 +1279,25 @@ def _read_qwen_gdn(r, s, ll, notes, warnings):
             raise ValueError(f"{r.where}: layer_types of a {mt} model lists only linear_attention and "
                              "full_attention layers")
     else:
-        n = r.int("full_attention_interval", default=4, hi=100_000)
+        n = r.int("full_attention_interval", default=4)
         s["layer_types"] = ["linear" if (i + 1) % n else "full" for i in range(L)]
     r.used.update(("full_attention_interval", "use_sliding_window", "sliding_window", "max_window_layers"))
     s["sliding_window"] = None
     if mt in ("qwen3_next", "qwen3_5_moe_text"):
-        E = r.int("num_experts", "num_local_experts", lo=0, default=512 if mt == "qwen3_next" else 256, hi=2**20)
+        E = r.int("num_experts", "num_local_experts", lo=0, default=512 if mt == "qwen3_next" else 256)
         if mt == "qwen3_next":
-            step = r.int("decoder_sparse_step", default=1, hi=100_000)
-            only = set(r.int_list("mlp_only_layers", hi=100_000, default=[]))
+            step = r.int("decoder_sparse_step", default=1)
+            only = set(r.int_list("mlp_only_layers", default=[]))
             moe = [i for i in range(L) if E and i not in only and (i + 1) % step == 0]
         else:
             r.used.update(("decoder_sparse_step", "mlp_only_layers"))
             moe = list(range(L)) if E else []
-        sh = r.int("shared_expert_intermediate_size", lo=0, default=512, hi=2**31)
-        s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", default=10 if mt == "qwen3_next" else 8,
-                                                          hi=2**20),
-                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=512, hi=2**31),
+        sh = r.int("shared_expert_intermediate_size", lo=0, default=512)
+        s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", default=10 if mt == "qwen3_next" else 8),
+                 moe_ffn_hidden_size=r.int("moe_intermediate_size", default=512),
                  num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh,
                  shared_expert_gate=bool(sh), moe_layer_set=moe)
-    n_mtp = r.int("mtp_num_hidden_layers", lo=0, default=0, hi=1000)
+    n_mtp = r.int("mtp_num_hidden_layers", lo=0, default=0)
     if n_mtp:
         s["mtp_layers_not_built"] = n_mtp
         warnings.append(f"{n_mtp} multi-token-prediction layer(s) (mtp_num_hidden_layers) are in the "
@@ -1282,12 +1315,12 @@ def _read_olmo_hybrid(r, s, ll, notes, warnings):
     s.update(ll, qk_norm="full")
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
-    hk = r.int("linear_num_key_heads", default=a, hi=2**20)
-    dk = r.int("linear_key_head_dim", default=int(0.75 * h / hk), hi=2**20)
-    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads", default=a, hi=2**20),
+    hk = r.int("linear_num_key_heads", default=a)
+    dk = r.int("linear_key_head_dim", default=int(0.75 * h / hk))
+    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads", default=a),
                          "kv_heads": hk, "head_dim": dk,
-                         "v_head_dim": r.int("linear_value_head_dim", default=2 * dk, hi=2**20),
-                         "conv_kernel": r.int("linear_conv_kernel_dim", default=4, hi=4096),
+                         "v_head_dim": r.int("linear_value_head_dim", default=2 * dk),
+                         "conv_kernel": r.int("linear_conv_kernel_dim", default=4),
                          "state_chunk": GDN_CHUNK}
     if s["linear_mixer"]["heads"] % hk:
         raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
@@ -1369,28 +1402,28 @@ def _read_nemotron_h(r, s, ll, notes, warnings):
                         "pattern: the pattern's count is used, as transformers does")
     L = s["num_layers"] = len(blocks)
     s.update(ll, num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, norms_per_layer=1,
-             head_dim=r.int("head_dim", default=128, hi=2**20), tied_embeddings=False,
+             head_dim=r.int("head_dim", default=128), tied_embeddings=False,
              mlp_bias=r.bool("mlp_bias", default=False))
     r.bool("tie_word_embeddings", default=False)
     r.bool("attention_bias", default=False)  # read, not used: NemotronHAttention has no biases
     s["layer_types"] = ["linear" if b == "mamba" else "full" for b in blocks]
     s["layer_blocks"] = ["mlp" if b in ("moe", "mlp") else "mixer" for b in blocks]
-    H = r.int("mamba_num_heads", default=128, hi=2**20)
-    P = r.int("mamba_head_dim", default=64, hi=2**20)
+    H = r.int("mamba_num_heads", default=128)
+    P = r.int("mamba_head_dim", default=64)
     bias = r.bool("use_bias", default=False)
-    _mamba2_mixer(r, s, d_in=H * P, heads=H, head_dim=P, groups=r.int("n_groups", "mamba_n_groups", default=8, hi=2**20),
-                  state=r.int("ssm_state_size", default=128, hi=2**20), conv=r.int("conv_kernel", "mamba_d_conv", default=4, hi=4096),
-                  chunk=r.int("chunk_size", "mamba_chunk_size", default=128, hi=2**20), in_bias=bias, out_bias=bias,
+    _mamba2_mixer(r, s, d_in=H * P, heads=H, head_dim=P, groups=r.int("n_groups", "mamba_n_groups", default=8),
+                  state=r.int("ssm_state_size", default=128), conv=r.int("conv_kernel", "mamba_d_conv", default=4),
+                  chunk=r.int("chunk_size", "mamba_chunk_size", default=128), in_bias=bias, out_bias=bias,
                   conv_bias=r.bool("use_conv_bias", "mamba_conv_bias", default=True), gated_norm=True)
     r.used.update(("expand", "mamba_proj_bias", "n_shared_experts", "mamba_ssm_cache_dtype"))
-    if r.int("moe_latent_size", default=0, lo=0, hi=2**24):
+    if r.int("moe_latent_size", default=0, lo=0):
         raise ValueError(f"{r.where}: moe_latent_size (latent MoE projections) is not described by this script yet")
     moe = [i for i, b in enumerate(blocks) if b == "moe"]
     if moe:
-        f_e = r.int("moe_intermediate_size", default=2688, hi=2**31)
-        sh = r.int("moe_shared_expert_intermediate_size", lo=0, default=5376, hi=2**31)
-        s.update(moe=True, num_experts=r.int("n_routed_experts", default=128, hi=2**20),
-                 topk=r.int("num_experts_per_tok", default=6, hi=2**20), moe_ffn_hidden_size=f_e,
+        f_e = r.int("moe_intermediate_size", default=2688)
+        sh = r.int("moe_shared_expert_intermediate_size", lo=0, default=5376)
+        s.update(moe=True, num_experts=r.int("n_routed_experts", default=128),
+                 topk=r.int("num_experts_per_tok", default=6), moe_ffn_hidden_size=f_e,
                  num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh, shared_expert_gate=False,
                  router_bias=False, expert_bias=False, moe_layer_set=moe)
     _note_mtp(r, s)
@@ -1410,17 +1443,17 @@ def _read_granitemoehybrid(r, s, ll, notes, warnings):
     lt = r.str_list(key, choices={"linear_attention", "mamba", "full_attention", "attention"}, length=L)
     s["layer_types"] = (["linear" if t in ("linear_attention", "mamba") else "full" for t in lt] if lt
                         else ["linear"] * L)
-    d_in = int(r.num("mamba_expand", default=2, hi=1e6) * h)
-    H = r.int("mamba_n_heads", default=128, hi=2**20)
+    d_in = int(r.num("mamba_expand", default=2) * h)
+    H = r.int("mamba_n_heads", default=128)
     pb = r.bool("mamba_proj_bias", default=False)
     _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
-                  groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
-                  conv=r.int("mamba_d_conv", default=4, hi=4096), chunk=r.int("mamba_chunk_size", default=256, hi=2**20),
+                  groups=r.int("mamba_n_groups", default=1), state=r.int("mamba_d_state", default=256),
+                  conv=r.int("mamba_d_conv", default=4), chunk=r.int("mamba_chunk_size", default=256),
                   in_bias=pb, out_bias=pb, conv_bias=r.bool("mamba_conv_bias", default=True), gated_norm=True)
-    E = r.int("num_local_experts", "num_experts", lo=0, default=8, hi=2**20)
-    sh = r.int("shared_intermediate_size", default=1024, hi=2**31)
+    E = r.int("num_local_experts", "num_experts", lo=0, default=8)
+    sh = r.int("shared_intermediate_size", default=1024)
     if E:
-        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=2, hi=2**20),
+        s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok", default=2),
                  moe_ffn_hidden_size=ll["ffn_hidden_size"], num_shared_experts=1,
                  shared_expert_ffn_hidden_size=sh, shared_expert_gate=False, moe_layer_set=list(range(L)))
     else:
@@ -1438,12 +1471,12 @@ def _read_falcon_h1(r, s, ll, notes, warnings):
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
     # mamba_d_ssm (FalconH1Config's default 1024 when absent), or int(mamba_expand x h) when null
-    d_in = (r.int("mamba_d_ssm", hi=2**31) or int(r.num("mamba_expand", default=2, hi=1e6) * h)
+    d_in = (r.int("mamba_d_ssm") or int(r.num("mamba_expand", default=2) * h)
             if "mamba_d_ssm" in r.cfg else 1024)
-    H = r.int("mamba_n_heads", default=128, hi=2**20)
+    H = r.int("mamba_n_heads", default=128)
     _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
-                  groups=r.int("mamba_n_groups", default=1, hi=2**20), state=r.int("mamba_d_state", default=256, hi=2**20),
-                  conv=r.int("mamba_d_conv", default=4, hi=4096), chunk=r.int("mamba_chunk_size", default=256, hi=2**20),
+                  groups=r.int("mamba_n_groups", default=1), state=r.int("mamba_d_state", default=256),
+                  conv=r.int("mamba_d_conv", default=4), chunk=r.int("mamba_chunk_size", default=256),
                   in_bias=r.bool("mamba_proj_bias", default=False), out_bias=r.bool("projectors_bias", default=False),
                   conv_bias=r.bool("mamba_conv_bias", default=True),
                   gated_norm=r.bool("mamba_rms_norm", default=False))
@@ -1459,24 +1492,24 @@ def _read_jamba(r, s, ll, notes, warnings):
     dense MLP elsewhere; 2 norms per layer."""
     L, h = s["num_layers"], s["hidden_size"]
     s.update(ll, qkv_bias=False, attn_out_bias=False)
-    ap, ao = r.int("attn_layer_period", default=8, hi=100_000), r.int("attn_layer_offset", lo=0, default=4, hi=100_000)
-    ep, eo = r.int("expert_layer_period", default=2, hi=100_000), r.int("expert_layer_offset", lo=0, default=1, hi=100_000)
+    ap, ao = r.int("attn_layer_period", default=8), r.int("attn_layer_offset", lo=0, default=4)
+    ep, eo = r.int("expert_layer_period", default=2), r.int("expert_layer_offset", lo=0, default=1)
     if ao >= ap or eo >= ep:
         raise ValueError(f"{r.where}: attn_layer_offset / expert_layer_offset must be below their period")
     s["layer_types"] = ["full" if i % ap == ao else "linear" for i in range(L)]
-    E = int(r.num("mamba_expand", default=2, hi=1e6) * h)
+    E = int(r.num("mamba_expand", default=2) * h)
     rank = r.cfg.get("mamba_dt_rank", "auto")
-    R = -(-h // 16) if rank == "auto" else r.int("mamba_dt_rank", hi=2**20)
+    R = -(-h // 16) if rank == "auto" else r.int("mamba_dt_rank")
     r.used.add("mamba_dt_rank")
     pb = r.bool("mamba_proj_bias", default=False)
     s["linear_mixer"] = {"kind": "mamba1", "heads": E, "kv_heads": E, "head_dim": 1, "v_head_dim": 1,
-                         "state_size": r.int("mamba_d_state", default=16, hi=2**20), "dt_rank": R,
-                         "conv_kernel": r.int("mamba_d_conv", default=4, hi=4096), "state_chunk": 0,
+                         "state_size": r.int("mamba_d_state", default=16), "dt_rank": R,
+                         "conv_kernel": r.int("mamba_d_conv", default=4), "state_chunk": 0,
                          "in_bias": pb, "mixer_out_bias": pb, "conv_bias": r.bool("mamba_conv_bias", default=True),
                          "dt_norms": True}
-    n_exp = r.int("num_experts", "num_local_experts", default=16, hi=2**20)
+    n_exp = r.int("num_experts", "num_local_experts", default=16)
     if n_exp > 1:
-        s.update(moe=True, num_experts=n_exp, topk=r.int("num_experts_per_tok", default=2, hi=2**20),
+        s.update(moe=True, num_experts=n_exp, topk=r.int("num_experts_per_tok", default=2),
                  moe_ffn_hidden_size=ll["ffn_hidden_size"], moe_layer_set=[i for i in range(L) if i % ep == eo])
     r.used.update(("use_mamba_kernels", "use_mambapy", "use_associative_scan"))
 
@@ -1489,7 +1522,7 @@ def _read_lfm3(r, s, ll, notes, warnings):
     4 norms per layer with use_sandwich_norm (2 without). Default pattern: full where i % 4 == 2,
     sliding where i % 4 == 0 and i > 0, conv elsewhere."""
     L, h = s["num_layers"], s["hidden_size"]
-    s.update(ll, qk_norm="head", head_dim=r.int("head_dim", default=128, hi=2**20),
+    s.update(ll, qk_norm="head", head_dim=r.int("head_dim", default=128),
              norms_per_layer=4 if r.bool("use_sandwich_norm", default=True) else 2,
              attn_output_gate="headwise" if r.bool("use_attention_gate", default=True) else "none")
     bias = r.bool("attention_bias", default=False)
@@ -1500,9 +1533,9 @@ def _read_lfm3(r, s, ll, notes, warnings):
               for i in range(L)]
     s["layer_types"] = [{"conv": "linear", "full_attention": "full", "sliding_attention": "sliding"}[t] for t in lt]
     if "sliding" in s["layer_types"]:
-        s["sliding_window"] = r.int("sliding_window", default=256, hi=2**31)
+        s["sliding_window"] = r.int("sliding_window", default=256)
     s["linear_mixer"] = {"kind": "shortconv", "heads": h, "kv_heads": h, "head_dim": 1, "v_head_dim": 1,
-                         "conv_kernel": r.int("conv_L_cache", default=7, hi=4096), "state_chunk": 0,
+                         "conv_kernel": r.int("conv_L_cache", default=7), "state_chunk": 0,
                          "conv_bias": r.bool("conv_bias", default=False)}
 
 
@@ -1520,15 +1553,15 @@ def _read_kimi_linear(r, s, ll, notes, warnings):
     s.update(qkv_bias=bias, attn_out_bias=bias, position_embedding="none")
     lac = r.sub("linear_attn_config") or {}
     sub = ConfigReader(lac, f"{r.where} (linear_attn_config)")
-    H = sub.int("num_heads", default=None, hi=2**20) or r.int("linear_num_heads", default=32, hi=2**20)
-    d = sub.int("head_dim", default=None, hi=2**20) or r.int("linear_head_dim", default=128, hi=2**20)
-    K = sub.int("short_conv_kernel_size", default=None, hi=4096) or r.int("linear_conv_kernel_dim", default=4, hi=4096)
+    H = sub.int("num_heads", default=None) or r.int("linear_num_heads", default=32)
+    d = sub.int("head_dim", default=None) or r.int("linear_head_dim", default=128)
+    K = sub.int("short_conv_kernel_size", default=None) or r.int("linear_conv_kernel_dim", default=4)
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": K, "state_chunk": GDN_CHUNK}
     if r.has("layer_types"):
         s["layer_types"] = _layer_pattern(r, L, s)
     elif "full_attn_layers" in lac and "kda_layers" in lac:
-        n = r.int("num_hidden_layers", hi=100_000)  # the lists number the config's layers; -l cuts after
+        n = r.int("num_hidden_layers")  # the lists number the config's layers; -l cuts after
         full = sub.int_list("full_attn_layers", lo=1, hi=n)
         kda = sub.int_list("kda_layers", lo=1, hi=n)
         lt = [None] * n
@@ -1545,11 +1578,11 @@ def _read_kimi_linear(r, s, ll, notes, warnings):
     if any(t not in ("full", "linear") for t in s["layer_types"]):
         raise ValueError(f"{r.where}: a kimi_linear model has only linear_attention and full_attention layers")
     s["sliding_window"] = None
-    E = r.int("num_experts", "num_local_experts", default=256, hi=2**20)
-    f_e = r.int("moe_intermediate_size", default=1024, hi=2**31)
-    n_sh = r.int("num_shared_experts", "n_shared_experts", lo=0, default=1, hi=2**20)
-    dense = [i for i in range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000))]
-    s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_token", "num_experts_per_tok", default=8, hi=2**20),
+    E = r.int("num_experts", "num_local_experts", default=256)
+    f_e = r.int("moe_intermediate_size", default=1024)
+    n_sh = r.int("num_shared_experts", "n_shared_experts", lo=0, default=1)
+    dense = [i for i in range(r.int("first_k_dense_replace", lo=0, default=1))]
+    s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_token", "num_experts_per_tok", default=8),
              moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
              router_bias=False, moe_layer_set=_mlp_pattern(r, L, dense))
     _read_mla(r, s)
@@ -1570,13 +1603,13 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     hc_mult residual streams, two mixing modules per layer and one before the head. The head is
     tied only with tie_word_embeddings; the MTP layer is not built."""
     L, h = s["num_layers"], s["hidden_size"]
-    n_cfg = r.int("num_hidden_layers", hi=100_000)
+    n_cfg = r.int("num_hidden_layers")
     s.update(ll, qkv_bias=False, attn_out_bias=False, mlp_bias=r.bool("mlp_bias", default=False),
-             norms_per_layer=2, head_dim=r.int("head_dim", default=512, hi=2**20), num_kv_heads=1)
+             norms_per_layer=2, head_dim=r.int("head_dim", default=512), num_kv_heads=1)
     r.bool("attention_bias", default=False)  # read, not used by transformers
     rates = dict(r.sub("compress_rates") or {})
-    csa_rate = r.int("compress_rate_csa", default=None, hi=2**20) or rates.get("compressed_sparse_attention", 4)
-    hca_rate = r.int("compress_rate_hca", default=None, hi=2**20) or rates.get("heavily_compressed_attention", 128)
+    csa_rate = r.int("compress_rate_csa", default=None) or rates.get("compressed_sparse_attention", 4)
+    hca_rate = r.int("compress_rate_hca", default=None) or rates.get("heavily_compressed_attention", 128)
     for v in (csa_rate, hca_rate):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**20:
             raise ValueError(f"{r.where}: compress_rates must hold positive integers, got {_short(v)}")
@@ -1584,7 +1617,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     if r.has("layer_types"):
         lt = r.str_list("layer_types", choices=names, length=L)
     elif r.has("compress_ratios"):
-        ratios = r.int_list("compress_ratios", hi=2**20)
+        ratios = r.int_list("compress_ratios")
         bad = sorted({x for x in ratios if x not in _DSV4_RATIO})
         if bad:
             r.fail("compress_ratios", f"may hold only 0, 4 and 128 (transformers' legacy map; {bad} is not)",
@@ -1596,9 +1629,9 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
         lt = ["heavily_compressed_attention"] * min(n_cfg, 2) + [
             "compressed_sparse_attention" if i % 2 else "heavily_compressed_attention" for i in range(max(n_cfg - 2, 0))]
         lt = lt[:L]
-    W = r.int("sliding_window", default=128, hi=2**31)
-    base = {"kind": "dsv4", "kv_proj": 1, "sinks": True, "q_lora_rank": r.int("q_lora_rank", default=1024, hi=2**24),
-            "o_groups": r.int("o_groups", default=8, hi=2**20), "o_lora_rank": r.int("o_lora_rank", default=1024, hi=2**24),
+    W = r.int("sliding_window", default=128)
+    base = {"kind": "dsv4", "kv_proj": 1, "sinks": True, "q_lora_rank": r.int("q_lora_rank", default=1024),
+            "o_groups": r.int("o_groups", default=8), "o_lora_rank": r.int("o_lora_rank", default=1024),
             "c_index_heads": 0, "c_index_head_dim": 0, "c_index_topk": 0, "compress": 0, "compress_kind": "none"}
     if (s["num_attention_heads"] * s["head_dim"]) % base["o_groups"]:
         raise ValueError(f"{r.where}: num_attention_heads x head_dim is not divisible by o_groups {base['o_groups']}")
@@ -1606,9 +1639,9 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
              "heavily_compressed_attention": {"attention": dict(base, compress=hca_rate, compress_kind="hca")},
              "compressed_sparse_attention": {"attention": dict(
                  base, compress=csa_rate, compress_kind="csa",
-                 c_index_heads=r.int("index_n_heads", default=64, hi=2**20),
-                 c_index_head_dim=r.int("index_head_dim", default=128, hi=2**20),
-                 c_index_topk=r.int("index_topk", default=512, hi=2**31))}}
+                 c_index_heads=r.int("index_n_heads", default=64),
+                 c_index_head_dim=r.int("index_head_dim", default=128),
+                 c_index_topk=r.int("index_topk", default=512))}}
     hc = r.int("hc_mult", default=4, hi=1024)
     s.update(layer_types=["sliding"] * L, sliding_window=W,
              layer_overrides={i: kinds[t] for i, t in enumerate(lt)},
@@ -1617,12 +1650,12 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
              extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
              other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
              residual_streams=hc)
-    f_e = r.int("moe_intermediate_size", default=2048, hi=2**31)
+    f_e = r.int("moe_intermediate_size", default=2048)
     mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
-    r.int("num_hash_layers", lo=0, default=3, hi=100_000)  # hash routing: same weights as top-k routing
-    r.int("n_shared_experts", lo=0, default=1, hi=2**20)  # not read by transformers: one shared expert
-    s.update(moe=True, num_experts=r.int("n_routed_experts", default=256, hi=2**20),
-             topk=r.int("num_experts_per_tok", default=6, hi=2**20), moe_ffn_hidden_size=f_e,
+    r.int("num_hash_layers", lo=0, default=3)  # hash routing: same weights as top-k routing
+    r.int("n_shared_experts", lo=0, default=1)  # not read by transformers: one shared expert
+    s.update(moe=True, num_experts=r.int("n_routed_experts", default=256),
+             topk=r.int("num_experts_per_tok", default=6), moe_ffn_hidden_size=f_e,
              num_shared_experts=1, shared_expert_ffn_hidden_size=f_e, router_bias=False, expert_bias=False,
              moe_layer_set=list(range(L)))
     r.used.update(("compress_ratios", "qk_rope_head_dim", "partial_rotary_factor", "expert_dtype", "swiglu_limit",
@@ -1640,22 +1673,22 @@ def _read_step3p5(r, s, ll, notes, warnings):
     padded with the MTP layers (num_nextn_predict_layers) are cut to the layers; the MTP layers are
     not built."""
     L = s["num_layers"]
-    n_cfg = r.int("num_hidden_layers", hi=100_000) or L
+    n_cfg = r.int("num_hidden_layers") or L
     a, h = s["num_attention_heads"], s["hidden_size"]
     s.update(ll, qk_norm="head", attn_output_gate="headwise",
-             num_kv_heads=r.int("num_key_value_heads", "num_attention_groups", default=a, hi=2**20),
-             head_dim=r.int("head_dim", default=128, hi=2**20))
+             num_kv_heads=r.int("num_key_value_heads", "num_attention_groups", default=a),
+             head_dim=r.int("head_dim", default=128))
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
-    n_mtp = r.int("num_nextn_predict_layers", "num_mtp_layers", lo=0, default=0, hi=1000)
+    n_mtp = r.int("num_nextn_predict_layers", "num_mtp_layers", lo=0, default=0)
     lt = r.str_list("layer_types", choices={"full_attention", "sliding_attention"}, length=n_cfg)
     lt = (lt or ["full_attention"] * n_cfg)[:L]
     s["layer_types"] = ["sliding" if t == "sliding_attention" else "full" for t in lt]
     if "sliding" in s["layer_types"]:
-        s["sliding_window"] = r.int("sliding_window", hi=2**31)
+        s["sliding_window"] = r.int("sliding_window")
     other = r.sub("attention_other_setting") or {}
-    n_slide = (r.int("num_sliding_attention_heads", default=None, hi=2**20)
-               or ConfigReader(other, f"{r.where} (attention_other_setting)").int("num_attention_heads", default=a, hi=2**20))
+    n_slide = (r.int("num_sliding_attention_heads", default=None)
+               or ConfigReader(other, f"{r.where} (attention_other_setting)").int("num_attention_heads", default=a))
     plc = r.sub("per_layer_config") or {}
     over, by_heads = {}, {}
     for i, t in enumerate(lt):
@@ -1665,7 +1698,7 @@ def _read_step3p5(r, s, ll, notes, warnings):
             if not isinstance(plc[key], dict):
                 r.fail("per_layer_config", "must map layer numbers to objects", plc)
             heads = ConfigReader(plc[key], f"{r.where} (per_layer_config {key})").int("num_attention_heads",
-                                                                                         default=heads, hi=2**20)
+                                                                                         default=heads)
         if heads != a:  # one override object per head count, so layers of a kind stay one layer dict
             over[i] = by_heads.setdefault(heads, {"attention": {"heads": heads}})
     if any(v["attention"]["heads"] % s["num_kv_heads"] for v in over.values()):
@@ -1683,10 +1716,10 @@ def _read_step3p5(r, s, ll, notes, warnings):
         moe = sorted({int(x) for x in items if str(x).strip()} & set(range(L)))
     else:
         moe = list(range(3, L))
-    E = r.int("n_routed_experts", "moe_num_experts", default=288, hi=2**20)
-    sh = r.int("share_expert_dim", "share_expert_dims", lo=0, default=1280, hi=2**31)
-    s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", "moe_top_k", default=8, hi=2**20),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size", default=1280, hi=2**31),
+    E = r.int("n_routed_experts", "moe_num_experts", default=288)
+    sh = r.int("share_expert_dim", "share_expert_dims", lo=0, default=1280)
+    s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok", "moe_top_k", default=8),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size", default=1280),
              num_shared_experts=1 if sh else 0, shared_expert_ffn_hidden_size=sh, shared_expert_gate=False,
              router_bias=False, expert_bias=False, moe_layer_set=moe)
     r.used.update(("num_local_experts", "num_attention_heads"))  # a stale class field: transformers reads n_routed_experts
@@ -1703,12 +1736,12 @@ def _read_deepseek(r, s):
     shared experts on every layer from first_k_dense_replace on (transformers 5 does not read
     moe_layer_freq)."""
     L = s["num_layers"]
-    E = r.int("n_routed_experts", "num_local_experts", "num_experts", hi=2**20)
-    f_e = r.int("moe_intermediate_size", hi=2**31)
-    n_sh = r.int("n_shared_experts", lo=0, default=0, hi=2**20)
-    fkd = r.int("first_k_dense_replace", lo=0, default=0, hi=100_000)
-    r.int("moe_layer_freq", default=1, hi=100_000)  # checked, but transformers 5 builds MoE on every i >= fkd
-    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20),
+    E = r.int("n_routed_experts", "num_local_experts", "num_experts")
+    f_e = r.int("moe_intermediate_size")
+    n_sh = r.int("n_shared_experts", lo=0, default=0)
+    fkd = r.int("first_k_dense_replace", lo=0, default=0)
+    r.int("moe_layer_freq", default=1)  # checked, but transformers 5 builds MoE on every i >= fkd
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok"),
              moe_ffn_hidden_size=f_e, num_shared_experts=n_sh,
              shared_expert_ffn_hidden_size=n_sh * (f_e or 0), router_bias=False,
              moe_layer_set=[i for i in range(L) if i >= fkd] if E else None)
@@ -1717,17 +1750,17 @@ def _read_deepseek(r, s):
 
 
 def _read_mla(r, s):
-    r_kv = r.int("kv_lora_rank", hi=2**24)
+    r_kv = r.int("kv_lora_rank")
     if r_kv:
-        s.update(kv_lora_rank=r_kv, q_lora_rank=r.int("q_lora_rank", hi=2**24),
-                 qk_nope_head_dim=r.int("qk_nope_head_dim", hi=2**20),
-                 qk_rope_head_dim=r.int("qk_rope_head_dim", hi=2**20),
-                 v_head_dim=r.int("v_head_dim", hi=2**20), head_dim=None)
+        s.update(kv_lora_rank=r_kv, q_lora_rank=r.int("q_lora_rank"),
+                 qk_nope_head_dim=r.int("qk_nope_head_dim"),
+                 qk_rope_head_dim=r.int("qk_rope_head_dim"),
+                 v_head_dim=r.int("v_head_dim"), head_dim=None)
         r.used.add("qk_head_dim")  # derived: qk_nope_head_dim + qk_rope_head_dim
 
 
 def _note_mtp(r, s):
-    n = r.int("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_layers", lo=0, default=0, hi=1000)
+    n = r.int("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_layers", lo=0, default=0)
     if n:
         s["mtp_layers_not_built"] = n
         r.warnings_out.append(f"{n} multi-token-prediction layer(s) (num_nextn_predict_layers) are in the "
@@ -1750,9 +1783,9 @@ def _read_gpt_oss(r, s, ll, notes, warnings):
     s.update(ll)
     bias = r.bool("attention_bias", default=True)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=True, attention_sinks=True, router_has_bias=True,
-             head_dim=r.int("head_dim", default=64, hi=2**20), moe=True,
-             num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
-             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             head_dim=r.int("head_dim", default=64), moe=True,
+             num_experts=r.int("num_local_experts", "num_experts"),
+             topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=ll["ffn_hidden_size"],
              moe_layer_set=list(range(L)))
     r.used.add("experts_per_token")  # HF reads num_experts_per_tok only
     if not r.has("layer_types"):
@@ -1766,11 +1799,11 @@ def _read_llama4(r, s, ll, notes, warnings):
     L = s["num_layers"]
     s.update(ll)
     f = ll["ffn_hidden_size"]
-    s.update(ffn_hidden_size=r.int("intermediate_size_mlp", default=f, hi=2**31),
+    s.update(ffn_hidden_size=r.int("intermediate_size_mlp", default=f),
              qk_norm="l2" if r.bool("use_qk_norm", default=True) else "none",
-             attention_chunk_size=r.int("attention_chunk_size", hi=2**31))
+             attention_chunk_size=r.int("attention_chunk_size"))
     nrl = r.int_list("no_rope_layers", lo=0, hi=1, default=None)
-    interval = r.int("no_rope_layer_interval", default=4, hi=100_000)
+    interval = r.int("no_rope_layer_interval", default=4)
     if not nrl:
         nrl = [int((i + 1) % interval != 0) for i in range(L)]
     elif len(nrl) < L:
@@ -1779,10 +1812,10 @@ def _read_llama4(r, s, ll, notes, warnings):
     if not r.has("layer_types"):
         span = "chunked" if s["attention_chunk_size"] else "full"
         s["layer_types"] = [span if nrl[i] else "full" for i in range(L)]
-    E = r.int("num_local_experts", "num_experts", hi=2**20)
-    step = r.int("interleave_moe_layer_step", default=1, hi=100_000)
-    moe = r.int_list("moe_layers", hi=100_000, default=None)
-    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", default=1, hi=2**20),
+    E = r.int("num_local_experts", "num_experts")
+    step = r.int("interleave_moe_layer_step", default=1)
+    moe = r.int_list("moe_layers", default=None)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", default=1),
              moe_ffn_hidden_size=f, num_shared_experts=1, shared_expert_ffn_hidden_size=f,
              moe_layer_set=moe if moe is not None else list(range(step - 1, L, step)))
 
@@ -1790,7 +1823,7 @@ def _read_llama4(r, s, ll, notes, warnings):
 def _gemma_layer_types(r, L, force_last_full):
     if r.has("layer_types"):
         return None
-    pattern = r.int("sliding_window_pattern", "_sliding_window_pattern", default=6, hi=100_000)
+    pattern = r.int("sliding_window_pattern", "_sliding_window_pattern", default=6)
     lt = ["sliding" if (i + 1) % pattern else "full" for i in range(L)]
     if force_last_full and L:
         lt[-1] = "full"
@@ -1802,7 +1835,7 @@ def _read_gemma3(r, s, ll, notes, warnings):
     per-head q/k norms, four norms per layer, gated GELU MLP, tied head."""
     L = s["num_layers"]
     s.update(ll)
-    s.update(head_dim=r.int("head_dim", default=256, hi=2**20), qk_norm="head", norms_per_layer=4,
+    s.update(head_dim=r.int("head_dim", default=256), qk_norm="head", norms_per_layer=4,
              layer_types=_gemma_layer_types(r, L, force_last_full=False))
     if s["layer_types"] is None:
         del s["layer_types"]
@@ -1816,30 +1849,30 @@ def _read_gemma4(r, s, ll, notes, warnings):
     beside the dense MLP in every layer."""
     L, h = s["num_layers"], s["hidden_size"]
     s.update(ll)
-    d = r.int("head_dim", default=256, hi=2**20)
+    d = r.int("head_dim", default=256)
     s.update(head_dim=d, qk_norm="head", norms_per_layer=4)
-    L_cfg = r.int("num_hidden_layers", "num_layers", hi=100_000) or L  # -l keeps the first L of them
+    L_cfg = r.int("num_hidden_layers", "num_layers") or L  # -l keeps the first L of them
     lt = _gemma_layer_types(r, L_cfg, force_last_full=True)
     if lt is None:
         lt = _layer_pattern(r, L_cfg, s)
         lt[-1] = "full"  # the config's last layer is global, as Gemma4TextConfig makes it
     lt = lt[:L]
     s["layer_types"] = lt
-    d_g = r.int("global_head_dim", default=512, hi=2**20)
+    d_g = r.int("global_head_dim", default=512)
     k_eq_v = r.bool("attention_k_eq_v", default=False)
-    kv_g = r.int("num_global_key_value_heads", default=s["num_kv_heads"], hi=2**20) if k_eq_v else s["num_kv_heads"]
-    n_shared = r.int("num_kv_shared_layers", lo=0, default=0, hi=100_000)  # the config's last layers
+    kv_g = r.int("num_global_key_value_heads", default=s["num_kv_heads"]) if k_eq_v else s["num_kv_heads"]
+    n_shared = r.int("num_kv_shared_layers", lo=0, default=0)  # the config's last layers
     if n_shared >= L_cfg:
         r.fail("num_kv_shared_layers", f"leaves none of the {L_cfg} layers to hold the K/V it shares", n_shared)
     wide = r.bool("use_double_wide_mlp", default=False)
-    p = r.int("hidden_size_per_layer_input", lo=0, default=256, hi=2**20)
+    p = r.int("hidden_size_per_layer_input", lo=0, default=256)
     r.used.add("vocab_size_per_layer_input")
     f = ll["ffn_hidden_size"]
     moe_block = r.bool("enable_moe_block", default=False)
     moe = None
     if moe_block:
-        moe = {"kind": "moe", "width": r.int("moe_intermediate_size", hi=2**31), "linears": 3, "bias": False,
-               "num_experts": r.int("num_experts", hi=2**20), "topk": r.int("top_k_experts", hi=2**20),
+        moe = {"kind": "moe", "width": r.int("moe_intermediate_size"), "linears": 3, "bias": False,
+               "num_experts": r.int("num_experts"), "topk": r.int("top_k_experts"),
                "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False,
                "router_bias": False}  # + router_extra below: its scale (h) and per-expert scale (E)
         if None in moe.values():
@@ -1852,8 +1885,8 @@ def _read_gemma4(r, s, ll, notes, warnings):
             if not (isinstance(key, str) and key.isdigit() and isinstance(val, dict)):
                 r.fail("per_layer_config", "must map layer numbers to objects", plc)
             sub = ConfigReader(val, f"{r.where} (per_layer_config {key})")
-            per[int(key)] = {"head_dim": sub.int("head_dim", hi=2**20),
-                             "kv_heads": sub.int("num_key_value_heads", hi=2**20)}
+            per[int(key)] = {"head_dim": sub.int("head_dim"),
+                             "kv_heads": sub.int("num_key_value_heads")}
     ov = {}
     for i in range(L):
         full = lt[i] == "full"
@@ -1875,7 +1908,7 @@ def _read_gemma4(r, s, ll, notes, warnings):
         ov[i] = o
     s["layer_overrides"] = ov
     if p:
-        V_pl = r.int("vocab_size_per_layer_input", default=s["vocab_size"], hi=2**31)
+        V_pl = r.int("vocab_size_per_layer_input", default=s["vocab_size"])
         s["per_layer_embedding_params"] = V_pl * L * p
         s["other_params"] = {"per_layer_model_projection": L * p * h, "per_layer_projection_norm": p}
         s["input_matmul_params"] = L * p * h  # every token's embedding runs through it once
@@ -1889,16 +1922,16 @@ def _read_glm4_moe(r, s, ll, notes, warnings):
     s.update(ll)
     s.update(qkv_bias=r.bool("attention_bias", default=False), attn_out_bias=False,
              qk_norm="head" if r.bool("use_qk_norm", default=False) else "none")
-    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000)))
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1)))
     r.used.add("moe_layer_freq")
     _note_mtp(r, s)
 
 
 def _read_routed_shared(r, s, L, dense):
-    E = r.int("n_routed_experts", "num_local_experts", "num_experts", hi=2**20)
-    f_e = r.int("moe_intermediate_size", hi=2**31)
-    n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0, hi=2**20)
-    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+    E = r.int("n_routed_experts", "num_local_experts", "num_experts")
+    f_e = r.int("moe_intermediate_size")
+    n_sh = r.int("n_shared_experts", "num_shared_experts", lo=0, default=0)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=f_e,
              num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * (f_e or 0),
              moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
 
@@ -1911,14 +1944,14 @@ def _read_dsa(r, s, ll, notes, warnings):
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
-    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=3, hi=100_000)))
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=3)))
     _read_mla(r, s)
     if not s.get("q_lora_rank"):
         raise ValueError(f"{r.where}: {s['model_type']} needs q_lora_rank (the indexer reads the query latent)")
     r.str_list("layer_types", choices={"indexed_attention", "deepseek_sparse_attention", "full_attention"},
                length=L)
     s["layer_types"] = None
-    H, dI, k = (r.int("index_n_heads", hi=2**16), r.int("index_head_dim", hi=2**20), r.int("index_topk", hi=2**31))
+    H, dI, k = (r.int("index_n_heads", hi=2**16), r.int("index_head_dim"), r.int("index_topk"))
     if None in (H, dI, k):
         raise ValueError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
     s.update(index_n_heads=H, index_head_dim=dI, index_topk=k)
@@ -1937,8 +1970,8 @@ def _indexer_shared_layers(r, s, L):
     if it is None and pattern is not None:
         it = ["full" if c in "Ff" else "shared" for c in pattern] if isinstance(pattern, str) else pattern
     if it is None and s["model_type"] in ("glm_moe_dsa", "mistral_large4_text"):
-        freq = max(r.int("index_topk_freq", default=1, hi=100_000), 1)
-        off = r.int("index_skip_topk_offset", lo=0, default=2, hi=100_000)
+        freq = max(r.int("index_topk_freq", default=1), 1)
+        off = r.int("index_skip_topk_offset", lo=0, default=2)
         it = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(L)]
     if it is not None:
         if not isinstance(it, list) or len(it) < L or any(x not in ("full", "shared") for x in it[:L]):
@@ -1961,19 +1994,19 @@ def _read_mistral_large4(r, s, ll, notes, warnings):
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
-    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1, hi=100_000)))
+    _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=1)))
     _read_mla(r, s)
     if s.get("q_lora_rank"):
         r.fail("q_lora_rank", "Mistral Large 4 has no query bottleneck (transformers builds q_proj from h)",
                s["q_lora_rank"])
     r.str_list("layer_types", choices={"indexed_attention", "full_attention"}, length=L)
     s["layer_types"] = None
-    H, dI, k = (r.int("index_n_heads", default=32, hi=2**16), r.int("index_head_dim", default=128, hi=2**20),
-                r.int("index_topk", default=2048, hi=2**31))
+    H, dI, k = (r.int("index_n_heads", default=32, hi=2**16), r.int("index_head_dim", default=128),
+                r.int("index_topk", default=2048))
     s.update(index_n_heads=H, index_head_dim=dI, index_topk=k, attn_position_scaling=True,
              indexer_input_norm=True, nope_layers=_nope_from_interval(r, L))
-    L_cfg = r.int("num_hidden_layers", "num_layers", hi=100_000) or L  # -l keeps the first L of them
-    src = (r.int_list("kv_source_layers", lo=0, hi=100_000, length=L_cfg) or list(range(L_cfg)))[:L]
+    L_cfg = r.int("num_hidden_layers", "num_layers") or L  # -l keeps the first L of them
+    src = (r.int_list("kv_source_layers", lo=0, length=L_cfg) or list(range(L_cfg)))[:L]
     for i, j in enumerate(src):
         if j > i or src[j] != j:
             r.fail("kv_source_layers", f"layer {i} must reuse an earlier layer that owns its cache, got {j}", src)
@@ -2001,8 +2034,8 @@ def _read_minimax_m2(r, s, ll, notes, warnings):
     RMSNorms over the whole projection width, no biases; full attention on every layer."""
     L = s["num_layers"]
     s.update(ll)
-    s.update(qk_norm="full", moe=True, head_dim=r.int("head_dim", default=128, hi=2**20), num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
-             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+    s.update(qk_norm="full", moe=True, head_dim=r.int("head_dim", default=128), num_experts=r.int("num_local_experts", "num_experts"),
+             topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=ll["ffn_hidden_size"],
              moe_layer_set=list(range(L)), layer_types=None)
     r.used.update(("sliding_window", "attn_type_list", "rotary_dim"))
     s["sliding_window"] = None
@@ -2016,14 +2049,14 @@ def _read_ernie45_moe(r, s, ll, notes, warnings):
     s.update(ll)
     bias = r.bool("use_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias)
-    E = r.int("moe_num_experts", "num_experts", hi=2**20)
-    start = r.int("moe_layer_start_index", lo=-1, default=1, hi=100_000)
-    end = r.int("moe_layer_end_index", lo=-1, default=-1, hi=100_000)
+    E = r.int("moe_num_experts", "num_experts")
+    start = r.int("moe_layer_start_index", lo=-1, default=1)
+    end = r.int("moe_layer_end_index", lo=-1, default=-1)
     end = L - 1 if end == -1 else end
-    step = r.int("moe_layer_interval", default=1, hi=100_000)
-    f_e = r.int("moe_intermediate_size", default=ll["ffn_hidden_size"], hi=2**31)
-    n_sh = r.int("moe_num_shared_experts", lo=0, default=0, hi=2**20)
-    s.update(moe=bool(E), num_experts=E, topk=r.int("moe_k", "num_experts_per_tok", hi=2**20),
+    step = r.int("moe_layer_interval", default=1)
+    f_e = r.int("moe_intermediate_size", default=ll["ffn_hidden_size"])
+    n_sh = r.int("moe_num_shared_experts", lo=0, default=0)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("moe_k", "num_experts_per_tok"),
              moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
              expert_bias=False, router_has_bias=bool(E),
              moe_layer_set=[i for i in range(L) if (i + 1) % step == 0 and start <= i <= end] if E else None)
@@ -2038,11 +2071,11 @@ def _read_hy_v3(r, s, ll, notes, warnings):
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False), qk_norm="head",
-             head_dim=r.int("head_dim", default=128, hi=2**20), expert_bias=False)
-    E = r.int("num_experts", "num_local_experts", hi=2**20)
-    f_e = r.int("moe_intermediate_size", hi=2**31)
-    n_sh = r.int("num_shared_experts", lo=0, default=1, hi=2**20)
-    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             head_dim=r.int("head_dim", default=128), expert_bias=False)
+    E = r.int("num_experts", "num_local_experts")
+    f_e = r.int("moe_intermediate_size")
+    n_sh = r.int("num_shared_experts", lo=0, default=1)
+    s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=f_e,
              num_shared_experts=max(n_sh, 1), shared_expert_ffn_hidden_size=n_sh * f_e if n_sh else ll["ffn_hidden_size"],
              moe_layer_set=_mlp_pattern(r, L, [0]) if E else None)
     _note_mtp(r, s)
@@ -2054,7 +2087,7 @@ def _read_longcat(r, s, ll, notes, warnings):
     Flash tech report, sec. 2). transformers allocates gate_up_proj rows for the zero experts too
     (E + Z of them, never used); the count here is the weights the checkpoint holds."""
     h = s["hidden_size"]
-    L_cfg = r.int("num_layers", hi=100_000)
+    L_cfg = r.int("num_layers")
     if r.has("num_hidden_layers"):  # transformers: num_hidden_layers = 2 x num_layers, and it wins
         L_hf = r.int("num_hidden_layers", hi=200_000)
         if L_cfg and L_hf != 2 * L_cfg:
@@ -2065,12 +2098,12 @@ def _read_longcat(r, s, ll, notes, warnings):
     s["num_layers"] = L
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
-    E = r.int("n_routed_experts", "num_local_experts", hi=2**20)
-    Z = r.int("zero_expert_num", lo=0, default=0, hi=2**20) or 0
-    f_e = r.int("expert_ffn_hidden_size", "moe_intermediate_size", hi=2**31)
-    f = r.int("ffn_hidden_size", "intermediate_size", hi=2**31)
+    E = r.int("n_routed_experts", "num_local_experts")
+    Z = r.int("zero_expert_num", lo=0, default=0) or 0
+    f_e = r.int("expert_ffn_hidden_size", "moe_intermediate_size")
+    f = r.int("ffn_hidden_size", "intermediate_size")
     s.update(qkv_bias=bias, attn_out_bias=bias, ffn_hidden_size=f, moe=True, num_experts=E, zero_experts=Z,
-             topk=r.int("moe_topk", "num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=f_e,
+             topk=r.int("moe_topk", "num_experts_per_tok"), moe_ffn_hidden_size=f_e,
              router_has_bias=r.bool("router_bias", default=False), moe_layer_set=list(range(L)))
     _read_mla(r, s)
     dense = {"kind": "dense", "width": f, "linears": 3, "bias": False}
@@ -2099,7 +2132,7 @@ def _read_olmo3(r, s, ll, notes, warnings):
 def _nope_from_interval(r, L):
     nrl = r.int_list("no_rope_layers", lo=0, hi=1, default=None)
     if not nrl:
-        interval = r.int("no_rope_layer_interval", default=4, hi=100_000)
+        interval = r.int("no_rope_layer_interval", default=4)
         nrl = [int((i + 1) % interval != 0) for i in range(L)]
     if len(nrl) < L:
         r.fail("no_rope_layers", f"must list {L} layers", nrl)
@@ -2111,7 +2144,7 @@ def _read_smollm3(r, s, ll, notes, warnings):
     use_sliding_window those NoPE layers slide."""
     L = s["num_layers"]
     s.update(ll)
-    s.update(num_kv_heads=r.int("num_key_value_heads", default=4, hi=2**20),
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=4),
              qkv_bias=r.bool("attention_bias", default=False), attn_out_bias=r.bool("attention_bias", default=False),
              mlp_bias=r.bool("mlp_bias", default=False), nope_layers=_nope_from_interval(r, L))
     if not r.has("layer_types"):
@@ -2123,8 +2156,8 @@ def _read_smollm3(r, s, ll, notes, warnings):
 def _read_seed_oss(r, s, ll, notes, warnings):
     """Seed-OSS: biased q/k/v (attention_bias), o biased only with attention_out_bias."""
     s.update(ll)
-    s.update(num_kv_heads=r.int("num_key_value_heads", default=8, hi=2**20),
-             head_dim=r.int("head_dim", default=128, hi=2**20),
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=8),
+             head_dim=r.int("head_dim", default=128),
              qkv_bias=r.bool("attention_bias", default=True), attn_out_bias=r.bool("attention_out_bias", default=False),
              mlp_bias=r.bool("mlp_bias", default=False))
 
@@ -2134,14 +2167,14 @@ def _read_exaone4(r, s, ll, notes, warnings):
     (sliding_window_pattern), the full layers without rotary positions when sliding is on."""
     L = s["num_layers"]
     s.update(ll)
-    s.update(num_kv_heads=r.int("num_key_value_heads", default=32, hi=2**20), qk_norm="head")
-    w = (r.int("sliding_window", lo=0, hi=2**31) or None)
+    s.update(num_kv_heads=r.int("num_key_value_heads", default=32), qk_norm="head")
+    w = (r.int("sliding_window", lo=0) or None)
     if not r.has("layer_types") and w:
         p = r.pick("sliding_window_pattern")[1]
         if isinstance(p, str):
             raise ValueError(f"{r.where}: sliding_window_pattern {p!r} needs layer_types (transformers "
                              "cannot derive them from a string either)")
-        p = r.int("sliding_window_pattern", default=4, hi=100_000)
+        p = r.int("sliding_window_pattern", default=4)
         s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)]
     lt = s.get("layer_types") or _layer_pattern(r, L, s)
     if w and lt:
@@ -2156,9 +2189,9 @@ def _read_cohere2(r, s, ll, notes, warnings):
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, norms_per_layer=1, parallel_attention=True,
              norm="rmsnorm")  # Cohere's LayerNorm has a weight and no bias: h weights, as RMSNorm
-    w = (r.int("sliding_window", lo=0, hi=2**31) or None)
+    w = (r.int("sliding_window", lo=0) or None)
     if not r.has("layer_types"):
-        p = r.int("sliding_window_pattern", default=4, hi=100_000)
+        p = r.int("sliding_window_pattern", default=4)
         s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)] if w else None
     lt = s.get("layer_types") or _layer_pattern(r, L, s)
     s["nope_layers"] = [i for i in range(L) if not w or (lt and lt[i] != "sliding")]
@@ -2171,8 +2204,8 @@ def _read_granitemoe(r, s, ll, notes, warnings):
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, moe=True,
-             num_experts=r.int("num_local_experts", "num_experts", hi=2**20),
-             topk=r.int("num_experts_per_tok", hi=2**20), moe_ffn_hidden_size=ll["ffn_hidden_size"],
+             num_experts=r.int("num_local_experts", "num_experts"),
+             topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=ll["ffn_hidden_size"],
              moe_layer_set=list(range(L)))
 
 
@@ -2182,12 +2215,12 @@ def _read_phimoe(r, s, ll, notes, warnings):
     L = s["num_layers"]
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
-    k = r.int("num_experts_per_tok", default=2, hi=2**20)
+    k = r.int("num_experts_per_tok", default=2)
     if k != 2:
         warnings.append(f"num_experts_per_tok {k} is not read by PhiMoE's router, which picks 2 experts: "
                         "active parameters use 2")
-    s.update(norm="layernorm", qkv_bias=bias, attn_out_bias=bias, num_kv_heads=r.int("num_key_value_heads", default=8, hi=2**20),
-             moe=True, num_experts=r.int("num_local_experts", "num_experts", hi=2**20), topk=2,
+    s.update(norm="layernorm", qkv_bias=bias, attn_out_bias=bias, num_kv_heads=r.int("num_key_value_heads", default=8),
+             moe=True, num_experts=r.int("num_local_experts", "num_experts"), topk=2,
              moe_ffn_hidden_size=ll["ffn_hidden_size"], moe_layer_set=list(range(L)), slides_every_layer=True)
     if r.bool("lm_head_bias", default=False):
         s["other_params"] = {"lm_head_bias": s["vocab_size"]}
