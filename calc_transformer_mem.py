@@ -101,23 +101,20 @@ CONFIG_MAX_DEPTH = 64        # nesting deeper than this is not a model config
 
 # Hugging Face config classes whose tie_word_embeddings default is True when config.json omits it
 # (PretrainedConfig's default); the others pass tie_word_embeddings=False in their constructors.
-_TIED_BY_DEFAULT = {"gpt2", "opt", "bloom", "falcon", "gemma", "gemma2", "starcoder2", "gemma3_text",
-                    "gemma4_text", "cohere2", "exaone4", "smollm3", "granitemoe", "olmo3",
-                    "seed_oss", "llama4_text", "lfm3"}
+_TIED_BY_DEFAULT = set("gpt2 opt bloom falcon gemma gemma2 starcoder2 gemma3_text gemma4_text "
+                       "cohere2 exaone4 smollm3 granitemoe olmo3 seed_oss llama4_text lfm3".split())
 
 # model_types that are real transformers families whose layers this block cannot describe yet:
 # exit 2 rather than print a Llama-style count (linear attention and state-space layers).
-_NOT_YET = {
-    "lfm2", "lfm2_moe", "mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "bamba", "rwkv",
-    "recurrent_gemma", "minimax", "plamo2",
-}
+_NOT_YET = set("lfm2 lfm2_moe mamba mamba2 falcon_mamba zamba zamba2 bamba rwkv recurrent_gemma "
+               "minimax plamo2".split())
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
-_FOREIGN_LAYER_FIELDS = (
-    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_conv_kernel_dim",
-    "mamba_d_state", "mamba_n_heads", "mamba_d_conv", "ssm_state_size", "state_size", "conv_kernel",
-    "layers_block_type", "hybrid_override_pattern", "attn_layer_period", "attn_layer_offset",
-    "block_types", "layer_block_types", "full_attn_idxs", "linear_attn_config", "short_conv",
-)
+_FOREIGN_LAYER_FIELDS = tuple("linear_num_key_heads linear_num_value_heads linear_key_head_dim "
+                              "linear_conv_kernel_dim mamba_d_state mamba_n_heads mamba_d_conv "
+                              "ssm_state_size state_size conv_kernel layers_block_type "
+                              "hybrid_override_pattern attn_layer_period attn_layer_offset "
+                              "block_types layer_block_types full_attn_idxs linear_attn_config "
+                              "short_conv".split())
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -362,22 +359,53 @@ def _short(value):
 
 
 # Fields whose presence can change a count; an unread one becomes a warning in the result.
-_COUNT_FIELD_HINTS = ("expert", "moe", "lora_rank", "head_dim", "intermediate", "num_hidden_layers",
-                      "num_attention_heads", "key_value", "vocab", "hidden_size", "sliding", "window",
-                      "chunk", "layer_types", "dense", "shared", "nextn", "mtp", "index_", "sink",
-                      "gate", "per_layer", "kv_", "_layers", "ffn", "n_embd", "n_head", "n_layer")
-_NEVER_COUNTS = {"max_position_embeddings", "num_labels", "use_cache", "output_router_logits",
-                 "router_aux_loss_coef", "router_jitter_noise", "moe_aux_loss_coef", "aux_loss_alpha",
-                 "seq_aux", "norm_topk_prob", "routed_scaling_factor", "topk_group", "n_group",
-                 "topk_method", "scoring_func", "router_z_loss_coef", "moe_router_enable_expert_bias",
-                 "moe_capacity", "moe_gate", "hidden_act", "hidden_activation", "mlp_only_layers_",
-                 "initializer_range", "use_sliding_window", "max_window_layers",
-                 "sliding_window_pattern", "_sliding_window_pattern", "mlp_layer_types",
-                 "rope_interleave", "moe_norm_topk_prob", "first_k_dense_replace", "router_temperature",
-                 "layer_norm_eps", "rms_norm_eps", "head_dim", "gate_type", "final_logit_softcapping",
-                 "attn_logit_softcapping", "query_pre_attn_scalar", "expert_capacity",
-                 "num_nextn_predict_layers", "moe_k", "moe_num_experts", "moe_intermediate_size",
-                 "use_qk_norm", "interleave_moe_layer_step", "moe_layer_freq", "decoder_sparse_step"}
+_COUNT_FIELD_HINTS = tuple("expert moe lora_rank head_dim intermediate num_hidden_layers "
+                           "num_attention_heads key_value vocab hidden_size sliding window chunk "
+                           "layer_types dense shared nextn mtp index_ sink gate per_layer kv_ "
+                           "_layers ffn n_embd n_head n_layer".split())
+_NEVER_COUNTS = set("max_position_embeddings num_labels use_cache output_router_logits "
+                    "router_aux_loss_coef router_jitter_noise moe_aux_loss_coef aux_loss_alpha "
+                    "seq_aux norm_topk_prob routed_scaling_factor topk_group n_group topk_method "
+                    "scoring_func router_z_loss_coef moe_router_enable_expert_bias moe_capacity "
+                    "moe_gate hidden_act hidden_activation mlp_only_layers_ initializer_range "
+                    "use_sliding_window max_window_layers sliding_window_pattern "
+                    "_sliding_window_pattern mlp_layer_types rope_interleave moe_norm_topk_prob "
+                    "first_k_dense_replace router_temperature layer_norm_eps rms_norm_eps head_dim "
+                    "gate_type final_logit_softcapping attn_logit_softcapping "
+                    "query_pre_attn_scalar expert_capacity num_nextn_predict_layers moe_k "
+                    "moe_num_experts moe_intermediate_size use_qk_norm interleave_moe_layer_step "
+                    "moe_layer_freq decoder_sparse_step".split())
+
+
+# The largest value ConfigReader accepts in a config field (a call's hi= wins): far past any real
+# model, small enough that no count overflows into nonsense. Unlisted fields (widths, vocabularies,
+# token counts) may hold up to 2^31, numbers read with num() up to 1e12.
+_FIELD_MAX = {
+    **dict.fromkeys((  # heads, head and state dims, experts, top-k, groups, chunk lengths
+        "num_attention_heads n_head num_heads num_key_value_heads num_kv_heads num_attention_groups "
+        "num_global_key_value_heads num_sliding_attention_heads head_dim global_head_dim "
+        "qk_nope_head_dim qk_rope_head_dim v_head_dim index_n_heads index_head_dim num_local_experts "
+        "num_experts n_routed_experts moe_num_experts num_shared_experts n_shared_experts "
+        "moe_num_shared_experts zero_expert_num num_experts_per_tok num_experts_per_token moe_top_k "
+        "top_k_experts moe_k moe_topk linear_num_key_heads linear_num_value_heads linear_key_head_dim "
+        "linear_value_head_dim linear_num_heads linear_head_dim mamba_num_heads mamba_n_heads "
+        "mamba_head_dim mamba_dt_rank mamba_d_state ssm_state_size n_groups mamba_n_groups chunk_size "
+        "mamba_chunk_size hidden_size_per_layer_input compress_rate_csa compress_rate_hca o_groups "
+        "compress_ratios group_size q_group_size weight_block_size").split(), 2**20),
+    **dict.fromkeys((  # layer counts, layer indices and layer-pattern periods
+        "num_hidden_layers n_layer num_layers first_k_dense_replace moe_layer_freq decoder_sparse_step "
+        "interleave_moe_layer_step moe_layer_start_index moe_layer_end_index moe_layer_interval "
+        "num_hash_layers num_kv_shared_layers max_window_layers full_attention_interval "
+        "no_rope_layer_interval sliding_window_pattern _sliding_window_pattern attn_layer_period "
+        "attn_layer_offset expert_layer_period expert_layer_offset index_topk_freq "
+        "index_skip_topk_offset mlp_only_layers moe_layers kv_source_layers").split(), 100_000),
+    **dict.fromkeys(("hidden_size n_embd n_embed d_model word_embed_proj_dim q_lora_rank kv_lora_rank "
+                     "o_lora_rank moe_latent_size").split(), 2**24),
+    **dict.fromkeys("conv_kernel linear_conv_kernel_dim mamba_d_conv conv_L_cache short_conv_kernel_size".split(),
+                    4096),
+    **dict.fromkeys("num_nextn_predict_layers num_mtp_layers mtp_num_layers mtp_num_hidden_layers".split(), 1000),
+    "mamba_expand": 1e6,
+}
 
 
 # The largest value ConfigReader accepts in a config field (a call's hi= wins): far past any real
@@ -618,7 +646,7 @@ def spec_from_hf_config(cfg, num_layers=None):
     if mt in _NOT_YET:
         raise ValueError(f"{where}: model_type {mt!r} has linear-attention or state-space layers, "
                          "which this script does not count yet")
-    known = mt in SUPPORTED_MODEL_TYPES
+    known = mt in _FAMILY_READERS
     if not known:
         foreign = [k for k in _FOREIGN_LAYER_FIELDS if r.has(k)]
         if foreign:
@@ -659,8 +687,6 @@ def spec_from_hf_config(cfg, num_layers=None):
                      f"head_dim {h // a} (h // a), as transformers computes it")
     s["_layers_from_flag"] = num_layers is not None
     read = _FAMILY_READERS.get(mt)
-    if read is None and known:
-        read = _read_llama_like
     if read is None:
         s.update(llama_like)
         bias = r.bool("attention_bias", default=False)
@@ -1133,6 +1159,8 @@ def _read_jamba(r, s, ll, notes, warnings):
     E = int(r.num("mamba_expand", default=2) * h)
     rank = r.cfg.get("mamba_dt_rank", "auto")
     R = -(-h // 16) if rank == "auto" else r.int("mamba_dt_rank")
+    if R is None:  # null: JambaConfig keeps None and the model cannot be built
+        r.fail("mamba_dt_rank", 'must be an integer or "auto"', rank)
     r.used.add("mamba_dt_rank")
     pb = r.bool("mamba_proj_bias", default=False)
     s["linear_mixer"] = {"kind": "mamba1", "heads": E, "kv_heads": E, "head_dim": 1, "v_head_dim": 1,
@@ -1859,42 +1887,37 @@ def _read_phimoe(r, s, ll, notes, warnings):
         s["other_params"] = {"lm_head_bias": s["vocab_size"]}
 
 
-_FAMILY_READERS = {"gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_opt, "bloom": _read_bloom,
-                   "falcon": _read_falcon, "starcoder2": _read_starcoder2, "gpt_oss": _read_gpt_oss,
-                   "llama4_text": _read_llama4, "gemma3_text": _read_gemma3, "gemma4_text": _read_gemma4,
-                   "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa,
-                   "mistral_large4_text": _read_mistral_large4,
-                   "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3,
-                   "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
-                   "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
-                   "granitemoe": _read_granitemoe, "phimoe": _read_phimoe, "qwen3_next": _read_qwen_gdn,
-                   "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn,
-                   "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
-                   "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
-                   "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-                   "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5}
-SUPPORTED_MODEL_TYPES = (
-    "gpt2", "gpt_neox", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
-    "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3", "starcoder2", "olmo2",
-    "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma3_text", "gemma4_text", "glm4_moe",
-    "glm_moe_dsa", "deepseek_v32", "mistral_large4_text", "mistral4", "minimax_m2", "ernie4_5_moe", "hy_v3", "longcat_flash", "olmo3",
-    "smollm3", "seed_oss", "exaone4", "cohere2", "granitemoe", "phimoe", "qwen3_next", "qwen3_5_text",
-    "qwen3_5_moe_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1", "jamba", "lfm3",
-    "kimi_linear", "deepseek_v4", "step3p5",
-)
+# Every model_type this block reads, and its reader (the Llama-style families share one).
+_FAMILY_READERS = {
+    **dict.fromkeys(("llama mistral mixtral qwen2 qwen2_moe qwen3 qwen3_moe gemma gemma2 phi3 olmo2 "
+                     "deepseek_v2 deepseek_v3 mistral4").split(), _read_llama_like),
+    "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_opt, "bloom": _read_bloom,
+    "falcon": _read_falcon, "starcoder2": _read_starcoder2, "gpt_oss": _read_gpt_oss,
+    "llama4_text": _read_llama4, "gemma3_text": _read_gemma3, "gemma4_text": _read_gemma4,
+    "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa,
+    "mistral_large4_text": _read_mistral_large4,
+    "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3,
+    "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
+    "seed_oss": _read_seed_oss, "exaone4": _read_exaone4, "cohere2": _read_cohere2,
+    "granitemoe": _read_granitemoe, "phimoe": _read_phimoe, "qwen3_next": _read_qwen_gdn,
+    "qwen3_5_text": _read_qwen_gdn, "qwen3_5_moe_text": _read_qwen_gdn,
+    "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
+    "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
+    "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
+    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5}
 
 
-_GLOBAL_FLAGS = ("vocab_size", "hidden_size", "num_attention_heads", "head_dim", "ffn_hidden_size",
-                 "num_mlp_linears", "tied_embeddings", "norm", "norms_per_layer", "qk_norm", "qkv_bias",
-                 "attn_out_bias", "mlp_bias", "position_embedding", "embedding_norm", "final_norm",
-                 "num_experts", "expert_interval", "topk", "moe_ffn_hidden_size", "num_shared_experts",
-                 "shared_expert_ffn_hidden_size", "shared_expert_gate", "num_dense_layers",
-                 "router_bias", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-                 "v_head_dim", "parallel_attention")
-_POSITIVE = ("vocab_size", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
-             "ffn_hidden_size", "num_mlp_linears", "num_experts", "expert_interval", "topk",
-             "moe_ffn_hidden_size", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
-             "qk_rope_head_dim", "v_head_dim", "norms_per_layer", "max_position_embeddings")
+_GLOBAL_FLAGS = tuple("vocab_size hidden_size num_attention_heads head_dim ffn_hidden_size "
+                      "num_mlp_linears tied_embeddings norm norms_per_layer qk_norm qkv_bias "
+                      "attn_out_bias mlp_bias position_embedding embedding_norm final_norm "
+                      "num_experts expert_interval topk moe_ffn_hidden_size num_shared_experts "
+                      "shared_expert_ffn_hidden_size shared_expert_gate num_dense_layers "
+                      "router_bias q_lora_rank kv_lora_rank qk_nope_head_dim qk_rope_head_dim "
+                      "v_head_dim parallel_attention".split())
+_POSITIVE = tuple("vocab_size hidden_size num_layers num_attention_heads num_kv_heads head_dim "
+                  "ffn_hidden_size num_mlp_linears num_experts expert_interval topk "
+                  "moe_ffn_hidden_size kv_lora_rank q_lora_rank qk_nope_head_dim qk_rope_head_dim "
+                  "v_head_dim norms_per_layer max_position_embeddings".split())
 _CAPS = (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
          ("num_attention_heads", 2**20), ("num_kv_heads", 2**20), ("ffn_hidden_size", 2**31),
          ("num_experts", 2**20), ("topk", 2**20), ("moe_ffn_hidden_size", 2**31), ("head_dim", 2**20),
