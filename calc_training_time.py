@@ -55,23 +55,25 @@ SM_COUNT = {"a100-40gb": 108, "a100-80gb": 108, "a100-40gb-pcie": 108, "a100-80g
 # kernels for bf16 on Ampere/Hopper use (128 x 256, CUTLASS's default large tile).
 GEMM_TILE = (128, 256)
 
-# Fixed cost per kernel (launch and tail): the smallest kernel time a GPU shows in a profiler,
-# ~4-5 us on A100/H100 (NVIDIA's CUDA graphs blog: "kernel launch overheads ... of the order of
-# microseconds"). Each kernel's time is at least this.
+# Fixed cost per kernel (launch and tail): the smallest matmul kernels in XLA's measured H100
+# table (openxla/xla xla/service/gpu/model default_matmul_perf_table.txtpb, 256^3 bf16) take
+# ~5.0 us. Each kernel's time is at least this.
 KERNEL_FLOOR_S = 4.5e-6
 
 # Memory-bound kernels reach this fraction of HBM bandwidth (elementwise, norms, softmax, the
-# optimizer step): STREAM-like copy kernels reach 1.73 of 2.04 TB/s on A100-80GB (0.85) and ~2.9
-# of 3.35 TB/s on H100 SXM (0.87) (NVIDIA's nvbandwidth / babelstream results). Used when
-# hardware.py has no achievable bandwidth for the GPU.
+# optimizer step): the gpu-stream "scale" kernel (one load, one store) reaches 1737 of 2039 GB/s
+# on A100-80GB (0.852) and 1704 of 2039 on H100-PCIe (0.836) (RRZE-HPC/gpu-benches, gpu-stream
+# results). Used when hardware.py has no achievable bandwidth for the GPU.
 MEM_BW_FRACTION = 0.85
 
 # Flash-attention kernel rates as a fraction of the dense 16-bit peak, forward and backward
 # (FLOPs counted as flash-attn's benchmark counts them: 4 s^2 d h forward, halved when causal,
-# 2.5x that backward). FlashAttention-2 on A100 (Dao 2023, Fig. 4-5, head dim 128, causal, 8k):
-# ~0.70 forward, ~0.60 backward. FlashAttention-3 on H100 (Shah et al. 2024, Fig. 1-2, bf16, head
-# dim 128, causal, 8k-16k): ~0.65 forward, ~0.55 backward.
-FLASH_EFFICIENCY = {"a100": (0.70, 0.60), "h100": (0.65, 0.55), "default": (0.60, 0.50)}
+# 2.5x that backward). The published forward+backward rate of FlashAttention-2, causal, head dim
+# 128, 8k tokens (Dao 2023, arXiv 2307.08691, Fig. 4 and the H100 figure of the flash-attention
+# repo): A100-80GB 182 TFLOP/s (0.583 of 312), H100 SXM 308 (0.311 of 989), used for both
+# passes. FlashAttention-3's H100 forward (602, 0.61) has no published backward beside it, so
+# H100 keeps the measured FA2 pair. Other GPUs take the A100 fraction (an assumption).
+FLASH_EFFICIENCY = {"a100": (0.583, 0.583), "h100": (0.311, 0.311), "default": (0.583, 0.583)}
 
 # Compute slows while a collective runs beside it (NCCL kernels take SMs and memory bandwidth):
 # Lee et al. 2025 measured about 19% on average. Applied to the overlapped time.
@@ -91,11 +93,11 @@ OPTIMIZER_STEP_BYTES = {"bf16": 42, "fp16": 50}
 # per micro-batch on top of the matmul's own traffic; its epilogue does not overlap its main loop.
 GRAD_ACCUM_BYTES = 8
 
-# CPU offload (ZeRO-Offload, Ren et al. 2021): host link per GPU (PCIe Gen4 x16 ~25 GB/s achieved
-# on A100 hosts, Gen5 ~50 GB/s on H100 hosts) and CPU-Adam's rate, ~1.0e9 parameters/s per GPU's
-# share of the host cores (Ren et al. 2021 Table 3: CPU-Adam updates 1B parameters in ~1 s on 8
-# DGX-2 cores' share... stated as an assumption).
-PCIE_BYTES_PER_S = {"a100": 25e9, "h100": 50e9, "default": 25e9}
+# CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
+# host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
+# 64 GB/s on H100 hosts) and CPU-Adam updating 1e9 parameters per second per GPU's share of the
+# host cores. Offload is only chosen by --search when nothing fits without it.
+PCIE_BYTES_PER_S = {"a100": 0.8 * 32e9, "h100": 0.8 * 64e9, "default": 0.8 * 32e9}
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 
 # Expert load imbalance: the busiest expert-parallel rank's tokens over the mean. 1.0 = balanced
@@ -3833,8 +3835,9 @@ def gemm_efficiency(m, n, k, *, hw, batch=1):
     best measured rate (hw["matmul_ceiling"], Bekman's MAMF / peak) times wave quantization --
     output tiles of GEMM_TILE spread over the SMs in whole waves, the last wave partly idle, and
     edge tiles partly empty (NVIDIA "Matrix Multiplication Background" user guide, sec. on tile and
-    wave quantization) -- times a short-reduction penalty k / (k + 128) for k below a few hundred
-    (the pipeline of k-slices never fills). With no SM count, only the ceiling and k-term."""
+    wave quantization) -- times a short-reduction penalty k / (k + 128) (an assumption of this
+    form: each output tile pays a fixed prologue/epilogue worth ~128 of k; a fit of the same form
+    to XLA's measured H100 table gives ~190). With no SM count, only the ceiling and k-term."""
     tm, tn = GEMM_TILE
     if m < tm and n >= tm:  # cuBLAS transposes a skinny problem onto the tile's long side
         m, n = n, m
@@ -3846,24 +3849,23 @@ def gemm_efficiency(m, n, k, *, hw, batch=1):
     return hw["matmul_ceiling"] * fill * wave * k / (k + 128)
 
 
-def gemm_time_s(m, n, k, *, hw, dtype_bytes=2, batch=1, peak=None):
+def gemm_time_s(m, n, k, *, hw, dtype_bytes=2, batch=1):
     """Time of one (batched) matmul: FLOPs at gemm_efficiency, or reading A, B and writing C at
     achievable bandwidth when that is slower (the roofline), and at least one kernel floor."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
-    peak = peak or hw["peak"]
     flops = 2.0 * m * n * k * batch
-    compute = flops / (peak * gemm_efficiency(m, n, k, hw=hw, batch=batch))
+    compute = flops / (hw["peak"] * gemm_efficiency(m, n, k, hw=hw, batch=batch))
     memory = batch * (m * k + k * n) * dtype_bytes + batch * m * n * 2
     return max(compute, memory / hw["mem_bw"], KERNEL_FLOOR_S)
 
 
-def linear_times_s(m, n, k, *, hw, dtype_bytes=2, batch=1, peak=None):
+def linear_times_s(m, n, k, *, hw, dtype_bytes=2, batch=1):
     """(forward, backward) of a linear layer y[m,n] = x[m,k] W[k,n]: forward one matmul, backward
     the input gradient (m, k, reduce n) and the weight gradient (k, n, reduce m)."""
-    f = gemm_time_s(m, n, k, hw=hw, dtype_bytes=dtype_bytes, batch=batch, peak=peak)
-    b = (gemm_time_s(m, k, n, hw=hw, dtype_bytes=dtype_bytes, batch=batch, peak=peak)
-         + gemm_time_s(k, n, m, hw=hw, dtype_bytes=dtype_bytes, batch=batch, peak=peak))
+    f = gemm_time_s(m, n, k, hw=hw, dtype_bytes=dtype_bytes, batch=batch)
+    b = (gemm_time_s(m, k, n, hw=hw, dtype_bytes=dtype_bytes, batch=batch)
+         + gemm_time_s(k, n, m, hw=hw, dtype_bytes=dtype_bytes, batch=batch))
     return f, b
 
 
@@ -4001,18 +4003,15 @@ def layer_compute_s(layer, *, h, lay, hw):
     # norms (one per block), residual add (+ bias, dropout mask) per block: Korthikanti Table 2's tensors
     ew_bytes += blocks * (2 * a * mt * h + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
     ew_kernels += 2 * blocks
-    if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: small matmuls, memory-bound here
-        ew_bytes += 2 * a * m * h * spec_streams(lay)
+    if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: their hc x h residual streams
+        # are read and written once per block (small matmuls, memory-bound; an assumption)
+        ew_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
     _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
     ne, ex = layer_params_per_rank(layer, h=h, norm=lay["norm"], tp=tp, etp=etp, ep=ep)
     _add(parts, "grad_accumulation", 0.0, (ne + ex) * GRAD_ACCUM_BYTES / hw["mem_bw"])
     return parts, overlap, blocks
-
-
-def spec_streams(lay):
-    return lay.get("residual_streams", 1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -4173,13 +4172,12 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
                 if zero in (1, 2) and not lay["dp_overlap"]:
                     t += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
         bucket = t * min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
-        slack = (len(params_by_stage) - 1 - i) * 0  # stages are indexed 0..p-1; see below
         head_start = i * mean_b  # stage i drains i backward-times before stage 0
         if lay["dp_overlap"]:
             exposed = max(bucket, t - stage_bwd_s[i]) - head_start
         else:
             exposed = t - head_start
-        worst = max(worst, exposed + slack)
+        worst = max(worst, exposed)
         t_sync_max = max(t_sync_max, t)
     return max(0.0, worst), t_sync_max
 
@@ -4267,7 +4265,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
                                               stage=st, layers_held=by_stage[st])[:2]
         params_by_stage.append(cache[pk])
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
-    dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=[b / 1 for b in stage_b],
+    dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b,
                                    lay=lay, net=net)
     # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
     # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
@@ -4347,9 +4345,12 @@ def resolve_hardware(args, parser):
         except KeyError as exc:
             parser.error(exc.args[0])
     base = rec or DEFAULT_GPU
-    if rec is None and args.peak_tflops is None:
-        notes.append(f"no --gpu given: assuming {DEFAULT_GPU['name']} (pass --gpu NAME, or "
-                     "--peak-tflops/--hbm-bandwidth-GBps/--intra-node-bw-GBps)")
+    if rec is None:
+        given = [f for f, v in (("--peak-tflops", args.peak_tflops), ("--hbm-bandwidth-GBps", args.hbm_bandwidth_GBps),
+                                ("--intra-node-bw-GBps", args.intra_node_bw_GBps)) if v]
+        notes.append(f"no --gpu given: figures not passed ({', '.join(given) or 'none passed'} given) come from "
+                     f"{DEFAULT_GPU['name']} (pass --gpu NAME, or --peak-tflops/--hbm-bandwidth-GBps/"
+                     "--intra-node-bw-GBps/--gpu-memory-gib)")
     peaks = base.get("peak_flops_per_s") or {}
     dt = args.dtype
     peak = args.peak_tflops * 1e12 if args.peak_tflops else peaks.get(dt)
@@ -4379,6 +4380,10 @@ def resolve_hardware(args, parser):
     mem_bw = ach if (ach and not args.hbm_bandwidth_GBps) else bw * MEM_BW_FRACTION
     intra = args.intra_node_bw_GBps * 1e9 if args.intra_node_bw_GBps else base.get("scale_up_bandwidth_bytes_per_s")
     inter = args.inter_node_bw_GBps * 1e9 if args.inter_node_bw_GBps else base.get("scale_out_bandwidth_bytes_per_s")
+    if not intra and inter:  # a PCIe card without NVLink: GPUs reach each other over the host/NIC path
+        intra = inter
+        notes.append(f"{base.get('name')} has no scale-up link in hardware.py: GPUs talk at its scale-out "
+                     f"{inter / 1e9:g} GB/s (pass --intra-node-bw-GBps to change)")
     if not intra:
         parser.error(f"{base.get('name')} has no scale-up bandwidth in hardware.py; pass --intra-node-bw-GBps")
     gpn = args.gpus_per_node or base.get("scale_up_domain_size") or 8
@@ -4487,7 +4492,7 @@ def complete_layout(lay):
     return dict(lay, dp=dp, num_microbatches=lay["global_batch_size"] // (lay["micro_batch_size"] * dp))
 
 
-def search_layouts(spec, base, *, hw, net, c0, flops, rank_by="time", progress=None):
+def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
     """Every layout of base["num_gpus"] GPUs for base["global_batch_size"], pruned by memory first,
     ranked by time per sequence (or cost, the same order at a fixed GPU count). Enumerated: tp (powers of two
     dividing the heads, within a node), cp (powers of two, s / cp >= 4096), pp (dividing the layers),
@@ -4669,7 +4674,9 @@ def build_parser():
     o.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
     o.add_argument("--search", action="store_true", help="rank every layout of --num-gpus")
     o.add_argument("--top", type=bounded_int, default=5, help="layouts to print with --search (default 5)")
-    o.add_argument("--rank-by", choices=("time", "cost"), default="time")
+    o.add_argument("--rank-by", choices=("time", "cost"), default="time",
+                   help="order of --search (at a fixed --num-gpus, cost per sequence = time per sequence x "
+                        "GPUs x price: the same order)")
     o.add_argument("--json", action="store_true", help="print the result dict as JSON only")
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
@@ -4744,6 +4751,8 @@ def assumptions(hw, lay):
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
            + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
            "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model"]
+    if lay["matmul_bytes"] == 1:
+        out.append("fp8: matmuls at the fp8 rate and ceiling; the casts to fp8 and their scales are not costed")
     return out
 
 
@@ -4788,7 +4797,7 @@ def main(argv=None):
         show = (lambda i, k: print(f"\rsearching: {i}/{k} parallel shapes", end="", file=sys.stderr)) \
             if sys.stderr.isatty() and not args.json else None
         rows, evaluated, ngroups = search_layouts(spec, base, hw=hw, net=net, c0=c0, flops=flops,
-                                                  rank_by=args.rank_by, progress=show)
+                                                  progress=show)
         if show:
             print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
         elapsed = time.perf_counter() - t0
@@ -4833,7 +4842,7 @@ def main(argv=None):
     res.update({k: r[k] for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "hfu",
                                   "model_tflops_per_gpu", "total_bytes", "fits", "headroom_bytes",
                                   "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
-    res["layout"] = dict({k: v for k, v in lay.items()}, sequence_parallel=lay["sp"])
+    res["layout"] = dict(lay, sequence_parallel=lay["sp"])
     res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
                              "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
     if args.tokens:

@@ -185,7 +185,6 @@ def test_calculon_example_search(capsys):
                                       "--search", "--top", "5"], capsys)
     best = res["layouts"][0]
     assert (best["tp"], best["pp"], best["dp"], best["global_batch_size"]) == (8, 1, 641, 1923)
-    assert res["search_time_s"] < 5  # benchmarks/search_speed.py times it; this only guards a blow-up
     assert all(x["total_bytes"] <= res["memory_bytes"] for x in res["layouts"])
     times = [x["step_time_s"] / x["global_batch_size"] for x in res["layouts"]]
     assert times == sorted(times)
