@@ -53,7 +53,18 @@ Conventions and assumptions:
     experts, LongCat-Flash: E (1 - (1 - k/(E+Z))^n)); FLOPs follow the k (k E / (E + Z)) real
     experts per token.
   * The logits are computed for the last position only (b rows per pass). No speculative
-    decoding, no continuous batching, no CPU/scheduler overhead beyond the per-kernel constant.
+    decoding.
+  * --serving-stack (default vllm, the open-source engine most deployments run) sets what the
+    stack adds to the kernels: launch gap per kernel, the all-reduce kernel (NCCL ring, or a
+    custom one-shot kernel: fixed cost + bytes at its measured rate), host time per engine step,
+    a fixed cost per request, the tokens per step (chunked prefill) and the memory share of the KV
+    pool; SERVING_STACKS names the source of each value, `kernels` is the kernels-only model.
+  * --concurrency C (or --request-rate R): continuous batching in steady state (steady_state): a
+    step runs every decode and prompt chunks up to the stack's token budget (Sarathi-Serve's
+    chunked prefill); Little's law ties C, the cycle of a request (its prompt steps, any waiting,
+    o - 1 decodes) and the throughput; TPOT is the mean step a decoding request shares with the
+    others, TTFT its own prompt steps plus the waiting. The KV pool (memory share less weights)
+    caps C: past it, exit 2 with what fits. A fluid mean, no simulation of the randomness.
   * Throughput per GPU divides by tp x pp; with pp > 1 and one batch in flight the stages idle in
     turn, so it is the lower bound of what pipelined serving would reach.
 
@@ -87,6 +98,9 @@ Examples:
   python calc_inference_latency.py -l 96 -hs 12288 -a 96 -v 51200 -tp 8 -s 512 -o 32   # GPT-175B
   python calc_inference_latency.py --hf_model_name_or_path llama-3-8b.json --gpu h100 --precision fp8 -b 64
   python calc_inference_latency.py --hf_model_name_or_path mixtral.json --weight-bits 4 -b 16 --json
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 -s 467 -o 256 -c 32
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --request-rate 8 \\
+      --serving-stack tensorrt-llm
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
 
@@ -101,7 +115,10 @@ References:
   Llama 4 (chunked attention: transformers' Llama4TextConfig attention_chunk_size); DeepSeek-AI 2025, "DeepSeek-V3.2", sec. 2.1
   (lightning indexer, top-k sparse attention); Meituan 2025, "LongCat-Flash", sec. 2.1 (zero-
   computation experts).
-  Validation: FasterTransformer docs/gpt_guide.md tables; TensorRT-LLM docs/source/performance.md.
+  Agrawal et al. 2024, "Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve"
+  (chunked prefill); Little 1961 (L = lambda W); Wolff 1982 (Poisson arrivals see time averages).
+  Validation: FasterTransformer docs/gpt_guide.md tables; TensorRT-LLM docs/source/performance.md
+  and performance/perf-overview.md; vLLM's CI performance dashboard; NVIDIA NIM benchmarks.
 """
 
 import argparse
@@ -150,6 +167,77 @@ PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cac
     "int8": (8, 8, 16), "w8a8": (8, 8, 16), "w8a16": (8, 16, 16), "w4a16": (4, 16, 16),
     "w4a8": (4, 8, 8), "fp4": (4, 4, 8), "w4a4": (4, 4, 8),
 }
+# --serving-stack presets: what a serving stack adds to the kernels' own time. Every value names
+# its source (notes in VALIDATION.md, which also lists the published rows each one came from; those
+# rows are not used to judge it). Keys:
+#   kernel_overhead_us / prefill_kernel_overhead_us: gap per kernel (ATTENTION_KERNELS +
+#     MLP_KERNELS per layer) in decode-only steps / steps that carry prompt tokens;
+#   allreduce_us: fixed cost per TP all-reduce call; allreduce_gbps: None = NCCL's ring (the
+#     calc_comm model: hops and link bandwidth), else a custom one-shot kernel costed as
+#     allreduce_us + (n-1)/n x bytes / that effective rate;
+#   step_overhead_ms: host time per engine step the GPU waits for (scheduling, sampling);
+#   request_overhead_ms: per request outside the engine (HTTP server, tokenizer, IPC);
+#   memory_factor / compute_factor: x the hardware's bandwidth and matmul efficiencies;
+#   token_budget: tokens per engine step (None: a whole batch's prompts in one pass), or a list of
+#     (GPU memory GiB below which, budget) tried in order, the stack's own rule;
+#   memory_utilization: share of GPU memory for weights plus the KV pool.
+_NCCL = dict(allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None)
+SERVING_STACKS = {
+    # today's defaults: kernels only (gpt-fast-like CUDA-graph decode; see the constants above)
+    "kernels": dict(_NCCL, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+                    prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
+                    request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0, token_budget=None,
+                    memory_utilization=1.0),
+    # FasterTransformer (C++ runtime, static batch, NCCL: its custom all-reduce is off by default,
+    # custom_ar_comm.cc). 47.9 us per in-place all-reduce call: FT's own GPT-20B TP 8 table
+    # (60/20 minus 20/8 over 12 steps, docs/gpt_guide.md; that row is calibration)
+    "fastertransformer": dict(allreduce_us=47.9, allreduce_gbps=None,
+                              kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+                              prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
+                              request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0,
+                              token_budget=None, memory_utilization=1.0),
+    # the same behind Triton Inference Server: + 88.1 ms per request, FT's GPT-89B TP 8 128/8 row
+    # (measured through Triton per gpt_guide.md; that row is calibration)
+    "fastertransformer-triton": dict(allreduce_us=47.9, allreduce_gbps=None,
+                                     kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+                                     prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+                                     step_overhead_ms=0.0, request_overhead_ms=88.1, memory_factor=1.0,
+                                     compute_factor=1.0, token_budget=None, memory_utilization=1.0),
+    # TensorRT-LLM: custom one-shot all-reduce (FT's kernels' descendant) 4.4 us + 31 GB/s
+    # effective, from SGLang PR #2904's H100 table of that kernel (TP 2/4/8, 4 KB - 1 MB);
+    # 0.58 ms exposed host time per iteration (TensorRT-LLM issue #13957, overlap scheduler on);
+    # max_num_tokens 8192 (perf-best-practices.md, since v0.11); free_gpu_memory_fraction 0.9
+    "tensorrt-llm": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+                         prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.58,
+                         request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0, token_budget=8192,
+                         memory_utilization=0.9),
+    # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
+    # max_num_batched_tokens 8192 for the OpenAI server on >= 70 GiB GPUs other than A100, else
+    # 2048 (vllm/engine/arg_utils.py); gpu_memory_utilization 0.9; 4 ms per request online vs
+    # offline (HTTP + ZMQ, tenstorrent/tt-inference-server#190); per-step host time: no V1 figure
+    # was found, TensorRT-LLM's 0.58 ms stands in (stated)
+    "vllm": dict(allreduce_us=9.0, allreduce_gbps=26.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+                 prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.58,
+                 request_overhead_ms=4.0, memory_factor=1.0, compute_factor=1.0,
+                 token_budget=[(70, 2048), (None, 8192)], memory_utilization=0.9),
+    # SGLang: TensorRT-LLM-derived custom all-reduce (PR #2904, as tensorrt-llm); the overlap
+    # scheduler hides host work (v0.4 blog: no idle time between decode batches): 0 per step;
+    # chunked_prefill_size 2048 below 35 GB, 8192 below 160 GB, else 16384 (server_args.py);
+    # per-request cost assumed vLLM's (no SGLang figure found)
+    "sglang": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+                   prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
+                   request_overhead_ms=4.0, memory_factor=1.0, compute_factor=1.0,
+                   token_budget=[(35, 2048), (160, 8192), (None, 16384)], memory_utilization=0.9),
+    # plain transformers generate, eager PyTorch, no CUDA graphs: 40 us per kernel of ours, from
+    # arXiv 2605.30571 (Qwen-2.5-7B bf16 batch 1 on H100 at 0.27 of the bandwidth floor: 17.0 ms
+    # per token against 4.6 ms, the gap over 28 layers x 11 kernels); NCCL through torch.distributed
+    "hf-eager": dict(_NCCL, kernel_overhead_us=40.0, prefill_kernel_overhead_us=40.0, step_overhead_ms=0.0,
+                     request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0, token_budget=None,
+                     memory_utilization=1.0),
+}
+# the default: vLLM, the open-source engine most serving deployments run today; its `vllm serve`
+# defaults are what a user gets without tuning
+DEFAULT_SERVING_STACK = "vllm"
 ALLOWED_BITS = (4, 8, 16, 32)
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
 # request or accelerator (1e6 TFLOP/s and 1e6 GB/s ~ 500 x an H100; 1e9 tokens ~ 100 x the
@@ -161,7 +249,9 @@ FLAG_RANGES = {
     "peak_tflops": (1e-3, 1e6), "memory_bandwidth_gbps": (1e-3, 1e6), "gpu_memory_gib": (1e-3, 1e6),
     "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
     "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
-    "request_overhead_ms": (0, 1e6), "state_bits": (1, 64)}
+    "request_overhead_ms": (0, 1e6), "state_bits": (1, 64), "concurrency": (1, 10 ** 7),
+    "request_rate": (1e-6, 1e7), "max_num_batched_tokens": (1, 10 ** 9), "step_overhead_ms": (0, 1e6),
+    "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins
 COMPUTE_DTYPE = {32: ("tf32", "fp32"), 16: ("bf16", "fp16"), 8: ("fp8", "int8"), 4: ("fp4",)}
 
@@ -2962,6 +3052,17 @@ def allreduce_time_s(*, size_bytes, num_gpus, bandwidth_bytes_per_s, latency_s, 
                for p, frac in (("ll", LL_BANDWIDTH_FRACTION), ("simple", 1.0)))
 
 
+def custom_allreduce_time_s(*, size_bytes, num_gpus, latency_s, bytes_per_s):
+    """A serving stack's custom all-reduce inside one NVLink domain (TensorRT-LLM's and SGLang's
+    one/two-shot kernels, vLLM's custom_all_reduce): the call's fixed cost plus (n-1)/n of the
+    message at the kernel's effective rate, both fitted to the stack's own microbenchmark table
+    (SERVING_STACKS). n = 1 costs nothing."""
+    n = num_gpus
+    if n <= 1 or size_bytes <= 0:
+        return 0.0
+    return latency_s + (n - 1) / n * size_bytes / bytes_per_s
+
+
 def p2p_time_s(*, size_bytes, bandwidth_bytes_per_s, latency_s, efficiency, cross_node=False):
     """One point-to-point send (a pipeline hand-off) over one link: call cost + one hop + bytes /
     bandwidth, the faster of the LL and Simple protocols (calc_comm.py's sendrecv). Across nodes
@@ -3200,17 +3301,24 @@ def sum_max_linear(*, a0, a1, b0, b1, c_lo, c_hi):
 
 
 def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits, a_bits, kv_bits,
-                 absorbed, e_bits=None, state_bits=32):
+                 absorbed, e_bits=None, state_bits=32, also=()):
     """One forward pass of the whole pipeline for `batch` sequences, each adding new_tokens after
-    context_before cached tokens, summed over the distinct layer kinds (layer_groups): time by
+    context_before cached tokens (and, for a continuous-batching step, the groups in `also`, each
+    (sequences, new_tokens, context_before, absorbed), sharing the same weight reads: their tokens
+    join every matmul, each group's attention is costed on its own; sequences may be fractional,
+    a steady-state mean), summed over the distinct layer kinds (layer_groups): time by
     component (seconds), total FLOPs and bytes per rank (weights and cache reads apart), the
     time-weighted bound, and each kind's time per layer. Stages run one after the other (one batch
     in flight). Each op is a roofline (Williams et al. 2009) plus a fixed launch gap per kernel;
     TP adds a ring all-reduce per block (Shoeybi et al. 2019 sec. 3; alpha-beta, Thakur et al.
     2005), PP a hand-off per stage boundary."""
     F, B, F16 = hw["flops_per_s"], hw["bytes_per_s"], hw["attention_flops_per_s"]
-    ovh = hw["kernel_overhead_s"]
-    n = batch * new_tokens
+    seq_groups = ((batch, new_tokens, context_before, absorbed),) + tuple(also)
+    # launch gaps: a stack may replay decode steps as CUDA graphs and launch prompt steps eagerly
+    ovh = (hw.get("prefill_kernel_overhead_s", hw["kernel_overhead_s"])
+           if any(g[0] and g[1] > 1 for g in seq_groups) else hw["kernel_overhead_s"])
+    n = sum(g[0] * g[1] for g in seq_groups)
+    rows = sum(g[0] for g in seq_groups)  # sequences whose last position gets logits
     h = spec["hidden_size"]
     ab = a_bits / 8
     comp = {"attention_linear": 0.0, "attention_core": 0.0, "mlp": 0.0, "elementwise": 0.0,
@@ -3218,8 +3326,16 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     tot = dict.fromkeys(("compute_s", "memory_s", "matmul_compute_s", "matmul_memory_s", "flops",
                          "bytes", "weight_bytes", "cache_read_bytes"), 0.0)
     act_bytes = n * h * max(ab, 2)  # the residual stream, and so TP/PP traffic, stays 16-bit
-    t_ar = allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
-                            latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"])
+    if hw.get("allreduce_custom_bytes_per_s") and tp > 1:
+        # a stack's custom kernel for small messages, NCCL's ring (its own call cost) for large ones:
+        # vLLM and TensorRT-LLM switch by size (CUSTOM_ALL_REDUCE_MAX_SIZES, two-shot thresholds)
+        t_ar = min(custom_allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, latency_s=hw["link_latency_s"],
+                                           bytes_per_s=hw["allreduce_custom_bytes_per_s"]),
+                   allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
+                                    latency_s=hw["p2p_latency_s"], efficiency=hw["link_efficiency"]))
+    else:
+        t_ar = allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
+                                latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"])
 
     def add(name, fl, by, cnt):
         """Cost one op run cnt times; returns its time for one run."""
@@ -3243,14 +3359,17 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
             t_layer += add(name, fl, by, cnt)
             tot["weight_bytes"] += cnt * wby
         for attn in layer["attention"]:
-            pairs = step_pairs(attn, context_before=context_before, new_tokens=new_tokens)
-            keys = cached_keys_read(attn, context_before=context_before)
-            fl, by, rd = attention_core_costs(
-                attn, tp=tp, pairs=dict({k: batch * v for k, v in pairs.items()}, sequences=batch), new_tokens=n,
-                keys_read={k: batch * v for k, v in keys.items()}, kv_bits=kv_bits, act_bits=a_bits,
-                absorbed=absorbed, state_bits=state_bits)
-            t_layer += add("attention_core", fl, by, cnt)
-            tot["cache_read_bytes"] += cnt * rd
+            for g_seqs, g_new, g_ctx, g_abs in seq_groups:
+                if not g_seqs:
+                    continue
+                pairs = step_pairs(attn, context_before=g_ctx, new_tokens=g_new)
+                keys = cached_keys_read(attn, context_before=g_ctx)
+                fl, by, rd = attention_core_costs(
+                    attn, tp=tp, pairs=dict({k: g_seqs * v for k, v in pairs.items()}, sequences=g_seqs),
+                    new_tokens=g_seqs * g_new, keys_read={k: g_seqs * v for k, v in keys.items()},
+                    kv_bits=kv_bits, act_bits=a_bits, absorbed=g_abs, state_bits=state_bits)
+                t_layer += add("attention_core", fl, by, cnt)
+                tot["cache_read_bytes"] += cnt * rd
         k_layer, ar_layer = layer_kernels(layer), layer_allreduces(layer)
         kernels += cnt * k_layer
         allreduces += cnt * ar_layer
@@ -3259,14 +3378,14 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     hb = max(w_bits, 16) / 8  # embedding/head kept at >= 16 bits
     head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
     other_w = sum(spec["other_params"].values()) / tp  # model-level extras (Gemma 4's per-layer projection)
-    add("output_head", 2 * batch * head_w + 2 * n * other_w, (head_w + other_w) * hb
-        + batch * spec["vocab_size"] / tp * 4 + n * h * ab * 2, 1)  # head shard, fp32 logits out,
+    add("output_head", 2 * rows * head_w + 2 * n * other_w, (head_w + other_w) * hb
+        + rows * spec["vocab_size"] / tp * 4 + n * h * ab * 2, 1)  # head shard, fp32 logits out,
     tot["weight_bytes"] += (head_w + other_w) * hb                   # final norm and embedding rows
     comp["kernel_overhead"] = (kernels + 2) * ovh
     comp["tp_allreduce"] = allreduces * t_ar
     comp["pp_handoff"] = (pp - 1) * p2p_time_s(  # DeepSeek-V4 hands over hc_mult residual streams
         size_bytes=act_bytes * spec.get("residual_streams", 1), bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
-        latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"],
+        latency_s=hw.get("p2p_latency_s", hw["link_latency_s"]), efficiency=hw["link_efficiency"],
         cross_node=hw.get("p2p_cross_node", False)) if pp > 1 else 0.0
     return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": tot["compute_s"],
             "memory_s": tot["memory_s"], "flops": tot["flops"], "bytes": tot["bytes"],
@@ -3391,6 +3510,105 @@ def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmul
     return hi
 
 
+def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, prompt_tokens, bits):
+    """One continuous-batching engine step: `decodes` sequences add one token each after
+    decode_context cached tokens, and `prefill_tokens` prompt tokens of requests still in prefill
+    run in the same step (chunked prefill: Agrawal et al. 2024, "Sarathi-Serve", sec. 4; vLLM and
+    TensorRT-LLM put decodes and prompt chunks in one batch). The prompt tokens are costed as that
+    fraction of whole prompts of prompt_tokens (their attention pairs add up to a whole prompt's
+    over its chunks); both may be fractional steady-state means. Returns forward_pass's dict plus
+    the stack's fixed cost per step (hw["step_overhead_s"]) in time_s."""
+    also = (((prefill_tokens / prompt_tokens, prompt_tokens, 0, False),) if prefill_tokens > 0 else ())
+    r = forward_pass(spec, hw, tp=tp, pp=pp, batch=decodes, new_tokens=1, context_before=decode_context,
+                     absorbed=True, also=also, **bits)
+    r = dict(r, time_s=r["time_s"] + hw["step_overhead_s"])
+    r["components_s"] = dict(r["components_s"], step_overhead=hw["step_overhead_s"])
+    return r
+
+
+def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens, token_budget,
+                 bits, open_loop=False):
+    """Continuous batching in steady state with `concurrency` requests in flight (a closed loop: a
+    finished request is replaced at once, as benchmark clients with a fixed concurrency do), each
+    with s prompt and o output tokens, and at most token_budget tokens per engine step (decodes
+    first, prompt chunks fill the rest: vLLM's max_num_batched_tokens, TensorRT-LLM's
+    max_num_tokens). A fluid model of the mean step, not a simulation:
+      * r requests finish per step; each spends W steps from arrival to its first token and o - 1
+        decoding (Little's law, C = r (W + o - 1)); so a step holds r (o - 1) decodes and r s
+        prompt tokens, and r (s + o - 1) <= token_budget caps r (past it requests queue: W grows);
+      * a request's own prompt takes W_p = s / (token_budget - decodes) steps (at least 1); the
+        other C - 1 requests are spread over their cycle (decoding a (o-1)/(W+o-1) share of it);
+      * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
+        TTFT = W_p steps carrying its own prompt plus W - W_p steps of waiting at the mean step.
+    Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
+    attention, whose cost is linear in the context). Returns the times, the step's composition and
+    the steps themselves."""
+    C, s, o, K = concurrency, prompt_tokens, output_tokens, token_budget
+    ctx = s + max(o - 2, 0) // 2
+    # a closed loop's request shares the engine with C - 1 others; an open loop's arrival finds the
+    # time-average number in flight (Poisson arrivals see time averages, Wolff 1982)
+    others = C if open_loop else C - 1
+
+    def solve(w):
+        share = (o - 1) / (w + o - 1)  # of a request's cycle spent decoding
+        d_other, p_other = others * share, others * s / (w + o - 1)
+        w_p = max(1.0, s / max(K - d_other, 1.0))
+        return w_p, d_other, p_other
+
+    w = max(1.0, s / K)
+    for _ in range(60):  # W = max(W_p(W), the budget's floor); a contraction in practice
+        w_p, d_other, p_other = solve(w)
+        w_new = max(w_p, C * (s + o - 1) / K - (o - 1))
+        if abs(w_new - w) <= 1e-9 * w_new:
+            break
+        w = w_new
+    w_p, d_other, p_other = solve(w)
+    kw = dict(tp=tp, pp=pp, decode_context=ctx, prompt_tokens=s, bits=bits)
+    dec = mixed_step(spec, hw, decodes=1 + d_other if o > 1 else d_other, prefill_tokens=p_other, **kw)
+    pre = mixed_step(spec, hw, decodes=d_other, prefill_tokens=p_other + s / w_p, **kw)
+    mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
+    ttft = w_p * pre["time_s"] + (w - w_p) * mean_step
+    tpot = dec["time_s"] if o > 1 else pre["time_s"]
+    e2e = ttft + (o - 1) * tpot
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w,
+            "prompt_steps": w_p, "queue_steps": w - w_p, "decodes_per_step": (1 if o > 1 else 0) + d_other,
+            "prompt_tokens_per_step": p_other, "requests_per_s": C / e2e,
+            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
+
+
+def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens, token_budget, bits,
+                         limit):
+    """The mean concurrency an open loop of `rate` requests/s keeps in flight: the fixed point
+    C = rate x E2E(C) (Little's law) of steady_state with open_loop, found by iterating from C = 0
+    (E2E grows with C, so the iterates rise to the smallest fixed point). None when C passes
+    `limit` (the KV pool) first: the rate is more than the engine sustains. A fluid mean: no
+    queueing from the arrivals' randomness is added (stated)."""
+    c = 0.0
+    for _ in range(200):
+        r = steady_state(spec, hw, tp=tp, pp=pp, concurrency=c, prompt_tokens=prompt_tokens,
+                         output_tokens=output_tokens, token_budget=token_budget, bits=bits, open_loop=True)
+        c_new = rate * r["e2e_s"]
+        if c_new > limit:
+            return None, r
+        if abs(c_new - c) <= 1e-6 * max(c_new, 1e-9):
+            return c_new, r
+        c = c_new
+    return None, r
+
+
+def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, state_bits):
+    """Requests whose cache fits in the KV pool at `context` tokens each: (pool bytes, bytes per
+    request, requests). The pool is the GPU memory the stack lets the engine use
+    (hw["memory_utilization"]: vLLM's gpu_memory_utilization) less the weights on the most-loaded
+    rank; the count is vLLM's own "maximum concurrency" figure (pool / one request at full
+    length). Activation workspace and CUDA-graph memory are not subtracted (stated)."""
+    pool = hw["gpu_memory_bytes"] * hw["memory_utilization"] - w_bytes
+    one = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=1, context=context, kv_bits=kv_bits,
+                              a_bits=a_bits, state_bits=state_bits)
+    per = one["kv"] + one["indexer"] + one["state"]
+    return pool, per, (int(pool // per) if per > 0 and pool > 0 else (10 ** 9 if pool > 0 else 0))
+
+
 def _kv_heads_per_rank(kv, tp):
     """kv heads one tensor-parallel rank holds: kv/tp, or 1 replicated head when kv < tp (vLLM and
     Megatron-LM replicate kv heads when there are fewer than tp). Copied from
@@ -3500,6 +3718,15 @@ def cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, a_bits=16, sta
     return max(stages, key=lambda st: st["kv"] + st["indexer"] + st["state"])
 
 
+def stack_token_budget(rule, memory_bytes):
+    """Tokens per engine step under a stack's rule: a number, None (no chunking), or the first
+    (GiB below which, budget) pair whose bound the GPU's memory is under (None = any)."""
+    if not isinstance(rule, list):
+        return rule
+    gib = memory_bytes / 2 ** 30
+    return next(b for bound, b in rule if bound is None or gib < bound)
+
+
 # --- hardware ------------------------------------------------------------------------------------
 def resolve_hardware(args, parser):
     """Peak FLOP/s, bandwidths and memory: explicit flags win, then hardware.py (--gpu, using
@@ -3600,15 +3827,34 @@ def resolve_hardware(args, parser):
     else:
         peak16, ce16 = peak, ce
     me = DEFAULT_MEMORY_EFFICIENCY if me is None else me
-    ovh = DEFAULT_KERNEL_OVERHEAD_US if args.kernel_overhead_us is None else args.kernel_overhead_us
-    lat = DEFAULT_ALLREDUCE_LATENCY_US if args.tp_latency_us is None else args.tp_latency_us
+    stack = SERVING_STACKS[args.serving_stack]
+    if args.compute_efficiency is None:  # the stack's kernels against the hardware's best shapes
+        ce, ce16 = min(1.0, ce * stack["compute_factor"]), min(1.0, ce16 * stack["compute_factor"])
+    if args.memory_efficiency is None:
+        me = min(1.0, me * stack["memory_factor"])
+    ovh = stack["kernel_overhead_us"] if args.kernel_overhead_us is None else args.kernel_overhead_us
+    pre_ovh = stack["prefill_kernel_overhead_us"] if args.kernel_overhead_us is None else args.kernel_overhead_us
+    lat = stack["allreduce_us"] if args.tp_latency_us is None else args.tp_latency_us
     leff = DEFAULT_ALLREDUCE_EFFICIENCY if args.tp_efficiency is None else args.tp_efficiency
     hw = {"gpu": rec["name"] if rec else None, "peak_flops_per_s": peak, "compute_efficiency": ce,
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
           "p2p_link_bytes_per_s": p2p_link, "p2p_cross_node": p2p_cross,
-          "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6}
+          "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6,
+          "prefill_kernel_overhead_s": pre_ovh * 1e-6, "serving_stack": args.serving_stack,
+          # pipeline hand-offs are NCCL send/recv whatever all-reduce kernel the stack uses
+          "p2p_latency_s": (DEFAULT_ALLREDUCE_LATENCY_US if args.tp_latency_us is None else args.tp_latency_us) * 1e-6,
+          "step_overhead_s": (stack["step_overhead_ms"] if args.step_overhead_ms is None
+                              else args.step_overhead_ms) * 1e-3,
+          "request_overhead_s": (stack["request_overhead_ms"] if args.request_overhead_ms is None
+                                 else args.request_overhead_ms) * 1e-3,
+          "allreduce_custom_bytes_per_s": (stack["allreduce_gbps"] * 1e9 if stack["allreduce_gbps"]
+                                           and args.tp_bandwidth_gbps is None else None),
+          "token_budget": (stack_token_budget(stack["token_budget"], mem) if args.max_num_batched_tokens is None
+                           else args.max_num_batched_tokens),
+          "memory_utilization": (stack["memory_utilization"] if args.gpu_memory_utilization is None
+                                 else args.gpu_memory_utilization)}
     return hw, notes
 
 
@@ -3623,7 +3869,44 @@ def format_report(res):
     r, hw = res, res["hardware"]
     lines = textwrap.wrap(f"mode: {r['mode']}", width=100, subsequent_indent="      ")
     lines += [f"WARNING: {w}" for w in r["warnings"]]
-    lines += ["", f"{'phase':<34}{'time':>14}   bound",
+    if r["serving"]:
+        lines += serving_report_lines(r)
+    else:
+        lines += static_report_lines(r)
+    pc, dc = r["prefill_components_s"], r["decode_first_step_components_s"]
+    head = ("prompt step", "decode step") if r["serving"] else ("prefill", "decode step")
+    lines += ["", f"{'component':<22}{head[0]:>14}{'%':>7}{head[1]:>14}{'%':>7}"]
+    for name in pc:
+        lines.append(f"{name:<22}{fmt_s(pc[name]):>14}{100 * pc[name] / r['prefill_s']:>6.1f}%"
+                     f"{fmt_s(dc[name]):>14}{100 * dc[name] / r['decode_first_step_s']:>6.1f}%")
+    return lines_tail(r, lines)
+
+
+def serving_report_lines(r):
+    """The continuous-batching part of the report: mean times, the mean step, the KV pool."""
+    sv = r["serving"]
+    gib = 2 ** 30
+    lines = ["", f"{'per request (means)':<40}{'time':>14}",
+             f"{'TTFT (incl. %.1f steps waiting)' % sv['queue_steps']:<40}{fmt_s(sv['ttft_s']):>14}",
+             f"{'TPOT (time per output token)':<40}{fmt_s(sv['tpot_s']):>14}",
+             f"{'End-to-end (%d output tokens)' % r['output_tokens']:<40}{fmt_s(sv['e2e_s']):>14}",
+             "", f"{'throughput':<40}{'tokens/s':>14}",
+             f"{'per user (1/TPOT)':<40}{sv['tokens_per_s_per_user']:>14,.1f}",
+             f"{'total (C x o / end-to-end)':<40}{sv['output_tokens_per_s']:>14,.1f}",
+             f"{'per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
+             f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
+             "", f"mean engine step: {sv['decodes_per_step']:.1f} decodes + {sv['prompt_tokens_per_step']:.0f} "
+             f"prompt tokens of others; a request's own prompt spans {sv['prompt_steps']:.2f} step(s)"
+             + (" (the token budget is full: requests queue)" if sv["budget_bound"] else ""),
+             f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
+             f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
+             f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"]
+    return lines
+
+
+def static_report_lines(r):
+    """The static-batch part of the report: prefill, decode steps, throughput."""
+    lines = ["", f"{'phase':<34}{'time':>14}   bound",
               f"{'TTFT (prefill, %d x %d tokens)' % (r['batch_size'], r['prompt_tokens']):<34}"
               f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
               + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)" if r["request_overhead_s"] else ""),
@@ -3635,12 +3918,13 @@ def format_report(res):
               "", f"{'throughput':<34}{'tokens/s':>14}",
               f"{'per user (decode, 1/TPOT)':<34}{r['tokens_per_s_per_user']:>14,.1f}",
               f"{'total (b x o / end-to-end)':<34}{r['output_tokens_per_s']:>14,.1f}",
-              f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}",
-              "", f"{'component':<22}{'prefill':>14}{'%':>7}{'decode step':>14}{'%':>7}"]
-    pc, dc = r["prefill_components_s"], r["decode_first_step_components_s"]
-    for name in pc:
-        lines.append(f"{name:<22}{fmt_s(pc[name]):>14}{100 * pc[name] / r['prefill_s']:>6.1f}%"
-                     f"{fmt_s(dc[name]):>14}{100 * dc[name] / r['decode_first_step_s']:>6.1f}%")
+              f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}"]
+    return lines
+
+
+def lines_tail(r, lines):
+    """The report's layer kinds, memory, hardware and convention lines."""
+    hw = r["hardware"]
     lines += ["", f"{'layers':>7}{'first':>7}{'decode step':>14}{'% of step':>10}   layer kind "
                   "(attention | mlp); time per layer, its kernels and all-reduces included"]
     for k in r["layer_kinds"]:
@@ -3667,6 +3951,10 @@ def format_report(res):
               f"link {hw['link_bytes_per_s'] / 1e9:,.0f} GB/s, tp {r['tensor_parallel_size']} "
               f"pp {r['pipeline_parallel_size']}, w{r['weight_bits']}a{r['activation_bits']} "
               f"kv{r['kv_cache_bits']}" + (f" ({hw['gpu']})" if hw["gpu"] else "")
+              + f"; stack {hw['serving_stack']}: {hw['kernel_overhead_s'] * 1e6:g} us per kernel in decode "
+              f"steps ({hw['prefill_kernel_overhead_s'] * 1e6:g} with prompt tokens), "
+              f"{hw['link_latency_s'] * 1e6:g} us per all-reduce call, {hw['step_overhead_s'] * 1e3:g} ms "
+              f"per step, {hw['request_overhead_s'] * 1e3:g} ms per request"
               + (f", sliding window {r['sliding_window']} on {len(r['sliding_layers'])} of "
                  f"{r['model']['num_layers']} layers" if r["sliding_window"] else ""),
               "convention: " + r["convention"]]
@@ -3713,7 +4001,7 @@ def build_parser():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(parser)  # includes --sliding-window (the window of the sliding layers; 0 = off)
     g = parser.add_argument_group("workload and layout")
-    g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
+    g.add_argument("--batch-size", "-b", type=bounded_int, default=None,
                    help="b concurrent sequences decoded together as one batch (default 1)")
     g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=bounded_int,
                    default=512, help="s prompt tokens per sequence (default 512)")
@@ -3751,11 +4039,30 @@ def build_parser():
                    help=f"fixed cost per all-reduce call, us, before NCCL's per-hop latency "
                         f"(default {DEFAULT_ALLREDUCE_LATENCY_US}, the nccl-tests floor; stacks without "
                         "CUDA graphs pay more in place, see VALIDATION.md)")
-    g.add_argument("--request-overhead-ms", type=finite_float, default=0.0,
-                   help="fixed cost per request outside the kernels (server, scheduler, tokenizer, "
-                        "host sync), ms, added once to TTFT and end-to-end (default 0: kernels only)")
+    g.add_argument("--request-overhead-ms", type=finite_float, default=None,
+                   help="fixed cost per request outside the kernels (server, tokenizer, engine call), "
+                        "ms, added once to TTFT and end-to-end (default: the serving stack's)")
     g.add_argument("--tp-efficiency", type=finite_float, default=None,
                    help=f"fraction of link bandwidth reached (default {DEFAULT_ALLREDUCE_EFFICIENCY})")
+    g = parser.add_argument_group("serving stack and continuous batching")
+    g.add_argument("--serving-stack", choices=sorted(SERVING_STACKS), default=DEFAULT_SERVING_STACK,
+                   help=f"preset of what the serving stack adds to the kernels (launch gaps, all-reduce "
+                        f"and per-step costs, chunk size, memory share; default {DEFAULT_SERVING_STACK}; "
+                        "the flags below and above override its values)")
+    g.add_argument("--concurrency", "-c", type=bounded_int, default=None,
+                   help="C requests in flight under continuous batching (steady state, chunked "
+                        "prefill) instead of one static batch of -b")
+    g.add_argument("--request-rate", type=finite_float, default=None,
+                   help="requests per second arriving (open loop): the concurrency that rate keeps "
+                        "in flight, instead of -c")
+    g.add_argument("--max-num-batched-tokens", type=bounded_int, default=None,
+                   help="tokens per engine step, decodes first, prompt chunks fill the rest (default: "
+                        "the stack's)")
+    g.add_argument("--step-overhead-ms", type=finite_float, default=None,
+                   help="fixed host cost per engine step (scheduling, sampling), ms (default: the stack's)")
+    g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
+                   help="share of GPU memory the engine takes for weights and the KV pool (default: "
+                        "the stack's)")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
@@ -3763,6 +4070,11 @@ def build_parser():
 
 def validate(args, parser, spec):
     """One-line errors (exit 2) for values the model cannot take."""
+    if args.concurrency is not None and args.request_rate is not None:
+        parser.error("--concurrency and --request-rate both set the load; give one")
+    if args.batch_size is not None and (args.concurrency is not None or args.request_rate is not None):
+        parser.error("-b is a static batch; with --concurrency or --request-rate leave it out")
+    args.batch_size = 1 if args.batch_size is None else args.batch_size
     for name in ("batch_size", "prompt_tokens", "output_tokens", "tensor_parallel_size",
                  "pipeline_parallel_size"):
         if getattr(args, name) < 1:
@@ -3795,6 +4107,43 @@ def validate(args, parser, spec):
         parser.error(f"--pipeline-parallel-size {pp} is larger than --num-layers {spec['num_layers']}")
 
 
+def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
+    """--concurrency / --request-rate: the KV pool's limit (exit 2 past it, saying what fits) and
+    steady_state's times, as the dict main reports under "serving"."""
+    pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
+                                          kv_bits=args.kv_cache_bits, a_bits=args.activation_bits,
+                                          state_bits=args.state_bits)
+    util = hw["memory_utilization"]
+    if cap < 1:
+        parser.error(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
+                     f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "
+                     "raise --gpu-memory-utilization")
+    budget = hw["token_budget"] or math.inf  # None: every waiting prompt in one step
+    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits)
+    if args.request_rate is not None:
+        c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=cap, **kw)
+        if c is None:
+            full = steady_state(spec, hw, concurrency=cap, **kw)
+            parser.error(f"--request-rate {_num(args.request_rate)}/s is more than this layout sustains: "
+                         f"the KV pool holds {cap} requests of {s + o} tokens, which serve at most "
+                         f"{full['requests_per_s']:.4g} requests/s; lower the rate or add GPUs")
+    else:
+        c = args.concurrency
+        if c > cap:
+            parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
+                         f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
+                         f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
+                         "raise -tp, or cut --kv-cache-bits or s + o")
+        st = steady_state(spec, hw, concurrency=c, **kw)
+    req = hw["request_overhead_s"]
+    ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
+    return dict(st, concurrency=c, request_rate=args.request_rate, ttft_s=ttft, e2e_s=e2e,
+                requests_per_s=c / e2e, token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
+                kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
+                output_tokens_per_s=c * o / e2e, output_tokens_per_s_per_gpu=c * o / e2e / (tp * pp),
+                tokens_per_s_per_user=1.0 / st["tpot_s"])
+
+
 def mode_text(*, b, s, o, tp, pp):
     """The regime the numbers are for, in words (the report's first line)."""
     return (f"b = {b} concurrent sequence{'s' if b > 1 else ''} run as one batch (static batching: "
@@ -3803,6 +4152,19 @@ def mode_text(*, b, s, o, tp, pp):
             f"an all-reduce after each block), pp {pp} = pipeline parallel ({pp} stage{'s' if pp > 1 else ''} "
             f"of consecutive layers run one after the other, one batch in flight); {tp * pp} "
             f"GPU{'s' if tp * pp > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
+
+
+def serving_mode_text(sv, *, s, o, tp, pp, stack):
+    """The continuous-batching regime in words (the report's first line)."""
+    budget = sv["token_budget"]
+    load = (f"{sv['request_rate']:g} requests/s arriving (open loop; {sv['concurrency']:.1f} in flight "
+            "on average)" if sv["request_rate"] is not None else f"C = {sv['concurrency']} requests in flight "
+            "(closed loop: a finished request is replaced at once)")
+    return (f"continuous batching in steady state, {stack} stack: {load}, each with s = {s} prompt and "
+            f"o = {o} output tokens; an engine step runs every decode and "
+            + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
+            + f"; tp {tp} pp {pp} ({tp * pp} GPU{'s' if tp * pp > 1 else ''} per replica); times are "
+            "means per request, memory is the most-loaded GPU's with C requests at s + o tokens")
 
 
 def attention_convention(spec):
@@ -3870,20 +4232,38 @@ def main(argv=None):
     w_store = fmt["linear_bits"] if fmt else args.weight_bits  # bits per stored weight, scales in
     bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
-    pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=s, context_before=0,
-                       absorbed=False, **bits)
-    first = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=s,
-                         absorbed=True, **bits)
-    last = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1,
-                        context_before=s + max(o - 2, 0), absorbed=True, **bits)
-    dec_total = decode_total_s(spec, hw, tp=tp, pp=pp, batch=b, prompt_tokens=s, output_tokens=o, **bits)
-    tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
-    req_s = args.request_overhead_ms * 1e-3
-    ttft = req_s + pre["time_s"]
-    total = ttft + dec_total
+    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"])
+    serving = None
+    if args.concurrency is not None or args.request_rate is not None:
+        serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
+                                     w_bytes=w_bytes)
+        b = max(1, math.ceil(serving["concurrency"]))  # the memory check holds this many requests
+    step_s = hw["step_overhead_s"]  # the stack's host cost per engine step (0 for kernels only)
+
+    def with_step(r):
+        return dict(r, time_s=r["time_s"] + step_s,
+                    components_s=dict(r["components_s"], step_overhead=step_s))
+
+    if serving:  # the steady state's two steps stand for prefill and decode in the breakdown
+        pre, first = serving.pop("prompt_step"), serving.pop("decode_step")
+        last, dec_total = first, first["time_s"] * (o - 1)
+        tpot, ttft, total = serving["tpot_s"], serving["ttft_s"], serving["e2e_s"]
+        req_s = hw["request_overhead_s"]
+    else:
+        pre = with_step(forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=s, context_before=0,
+                                     absorbed=False, **bits))
+        first = with_step(forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=s,
+                                       absorbed=True, **bits))
+        last = with_step(forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1,
+                                      context_before=s + max(o - 2, 0), absorbed=True, **bits))
+        dec_total = (decode_total_s(spec, hw, tp=tp, pp=pp, batch=b, prompt_tokens=s, output_tokens=o, **bits)
+                     + step_s * (o - 1))
+        tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
+        req_s = hw["request_overhead_s"]
+        ttft = req_s + pre["time_s"]
+        total = ttft + dec_total
     crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits)
     crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits)
-    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"])
     cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b, context=s + o, kv_bits=args.kv_cache_bits,
                                 a_bits=args.activation_bits, state_bits=args.state_bits)
     mem = w_bytes + cache["kv"] + cache["indexer"] + cache["state"]
@@ -3911,7 +4291,8 @@ def main(argv=None):
             "indexer_cache_bytes_per_layer_per_gpu": lc["indexer"],
             "state_bytes_per_layer_per_gpu": lc["state"]})
     res = {
-        "mode": mode_text(b=b, s=s, o=o, tp=tp, pp=pp), "warnings": list(spec["warnings"]),
+        "mode": (serving_mode_text(serving, s=s, o=o, tp=tp, pp=pp, stack=hw["serving_stack"]) if serving
+                 else mode_text(b=b, s=s, o=o, tp=tp, pp=pp)), "warnings": list(spec["warnings"]),
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpus": tp * pp,
         "weight_bits": args.weight_bits, "activation_bits": args.activation_bits, "checkpoint_format": fmt,
@@ -3927,9 +4308,10 @@ def main(argv=None):
         "decode_step_weight_bytes_read_per_gpu": first["weight_bytes"],
         "decode_step_cache_bytes_read_per_gpu": first["cache_read_bytes"],
         "decode_total_s": dec_total, "total_s": total,
-        "output_tokens_per_s": b * o / total,
-        "output_tokens_per_s_per_gpu": b * o / total / (tp * pp),
-        "tokens_per_s_per_user": 1.0 / tpot,
+        "output_tokens_per_s": serving["output_tokens_per_s"] if serving else b * o / total,
+        "output_tokens_per_s_per_gpu": (serving["output_tokens_per_s_per_gpu"] if serving
+                                        else b * o / total / (tp * pp)),
+        "tokens_per_s_per_user": 1.0 / tpot, "serving_stack": hw["serving_stack"], "serving": serving,
         "critical_batch_size": crit, "critical_batch_size_matmuls": crit_mm,
         "weight_bytes_per_gpu": w_bytes, "kv_cache_bytes_per_gpu": cache["kv"],
         "indexer_cache_bytes_per_gpu": cache["indexer"], "state_bytes_per_gpu": cache["state"],

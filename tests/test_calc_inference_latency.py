@@ -18,7 +18,15 @@ from hypothesis import given, settings, strategies as st
 
 import calc_inference_latency as cil
 from conftest import load_json
-from calc_inference_latency import main
+from calc_inference_latency import main as _script_main
+
+
+def main(argv=None):
+    """The script's main with the kernels-only stack the cases below were written for (the
+    published rows before --serving-stack, and the model's properties), unless a case names a
+    stack; the default stack's presets are tested on their own rows."""
+    argv = list(argv or [])
+    return _script_main(argv if "--serving-stack" in argv else argv + ["--serving-stack", "kernels"])
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = os.path.join(HERE, "fixtures", "configs")
@@ -643,6 +651,9 @@ def test_allreduce_constants_match_calc_comm():
     ["--hf_model_name_or_path", cfg("mixtral-8x7b"), "--weight-bits", "4", "-b", "16", "--json"],
     ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "-tp", "4", "-pp", "2",
      "--peak-tflops", "989", "--memory-bandwidth-gbps", "3350", "--gpu-memory-gib", "80"],
+    ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "-s", "467", "-o", "256", "-c", "32"],
+    ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "--request-rate", "8",
+     "--serving-stack", "tensorrt-llm"],
 ])
 def test_docstring_examples_run(args, capsys):
     """Smoke: the module docstring's example commands (fixtures stand in for the paths)."""
@@ -1016,3 +1027,148 @@ def test_cross_node_pipeline_handoff_agrees_with_calc_comm_sendrecv():
     comm, _, _ = run_main(calc_comm.main, ["--op", "sendrecv", "--size", "8192", "--num-gpus", "16",
                                            "--gpus-per-node", "8", "--gpu", "h100", "--json"])
     assert lat["decode_first_step_components_s"]["pp_handoff"] == pytest.approx(comm["time_s"], rel=1e-9)
+
+
+# --- continuous batching (--concurrency / --request-rate) ---------------------------------------
+
+LLAMA7 = ["--hf_model_name_or_path", cfg("llama-2-7b")]
+
+
+@settings(max_examples=30, deadline=None)
+@given(c=st.integers(1, 60), step=st.integers(1, 40), s=st.integers(1, 4000), o=st.integers(1, 600),
+       budget=st.sampled_from([None, 256, 2048, 8192]), tp=st.sampled_from([1, 2]),
+       stack=st.sampled_from(sorted(cil.SERVING_STACKS)))
+def test_more_concurrency_never_lowers_ttft_or_tpot(c, step, s, o, budget, tp, stack):
+    """At a fixed layout, more requests in flight never make a request faster: TTFT, TPOT and
+    end-to-end latency never fall as C grows (the issue's property)."""
+    def go(conc):
+        return main(SMALL + ["-tp", str(tp), "-s", str(s), "-o", str(o), "-c", str(conc),
+                             "--serving-stack", stack, "--json"]
+                    + (["--max-num-batched-tokens", str(budget)] if budget else []))["serving"]
+    r0, r1 = go(c), go(c + step)
+    for key in ("ttft_s", "tpot_s", "e2e_s"):
+        assert r1[key] >= r0[key] * (1 - 1e-12), key
+    assert r1["output_tokens_per_s"] >= r0["output_tokens_per_s"] * (1 - 1e-9) or r1["budget_bound"]
+
+
+def test_concurrency_one_is_the_static_batch_of_one(capsys):
+    """With one request in flight a step holds nothing else: TTFT is one prefill and TPOT one
+    decode step at the mean context, as the static model costs them."""
+    args = LLAMA7 + A100_80 + ["-s", "1000", "-o", "201"]
+    conc = run(args + ["-c", "1"])["serving"]
+    static = run(args)
+    assert conc["ttft_s"] == pytest.approx(static["ttft_s"], rel=1e-9)
+    assert conc["tpot_s"] == pytest.approx(static["decode_per_token_s"], rel=1e-4)  # mean context
+    assert conc["decodes_per_step"] == 1 and conc["prompt_tokens_per_step"] == 0
+
+
+def test_little_law_and_step_composition(capsys):
+    """Throughput = C x o / E2E (Little's law) and a step holds the others' decodes and prompt
+    tokens in the shares of their cycle."""
+    r = run(LLAMA7 + A100_80 + ["-s", "1000", "-o", "200", "-c", "32", "--max-num-batched-tokens", "8192"])
+    sv = r["serving"]
+    assert sv["output_tokens_per_s"] == pytest.approx(32 * 200 / sv["e2e_s"], rel=1e-12)
+    w = sv["steps_to_first_token"]
+    assert sv["decodes_per_step"] == pytest.approx(1 + 31 * 199 / (w + 199), rel=1e-12)
+    assert sv["prompt_tokens_per_step"] == pytest.approx(31 * 1000 / (w + 199), rel=1e-12)
+    assert r["output_tokens_per_s"] == sv["output_tokens_per_s"]
+
+
+def test_request_rate_is_littles_law_of_concurrency(capsys):
+    """An open loop of rate R keeps C = R x E2E in flight, and the rate is what comes out."""
+    sv = run(LLAMA7 + A100_80 + ["-s", "500", "-o", "100", "--request-rate", "3"])["serving"]
+    assert sv["concurrency"] == pytest.approx(3 * (sv["e2e_s"] - sv["ttft_s"] + sv["ttft_s"]), rel=1e-4)
+    assert sv["requests_per_s"] == pytest.approx(3, rel=1e-4)
+
+
+def test_token_budget_makes_requests_queue(capsys):
+    """Past r (s + o - 1) = budget per step the budget is full and requests wait for their prompt
+    steps (TTFT grows with C); below it they do not."""
+    args = LLAMA7 + A100_80 + ["-s", "2000", "-o", "50", "--max-num-batched-tokens", "2048"]
+    lo, hi = run(args + ["-c", "2"])["serving"], run(args + ["-c", "60"])["serving"]
+    assert not lo["budget_bound"] and lo["queue_steps"] == 0
+    assert hi["budget_bound"] and hi["queue_steps"] > 0 and hi["ttft_s"] > 5 * lo["ttft_s"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-c", "500"], "use -c"),
+    (["--request-rate", "1000"], "sustains"),
+    (["-c", "2", "-b", "2"], "static batch"),
+    (["-c", "2", "--request-rate", "1"], "give one"),
+    (["-c", "0"], "--concurrency"),
+    (["-c", "2", "--gpu-memory-utilization", "0.05"], "no KV pool"),
+], ids=["kv-pool", "rate", "b-and-c", "c-and-rate", "c-zero", "no-pool"])
+def test_concurrency_bad_input_exits_2_saying_what_works(args, needle, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(LLAMA7 + A100_80 + ["-s", "2000", "-o", "2000"] + args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+
+
+# --- serving-stack presets against published rows that set none of their constants -------------
+# Llama shapes as flags (Llama 3 / 3.1 70B: 80 layers, h 8192, 64 heads, 8 kv heads, SwiGLU 28672,
+# vocab 128256); 8B and Mixtral from their configs.
+L3_70B = ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "--ffn-hidden-size", "28672",
+          "--swiglu", "--norm", "rmsnorm", "--position-embedding", "rope", "-v", "128256"]
+L31_8B = ["--hf_model_name_or_path", cfg("llama-3.1-8b")]
+MIXTRAL = ["--hf_model_name_or_path", cfg("mixtral-8x7b")]
+
+# vLLM's CI performance dashboard (buildkite.com/vllm/performance-benchmark, builds 9513/9515/9555,
+# benchmark_latency: batch 8, 32 input / 128 output tokens, mean end-to-end seconds), --serving-stack
+# vllm (the default) with no per-row tuning.
+VLLM_CI_LATENCY = [
+    ("9513-l3-70b-a100-tp4", L3_70B + ["--gpu", "a100", "-tp", "4"], 3.99059),
+    ("9513-l31-8b-a100", L31_8B + ["--gpu", "a100"], 1.57927),
+    ("9513-mixtral-a100-tp2", MIXTRAL + ["--gpu", "a100", "-tp", "2"], 3.64384),
+    ("9515-l3-70b-h100-tp4", L3_70B + ["--gpu", "h100", "-tp", "4"], 2.44447),
+    ("9515-l31-8b-h100", L31_8B + ["--gpu", "h100"], 0.997542),
+    ("9515-mixtral-h100-tp2", MIXTRAL + ["--gpu", "h100", "-tp", "2"], 2.32697),
+    ("9555-l31-8b-h200", L31_8B + ["--gpu", "h200"], 0.834059),
+    ("9555-l3-70b-h200-tp4", L3_70B + ["--gpu", "h200", "-tp", "4"], 2.07508),
+    ("9555-mixtral-h200-tp2", MIXTRAL + ["--gpu", "h200", "-tp", "2"], 1.9211),
+]
+
+
+@pytest.mark.parametrize("case", VLLM_CI_LATENCY, ids=[c[0] for c in VLLM_CI_LATENCY])
+def test_vllm_preset_against_vllm_ci_latency(case, capsys):
+    _, args, published = case
+    r = _script_main(args + ["-b", "8", "-s", "32", "-o", "128", "--json"])
+    assert r["serving_stack"] == "vllm"
+    assert r["total_s"] == pytest.approx(published, rel=0.20)
+
+
+# TensorRT-LLM perf-overview.md @258c7540, "Online Serving Measurements" (v0.14.0, Triton backend,
+# BF16, 500 requests): mean inter-token latency in ms at request rates 2/4/8 (the rates every
+# layout sustains). (model args, gpu, tp, input, output, {qps: ITL ms}). Per-request TTFT is in
+# VALIDATION.md (a miss: the Triton path's fixed cost per request is not in the preset).
+TRT_ONLINE_ITL = [
+    ("70b-h100", L3_70B, "h100", 4, 467, 256, {2: 21, 4: 24, 8: 32}),
+    ("70b-h100-short-out", L3_70B, "h100", 4, 467, 16, {2: 18, 4: 20, 8: 24}),
+    ("70b-h100-202", L3_70B, "h100", 4, 202, 214, {2: 20, 4: 22, 8: 25}),
+    ("8b-h100", L31_8B, "h100", 1, 467, 256, {2: 8, 4: 9, 8: 9}),
+    ("8b-h100-short-out", L31_8B, "h100", 1, 467, 16, {2: 7, 4: 7, 8: 7}),
+    ("8b-h100-202", L31_8B, "h100", 1, 202, 214, {2: 7, 4: 8, 8: 9}),
+    ("70b-h200", L3_70B, "h200", 4, 467, 256, {2: 18, 4: 20, 8: 27}),
+    ("70b-h200-short-out", L3_70B, "h200", 4, 467, 16, {2: 15, 4: 16, 8: 20}),
+    ("70b-h200-202", L3_70B, "h200", 4, 202, 214, {2: 17, 4: 18, 8: 21}),
+    ("8b-h200", L31_8B, "h200", 1, 467, 256, {2: 6, 4: 7, 8: 7}),
+    ("8b-h200-short-out", L31_8B, "h200", 1, 467, 16, {2: 5, 4: 6, 8: 6}),
+    ("8b-h200-202", L31_8B, "h200", 1, 202, 214, {2: 6, 4: 6, 8: 7}),
+]
+# measured misses (ours / published - 1; VALIDATION.md): ITLs published as whole milliseconds
+TRT_ONLINE_ITL_MISSES = {("8b-h100-short-out", 2): 0.21,
+                         ("8b-h100-short-out", 4): 0.22, ("8b-h100-short-out", 8): 0.23,
+                         ("8b-h100-202", 2): 0.22, ("8b-h200-short-out", 2): 0.30}
+_ITL_CASES = [pytest.param(name, args, gpu, tp, s, o, q, ms, id=f"{name}-qps{q}",
+                           marks=[pytest.mark.xfail(strict=True, reason=f"known miss "
+                                                    f"({TRT_ONLINE_ITL_MISSES[(name, q)]:+.0%})")]
+                           if (name, q) in TRT_ONLINE_ITL_MISSES else [])
+              for name, args, gpu, tp, s, o, rates in TRT_ONLINE_ITL for q, ms in rates.items()]
+
+
+@pytest.mark.parametrize("name,args,gpu,tp,s,o,qps,itl_ms", _ITL_CASES)
+def test_tensorrt_llm_preset_against_online_itl(name, args, gpu, tp, s, o, qps, itl_ms, capsys):
+    sv = _script_main(args + ["--gpu", gpu, "-tp", str(tp), "-s", str(s), "-o", str(o), "--request-rate",
+                              str(qps), "--serving-stack", "tensorrt-llm", "--json"])["serving"]
+    assert sv["tpot_s"] == pytest.approx(itl_ms * 1e-3, rel=0.20)
