@@ -29,6 +29,17 @@ References:
   kernel rates; S. Bekman, ml-engineering (maximum achievable matmul FLOPS); NVIDIA's A100/H100
   architecture whitepapers (SM counts); Lee et al. 2025 (compute slowdown under overlapped
   communication). VALIDATION.md lists every comparison and which measurement set which constant.
+
+Frameworks (--framework): megatron (default) costs Megatron-LM's fused kernels; pytorch costs an
+eager torchtitan / HF Llama stack (RMSNorm upcast to fp32 as several kernels, rotary, SiLU and the
+gate product apart, residual and gradient-sum adds, bias-gradient sums, the loss in fp32) and
+llm-foundry an eager MPT stack (LayerNorm, GELU, flash-attn's varlen pad/unpad copies, the fused
+loss); both with PyTorch FSDP's per-layer gradient cat, fp32 cast and pre-divide kernels and its
+per-micro-batch gathers and reduce-scatters (-z 2 = SHARD_GRAD_OP, -z 3 = FULL_SHARD). Each kernel
+is counted from the module's source (the eager_* functions cite the file), none fitted:
+  python calc_training_time.py -l 32 -hs 4096 -a 32 -v 50368 --bias --tied-embeddings \
+      --position-embedding learned --norm layernorm --gpu h100 --num-gpus 8 -b 6 \
+      --global-batch-size 48 -z 3 --recompute none --framework llm-foundry
 """
 
 import argparse
@@ -4999,6 +5010,14 @@ def assumptions(hw, lay):
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
            + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
            "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model"]
+    fw = lay.get("framework", "megatron")
+    if fw == "megatron":
+        out.append("framework megatron: fused bias-activation, norm and softmax kernels, fused fp32 gradient accumulation")
+    else:
+        out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
+                   "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
+                   f"micro-batch, gradients reduced in {'fp32' if lay['grad_bytes'] == 4 else 'bf16'}; "
+                   "CPU launch overhead and host syncs not costed")
     if lay["matmul_bytes"] == 1:
         out.append("fp8: matmuls at the fp8 rate and ceiling; the casts to fp8 and their scales are not costed")
     return out
