@@ -29,6 +29,17 @@ References:
   kernel rates; S. Bekman, ml-engineering (maximum achievable matmul FLOPS); NVIDIA's A100/H100
   architecture whitepapers (SM counts); Lee et al. 2025 (compute slowdown under overlapped
   communication). VALIDATION.md lists every comparison and which measurement set which constant.
+
+Frameworks (--framework): megatron (default) costs Megatron-LM's fused kernels; pytorch costs an
+eager torchtitan / HF Llama stack (RMSNorm upcast to fp32 as several kernels, rotary, SiLU and the
+gate product apart, residual and gradient-sum adds, bias-gradient sums, the loss in fp32) and
+llm-foundry an eager MPT stack (LayerNorm, GELU, flash-attn's varlen pad/unpad copies, the fused
+loss); both with PyTorch FSDP's per-layer gradient cat, fp32 cast and pre-divide kernels and its
+per-micro-batch gathers and reduce-scatters (-z 2 = SHARD_GRAD_OP, -z 3 = FULL_SHARD). Each kernel
+is counted from the module's source (the eager_* functions cite the file), none fitted:
+  python calc_training_time.py -l 32 -hs 4096 -a 32 -v 50368 --bias --tied-embeddings \
+      --position-embedding learned --norm layernorm --gpu h100 --num-gpus 8 -b 6 \
+      --global-batch-size 48 -z 3 --recompute none --framework llm-foundry
 """
 
 import argparse
@@ -3876,6 +3887,175 @@ def memory_time_s(nbytes, kernels, *, hw):
 
 
 # ------------------------------------------------------------------------------------------------
+# Eager PyTorch (--framework pytorch | llm-foundry): the memory-bound kernels an unfused
+# transformer layer launches, counted from the modules' source. Each kernel is a total of bytes
+# read + written per token (per parameter for the gradient copies); a = 2 (bf16), 4 = fp32.
+# ------------------------------------------------------------------------------------------------
+
+FRAMEWORKS = ("megatron", "pytorch", "llm-foundry")
+
+
+def eager_norm_kernels(*, norm, width):
+    """(forward, backward) bytes per token of each kernel of one norm over `width` elements.
+    layernorm: torch.nn.functional.layer_norm, one ATen kernel forward (read x, write y; MPT's
+    LPLayerNorm only casts an already-bf16 input, llm-foundry llmfoundry/models/layers/norm.py)
+    and two backward (dx reads dy and x, writes dx; the gamma/beta kernel reads dy and x).
+    rmsnorm: HF LlamaRMSNorm.forward (transformers models/llama/modeling_llama.py; torch's
+    composite rms_norm runs the same ops): x.to(fp32) 2+4, pow(2) 4+4, mean 4, add eps and rsqrt
+    (per token, two floor-bound kernels), x * rsqrt 4+4, .to(bf16) 4+2, weight * 2+2 = 8 kernels;
+    their autograd: weight-mul 2+2 and 2+2+2 plus the weight's token sum 2, .to 2+4, mul 4+4 and
+    4+4+4 plus its row sum 4, rsqrt and add (2 tiny), mean's expand 4, pow's x.pow(1) copy 4+4,
+    times 2 4+4, times grad 4+4+4, the two grads of the fp32 x summed 4+4+4, .to 2+4 = 15 kernels. Backward formulas are PyTorch autograd's (derivatives.yaml,
+    FunctionsManual.cpp pow_backward: grad * 2 * x.pow(1)), as recalled, not re-read here."""
+    w = width
+    if norm == "none":  # non-affine (OLMo 1: F.layer_norm without weight): no gamma/beta kernel
+        return [4 * w], [6 * w]
+    if norm == "layernorm":
+        return [4 * w], [6 * w, 4 * w]
+    fwd = [6 * w, 8 * w, 4 * w, 0, 0, 8 * w, 6 * w, 4 * w]
+    bwd = [4 * w, 6 * w, 2 * w, 6 * w, 8 * w, 12 * w, 4 * w, 0, 0, 4 * w, 8 * w, 8 * w, 12 * w,
+           12 * w, 6 * w]
+    return fwd, bwd
+
+
+def eager_rope_kernels(*, width):
+    """(forward, backward) bytes per token of rotary embedding on one tensor of `width` elements
+    (query heads x head dim, or key heads x head dim), torchtitan's complex form
+    (torchtitan/models/llama/model.py apply_rotary_emb): x.float() 2+4, complex multiply by
+    freqs_cis 4+4 (the table is per position, negligible), .type_as 4+2; backward the same three
+    in reverse (2+4, 4+4, 4+2). HF's rotate_half form (modeling_llama.py apply_rotary_pos_emb:
+    q*cos, -x2, cat, *sin, add; 5 kernels forward, 9 backward with the slices' zero-filled grads)
+    streams 22 + 30 bytes per element against these 20 + 20; the torchtitan form is the one costed."""
+    return [6 * width, 8 * width, 6 * width], [6 * width, 8 * width, 6 * width]
+
+
+def eager_activation_kernels(*, gated, width):
+    """(forward, backward) bytes per token of the MLP activation over `width` elements. Gated
+    (torchtitan FeedForward.forward, HF LlamaMLP.forward: silu(w1 x) * w3 x): silu 2+2, mul 4+2;
+    backward the mul's two products 4+2 each and silu_backward 4+2. Not gated (llm-foundry MPTMLP:
+    nn.GELU, approximate none; llmfoundry/models/layers/ffn.py): gelu 2+2, gelu_backward 4+2."""
+    if gated:
+        return [4 * width, 6 * width], [6 * width, 6 * width, 6 * width]
+    return [4 * width], [6 * width]
+
+
+def eager_attention_glue_kernels(*, style, q_width, kv_width):
+    """(forward, backward) bytes per token of the copies around the attention kernel.
+    pytorch (torchtitan Attention.forward): separate wq/wk/wv, so autograd sums three input
+    gradients (two adds of 2+2+2 per model-width element, charged by the caller); repeat_kv copies
+    K and V when kv heads < heads (expand + reshape: read kv, write q width) and its backward sums
+    the repeats (read q width, write kv); SDPA's flash kernel takes the transposed views, no copy.
+    llm-foundry (llmfoundry/models/layers/attention.py flash_attn_fn at llm-foundry 5e85bd62d, with
+    flash-attn's bert_padding.py): the fused Wqkv output is split into views; unpad_input gathers
+    q, k and v (IndexFirstAxis: torch.gather, read + write each), pad_input allocates zeros and
+    index-puts the output (write; read + write); backward: pad's gather (read + write), unpad's
+    zeros + scatter_ per tensor (write; read + write), and the split's cat of the three gradients."""
+    q, kv = q_width, kv_width
+    if style == "llm-foundry":
+        fwd = [4 * q, 4 * kv, 4 * kv, 2 * q, 4 * q]
+        bwd = [4 * q, 2 * q, 4 * q, 2 * kv, 4 * kv, 2 * kv, 4 * kv, 4 * (q + 2 * kv)]
+        return fwd, bwd
+    if kv < q:
+        return [2 * kv + 2 * q] * 2, [2 * q + 2 * kv] * 2
+    return [], []
+
+
+def eager_layer_kernels(layer, *, h, tp, style, norm):
+    """(forward, backward) lists of (bytes per token, tokens-scale) kernels of one layer's
+    memory-bound work on one rank under eager PyTorch: per block its norm, the residual add
+    (read 2 x 2, write 2 per element; backward the add that sums the residual and norm-input
+    gradients, the same bytes), per attention its rope and glue copies, the input-gradient sums
+    of separate projections (pytorch: wq, wk, wv -> 2 adds; w1, w3 -> 1 add; 2+2+2 each), per
+    linear with a bias the bias-gradient token sum (read the output gradient, 2 per element; the
+    forward bias add is fused in cuBLASLt's epilogue), per MLP its activation. The scale says
+    whether a kernel runs on all m tokens ("m") or on the sequence-parallel m / tp ("mt")."""
+    fwd, bwd = [], []
+    blocks = bool(layer["attention"]) + len(layer["mlp"])
+
+    def put(pair, scale):
+        fwd.extend((x, scale) for x in pair[0])
+        bwd.extend((x, scale) for x in pair[1])
+
+    for _ in range(blocks):
+        put(eager_norm_kernels(norm=norm, width=h), "mt")
+        put(([6 * h], [6 * h]), "mt")  # residual add; its gradient sum
+    for attn in layer["attention"]:
+        if attn["span"] == "state":
+            continue  # state mixers: charged as under megatron (layer_compute_s)
+        ar = attention_on_rank(attn, tp=tp)
+        dq, dv = attention_head_dims(ar)
+        qw, kw = ar["heads"] * dq, ar["kv_heads"] * dq
+        if ar.get("rope", True):
+            put(eager_rope_kernels(width=qw), "m")
+            put(eager_rope_kernels(width=kw), "m")
+        put(eager_attention_glue_kernels(style=style, q_width=qw, kv_width=kw), "m")
+        if style == "pytorch":
+            put(([], [6 * h, 6 * h]), "m")
+        if attn.get("qkv_bias"):
+            put(([], [2 * (qw + 2 * kw)]), "m")
+        if attn.get("out_bias"):
+            put(([], [2 * h]), "m")
+    for mlp in layer["mlp"]:
+        if mlp["kind"] != "dense":
+            continue  # MoE: permutations and expert activations charged as under megatron
+        mr = mlp_on_rank(mlp, tp=tp, etp=tp)
+        gated = mlp["linears"] == 3
+        put(eager_activation_kernels(gated=gated, width=mr["width"]), "m")
+        if style == "pytorch" and gated:
+            put(([], [6 * h]), "m")
+        if mlp.get("bias"):
+            put(([], [2 * mr["width"] * (mlp["linears"] - 1) + 2 * h]), "m")
+    return fwd, bwd
+
+
+def eager_kernels_time_s(kernels, *, tokens, tokens_sp, hw):
+    """Seconds of a list of (bytes per token, scale) kernels: each at achievable bandwidth and at
+    least the kernel floor (memory_time_s per kernel)."""
+    t = 0.0
+    for nbytes, scale in kernels:
+        t += max(nbytes * (tokens_sp if scale == "mt" else tokens) / hw["mem_bw"], KERNEL_FLOOR_S)
+    return t
+
+
+def eager_grad_kernels_bytes(*, params, shard, reduce_bytes, fsdp, regather, microbatches):
+    """(forward, backward) byte totals of the per-micro-batch gradient and cast kernels of one
+    FSDP unit holding `params` weights unsharded, `shard` of them on this rank (without FSDP:
+    the weights the rank holds, shard = params).
+    FSDP (torch/distributed/fsdp/_runtime_utils.py _post_backward_hook, torch 2.0-2.1, which
+    llm-foundry's runs used): before each all-gather the fp32 shard is cast to the bf16 parameter
+    dtype (read 4, write 2 per shard element; again before the backward re-gather of FULL_SHARD);
+    the unsharded bf16 gradient is the cat that autograd's split_with_sizes backward builds from
+    each view's gradient (read 2, write 2); it is cast to the reduce dtype when that is fp32 (read
+    2, write 4: composer's mixed_precision DEFAULT reduces in fp32, PURE in bf16); divided in place
+    by the pre-divide factor before the reduce-scatter (read and write the reduce dtype; FSDP's
+    default comm hook), the shard post-divided after it, cast back to fp32 if reduced in bf16, and
+    from the second micro-batch on added to _saved_grad_shard (read 4 + 4, write 4).
+    Without FSDP (-z 0/1): autocast casts each fp32 weight to bf16 once per forward (read 4, write
+    2), the bf16 weight gradient is cast back (read 2, write 4) and, from the second micro-batch
+    on, AccumulateGrad adds it into .grad (read 4 + 4, write 4); DDP's bucket copies are not costed."""
+    rb, acc = reduce_bytes, (microbatches - 1) / microbatches
+    if fsdp:
+        fwd = [6 * shard]
+        bwd = ([6 * shard] if regather else []) + [4 * params] + ([6 * params] if rb == 4 else [])
+        bwd += [2 * rb * params, 2 * rb * shard] + ([(rb + 4) * shard] if rb != 4 else [])
+        return fwd, bwd + ([12 * shard * acc] if acc else [])
+    return [6 * params], [6 * params] + ([12 * params * acc] if acc else [])
+
+
+def eager_loss_kernels(*, style, vocab):
+    """(forward, backward) bytes per token of the loss over `vocab` logits (the rank's share).
+    pytorch (torchtitan train.py: cross_entropy(pred.float(), labels); HF's ForCausalLMLoss also
+    upcasts): .float() 2+4, log_softmax 4+4, nll_loss (per token); backward nll's zero-fill 4 and
+    scatter, log_softmax_backward 4+4+4, the cast back 4+2. llm-foundry (ComposerMPTCausalLM's
+    default loss_fn fused_crossentropy, flash-attn losses/cross_entropy.py over its Triton kernel,
+    inplace_backward False): one kernel each way, read 2 forward, read 2 + write 2 backward."""
+    V = vocab
+    if style == "llm-foundry":
+        return [2 * V], [4 * V]
+    return [6 * V, 8 * V, 0], [4 * V, 0, 12 * V, 6 * V]
+
+
+# ------------------------------------------------------------------------------------------------
 # One layer, one micro-batch
 # ------------------------------------------------------------------------------------------------
 
@@ -3919,6 +4099,7 @@ def layer_compute_s(layer, *, h, lay, hw):
     parts, overlap = {}, {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
     full = lay["recompute"] == "full"
     ew_bytes, ew_kernels = 0.0, 0
+    other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
     blocks = bool(layer["attention"]) + len(layer["mlp"])
     for attn in layer["attention"]:
         ar = attention_on_rank(attn, tp=tp)
@@ -3939,6 +4120,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             _add(parts, "attention_core", tf, tb, tf if full else 0.0)
             ew_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
             ew_kernels += 4
+            other_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
+            other_kernels += 4
         elif lay["flash_attention"]:
             pairs = query_key_pairs(attn, seq_len=s, attention="causal")
             core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
@@ -3995,17 +4178,32 @@ def layer_compute_s(layer, *, h, lay, hw):
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f3 + f4, b3 + b4, (f3 + f4) if full else 0.0)
             ew_bytes += a * m * (n_s + sw)
+            other_bytes += a * m * (n_s + sw)
         fr, br = linear_times_s(m, E + mlp["zero_experts"], h, hw=hw)
         _add(parts, "router", fr, br, fr if full else 0.0)
         # activation, and the permutation into and out of expert order (read + write, twice)
         ew_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
         ew_kernels += 6
+        other_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
+        other_kernels += 6
     # norms (one per block), residual add (+ bias, dropout mask) per block: Korthikanti Table 2's tensors
     ew_bytes += blocks * (2 * a * mt * h + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
     ew_kernels += 2 * blocks
     if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: their hc x h residual streams
         # are read and written once per block (small matmuls, memory-bound; an assumption)
         ew_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
+        other_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
+    if lay.get("framework", "megatron") != "megatron":
+        # eager PyTorch: each unfused kernel of the modules' source; weight-gradient kernels are
+        # charged per FSDP unit in evaluate (eager_grad_kernels_bytes), not here
+        kf, kb = eager_layer_kernels(layer, h=h, tp=tp, style=lay["framework"], norm=lay["norm"])
+        ef = eager_kernels_time_s(kf, tokens=m, tokens_sp=mt, hw=hw)
+        eb = eager_kernels_time_s(kb, tokens=m, tokens_sp=mt, hw=hw)
+        if other_bytes:
+            ef += memory_time_s(other_bytes, other_kernels, hw=hw)
+            eb += memory_time_s(2 * other_bytes, 2 * other_kernels, hw=hw)
+        _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+        return parts, overlap, blocks
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
     _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
@@ -4096,7 +4294,8 @@ def head_and_embedding_s(spec, *, lay, hw, net):
     the embedding lookup and its gradient (memory-bound), and on the last stage the final norm,
     the vocab-parallel output matmul (V / tp columns) and the fp32 cross-entropy over the logits
     (read and written three times each way, with three small all-reduces of its max, sum and
-    target logit across tp: Megatron-LM's vocab-parallel cross-entropy)."""
+    target logit across tp: Megatron-LM's vocab-parallel cross-entropy). Eager PyTorch frameworks:
+    the final norm's and the loss's unfused kernels (eager_norm_kernels, eager_loss_kernels)."""
     tp, cp = lay["tp"], lay["cp"]
     m = lay["micro_batch_size"] * lay["sequence_length"] // cp
     h, V = spec["hidden_size"], spec["vocab_size"]
@@ -4109,6 +4308,14 @@ def head_and_embedding_s(spec, *, lay, hw, net):
     red = 3 * comm_time_s("all_reduce", 4 * m, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
     if lay["sp"] and tp > 1:  # gather the sequence-parallel shards before the output matmul
         red += comm_time_s("all_gather", 2 * m * h, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
+    fw = lay.get("framework", "megatron")
+    if fw != "megatron":
+        mt = m / tp if lay["sp"] else m
+        nf, nb = eager_norm_kernels(norm=spec["norm"], width=h)
+        cf, cb = eager_loss_kernels(style=fw, vocab=V / tp)
+        tf = eager_kernels_time_s([(x, "mt") for x in nf] + [(x, "m") for x in cf], tokens=m, tokens_sp=mt, hw=hw)
+        tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
+        return first, (lf + tf + red, lb + tb + red)
     last = (lf + ce + norm + red, lb + ce + 2 * norm + red)
     return first, last
 
@@ -4182,6 +4389,45 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     return max(0.0, worst), t_sync_max
 
 
+def eager_grad_s(params_local, num_layers, *, lay, hw):
+    """[forward, backward, recompute] seconds per micro-batch of the weight-gradient casts and
+    copies of eager PyTorch (eager_grad_kernels_bytes) on a rank holding `params_local` weights in
+    `num_layers` layers, one FSDP unit per layer as llm-foundry (MPTBlock) and torchtitan
+    (TransformerBlock) wrap them; ZeRO 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD, the reduce dtype the
+    gradients' (--grad-reduce-dtype)."""
+    nl = max(num_layers, 1)
+    per = params_local / nl
+    n = lay["dp"] * lay["cp"]
+    fsdp = lay["zero_stage"] >= 2 and n > 1
+    f, b = eager_grad_kernels_bytes(params=per, shard=per / n if fsdp else per, reduce_bytes=lay["grad_bytes"],
+                                    fsdp=fsdp, regather=lay["zero_stage"] == 3, microbatches=lay["num_microbatches"])
+    tf = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in f)
+    tb = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in b)
+    return [tf, tb, tf if lay["recompute"] == "full" and not fsdp else 0.0]
+
+
+def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
+    """Exposed seconds per step of PyTorch FSDP's per-layer collectives (ZeRO 2 = SHARD_GRAD_OP,
+    3 = FULL_SHARD): every micro-batch each layer's bf16 parameters are all-gathered before its
+    forward (and, FULL_SHARD, again before its backward), and its gradient reduce-scattered in the
+    reduce dtype after its backward (torch/distributed/fsdp/_runtime_utils.py _post_backward_hook;
+    composer does not skip the sync between micro-batches), prefetched or issued one layer apart, so
+    hidden behind the neighbouring layer's compute except what outlasts it, with the overlap
+    slowdown. SHARD_GRAD_OP gathers once per micro-batch (kept for the backward). The last layer's
+    reduce-scatter of the step has no compute left to hide behind: exposed (in place of
+    dp_exposed_s's bucket rule)."""
+    nl = max(num_layers, 1)
+    per_layer = sum(params) / nl
+    n, G = lay["dp"] * lay["cp"], lay["gpus_per_node"]
+    ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    rs = comm_time_s("reduce_scatter", per_layer * lay["grad_bytes"], n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    f_layer = sum(v[0] for v in comp.values()) / nl
+    b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+    sd = lay["overlap_slowdown"]
+    back = (ag if lay["zero_stage"] == 3 else 0.0) + rs
+    return lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(back, b_layer, sd)) + rs
+
+
 def optimizer_s(params_local, *, lay, hw):
     """Optimizer step seconds on one GPU: Megatron-LM's optimizer kernels stream
     OPTIMIZER_STEP_BYTES per held parameter (1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
@@ -4213,7 +4459,7 @@ def memory_config(spec, lay, c0):
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
-                   "gpus_per_node", "matmul_bytes")
+                   "gpus_per_node", "matmul_bytes", "framework")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
@@ -4254,23 +4500,26 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
         if pp > 1:
             _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
-        fwd = sum(v[0] for v in comp.values()) + sum(v[0] for v in comm.values())
-        bwd = sum(v[1] + v[2] for v in comp.values()) + sum(v[1] + v[2] for v in comm.values())
-        stage_s.append(fwd + bwd)
-        stage_b.append(bwd)
-        stage_parts.append((comp, comm))
         pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], st)
         if pk not in cache:
             cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
                                               stage=st, layers_held=by_stage[st])[:2]
         params_by_stage.append(cache[pk])
+        if lay.get("framework", "megatron") != "megatron":
+            _sum_into(comp, {"grad_casts_and_copies": eager_grad_s(sum(cache[pk]), len(by_stage[st]), lay=lay, hw=hw)})
+        fwd = sum(v[0] for v in comp.values()) + sum(v[0] for v in comm.values())
+        bwd = sum(v[1] + v[2] for v in comp.values()) + sum(v[1] + v[2] for v in comm.values())
+        stage_s.append(fwd + bwd)
+        stage_b.append(bwd)
+        stage_parts.append((comp, comm))
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
     dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b,
                                    lay=lay, net=net)
     # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
     # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
     z3 = 0.0
-    if lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] > 1:
+    eager = lay.get("framework", "megatron") != "megatron"
+    if lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] > 1 and not eager:
         ne, ex = params_by_stage[0]
         per_layer = (ne + ex) / max(len(by_stage[0]), 1)
         ag = comm_time_s("all_gather", per_layer * 2, n=lay["dp"] * lay["cp"], stride=lay["tp"], net=net, gpus_per_node=G)
@@ -4279,6 +4528,9 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         f_layer = sum(v[0] for v in comp.values()) / nl
         b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
         z3 = m * nl * (_hidden(ag, f_layer, lay["overlap_slowdown"]) + _hidden(ag, b_layer, lay["overlap_slowdown"]))
+    elif eager and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1:
+        z3 = fsdp_exposed_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), lay=lay, net=net)
+        dp_exp = 0.0
     worst = max(range(pp), key=lambda i: stage_s[i])
     opt = optimizer_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
     tied = 0.0
@@ -4656,6 +4908,13 @@ def build_parser():
     lay.add_argument("--offload", action=bo, default=False,
                      help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
     k = p.add_argument_group("framework")
+    k.add_argument("--framework", choices=FRAMEWORKS, default="megatron",
+                   help="kernels of the training stack: megatron (fused, the default), pytorch (eager "
+                        "torchtitan / HF Llama modules: unfused norms, rope, activations, fp32 loss, FSDP's "
+                        "gradient casts and copies), llm-foundry (eager MPT modules: flash-attn varlen "
+                        "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD")
+    k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16"), default="fp32",
+                   help="dtype gradients are reduced in (default fp32; bf16 = composer's FSDP PURE)")
     k.add_argument("--flash-attention", action=bo, default=True,
                    help="fused attention kernel (default on); off: eager matmuls + softmax over s x s")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
@@ -4751,6 +5010,14 @@ def assumptions(hw, lay):
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
            + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
            "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model"]
+    fw = lay.get("framework", "megatron")
+    if fw == "megatron":
+        out.append("framework megatron: fused bias-activation, norm and softmax kernels, fused fp32 gradient accumulation")
+    else:
+        out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
+                   "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
+                   f"micro-batch, gradients reduced in {'fp32' if lay['grad_bytes'] == 4 else 'bf16'}; "
+                   "CPU launch overhead and host syncs not costed")
     if lay["matmul_bytes"] == 1:
         out.append("fp8: matmuls at the fp8 rate and ceiling; the casts to fp8 and their scales are not costed")
     return out
@@ -4781,7 +5048,8 @@ def main(argv=None):
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
-            "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4,
+            "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
+            "framework": args.framework,
             "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),

@@ -226,3 +226,107 @@ def test_tokens_give_days_gpu_hours_and_cost(capsys):
     assert t["gpu_hours"] == pytest.approx(t["time_s"] * 64 / 3600)
     assert t["cost"] == pytest.approx(2 * t["gpu_hours"])
     assert math.isfinite(t["days"]) and t["days"] > 0
+
+
+# --- eager PyTorch (--framework pytorch | llm-foundry) ---------------------------------------------
+# MosaicML llm-foundry's MPT benchmark tables (github.com/mosaicml/llm-foundry,
+# scripts/train/benchmarking/README.md, tables of commit 5e85bd62d, 2024-01; sweep.sh: image
+# mosaicml/pytorch:2.1.0_cu121, amp_bf16, FSDP mixed_precision DEFAULT = bf16 params, fp32
+# reduce). Pure FSDP data parallel; FULL_SHARD = -z 3, SHARD_GRAD_OP = -z 2; activation
+# checkpointing = full recompute. Model shapes from scripts/train/yamls/pretrain/mpt-*.yaml
+# (d_model, n_heads, n_layers; expansion 4, GELU, vocab 50368) with configuration_mpt.py's
+# defaults as the benchmark ran them: biases (no_bias False), LayerNorm with bias
+# (low_precision_layernorm), learned positions, tied embeddings, flash attention (flash-attn 2,
+# varlen), no dropout; NumParams in the table matches these to the parameter (7b: 6,658,859,008).
+# Published MFU counts 6 N + 12 L h s per token against 989 (H100) / 312 (A100) TFLOP/s; ours
+# agrees with that count within 0.1%. Validation only: nothing was set from these rows.
+MPT = {"1b": (24, 2048, 16), "3b": (32, 2560, 20), "7b": (32, 4096, 32), "13b": (40, 5120, 40),
+       "30b": (48, 7168, 56), "70b": (80, 8192, 64)}
+# (gpu, model, seq, GPUs, micro-batch, grad-accum, sharding, act. ckpt, published MFU %)
+FOUNDRY = [("h100", "70b", 2048, 128, 8, 1, "FULL_SHARD", True, 43.36),
+           ("h100", "30b", 2048, 128, 8, 1, "FULL_SHARD", True, 41.85),
+           ("h100", "13b", 2048, 128, 16, 1, "FULL_SHARD", True, 42.18),
+           ("h100", "7b", 2048, 128, 6, 1, "FULL_SHARD", False, 45.71),
+           ("h100", "3b", 2048, 128, 8, 1, "SHARD_GRAD_OP", False, 42.43),
+           ("h100", "1b", 2048, 128, 12, 1, "SHARD_GRAD_OP", False, 40.6),
+           ("h100", "7b", 2048, 8, 6, 1, "FULL_SHARD", False, 46.44),
+           ("h100", "13b", 2048, 8, 2, 1, "FULL_SHARD", False, 39.79),
+           ("h100", "30b", 2048, 8, 3, 21, "FULL_SHARD", True, 38.11),
+           ("h100", "13b", 4096, 8, 10, 3, "FULL_SHARD", True, 41.6),
+           ("h100", "7b", 4096, 8, 16, 2, "FULL_SHARD", True, 40.42),
+           ("h100", "7b", 8192, 8, 8, 2, "FULL_SHARD", True, 37.14),
+           ("h100", "3b", 8192, 8, 3, 6, "FULL_SHARD", False, 40.31),
+           ("h100", "1b", 8192, 8, 3, 4, "FULL_SHARD", False, 37.73),
+           ("a100-80gb", "70b", 2048, 64, 8, 4, "FULL_SHARD", True, 53.33),
+           ("a100-80gb", "30b", 2048, 8, 3, 21, "FULL_SHARD", True, 55.3),
+           ("a100-80gb", "13b", 2048, 8, 2, 3, "FULL_SHARD", False, 59.57),
+           ("a100-80gb", "13b", 8192, 8, 5, 3, "FULL_SHARD", True, 56.07),
+           ("a100-80gb", "7b", 2048, 8, 6, 2, "FULL_SHARD", False, 64.23),
+           ("a100-80gb", "7b", 8192, 8, 8, 2, "FULL_SHARD", True, 54.47),
+           ("a100-80gb", "3b", 8192, 8, 3, 6, "FULL_SHARD", False, 59.34)]
+# measured relative MFU error with --framework llm-foundry (VALIDATION.md): rows past 15% are
+# strict xfails carrying their error
+FOUNDRY_MISS = {0: 17.4, 1: 20.6, 2: 19.1, 3: 30.7, 4: 31.1, 5: 37.5, 6: 28.3, 7: 26.5, 8: 19.1, 9: 20.0,
+                10: 21.2, 11: 29.1, 12: 39.2, 13: 46.8, 20: 32.3}
+
+
+def foundry_argv(row, framework):
+    gpu, model, s, n, b, ga, sharding, ckpt, _ = row
+    L, h, a = MPT[model]
+    return ["-l", str(L), "-hs", str(h), "-a", str(a), "-v", "50368", "--bias", "--tied-embeddings",
+            "--position-embedding", "learned", "--norm", "layernorm", "-s", str(s), "--gpu", gpu,
+            "--num-gpus", str(n), "-b", str(b), "--global-batch-size", str(n * b * ga),
+            "-z", "3" if sharding == "FULL_SHARD" else "2", "--recompute", "full" if ckpt else "none",
+            "--framework", framework]
+
+
+def _foundry_param(i, row):
+    marks = ()
+    if i in FOUNDRY_MISS:
+        marks = pytest.mark.xfail(strict=True, reason=f"ours +{FOUNDRY_MISS[i]}% MFU (VALIDATION.md)")
+    return pytest.param(row, marks=marks, id=f"{row[0]}-{row[1]}-s{row[2]}-n{row[3]}")
+
+
+@pytest.mark.parametrize("row", [_foundry_param(i, r) for i, r in enumerate(FOUNDRY)])
+def test_llm_foundry_mfu_within_15_percent(row, capsys):
+    res = run(foundry_argv(row, "llm-foundry"), capsys)
+    assert res["mfu"] * 100 == pytest.approx(row[-1], rel=0.15)
+
+
+def test_eager_kernels_move_every_llm_foundry_row_toward_the_measurement(capsys):
+    # the eager model is slower than the fused default on every row, and never overshoots
+    for row in FOUNDRY:
+        fused = run(foundry_argv(row, "megatron"), capsys)["mfu"] * 100
+        eager = run(foundry_argv(row, "llm-foundry"), capsys)["mfu"] * 100
+        assert row[-1] <= eager < fused, (row, eager, fused)
+
+
+def test_eager_kernel_counts_from_the_module_source():
+    # HF LlamaRMSNorm / torch's composite rms_norm: 8 kernels forward, 15 backward; LayerNorm 1 + 2
+    f, b = T.eager_norm_kernels(norm="rmsnorm", width=1)
+    assert (len(f), len(b), sum(f), sum(b)) == (8, 15, 36, 92)
+    assert T.eager_norm_kernels(norm="layernorm", width=1) == ([4], [6, 4])
+    # flash-attn varlen pad/unpad: 5 copies forward, 8 backward (incl. the fused-QKV split's cat)
+    f, b = T.eager_attention_glue_kernels(style="llm-foundry", q_width=1, kv_width=1)
+    assert (len(f), len(b)) == (5, 8)
+    # FSDP: per micro-batch the bf16 gradient cat, fp32 cast and pre-divide over the whole unit
+    f, b = T.eager_grad_kernels_bytes(params=100, shard=25, reduce_bytes=4, fsdp=True, regather=True,
+                                      microbatches=1)
+    assert f == [150] and b == [150, 400, 600, 800, 200]
+
+
+def test_pytorch_framework_runs_a_llama_and_a_moe(capsys):
+    for name in ("llama-3-8b", "mixtral-8x7b"):
+        fused = run(["--hf_model_name_or_path", config_path(name), "--gpu", "h100", "--num-gpus", "8",
+                     "--global-batch-size", "8", "-b", "1", "-z", "3", "-s", "4096"], capsys)
+        eager = run(["--hf_model_name_or_path", config_path(name), "--gpu", "h100", "--num-gpus", "8",
+                     "--global-batch-size", "8", "-b", "1", "-z", "3", "-s", "4096", "--framework", "pytorch"], capsys)
+        assert eager["step_time_s"] > fused["step_time_s"]
+        assert eager["layout"]["framework"] == "pytorch"
+
+
+def test_bad_framework_exits_2_in_one_line():
+    from conftest import exit_code_and_stderr
+    for argv in (["--framework", "jax"], ["--grad-reduce-dtype", "fp8"]):
+        code, err = exit_code_and_stderr(T.main, argv)
+        assert code == 2 and err.count("\n") == 1, (argv, err)
