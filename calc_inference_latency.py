@@ -3578,22 +3578,27 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
 
 def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens, token_budget, bits,
                          limit):
-    """The mean concurrency an open loop of `rate` requests/s keeps in flight: the fixed point
-    C = rate x E2E(C) (Little's law) of steady_state with open_loop, found by iterating from C = 0
-    (E2E grows with C, so the iterates rise to the smallest fixed point). None when C passes
-    `limit` (the KV pool) first: the rate is more than the engine sustains. A fluid mean: no
-    queueing from the arrivals' randomness is added (stated)."""
-    c = 0.0
-    for _ in range(200):
-        r = steady_state(spec, hw, tp=tp, pp=pp, concurrency=c, prompt_tokens=prompt_tokens,
-                         output_tokens=output_tokens, token_budget=token_budget, bits=bits, open_loop=True)
-        c_new = rate * r["e2e_s"]
-        if c_new > limit:
-            return None, r
-        if abs(c_new - c) <= 1e-6 * max(c_new, 1e-9):
-            return c_new, r
-        c = c_new
-    return None, r
+    """The mean concurrency an open loop of `rate` requests/s keeps in flight: the C at which the
+    engine's throughput C / E2E(C) (steady_state with open_loop; Little's law) equals the rate,
+    found by bisection on [0, limit] (the throughput grows with C). None when even `limit` requests
+    (the KV pool) serve less than the rate: more than the engine sustains. A fluid mean: no
+    queueing from the arrivals' randomness is added (stated). Returns (C, its steady state)."""
+    def state(c):
+        return steady_state(spec, hw, tp=tp, pp=pp, concurrency=c, prompt_tokens=prompt_tokens,
+                            output_tokens=output_tokens, token_budget=token_budget, bits=bits, open_loop=True)
+    top = state(limit)
+    if limit / top["e2e_s"] < rate:
+        return None, top
+    lo, hi = 0.0, float(limit)
+    for _ in range(60):  # C/E2E(C) = rate; 60 halvings reach 1e-18 of the pool
+        mid = (lo + hi) / 2
+        if mid / state(mid)["e2e_s"] < rate:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return hi, state(hi)
 
 
 def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, state_bits):
@@ -4137,10 +4142,12 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
         st = steady_state(spec, hw, concurrency=c, **kw)
     req = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
+    # closed loop: C clients each wait E2E per request (Little); open loop: what arrives leaves
+    rps = args.request_rate if args.request_rate is not None else c / e2e
     return dict(st, concurrency=c, request_rate=args.request_rate, ttft_s=ttft, e2e_s=e2e,
-                requests_per_s=c / e2e, token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
+                requests_per_s=rps, token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
                 kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
-                output_tokens_per_s=c * o / e2e, output_tokens_per_s_per_gpu=c * o / e2e / (tp * pp),
+                output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
 
 

@@ -1077,8 +1077,20 @@ def test_little_law_and_step_composition(capsys):
 def test_request_rate_is_littles_law_of_concurrency(capsys):
     """An open loop of rate R keeps C = R x E2E in flight, and the rate is what comes out."""
     sv = run(LLAMA7 + A100_80 + ["-s", "500", "-o", "100", "--request-rate", "3"])["serving"]
-    assert sv["concurrency"] == pytest.approx(3 * (sv["e2e_s"] - sv["ttft_s"] + sv["ttft_s"]), rel=1e-4)
-    assert sv["requests_per_s"] == pytest.approx(3, rel=1e-4)
+    assert sv["concurrency"] == pytest.approx(3 * sv["e2e_s"], rel=1e-6)
+    assert sv["requests_per_s"] == 3 and sv["output_tokens_per_s"] == 300
+
+
+def test_request_rate_up_to_capacity(capsys):
+    """Rates just under what the KV pool's concurrency serves are answered (C below the pool),
+    rates above exit 2."""
+    args = LLAMA7 + A100_80 + ["-s", "500", "-o", "100"]
+    cap = run(args + ["-c", "1"])["serving"]["kv_pool_max_concurrency"]
+    top = run(args + ["-c", str(cap)])["serving"]["requests_per_s"]
+    sv = run(args + ["--request-rate", str(0.99 * top)])["serving"]
+    assert sv["concurrency"] <= cap
+    with pytest.raises(SystemExit):
+        run(args + ["--request-rate", str(1.02 * top)])
 
 
 def test_token_budget_makes_requests_queue(capsys):
