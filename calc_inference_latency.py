@@ -170,46 +170,39 @@ PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cac
 # --serving-stack presets: what a serving stack adds to the kernels' own time. Every value names
 # its source (notes in VALIDATION.md, which also lists the published rows each one came from; those
 # rows are not used to judge it). Keys:
-#   kernel_overhead_us / prefill_kernel_overhead_us: gap per kernel (ATTENTION_KERNELS +
-#     MLP_KERNELS per layer) in decode-only steps / steps that carry prompt tokens;
+#   kernel_overhead_us: gap per kernel (ATTENTION_KERNELS + MLP_KERNELS per layer; no source
+#     separates CUDA-graph replay from eager launches, so decode and prompt steps pay the same);
 #   allreduce_us: fixed cost per TP all-reduce call; allreduce_gbps: None = NCCL's ring (the
 #     calc_comm model: hops and link bandwidth), else a custom one-shot kernel costed as
-#     allreduce_us + (n-1)/n x bytes / that effective rate;
+#     allreduce_us + (n-1)/n x bytes / that effective rate, or NCCL's ring when that is faster;
 #   step_overhead_ms: host time per engine step the GPU waits for (scheduling, sampling);
 #   request_overhead_ms: per request outside the engine (HTTP server, tokenizer, IPC);
-#   memory_factor / compute_factor: x the hardware's bandwidth and matmul efficiencies;
 #   token_budget: tokens per engine step (None: a whole batch's prompts in one pass), or a list of
 #     (GPU memory GiB below which, budget) tried in order, the stack's own rule;
 #   memory_utilization: share of GPU memory for weights plus the KV pool.
+# No stack publishes its own matmul or bandwidth fraction, so every stack runs at the hardware's.
 _NCCL = dict(allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None)
 SERVING_STACKS = {
     # today's defaults: kernels only (gpt-fast-like CUDA-graph decode; see the constants above)
-    "kernels": dict(_NCCL, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                    prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
-                    request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0, token_budget=None,
-                    memory_utilization=1.0),
+    "kernels": dict(_NCCL, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
+                    request_overhead_ms=0.0, token_budget=None, memory_utilization=1.0),
     # FasterTransformer (C++ runtime, static batch, NCCL: its custom all-reduce is off by default,
     # custom_ar_comm.cc). 47.9 us per in-place all-reduce call: FT's own GPT-20B TP 8 table
     # (60/20 minus 20/8 over 12 steps, docs/gpt_guide.md; that row is calibration)
     "fastertransformer": dict(allreduce_us=47.9, allreduce_gbps=None,
-                              kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                              prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
-                              request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0,
-                              token_budget=None, memory_utilization=1.0),
+                              kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
+                              request_overhead_ms=0.0, token_budget=None, memory_utilization=1.0),
     # the same behind Triton Inference Server: + 88.1 ms per request, FT's GPT-89B TP 8 128/8 row
     # (measured through Triton per gpt_guide.md; that row is calibration)
     "fastertransformer-triton": dict(allreduce_us=47.9, allreduce_gbps=None,
-                                     kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                                     prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                                     step_overhead_ms=0.0, request_overhead_ms=88.1, memory_factor=1.0,
-                                     compute_factor=1.0, token_budget=None, memory_utilization=1.0),
+                                     kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
+                                     request_overhead_ms=88.1, token_budget=None, memory_utilization=1.0),
     # TensorRT-LLM: custom one-shot all-reduce (FT's kernels' descendant) 4.4 us + 31 GB/s
     # effective, from SGLang PR #2904's H100 table of that kernel (TP 2/4/8, 4 KB - 1 MB);
     # 0.58 ms exposed host time per iteration (TensorRT-LLM issue #13957, overlap scheduler on);
     # max_num_tokens 8192 (perf-best-practices.md, since v0.11); free_gpu_memory_fraction 0.9
     "tensorrt-llm": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                         prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.58,
-                         request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0, token_budget=8192,
+                         step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192,
                          memory_utilization=0.9),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 for the OpenAI server on >= 70 GiB GPUs other than A100, else
@@ -217,23 +210,20 @@ SERVING_STACKS = {
     # offline (HTTP + ZMQ, tenstorrent/tt-inference-server#190); per-step host time: no V1 figure
     # was found, TensorRT-LLM's 0.58 ms stands in (stated)
     "vllm": dict(allreduce_us=9.0, allreduce_gbps=26.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                 prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.58,
-                 request_overhead_ms=4.0, memory_factor=1.0, compute_factor=1.0,
-                 token_budget=[(70, 2048), (None, 8192)], memory_utilization=0.9),
+                 step_overhead_ms=0.58, request_overhead_ms=4.0, token_budget=[(70, 2048), (None, 8192)],
+                 memory_utilization=0.9),
     # SGLang: TensorRT-LLM-derived custom all-reduce (PR #2904, as tensorrt-llm); the overlap
     # scheduler hides host work (v0.4 blog: no idle time between decode batches): 0 per step;
     # chunked_prefill_size 2048 below 35 GB, 8192 below 160 GB, else 16384 (server_args.py);
     # per-request cost assumed vLLM's (no SGLang figure found)
     "sglang": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                   prefill_kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
-                   request_overhead_ms=4.0, memory_factor=1.0, compute_factor=1.0,
+                   step_overhead_ms=0.0, request_overhead_ms=4.0,
                    token_budget=[(35, 2048), (160, 8192), (None, 16384)], memory_utilization=0.9),
     # plain transformers generate, eager PyTorch, no CUDA graphs: 40 us per kernel of ours, from
     # arXiv 2605.30571 (Qwen-2.5-7B bf16 batch 1 on H100 at 0.27 of the bandwidth floor: 17.0 ms
     # per token against 4.6 ms, the gap over 28 layers x 11 kernels); NCCL through torch.distributed
-    "hf-eager": dict(_NCCL, kernel_overhead_us=40.0, prefill_kernel_overhead_us=40.0, step_overhead_ms=0.0,
-                     request_overhead_ms=0.0, memory_factor=1.0, compute_factor=1.0, token_budget=None,
-                     memory_utilization=1.0),
+    "hf-eager": dict(_NCCL, kernel_overhead_us=40.0, step_overhead_ms=0.0, request_overhead_ms=0.0,
+                     token_budget=None, memory_utilization=1.0),
 }
 # the default: vLLM, the open-source engine most serving deployments run today; its `vllm serve`
 # defaults are what a user gets without tuning
@@ -3314,9 +3304,7 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     2005), PP a hand-off per stage boundary."""
     F, B, F16 = hw["flops_per_s"], hw["bytes_per_s"], hw["attention_flops_per_s"]
     seq_groups = ((batch, new_tokens, context_before, absorbed),) + tuple(also)
-    # launch gaps: a stack may replay decode steps as CUDA graphs and launch prompt steps eagerly
-    ovh = (hw.get("prefill_kernel_overhead_s", hw["kernel_overhead_s"])
-           if any(g[0] and g[1] > 1 for g in seq_groups) else hw["kernel_overhead_s"])
+    ovh = hw["kernel_overhead_s"]
     n = sum(g[0] * g[1] for g in seq_groups)
     rows = sum(g[0] for g in seq_groups)  # sequences whose last position gets logits
     h = spec["hidden_size"]
@@ -3332,7 +3320,7 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
         t_ar = min(custom_allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, latency_s=hw["link_latency_s"],
                                            bytes_per_s=hw["allreduce_custom_bytes_per_s"]),
                    allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
-                                    latency_s=hw["p2p_latency_s"], efficiency=hw["link_efficiency"]))
+                                    latency_s=hw["nccl_latency_s"], efficiency=hw["link_efficiency"]))
     else:
         t_ar = allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
                                 latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"])
@@ -3385,7 +3373,7 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     comp["tp_allreduce"] = allreduces * t_ar
     comp["pp_handoff"] = (pp - 1) * p2p_time_s(  # DeepSeek-V4 hands over hc_mult residual streams
         size_bytes=act_bytes * spec.get("residual_streams", 1), bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
-        latency_s=hw.get("p2p_latency_s", hw["link_latency_s"]), efficiency=hw["link_efficiency"],
+        latency_s=hw.get("nccl_latency_s", hw["link_latency_s"]), efficiency=hw["link_efficiency"],
         cross_node=hw.get("p2p_cross_node", False)) if pp > 1 else 0.0
     return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": tot["compute_s"],
             "memory_s": tot["memory_s"], "flops": tot["flops"], "bytes": tot["bytes"],
@@ -3833,12 +3821,7 @@ def resolve_hardware(args, parser):
         peak16, ce16 = peak, ce
     me = DEFAULT_MEMORY_EFFICIENCY if me is None else me
     stack = SERVING_STACKS[args.serving_stack]
-    if args.compute_efficiency is None:  # the stack's kernels against the hardware's best shapes
-        ce, ce16 = min(1.0, ce * stack["compute_factor"]), min(1.0, ce16 * stack["compute_factor"])
-    if args.memory_efficiency is None:
-        me = min(1.0, me * stack["memory_factor"])
     ovh = stack["kernel_overhead_us"] if args.kernel_overhead_us is None else args.kernel_overhead_us
-    pre_ovh = stack["prefill_kernel_overhead_us"] if args.kernel_overhead_us is None else args.kernel_overhead_us
     lat = stack["allreduce_us"] if args.tp_latency_us is None else args.tp_latency_us
     leff = DEFAULT_ALLREDUCE_EFFICIENCY if args.tp_efficiency is None else args.tp_efficiency
     hw = {"gpu": rec["name"] if rec else None, "peak_flops_per_s": peak, "compute_efficiency": ce,
@@ -3847,9 +3830,9 @@ def resolve_hardware(args, parser):
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
           "p2p_link_bytes_per_s": p2p_link, "p2p_cross_node": p2p_cross,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6,
-          "prefill_kernel_overhead_s": pre_ovh * 1e-6, "serving_stack": args.serving_stack,
-          # pipeline hand-offs are NCCL send/recv whatever all-reduce kernel the stack uses
-          "p2p_latency_s": (DEFAULT_ALLREDUCE_LATENCY_US if args.tp_latency_us is None else args.tp_latency_us) * 1e-6,
+          "serving_stack": args.serving_stack,
+          # NCCL's call cost: pipeline hand-offs, and all-reduces too large for a custom kernel
+          "nccl_latency_s": (DEFAULT_ALLREDUCE_LATENCY_US if args.tp_latency_us is None else args.tp_latency_us) * 1e-6,
           "step_overhead_s": (stack["step_overhead_ms"] if args.step_overhead_ms is None
                               else args.step_overhead_ms) * 1e-3,
           "request_overhead_s": (stack["request_overhead_ms"] if args.request_overhead_ms is None
@@ -3956,8 +3939,7 @@ def lines_tail(r, lines):
               f"link {hw['link_bytes_per_s'] / 1e9:,.0f} GB/s, tp {r['tensor_parallel_size']} "
               f"pp {r['pipeline_parallel_size']}, w{r['weight_bits']}a{r['activation_bits']} "
               f"kv{r['kv_cache_bits']}" + (f" ({hw['gpu']})" if hw["gpu"] else "")
-              + f"; stack {hw['serving_stack']}: {hw['kernel_overhead_s'] * 1e6:g} us per kernel in decode "
-              f"steps ({hw['prefill_kernel_overhead_s'] * 1e6:g} with prompt tokens), "
+              + f"; stack {hw['serving_stack']}: {hw['kernel_overhead_s'] * 1e6:g} us per kernel, "
               f"{hw['link_latency_s'] * 1e6:g} us per all-reduce call, {hw['step_overhead_s'] * 1e3:g} ms "
               f"per step, {hw['request_overhead_s'] * 1e3:g} ms per request"
               + (f", sliding window {r['sliding_window']} on {len(r['sliding_layers'])} of "
@@ -4127,11 +4109,10 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=cap, **kw)
-        if c is None:
-            full = steady_state(spec, hw, concurrency=cap, **kw)
+        if c is None:  # st: the steady state of a full KV pool
             parser.error(f"--request-rate {_num(args.request_rate)}/s is more than this layout sustains: "
                          f"the KV pool holds {cap} requests of {s + o} tokens, which serve at most "
-                         f"{full['requests_per_s']:.4g} requests/s; lower the rate or add GPUs")
+                         f"{st['requests_per_s']:.4g} requests/s; lower the rate or add GPUs")
     else:
         c = args.concurrency
         if c > cap:
