@@ -4549,8 +4549,8 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         breakdown[f"exposed_{k}_comm"] = m * (v[0] + v[1] + v[2])
     breakdown["pipeline_bubble"] = pipe - m * stage_s[worst]
     breakdown["exposed_dp_comm"] = dp_exp + tied
-    if z3:
-        breakdown["exposed_zero3_gather"] = z3
+    if z3:  # PyTorch FSDP's per-layer gathers and reduce-scatters, or ZeRO-3's gathers
+        breakdown["exposed_fsdp_comm" if eager else "exposed_zero3_gather"] = z3
     breakdown["optimizer_step"] = opt
     gbs = lay["global_batch_size"]
     n = lay["num_gpus"]
@@ -4818,7 +4818,8 @@ def limiter(res):
              "TP comm": bd.get("exposed_tp_comm", 0), "EP comm": bd.get("exposed_ep_comm", 0),
              "CP comm": bd.get("exposed_cp_comm", 0), "PP comm": bd.get("exposed_pp_comm", 0),
              "recompute": sum(v for k, v in bd.items() if k.startswith("recompute_")),
-             "ZeRO-3 gather": bd.get("exposed_zero3_gather", 0), "optimizer": bd.get("optimizer_step", 0)}
+             "ZeRO-3 gather": bd.get("exposed_zero3_gather", 0), "FSDP comm": bd.get("exposed_fsdp_comm", 0),
+             "optimizer": bd.get("optimizer_step", 0)}
     k = max(cands, key=cands.get)
     share = cands[k] / res["step_time_s"]
     if res.get("headroom_bytes") is not None and res["headroom_bytes"] < 0.05 * (res["total_bytes"] or 1):
@@ -5004,7 +5005,9 @@ def assumptions(hw, lay):
             + (" and dropout" if lay["dropout"] else "")),
            f"memory-bound work at {hw['mem_bw'] / 1e9:,.0f} GB/s achievable",
            f"TP comm overlap: {lay['tp_comm_overlap']}; DP gradient reduction "
-           + ("bucketed under the last backward" if lay["dp_overlap"] else "after the backward, exposed"),
+           + ("per layer under FSDP (see framework)" if lay.get("framework", "megatron") != "megatron"
+              and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1
+              else "bucketed under the last backward" if lay["dp_overlap"] else "after the backward, exposed"),
            f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
            f"MoE load imbalance {lay['moe_imbalance']:g}",
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
