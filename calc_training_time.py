@@ -139,9 +139,9 @@ FLAG_RANGES = {
 
 
 # === shared collectives: begin ===
-# Collective-time formulas and the training step's collectives, repeated on purpose in
-# calc_training_time.py (each script stands alone); tests/test_shared_copies.py keeps the copies
-# identical. Edit them here, then run tools/sync_shared_block.py.
+# Collective-time formulas, repeated on purpose in calc_training_time.py and
+# calc_inference_latency.py (each script stands alone); tests/test_shared_copies.py keeps the
+# copies identical. Edit them here, then run tools/sync_shared_block.py.
 
 # ---------------------------------------------------------------------------------------------
 # Constants. Latencies in seconds; efficiencies are achieved / line-rate bandwidth.
@@ -373,6 +373,30 @@ def group_placement(*, size, stride, gpus_per_node):
     return per_node, size // per_node
 
 
+def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
+              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
+              mesh_domain=None):
+    """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
+    protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
+    r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
+    r_o = ALPHA_HOP_S["simple"]["inter"] / ALPHA_HOP_S["ll"]["inter"]
+    return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
+            "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
+            "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
+            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
+            "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
+            "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
+                      "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
+
+
+# === shared collectives: end ===
+
+
+# === shared training collectives: begin ===
+# The collectives of one training step, repeated on purpose in calc_training_time.py (it needs the
+# collectives block above and the model spec's state_elements); edit here, then run
+# tools/sync_shared_block.py.
+
 def training_step_collectives(*, spec, breakdown, tp, pp, dp, ep, cp, sequence_parallel,
                               zero_stage, micro_batch_size, grad_accum_steps, seq_length,
                               act_bytes, grad_bytes):
@@ -464,23 +488,7 @@ def training_step_collectives(*, spec, breakdown, tp, pp, dp, ep, cp, sequence_p
     return rows
 
 
-def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
-              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
-              mesh_domain=None):
-    """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
-    protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
-    r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
-    r_o = ALPHA_HOP_S["simple"]["inter"] / ALPHA_HOP_S["ll"]["inter"]
-    return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
-            "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
-            "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
-            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
-            "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
-            "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
-                      "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
-
-
-# === shared collectives: end ===
+# === shared training collectives: end ===
 
 
 # === shared model spec: begin ===

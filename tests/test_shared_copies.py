@@ -3,8 +3,8 @@
 Each shared block lives between the markers '# === shared NAME: begin ===' and
 '# === shared NAME: end ==='. Its master copy is in one script (tools/sync_shared_block.py lists
 them: the model spec in calc_transformer_params.py, the training-memory formulas in
-calc_transformer_mem.py, the collectives in calc_comm.py, the training FLOPs in
-calc_transformer_flops.py); every other copy must be byte-identical,
+calc_transformer_mem.py, the collectives and a training step's collectives in calc_comm.py, the
+training FLOPs in calc_transformer_flops.py); every other copy must be byte-identical,
 and the model block's copies must give the same counts over a grid of architectures.
 tools/sync_shared_block.py copies each master over the others.
 """
@@ -19,7 +19,8 @@ import pytest
 from conftest import ROOT, config_path
 
 BLOCKS = {"model spec": "calc_transformer_params.py", "training memory": "calc_transformer_mem.py",
-          "collectives": "calc_comm.py", "training flops": "calc_transformer_flops.py"}
+          "collectives": "calc_comm.py", "training collectives": "calc_comm.py",
+          "training flops": "calc_transformer_flops.py"}
 
 
 def block(path, name="model spec"):

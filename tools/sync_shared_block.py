@@ -5,7 +5,8 @@ in every other calc_*.py that has one. tests/test_shared_copies.py checks they a
 Blocks and masters:
   model spec          calc_transformer_params.py  (flags, config reading, per-layer formulas)
   training memory     calc_transformer_mem.py     (model states, activations, pipeline stages)
-  collectives         calc_comm.py                (collective times, a training step's collectives)
+  collectives         calc_comm.py                (collective times over nodes: ring, tree, NVLS, two-level)
+  training collectives calc_comm.py               (the collectives of one training step)
   training flops      calc_transformer_flops.py   (forward, backward, recompute FLOPs by component)
 """
 import glob
@@ -16,6 +17,7 @@ BLOCKS = {  # name: master script
     "model spec": "calc_transformer_params.py",
     "training memory": "calc_transformer_mem.py",
     "collectives": "calc_comm.py",
+    "training collectives": "calc_comm.py",
     "training flops": "calc_transformer_flops.py",
 }
 
