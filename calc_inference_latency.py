@@ -47,7 +47,13 @@ Conventions and assumptions:
     context s + o. Which layers slide, chunk or index is the config reader's (layer_types first,
     then each family's rule); --sliding-window W sets the sliding layers' window (every layer when
     the model comes from flags), 0 turns sliding off.
-  * MoE, on the layers the config makes MoE: experts are tensor-sharded (no expert parallelism).
+  * MoE, on the layers the config makes MoE: by default the experts are tensor-sharded with the
+    rest of the layer. -ep (= tp x dp) spreads whole experts over the GPUs of a stage: two
+    all-to-alls per MoE block (dispatch at the activation bits, combine at 16; k copies per token,
+    as DeepEP's low-latency kernels and NCCL's all-to-all send them), the busiest GPU's expert work
+    scaled by uniform routing's balls-into-bins maximum (Raab & Steger 1998; --ep-imbalance sets
+    it). -dp runs dp groups of tp GPUs with their own requests and a copy of the attention
+    (data-parallel attention), the MoE layers taking every group's tokens.
     A decode step reads the weights of the distinct experts its n = b tokens touch: E (1 - (1 -
     k/E)^n) of them in expectation under uniform independent routing (with Z zero-computation
     experts, LongCat-Flash: E (1 - (1 - k/(E+Z))^n)); FLOPs follow the k (k E / (E + Z)) real
@@ -65,7 +71,7 @@ Conventions and assumptions:
     o - 1 decodes) and the throughput; TPOT is the mean step a decoding request shares with the
     others, TTFT its own prompt steps plus the waiting. The KV pool (memory share less weights)
     caps C: past it, exit 2 with what fits. A fluid mean, no simulation of the randomness.
-  * Throughput per GPU divides by tp x pp; with pp > 1 and one batch in flight the stages idle in
+  * Throughput per GPU divides by tp x dp x pp; with pp > 1 and one batch in flight the stages idle in
     turn, so it is the lower bound of what pipelined serving would reach.
 
 Default efficiencies (state and override them; --gpu uses hardware.py's measured figures):
@@ -88,8 +94,11 @@ Default efficiencies (state and override them; --gpu uses hardware.py's measured
     (kernel overhead, all-reduce); no TP-dependent bandwidth factor is added on top.
   kernel overhead 4 us per kernel (11 per layer): the launch-to-launch gap of small dependent
     kernels without CUDA graphs (a few microseconds each on A100/H100).
-  all-reduce: calc_comm.py's intra-node ring (8.9 us per call, 0.6/3.4 us per hop LL/Simple,
-    LL at 1/4 bandwidth, 0.80 of the NVLink line rate; see allreduce_time_s).
+  all-reduce and the other collectives: calc_comm.py's model, copied as the shared collectives
+    block (8.9 us per call, 0.6/3.4 us per hop LL/Simple, LL at 1/4 bandwidth, 0.80 of the NVLink
+    line rate). Inside a node NCCL's ring (or the stack's custom all-reduce); a group wider than a
+    node (--gpu's scale-up domain, --gpus-per-node) crosses the network at the NIC per GPU x 0.94
+    with NCCL's fastest algorithm (ring, tree, two-level): costed, not refused.
   Hardware without --gpu: A100-SXM4-80GB datasheet (312 TFLOP/s dense bf16, 2039 GB/s, 80 GB,
     NVLink 300 GB/s per direction).
 
@@ -103,6 +112,8 @@ Examples:
       --serving-stack tensorrt-llm
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
+  python calc_inference_latency.py --hf_model_name_or_path deepseek-v3.json --gpu h100 -tp 1 -dp 16 -ep 16 \\
+      --serving-stack sglang -c 1024 -s 2000 -o 200
 
 References:
   Williams, Waterman, Patterson 2009, "Roofline" (CACM 52(4)).
@@ -149,19 +160,17 @@ LINEAR_MIXER_KERNELS = 9
 # DeepSeek-V4 adds per layer its compressor's projections and pooling (2) and two hyper-connection
 # mixes (2 each: the projection and one fused Sinkhorn / mix kernel), fused as a serving stack would
 DSV4_EXTRA_KERNELS = 6
-# TP all-reduce constants, mirrored from calc_comm.py (ALPHA_LAUNCH_S, ALPHA_HOP_S,
-# LL_BANDWIDTH_FRACTION, SCALE_UP_EFFICIENCY) so both scripts give the same intra-node ring time:
+# All-reduce defaults, equal to the shared collectives block's ALPHA_LAUNCH_S and
+# SCALE_UP_EFFICIENCY (named here for the presets and the help; a test keeps them equal):
 DEFAULT_ALLREDUCE_LATENCY_US = 8.9  # per call: 10.14 us all_reduce_perf floor on 2 x A100 less 2 hops
-ALLREDUCE_HOP_S = {"ll": 0.6e-6, "simple": 3.4e-6}  # per ring step on NVLink, NCCL tuning.cc hwLat
-LL_BANDWIDTH_FRACTION = 0.25  # NCCL's LL protocol: 1/4 of the bus bandwidth (tuning.cc)
 DEFAULT_ALLREDUCE_EFFICIENCY = 0.80  # ring busbw / NVLink line rate: A100 235/300, H100 370/450
-P2P_INTER_HOP_S = {"ll": 2.7e-6, "simple": 14.0e-6}  # per hop on the network, calc_comm.ALPHA_HOP_S["*"]["inter"]
-SCALE_OUT_EFFICIENCY = 0.94  # calc_comm.py's scale-out efficiency (Azure NDmV4 all_reduce_perf, calibration)
 # Hardware defaults without --gpu: NVIDIA A100 SXM4 80GB datasheet.
 DEFAULT_PEAK_TFLOPS = 312.0        # dense FP16/BF16 tensor core
 DEFAULT_MEMORY_BANDWIDTH_GBPS = 2039.0
 DEFAULT_GPU_MEMORY_GIB = 80.0   # A100-SXM4-80GB: the driver reports 81920 MiB
 DEFAULT_LINK_GBPS = 300.0          # NVLink 3, per GPU per direction (600 GB/s bidirectional)
+DEFAULT_GPUS_PER_NODE = 8          # DGX/HGX A100: one NVLink domain of 8
+DEFAULT_SCALE_OUT_GBPS = 25.0      # DGX A100: one 200 Gb/s HDR InfiniBand NIC per GPU
 PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cache bits)
     "fp32": (32, 32, 32), "fp16": (16, 16, 16), "bf16": (16, 16, 16), "fp8": (8, 8, 8),
     "int8": (8, 8, 16), "w8a8": (8, 8, 16), "w8a16": (8, 16, 16), "w4a16": (4, 16, 16),
@@ -236,6 +245,8 @@ ALLOWED_BITS = (4, 8, 16, 32)
 FLAG_RANGES = {
     "batch_size": (1, 10 ** 9), "prompt_tokens": (1, 10 ** 9), "output_tokens": (1, 10 ** 9),
     "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 10 ** 7),
+    "data_parallel_size": (1, 10 ** 7), "expert_parallel_size": (1, 10 ** 7), "ep_imbalance": (1, 1e6),
+    "gpus_per_node": (1, 10 ** 7), "scale_out_gbps": (1e-3, 1e6),
     "peak_tflops": (1e-3, 1e6), "memory_bandwidth_gbps": (1e-3, 1e6), "gpu_memory_gib": (1e-3, 1e6),
     "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
     "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
@@ -3020,6 +3031,260 @@ def param_breakdown(spec):
 # === shared model spec: end ===
 
 
+# === shared collectives: begin ===
+# Collective-time formulas, repeated on purpose in calc_training_time.py and
+# calc_inference_latency.py (each script stands alone); tests/test_shared_copies.py keeps the
+# copies identical. Edit them here, then run tools/sync_shared_block.py.
+
+# ---------------------------------------------------------------------------------------------
+# Constants. Latencies in seconds; efficiencies are achieved / line-rate bandwidth.
+# ---------------------------------------------------------------------------------------------
+
+# Fixed cost of one collective call (kernel launch, synchronisation), before any hop.
+# 8.9 us = 10.14 us, the floor of all_reduce_perf on 2 x A100-SXM4-40GB (32-64 B rows, NVIDIA/nccl
+# issue #583), minus its 2 NVLink hops at ALPHA_HOP_S["ll"]["intra"].
+ALPHA_LAUNCH_S = 8.9e-6
+
+# Per-hop latency by protocol and link, from NCCL's own tuning model (src/graph/tuning.cc,
+# hwLat, NCCL 2.18-2.19): Ring LL 0.6 us (NVLink) / 2.7 us (network); Ring Simple 3.4 / 14 us.
+# The tree reuses the ring's numbers (NCCL's tree LL: 0.6 / 5.0 us).
+ALPHA_HOP_S = {
+    "ll": {"intra": 0.6e-6, "inter": 2.7e-6},
+    "simple": {"intra": 3.4e-6, "inter": 14.0e-6},
+}
+
+# NVLS all-reduce latency on top of ALPHA_LAUNCH_S: NCCL's NVLS latency, 23 us (tuning.cc hwLat
+# NVLS/NVLink), less the 6.6 us ring base latency it has no separate term for.
+ALPHA_NVLS_S = 16.4e-6
+
+# Fraction of the link the LL protocol reaches: 4 B flag per 4 B of data, and NCCL models it at
+# 1/4 of the bus bandwidth for all-reduce (tuning.cc, "busBw * 1.0/4.0").
+LL_BANDWIDTH_FRACTION = 0.25
+
+# Ring/tree efficiency on the scale-up links (NVLink). 0.80 = the middle of two measurements:
+# A100, 235 of 300 GB/s = 0.78 (NCCL tuning.cc caps sm80 bus bandwidth at 235 GB/s); H100, 370 of
+# 450 GB/s = 0.82 (S. Jeaugey, NVIDIA/nccl-tests issue #212: "~20% protocol overhead ... 370GB/s").
+SCALE_UP_EFFICIENCY = 0.80
+
+# NVLS all-reduce efficiency: algbw ~275 GB/s on 8 x H100 with NVLink SHARP (busbw ~480), of the
+# 450 GB/s line rate (S. Jeaugey, NVIDIA/nccl-tests issue #212) -> 275/450 = 0.61.
+NVLS_EFFICIENCY = 0.61
+
+# Scale-out (InfiniBand/RoCE) efficiency: 2 nodes of 8 x A100 with 8 x 200 Gb/s HDR per node reach
+# busbw 187.7 GB/s at 8 GiB, bounded by the 8 x 25 GB/s NICs -> 187.7/200 = 0.94 (Azure NDmV4
+# all_reduce_perf; a calibration point, listed as such in VALIDATION.md).
+SCALE_OUT_EFFICIENCY = 0.94
+
+# Links assumed when neither --gpu nor --intra-node-bw-GBps is given (said on stderr): an HGX H100
+# node, NVLink4 450 GB/s per GPU per direction (900 GB/s bidirectional, H100 datasheet), NVSwitch
+# with NVLink SHARP, one 400 Gb/s ConnectX-7 (50 GB/s) per GPU as in DGX H100.
+DEFAULT_LINKS = {"name": "HGX H100 links (450 GB/s NVLink + NVLS, 50 GB/s NIC per GPU, 8 per node)",
+                 "scale_up_bandwidth_bytes_per_s": 450e9, "scale_up_domain_size": 8,
+                 "scale_up_in_network_reduction": True, "scale_out_bandwidth_bytes_per_s": 50e9}
+# ---------------------------------------------------------------------------------------------
+# Formulas (pure: numbers in, numbers out)
+# ---------------------------------------------------------------------------------------------
+
+def bus_bandwidth_factor(*, op, n):
+    """nccl-tests busbw / algbw (doc/PERFORMANCE.md): all_reduce 2(n-1)/n; all_gather,
+    reduce_scatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1."""
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+def ring_link_bytes_per_s(*, intra_bytes_per_s, inter_bytes_per_s, gpus_per_node, num_nodes):
+    """Per-rank bandwidth of NCCL-style rings (effective, after efficiency). Inside a node: the
+    scale-up link. Across nodes the rank order is node-contiguous and there is one ring per NIC, so
+    every ring crosses each node boundary once and the G NICs of a node carry all rings:
+    min(scale-up, G x scale-out per GPU) (Patarasuk & Yuan 2009 for the ring volume)."""
+    if num_nodes <= 1:
+        return intra_bytes_per_s
+    return min(intra_bytes_per_s, gpus_per_node * inter_bytes_per_s)
+
+
+def group_intra_bytes_per_s(net, *, gpus_in_node, op):
+    """Scale-up bandwidth one rank can drive in a collective over `gpus_in_node` GPUs of its node.
+    A switched fabric (NVSwitch) gives every rank its whole bandwidth to any peer; a full mesh
+    (AMD xGMI, Gaudi RoCE) splits it over D-1 point-to-point links, so a group of G uses G-1 of
+    them, (G-1)/(D-1) of the aggregate, and a send/recv one link, 1/(D-1) (AMD MI300X data sheet:
+    7 links x 64 GB/s per direction; RCCL runs one ring per link)."""
+    D = net.get("mesh_domain")
+    if not D or D < 2:
+        return net["intra_bytes_per_s"]
+    peers = 1 if op == "sendrecv" else max(1, min(gpus_in_node, D) - 1)
+    return net["intra_bytes_per_s"] * peers / (D - 1)
+
+
+def _protocol(net, proto):
+    """(bandwidth fraction, intra hop s, inter hop s) of a protocol."""
+    frac = LL_BANDWIDTH_FRACTION if proto == "ll" else 1.0
+    return frac, net["hop_s"][proto]["intra"], net["hop_s"][proto]["inter"]
+
+
+def ring_time_s(*, op, size_bytes, n, gpus_per_node, net, proto):
+    """Alpha-beta time of the ring (or chain / direct) algorithm. Returns (latency_s, bandwidth_s).
+    all_reduce: 2(n-1) steps moving 2(n-1)/n x size per rank; all_gather/reduce_scatter: n-1 steps,
+    (n-1)/n x size (Thakur et al. 2005, sec. 4); broadcast/reduce: pipelined chain, size per link;
+    alltoall: direct, each rank sends (G-1)/n of its buffer over NVLink and (n-G)/n over the network
+    (summed: no overlap assumed); sendrecv: size over one link. Latency: launch + one hop per step,
+    the node-boundary hops at network latency (NCCL tuning.cc's ring latency)."""
+    S, G = size_bytes, gpus_per_node
+    N = n // G
+    frac, hop_i, hop_o = _protocol(net, proto)
+    bw_i = group_intra_bytes_per_s(net, gpus_in_node=G, op=op) * frac
+    bw_o = net["inter_bytes_per_s"] * frac
+    ring_bw = ring_link_bytes_per_s(intra_bytes_per_s=bw_i, inter_bytes_per_s=bw_o,
+                                    gpus_per_node=G, num_nodes=N)
+    if op == "all_reduce":
+        steps, inter, wire = 2 * (n - 1), (2 * N if N > 1 else 0), 2 * (n - 1) / n * S
+    elif op in ("all_gather", "reduce_scatter"):
+        steps, inter, wire = n - 1, (N if N > 1 else 0), (n - 1) / n * S
+    elif op in ("broadcast", "reduce"):
+        steps, inter, wire = n - 1, N - 1, S
+    elif op == "alltoall":
+        lat = net["launch_s"] + (hop_o if N > 1 else hop_i)
+        return lat, (G - 1) / n * S / bw_i + ((n - G) / n * S / bw_o if N > 1 else 0.0)
+    elif op == "sendrecv":
+        return net["launch_s"] + (hop_o if N > 1 else hop_i), S / (bw_o if N > 1 else bw_i)
+    else:
+        raise ValueError(f"unknown op {op!r}")
+    inter = min(inter, steps)
+    return net["launch_s"] + (steps - inter) * hop_i + inter * hop_o, wire / ring_bw
+
+
+def tree_time_s(*, size_bytes, n, gpus_per_node, net, proto):
+    """All-reduce on NCCL's tree: a chain inside each node and a (double) binary tree across nodes,
+    reduce up then broadcast down, pipelined; every rank moves 2 x size (Sanders et al. 2009,
+    two-tree). Latency 2((G-1) intra hops + ceil(log2 N) network hops) (NCCL tuning.cc)."""
+    G = gpus_per_node
+    N = n // G
+    frac, hop_i, hop_o = _protocol(net, proto)
+    bw = ring_link_bytes_per_s(
+        intra_bytes_per_s=group_intra_bytes_per_s(net, gpus_in_node=G, op="all_reduce") * frac,
+        inter_bytes_per_s=net["inter_bytes_per_s"] * frac, gpus_per_node=G, num_nodes=N)
+    depth = math.ceil(math.log2(N)) if N > 1 else 0
+    return net["launch_s"] + 2 * ((G - 1) * hop_i + depth * hop_o), 2 * size_bytes / bw
+
+
+def nvls_time_s(*, size_bytes, net):
+    """All-reduce with in-switch reduction (NVLink SHARP): each GPU pushes its buffer into the
+    switch, which reduces it, and pulls the result back: size once per direction per GPU, at the
+    NVLS efficiency; latency NCCL's NVLS latency (tuning.cc). One scale-up domain only."""
+    return net["launch_s"] + net["nvls_s"], size_bytes / net["nvls_bytes_per_s"]
+
+
+def hierarchical_time_s(*, op, size_bytes, n, gpus_per_node, net, proto, use_nvls):
+    """Two-level algorithm for a group spanning N nodes of G GPUs: inside the node reduce-scatter
+    (or NVLS), across nodes a ring over the 1/G shard on each GPU's own NIC, inside the node
+    all-gather (all_gather/reduce_scatter: one intra and one inter phase). Chunks stream through
+    both levels, so bandwidth term = max(intra, inter) and latencies add (NCCL NVLSTree/CollNet
+    style). Returns (latency_s, bandwidth_s)."""
+    S, G = size_bytes, gpus_per_node
+    N = n // G
+    frac, hop_i, hop_o = _protocol(net, proto)
+    bw_i = group_intra_bytes_per_s(net, gpus_in_node=G, op=op) * frac
+    bw_o = net["inter_bytes_per_s"] * frac
+    if op == "all_reduce":
+        if use_nvls:
+            lat_i, t_i = net["nvls_s"], S / net["nvls_bytes_per_s"]
+        else:
+            lat_i, t_i = 2 * (G - 1) * hop_i, 2 * (G - 1) / G * S / bw_i
+        lat_o, t_o = 2 * (N - 1) * hop_o, 2 * (N - 1) / N * (S / G) / bw_o
+    elif op in ("all_gather", "reduce_scatter"):
+        lat_i, t_i = (G - 1) * hop_i, (G - 1) / G * S / bw_i
+        lat_o, t_o = (N - 1) * hop_o, (N - 1) / N * (S / G) / bw_o
+    else:
+        raise ValueError(f"no hierarchical algorithm for {op}")
+    return net["launch_s"] + lat_i + lat_o, max(t_i, t_o)
+
+
+def candidate_algorithms(*, op, n, gpus_per_node, in_network_reduction):
+    """The algorithms `auto` chooses among: NCCL's set for the case (ring; tree for all_reduce;
+    NVLS inside an NVLS-capable node; NVLS-based hierarchical across such nodes), as NCCL's
+    src/graph/tuning.cc enables them (NCCL 2.18+, NVLS from 2.17)."""
+    N = n // gpus_per_node
+    algos = ["ring"]
+    if op == "all_reduce":
+        algos.append("tree")
+        if in_network_reduction and gpus_per_node > 1:
+            algos.append("nvls" if N == 1 else "hierarchical")
+    return algos
+
+
+def collective_time_s(*, op, size_bytes, n, gpus_per_node, net, algo="auto"):
+    """Time of one collective of `size_bytes` over n GPUs placed G = gpus_per_node per node:
+    the fastest (algorithm, protocol) among those allowed. Returns a dict with time_s, algorithm,
+    protocol, latency_s, bandwidth_time_s, regime and the time of every algorithm tried."""
+    G = min(gpus_per_node, n)
+    algos = (candidate_algorithms(op=op, n=n, gpus_per_node=G,
+                                  in_network_reduction=net["in_network_reduction"])
+             if algo == "auto" else [algo])
+    results = {}
+    for a in algos:
+        best = None
+        for proto in ("ll", "simple"):
+            if a == "ring":
+                lat, bwt = ring_time_s(op=op, size_bytes=size_bytes, n=n, gpus_per_node=G, net=net,
+                                       proto=proto)
+            elif a == "tree":
+                lat, bwt = tree_time_s(size_bytes=size_bytes, n=n, gpus_per_node=G, net=net,
+                                       proto=proto)
+            elif a == "nvls":
+                if proto != "simple":
+                    continue
+                lat, bwt = nvls_time_s(size_bytes=size_bytes, net=net)
+            else:
+                use_nvls = net["in_network_reduction"] and op == "all_reduce"
+                if use_nvls and proto != "simple":
+                    continue
+                lat, bwt = hierarchical_time_s(op=op, size_bytes=size_bytes, n=n, gpus_per_node=G,
+                                               net=net, proto=proto, use_nvls=use_nvls)
+            if best is None or lat + bwt < best["time_s"]:
+                best = {"algorithm": a, "protocol": proto, "time_s": lat + bwt, "latency_s": lat,
+                        "bandwidth_time_s": bwt}
+        results[a] = best
+    choice = min(results.values(), key=lambda r: r["time_s"])
+    t = choice["time_s"]
+    algbw = size_bytes / t
+    return dict(choice, algbw_bytes_per_s=algbw,
+                busbw_bytes_per_s=algbw * bus_bandwidth_factor(op=op, n=n),
+                regime="latency-bound" if choice["latency_s"] >= choice["bandwidth_time_s"]
+                else "bandwidth-bound",
+                algorithm_times_s={a: r["time_s"] for a, r in results.items()})
+
+
+def group_placement(*, size, stride, gpus_per_node):
+    """(G, N) for a group of `size` ranks spaced `stride` apart in a node-contiguous rank order:
+    G of its ranks share a node, N nodes. Rank order tp, cp, ep/dp, pp, fastest first, as
+    Megatron-LM's parallel_state builds its groups (Narayanan et al. 2021, sec. 3.3: tp inside a
+    node)."""
+    per_node = gpus_per_node // stride if stride < gpus_per_node else 1
+    per_node = math.gcd(size, max(1, per_node))
+    return per_node, size // per_node
+
+
+def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
+              inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
+              mesh_domain=None):
+    """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
+    protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
+    r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
+    r_o = ALPHA_HOP_S["simple"]["inter"] / ALPHA_HOP_S["ll"]["inter"]
+    return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
+            "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
+            "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
+            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
+            "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
+            "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
+                      "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
+
+
+# === shared collectives: end ===
+
+
 # --- formulas ------------------------------------------------------------------------------------
 def roofline_time_s(*, flops, bytes_moved, flops_per_s, bytes_per_s):
     """Roofline time of one kernel: the slower of its math and its memory traffic
@@ -3027,19 +3292,39 @@ def roofline_time_s(*, flops, bytes_moved, flops_per_s, bytes_per_s):
     return max(flops / flops_per_s, bytes_moved / bytes_per_s)
 
 
-def allreduce_time_s(*, size_bytes, num_gpus, bandwidth_bytes_per_s, latency_s, efficiency):
-    """Intra-node ring all-reduce, alpha-beta (Patarasuk & Yuan 2009; Thakur et al. 2005 sec. 4):
-    2(n-1) steps, each GPU moving 2(n-1)/n x size over its link at bandwidth x efficiency; latency
-    = the call's fixed cost + one hop per step. Costed with NCCL's LL protocol (0.6 us hops, 1/4
-    of the bandwidth) and Simple (3.4 us hops, full bandwidth), the faster taken. Mirrors
-    calc_comm.py ring_time_s(op='all_reduce') inside one node. n = 1 costs nothing."""
-    n = num_gpus
+def layout_net(hw):
+    """The shared collectives block's network for this hardware (build_net): the scale-up link at
+    the link efficiency (a full mesh split over its peers, group_intra_bytes_per_s), the scale-out
+    NIC per GPU at SCALE_OUT_EFFICIENCY, NVLS where the switch reduces, NCCL's hops (ALPHA_HOP_S)
+    and call cost. resolve_hardware builds it once; a bare hw dict (tests) gets one from its link."""
+    if hw.get("net"):
+        return hw["net"]
+    return build_net(intra_bytes_per_s=hw["link_bytes_per_s"], inter_bytes_per_s=hw.get("scale_out_bytes_per_s"),
+                     in_network_reduction=hw.get("in_network_reduction", False),
+                     intra_efficiency=hw["link_efficiency"], inter_efficiency=SCALE_OUT_EFFICIENCY,
+                     nvls_efficiency=NVLS_EFFICIENCY, launch_s=hw.get("nccl_latency_s", hw["link_latency_s"]),
+                     intra_hop_ll_s=ALPHA_HOP_S["ll"]["intra"], inter_hop_ll_s=ALPHA_HOP_S["ll"]["inter"],
+                     mesh_domain=hw.get("mesh_domain"))
+
+
+def group_collective_s(op, *, size_bytes, n, stride, hw, launch_s=None):
+    """One NCCL collective over n ranks spaced `stride` apart in the replica's rank order (tp
+    fastest, then dp, then pp; a node holds hw["gpus_per_node"] consecutive ranks), placed with
+    the shared block's group_placement and timed with its collective_time_s (Thakur et al. 2005
+    alpha-beta per algorithm and protocol, the fastest taken): inside one node NCCL's ring, across
+    nodes the fastest of ring, tree and the two-level algorithm, the network hops at the scale-out
+    bandwidth. launch_s replaces the call's fixed cost (a stack's in-place all-reduce). n = 1 costs
+    nothing."""
     if n <= 1 or size_bytes <= 0:
         return 0.0
-    wire = 2 * (n - 1) / n * size_bytes
-    return min(latency_s + 2 * (n - 1) * ALLREDUCE_HOP_S[p]
-               + wire / (bandwidth_bytes_per_s * efficiency * frac)
-               for p, frac in (("ll", LL_BANDWIDTH_FRACTION), ("simple", 1.0)))
+    net = layout_net(hw)
+    if launch_s is not None:
+        net = dict(net, launch_s=launch_s)
+    g, nodes = group_placement(size=n, stride=stride, gpus_per_node=hw.get("gpus_per_node") or n * stride)
+    if nodes > 1 and not net["inter_bytes_per_s"]:
+        raise ValueError("a group crosses nodes without a scale-out bandwidth")
+    return collective_time_s(op=op, size_bytes=size_bytes, n=n, gpus_per_node=g, net=net,
+                             algo="ring" if nodes == 1 else "auto")["time_s"]
 
 
 def custom_allreduce_time_s(*, size_bytes, num_gpus, latency_s, bytes_per_s):
@@ -3053,15 +3338,41 @@ def custom_allreduce_time_s(*, size_bytes, num_gpus, latency_s, bytes_per_s):
     return latency_s + (n - 1) / n * size_bytes / bytes_per_s
 
 
-def p2p_time_s(*, size_bytes, bandwidth_bytes_per_s, latency_s, efficiency, cross_node=False):
-    """One point-to-point send (a pipeline hand-off) over one link: call cost + one hop + bytes /
-    bandwidth, the faster of the LL and Simple protocols (calc_comm.py's sendrecv). Across nodes
-    the hop is NCCL's network hop (2.7 us LL, 14 us Simple; tuning.cc hwLat) and the link runs at
-    the scale-out efficiency (0.94), as calc_comm.py costs it."""
-    hops = P2P_INTER_HOP_S if cross_node else ALLREDUCE_HOP_S
-    eff = SCALE_OUT_EFFICIENCY if cross_node else efficiency
-    return min(latency_s + hops[p] + size_bytes / (bandwidth_bytes_per_s * eff * frac)
-               for p, frac in (("ll", LL_BANDWIDTH_FRACTION), ("simple", 1.0)))
+def tp_allreduce_s(size_bytes, *, n, hw):
+    """The all-reduce after a tensor-parallel block over n consecutive ranks. Inside one node: NCCL's
+    ring with the stack's call cost (hw["link_latency_s"]), or, for a stack with a custom kernel,
+    the faster of that kernel and NCCL's ring at NCCL's own call cost (vLLM and TensorRT-LLM switch
+    by size: CUSTOM_ALL_REDUCE_MAX_SIZES, two-shot thresholds). Across nodes the custom kernels do
+    not run (they need peer memory in one NVLink domain): NCCL's choice (group_collective_s)."""
+    if n <= 1 or size_bytes <= 0:
+        return 0.0
+    custom = hw.get("allreduce_custom_bytes_per_s")
+    nccl_s = hw.get("nccl_latency_s", hw["link_latency_s"])
+    t = group_collective_s("all_reduce", size_bytes=size_bytes, n=n, stride=1, hw=hw,
+                           launch_s=nccl_s if custom else hw["link_latency_s"])
+    if custom and n <= (hw.get("gpus_per_node") or n):
+        t = min(t, custom_allreduce_time_s(size_bytes=size_bytes, num_gpus=n, latency_s=hw["link_latency_s"],
+                                           bytes_per_s=custom))
+    return t
+
+
+def handoff_s(size_bytes, *, cross_node, hw):
+    """One pipeline hand-off: a send/recv between neighbouring stages over one link (the shared
+    block's sendrecv: NCCL's call cost + one hop + bytes / link), over the network when the stages
+    sit in different nodes."""
+    return collective_time_s(op="sendrecv", size_bytes=size_bytes, n=2, gpus_per_node=1 if cross_node else 2,
+                             net=layout_net(hw), algo="ring")["time_s"]
+
+
+def ep_imbalance(*, ep, assignments):
+    """Expected load of the busiest of ep expert-parallel ranks over the mean when `assignments`
+    token-to-expert picks land uniformly at random: m/n + sqrt(2 (m/n) ln n) for m balls in n bins
+    (Raab & Steger 1998, "Balls into Bins", m >> n ln n), so 1 + sqrt(2 n ln n / m), at most n (all
+    on one rank). Real routers are more skewed (DeepSeek's EPLB exists to even them out): a lower
+    bound, --ep-imbalance sets it."""
+    if ep <= 1 or assignments <= 0:
+        return 1.0
+    return min(float(ep), 1.0 + math.sqrt(2 * ep * math.log(ep) / assignments))
 
 
 def expected_distinct_experts(*, num_experts, topk, num_tokens):
@@ -3193,7 +3504,7 @@ def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act
     return flops, bytes_moved, cache_read
 
 
-def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
+def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None, moe=None):
     """Per-op (FLOPs, bytes, weight bytes) of one layer's weight matmuls and elementwise passes on
     one TP rank for num_tokens = b x new tokens, summed over its attention and MLP blocks (two of
     each in LongCat-Flash). Matmul: 2 FLOPs per weight per token; bytes = weight shard + activations
@@ -3204,8 +3515,15 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
     weights (Gemma 4's per-layer input gate) count with the MLP, replicated. Elementwise: a norm and
     a residual add move 5 h values per token per block, the activation function 2 f (3 f gated),
     rotary 2 (a + kv) d. Weights are stored at w_bits (routed experts at e_bits, when a checkpoint
-    stores them narrower, gpt-oss's MXFP4). Returns name -> (flops, bytes, weight bytes)."""
+    stores them narrower, gpt-oss's MXFP4). With expert parallelism, moe = {"tokens": the tokens
+    of every data-parallel group that reach the MoE, "ep": ranks the routed experts are spread
+    over, "etp": ranks each expert is split over, "imbalance": the busiest rank's load over the
+    mean (ep_imbalance)}: the rank runs tokens x k / ep picks x imbalance on its E / ep experts and
+    reads the ones they touch; shared experts and the router see the rank's own tokens (None: the
+    experts split over tp with the layer). Returns name -> (flops, bytes, weight bytes)."""
     n, wb, ab = num_tokens, w_bits / 8, a_bits / 8
+    m_tok, m_ep, m_etp, imb = ((n, 1, tp, 1.0) if moe is None else
+                               (moe["tokens"], moe["ep"], moe["etp"], moe["imbalance"]))
     expert_b = (w_bits if e_bits is None else e_bits) / 8
     att_f = att_b = att_w = 0.0
     rope = 0
@@ -3234,13 +3552,14 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None):
         else:
             f_e, f_sh = mlp["width"], mlp["shared_width"]
             k = expected_real_experts(mlp)
-            touched = expected_distinct_real_experts(mlp, num_tokens=n)
-            expert_w, shared_w, router_w = p["one_expert"] / tp, p["shared_experts"] / tp, p["router"]
-            fl = 2 * n * (k * expert_w + shared_w + router_w)
+            picks = m_tok * k / m_ep * imb  # token-expert picks the busiest rank runs
+            touched = expected_distinct_real_experts(mlp, num_tokens=m_tok) / m_ep
+            expert_w, shared_w, router_w = p["one_expert"] / m_etp, p["shared_experts"] / tp, p["router"]
+            fl = 2 * picks * expert_w + 2 * n * (shared_w + router_w)
             wbytes = touched * expert_w * expert_b + (shared_w + router_w) * wb
-            io = n * (k * (h + (nl - 1) * f_e / tp + h) + (h + (nl - 1) * f_sh / tp + h) * bool(f_sh)
-                      + h + mlp["num_experts"] + mlp["zero_experts"]) * ab
-            f_m = (k * f_e + f_sh) / tp
+            io = (picks * (h + (nl - 1) * f_e / m_etp + h) + n * ((h + (nl - 1) * f_sh / tp + h) * bool(f_sh)
+                  + h + mlp["num_experts"] + mlp["zero_experts"])) * ab
+            f_m = (picks * f_e / m_etp + n * f_sh / tp) / n if n else 0.0
         mlp_f, mlp_b, mlp_w = mlp_f + fl, mlp_b + wbytes + io, mlp_w + wbytes
         f_act += f_m
         act_elems += (nl if nl >= 3 else 2) * f_m
@@ -3291,7 +3610,7 @@ def sum_max_linear(*, a0, a1, b0, b1, c_lo, c_hi):
 
 
 def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits, a_bits, kv_bits,
-                 absorbed, e_bits=None, state_bits=32, also=()):
+                 absorbed, e_bits=None, state_bits=32, also=(), dp=1, ep=1):
     """One forward pass of the whole pipeline for `batch` sequences, each adding new_tokens after
     context_before cached tokens (and, for a continuous-batching step, the groups in `also`, each
     (sequences, new_tokens, context_before, absorbed), sharing the same weight reads: their tokens
@@ -3300,10 +3619,21 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     component (seconds), total FLOPs and bytes per rank (weights and cache reads apart), the
     time-weighted bound, and each kind's time per layer. Stages run one after the other (one batch
     in flight). Each op is a roofline (Williams et al. 2009) plus a fixed launch gap per kernel;
-    TP adds a ring all-reduce per block (Shoeybi et al. 2019 sec. 3; alpha-beta, Thakur et al.
-    2005), PP a hand-off per stage boundary."""
+    TP adds an all-reduce per block (Shoeybi et al. 2019 sec. 3; tp_allreduce_s), PP a hand-off
+    per stage boundary.
+    dp > 1: the stage is dp groups of tp GPUs with the attention replicated (data-parallel
+    attention: SGLang --enable-dp-attention, vLLM --data-parallel-size), each group running
+    1/dp of the sequences; the MoE layers take every group's tokens. ep = 1: the experts split
+    over all tp x dp ranks (tensor-parallel), the tokens all-gathered before each MoE block and
+    reduce-scattered after; ep = tp x dp: whole experts spread over the ranks, the tokens sent to
+    their experts and back by two all-to-alls (dispatch at the activation bits, combine at 16;
+    GShard, Lepikhin et al. 2021; DeepEP), the busiest rank's expert work scaled by
+    hw["ep_imbalance"] or ep_imbalance's balls-into-bins figure. Times are one group's (groups run
+    in parallel); batch and `also` count sequences over all groups."""
     F, B, F16 = hw["flops_per_s"], hw["bytes_per_s"], hw["attention_flops_per_s"]
     seq_groups = ((batch, new_tokens, context_before, absorbed),) + tuple(also)
+    if dp > 1:  # one data-parallel group's share
+        seq_groups = tuple((g[0] / dp,) + tuple(g[1:]) for g in seq_groups)
     ovh = hw["kernel_overhead_s"]
     n = sum(g[0] * g[1] for g in seq_groups)
     rows = sum(g[0] for g in seq_groups)  # sequences whose last position gets logits
@@ -3314,16 +3644,26 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     tot = dict.fromkeys(("compute_s", "memory_s", "matmul_compute_s", "matmul_memory_s", "flops",
                          "bytes", "weight_bytes", "cache_read_bytes"), 0.0)
     act_bytes = n * h * max(ab, 2)  # the residual stream, and so TP/PP traffic, stays 16-bit
-    if hw.get("allreduce_custom_bytes_per_s") and tp > 1:
-        # a stack's custom kernel for small messages, NCCL's ring (its own call cost) for large ones:
-        # vLLM and TensorRT-LLM switch by size (CUSTOM_ALL_REDUCE_MAX_SIZES, two-shot thresholds)
-        t_ar = min(custom_allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, latency_s=hw["link_latency_s"],
-                                           bytes_per_s=hw["allreduce_custom_bytes_per_s"]),
-                   allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
-                                    latency_s=hw["nccl_latency_s"], efficiency=hw["link_efficiency"]))
-    else:
-        t_ar = allreduce_time_s(size_bytes=act_bytes, num_gpus=tp, bandwidth_bytes_per_s=hw["link_bytes_per_s"],
-                                latency_s=hw["link_latency_s"], efficiency=hw["link_efficiency"])
+    t_ar = tp_allreduce_s(act_bytes, n=tp, hw=hw)
+    moe, t_moe = None, t_ar  # the communication around one MoE block
+    if dp > 1 or ep > 1:
+        width = tp * dp
+        moe = {"tokens": n * dp, "ep": ep, "etp": width // ep, "imbalance": 1.0}
+        picks = n * dp * max((expected_real_experts(m) for x in spec["layers"] for m in x["mlp"]
+                              if m["kind"] != "dense"), default=0.0)
+        moe["imbalance"] = (hw["ep_imbalance"] if hw.get("ep_imbalance") is not None
+                            else ep_imbalance(ep=ep, assignments=picks))
+        if ep > 1:  # dispatch + combine: each rank sends its 1/tp of the group's tokens, k copies
+            mine = n / tp * max((m["topk"] for x in spec["layers"] for m in x["mlp"] if m["kind"] != "dense"),
+                                default=0) * h
+            t_moe = (group_collective_s("alltoall", size_bytes=mine * ab, n=ep, stride=1, hw=hw)
+                     + group_collective_s("alltoall", size_bytes=mine * max(ab, 2), n=ep, stride=1, hw=hw)
+                     + t_ar)  # and the tp group's all-reduce of the shared experts' partial sums
+        else:  # experts split over every rank: gather all groups' tokens, scatter the sums back
+            every = act_bytes * dp
+            t_moe = sum(group_collective_s(op, size_bytes=every, n=width, stride=1, hw=hw)
+                        for op in ("all_gather", "reduce_scatter"))
+        comp["moe_comm"] = 0.0
 
     def add(name, fl, by, cnt):
         """Cost one op run cnt times; returns its time for one run."""
@@ -3343,7 +3683,7 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     for layer, cnt, first in layer_groups(spec):
         t_layer = 0.0
         for name, (fl, by, wby) in layer_costs(layer, h=h, tp=tp, num_tokens=n, w_bits=w_bits, e_bits=e_bits,
-                                               a_bits=a_bits).items():
+                                               a_bits=a_bits, moe=moe).items():
             t_layer += add(name, fl, by, cnt)
             tot["weight_bytes"] += cnt * wby
         for attn in layer["attention"]:
@@ -3359,10 +3699,14 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
                 t_layer += add("attention_core", fl, by, cnt)
                 tot["cache_read_bytes"] += cnt * rd
         k_layer, ar_layer = layer_kernels(layer), layer_allreduces(layer)
+        moe_blocks = sum(m["kind"] != "dense" for m in layer["mlp"]) if moe else 0
         kernels += cnt * k_layer
-        allreduces += cnt * ar_layer
+        allreduces += cnt * (ar_layer - moe_blocks)
+        if moe_blocks:
+            comp["moe_comm"] += cnt * moe_blocks * t_moe
         kinds.append({"layers": cnt, "first_layer": first,
-                      "time_s_per_layer": t_layer + k_layer * ovh + ar_layer * t_ar})
+                      "time_s_per_layer": t_layer + k_layer * ovh + (ar_layer - moe_blocks) * t_ar
+                      + moe_blocks * t_moe})
     hb = max(w_bits, 16) / 8  # embedding/head kept at >= 16 bits
     head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
     other_w = sum(spec["other_params"].values()) / tp  # model-level extras (Gemma 4's per-layer projection)
@@ -3371,15 +3715,15 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     tot["weight_bytes"] += (head_w + other_w) * hb                   # final norm and embedding rows
     comp["kernel_overhead"] = (kernels + 2) * ovh
     comp["tp_allreduce"] = allreduces * t_ar
-    comp["pp_handoff"] = (pp - 1) * p2p_time_s(  # DeepSeek-V4 hands over hc_mult residual streams
-        size_bytes=act_bytes * spec.get("residual_streams", 1), bandwidth_bytes_per_s=hw.get("p2p_link_bytes_per_s") or hw["link_bytes_per_s"],
-        latency_s=hw.get("nccl_latency_s", hw["link_latency_s"]), efficiency=hw["link_efficiency"],
-        cross_node=hw.get("p2p_cross_node", False)) if pp > 1 else 0.0
+    comp["pp_handoff"] = (pp - 1) * handoff_s(  # DeepSeek-V4 hands over hc_mult residual streams
+        act_bytes * spec.get("residual_streams", 1), cross_node=hw.get("p2p_cross_node", False),
+        hw=hw) if pp > 1 else 0.0
     return {"time_s": sum(comp.values()), "components_s": comp, "compute_s": tot["compute_s"],
             "memory_s": tot["memory_s"], "flops": tot["flops"], "bytes": tot["bytes"],
             "weight_bytes": tot["weight_bytes"], "cache_read_bytes": tot["cache_read_bytes"],
             "matmul_compute_s": tot["matmul_compute_s"], "matmul_memory_s": tot["matmul_memory_s"],
-            "bound": "compute" if tot["compute_s"] >= tot["memory_s"] else "memory", "layer_kinds": kinds}
+            "bound": "compute" if tot["compute_s"] >= tot["memory_s"] else "memory", "layer_kinds": kinds,
+            "ep_imbalance": moe["imbalance"] if moe else 1.0}
 
 
 def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, state_bits=32):
@@ -3453,7 +3797,7 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, 
 
 
 def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_bits, a_bits, kv_bits,
-                   e_bits=None, state_bits=32):
+                   e_bits=None, state_bits=32, dp=1, ep=1):
     """Exact sum of the o-1 decode steps: step j (1..o-1) finds c = s + j - 1 tokens cached and
     adds its own. Only attention depends on c; the rest of a step is the same every step. Each
     distinct attention kind's steps are summed in closed form (attention_decode_sum_s), so the
@@ -3464,18 +3808,18 @@ def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_b
     c_lo, c_hi = prompt_tokens, prompt_tokens + steps - 1  # cached tokens before each step
     base = forward_pass(spec, hw, tp=tp, pp=pp, batch=batch, new_tokens=1, context_before=0,
                         absorbed=True, w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, e_bits=e_bits,
-                        state_bits=state_bits)
+                        state_bits=state_bits, dp=dp, ep=ep)
     fixed = base["time_s"] - base["components_s"]["attention_core"]
     attn_s = 0.0
     for layer, cnt, _ in layer_groups(spec):
         for attn in layer["attention"]:
-            attn_s += cnt * attention_decode_sum_s(attn, hw, tp=tp, batch=batch, kv_bits=kv_bits,
+            attn_s += cnt * attention_decode_sum_s(attn, hw, tp=tp, batch=batch / dp, kv_bits=kv_bits,
                                                    a_bits=a_bits, c_lo=c_lo, c_hi=c_hi, state_bits=state_bits)
     return steps * fixed + attn_s
 
 
 def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmuls_only,
-                   limit=1 << 24, e_bits=None, state_bits=32):
+                   limit=1 << 24, e_bits=None, state_bits=32, dp=1, ep=1):
     """Smallest batch at which a decode step at `context` cached tokens has as much math time as
     memory time. matmuls_only: the weight matmuls (about F/B x 8/w_bits tokens, Pope et al. 2022
     sec. 3; later for MoE, whose touched experts grow with b); else the whole step, which with
@@ -3483,7 +3827,7 @@ def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmul
     def is_compute(b):
         r = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=context,
                          w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True, e_bits=e_bits,
-                         state_bits=state_bits)
+                         state_bits=state_bits, dp=dp, ep=ep)
         if matmuls_only:
             return r["matmul_compute_s"] >= r["matmul_memory_s"]
         return r["compute_s"] >= r["memory_s"]
@@ -3498,7 +3842,7 @@ def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmul
     return hi
 
 
-def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, prompt_tokens, bits):
+def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, prompt_tokens, bits, dp=1, ep=1):
     """One continuous-batching engine step: `decodes` sequences add one token each after
     decode_context cached tokens, and `prefill_tokens` prompt tokens of requests still in prefill
     run in the same step (chunked prefill: Agrawal et al. 2024, "Sarathi-Serve", sec. 4; vLLM and
@@ -3508,14 +3852,14 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     the stack's fixed cost per step (hw["step_overhead_s"]) in time_s."""
     also = (((prefill_tokens / prompt_tokens, prompt_tokens, 0, False),) if prefill_tokens > 0 else ())
     r = forward_pass(spec, hw, tp=tp, pp=pp, batch=decodes, new_tokens=1, context_before=decode_context,
-                     absorbed=True, also=also, **bits)
+                     absorbed=True, also=also, dp=dp, ep=ep, **bits)
     r = dict(r, time_s=r["time_s"] + hw["step_overhead_s"])
     r["components_s"] = dict(r["components_s"], step_overhead=hw["step_overhead_s"])
     return r
 
 
 def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens, token_budget,
-                 bits, open_loop=False):
+                 bits, open_loop=False, dp=1, ep=1):
     """Continuous batching in steady state with `concurrency` requests in flight (a closed loop: a
     finished request is replaced at once, as benchmark clients with a fixed concurrency do), each
     with s prompt and o output tokens, and at most token_budget tokens per engine step (decodes
@@ -3529,9 +3873,11 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
       * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
         TTFT = W_p steps carrying its own prompt plus W - W_p steps of waiting at the mean step.
     Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
-    attention, whose cost is linear in the context). Returns the times, the step's composition and
-    the steps themselves."""
-    C, s, o, K = concurrency, prompt_tokens, output_tokens, token_budget
+    attention, whose cost is linear in the context). With dp data-parallel attention groups, each
+    group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
+    are dp times one group's). Returns the times, the step's composition (one group's) and the
+    steps themselves."""
+    C, s, o, K = concurrency / dp, prompt_tokens, output_tokens, token_budget
     ctx = s + max(o - 2, 0) // 2
     # a closed loop's request shares the engine with C - 1 others; an open loop's arrival finds the
     # time-average number in flight (Poisson arrivals see time averages, Wolff 1982)
@@ -3551,21 +3897,21 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
             break
         w = w_new
     w_p, d_other, p_other = solve(w)
-    kw = dict(tp=tp, pp=pp, decode_context=ctx, prompt_tokens=s, bits=bits)
-    dec = mixed_step(spec, hw, decodes=1 + d_other if o > 1 else d_other, prefill_tokens=p_other, **kw)
-    pre = mixed_step(spec, hw, decodes=d_other, prefill_tokens=p_other + s / w_p, **kw)
+    kw = dict(tp=tp, pp=pp, decode_context=ctx, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
+    dec = mixed_step(spec, hw, decodes=dp * (1 + d_other if o > 1 else d_other), prefill_tokens=dp * p_other, **kw)
+    pre = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * (p_other + s / w_p), **kw)
     mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
     ttft = w_p * pre["time_s"] + (w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w,
             "prompt_steps": w_p, "queue_steps": w - w_p, "decodes_per_step": (1 if o > 1 else 0) + d_other,
-            "prompt_tokens_per_step": p_other, "requests_per_s": C / e2e,
+            "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
             "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
 
 
 def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens, token_budget, bits,
-                         limit):
+                         limit, dp=1, ep=1):
     """The mean concurrency an open loop of `rate` requests/s keeps in flight: the C at which the
     engine's throughput C / E2E(C) (steady_state with open_loop; Little's law) equals the rate,
     found by bisection on [0, limit] (the throughput grows with C). None when even `limit` requests
@@ -3573,7 +3919,8 @@ def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens
     queueing from the arrivals' randomness is added (stated). Returns (C, its steady state)."""
     def state(c):
         return steady_state(spec, hw, tp=tp, pp=pp, concurrency=c, prompt_tokens=prompt_tokens,
-                            output_tokens=output_tokens, token_budget=token_budget, bits=bits, open_loop=True)
+                            output_tokens=output_tokens, token_budget=token_budget, bits=bits, open_loop=True,
+                            dp=dp, ep=ep)
     top = state(limit)
     if limit / top["e2e_s"] < rate:
         return None, top
@@ -3589,17 +3936,18 @@ def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens
     return hi, state(hi)
 
 
-def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, state_bits):
+def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, state_bits, dp=1):
     """Requests whose cache fits in the KV pool at `context` tokens each: (pool bytes, bytes per
     request, requests). The pool is the GPU memory the stack lets the engine use
     (hw["memory_utilization"]: vLLM's gpu_memory_utilization) less the weights on the most-loaded
     rank; the count is vLLM's own "maximum concurrency" figure (pool / one request at full
-    length). Activation workspace and CUDA-graph memory are not subtracted (stated)."""
+    length); with dp data-parallel attention groups each holds its own requests, dp pools in all.
+    Activation workspace and CUDA-graph memory are not subtracted (stated)."""
     pool = hw["gpu_memory_bytes"] * hw["memory_utilization"] - w_bytes
     one = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=1, context=context, kv_bits=kv_bits,
                               a_bits=a_bits, state_bits=state_bits)
     per = one["kv"] + one["indexer"] + one["state"]
-    return pool, per, (int(pool // per) if per > 0 and pool > 0 else (10 ** 9 if pool > 0 else 0))
+    return pool, per, dp * (int(pool // per) if per > 0 and pool > 0 else (10 ** 9 if pool > 0 else 0))
 
 
 def _kv_heads_per_rank(kv, tp):
@@ -3626,19 +3974,23 @@ def mlp_on_rank(mlp, *, tp, etp):
     return dict(mlp, width=mlp["width"] // etp, shared_width=mlp["shared_width"] // tp)
 
 
-def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None):
+def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None, ep=1, etp=None):
     """Weight bytes of one layer on one TP rank, with the memory script's split (attention_on_rank,
     mlp_on_rank with each routed expert's width over tp; Shoeybi et al. 2019 sec. 3): the rank's
     matrices at w_bits, its routed experts at e_bits (a checkpoint that stores them narrower,
     gpt-oss's MXFP4), and what stays whole on every rank and unquantized (norms, routers, other
-    per-layer weights) at >= 16 bits."""
+    per-layer weights) at >= 16 bits. Expert parallelism: ceil(E / ep) routed experts per rank
+    (the slots of an uneven split hold redundant copies, as SGLang's and DeepSeek's EPLB place
+    them), each split over etp ranks (default tp)."""
     share = {"attention": tuple(attention_on_rank(x, tp=tp) for x in layer["attention"]),
-             "mlp": tuple(mlp_on_rank(m, tp=tp, etp=tp) for m in layer["mlp"]),
+             "mlp": tuple(mlp_on_rank(m, tp=tp, etp=etp or tp) for m in layer["mlp"]),
              "norms": layer["norms"], "extra_params": layer["extra_params"]}
     p = layer_params(share, h=h, norm=norm)
     small = p["norms"] + p["router"] + p["extra"]
     wb, eb = w_bits / 8, (w_bits if e_bits is None else e_bits) / 8
-    return (p["total"] - p["routed_experts"] - small) * wb + p["routed_experts"] * eb + small * max(wb, 2)
+    share_e = max((math.ceil(m["num_experts"] / ep) / m["num_experts"] for m in layer["mlp"]
+                   if m["kind"] != "dense"), default=1.0)
+    return (p["total"] - p["routed_experts"] - small) * wb + p["routed_experts"] * share_e * eb + small * max(wb, 2)
 
 
 def _stage_kind_counts(spec, pp):
@@ -3658,7 +4010,7 @@ def _stage_kind_counts(spec, pp):
     return out
 
 
-def weight_bytes_per_gpu(spec, *, tp, pp, w_bits, e_bits=None):
+def weight_bytes_per_gpu(spec, *, tp, pp, w_bits, e_bits=None, ep=1, etp=None):
     """Weight bytes on the most-loaded rank: per pipeline stage its layers (layer_weight_bytes per
     kind), the first stage the vocab-parallel token embedding (/tp) with any per-layer embedding
     table (/tp), the position table, embedding projections and norm and other model-level weights
@@ -3666,7 +4018,8 @@ def weight_bytes_per_gpu(spec, *, tp, pp, w_bits, e_bits=None):
     second copy of the embedding), as the memory script places them; embeddings and head at >= 16
     bits."""
     h, nm, V, p = spec["hidden_size"], spec["norm"], spec["vocab_size"], spec["word_embed_proj_dim"]
-    per_kind = {id(layer): layer_weight_bytes(layer, h=h, norm=nm, tp=tp, w_bits=w_bits, e_bits=e_bits)
+    per_kind = {id(layer): layer_weight_bytes(layer, h=h, norm=nm, tp=tp, w_bits=w_bits, e_bits=e_bits,
+                                              ep=ep, etp=etp)
                 for layer, _, _ in layer_groups(spec)}
     hb = max(w_bits, 16) / 8
     emb = (V * p // tp + spec["position_embedding_rows"] * h + (2 * p * h if p != h else 0)
@@ -3783,35 +4136,41 @@ def resolve_hardware(args, parser):
     else:
         mem = DEFAULT_GPU_MEMORY_GIB * 2 ** 30
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
-    link = p2p_link = None
-    p2p_cross = False
-    if args.tp_bandwidth_gbps is not None:
-        link = p2p_link = args.tp_bandwidth_gbps * 1e9
-    elif rec is None:
-        link = p2p_link = DEFAULT_LINK_GBPS * 1e9
-    elif tp * pp > 1:
+    width = tp * args.data_parallel_size  # GPUs of one pipeline stage
+    # the scale-up link per GPU (one direction), the NVLink domain, the NIC per GPU beyond it
+    agg = dom = out = None
+    mesh = in_net = False
+    if rec is not None:
         agg, dom = rec.get("scale_up_bandwidth_bytes_per_s"), rec.get("scale_up_domain_size")
-        if not agg or (dom and tp > dom):
-            why = "has no scale-up link" if not agg else f"has a scale-up domain of {dom}"
-            parser.error(f"--gpu {rec['name']} {why}, so -tp {tp} would cross a slower network; "
-                         "pass --tp-bandwidth-gbps (GB/s per GPU, one direction)")
-        link = p2p_link = agg
-        if rec.get("scale_up_topology") == "mesh" and dom and dom > 1:
-            # full mesh (xGMI, Gaudi RoCE): tp ranks use tp-1 of the dom-1 peer links, a
-            # pipeline hand-off one link (same rule as calc_comm.group_intra_bytes_per_s)
-            link, p2p_link = agg * max(1, tp - 1) / (dom - 1), agg / (dom - 1)
-        if dom and tp * pp > dom:  # stage hand-offs leave the scale-up domain
-            p2p_link = rec.get("scale_out_bandwidth_bytes_per_s")
-            if not p2p_link:
-                parser.error(f"-tp {tp} x -pp {pp} spans more than one {rec['name']} scale-up "
-                             "domain and its record has no scale-out bandwidth; pass "
-                             "--tp-bandwidth-gbps")
-            notes.append(f"pipeline hand-offs cross nodes: {p2p_link / 1e9:g} GB/s per GPU")
-            p2p_cross = True
-    else:  # one GPU: no link is used; report the table's
-        link = rec.get("scale_up_bandwidth_bytes_per_s")
-    link = link or DEFAULT_LINK_GBPS * 1e9
-    p2p_link = p2p_link or link
+        out = rec.get("scale_out_bandwidth_bytes_per_s")
+        mesh = rec.get("scale_up_topology") == "mesh" and bool(dom and dom > 1)
+        in_net = bool(rec.get("scale_up_in_network_reduction"))
+        if not agg and width * pp > 1 and args.tp_bandwidth_gbps is None:
+            parser.error(f"--gpu {rec['name']} has no scale-up link (PCIe peers are not modelled); pass "
+                         "--tp-bandwidth-gbps (GB/s per GPU, one direction)")
+    else:
+        dom, out = DEFAULT_GPUS_PER_NODE, DEFAULT_SCALE_OUT_GBPS * 1e9
+    if args.tp_bandwidth_gbps is not None:  # the user's link; without a domain it joins every GPU
+        agg, mesh = args.tp_bandwidth_gbps * 1e9, False
+        dom = dom if rec is None or rec.get("scale_up_bandwidth_bytes_per_s") else None
+    agg = agg or DEFAULT_LINK_GBPS * 1e9
+    dom = args.gpus_per_node or dom or width * pp
+    if args.scale_out_gbps is not None:
+        out = args.scale_out_gbps * 1e9
+    if width * pp > dom and not out:
+        parser.error(f"-tp {tp} x -dp {args.data_parallel_size} x -pp {pp} spans more than one "
+                     f"{rec['name'] if rec else ''} node of {dom} GPUs and no scale-out bandwidth is known; pass "
+                     "--scale-out-gbps (GB/s per GPU, one direction)")
+    if width > dom:
+        notes.append(f"-tp {tp} x -dp {args.data_parallel_size} spans {math.ceil(width / dom)} nodes of "
+                     f"{dom} GPUs: collectives cross the network at {out / 1e9:g} GB/s per GPU "
+                     f"(x {SCALE_OUT_EFFICIENCY})")
+    # what one rank drives: a full mesh (xGMI, Gaudi RoCE) gives a group of g its g-1 of the dom-1
+    # peer links (calc_comm.group_intra_bytes_per_s), a switch the whole link
+    link = agg * max(1, min(tp, dom) - 1) / (dom - 1) if mesh else agg
+    p2p_cross = width * pp > dom and pp > 1  # stage hand-offs leave the node
+    if p2p_cross:
+        notes.append(f"pipeline hand-offs cross nodes: {out / 1e9:g} GB/s per GPU")
     if ce is None:  # no flag, no measured figure: 0.70 at 16 bits, lower below (see constants)
         ce = DEFAULT_COMPUTE_EFFICIENCY * (LOW_BIT_EFFICIENCY_RATIO if a_bits < 16 else 1.0)
     if a_bits < 16:  # attention at 16 bits: the table's 16-bit peak, else half the rate per halving
@@ -3828,7 +4187,8 @@ def resolve_hardware(args, parser):
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
-          "p2p_link_bytes_per_s": p2p_link, "p2p_cross_node": p2p_cross,
+          "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
+          "ep_imbalance": args.ep_imbalance,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6,
           "serving_stack": args.serving_stack,
           # NCCL's call cost: pipeline hand-offs, and all-reduces too large for a custom kernel
@@ -3843,6 +4203,11 @@ def resolve_hardware(args, parser):
                            else args.max_num_batched_tokens),
           "memory_utilization": (stack["memory_utilization"] if args.gpu_memory_utilization is None
                                  else args.gpu_memory_utilization)}
+    hw["net"] = build_net(intra_bytes_per_s=agg, inter_bytes_per_s=out, in_network_reduction=in_net,
+                          intra_efficiency=leff, inter_efficiency=SCALE_OUT_EFFICIENCY,
+                          nvls_efficiency=NVLS_EFFICIENCY, launch_s=hw["nccl_latency_s"],
+                          intra_hop_ll_s=ALPHA_HOP_S["ll"]["intra"], inter_hop_ll_s=ALPHA_HOP_S["ll"]["inter"],
+                          mesh_domain=dom if mesh else None)
     return hw, notes
 
 
@@ -3997,6 +4362,16 @@ def build_parser():
                    help="tp GPUs that split every layer's weights (default 1)")
     g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1,
                    help="pp stages of consecutive layers (default 1)")
+    g.add_argument("--data-parallel-size", "-dp", type=bounded_int, default=1,
+                   help="dp groups of tp GPUs per stage, each with its own requests and a copy of the "
+                        "attention (data-parallel attention; MoE layers take every group's tokens; "
+                        "default 1)")
+    g.add_argument("--expert-parallel-size", "-ep", type=bounded_int, default=1,
+                   help="1: routed experts split over the tp x dp GPUs like the rest; tp x dp: whole "
+                        "experts spread over them, tokens sent by all-to-all (default 1)")
+    g.add_argument("--ep-imbalance", type=finite_float, default=None,
+                   help="busiest expert-parallel rank's load over the mean (default: uniform routing's "
+                        "balls-into-bins figure)")
     g.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
                    help="shorthand for the three bit widths (explicit --*-bits win)")
     g.add_argument("--weight-bits", type=bounded_int, default=None, help="weight bits (default 16)")
@@ -4022,6 +4397,12 @@ def build_parser():
                    help=f"fixed cost per kernel, us (default {DEFAULT_KERNEL_OVERHEAD_US}; 0 = pure roofline)")
     g.add_argument("--tp-bandwidth-gbps", type=finite_float, default=None,
                    help="per-GPU link bandwidth for TP/PP, GB/s one direction (default 300, NVLink 3)")
+    g.add_argument("--gpus-per-node", type=bounded_int, default=None,
+                   help=f"GPUs per scale-up (NVLink) domain; collectives past it cross the network "
+                        f"(default: --gpu's domain, else {DEFAULT_GPUS_PER_NODE})")
+    g.add_argument("--scale-out-gbps", type=finite_float, default=None,
+                   help=f"network bandwidth per GPU beyond the node, GB/s one direction (default: --gpu's "
+                        f"NIC, else {DEFAULT_SCALE_OUT_GBPS:g}: 200 Gb/s HDR)")
     g.add_argument("--tp-latency-us", type=finite_float, default=None,
                    help=f"fixed cost per all-reduce call, us, before NCCL's per-hop latency "
                         f"(default {DEFAULT_ALLREDUCE_LATENCY_US}, the nccl-tests floor; stacks without "
@@ -4063,7 +4444,7 @@ def validate(args, parser, spec):
         parser.error("-b is a static batch; with --concurrency or --request-rate leave it out")
     args.batch_size = 1 if args.batch_size is None else args.batch_size
     for name in ("batch_size", "prompt_tokens", "output_tokens", "tensor_parallel_size",
-                 "pipeline_parallel_size"):
+                 "pipeline_parallel_size", "data_parallel_size", "expert_parallel_size"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     for name in ("weight_bits", "activation_bits", "kv_cache_bits"):
@@ -4092,21 +4473,31 @@ def validate(args, parser, spec):
                              "the other")
     if pp > spec["num_layers"]:
         parser.error(f"--pipeline-parallel-size {pp} is larger than --num-layers {spec['num_layers']}")
+    dp, ep = args.data_parallel_size, args.expert_parallel_size
+    moes = [m for x in spec["layers"] for m in x["mlp"] if m["kind"] != "dense"]
+    if ep > 1:
+        if not moes:
+            parser.error(f"--expert-parallel-size {ep} needs a model with routed experts; this one has none")
+        if ep != tp * dp:
+            parser.error(f"--expert-parallel-size {ep}: expert parallelism spreads the experts over every GPU "
+                         f"of a stage, -tp x -dp = {tp * dp}; use -ep {tp * dp} or -ep 1")
+
 
 
 def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     """--concurrency / --request-rate: the KV pool's limit (exit 2 past it, saying what fits) and
     steady_state's times, as the dict main reports under "serving"."""
+    dp, ep = args.data_parallel_size, args.expert_parallel_size
     pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
                                           kv_bits=args.kv_cache_bits, a_bits=args.activation_bits,
-                                          state_bits=args.state_bits)
+                                          state_bits=args.state_bits, dp=dp)
     util = hw["memory_utilization"]
     if cap < 1:
         parser.error(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
                      f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "
                      "raise --gpu-memory-utilization")
     budget = hw["token_budget"] or math.inf  # None: every waiting prompt in one step
-    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits)
+    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=cap, **kw)
         if c is None:  # st: the steady state of a full KV pool
@@ -4119,7 +4510,7 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
             parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
                          f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
                          f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
-                         "raise -tp, or cut --kv-cache-bits or s + o")
+                         "raise -tp or -dp, or cut --kv-cache-bits or s + o")
         st = steady_state(spec, hw, concurrency=c, **kw)
     req = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
@@ -4128,21 +4519,21 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     return dict(st, concurrency=c, request_rate=args.request_rate, ttft_s=ttft, e2e_s=e2e,
                 requests_per_s=rps, token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
                 kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
-                output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * pp),
+                output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
 
 
-def mode_text(*, b, s, o, tp, pp):
+def mode_text(*, b, s, o, tp, pp, gpus=None):
     """The regime the numbers are for, in words (the report's first line)."""
     return (f"b = {b} concurrent sequence{'s' if b > 1 else ''} run as one batch (static batching: "
             f"they start and end together), each with s = {s} prompt and o = {o} output tokens; "
             f"tp {tp} = tensor parallel (every layer's weights split over {tp} GPU{'s' if tp > 1 else ''}, "
             f"an all-reduce after each block), pp {pp} = pipeline parallel ({pp} stage{'s' if pp > 1 else ''} "
-            f"of consecutive layers run one after the other, one batch in flight); {tp * pp} "
-            f"GPU{'s' if tp * pp > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
+            f"of consecutive layers run one after the other, one batch in flight); {gpus or tp * pp} "
+            f"GPU{'s' if (gpus or tp * pp) > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
 
 
-def serving_mode_text(sv, *, s, o, tp, pp, stack):
+def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
     """The continuous-batching regime in words (the report's first line)."""
     budget = sv["token_budget"]
     load = (f"{sv['request_rate']:g} requests/s arriving (open loop; {sv['concurrency']:.1f} in flight "
@@ -4151,8 +4542,28 @@ def serving_mode_text(sv, *, s, o, tp, pp, stack):
     return (f"continuous batching in steady state, {stack} stack: {load}, each with s = {s} prompt and "
             f"o = {o} output tokens; an engine step runs every decode and "
             + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
-            + f"; tp {tp} pp {pp} ({tp * pp} GPU{'s' if tp * pp > 1 else ''} per replica); times are "
+            + f"; tp {tp} pp {pp} ({gpus or tp * pp} GPU{'s' if (gpus or tp * pp) > 1 else ''} per replica); times are "
             "means per request, memory is the most-loaded GPU's with C requests at s + o tokens")
+
+
+def layout_text(*, dp, ep, tp, pp, hw, imbalance):
+    """What data-parallel attention, expert parallelism and nodes add to the mode line ('' if none)."""
+    parts = []
+    if dp > 1:
+        parts.append(f"dp {dp} = data-parallel attention ({dp} groups of tp {tp}, each with 1/{dp} of "
+                     "the requests and its own KV cache; the MoE layers take every group's tokens)")
+    if ep > 1:
+        parts.append(f"ep {ep} = expert parallel (whole experts spread over the {ep} GPUs of a stage, "
+                     f"tokens sent and returned by two all-to-alls per MoE layer; the busiest GPU "
+                     f"carries {imbalance:.2f} x the mean expert work)")
+    elif dp > 1:
+        parts.append(f"experts split over all {tp * dp} GPUs of a stage (tokens all-gathered before and "
+                     "reduce-scattered after each MoE layer)")
+    g = hw.get("gpus_per_node")
+    if g and tp * dp * pp > g:
+        parts.append(f"{g} GPUs per node: groups beyond it use the network at "
+                     f"{hw['scale_out_bytes_per_s'] / 1e9:g} GB/s per GPU")
+    return "".join("; " + x for x in parts)
 
 
 def attention_convention(spec):
@@ -4216,11 +4627,14 @@ def main(argv=None):
 
     b, s, o = args.batch_size, args.prompt_tokens, args.output_tokens
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
+    dp, ep = args.data_parallel_size, args.expert_parallel_size
+    etp = tp * dp // ep  # ranks each routed expert is split over
+    gpus = tp * dp * pp
     fmt = spec.get("checkpoint_format") if not (weight_bits_given or args.precision) else None
     w_store = fmt["linear_bits"] if fmt else args.weight_bits  # bits per stored weight, scales in
     bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
-    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"])
+    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"], ep=ep, etp=etp)
     serving = None
     if args.concurrency is not None or args.request_rate is not None:
         serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
@@ -4238,21 +4652,23 @@ def main(argv=None):
         tpot, ttft, total = serving["tpot_s"], serving["ttft_s"], serving["e2e_s"]
         req_s = hw["request_overhead_s"]
     else:
-        pre = with_step(forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=s, context_before=0,
-                                     absorbed=False, **bits))
-        first = with_step(forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=s,
-                                       absorbed=True, **bits))
-        last = with_step(forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1,
-                                      context_before=s + max(o - 2, 0), absorbed=True, **bits))
-        dec_total = (decode_total_s(spec, hw, tp=tp, pp=pp, batch=b, prompt_tokens=s, output_tokens=o, **bits)
+        lay = dict(tp=tp, pp=pp, dp=dp, ep=ep)
+        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s, context_before=0, absorbed=False,
+                                     **lay, **bits))
+        first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
+                                       **lay, **bits))
+        last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
+                                      absorbed=True, **lay, **bits))
+        dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
                      + step_s * (o - 1))
         tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
         req_s = hw["request_overhead_s"]
         ttft = req_s + pre["time_s"]
         total = ttft + dec_total
-    crit = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=False, **bits)
-    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, context=s, matmuls_only=True, **bits)
-    cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b, context=s + o, kv_bits=args.kv_cache_bits,
+    crit = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=False, **bits)
+    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=True, **bits)
+    b_group = math.ceil(b / dp)  # the requests of the most-loaded data-parallel group
+    cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b_group, context=s + o, kv_bits=args.kv_cache_bits,
                                 a_bits=args.activation_bits, state_bits=args.state_bits)
     mem = w_bytes + cache["kv"] + cache["indexer"] + cache["state"]
     fits = mem <= hw["gpu_memory_bytes"]
@@ -4264,7 +4680,7 @@ def main(argv=None):
               "bits, b, s+o", file=sys.stderr)
     kinds = []
     for (layer, cnt, first_i), pk, dk in zip(layer_groups(spec), pre["layer_kinds"], first["layer_kinds"]):
-        lc = layer_cache_bytes(layer, tp=tp, batch=b, context=s + o, kv_bits=args.kv_cache_bits,
+        lc = layer_cache_bytes(layer, tp=tp, batch=b_group, context=s + o, kv_bits=args.kv_cache_bits,
                                a_bits=args.activation_bits, state_bits=args.state_bits)
         kinds.append({
             "layers": cnt, "first_layer": first_i,
@@ -4274,15 +4690,19 @@ def main(argv=None):
             "decode_first_step_s_per_layer": dk["time_s_per_layer"],
             "decode_first_step_s": cnt * dk["time_s_per_layer"],
             "weight_bytes_per_layer_per_gpu": layer_weight_bytes(layer, h=h, norm=spec["norm"], tp=tp,
-                                                                 w_bits=w_store, e_bits=bits["e_bits"]),
+                                                                 w_bits=w_store, e_bits=bits["e_bits"],
+                                                                 ep=ep, etp=etp),
             "kv_cache_bytes_per_layer_per_gpu": lc["kv"],
             "indexer_cache_bytes_per_layer_per_gpu": lc["indexer"],
             "state_bytes_per_layer_per_gpu": lc["state"]})
     res = {
-        "mode": (serving_mode_text(serving, s=s, o=o, tp=tp, pp=pp, stack=hw["serving_stack"]) if serving
-                 else mode_text(b=b, s=s, o=o, tp=tp, pp=pp)), "warnings": list(spec["warnings"]),
+        "mode": (serving_mode_text(serving, s=s, o=o, tp=tp, pp=pp, stack=hw["serving_stack"], gpus=gpus)
+                 if serving else mode_text(b=b, s=s, o=o, tp=tp, pp=pp, gpus=gpus))
+                + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"]),
+        "warnings": list(spec["warnings"]),
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
-        "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "num_gpus": tp * pp,
+        "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp,
+        "expert_parallel_size": ep, "ep_imbalance": first["ep_imbalance"], "num_gpus": gpus,
         "weight_bits": args.weight_bits, "activation_bits": args.activation_bits, "checkpoint_format": fmt,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
         "hardware": hw,
@@ -4298,7 +4718,7 @@ def main(argv=None):
         "decode_total_s": dec_total, "total_s": total,
         "output_tokens_per_s": serving["output_tokens_per_s"] if serving else b * o / total,
         "output_tokens_per_s_per_gpu": (serving["output_tokens_per_s_per_gpu"] if serving
-                                        else b * o / total / (tp * pp)),
+                                        else b * o / total / gpus),
         "tokens_per_s_per_user": 1.0 / tpot, "serving_stack": hw["serving_stack"], "serving": serving,
         "critical_batch_size": crit, "critical_batch_size_matmuls": crit_mm,
         "weight_bytes_per_gpu": w_bytes, "kv_cache_bytes_per_gpu": cache["kv"],
