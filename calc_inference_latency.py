@@ -246,7 +246,8 @@ FLAG_RANGES = {
     "batch_size": (1, 10 ** 9), "prompt_tokens": (1, 10 ** 9), "output_tokens": (1, 10 ** 9),
     "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 10 ** 7),
     "data_parallel_size": (1, 10 ** 7), "expert_parallel_size": (1, 10 ** 7), "ep_imbalance": (1, 1e6),
-    "gpus_per_node": (1, 10 ** 7), "scale_out_gbps": (1e-3, 1e6),
+    "gpus_per_node": (1, 10 ** 7), "scale_out_gbps": (1e-3, 1e6), "num_gpus": (1, 4096),
+    "max_ttft_ms": (1e-6, 1e9), "max_tpot_ms": (1e-6, 1e9), "top": (1, 10 ** 6),
     "peak_tflops": (1e-3, 1e6), "memory_bandwidth_gbps": (1e-3, 1e6), "gpu_memory_gib": (1e-3, 1e6),
     "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
     "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
@@ -3649,13 +3650,12 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     if dp > 1 or ep > 1:
         width = tp * dp
         moe = {"tokens": n * dp, "ep": ep, "etp": width // ep, "imbalance": 1.0}
-        picks = n * dp * max((expected_real_experts(m) for x in spec["layers"] for m in x["mlp"]
-                              if m["kind"] != "dense"), default=0.0)
+        routed = [m for x, _, _ in layer_groups(spec) for m in x["mlp"] if m["kind"] != "dense"]
+        picks = n * dp * max((expected_real_experts(m) for m in routed), default=0.0)
         moe["imbalance"] = (hw["ep_imbalance"] if hw.get("ep_imbalance") is not None
                             else ep_imbalance(ep=ep, assignments=picks))
         if ep > 1:  # dispatch + combine: each rank sends its 1/tp of the group's tokens, k copies
-            mine = n / tp * max((m["topk"] for x in spec["layers"] for m in x["mlp"] if m["kind"] != "dense"),
-                                default=0) * h
+            mine = n / tp * max((m["topk"] for m in routed), default=0) * h
             t_moe = (group_collective_s("alltoall", size_bytes=mine * ab, n=ep, stride=1, hw=hw)
                      + group_collective_s("alltoall", size_bytes=mine * max(ab, 2), n=ep, stride=1, hw=hw)
                      + t_ar)  # and the tp group's all-reduce of the shared experts' partial sums
@@ -4431,6 +4431,18 @@ def build_parser():
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
+    g = parser.add_argument_group("search for the serving layout")
+    g.add_argument("--search", action="store_true",
+                   help="every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), weight and "
+                        "KV-cache bits and concurrency that meets --max-ttft-ms and --max-tpot-ms; prints "
+                        "the Pareto front of tokens/s per GPU against tokens/s per user")
+    g.add_argument("--num-gpus", type=bounded_int, default=8, help="GPU budget for --search (default 8)")
+    g.add_argument("--max-ttft-ms", type=finite_float, default=None, help="TTFT target, ms (mean; default none)")
+    g.add_argument("--max-tpot-ms", type=finite_float, default=None,
+                   help="time-per-output-token target, ms (mean; default none)")
+    g.add_argument("--top", type=bounded_int, default=10, help="rows of the front printed (default 10)")
+    g.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="draw the front with matplotlib (only if installed)")
     parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
@@ -4442,6 +4454,7 @@ def validate(args, parser, spec):
         parser.error("--concurrency and --request-rate both set the load; give one")
     if args.batch_size is not None and (args.concurrency is not None or args.request_rate is not None):
         parser.error("-b is a static batch; with --concurrency or --request-rate leave it out")
+    args.batch_size_given = args.batch_size is not None
     args.batch_size = 1 if args.batch_size is None else args.batch_size
     for name in ("batch_size", "prompt_tokens", "output_tokens", "tensor_parallel_size",
                  "pipeline_parallel_size", "data_parallel_size", "expert_parallel_size"):
@@ -4459,29 +4472,43 @@ def validate(args, parser, spec):
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
     check_ranges(args, parser, FLAG_RANGES)
-    tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
+    why = layout_problem(spec, tp=args.tensor_parallel_size, pp=args.pipeline_parallel_size,
+                         dp=args.data_parallel_size, ep=args.expert_parallel_size)
+    if why:
+        parser.error(why)
+    if args.search:
+        if args.concurrency is not None or args.request_rate is not None or args.batch_size_given:
+            parser.error("--search picks the concurrency and the layout itself; leave out -c, --request-rate and -b")
+        for name in ("max_ttft_ms", "max_tpot_ms"):
+            v = getattr(args, name)
+            if v is not None and not v > 0:
+                parser.error(f"--{name.replace('_', '-')} must be positive, got {v}")
+    elif args.plot:
+        parser.error("--plot draws the front --search finds; add --search")
+
+
+def layout_problem(spec, *, tp, pp, dp, ep):
+    """Why a layout cannot split this model (one line), or None: heads over tp, kv heads and tp
+    dividing one another (Megatron-LM / vLLM's rule), at most one layer per stage, expert
+    parallelism only over a stage's tp x dp GPUs of a model with routed experts."""
     groups = layer_groups(spec)
     for layer, _, first in groups:
         where = "" if len(groups) == 1 else f" (layer {first})"
         for attn in layer["attention"]:
             a, kv = attn["heads"], attn["kv_heads"]
             if a % tp:
-                parser.error(f"--num-attention-heads {a}{where} is not divisible by "
-                             f"--tensor-parallel-size {tp}")
+                return f"--num-attention-heads {a}{where} is not divisible by --tensor-parallel-size {tp}"
             if attn["kind"] != "mla" and kv % tp and tp % kv:
-                parser.error(f"kv heads {kv}{where} and --tensor-parallel-size {tp}: one must divide "
-                             "the other")
+                return f"kv heads {kv}{where} and --tensor-parallel-size {tp}: one must divide the other"
     if pp > spec["num_layers"]:
-        parser.error(f"--pipeline-parallel-size {pp} is larger than --num-layers {spec['num_layers']}")
-    dp, ep = args.data_parallel_size, args.expert_parallel_size
-    moes = [m for x in spec["layers"] for m in x["mlp"] if m["kind"] != "dense"]
+        return f"--pipeline-parallel-size {pp} is larger than --num-layers {spec['num_layers']}"
     if ep > 1:
-        if not moes:
-            parser.error(f"--expert-parallel-size {ep} needs a model with routed experts; this one has none")
+        if not any(m["kind"] != "dense" for x in spec["layers"] for m in x["mlp"]):
+            return f"--expert-parallel-size {ep} needs a model with routed experts; this one has none"
         if ep != tp * dp:
-            parser.error(f"--expert-parallel-size {ep}: expert parallelism spreads the experts over every GPU "
-                         f"of a stage, -tp x -dp = {tp * dp}; use -ep {tp * dp} or -ep 1")
-
+            return (f"--expert-parallel-size {ep}: expert parallelism spreads the experts over every GPU "
+                    f"of a stage, -tp x -dp = {tp * dp}; use -ep {tp * dp} or -ep 1")
+    return None
 
 
 def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
@@ -4521,6 +4548,213 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                 kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
                 output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
+
+
+def _powers_of_two(limit):
+    """1, 2, 4, ... up to limit."""
+    out, x = [], 1
+    while x <= limit:
+        out.append(x)
+        x *= 2
+    return out
+
+
+def serving_layouts(spec, num_gpus):
+    """Every replica layout (tp, pp, dp, ep) of at most num_gpus GPUs that splits the model
+    (layout_problem): tp, pp and dp powers of two; dp > 1 only with routed experts (data-parallel
+    attention; for a dense model extra groups are just replicas); ep 1 or tp x dp."""
+    moe = any(m["kind"] != "dense" for x in spec["layers"] for m in x["mlp"])
+    for tp in _powers_of_two(num_gpus):
+        for pp in _powers_of_two(num_gpus // tp):
+            for dp in (_powers_of_two(num_gpus // (tp * pp)) if moe else (1,)):
+                for ep in ((1, tp * dp) if moe and tp * dp > 1 else (1,)):
+                    if layout_problem(spec, tp=tp, pp=pp, dp=dp, ep=ep) is None:
+                        yield tp, pp, dp, ep
+
+
+def search_bit_options(args, fmt, low_bit_ok):
+    """(weight, activation, KV-cache, expert) bits --search tries: the user's when any bits flag is
+    given; else 16-bit, 16-bit with an 8-bit KV cache, and 8-bit weights and KV with 8-bit matmuls
+    where the GPU has an 8-bit peak (else 16-bit matmuls); a quantized checkpoint keeps its weights."""
+    if args.bits_given:
+        return [(args.weight_bits if not fmt else fmt["linear_bits"], args.activation_bits, args.kv_cache_bits,
+                 fmt["expert_bits"] if fmt else None)]
+    w, e = (fmt["linear_bits"], fmt["expert_bits"]) if fmt else (16, None)
+    low = (w if fmt else 8, 8 if low_bit_ok else 16, 8, e)
+    return [(w, 16, 16, e), (w, 16, 8, e), low]
+
+
+def pareto_front(points):
+    """The points no other point beats on both tokens/s per GPU and tokens/s per user (ties kept
+    once), best per GPU first."""
+    front, best_user = [], -1.0
+    for p in sorted(points, key=lambda p: (-p["tokens_per_s_per_gpu"], -p["tokens_per_s_per_user"])):
+        if p["tokens_per_s_per_user"] > best_user:
+            front.append(p)
+            best_user = p["tokens_per_s_per_user"]
+    return front
+
+
+def search_serving(spec, args, parser, fmt):
+    """--search: for every layout (serving_layouts) and bit option (search_bit_options), the
+    steady state at concurrency 1, 2, 4, ... up to the KV pool (serve_steady_state's model, the
+    stack's per-request cost included), kept when it meets --max-ttft-ms and --max-tpot-ms. More
+    concurrency never lowers TTFT or TPOT (a tested property), so the first miss ends a layout's
+    sweep, after one more point half-way back. Replicas fill the GPU budget: N // (tp x dp x pp).
+    Lower bits are never slower here (accuracy is not modelled). Returns the result dict, or exits
+    2 saying what the fastest layouts reach when no layout meets the targets."""
+    import time  # only --search times itself
+    t0 = time.perf_counter()
+    N, s, o = args.num_gpus, args.prompt_tokens, args.output_tokens
+    max_ttft = args.max_ttft_ms * 1e-3 if args.max_ttft_ms is not None else math.inf
+    max_tpot = args.max_tpot_ms * 1e-3 if args.max_tpot_ms is not None else math.inf
+    rec_peaks = {}
+    if args.gpu:
+        import hardware  # resolve_hardware already checked it is there
+        rec_peaks = hardware.get_accelerator(args.gpu)["peak_flops_per_s"] or {}
+    low_ok = any(rec_peaks.get(k) for k in COMPUTE_DTYPE[8]) or args.peak_tflops is not None
+    options = search_bit_options(args, fmt, low_ok)
+    points, evaluated, best = [], 0, {"ttft": None, "tpot": None}
+    hw_cache, caps = {}, {}
+    layouts = list(serving_layouts(spec, N))
+    shown = t0 + 1.0  # progress on stderr once the search has run a second, then every second
+    for i, (tp, pp, dp, ep) in enumerate(layouts):
+        if time.perf_counter() > shown:
+            print(f"searching: layout {i + 1} of {len(layouts)}, {evaluated} points so far", file=sys.stderr)
+            shown = time.perf_counter() + 1.0
+        gpus = tp * pp * dp
+        for wb, ab, kvb, eb in options:
+            key = (tp, pp, dp, ab)
+            if key not in hw_cache:
+                a = argparse.Namespace(**vars(args))
+                a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size = tp, pp, dp
+                a.activation_bits = ab
+                hw_cache[key] = resolve_hardware(a, parser)[0]
+            hw = hw_cache[key]
+            bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=args.state_bits)
+            w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
+            pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
+                                                  kv_bits=kvb, a_bits=ab, state_bits=args.state_bits, dp=dp)
+            if cap < 1:
+                continue
+            budget = hw["token_budget"] or math.inf
+            caps[(tp, pp, dp, ep, wb, ab, kvb)] = cap
+            # stages run in turn, so a deeper pipeline at a concurrency the shallower one holds is
+            # as slow per step on twice the GPUs: start above the shallower one's pool
+            start = caps.get((tp, pp // 2, dp, ep, wb, ab, kvb), 0) if pp > 1 else 0
+
+            def cost(c):
+                st = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=c, prompt_tokens=s,
+                                  output_tokens=o, token_budget=budget, bits=bits)
+                req = hw["request_overhead_s"]
+                ttft, e2e, tpot = st["ttft_s"] + req, st["e2e_s"] + req, st["tpot_s"]
+                pt = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "replicas": N // gpus, "gpus_per_replica": gpus,
+                      "weight_bits": wb, "activation_bits": ab, "kv_cache_bits": kvb, "concurrency": c,
+                      "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "tokens_per_s_per_user": 1.0 / tpot,
+                      "tokens_per_s_per_gpu": c * o / e2e / gpus,
+                      "total_tokens_per_s": (N // gpus) * c * o / e2e,
+                      "memory_bytes_per_gpu": w_bytes + per_req * math.ceil(c / dp),
+                      "kv_pool_max_concurrency": cap}
+                for name, v in (("ttft", ttft), ("tpot", tpot)):
+                    if best[name] is None or v < best[name][f"{name}_s"]:
+                        best[name] = pt
+                return pt, ttft <= max_ttft and tpot <= max_tpot
+
+            # concurrency doubles until a target is missed (TTFT and TPOT only grow with C), then
+            # the point half-way (x 1.5) between the last that met it and the first that did not
+            last = None
+            for c in sorted({x for x in _powers_of_two(cap) if x > start} | ({cap} if cap > start else set())):
+                pt, ok = cost(c)
+                evaluated += 1
+                if not ok:
+                    mid = 3 * last // 2 if last else 0
+                    if last and last < mid < c:
+                        pt, ok = cost(mid)
+                        evaluated += 1
+                        if ok:
+                            points.append(pt)
+                    break
+                points.append(pt)
+                last = c
+    if not points:
+        if best["tpot"] is None:
+            parser.error(f"no layout of {N} GPUs holds the weights and one request of {s + o} tokens; "
+                         "raise --num-gpus or cut --weight-bits")
+        miss = []
+        if best["tpot"]["tpot_s"] > max_tpot:
+            miss.append(f"the lowest TPOT any layout reaches is {best['tpot']['tpot_s'] * 1e3:.3g} ms "
+                        f"({layout_label(best['tpot'])})")
+        if best["ttft"]["ttft_s"] > max_ttft:
+            miss.append(f"the lowest TTFT is {best['ttft']['ttft_s'] * 1e3:.3g} ms ({layout_label(best['ttft'])})")
+        parser.error(f"no layout of {N} GPUs meets the targets: " + "; ".join(miss or [
+            "each layout meets one target only at a concurrency that misses the other"])
+            + "; relax --max-ttft-ms/--max-tpot-ms or raise --num-gpus")
+    front = pareto_front(points)
+    return {"num_gpus": N, "max_ttft_ms": args.max_ttft_ms, "max_tpot_ms": args.max_tpot_ms,
+            "layouts_evaluated": evaluated, "feasible": len(points), "pareto_front": front,
+            "best": front[0], "search_time_s": time.perf_counter() - t0, "points": points}
+
+
+def layout_label(p):
+    """A search point's layout in one short phrase."""
+    par = f"tp {p['tp']}" + (f" pp {p['pp']}" if p["pp"] > 1 else "") + (f" dp {p['dp']}" if p["dp"] > 1 else "") \
+        + (f" ep {p['ep']}" if p["ep"] > 1 else "")
+    return (f"{par}, w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}, "
+            f"C {p['concurrency']}")
+
+
+def search_report(res, *, s, o, stack, top):
+    """The --search table: the Pareto front, best tokens/s per GPU first."""
+    slo = ", ".join(x for x in ((f"TTFT <= {res['max_ttft_ms']:g} ms" if res["max_ttft_ms"] else ""),
+                                (f"TPOT <= {res['max_tpot_ms']:g} ms" if res["max_tpot_ms"] else "")) if x)
+    lines = textwrap.wrap(
+        f"search: {res['num_gpus']} GPUs, {stack} stack, s = {s} prompt and o = {o} output tokens per request, "
+        f"{slo or 'no latency target'}; {res['layouts_evaluated']} (layout, bits, concurrency) points costed "
+        f"in {res['search_time_s'] * 1e3:.0f} ms, {res['feasible']} meet the targets; the Pareto front of "
+        "tokens/s per GPU against tokens/s per user (continuous batching in steady state, replicas fill "
+        "the GPUs; lower bits are never slower in this model, whose accuracy it does not weigh; pipeline "
+        "stages run one batch at a time, a lower bound for pipelined serving):", width=100)
+    lines += ["", f"{'layout (per replica)':<34}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
+                  f"{'tok/s/user':>11}{'tok/s/GPU':>11}{'total tok/s':>13}{'GiB/GPU':>9}"]
+    for p in res["pareto_front"][:top]:
+        par = f"tp {p['tp']}" + (f" pp {p['pp']}" if p["pp"] > 1 else "") + (f" dp {p['dp']}" if p["dp"] > 1 else "") \
+            + (f" ep {p['ep']}" if p["ep"] > 1 else "") + f" w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}"
+        lines.append(f"{par:<34}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
+                     f"{p['tpot_s'] * 1e3:>9.2f}{p['tokens_per_s_per_user']:>11.1f}{p['tokens_per_s_per_gpu']:>11.1f}"
+                     f"{p['total_tokens_per_s']:>13,.0f}{p['memory_bytes_per_gpu'] / 2**30:>9.1f}")
+    if len(res["pareto_front"]) > top:
+        lines.append(f"... {len(res['pareto_front']) - top} more on the front (--top)")
+    b = res["best"]
+    lines += ["", f"best tokens/s per GPU: {layout_label(b)} x {b['replicas']} replica(s): "
+                  f"{b['tokens_per_s_per_gpu']:,.1f} tokens/s per GPU at {b['tokens_per_s_per_user']:,.1f} per user"]
+    return "\n".join(lines)
+
+
+def plot_front(res, path):
+    """Draw every point that meets the targets and the Pareto front to path with matplotlib
+    (imported only here); returns a one-line note when it is not installed, else None."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed, so no plot was drawn (pip install matplotlib)"
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.scatter([p["tokens_per_s_per_user"] for p in res["points"]],
+               [p["tokens_per_s_per_gpu"] for p in res["points"]], s=8, c="0.7", label="meets the targets")
+    front = sorted(res["pareto_front"], key=lambda p: p["tokens_per_s_per_user"])
+    ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front],
+            "o-", c="C0", label="Pareto front")
+    for p in front:
+        ax.annotate(layout_label(p), (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=6)
+    ax.set_xlabel("tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(f"serving layouts on {res['num_gpus']} GPUs")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
 
 
 def mode_text(*, b, s, o, tp, pp, gpus=None):
@@ -4609,6 +4843,8 @@ def main(argv=None):
         parser.error(str(exc))
     wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
     weight_bits_given = args.weight_bits is not None
+    args.bits_given = bool(args.precision or weight_bits_given or args.activation_bits is not None
+                           or args.kv_cache_bits is not None)
     args.weight_bits = wb if args.weight_bits is None else args.weight_bits
     args.activation_bits = abits if args.activation_bits is None else args.activation_bits
     if args.kv_cache_bits is None:
@@ -4634,6 +4870,19 @@ def main(argv=None):
     w_store = fmt["linear_bits"] if fmt else args.weight_bits  # bits per stored weight, scales in
     bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
+    if args.search:
+        res = search_serving(spec, args, parser, fmt)
+        res["warnings"] = list(spec["warnings"])
+        res["serving_stack"] = hw["serving_stack"]
+        note = plot_front(res, args.plot) if args.plot else None
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+        if args.json:
+            import json
+            print(json.dumps({k: v for k, v in res.items() if k != "points"}, indent=2))
+        else:
+            print(search_report(res, s=s, o=o, stack=hw["serving_stack"], top=args.top))
+        return res
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"], ep=ep, etp=etp)
     serving = None
     if args.concurrency is not None or args.request_rate is not None:

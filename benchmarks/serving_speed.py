@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Time calc_inference_latency.py's continuous-batching answers in process (start-up excluded;
-benchmarks/startup.py times that): a closed loop at --concurrency and an open loop at
---request-rate near the layout's capacity (the bisection's worst case), best of --repeat runs.
+benchmarks/startup.py times that): a closed loop at --concurrency, an open loop at
+--request-rate near the layout's capacity (the bisection's worst case), and --search over the
+layouts of 8 and 64 GPUs (dense and MoE, with data-parallel attention and expert parallelism),
+best of --repeat runs.
 
 Usage: python3 benchmarks/serving_speed.py [--repeat 5]
 """
@@ -47,6 +49,13 @@ def main():
                              (f"--request-rate {0.99 * top:.3g} (0.99 of capacity)",
                               ["--request-rate", str(0.99 * top)])):
             print(f"{name:28} {label:42} {best_s(base + extra, args.repeat) * 1e3:8.1f} ms")
+    for name, base, gpus in (("Llama-3.1-8B, H100", MODEL, 8), ("Llama-3.1-8B, H100", MODEL, 64),
+                             ("DeepSeek-V3 FP8, H200", MOE, 64)):
+        argv = [x for x in base if x not in ("-tp", "8", "--precision", "fp8")] + [
+            "--search", "--num-gpus", str(gpus), "--max-tpot-ms", "50"]
+        r = quiet(argv)
+        label = f"--search --num-gpus {gpus} ({r['layouts_evaluated']} points)"
+        print(f"{name:28} {label:42} {best_s(argv, args.repeat) * 1e3:8.1f} ms")
 
 
 if __name__ == "__main__":

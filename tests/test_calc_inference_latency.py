@@ -1292,3 +1292,81 @@ def test_bad_expert_parallel_layouts_exit_2(args, text, capsys):
         main((GPT67 if "--hf_model_name_or_path" not in args else []) + args)
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and text in err, err
+
+
+# --- --search: serving layouts under latency targets --------------------------------------------
+
+SEARCH = ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "--search", "--num-gpus", "8",
+          "-s", "1000", "-o", "200", "--serving-stack", "vllm"]
+
+
+def test_search_throughput_per_gpu_never_falls_as_the_tpot_target_relaxes():
+    """The issue's property: relaxing --max-tpot-ms only adds layouts, so the best tokens/s per GPU
+    never falls (checked over a ladder of targets, each its own search)."""
+    best = [run(SEARCH + ["--max-tpot-ms", str(x)])["best"]["tokens_per_s_per_gpu"]
+            for x in (4, 6, 10, 20, 40, 80)]
+    assert all(b1 >= b0 for b0, b1 in zip(best, best[1:])), best
+    assert best[-1] > best[0]
+
+
+def test_search_front_meets_the_targets_and_nothing_dominates_it():
+    r = run(SEARCH + ["--max-tpot-ms", "30", "--max-ttft-ms", "300"])
+    assert r["layouts_evaluated"] >= r["feasible"] > 0 and r["search_time_s"] < 5
+    for p in r["points"]:
+        assert p["tpot_s"] <= 0.030 and p["ttft_s"] <= 0.300
+    for f in r["pareto_front"]:
+        assert not any(p["tokens_per_s_per_gpu"] > f["tokens_per_s_per_gpu"]
+                       and p["tokens_per_s_per_user"] > f["tokens_per_s_per_user"] for p in r["points"])
+    assert r["best"]["tokens_per_s_per_gpu"] == max(p["tokens_per_s_per_gpu"] for p in r["points"])
+
+
+def test_search_point_is_what_the_single_layout_run_says():
+    # a front point re-run as one layout (-tp, -c, the bits) gives the same times: the search costs
+    # layouts with the model the single answers use, not a shortcut
+    r = run(SEARCH + ["--max-tpot-ms", "30"])
+    p = r["pareto_front"][len(r["pareto_front"]) // 2]
+    one = run(["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "-s", "1000", "-o", "200",
+               "--serving-stack", "vllm", "-tp", str(p["tp"]), "-pp", str(p["pp"]), "-c", str(p["concurrency"]),
+               "--weight-bits", str(p["weight_bits"]), "--activation-bits", str(p["activation_bits"]),
+               "--kv-cache-bits", str(p["kv_cache_bits"])])
+    assert one["serving"]["tpot_s"] == pytest.approx(p["tpot_s"], rel=1e-9)
+    assert one["serving"]["ttft_s"] == pytest.approx(p["ttft_s"], rel=1e-9)
+    assert one["serving"]["output_tokens_per_s_per_gpu"] == pytest.approx(p["tokens_per_s_per_gpu"], rel=1e-9)
+
+
+def test_search_moe_tries_expert_parallel_and_dp_attention():
+    r = run(["--hf_model_name_or_path", cfg("mixtral-8x7b"), "--gpu", "h100", "--search", "--num-gpus", "8",
+             "-s", "512", "-o", "128", "--max-tpot-ms", "50"])
+    layouts = {(p["tp"], p["dp"], p["ep"]) for p in r["points"]}
+    assert any(ep > 1 for _, _, ep in layouts) and any(dp > 1 for _, dp, _ in layouts)
+
+
+def test_search_with_an_unreachable_target_exits_2_saying_what_is_reachable(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(SEARCH + ["--max-tpot-ms", "0.5"])
+    err = [x for x in capsys.readouterr().err.strip().splitlines() if not x.startswith(("note:", "warning:"))]
+    assert e.value.code == 2 and len(err) == 1 and "lowest TPOT any layout reaches is" in err[0], err
+
+
+def test_plot_without_matplotlib_says_so_in_one_line(monkeypatch, tmp_path, capsys):
+    import builtins
+    real = builtins.__import__
+
+    def no_mpl(name, *a, **k):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_mpl)
+    r = run(SEARCH + ["--max-tpot-ms", "30", "--plot", str(tmp_path / "front.png")])
+    err = capsys.readouterr().err
+    assert r["pareto_front"] and "matplotlib is not installed" in err
+    assert not (tmp_path / "front.png").exists()
+
+
+@pytest.mark.parametrize("extra,text", [(["--plot", "x.png"], "add --search"),
+                                        (["--search", "-c", "8"], "leave out -c")])
+def test_search_flag_misuse_exits_2(extra, text, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(LLAMA7 + extra)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and text in err, err
