@@ -4480,6 +4480,11 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         act *= spec.get("residual_streams", 1)
         p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
                           net=net, gpus_per_node=G)
+        if lay["tp"] > 1 and not lay["sp"] and lay.get("framework", "megatron") == "megatron":
+            # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
+            # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
+            # rank sends 1/tp of the tensor, the receiver all-gathers it over NVLink, unoverlapped
+            p2p += comm_time_s("all_gather", act, n=lay["tp"], stride=1, net=net, gpus_per_node=G)
     layers = spec["layers"]
     for st in range(pp):
         comp, comm, kinds = {}, {}, {}
