@@ -124,17 +124,19 @@ APEX_LAYERNORM_2021 = (895.8 / 1382.0, 572.2 / 1382.0)
 # The 2021 gradient path, bytes per weight (de7dc40: megatron/model/distributed.py,
 # megatron/optimizer/optimizer.py; PyTorch 1.8 autograd). Keyed by the gradient's bytes: fp16
 # runs keep 16-bit gradients (--accumulate-allreduce-grads-in-fp32 is off unless bf16 forces it).
-#   accumulate, per micro-batch: the weight-gradient matmul writes a new 16-bit tensor (2) and
-#     AccumulateGrad adds it into .grad (read 2 + 2, write 2) = 8; into the fp32 main_grad buffer
-#     instead (the DDP hook's main_grad.add_(grad): read 2 + 4, write 4) = 12.
+#   accumulate, per micro-batch, on top of the weight-gradient matmul's own 16-bit output (as
+#     GRAD_ACCUM_BYTES counts): AccumulateGrad adds it into .grad (read 2 + 2, write 2) = 6, from
+#     the second micro-batch on (charged on every one: m = 1 runs pay 6 B per weight too much);
+#     into the fp32 main_grad buffer instead (the DDP hook's main_grad.add_(grad), every
+#     micro-batch: read 2 + 4, write 4) = 10.
 #   sync, per step: local DDP without contiguous buffers flattens the 16-bit grads (read 2, write
 #     2), divides by dp (2 + 2) and copies the reduced tensor back (2 + 2) = 12; the fp32 buffer
 #     is only divided (4 + 4) = 8; PyTorch DDP (--DDP-impl torch) copies each grad into its bucket
 #     and back (2 + 2 twice) = 8.
 #   optimizer: 16-bit grads are cast to fp32 first (main_param.grad = grad.float(): read 2, write
 #     4) and no buffer is zeroed: 50 - 4 + 6 = 52 for fp16; fp32 buffers keep OPTIMIZER_STEP_BYTES.
-GRAD_PATH_2021 = {2: {"accumulate": 8, "sync_local": 12, "sync_torch": 8, "optimizer": 52},
-                  4: {"accumulate": 12, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
+GRAD_PATH_2021 = {2: {"accumulate": 6, "sync_local": 12, "sync_torch": 8, "optimizer": 52},
+                  4: {"accumulate": 10, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
 
 # CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
 # host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
