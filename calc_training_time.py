@@ -5163,7 +5163,9 @@ def resolve_framework_defaults(args, parser):
                (args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
                (args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
                (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
-               (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload")]
+               (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
+               (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
+                "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)")]
         why = [w for b, w in bad if b]
         if why:
             parser.error(f"--framework megatron-2021 has no {why[0]}")
