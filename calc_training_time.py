@@ -35,8 +35,12 @@ eager torchtitan / HF Llama stack (RMSNorm upcast to fp32 as several kernels, ro
 gate product apart, residual and gradient-sum adds, bias-gradient sums, the loss in fp32) and
 llm-foundry an eager MPT stack (LayerNorm, GELU, flash-attn's varlen pad/unpad copies, the fused
 loss); both with PyTorch FSDP's per-layer gradient cat, fp32 cast and pre-divide kernels and its
-per-micro-batch gathers and reduce-scatters (-z 2 = SHARD_GRAD_OP, -z 3 = FULL_SHARD). Each kernel
-is counted from the module's source (the eager_* functions cite the file), none fitted:
+per-micro-batch gathers and reduce-scatters (-z 2 = SHARD_GRAD_OP, -z 3 = FULL_SHARD). megatron-2021
+costs Megatron-LM as Narayanan et al. 2021 ran it (the sc21 artifact, NVIDIA/Megatron-LM de7dc40):
+TP all-reduces unoverlapped, no distributed optimizer, apex's LayerNorm at its measured rates, 16-bit
+gradients accumulated by autograd and reduced by local DDP's flatten / all-reduce / copy-back after
+the backward, the unfused QKV bias add and context copy, fp32 cross-entropy; flags it lacked exit 2.
+Each kernel is counted from the module's source (the eager_* functions cite the file), none fitted:
   python calc_training_time.py -l 32 -hs 4096 -a 32 -v 50368 --bias --tied-embeddings \
       --position-embedding learned --norm layernorm --gpu h100 --num-gpus 8 -b 6 \
       --global-batch-size 48 -z 3 --recompute none --framework llm-foundry
@@ -103,6 +107,36 @@ OPTIMIZER_STEP_BYTES = {"bf16": 42, "fp16": 50}
 # (megatron/core/tensor_parallel/layers.py, wgrad_gemm_accum_fp32: beta = 1), 4 + 4 B per weight
 # per micro-batch on top of the matmul's own traffic; its epilogue does not overlap its main loop.
 GRAD_ACCUM_BYTES = 8
+
+# Megatron-LM of 2021 (--framework megatron-2021): the stack of Narayanan et al. 2021 and MT-NLG, as
+# the authors' artifact runs it (NVIDIA/Megatron-LM de7dc40 "scripts for sc21", 2021-08-10,
+# examples/sc21: container pytorch:20.12, --fp16, --DDP-impl local or torch). Each figure below
+# belongs to that code; the default framework keeps today's kernels.
+# LayerNorm: Megatron's fused kernel is apex's FusedLayerNorm ("the only difference ... is in the
+# types", J. Casper, bigscience-workshop/Megatron-DeepSpeed#136); NVIDIA apex PR #1037 (2021-01-27)
+# timed it on a GA100 (fp16, 32 x 512 tokens, h 1024) at 895.8 GB/s forward (read x, write y) and
+# 572.2 GB/s backward (read dy and x, write dx), beside 1258 / 1163 GB/s for the persistent kernel
+# Megatron-LM adopted on 2021-10-08 (commit a2fdcdf). As fractions of that GPU's achievable
+# bandwidth, taking it to be an A100-40GB (1555 GB/s x gpu-stream's scale 0.889 = 1382 GB/s; the
+# new kernel's 1258 sits just under it): 0.648 forward, 0.414 backward.
+APEX_LAYERNORM_2021 = (895.8 / 1382.0, 572.2 / 1382.0)
+
+# The 2021 gradient path, bytes per weight (de7dc40: megatron/model/distributed.py,
+# megatron/optimizer/optimizer.py; PyTorch 1.8 autograd). Keyed by the gradient's bytes: fp16
+# runs keep 16-bit gradients (--accumulate-allreduce-grads-in-fp32 is off unless bf16 forces it).
+#   accumulate, per micro-batch, on top of the weight-gradient matmul's own 16-bit output (as
+#     GRAD_ACCUM_BYTES counts): AccumulateGrad adds it into .grad (read 2 + 2, write 2) = 6, from
+#     the second micro-batch on (charged on every one: m = 1 runs pay 6 B per weight too much);
+#     into the fp32 main_grad buffer instead (the DDP hook's main_grad.add_(grad), every
+#     micro-batch: read 2 + 4, write 4) = 10.
+#   sync, per step: local DDP without contiguous buffers flattens the 16-bit grads (read 2, write
+#     2), divides by dp (2 + 2) and copies the reduced tensor back (2 + 2) = 12; the fp32 buffer
+#     is only divided (4 + 4) = 8; PyTorch DDP (--DDP-impl torch) copies each grad into its bucket
+#     and back (2 + 2 twice) = 8.
+#   optimizer: 16-bit grads are cast to fp32 first (main_param.grad = grad.float(): read 2, write
+#     4) and no buffer is zeroed: 50 - 4 + 6 = 52 for fp16; fp32 buffers keep OPTIMIZER_STEP_BYTES.
+GRAD_PATH_2021 = {2: {"accumulate": 6, "sync_local": 12, "sync_torch": 8, "optimizer": 52},
+                  4: {"accumulate": 10, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
 
 # CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
 # host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
@@ -3900,7 +3934,13 @@ def memory_time_s(nbytes, kernels, *, hw):
 # read + written per token (per parameter for the gradient copies); a = 2 (bf16), 4 = fp32.
 # ------------------------------------------------------------------------------------------------
 
-FRAMEWORKS = ("megatron", "pytorch", "llm-foundry")
+FRAMEWORKS = ("megatron", "megatron-2021", "pytorch", "llm-foundry")
+
+
+def eager_framework(lay):
+    """True for the eager PyTorch stacks (pytorch, llm-foundry); megatron and megatron-2021 run
+    Megatron-LM's fused kernels."""
+    return lay.get("framework", "megatron") in ("pytorch", "llm-foundry")
 
 
 def eager_norm_kernels(*, norm, width):
@@ -4195,13 +4235,14 @@ def layer_compute_s(layer, *, h, lay, hw):
         other_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
         other_kernels += 6
     # norms (one per block), residual add (+ bias, dropout mask) per block: Korthikanti Table 2's tensors
-    ew_bytes += blocks * (2 * a * mt * h + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
-    ew_kernels += 2 * blocks
+    y2021 = lay.get("framework", "megatron") == "megatron-2021"
+    ew_bytes += blocks * ((0 if y2021 else 2 * a * mt * h) + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
+    ew_kernels += (1 if y2021 else 2) * blocks
     if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: their hc x h residual streams
         # are read and written once per block (small matmuls, memory-bound; an assumption)
         ew_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
         other_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
-    if lay.get("framework", "megatron") != "megatron":
+    if eager_framework(lay):
         # eager PyTorch: each unfused kernel of the modules' source; weight-gradient kernels are
         # charged per FSDP unit in evaluate (eager_grad_kernels_bytes), not here
         kf, kb = eager_layer_kernels(layer, h=h, tp=tp, style=lay["framework"], norm=lay["norm"])
@@ -4214,9 +4255,29 @@ def layer_compute_s(layer, *, h, lay, hw):
         return parts, overlap, blocks
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
+    accum = GRAD_ACCUM_BYTES
+    if y2021:  # apex's LayerNorm at its measured rates (APEX_LAYERNORM_2021): read x, write y; dy, x -> dx
+        lnf, lnb = APEX_LAYERNORM_2021
+        ef += blocks * memory_time_s(2 * a * mt * h / lnf, 1, hw=hw)
+        eb += blocks * memory_time_s(3 * a * mt * h / lnb, 2, hw=hw)
+        accum = GRAD_PATH_2021[lay["grad_bytes"]]["accumulate"]
+        for attn in layer["attention"]:
+            if attn["span"] == "state":
+                continue
+            ar = attention_on_rank(attn, tp=tp)
+            dq, dv = attention_head_dims(ar)
+            qkv = ar["heads"] * dq + ar["kv_heads"] * (dq + dv)
+            ctx = ar["heads"] * dv
+            # de7dc40 megatron/model/transformer.py under PyTorch 1.8: F.linear on the 3-D [s, b, h]
+            # input is a matmul plus a separate `output += bias` (read 2 + write 2 per output
+            # element), and its bias gradient a token sum (read 2); the context layer's
+            # permute(2, 0, 1, 3).contiguous() copies (2 + 2) and so does its gradient's reshape
+            qb = bool(attn.get("qkv_bias"))
+            ef += memory_time_s(a * m * ((2 * qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
+            eb += memory_time_s(a * m * ((qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
     _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
     ne, ex = layer_params_per_rank(layer, h=h, norm=lay["norm"], tp=tp, etp=etp, ep=ep)
-    _add(parts, "grad_accumulation", 0.0, (ne + ex) * GRAD_ACCUM_BYTES / hw["mem_bw"])
+    _add(parts, "grad_accumulation", 0.0, (ne + ex) * accum / hw["mem_bw"])
     return parts, overlap, blocks
 
 
@@ -4312,19 +4373,30 @@ def head_and_embedding_s(spec, *, lay, hw, net):
     first = (emb, 2 * emb)
     lf, lb = linear_times_s(m, V // tp, p, hw=hw, dtype_bytes=lay["matmul_bytes"])
     ce = memory_time_s(3 * 4 * m * V / tp, 3, hw=hw)
+    ce_b = ce
     norm = memory_time_s(4 * m * h / (tp if lay["sp"] else 1), 1, hw=hw)
+    norm_b = 2 * norm
+    if lay.get("framework", "megatron") == "megatron-2021":
+        # megatron/model/gpt_model.py: vocab_parallel_cross_entropy(output.float(), labels), the
+        # kernels of megatron/mpu/cross_entropy.py (de7dc40): .float() 2+4, max 4, sub_ 4+4, exp
+        # 4+4, sum 4, div_ 4+4 forward; mul_ 4+4 and the cast back 4+2 backward (per logit)
+        ce = memory_time_s(38 * m * V / tp, 6, hw=hw)
+        ce_b = memory_time_s(14 * m * V / tp, 3, hw=hw)
+        lnf, lnb = APEX_LAYERNORM_2021
+        norm = memory_time_s(4 * m * h / lnf, 1, hw=hw)  # apex's kernel at its measured share of bandwidth
+        norm_b = memory_time_s(6 * m * h / lnb, 2, hw=hw)
     red = 3 * comm_time_s("all_reduce", 4 * m, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
     if lay["sp"] and tp > 1:  # gather the sequence-parallel shards before the output matmul
         red += comm_time_s("all_gather", 2 * m * h, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
     fw = lay.get("framework", "megatron")
-    if fw != "megatron":
+    if eager_framework(lay):
         mt = m / tp if lay["sp"] else m
         nf, nb = eager_norm_kernels(norm=spec["norm"], width=h)
         cf, cb = eager_loss_kernels(style=fw, vocab=V / tp)
         tf = eager_kernels_time_s([(x, "mt") for x in nf] + [(x, "m") for x in cf], tokens=m, tokens_sp=mt, hw=hw)
         tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
         return first, (lf + tf + red, lb + tb + red)
-    last = (lf + ce + norm + red, lb + ce + 2 * norm + red)
+    last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
     return first, last
 
 
@@ -4438,14 +4510,18 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
 
 def optimizer_s(params_local, *, lay, hw):
     """Optimizer step seconds on one GPU: Megatron-LM's optimizer kernels stream
-    OPTIMIZER_STEP_BYTES per held parameter (1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
+    OPTIMIZER_STEP_BYTES per held parameter (GRAD_PATH_2021's for megatron-2021's 16-bit gradients;
+    1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
     host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
     (ZeRO-Offload, Ren et al. 2021)."""
     shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
     p = params_local / shard
     if lay["offload"]:
         return p * 6 / hw["pcie"] + p / CPU_ADAM_PARAMS_PER_S
-    return memory_time_s(p * OPTIMIZER_STEP_BYTES[lay["precision16"]], 5, hw=hw)
+    nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
+    if lay.get("framework", "megatron") == "megatron-2021":
+        nbytes = GRAD_PATH_2021[lay["grad_bytes"]]["optimizer"] or nbytes
+    return memory_time_s(p * nbytes, 5, hw=hw)
 
 
 def memory_config(spec, lay, c0):
@@ -4488,6 +4564,11 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         act *= spec.get("residual_streams", 1)
         p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
                           net=net, gpus_per_node=G)
+        if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
+            # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
+            # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
+            # rank sends 1/tp of the tensor, the receiver all-gathers it over NVLink, unoverlapped
+            p2p += comm_time_s("all_gather", act, n=lay["tp"], stride=1, net=net, gpus_per_node=G)
     layers = spec["layers"]
     for st in range(pp):
         comp, comm, kinds = {}, {}, {}
@@ -4513,7 +4594,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
                                               stage=st, layers_held=by_stage[st])[:2]
         params_by_stage.append(cache[pk])
-        if lay.get("framework", "megatron") != "megatron":
+        if eager_framework(lay):
             _sum_into(comp, {"grad_casts_and_copies": eager_grad_s(sum(cache[pk]), len(by_stage[st]), lay=lay, hw=hw)})
         fwd = sum(v[0] for v in comp.values()) + sum(v[0] for v in comm.values())
         bwd = sum(v[1] + v[2] for v in comp.values()) + sum(v[1] + v[2] for v in comm.values())
@@ -4526,7 +4607,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
     # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
     z3 = 0.0
-    eager = lay.get("framework", "megatron") != "megatron"
+    eager = eager_framework(lay)
     if lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] > 1 and not eager:
         ne, ex = params_by_stage[0]
         per_layer = (ne + ex) / max(len(by_stage[0]), 1)
@@ -4541,11 +4622,18 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         dp_exp = 0.0
     worst = max(range(pp), key=lambda i: stage_s[i])
     opt = optimizer_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
+    copies = 0.0
+    if lay.get("framework", "megatron") == "megatron-2021" and (not lay["dp_overlap"] or lay["dp"] * lay["cp"] > 1):
+        # the 2021 gradient sync's copies (GRAD_PATH_2021): local DDP runs them after the pipeline
+        # drains for any dp; PyTorch DDP's bucket copies run on the compute stream in the backward
+        path = GRAD_PATH_2021[lay["grad_bytes"]]
+        copies = memory_time_s(sum(params_by_stage[worst]) * path["sync_torch" if lay["dp_overlap"] else "sync_local"],
+                               3, hw=hw)
     tied = 0.0
     if pp > 1 and spec["tied_embeddings"]:  # Megatron-LM all-reduces the two embedding copies' grads
         tied = comm_time_s("all_reduce", spec["vocab_size"] * spec["word_embed_proj_dim"] / lay["tp"] * lay["grad_bytes"],
                            n=2, stride=lay["tp"] * lay["cp"] * lay["dp"] * (pp - 1), net=net, gpus_per_node=G)
-    step = pipe + dp_exp + z3 + opt + tied
+    step = pipe + dp_exp + z3 + opt + tied + copies
     # breakdown: the slowest stage's components x m, then what the schedule and the step add
     comp, comm = stage_parts[worst]
     breakdown = {}
@@ -4560,6 +4648,8 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     if z3:  # PyTorch FSDP's per-layer gathers and reduce-scatters, or ZeRO-3's gathers
         breakdown["exposed_fsdp_comm" if eager else "exposed_zero3_gather"] = z3
     breakdown["optimizer_step"] = opt
+    if copies:
+        breakdown["grad_sync_copies"] = copies
     gbs = lay["global_batch_size"]
     n = lay["num_gpus"]
     model_flops = gbs * flops["model"]
@@ -4710,6 +4800,8 @@ def check_layout(spec, lay):
         return f"{L} layers do not split evenly over pp x vp = {pp} x {vp}"
     if vp > 1 and pp == 1:
         return "--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1"
+    if vp > 1 and pp <= 2 and lay.get("framework") == "megatron-2021":  # de7dc40 megatron/arguments.py
+        return "Megatron-LM of 2021 interleaves only with --pipeline-parallel-size > 2"
     for layer, _, _ in layer_groups(spec):
         for x in layer["attention"]:
             if x["heads"] % tp:
@@ -4770,6 +4862,9 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
     cps = [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= 4096)]
     evaluated, rows, cache = 0, [], {}
     groups = []
+    y2021 = base.get("framework") == "megatron-2021"  # no SP, ZeRO, selective recompute or offload then
+    if y2021:
+        cps = [1]
     for tp in tps:
         for cp in cps:
             for pp in _divisors(L):
@@ -4780,14 +4875,14 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
                     continue
                 vps = [1] + ([v for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
                 eps = [1]
-                if moe:
+                if moe and not y2021:
                     E = math.gcd(*[x["num_experts"] for x in moe])
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
                 for vp in vps:
                     for ep in eps:
-                        for zero in ((1, 3) if pp == 1 else (1,)):
+                        for zero in ((0,) if y2021 else (1, 3) if pp == 1 else (1,)):
                             groups.append((tp, cp, pp, vp, ep, zero, dp))
-    for offload in (False, True):
+    for offload in ((False,) if y2021 else (False, True)):
         for gi, (tp, cp, pp, vp, ep, zero, dp) in enumerate(groups):
             if progress:
                 progress(gi + (len(groups) if offload else 0), 2 * len(groups) if offload else len(groups))
@@ -4796,11 +4891,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
             gbs_dp = gbs // dp * dp
             mbs_all = _divisors(gbs_dp // dp, 64)
             for rc in RECOMPUTE:
-                if rc == "selective" and base["flash_attention"]:
+                if rc == "selective" and (base["flash_attention"] or y2021):
                     continue  # a fused attention kernel stores no s x s scores: selective = none
                 for b in mbs_all:
                     lay = dict(base, global_batch_size=gbs_dp, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep,
-                               etp=1 if ep > 1 else tp, sp=tp > 1,
+                               etp=1 if ep > 1 else tp, sp=tp > 1 and not y2021,
                                zero_stage=zero, micro_batch_size=b, recompute=rc, offload=offload)
                     if check_layout(spec, lay):
                         continue
@@ -4905,32 +5000,41 @@ def build_parser():
                      help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
     lay.add_argument("--sequence-parallel", action=bo, default=False,
                      help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
-    lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=1,
-                     help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding)")
+    lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=None,
+                     help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding; "
+                          "default 1, 0 under --framework megatron-2021)")
     lay.add_argument("--micro-batch-size", "-b", type=bounded_int, default=None,
                      help="sequences per micro-batch per replica (default: the fastest that fits)")
     lay.add_argument("--global-batch-size", type=bounded_int, default=None,
                      help="sequences per step (default: dp x micro-batch)")
     lay.add_argument("--sequence-length", "-s", type=bounded_int, default=2048)
-    lay.add_argument("--recompute", choices=RECOMPUTE, default="selective",
-                     help="activation recompute (default selective)")
+    lay.add_argument("--recompute", choices=RECOMPUTE, default=None,
+                     help="activation recompute (default selective; full under --framework megatron-2021)")
     lay.add_argument("--offload", action=bo, default=False,
                      help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
     k = p.add_argument_group("framework")
     k.add_argument("--framework", choices=FRAMEWORKS, default="megatron",
-                   help="kernels of the training stack: megatron (fused, the default), pytorch (eager "
+                   help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
+                        "(Megatron-LM as Narayanan et al. 2021 ran it: no TP-overlap, no distributed "
+                        "optimizer, apex LayerNorm, 16-bit gradients), pytorch (eager "
                         "torchtitan / HF Llama modules: unfused norms, rope, activations, fp32 loss, FSDP's "
                         "gradient casts and copies), llm-foundry (eager MPT modules: flash-attn varlen "
                         "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD")
-    k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16"), default="fp32",
-                   help="dtype gradients are reduced in (default fp32; bf16 = composer's FSDP PURE)")
-    k.add_argument("--flash-attention", action=bo, default=True,
-                   help="fused attention kernel (default on); off: eager matmuls + softmax over s x s")
+    k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16", "fp16"), default=None,
+                   help="dtype gradients are accumulated and reduced in (default fp32; bf16 = composer's FSDP "
+                        "PURE; megatron-2021: the 16-bit --dtype for fp16, fp32 = its "
+                        "--accumulate-allreduce-grads-in-fp32, fp32 for bf16)")
+    k.add_argument("--flash-attention", action=bo, default=None,
+                   help="fused attention kernel (default on, off under megatron-2021); off: eager matmuls + "
+                        "softmax over s x s")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
-    k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default="backward",
-                   help="which TP collectives hide behind matmuls (default backward, Megatron-LM's)")
-    k.add_argument("--dp-overlap", action=bo, default=True,
-                   help="gradient reduction bucketed under the last backward (default on)")
+    k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
+                   help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
+                        "under megatron-2021)")
+    k.add_argument("--dp-overlap", action=bo, default=None,
+                   help="gradient reduction bucketed under the last backward (default on; off under "
+                        "megatron-2021, whose local DDP reduces after the backward: pass --dp-overlap for "
+                        "its --DDP-impl torch)")
     k.add_argument("--dp-bucket-mparams", type=finite_float, default=40.0,
                    help="gradient bucket, millions of parameters (default 40, Megatron-LM's)")
     k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
@@ -5013,7 +5117,7 @@ def assumptions(hw, lay):
             + (" and dropout" if lay["dropout"] else "")),
            f"memory-bound work at {hw['mem_bw'] / 1e9:,.0f} GB/s achievable",
            f"TP comm overlap: {lay['tp_comm_overlap']}; DP gradient reduction "
-           + ("per layer under FSDP (see framework)" if lay.get("framework", "megatron") != "megatron"
+           + ("per layer under FSDP (see framework)" if eager_framework(lay)
               and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1
               else "bucketed under the last backward" if lay["dp_overlap"] else "after the backward, exposed"),
            f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
@@ -5024,6 +5128,14 @@ def assumptions(hw, lay):
     fw = lay.get("framework", "megatron")
     if fw == "megatron":
         out.append("framework megatron: fused bias-activation, norm and softmax kernels, fused fp32 gradient accumulation")
+    elif fw == "megatron-2021":
+        out.append("framework megatron-2021: Megatron-LM of 2021 (sc21 artifact): fused bias-activation and softmax, "
+                   f"apex LayerNorm at its measured {APEX_LAYERNORM_2021[0]:.2f} / {APEX_LAYERNORM_2021[1]:.2f} of "
+                   "achievable bandwidth, unfused QKV bias add and context copy, "
+                   + ("16-bit gradients accumulated by autograd, flattened, divided and copied back around the "
+                      "all-reduce" if lay["grad_bytes"] == 2 else "fp32 gradients accumulated into main_grad by "
+                      "a hook and divided before the all-reduce")
+                   + ", fp32 cross-entropy over .float() logits")
     else:
         out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
                    "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
@@ -5032,6 +5144,44 @@ def assumptions(hw, lay):
     if lay["matmul_bytes"] == 1:
         out.append("fp8: matmuls at the fp8 rate and ceiling; the casts to fp8 and their scales are not costed")
     return out
+
+
+# What a left-out flag means under each framework. Megatron-LM of 2021 (de7dc40, the sc21 artifact)
+# had no distributed optimizer (added 2022-02, 329fe58), all-reduced the TP input gradient
+# synchronously in the backward (megatron/mpu/mappings.py; the overlap came 2021-09, 16c9044), no
+# fused attention kernel (FlashAttention: Dao et al. 2022), recomputed whole layers
+# (--checkpoint-activations, as every Table 1 run), reduced gradients after the backward with its
+# default local DDP, in the 16-bit parameter dtype for fp16 (arguments.py forces fp32 only for bf16).
+FRAMEWORK_DEFAULTS = {
+    "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
+                      "recompute": "full", "dp_overlap": False},
+    "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
+                "recompute": "selective", "dp_overlap": True}}
+
+
+def resolve_framework_defaults(args, parser):
+    """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
+    line, a megatron-2021 run asking for what that code did not have."""
+    y2021 = args.framework == "megatron-2021"
+    if y2021:
+        bad = [(args.zero_stage not in (None, 0), f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
+               (args.tp_comm_overlap not in (None, "none"), f"--tp-comm-overlap {args.tp_comm_overlap} "
+                "(the TP all-reduces ran synchronously)"),
+               (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
+               (args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
+               (args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
+               (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
+               (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
+               (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
+                "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)")]
+        why = [w for b, w in bad if b]
+        if why:
+            parser.error(f"--framework megatron-2021 has no {why[0]}")
+    for k, v in FRAMEWORK_DEFAULTS["megatron-2021" if y2021 else "default"].items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.grad_reduce_dtype is None:
+        args.grad_reduce_dtype = "fp16" if y2021 and args.dtype == "fp16" else "fp32"
 
 
 def main(argv=None):
@@ -5048,6 +5198,7 @@ def main(argv=None):
         spec, notes = resolve_model_spec(args)
     except ValueError as exc:
         parser.error(str(exc))
+    resolve_framework_defaults(args, parser)
     hw, net, hw_notes = resolve_hardware(args, parser)
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
