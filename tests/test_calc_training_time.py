@@ -110,7 +110,7 @@ def _table5_errors(capsys):
     return errs
 
 
-@pytest.mark.xfail(strict=True, reason="mean |error| 3.5% and max 7.4% (22B selective+SP, -7.4%) against "
+@pytest.mark.xfail(strict=True, reason="mean |error| 3.23% and max 7.4% (22B selective+SP, -7.4%) against "
                    "the issue's 3% / 6%: VALIDATION.md, training-time section")
 def test_korthikanti_table5_within_the_issue_bounds(capsys):
     errs = _table5_errors(capsys)
@@ -153,15 +153,51 @@ TABLE1 = [(24, 2304, 24, 1, 1, 32, 512, 137, 16, 1, True), (32, 3072, 30, 2, 1, 
           (128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3, False), (160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1, False)]
 
 
-@pytest.mark.xfail(strict=True, reason="2 of 10 rows within 10%; the model runs 8-16% fast on every row "
-                   "(VALIDATION.md, training-time section)")
-def test_narayanan_table1_every_row_within_10_percent(capsys):
+def _table1_row(row):
+    # 76.1B (tp 8, pp 4, vp 3) stays 12.2% fast under megatron-2021: the 2021 stack's per-kernel speed
+    # and a cost per chunk switch that grows with vp have no source (VALIDATION.md)
+    marks = (pytest.mark.xfail(strict=True, reason="ours -12.2% (VALIDATION.md, megatron-2021)")
+             if row[1] == 10240 else ())
+    return pytest.param(row, marks=marks, id=f"h{row[1]}")
+
+
+@pytest.mark.parametrize("row", [_table1_row(r) for r in TABLE1])
+def test_narayanan_table1_within_10_percent_as_megatron_2021(row, capsys):
+    """Each row with --framework megatron-2021 (the authors' sc21 artifact: fp16, local DDP above
+    18.4B, torch DDP below, no TP overlap, no distributed optimizer): none of its figures came from
+    these rows (GRAD_PATH_2021 counted from the code, APEX_LAYERNORM_2021 from apex PR #1037)."""
+    a, h, L, tp, pp, n, B, tflops, mbs, vp, torch_ddp = row
+    F = 96 * B * 2048 * L * h * h * (1 + 2048 / (6 * h) + 51200 / (16 * L * h))
+    r = run(gpt(L, h, a) + ["-tp", str(tp), "-pp", str(pp), "--num-gpus", str(n), "--global-batch-size", str(B),
+                            "-b", str(mbs), "-vp", str(vp), "--framework", "megatron-2021"]
+            + (["--dp-overlap"] if torch_ddp else []), capsys)
+    assert r["step_time_s"] == pytest.approx(F / (n * tflops * 1e12), rel=0.10), (h, r["step_time_s"])
+
+
+@pytest.mark.xfail(strict=True, reason="2 of 10 rows within 10% with today's Megatron-LM kernels: the "
+                   "2021 stack's differences are --framework megatron-2021 (VALIDATION.md)")
+def test_narayanan_table1_every_row_within_10_percent_default_framework(capsys):
     for a, h, L, tp, pp, n, B, tflops, mbs, vp, torch_ddp in TABLE1:
         F = 96 * B * 2048 * L * h * h * (1 + 2048 / (6 * h) + 51200 / (16 * L * h))
         r = run(gpt(L, h, a) + ["-tp", str(tp), "-pp", str(pp), "--num-gpus", str(n), "--global-batch-size", str(B),
                                 "-b", str(mbs), "-vp", str(vp), "--recompute", "full", "--no-sequence-parallel",
                                 "--dp-overlap" if torch_ddp else "--no-dp-overlap"], capsys)
         assert r["step_time_s"] == pytest.approx(F / (n * tflops * 1e12), rel=0.10), (h, r["step_time_s"])
+
+
+@pytest.mark.parametrize("flags,text", [(["-z", "1"], "-z 1"), (["--sequence-parallel"], "--sequence-parallel"),
+                                        (["--recompute", "selective"], "selective"),
+                                        (["--flash-attention"], "--flash-attention"),
+                                        (["-pp", "2", "-vp", "2"], "interleaves")])
+def test_megatron_2021_refuses_what_that_code_did_not_have(flags, text, capsys):
+    code = None
+    try:
+        T.main(gpt(24, 2304, 24) + ["-tp", "2", "--num-gpus", "8", "--global-batch-size", "16", "-b", "1",
+                                    "--framework", "megatron-2021"] + flags)
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and text in err and err.count("\n") == 1, err
 
 
 @pytest.mark.xfail(strict=True, reason="MT-NLG's DeepSpeed runs take 60.1/50.2/44.4 s; the model gives "
