@@ -3871,7 +3871,8 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
       * a request's own prompt takes W_p = s / (token_budget - decodes) steps (at least 1); the
         other C - 1 requests are spread over their cycle (decoding a (o-1)/(W+o-1) share of it);
       * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
-        TTFT = W_p steps carrying its own prompt plus W - W_p steps of waiting at the mean step.
+        TTFT = half a mean step (the step running when it arrives: it joins at the next boundary),
+        W_p steps carrying its own prompt, and W - W_p steps of waiting at the mean step.
     Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
     attention, whose cost is linear in the context). With dp data-parallel attention groups, each
     group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
@@ -3901,10 +3902,14 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     dec = mixed_step(spec, hw, decodes=dp * (1 + d_other if o > 1 else d_other), prefill_tokens=dp * p_other, **kw)
     pre = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * (p_other + s / w_p), **kw)
     mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
-    ttft = w_p * pre["time_s"] + (w - w_p) * mean_step
+    # an arrival joins at the next step boundary: with C > 1 a step is running when it comes, and a
+    # random instant falls on average half-way through it (the mean residual of near-constant steps,
+    # E[S^2] / 2E[S]; Kleinrock 1975 sec. 5.2); alone (C = 1, closed loop) it finds the engine idle
+    residual = mean_step / 2 if (open_loop or C * dp > 1) else 0.0
+    ttft = residual + w_p * pre["time_s"] + (w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
-    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w,
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
             "prompt_steps": w_p, "queue_steps": w - w_p, "decodes_per_step": (1 if o > 1 else 0) + d_other,
             "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
             "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
