@@ -71,6 +71,11 @@ Conventions and assumptions:
     o - 1 decodes) and the throughput; TPOT is the mean step a decoding request shares with the
     others, TTFT its own prompt steps plus the waiting. The KV pool (memory share less weights)
     caps C: past it, exit 2 with what fits. A fluid mean, no simulation of the randomness.
+  * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), bits and
+    concurrency (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
+    front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
+    pools (DistServe: decode-only steps, prefill batches queued M/D/1, the KV cache sent between
+    the pools), split over the budget in whole replicas.
   * Throughput per GPU divides by tp x dp x pp; with pp > 1 and one batch in flight the stages idle in
     turn, so it is the lower bound of what pipelined serving would reach.
 
@@ -112,6 +117,8 @@ Examples:
       --serving-stack tensorrt-llm
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --search --num-gpus 8 \\
+      -s 2000 -o 200 --max-ttft-ms 300 --max-tpot-ms 20 --disaggregated
   python calc_inference_latency.py --hf_model_name_or_path deepseek-v3.json --gpu h100 -tp 1 -dp 16 -ep 16 \\
       --serving-stack sglang -c 1024 -s 2000 -o 200
 
@@ -126,6 +133,9 @@ References:
   Llama 4 (chunked attention: transformers' Llama4TextConfig attention_chunk_size); DeepSeek-AI 2025, "DeepSeek-V3.2", sec. 2.1
   (lightning indexer, top-k sparse attention); Meituan 2025, "LongCat-Flash", sec. 2.1 (zero-
   computation experts).
+  Zhong et al. 2024, "DistServe" (disaggregated prefill and decode); Kleinrock 1975, "Queueing
+  Systems" vol. 1 (M/D/1 waiting, residual service time); Raab & Steger 1998, "Balls into Bins";
+  Lepikhin et al. 2021, "GShard" (expert all-to-all); DeepSeek-AI, DeepEP README (dispatch/combine).
   Agrawal et al. 2024, "Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve"
   (chunked prefill); Little 1961 (L = lambda W); Wolff 1982 (Poisson arrivals see time averages).
   Validation: FasterTransformer docs/gpt_guide.md tables; TensorRT-LLM docs/source/performance.md
@@ -4445,6 +4455,8 @@ def build_parser():
     g.add_argument("--max-ttft-ms", type=finite_float, default=None, help="TTFT target, ms (mean; default none)")
     g.add_argument("--max-tpot-ms", type=finite_float, default=None,
                    help="time-per-output-token target, ms (mean; default none)")
+    g.add_argument("--disaggregated", action="store_true",
+                   help="also try prefill and decode on separate GPU pools, the KV cache sent between them")
     g.add_argument("--top", type=bounded_int, default=10, help="rows of the front printed (default 10)")
     g.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the front with matplotlib (only if installed)")
@@ -4488,8 +4500,8 @@ def validate(args, parser, spec):
             v = getattr(args, name)
             if v is not None and not v > 0:
                 parser.error(f"--{name.replace('_', '-')} must be positive, got {v}")
-    elif args.plot:
-        parser.error("--plot draws the front --search finds; add --search")
+    elif args.plot or args.disaggregated:
+        parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
 
 
 def layout_problem(spec, *, tp, pp, dp, ep):
@@ -4600,6 +4612,122 @@ def pareto_front(points):
     return front
 
 
+def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft):
+    """A prefill-only replica (disaggregated serving): it runs batches of b = budget // s prompts
+    (at least 1; at most what its KV pool holds) back to back, each batch taking t_b (forward_pass
+    plus the step cost), so it serves mu = b / t_b requests/s. At load rho = R / mu an arriving
+    prompt waits rho t_b / (2 (1 - rho)) (M/D/1, Kleinrock 1975 sec. 5.6), then runs in a batch
+    rho b full (at least its own prompt), then its KV cache crosses to the decode pool
+    (kv_transfer_s); TTFT adds the stack's per-request cost. Returns (requests/s per replica at the
+    highest load whose TTFT meets max_ttft, the TTFT there) or None when even an idle replica
+    misses it. Without a target the load stops at 0.9 (a queue near saturation grows without
+    bound)."""
+    tp, pp, dp, ep = lay
+    budget = hw["token_budget"] or math.inf
+    step = hw["step_overhead_s"]
+
+    def pass_s(b):
+        return forward_pass(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, batch=b, new_tokens=s, context_before=0,
+                            absorbed=False, **bits)["time_s"] + step
+    b = max(1, min(int(budget // s) if budget < math.inf else 64, 64 * dp))
+    t1, tb = pass_s(min(dp, b)), pass_s(b)
+    fixed = kv_transfer_s + hw["request_overhead_s"]
+
+    def ttft(rho):
+        return rho * tb / (2 * (1 - rho)) + t1 + (tb - t1) * rho + fixed
+    if ttft(0.0) > max_ttft:
+        return None
+    lo, hi = 0.0, (0.999 if max_ttft < math.inf else 0.9)
+    if ttft(hi) > max_ttft:
+        for _ in range(40):  # TTFT grows with the load: the highest rho that meets the target
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if ttft(mid) <= max_ttft else (lo, mid)
+    else:
+        lo = hi
+    return {"rate": lo * b / tb, "mu": b / tb, "ttft": ttft}
+
+
+def kv_transfer_s(spec, hw, *, s, kv_bits, a_bits, state_bits, gpus_p, gpus_d, cross_node):
+    """Seconds to move one request's cache (all layers, s tokens, at kv_bits) from the prefill
+    replica to the decode replica: the bytes spread over min(gpus_p, gpus_d) parallel links, over
+    the network (the NIC per GPU x SCALE_OUT_EFFICIENCY) when the pools sit in different nodes,
+    else NVLink; plus one NCCL call cost (NIXL/Mooncake-style one-sided RDMA writes)."""
+    c = cache_bytes_per_gpu(spec, tp=1, pp=1, batch=1, context=s, kv_bits=kv_bits, a_bits=a_bits,
+                            state_bits=state_bits)
+    nbytes = c["kv"] + c["indexer"] + c["state"]
+    net = layout_net(hw)
+    bw = net["inter_bytes_per_s"] if cross_node else net["intra_bytes_per_s"]
+    return hw.get("nccl_latency_s", 0.0) + nbytes / (min(gpus_p, gpus_d) * bw)
+
+
+def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_tpot):
+    """--disaggregated: prefill and decode on separate GPU pools (DistServe, Zhong et al. 2024;
+    Splitwise). Decode replicas run decode-only steps at concurrency C (TPOT = the step; each
+    request spends o - 1 steps there, so C / ((o - 1) TPOT) requests/s); prefill replicas serve at
+    the highest load whose TTFT (queueing, its batch, the KV transfer) meets the target
+    (prefill_pool_rate). For every decode point and each of the three prefill layouts with the most
+    requests/s per GPU at the same bits, every split of the GPU budget into whole replicas; the
+    request rate is the smaller pool's. Returns (points, evaluated)."""
+    N, s, o = args.num_gpus, args.prompt_tokens, args.output_tokens
+    if o < 2:
+        return [], 0
+    pools_cross = N > (hw_for(1, 1, 1, 16).get("gpus_per_node") or N)
+    prefill = {}  # bits -> [(rate per GPU, lay, gpus, rate per replica, ttft)]
+    decode = []
+    evaluated = 0
+    for lay in layouts:
+        tp, pp, dp, ep = lay
+        gpus = tp * pp * dp
+        if gpus > N - 1:
+            continue
+        for wb, ab, kvb, eb in options:
+            hw = hw_for(tp, pp, dp, ab)
+            bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=args.state_bits)
+            w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
+            _, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
+                                               kv_bits=kvb, a_bits=ab, state_bits=args.state_bits, dp=dp)
+            if cap < 1:
+                continue
+            xfer = kv_transfer_s(spec, hw, s=s, kv_bits=kvb, a_bits=ab, state_bits=args.state_bits,
+                                 gpus_p=gpus, gpus_d=gpus, cross_node=pools_cross)
+            got = prefill_pool_rate(spec, hw, lay=lay, bits=bits, s=s, kv_transfer_s=xfer, max_ttft=max_ttft)
+            evaluated += 1
+            if got:
+                prefill.setdefault((wb, ab, kvb), []).append((got["rate"] / gpus, lay, gpus, got))
+            for c in _powers_of_two(cap) + ([cap] if cap & (cap - 1) else []):
+                st = mixed_step(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, decodes=c, decode_context=s + (o - 2) // 2,
+                                prefill_tokens=0, prompt_tokens=s, bits=bits)
+                evaluated += 1
+                if st["time_s"] > max_tpot:
+                    break
+                decode.append(((wb, ab, kvb), lay, gpus, c, st["time_s"], w_bytes + per_req * math.ceil(c / dp)))
+    points = []
+    for key, lay, gpus_d, c, tpot, mem in decode:
+        lam = c / ((o - 1) * tpot)  # requests/s per decode replica
+        for _, play, gpus_p, pre in sorted(prefill.get(key, []), key=lambda x: -x[0])[:3]:
+            best = None
+            for r_d in range(1, (N - gpus_p) // gpus_d + 1):
+                r_p = (N - r_d * gpus_d) // gpus_p
+                rate = min(r_p * pre["rate"], r_d * lam)
+                used = r_p * gpus_p + r_d * gpus_d
+                if best is None or rate / used > best[0] / best[3]:
+                    best = (rate, r_p, r_d, used)
+            if best is None:
+                continue
+            rate, r_p, r_d, used = best
+            evaluated += 1
+            ttft = pre["ttft"](rate / (r_p * pre["mu"]))  # at the load the pair actually carries
+            tp, pp, dp, ep = lay
+            points.append({"tp": tp, "pp": pp, "dp": dp, "ep": ep, "replicas": r_d, "gpus_per_replica": gpus_d,
+                           "weight_bits": key[0], "activation_bits": key[1], "kv_cache_bits": key[2],
+                           "concurrency": c, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": ttft + (o - 1) * tpot,
+                           "tokens_per_s_per_user": 1.0 / tpot, "tokens_per_s_per_gpu": rate * o / used,
+                           "total_tokens_per_s": rate * o, "memory_bytes_per_gpu": mem,
+                           "prefill": {"tp": play[0], "pp": play[1], "dp": play[2], "ep": play[3],
+                                       "replicas": r_p, "gpus_per_replica": gpus_p}})
+    return points, evaluated
+
+
 def search_serving(spec, args, parser, fmt):
     """--search: for every layout (serving_layouts) and bit option (search_bit_options), the
     steady state at concurrency 1, 2, 4, ... up to the KV pool (serve_steady_state's model, the
@@ -4621,6 +4749,16 @@ def search_serving(spec, args, parser, fmt):
     options = search_bit_options(args, fmt, low_ok)
     points, evaluated, best = [], 0, {"ttft": None, "tpot": None}
     hw_cache, caps = {}, {}
+
+    def hw_for(tp, pp, dp, ab):
+        key = (tp, pp, dp, ab)
+        if key not in hw_cache:
+            a = argparse.Namespace(**vars(args))
+            a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size = tp, pp, dp
+            a.activation_bits = ab
+            hw_cache[key] = resolve_hardware(a, parser)[0]
+        return hw_cache[key]
+
     layouts = list(serving_layouts(spec, N))
     shown = t0 + 1.0  # progress on stderr once the search has run a second, then every second
     for i, (tp, pp, dp, ep) in enumerate(layouts):
@@ -4629,13 +4767,7 @@ def search_serving(spec, args, parser, fmt):
             shown = time.perf_counter() + 1.0
         gpus = tp * pp * dp
         for wb, ab, kvb, eb in options:
-            key = (tp, pp, dp, ab)
-            if key not in hw_cache:
-                a = argparse.Namespace(**vars(args))
-                a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size = tp, pp, dp
-                a.activation_bits = ab
-                hw_cache[key] = resolve_hardware(a, parser)[0]
-            hw = hw_cache[key]
+            hw = hw_for(tp, pp, dp, ab)
             bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=args.state_bits)
             w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
             pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
@@ -4681,6 +4813,11 @@ def search_serving(spec, args, parser, fmt):
                     break
                 points.append(pt)
                 last = c
+    if args.disaggregated:
+        more, n_more = disaggregated_points(spec, args, layouts=layouts, options=options, hw_for=hw_for,
+                                            max_ttft=max_ttft, max_tpot=max_tpot)
+        points += more
+        evaluated += n_more
     if not points:
         if best["tpot"] is None:
             parser.error(f"no layout of {N} GPUs holds the weights and one request of {s + o} tokens; "
@@ -4700,11 +4837,23 @@ def search_serving(spec, args, parser, fmt):
             "best": front[0], "search_time_s": time.perf_counter() - t0, "points": points}
 
 
+def _par(p):
+    """tp/pp/dp/ep of a layout dict, the ones above 1."""
+    return f"tp {p['tp']}" + "".join(f" {k} {p[k]}" for k in ("pp", "dp", "ep") if p[k] > 1)
+
+
+def layout_text_short(p):
+    """A search point's layout without its concurrency: one replica's split, or a disaggregated
+    pair's prefill and decode pools with their replica counts."""
+    if p.get("prefill"):
+        q = p["prefill"]
+        return f"P {_par(q)} x{q['replicas']} | D {_par(p)} x{p['replicas']}"
+    return _par(p)
+
+
 def layout_label(p):
     """A search point's layout in one short phrase."""
-    par = f"tp {p['tp']}" + (f" pp {p['pp']}" if p["pp"] > 1 else "") + (f" dp {p['dp']}" if p["dp"] > 1 else "") \
-        + (f" ep {p['ep']}" if p["ep"] > 1 else "")
-    return (f"{par}, w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}, "
+    return (f"{layout_text_short(p)}, w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}, "
             f"C {p['concurrency']}")
 
 
@@ -4722,8 +4871,7 @@ def search_report(res, *, s, o, stack, top):
     lines += ["", f"{'layout (per replica)':<34}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
                   f"{'tok/s/user':>11}{'tok/s/GPU':>11}{'total tok/s':>13}{'GiB/GPU':>9}"]
     for p in res["pareto_front"][:top]:
-        par = f"tp {p['tp']}" + (f" pp {p['pp']}" if p["pp"] > 1 else "") + (f" dp {p['dp']}" if p["dp"] > 1 else "") \
-            + (f" ep {p['ep']}" if p["ep"] > 1 else "") + f" w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}"
+        par = layout_text_short(p) + f" w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}"
         lines.append(f"{par:<34}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
                      f"{p['tpot_s'] * 1e3:>9.2f}{p['tokens_per_s_per_user']:>11.1f}{p['tokens_per_s_per_gpu']:>11.1f}"
                      f"{p['total_tokens_per_s']:>13,.0f}{p['memory_bytes_per_gpu'] / 2**30:>9.1f}")

@@ -643,12 +643,17 @@ def test_tp_allreduce_agrees_with_calc_comm_cli(tp, algo):
     ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "-s", "467", "-o", "256", "-c", "32"],
     ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "--request-rate", "8",
      "--serving-stack", "tensorrt-llm"],
+    ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "--search", "--num-gpus", "8", "-s", "2000",
+     "-o", "200", "--max-ttft-ms", "300", "--max-tpot-ms", "20", "--disaggregated"],
     ["--hf_model_name_or_path", cfg("deepseek-v3"), "--gpu", "h100", "-tp", "1", "-dp", "16", "-ep", "16",
      "--serving-stack", "sglang", "-c", "1024", "-s", "2000", "-o", "200"],
 ])
 def test_docstring_examples_run(args, capsys):
     """Smoke: the module docstring's example commands (fixtures stand in for the paths)."""
     res = main(args)
+    if "--search" in args:
+        assert res["pareto_front"]
+        return
     assert res["total_s"] > res["prefill_s"] > 0 or res["output_tokens"] == 1
 
 
@@ -1363,10 +1368,35 @@ def test_plot_without_matplotlib_says_so_in_one_line(monkeypatch, tmp_path, caps
     assert not (tmp_path / "front.png").exists()
 
 
-@pytest.mark.parametrize("extra,text", [(["--plot", "x.png"], "add --search"),
+@pytest.mark.parametrize("extra,text", [(["--plot", "x.png"], "add --search"), (["--disaggregated"], "add --search"),
                                         (["--search", "-c", "8"], "leave out -c")])
 def test_search_flag_misuse_exits_2(extra, text, capsys):
     with pytest.raises(SystemExit) as e:
         main(LLAMA7 + extra)
     err = capsys.readouterr().err
     assert e.value.code == 2 and text in err, err
+
+
+def test_disaggregated_pairs_meet_the_targets_within_the_gpu_budget():
+    r = run(SEARCH + ["--max-tpot-ms", "20", "--max-ttft-ms", "300", "--disaggregated", "-s", "2000"])
+    pairs = [p for p in r["points"] if p.get("prefill")]
+    assert pairs
+    for p in pairs:
+        q = p["prefill"]
+        assert p["tpot_s"] <= 0.020 and p["ttft_s"] <= 0.300 + 1e-12
+        assert q["replicas"] >= 1 and p["replicas"] >= 1
+        assert q["replicas"] * q["gpus_per_replica"] + p["replicas"] * p["gpus_per_replica"] <= 8
+
+
+def test_disaggregated_ttft_pays_the_kv_transfer_across_nodes():
+    # 16 H100s span two nodes, so the prefill pool's KV cache crosses the NIC: a slower NIC can only
+    # raise the first-token time of the same pair
+    base = SEARCH[:-4] + ["--num-gpus", "16", "--max-tpot-ms", "20", "--disaggregated", "-s", "4000", "--top", "1"]
+    fast, slow = (run(base + ["--scale-out-gbps", x]) for x in ("50", "2"))
+
+    def ttft(r):
+        return {(p["prefill"]["tp"], p["tp"], p["concurrency"], p["weight_bits"], p["kv_cache_bits"]): p["ttft_s"]
+                for p in r["points"] if p.get("prefill")}
+    f, s = ttft(fast), ttft(slow)
+    common = set(f) & set(s)
+    assert common and all(s[k] > f[k] for k in common)
