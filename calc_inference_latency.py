@@ -3375,6 +3375,25 @@ def handoff_s(size_bytes, *, cross_node, hw):
                              net=layout_net(hw), algo="ring")["time_s"]
 
 
+def node_dedup_alltoall_s(*, tokens, k, h, bytes_per_el, ep, hw):
+    """One dispatch (or combine) of DeepEP's high-throughput kernels, which serving stacks run for
+    steps with prompt tokens (SGLang's DeepEP 'auto' mode; the low-latency kernels take decode-only
+    steps): a token crosses the network once per destination node its k experts sit on, N (1 -
+    (1 - 1/N)^k) nodes under uniform routing of which (N - 1) / N are remote, and is forwarded over
+    NVLink to the expert GPUs inside each node (k (G - 1) / G of its copies); the two legs stream
+    through each other, so the slower one sets the time, plus one call and one network hop (DeepEP
+    README, normal kernels: 'NVLink and RDMA forwarding'). Inside one node: the direct all-to-all."""
+    G = min(hw.get("gpus_per_node") or ep, ep)
+    N = ep // G
+    if N <= 1:
+        return group_collective_s("alltoall", size_bytes=tokens * k * h * bytes_per_el, n=ep, stride=1, hw=hw)
+    net = layout_net(hw)
+    remote = (N - 1) * (1 - (1 - 1 / N) ** k)
+    t_net = tokens * remote * h * bytes_per_el / net["inter_bytes_per_s"]
+    t_nvl = tokens * k * (G - 1) / G * h * bytes_per_el / group_intra_bytes_per_s(net, gpus_in_node=G, op="alltoall")
+    return net["launch_s"] + net["hop_s"]["simple"]["inter"] + max(t_net, t_nvl)
+
+
 def ep_imbalance(*, ep, assignments):
     """Expected load of the busiest of ep expert-parallel ranks over the mean when `assignments`
     token-to-expert picks land uniformly at random: m/n + sqrt(2 (m/n) ln n) for m balls in n bins
@@ -3664,11 +3683,16 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
         picks = n * dp * max((expected_real_experts(m) for m in routed), default=0.0)
         moe["imbalance"] = (hw["ep_imbalance"] if hw.get("ep_imbalance") is not None
                             else ep_imbalance(ep=ep, assignments=picks))
-        if ep > 1:  # dispatch + combine: each rank sends its 1/tp of the group's tokens, k copies
-            mine = n / tp * max((m["topk"] for m in routed), default=0) * h
-            t_moe = (group_collective_s("alltoall", size_bytes=mine * ab, n=ep, stride=1, hw=hw)
-                     + group_collective_s("alltoall", size_bytes=mine * max(ab, 2), n=ep, stride=1, hw=hw)
-                     + t_ar)  # and the tp group's all-reduce of the shared experts' partial sums
+        if ep > 1:  # dispatch + combine: each rank sends its 1/tp of the group's tokens
+            k = max((m["topk"] for m in routed), default=0)
+            if any(g[0] and g[1] > 1 for g in seq_groups):  # prompt tokens: the high-throughput kernels
+                t_moe = sum(node_dedup_alltoall_s(tokens=n / tp, k=k, h=h, bytes_per_el=bpe, ep=ep, hw=hw)
+                            for bpe in (ab, max(ab, 2))) + t_ar
+            else:  # decode-only: the low-latency kernels, k copies per token
+                t_moe = (group_collective_s("alltoall", size_bytes=n / tp * k * h * ab, n=ep, stride=1, hw=hw)
+                         + group_collective_s("alltoall", size_bytes=n / tp * k * h * max(ab, 2), n=ep,
+                                              stride=1, hw=hw)
+                         + t_ar)  # and the tp group's all-reduce of the shared experts' partial sums
         else:  # experts split over every rank: gather all groups' tokens, scatter the sums back
             every = act_bytes * dp
             t_moe = sum(group_collective_s(op, size_bytes=every, n=width, stride=1, hw=hw)
