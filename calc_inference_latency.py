@@ -4293,6 +4293,9 @@ def serving_report_lines(r):
              f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
              f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
              f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"]
+    if sv["queued_requests"]:
+        lines.append(f"queue: {sv['queued_requests']:,} of the {sv['concurrency']:,} requests wait in the server's "
+                     f"queue, {fmt_s(sv['queue_wait_s'])} each on average (in TTFT and end-to-end)")
     return lines
 
 
@@ -4467,6 +4470,9 @@ def build_parser():
                         "the stack's)")
     g.add_argument("--step-overhead-ms", type=finite_float, default=None,
                    help="fixed host cost per engine step (scheduling, sampling), ms (default: the stack's)")
+    g.add_argument("--queue-past-pool", action="store_true",
+                   help="a --concurrency past what the KV pool holds waits in the server's queue (as "
+                        "vLLM, TensorRT-LLM and NIM queue) instead of exiting 2")
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
@@ -4554,7 +4560,11 @@ def layout_problem(spec, *, tp, pp, dp, ep):
 
 def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     """--concurrency / --request-rate: the KV pool's limit (exit 2 past it, saying what fits) and
-    steady_state's times, as the dict main reports under "serving"."""
+    steady_state's times, as the dict main reports under "serving". With --queue-past-pool a
+    closed-loop concurrency C past the pool's cap runs cap requests and queues the other C - cap
+    in the server (vLLM's waiting queue, TensorRT-LLM's and NIM's request queue): the pool's
+    throughput X = cap / E2E(cap) is unchanged, and each request first waits (C - cap) / X for a
+    slot (Little's law), added to its TTFT and end-to-end time."""
     dp, ep = args.data_parallel_size, args.expert_parallel_size
     pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
                                           kv_bits=args.kv_cache_bits, a_bits=args.activation_bits,
@@ -4574,18 +4584,22 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                          f"{st['requests_per_s']:.4g} requests/s; lower the rate or add GPUs")
     else:
         c = args.concurrency
-        if c > cap:
+        if c > cap and not args.queue_past_pool:
             parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
                          f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
                          f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
-                         "raise -tp or -dp, or cut --kv-cache-bits or s + o")
-        st = steady_state(spec, hw, concurrency=c, **kw)
+                         "raise -tp or -dp, or cut --kv-cache-bits or s + o (or --queue-past-pool)")
+        st = steady_state(spec, hw, concurrency=min(c, cap), **kw)
     req = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
+    queued = max(0, c - cap) if args.request_rate is None else 0
+    wait = queued * e2e / cap  # (C - cap) / X with X = cap / E2E(cap)
+    ttft, e2e = ttft + wait, e2e + wait
     # closed loop: C clients each wait E2E per request (Little); open loop: what arrives leaves
     rps = args.request_rate if args.request_rate is not None else c / e2e
     return dict(st, concurrency=c, request_rate=args.request_rate, ttft_s=ttft, e2e_s=e2e,
                 requests_per_s=rps, token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
+                queued_requests=queued, queue_wait_s=wait,
                 kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
                 output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
@@ -5065,7 +5079,8 @@ def main(argv=None):
     if args.concurrency is not None or args.request_rate is not None:
         serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
                                      w_bytes=w_bytes)
-        b = max(1, math.ceil(serving["concurrency"]))  # the memory check holds this many requests
+        # the memory check holds the requests in service (queued ones hold no KV cache)
+        b = max(1, math.ceil(min(serving["concurrency"], serving["kv_pool_max_concurrency"])))
     step_s = hw["step_overhead_s"]  # the stack's host cost per engine step (0 for kernels only)
 
     def with_step(r):

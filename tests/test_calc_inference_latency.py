@@ -1412,3 +1412,30 @@ def test_deepseek_v3_prefill_nodes_with_ep32_match_lmsys(s, per_node):
              "--activation-bits", "8", "--kv-cache-bits", "16", "--serving-stack", "sglang",
              "-b", str(b), "-s", str(s), "-o", "1"])
     assert b * s / r["prefill_s"] / 4 == pytest.approx(per_node, rel=0.15)
+
+
+# NVIDIA NIM 1.0 benchmarking page (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.md):
+# Llama-3.3-70B-Instruct FP8 on 2 x H100 (TP 2), 5000 prompt / 500 output tokens, a client keeping
+# C requests open; (C, TTFT ms, ITL ms, output tokens/s). Past C ~ 82 the KV pool is full (ours) and
+# NIM's throughput plateaus while its TTFT grows: it queues.
+NIM_QUEUED = [(150, 34794.22, 92.86, 920.9), (200, 61680.22, 93.06, 920.54), (250, 88605.32, 93.2, 920.12)]
+
+
+@pytest.mark.parametrize("c,ttft_ms,itl_ms,tput", NIM_QUEUED)
+def test_queue_past_the_kv_pool_matches_nim(c, ttft_ms, itl_ms, tput):
+    """--queue-past-pool: the pool's throughput unchanged, the other C - cap requests waiting
+    (C - cap) / X (Little's law); nothing here was fitted to these rows."""
+    r = run(L3_70B + ["--gpu", "h100", "-tp", "2", "--precision", "fp8", "--serving-stack", "tensorrt-llm",
+                      "-s", "5000", "-o", "500", "-c", str(c), "--queue-past-pool"])
+    sv = r["serving"]
+    assert sv["queued_requests"] == c - sv["kv_pool_max_concurrency"] > 0
+    assert sv["ttft_s"] * 1e3 == pytest.approx(ttft_ms, rel=0.20)
+    assert sv["tpot_s"] * 1e3 == pytest.approx(itl_ms, rel=0.20)
+    assert sv["output_tokens_per_s"] == pytest.approx(tput, rel=0.20)
+
+
+def test_concurrency_past_the_pool_still_exits_2_without_the_queue_flag(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(L3_70B + ["--gpu", "h100", "-tp", "2", "--precision", "fp8", "-s", "5000", "-o", "500", "-c", "150"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--queue-past-pool" in err
