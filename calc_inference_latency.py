@@ -4279,7 +4279,7 @@ def serving_report_lines(r):
     sv = r["serving"]
     gib = 2 ** 30
     lines = ["", f"{'per request (means)':<40}{'time':>14}",
-             f"{'TTFT (incl. %.1f steps waiting)' % sv['queue_steps']:<40}{fmt_s(sv['ttft_s']):>14}",
+             f"{'TTFT (waiting included)':<40}{fmt_s(sv['ttft_s']):>14}",
              f"{'TPOT (time per output token)':<40}{fmt_s(sv['tpot_s']):>14}",
              f"{'End-to-end (%d output tokens)' % r['output_tokens']:<40}{fmt_s(sv['e2e_s']):>14}",
              "", f"{'throughput':<40}{'tokens/s':>14}",
@@ -4289,7 +4289,9 @@ def serving_report_lines(r):
              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
              "", f"mean engine step: {sv['decodes_per_step']:.1f} decodes + {sv['prompt_tokens_per_step']:.0f} "
              f"prompt tokens of others; a request's own prompt spans {sv['prompt_steps']:.2f} step(s)"
-             + (" (the token budget is full: requests queue)" if sv["budget_bound"] else ""),
+             + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
+             + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"
+             + (f" and {sv['queue_steps']:.1f} steps for the budget" if sv["queue_steps"] > 1e-9 else ""),
              f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
              f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
              f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"]
