@@ -4893,7 +4893,7 @@ def layout_text_short(p):
 
 def layout_label(p):
     """A search point's layout in one short phrase."""
-    return (f"{layout_text_short(p)}, w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}, "
+    return (f"{layout_text_short(p)}, w{p['weight_bits']:.3g}a{p['activation_bits']}kv{p['kv_cache_bits']}, "
             f"C {p['concurrency']}")
 
 
@@ -4911,7 +4911,7 @@ def search_report(res, *, s, o, stack, top):
     lines += ["", f"{'layout (per replica)':<34}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
                   f"{'tok/s/user':>11}{'tok/s/GPU':>11}{'total tok/s':>13}{'GiB/GPU':>9}"]
     for p in res["pareto_front"][:top]:
-        par = layout_text_short(p) + f" w{p['weight_bits']:g}a{p['activation_bits']}kv{p['kv_cache_bits']}"
+        par = layout_text_short(p) + f" w{p['weight_bits']:.3g}a{p['activation_bits']}kv{p['kv_cache_bits']}"
         lines.append(f"{par:<34}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
                      f"{p['tpot_s'] * 1e3:>9.2f}{p['tokens_per_s_per_user']:>11.1f}{p['tokens_per_s_per_gpu']:>11.1f}"
                      f"{p['total_tokens_per_s']:>13,.0f}{p['memory_bytes_per_gpu'] / 2**30:>9.1f}")
