@@ -39,7 +39,11 @@ per-micro-batch gathers and reduce-scatters (-z 2 = SHARD_GRAD_OP, -z 3 = FULL_S
 costs Megatron-LM as Narayanan et al. 2021 ran it (the sc21 artifact, NVIDIA/Megatron-LM de7dc40):
 TP all-reduces unoverlapped, no distributed optimizer, apex's LayerNorm at its measured rates, 16-bit
 gradients accumulated by autograd and reduced by local DDP's flatten / all-reduce / copy-back after
-the backward, the unfused QKV bias add and context copy, fp32 cross-entropy; flags it lacked exit 2.
+the backward, the unfused QKV bias add and context copy, fp32 cross-entropy; flags it lacked exit 2. megatron-2022
+costs the code of Korthikanti et al. 2022 (NVIDIA/Megatron-LM d898a8991d): sequence parallelism and
+selective recompute, backward TP overlap, fused fp32 gradient accumulation, but still no distributed
+optimizer or flash kernel, the unfused QKV bias add and context copy, the embedding all-reduce, fp32
+cross-entropy, and local DDP dividing the gradient buffer by dp after the backward, dp = 1 included.
 Each kernel is counted from the module's source (the eager_* functions cite the file), none fitted:
   python calc_training_time.py -l 32 -hs 4096 -a 32 -v 50368 --bias --tied-embeddings \
       --position-embedding learned --norm layernorm --gpu h100 --num-gpus 8 -b 6 \
@@ -137,6 +141,21 @@ APEX_LAYERNORM_2021 = (895.8 / 1382.0, 572.2 / 1382.0)
 #     4) and no buffer is zeroed: 50 - 4 + 6 = 52 for fp16; fp32 buffers keep OPTIMIZER_STEP_BYTES.
 GRAD_PATH_2021 = {2: {"accumulate": 6, "sync_local": 12, "sync_torch": 8, "optimizer": 52},
                   4: {"accumulate": 10, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
+
+# Megatron-LM of 2022 (--framework megatron-2022): the code of Korthikanti et al. 2022, NVIDIA/Megatron-LM
+# d898a8991d (2022-05-25, the merge of the sequence_parallel branch), bytes per weight, keyed by the
+# main gradient's bytes (4: --accumulate-allreduce-grads-in-fp32, forced for bf16; 2: plain fp16):
+#   accumulate, per micro-batch: fp32 = the fused weight-gradient GEMM into main_grad
+#     (mpu/layers.py wgrad_gemm_accum_fp32) = GRAD_ACCUM_BYTES; 16-bit: arguments.py turns the fusion
+#     off and local DDP's hook adds .grad into the 16-bit buffer (read 2 + 2, write 2) = 6.
+#   sync, per step and for any dp, dp = 1 included: model/distributed.py allreduce_gradients divides
+#     the contiguous buffer in place before its all-reduce (`buffer_.data /= dp`): 2 x the bytes;
+#     PyTorch DDP (--DDP-impl torch, 16-bit only) copies each grad into its bucket and back = 8.
+#   optimizer: fp32 = OPTIMIZER_STEP_BYTES (zero the buffer, unscale + inf check, norm, Adam, copy);
+#     16-bit fp16: zero the 16-bit buffer 2, main_param.grad = main_grad.float() (2 + 4), then the
+#     fp32 kernels less their zeroing (50 - 4) = 54 (optimizer/optimizer.py, Float16Optimizer...).
+GRAD_PATH_2022 = {2: {"accumulate": 6, "sync_local": 4, "sync_torch": 8, "optimizer": 54},
+                  4: {"accumulate": GRAD_ACCUM_BYTES, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
 
 # CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
 # host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
@@ -3934,12 +3953,21 @@ def memory_time_s(nbytes, kernels, *, hw):
 # read + written per token (per parameter for the gradient copies); a = 2 (bf16), 4 = fp32.
 # ------------------------------------------------------------------------------------------------
 
-FRAMEWORKS = ("megatron", "megatron-2021", "pytorch", "llm-foundry")
+FRAMEWORKS = ("megatron", "megatron-2021", "megatron-2022", "pytorch", "llm-foundry")
+LEGACY_MEGATRON = ("megatron-2021", "megatron-2022")  # no distributed optimizer, flash, CP or EP then
+
+
+def grad_path(lay):
+    """The dated Megatron-LM gradient path's bytes per weight (GRAD_PATH_2021 / GRAD_PATH_2022), or
+    None for the default framework."""
+    fw = lay.get("framework", "megatron")
+    table = {"megatron-2021": GRAD_PATH_2021, "megatron-2022": GRAD_PATH_2022}.get(fw)
+    return table[lay["grad_bytes"]] if table else None
 
 
 def eager_framework(lay):
-    """True for the eager PyTorch stacks (pytorch, llm-foundry); megatron and megatron-2021 run
-    Megatron-LM's fused kernels."""
+    """True for the eager PyTorch stacks (pytorch, llm-foundry); megatron, megatron-2021 and
+    megatron-2022 run Megatron-LM's fused kernels."""
     return lay.get("framework", "megatron") in ("pytorch", "llm-foundry")
 
 
@@ -4255,12 +4283,13 @@ def layer_compute_s(layer, *, h, lay, hw):
         return parts, overlap, blocks
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
-    accum = GRAD_ACCUM_BYTES
+    path = grad_path(lay)
+    accum = path["accumulate"] if path else GRAD_ACCUM_BYTES
     if y2021:  # apex's LayerNorm at its measured rates (APEX_LAYERNORM_2021): read x, write y; dy, x -> dx
         lnf, lnb = APEX_LAYERNORM_2021
         ef += blocks * memory_time_s(2 * a * mt * h / lnf, 1, hw=hw)
         eb += blocks * memory_time_s(3 * a * mt * h / lnb, 2, hw=hw)
-        accum = GRAD_PATH_2021[lay["grad_bytes"]]["accumulate"]
+    if path:  # both dated stacks add the QKV bias apart and copy the context layer
         for attn in layer["attention"]:
             if attn["span"] == "state":
                 continue
@@ -4271,7 +4300,10 @@ def layer_compute_s(layer, *, h, lay, hw):
             # de7dc40 megatron/model/transformer.py under PyTorch 1.8: F.linear on the 3-D [s, b, h]
             # input is a matmul plus a separate `output += bias` (read 2 + write 2 per output
             # element), and its bias gradient a token sum (read 2); the context layer's
-            # permute(2, 0, 1, 3).contiguous() copies (2 + 2) and so does its gradient's reshape
+            # permute(2, 0, 1, 3).contiguous() copies (2 + 2) and so does its gradient's reshape.
+            # d898a8991d (2022) the same: mpu/layers.py LinearWithGradAccumulationAndAsyncCommunication
+            # runs torch.matmul then `output + bias` and `grad_output.sum(dim=0)`; CoreAttention keeps
+            # the permute(2, 0, 1, 3).contiguous()
             qb = bool(attn.get("qkv_bias"))
             ef += memory_time_s(a * m * ((2 * qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
             eb += memory_time_s(a * m * ((qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
@@ -4364,24 +4396,37 @@ def head_and_embedding_s(spec, *, lay, hw, net):
     the vocab-parallel output matmul (V / tp columns) and the fp32 cross-entropy over the logits
     (read and written three times each way, with three small all-reduces of its max, sum and
     target logit across tp: Megatron-LM's vocab-parallel cross-entropy). Eager PyTorch frameworks:
-    the final norm's and the loss's unfused kernels (eager_norm_kernels, eager_loss_kernels)."""
+    the final norm's and the loss's unfused kernels (eager_norm_kernels, eager_loss_kernels).
+    Megatron-LM's vocab-parallel embedding sums its tp partial lookups: an all-reduce of the [s, b, h]
+    output, or under sequence parallelism a reduce-scatter (all-gather backward) since 2024-04
+    (cbf81447cc, megatron/core/tensor_parallel/layers.py VocabParallelEmbedding); the dated stacks
+    all-reduce in every case (d898a8991d mpu/layers.py, then split for SP)."""
     tp, cp = lay["tp"], lay["cp"]
     m = lay["micro_batch_size"] * lay["sequence_length"] // cp
     h, V = spec["hidden_size"], spec["vocab_size"]
     p = spec["word_embed_proj_dim"]
     emb = memory_time_s(2 * 2 * m * h, 1, hw=hw)
     first = (emb, 2 * emb)
+    if tp > 1 and not eager_framework(lay):
+        G = lay["gpus_per_node"]
+        if lay["sp"] and lay.get("framework", "megatron") not in LEGACY_MEGATRON:
+            first = (emb + comm_time_s("reduce_scatter", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G),
+                     2 * emb + comm_time_s("all_gather", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G))
+        else:
+            first = (emb + comm_time_s("all_reduce", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G), 2 * emb)
     lf, lb = linear_times_s(m, V // tp, p, hw=hw, dtype_bytes=lay["matmul_bytes"])
     ce = memory_time_s(3 * 4 * m * V / tp, 3, hw=hw)
     ce_b = ce
     norm = memory_time_s(4 * m * h / (tp if lay["sp"] else 1), 1, hw=hw)
     norm_b = 2 * norm
-    if lay.get("framework", "megatron") == "megatron-2021":
+    if lay.get("framework", "megatron") in LEGACY_MEGATRON:
         # megatron/model/gpt_model.py: vocab_parallel_cross_entropy(output.float(), labels), the
-        # kernels of megatron/mpu/cross_entropy.py (de7dc40): .float() 2+4, max 4, sub_ 4+4, exp
-        # 4+4, sum 4, div_ 4+4 forward; mul_ 4+4 and the cast back 4+2 backward (per logit)
+        # kernels of megatron/mpu/cross_entropy.py (de7dc40; d898a8991d unchanged): .float() 2+4,
+        # max 4, sub_ 4+4, exp 4+4, sum 4, div_ 4+4 forward; mul_ 4+4 and the cast back 4+2
+        # backward (per logit)
         ce = memory_time_s(38 * m * V / tp, 6, hw=hw)
         ce_b = memory_time_s(14 * m * V / tp, 3, hw=hw)
+    if lay.get("framework", "megatron") == "megatron-2021":
         lnf, lnb = APEX_LAYERNORM_2021
         norm = memory_time_s(4 * m * h / lnf, 1, hw=hw)  # apex's kernel at its measured share of bandwidth
         norm_b = memory_time_s(6 * m * h / lnb, 2, hw=hw)
@@ -4510,7 +4555,8 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
 
 def optimizer_s(params_local, *, lay, hw):
     """Optimizer step seconds on one GPU: Megatron-LM's optimizer kernels stream
-    OPTIMIZER_STEP_BYTES per held parameter (GRAD_PATH_2021's for megatron-2021's 16-bit gradients;
+    OPTIMIZER_STEP_BYTES per held parameter (GRAD_PATH_2021's / GRAD_PATH_2022's for the dated
+    stacks' 16-bit gradients;
     1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
     host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
     (ZeRO-Offload, Ren et al. 2021)."""
@@ -4519,8 +4565,9 @@ def optimizer_s(params_local, *, lay, hw):
     if lay["offload"]:
         return p * 6 / hw["pcie"] + p / CPU_ADAM_PARAMS_PER_S
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
-    if lay.get("framework", "megatron") == "megatron-2021":
-        nbytes = GRAD_PATH_2021[lay["grad_bytes"]]["optimizer"] or nbytes
+    path = grad_path(lay)
+    if path:
+        nbytes = path["optimizer"] or nbytes
     return memory_time_s(p * nbytes, 5, hw=hw)
 
 
@@ -4623,10 +4670,11 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     worst = max(range(pp), key=lambda i: stage_s[i])
     opt = optimizer_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
     copies = 0.0
-    if lay.get("framework", "megatron") == "megatron-2021" and (not lay["dp_overlap"] or lay["dp"] * lay["cp"] > 1):
-        # the 2021 gradient sync's copies (GRAD_PATH_2021): local DDP runs them after the pipeline
-        # drains for any dp; PyTorch DDP's bucket copies run on the compute stream in the backward
-        path = GRAD_PATH_2021[lay["grad_bytes"]]
+    path = grad_path(lay)
+    if path and (not lay["dp_overlap"] or lay["dp"] * lay["cp"] > 1):
+        # the dated gradient sync's copies (GRAD_PATH_2021 / GRAD_PATH_2022): local DDP runs them
+        # after the pipeline drains for any dp, dp = 1 included; PyTorch DDP's bucket copies run on
+        # the compute stream in the backward
         copies = memory_time_s(sum(params_by_stage[worst]) * path["sync_torch" if lay["dp_overlap"] else "sync_local"],
                                3, hw=hw)
     tied = 0.0
@@ -4800,8 +4848,8 @@ def check_layout(spec, lay):
         return f"{L} layers do not split evenly over pp x vp = {pp} x {vp}"
     if vp > 1 and pp == 1:
         return "--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1"
-    if vp > 1 and pp <= 2 and lay.get("framework") == "megatron-2021":  # de7dc40 megatron/arguments.py
-        return "Megatron-LM of 2021 interleaves only with --pipeline-parallel-size > 2"
+    if vp > 1 and pp <= 2 and lay.get("framework") in LEGACY_MEGATRON:  # de7dc40, d898a8991d arguments.py
+        return f"Megatron-LM of {lay['framework'][-4:]} interleaves only with --pipeline-parallel-size > 2"
     for layer, _, _ in layer_groups(spec):
         for x in layer["attention"]:
             if x["heads"] % tp:
@@ -4863,7 +4911,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
     evaluated, rows, cache = 0, [], {}
     groups = []
     y2021 = base.get("framework") == "megatron-2021"  # no SP, ZeRO, selective recompute or offload then
-    if y2021:
+    legacy = base.get("framework") in LEGACY_MEGATRON  # 2022: SP and selective, still no ZeRO, CP, EP
+    if legacy:
         cps = [1]
     for tp in tps:
         for cp in cps:
@@ -4875,14 +4924,14 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
                     continue
                 vps = [1] + ([v for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
                 eps = [1]
-                if moe and not y2021:
+                if moe and not legacy:
                     E = math.gcd(*[x["num_experts"] for x in moe])
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
                 for vp in vps:
                     for ep in eps:
-                        for zero in ((0,) if y2021 else (1, 3) if pp == 1 else (1,)):
+                        for zero in ((0,) if legacy else (1, 3) if pp == 1 else (1,)):
                             groups.append((tp, cp, pp, vp, ep, zero, dp))
-    for offload in ((False,) if y2021 else (False, True)):
+    for offload in ((False,) if legacy else (False, True)):
         for gi, (tp, cp, pp, vp, ep, zero, dp) in enumerate(groups):
             if progress:
                 progress(gi + (len(groups) if offload else 0), 2 * len(groups) if offload else len(groups))
@@ -5002,7 +5051,7 @@ def build_parser():
                      help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
     lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=None,
                      help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding; "
-                          "default 1, 0 under --framework megatron-2021)")
+                          "default 1, 0 under --framework megatron-2021 / megatron-2022)")
     lay.add_argument("--micro-batch-size", "-b", type=bounded_int, default=None,
                      help="sequences per micro-batch per replica (default: the fastest that fits)")
     lay.add_argument("--global-batch-size", type=bounded_int, default=None,
@@ -5016,16 +5065,19 @@ def build_parser():
     k.add_argument("--framework", choices=FRAMEWORKS, default="megatron",
                    help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
                         "(Megatron-LM as Narayanan et al. 2021 ran it: no TP-overlap, no distributed "
-                        "optimizer, apex LayerNorm, 16-bit gradients), pytorch (eager "
+                        "optimizer, apex LayerNorm, 16-bit gradients), megatron-2022 (as Korthikanti et al. "
+                        "2022 ran it: no distributed optimizer or flash kernel, fp32 cross-entropy, local "
+                        "DDP's divide at any dp), pytorch (eager "
                         "torchtitan / HF Llama modules: unfused norms, rope, activations, fp32 loss, FSDP's "
                         "gradient casts and copies), llm-foundry (eager MPT modules: flash-attn varlen "
                         "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD")
     k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16", "fp16"), default=None,
                    help="dtype gradients are accumulated and reduced in (default fp32; bf16 = composer's FSDP "
                         "PURE; megatron-2021: the 16-bit --dtype for fp16, fp32 = its "
-                        "--accumulate-allreduce-grads-in-fp32, fp32 for bf16)")
+                        "--accumulate-allreduce-grads-in-fp32, fp32 for bf16; megatron-2022: fp32 = that flag, "
+                        "which its gradient-accumulation fusion needs, fp16 = without it, unfused)")
     k.add_argument("--flash-attention", action=bo, default=None,
-                   help="fused attention kernel (default on, off under megatron-2021); off: eager matmuls + "
+                   help="fused attention kernel (default on, off under megatron-2021/2022); off: eager matmuls + "
                         "softmax over s x s")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
@@ -5033,7 +5085,7 @@ def build_parser():
                         "under megatron-2021)")
     k.add_argument("--dp-overlap", action=bo, default=None,
                    help="gradient reduction bucketed under the last backward (default on; off under "
-                        "megatron-2021, whose local DDP reduces after the backward: pass --dp-overlap for "
+                        "megatron-2021/2022, whose local DDP reduces after the backward: pass --dp-overlap for "
                         "its --DDP-impl torch)")
     k.add_argument("--dp-bucket-mparams", type=finite_float, default=40.0,
                    help="gradient bucket, millions of parameters (default 40, Megatron-LM's)")
@@ -5136,6 +5188,14 @@ def assumptions(hw, lay):
                       "all-reduce" if lay["grad_bytes"] == 2 else "fp32 gradients accumulated into main_grad by "
                       "a hook and divided before the all-reduce")
                    + ", fp32 cross-entropy over .float() logits")
+    elif fw == "megatron-2022":
+        out.append("framework megatron-2022: Megatron-LM of May 2022 (d898a8991d, Korthikanti et al. 2022): fused "
+                   "bias-activation, softmax and persistent LayerNorm, unfused QKV bias add and context copy, "
+                   "embedding all-reduce, fp32 cross-entropy over .float() logits, "
+                   + ("fp32 main gradients (fused accumulation)" if lay["grad_bytes"] == 4 else
+                      "16-bit main gradients added by local DDP's hook and cast to fp32 at the step")
+                   + ", local DDP dividing the buffer by dp after the backward (dp = 1 too), no distributed "
+                   "optimizer; host syncs of its timers not costed")
     else:
         out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
                    "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
@@ -5155,33 +5215,44 @@ def assumptions(hw, lay):
 FRAMEWORK_DEFAULTS = {
     "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
                       "recompute": "full", "dp_overlap": False},
+    # Megatron-LM of 2022-05 (d898a8991d, the sequence-parallel merge, Korthikanti et al. 2022): the
+    # distributed optimizer came 2022-06-08 (d07d29df14); the backward TP collectives overlap the
+    # weight-gradient GEMM (mpu/layers.py); no flash kernel; local DDP reduces after the backward
+    "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
+                      "recompute": "selective", "dp_overlap": False},
     "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
                 "recompute": "selective", "dp_overlap": True}}
 
 
 def resolve_framework_defaults(args, parser):
     """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
-    line, a megatron-2021 run asking for what that code did not have."""
-    y2021 = args.framework == "megatron-2021"
-    if y2021:
+    line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
+    fw = args.framework
+    if fw in LEGACY_MEGATRON:
+        y2021 = fw == "megatron-2021"
         bad = [(args.zero_stage not in (None, 0), f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
-               (args.tp_comm_overlap not in (None, "none"), f"--tp-comm-overlap {args.tp_comm_overlap} "
+               (y2021 and args.tp_comm_overlap not in (None, "none"), f"--tp-comm-overlap {args.tp_comm_overlap} "
                 "(the TP all-reduces ran synchronously)"),
+               (args.tp_comm_overlap == "full", "--tp-comm-overlap full (no userbuffers overlap of the "
+                "forward collectives)"),
                (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
-               (args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
-               (args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
+               (y2021 and args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
+               (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
                (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
                (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
                (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
-                "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)")]
+                "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
+               (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
+                "--dp-overlap with fp32 gradients (arguments.py: fp32 accumulation needs local DDP, which "
+                "reduces after the backward; pass --grad-reduce-dtype fp16 for --DDP-impl torch)")]
         why = [w for b, w in bad if b]
         if why:
-            parser.error(f"--framework megatron-2021 has no {why[0]}")
-    for k, v in FRAMEWORK_DEFAULTS["megatron-2021" if y2021 else "default"].items():
+            parser.error(f"--framework {fw} has no {why[0]}")
+    for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
     if args.grad_reduce_dtype is None:
-        args.grad_reduce_dtype = "fp16" if y2021 and args.dtype == "fp16" else "fp32"
+        args.grad_reduce_dtype = "fp16" if fw == "megatron-2021" and args.dtype == "fp16" else "fp32"
 
 
 def main(argv=None):
