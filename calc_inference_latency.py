@@ -4700,6 +4700,21 @@ def kv_transfer_s(spec, hw, *, s, kv_bits, a_bits, state_bits, gpus_p, gpus_d, c
     return hw.get("nccl_latency_s", 0.0) + nbytes / (min(gpus_p, gpus_d) * bw)
 
 
+def sized_options(spec, args, lay, *, options, hw_for):
+    """For one layout, each bit option whose weights leave a KV pool: (bits tuple, hw, bits dict,
+    weight bytes per GPU, KV bytes per request per GPU, requests the pool holds)."""
+    tp, pp, dp, ep = lay
+    s, o = args.prompt_tokens, args.output_tokens
+    for wb, ab, kvb, eb in options:
+        hw = hw_for(tp, pp, dp, ab)
+        bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=args.state_bits)
+        w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
+        _, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
+                                           kv_bits=kvb, a_bits=ab, state_bits=args.state_bits, dp=dp)
+        if cap >= 1:
+            yield (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap
+
+
 def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_tpot):
     """--disaggregated: prefill and decode on separate GPU pools (DistServe, Zhong et al. 2024;
     Splitwise). Decode replicas run decode-only steps at concurrency C (TPOT = the step; each
@@ -4720,14 +4735,8 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
         gpus = tp * pp * dp
         if gpus > N - 1:
             continue
-        for wb, ab, kvb, eb in options:
-            hw = hw_for(tp, pp, dp, ab)
-            bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=args.state_bits)
-            w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
-            _, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
-                                               kv_bits=kvb, a_bits=ab, state_bits=args.state_bits, dp=dp)
-            if cap < 1:
-                continue
+        for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(spec, args, lay, options=options,
+                                                                                 hw_for=hw_for):
             xfer = kv_transfer_s(spec, hw, s=s, kv_bits=kvb, a_bits=ab, state_bits=args.state_bits,
                                  gpus_p=gpus, gpus_d=gpus, cross_node=pools_cross)
             got = prefill_pool_rate(spec, hw, lay=lay, bits=bits, s=s, kv_transfer_s=xfer, max_ttft=max_ttft)
@@ -4806,14 +4815,8 @@ def search_serving(spec, args, parser, fmt):
             print(f"searching: layout {i + 1} of {len(layouts)}, {evaluated} points so far", file=sys.stderr)
             shown = time.perf_counter() + 1.0
         gpus = tp * pp * dp
-        for wb, ab, kvb, eb in options:
-            hw = hw_for(tp, pp, dp, ab)
-            bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=args.state_bits)
-            w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
-            pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
-                                                  kv_bits=kvb, a_bits=ab, state_bits=args.state_bits, dp=dp)
-            if cap < 1:
-                continue
+        for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(
+                spec, args, (tp, pp, dp, ep), options=options, hw_for=hw_for):
             budget = hw["token_budget"] or math.inf
             caps[(tp, pp, dp, ep, wb, ab, kvb)] = cap
             # stages run in turn, so a deeper pipeline at a concurrency the shallower one holds is
