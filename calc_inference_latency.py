@@ -9,8 +9,8 @@ efficiency)) plus a fixed per-kernel overhead, layer by layer; prefill runs the 
 (compute-bound at length), each decode step reads every weight shard and the whole KV cache once.
 Tensor parallelism (tp) adds an all-reduce of the activations after each attention and MLP block,
 two per ordinary layer (ring, alpha-beta; the same model as calc_comm.py); pipeline parallelism
-(pp) runs the stages one after the other for a batch (one batch in flight, no micro-batch
-interleaving) and adds pp-1 point-to-point hand-offs.
+(pp) runs the stages one after the other for a batch and adds pp-1 point-to-point hand-offs; a
+static batch is one batch in flight, continuous batching keeps up to pp micro-batches in flight.
 
 Symbols: b batch (concurrent sequences run as one batch), s prompt tokens, o output tokens, c
 tokens cached before a decode step, h hidden, L layers, a query heads, kv key/value heads, d head
@@ -71,13 +71,14 @@ Conventions and assumptions:
     o - 1 decodes) and the throughput; TPOT is the mean step a decoding request shares with the
     others, TTFT its own prompt steps plus the waiting. The KV pool (memory share less weights)
     caps C: past it, exit 2 with what fits. A fluid mean, no simulation of the randomness.
-  * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), bits and
-    concurrency (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
+  * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
+    concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
     pools (DistServe: decode-only steps, prefill batches queued M/D/1, the KV cache sent between
     the pools), split over the budget in whole replicas.
-  * Throughput per GPU divides by tp x dp x pp; with pp > 1 and one batch in flight the stages idle in
-    turn, so it is the lower bound of what pipelined serving would reach.
+  * Throughput per GPU divides by tp x dp x pp. A static batch (-b) runs one batch through the
+    pipeline stages in turn (the lower bound of pipelined serving); under --concurrency the requests
+    split over min(pp, C) micro-batches in flight (vLLM's virtual engines), one per stage at a time.
 
 Default efficiencies (state and override them; --gpu uses hardware.py's measured figures):
   compute 0.70 for 16-bit matmuls: the maximum achievable matmul FLOP/s measured by Bekman's
@@ -258,6 +259,7 @@ FLAG_RANGES = {
     "data_parallel_size": (1, 10 ** 7), "expert_parallel_size": (1, 10 ** 7), "ep_imbalance": (1, 1e6),
     "gpus_per_node": (1, 10 ** 7), "scale_out_gbps": (1e-3, 1e6), "num_gpus": (1, 4096),
     "max_ttft_ms": (1e-6, 1e9), "max_tpot_ms": (1e-6, 1e9), "top": (1, 10 ** 6),
+    "max_replica_gpus": (1, 4096),
     "peak_tflops": (1e-3, 1e6), "memory_bandwidth_gbps": (1e-3, 1e6), "gpu_memory_gib": (1e-3, 1e6),
     "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
     "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
@@ -3910,9 +3912,14 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
     attention, whose cost is linear in the context). With dp data-parallel attention groups, each
     group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
-    are dp times one group's). Returns the times, the step's composition (one group's) and the
-    steps themselves."""
-    C, s, o, K = concurrency / dp, prompt_tokens, output_tokens, token_budget
+    are dp times one group's). With pp > 1 the requests split over min(pp, C) micro-batches in
+    flight (vLLM's virtual engines, one scheduler and budget each): while one runs on a stage the
+    others run on the rest, so a micro-batch's step is forward_pass over its own requests with the
+    stages in turn, and the replica serves all of them at once. Returns the times, the step's
+    composition (one group's, one micro-batch's) and the steps themselves."""
+    engines = min(pp, concurrency / dp) if pp > 1 else 1.0
+    engines = max(engines, 1.0)
+    C, s, o, K = concurrency / (dp * engines), prompt_tokens, output_tokens, token_budget
     ctx = s + max(o - 2, 0) // 2
     # a closed loop's request shares the engine with C - 1 others; an open loop's arrival finds the
     # time-average number in flight (Poisson arrivals see time averages, Wolff 1982)
@@ -4489,6 +4496,9 @@ def build_parser():
                    help="time-per-output-token target, ms (mean; default none)")
     g.add_argument("--disaggregated", action="store_true",
                    help="also try prefill and decode on separate GPU pools, the KV cache sent between them")
+    g.add_argument("--max-replica-gpus", type=bounded_int, default=256,
+                   help="largest replica --search builds (default 256; the budget beyond it is filled "
+                        "with replicas)")
     g.add_argument("--top", type=bounded_int, default=10, help="rows of the front printed (default 10)")
     g.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the front with matplotlib (only if installed)")
@@ -4616,29 +4626,35 @@ def _powers_of_two(limit):
     return out
 
 
-def serving_layouts(spec, num_gpus):
+def serving_layouts(spec, num_gpus, max_tp=None, max_replica=None):
     """Every replica layout (tp, pp, dp, ep) of at most num_gpus GPUs that splits the model
-    (layout_problem): tp, pp and dp powers of two; dp > 1 only with routed experts (data-parallel
-    attention; for a dense model extra groups are just replicas); ep 1 or tp x dp."""
+    (layout_problem): tp, pp and dp powers of two, tp at most max_tp (the search keeps tensor
+    parallelism inside a node, as deployments do: its two all-reduces per layer would cross the
+    network; pp, dp and ep cross nodes); dp > 1 only with routed experts (data-parallel attention;
+    for a dense model extra groups are just replicas); ep 1 or tp x dp."""
     moe = any(m["kind"] != "dense" for x in spec["layers"] for m in x["mlp"])
-    for tp in _powers_of_two(num_gpus):
-        for pp in _powers_of_two(num_gpus // tp):
-            for dp in (_powers_of_two(num_gpus // (tp * pp)) if moe else (1,)):
+    top = min(num_gpus, max_replica or num_gpus)  # GPUs of one replica at most
+    for tp in _powers_of_two(min(top, max_tp or top)):
+        for pp in _powers_of_two(top // tp):
+            for dp in (_powers_of_two(top // (tp * pp)) if moe else (1,)):
                 for ep in ((1, tp * dp) if moe and tp * dp > 1 else (1,)):
                     if layout_problem(spec, tp=tp, pp=pp, dp=dp, ep=ep) is None:
                         yield tp, pp, dp, ep
 
 
 def search_bit_options(args, fmt, low_bit_ok):
-    """(weight, activation, KV-cache, expert) bits --search tries: the user's when any bits flag is
-    given; else 16-bit, 16-bit with an 8-bit KV cache, and 8-bit weights and KV with 8-bit matmuls
-    where the GPU has an 8-bit peak (else 16-bit matmuls); a quantized checkpoint keeps its weights."""
+    """(weight, activation, KV-cache, expert) bits --search costs: the user's when any bits flag is
+    given; else the fewest the GPU runs, 8-bit weights and KV cache with 8-bit matmuls where the GPU
+    has an 8-bit peak (else 16-bit matmuls), a quantized checkpoint's own weights. In this model
+    fewer bits never make a layout slower or its KV pool smaller, so at the same layout and
+    concurrency a wider format is beaten on both axes and can never reach the front: costing it
+    would only repeat the work (accuracy is not weighed; pass --precision or --*-bits to search at
+    a format)."""
     if args.bits_given:
         return [(args.weight_bits if not fmt else fmt["linear_bits"], args.activation_bits, args.kv_cache_bits,
                  fmt["expert_bits"] if fmt else None)]
-    w, e = (fmt["linear_bits"], fmt["expert_bits"]) if fmt else (16, None)
-    low = (w if fmt else 8, 8 if low_bit_ok else 16, 8, e)
-    return [(w, 16, 16, e), (w, 16, 8, e), low]
+    w, e = (fmt["linear_bits"], fmt["expert_bits"]) if fmt else (8, None)
+    return [(w, 8 if low_bit_ok else 16, 8, e)]
 
 
 def pareto_front(points):
@@ -4743,19 +4759,27 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
             evaluated += 1
             if got:
                 prefill.setdefault((wb, ab, kvb), []).append((got["rate"] / gpus, lay, gpus, got))
+            rate = 0.0
             for c in _powers_of_two(cap) + ([cap] if cap & (cap - 1) else []):
                 st = mixed_step(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, decodes=c, decode_context=s + (o - 2) // 2,
                                 prefill_tokens=0, prompt_tokens=s, bits=bits)
                 evaluated += 1
-                if st["time_s"] > max_tpot:
-                    break
+                if st["time_s"] > max_tpot or c / st["time_s"] <= rate:
+                    break  # past the target, or no more tokens/s than the point before (dominated)
+                rate = c / st["time_s"]
                 decode.append(((wb, ab, kvb), lay, gpus, c, st["time_s"], w_bytes + per_req * math.ceil(c / dp)))
     points = []
     for key, lay, gpus_d, c, tpot, mem in decode:
         lam = c / ((o - 1) * tpot)  # requests/s per decode replica
         for _, play, gpus_p, pre in sorted(prefill.get(key, []), key=lambda x: -x[0])[:3]:
             best = None
-            for r_d in range(1, (N - gpus_p) // gpus_d + 1):
+            top_d = (N - gpus_p) // gpus_d
+            # the pools balance where r_d lam = r_p mu with r_p = (N - r_d g_d) / g_p: try the whole
+            # replica counts next to it and the ends
+            mid = N * pre["rate"] / gpus_p / (lam + pre["rate"] * gpus_d / gpus_p)
+            for r_d in {1, top_d, max(1, math.floor(mid)), min(top_d, math.ceil(mid))}:
+                if not 1 <= r_d <= top_d:
+                    continue
                 r_p = (N - r_d * gpus_d) // gpus_p
                 rate = min(r_p * pre["rate"], r_d * lam)
                 used = r_p * gpus_p + r_d * gpus_d
@@ -4782,7 +4806,10 @@ def search_serving(spec, args, parser, fmt):
     steady state at concurrency 1, 2, 4, ... up to the KV pool (serve_steady_state's model, the
     stack's per-request cost included), kept when it meets --max-ttft-ms and --max-tpot-ms. More
     concurrency never lowers TTFT or TPOT (a tested property), so the first miss ends a layout's
-    sweep, after one more point half-way back. Replicas fill the GPU budget: N // (tp x dp x pp).
+    sweep, after one more point half-way back; so does a point with no more tokens/s per GPU than
+    the one before (it is dominated). Data-parallel attention groups double while they raise the
+    best tokens/s per GPU or per user of their (tp, pp, ep, bits). Replicas fill the GPU budget:
+    N // (tp x dp x pp).
     Lower bits are never slower here (accuracy is not modelled). Returns the result dict, or exits
     2 saying what the fastest layouts reach when no layout meets the targets."""
     import time  # only --search times itself
@@ -4797,7 +4824,7 @@ def search_serving(spec, args, parser, fmt):
     low_ok = any(rec_peaks.get(k) for k in COMPUTE_DTYPE[8]) or args.peak_tflops is not None
     options = search_bit_options(args, fmt, low_ok)
     points, evaluated, best = [], 0, {"ttft": None, "tpot": None}
-    hw_cache, caps = {}, {}
+    hw_cache, held, stalled, reached = {}, set(), {}, {}
 
     def hw_for(tp, pp, dp, ab):
         key = (tp, pp, dp, ab)
@@ -4808,7 +4835,8 @@ def search_serving(spec, args, parser, fmt):
             hw_cache[key] = resolve_hardware(a, parser)[0]
         return hw_cache[key]
 
-    layouts = list(serving_layouts(spec, N))
+    layouts = list(serving_layouts(spec, N, max_tp=hw_for(1, 1, 1, 16).get("gpus_per_node"),
+                                   max_replica=args.max_replica_gpus))
     shown = t0 + 1.0  # progress on stderr once the search has run a second, then every second
     for i, (tp, pp, dp, ep) in enumerate(layouts):
         if time.perf_counter() > shown:
@@ -4818,10 +4846,17 @@ def search_serving(spec, args, parser, fmt):
         for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(
                 spec, args, (tp, pp, dp, ep), options=options, hw_for=hw_for):
             budget = hw["token_budget"] or math.inf
-            caps[(tp, pp, dp, ep, wb, ab, kvb)] = cap
-            # stages run in turn, so a deeper pipeline at a concurrency the shallower one holds is
-            # as slow per step on twice the GPUs: start above the shallower one's pool
-            start = caps.get((tp, pp // 2, dp, ep, wb, ab, kvb), 0) if pp > 1 else 0
+            held.add((tp, pp, dp, ep, wb, ab, kvb))
+            # inside a node a wider tp or more replicas serve the same GPUs at least as well as a
+            # deeper pipeline (tp cuts the time per token, pp does not): deeper stages are tried only
+            # where the shallower pipeline cannot hold the weights, or its stages fill a node already
+            if (pp > 1 and tp * dp < (hw.get("gpus_per_node") or gpus)
+                    and (tp, pp // 2, dp, ep, wb, ab, kvb) in held):
+                continue
+            family = (tp, pp, ep > 1, wb, ab, kvb)  # dp doubles within a family
+            if family in stalled and stalled[family][0] < dp:
+                continue
+            start = 0
 
             def cost(c):
                 st = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=c, prompt_tokens=s,
@@ -4841,8 +4876,10 @@ def search_serving(spec, args, parser, fmt):
                 return pt, ttft <= max_ttft and tpot <= max_tpot
 
             # concurrency doubles until a target is missed (TTFT and TPOT only grow with C), then
-            # the point half-way (x 1.5) between the last that met it and the first that did not
-            last = None
+            # the point half-way (x 1.5) between the last that met it and the first that did not;
+            # or until tokens/s per GPU stops rising: per user only falls with C, so every later
+            # point is beaten on both axes by the one before
+            last, mine = None, []
             for c in sorted({x for x in _powers_of_two(cap) if x > start} | ({cap} if cap > start else set())):
                 pt, ok = cost(c)
                 evaluated += 1
@@ -4852,10 +4889,21 @@ def search_serving(spec, args, parser, fmt):
                         pt, ok = cost(mid)
                         evaluated += 1
                         if ok:
-                            points.append(pt)
+                            mine.append(pt)
                     break
-                points.append(pt)
+                if mine and pt["tokens_per_s_per_gpu"] <= mine[-1]["tokens_per_s_per_gpu"]:
+                    break
+                mine.append(pt)
                 last = c
+            points += mine
+            # data-parallel attention groups keep doubling only while they raise the best tokens/s
+            # per GPU or per user of the family (more groups spread the experts thinner)
+            top = (max((p["tokens_per_s_per_gpu"] for p in mine), default=0.0),
+                   max((p["tokens_per_s_per_user"] for p in mine), default=0.0))
+            prev = reached.get(family)
+            if prev is not None and top[0] <= prev[0] and top[1] <= prev[1]:
+                stalled[family] = (dp, top)
+            reached[family] = (max(top[0], prev[0]), max(top[1], prev[1])) if prev else top
     if args.disaggregated:
         more, n_more = disaggregated_points(spec, args, layouts=layouts, options=options, hw_for=hw_for,
                                             max_ttft=max_ttft, max_tpot=max_tpot)
@@ -4909,8 +4957,10 @@ def search_report(res, *, s, o, stack, top):
         f"{slo or 'no latency target'}; {res['layouts_evaluated']} (layout, bits, concurrency) points costed "
         f"in {res['search_time_s'] * 1e3:.0f} ms, {res['feasible']} meet the targets; the Pareto front of "
         "tokens/s per GPU against tokens/s per user (continuous batching in steady state, replicas fill "
-        "the GPUs; lower bits are never slower in this model, whose accuracy it does not weigh; pipeline "
-        "stages run one batch at a time, a lower bound for pipelined serving):", width=100)
+        "the GPUs; at the fewest bits the GPU runs, as fewer are never slower in this model, which does "
+        "not weigh accuracy (--precision picks a format); tp stays "
+        "inside a node; pipelines deeper than needed to hold the weights only once a stage fills a node):",
+        width=100)
     lines += ["", f"{'layout (per replica)':<34}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
                   f"{'tok/s/user':>11}{'tok/s/GPU':>11}{'total tok/s':>13}{'GiB/GPU':>9}"]
     for p in res["pareto_front"][:top]:
@@ -4972,7 +5022,9 @@ def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
     return (f"continuous batching in steady state, {stack} stack: {load}, each with s = {s} prompt and "
             f"o = {o} output tokens; an engine step runs every decode and "
             + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
-            + f"; tp {tp} pp {pp} ({gpus or tp * pp} GPU{'s' if (gpus or tp * pp) > 1 else ''} per replica); times are "
+            + f"; tp {tp} pp {pp}" + (f" ({min(pp, max(1, math.floor(sv['concurrency'])))} micro-batches in "
+                                         "flight, one per stage at a time)" if pp > 1 else "")
+            + f" ({gpus or tp * pp} GPU{'s' if (gpus or tp * pp) > 1 else ''} per replica); times are "
             "means per request, memory is the most-loaded GPU's with C requests at s + o tokens")
 
 
