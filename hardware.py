@@ -378,6 +378,17 @@ _ROWS = [
                "EX254n) have 4 with no NVSwitch.",
          achievable_tflops=dict(bf16=828.6, fp8=1535.0),
          achievable_source=_MAMF + " (v2 table, '900W 141GB HBM3e version'; torch 2.6.0+cu126)"),
+    _row("gh200-96gb", "NVIDIA GH200 Grace Hopper Superchip (96GB HBM3, the 480GB module)", "NVIDIA",
+         ["gh200-480gb", "gh200-hbm3"],
+         memory_gb=96, memory_tb_per_s=4.0, tflops=_HOPPER_SXM_TFLOPS,
+         scale_up_link="NVLink 4 via NVLink Switch System (NVL32)", scale_up_gb_per_s_unidir=450,
+         domain=32, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
+         source=_NV_GH200,
+         notes="The original GH200: 96 GB HBM3 at 4 TB/s on the GPU beside the Grace CPU's 480 GB "
+               "LPDDR5X (sold as 'GH200 480GB', the name TensorRT-LLM's perf tables use). Same GH100 "
+               "compute as the 144GB HBM3e module; its matmul maxima are that module's measurement.",
+         achievable_tflops=dict(bf16=828.6, fp8=1535.0),
+         achievable_source=_MAMF + " (v2 table, measured on the 144GB HBM3e module; same GH100 compute)"),
     # ---------------- NVIDIA Blackwell ----------------
     _row("b200", "NVIDIA B200 (HGX B200, 180GB)", "NVIDIA", ["b200-sxm", "hgx-b200", "dgx-b200"],
          memory_gb=180, memory_tb_per_s=8.0, tflops=_B200_TFLOPS,

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Run calc_inference_latency.py over the published serving measurements in
+validation/published_serving.csv (one metric per line, each with its source) and write every
+comparison to validation/serving_rows.csv; print the share within 20% and the median error per
+group. Each row runs with its own stack's preset and the setup its source states, nothing tuned
+per row; none of these rows set a constant (the presets' sources are in SERVING_STACKS and
+VALIDATION.md), so every row is validation.
+
+Groups: TensorRT-LLM v0.14 online serving at a request rate (TTFT, ITL, output throughput);
+TensorRT-LLM v0.5/0.6.1 static batches (throughput per GPU, first-token latency); TensorRT-LLM
+v0.17 and v1.0 offline maximum-load throughput (all requests queued: a full KV pool,
+--queue-past-pool); vLLM CI latency (batch 8); NIM 1.0 at a concurrency (queueing past the pool).
+Rows whose model has no config or flags here are listed as not run, with the reason.
+
+Usage: python3 tools/validate_serving.py [-v] [--out FILE.csv]
+"""
+import contextlib
+import csv
+import io
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import calc_inference_latency as cil  # noqa: E402
+
+CFG = os.path.join(ROOT, "tests", "fixtures", "configs")
+LLAMA = ["--swiglu", "--norm", "rmsnorm", "--position-embedding", "rope"]
+L70 = ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "--ffn-hidden-size", "28672"] + LLAMA
+L405 = ["-l", "126", "-hs", "16384", "-a", "128", "--num-kv-heads", "8", "--ffn-hidden-size", "53248",
+        "-v", "128256"] + LLAMA
+MIXTRAL_8X22B = ["-l", "56", "-hs", "6144", "-a", "48", "--num-kv-heads", "8", "--ffn-hidden-size", "16384",
+                 "-v", "32768", "--num-experts", "8", "--topk", "2"] + LLAMA
+
+
+def cfg(name):
+    return ["--hf_model_name_or_path", os.path.join(CFG, name + ".json")]
+
+
+# model name as the sources spell it -> flags (Llama 3.x 70B/405B and Mixtral 8x22B from their
+# published shapes; the rest from the fixture configs, tests/fixtures/configs/SOURCES.md)
+MODELS = {
+    "LLaMA 3.1 70B": L70 + ["-v", "128256"], "llama-3 70B": L70 + ["-v", "128256"],
+    "Llama-3.3-70B-Instruct": L70 + ["-v", "128256"], "LLaMA v3.1 70B": L70 + ["-v", "128256"],
+    "Llama 3.3 70B": L70 + ["-v", "128256"], "LLaMA 70B": L70 + ["-v", "32000"],
+    "LLaMA v3.1 405B": L405, "Llama 3.1 405B": L405,
+    "LLaMA 3.1 8B": cfg("llama-3.1-8b"), "llama-3.1 8B": cfg("llama-3.1-8b"), "LLaMA v3.1 8B": cfg("llama-3.1-8b"),
+    "Llama 3.1 8B": cfg("llama-3.1-8b"), "LLaMA 7B": cfg("llama-2-7b"), "Mistral 7B": cfg("mistral-7b"),
+    "mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x22B": MIXTRAL_8X22B,
+    "Qwen3-30B-A3B": cfg("qwen3-30b-a3b"),
+    "GPT-J 6B": ["-l", "28", "-hs", "4096", "-a", "16", "-v", "50400", "--parallel-attention", "--bias"],
+    "Falcon 180B": ["-l", "80", "-hs", "14848", "-a", "232", "--num-kv-heads", "8", "-v", "65024",
+                    "--parallel-attention"],
+}
+# GPU as the sources spell it (longest prefix first) -> hardware.py name
+GPUS = [("8xH100", "h100"), ("GH200", "gh200-480gb"), ("GB200", "gb200"), ("H200", "h200"), ("H100", "h100"),
+        ("A100", "a100-80gb"), ("L40S", "l40s"), ("B200", "b200")]
+PRECISION = {"FP8": ["--precision", "fp8"], "FP16": ["--precision", "fp16"], "FP4": ["--precision", "fp4"]}
+
+
+def gpu_of(text):
+    return next((v for k, v in GPUS if text.startswith(k)), None)
+
+
+def run(argv):
+    """(result dict or None, the one-line error when it exits 2)."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            return cil.main(argv + ["--json"]), None
+        except SystemExit:
+            lines = err.getvalue().strip().splitlines()
+            return None, (lines[-1].split("error: ", 1)[-1] if lines else "exit 2")
+
+
+def comparisons(rows):
+    """Yield (group, row, metric, published, ours or None, note) for every row we can set up."""
+    by_id = {}
+    for r in rows:
+        by_id.setdefault(r["row_id"], []).append(r)
+    for rid, rs in by_id.items():
+        r0 = rs[0]
+        src, model, gpu = r0["source"], r0["model"], gpu_of(r0["gpu"])
+        if model not in MODELS or gpu is None:
+            for r in rs:
+                yield "not run", r, r["metric"], r["value"], None, f"no flags here for {model!r} on {r0['gpu']!r}"
+            continue
+        prec = PRECISION.get(r0["weight_precision"].upper()[:4], [])
+        base = MODELS[model] + ["--gpu", gpu] + prec
+        tp = r0["tp"] if r0["tp"].isdigit() else "1"
+        if "v0.14" in src and r0["request_rate"] not in ("inf", "INF"):
+            res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"], "--request-rate", r0["request_rate"]])
+            keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "output_throughput": ("output_tokens_per_s", 1)}
+            for r in rs:
+                if r["metric"] in keys:
+                    k, unit = keys[r["metric"]]
+                    yield ("TensorRT-LLM v0.14 online", r, r["metric"], float(r["value"]) * unit,
+                           res["serving"][k] if res else None, err)
+        elif "performance.md @77d24" in src:
+            res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"].split()[0], "-b", r0["batch_or_concurrency"]])
+            r = rs[0]
+            if r["metric"] == "first_token_latency":
+                yield "TensorRT-LLM v0.5/0.6.1 static", r, "first token", float(r["value"]) * 1e-3, \
+                    res["ttft_s"] if res else None, err
+            else:
+                yield "TensorRT-LLM v0.5/0.6.1 static", r, "tokens/s per GPU", float(r["value"]), \
+                    res["output_tokens_per_s_per_gpu"] if res else None, err
+        elif r0["row_id"].startswith(("TRT017", "TRT10-")):
+            # offline maximum load: every request queued, so the engine runs a full KV pool; the
+            # docs' KV fraction 0.95; v1.0's MoE runs use attention DP and EP over all GPUs
+            n = int(tp)
+            moe_dp = r0["row_id"].startswith("TRT10-") and model.startswith(("Qwen3", "Mixtral")) and n > 1
+            lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if moe_dp else ["-tp", str(n)]
+            res, err = run(base + lay + ["--serving-stack", "tensorrt-llm", "--gpu-memory-utilization", "0.95",
+                                         "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000",
+                                         "--queue-past-pool"])
+            group = "TensorRT-LLM v0.17 max load" if r0["row_id"].startswith("TRT017") else "TensorRT-LLM v1.0 max load"
+            yield group, r0, "output tokens/s", float(r0["value"]), res["serving"]["output_tokens_per_s"] if res else None, err
+        elif "nim" in src:
+            res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"], "-c", r0["batch_or_concurrency"], "--queue-past-pool"])
+            keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "throughput": ("output_tokens_per_s", 1)}
+            for r in rs:
+                if r["metric"] in keys:
+                    k, unit = keys[r["metric"]]
+                    yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, res["serving"][k] if res else None, err
+        elif "buildkite" in src and r0["metric"] == "E2E_latency" and "benchmark_latency" in r0["stack"]:
+            res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"], "-o", r0["output_len"],
+                                   "-b", r0["batch_or_concurrency"]])
+            r = next(x for x in rs if x["stat"] == "mean")
+            yield "vLLM CI latency (b 8)", r, "end-to-end", float(r["value"]) * 1e-3, res["total_s"] if res else None, err
+
+
+def main():
+    rows = list(csv.DictReader(open(os.path.join(ROOT, "validation", "published_serving.csv"), encoding="utf-8")))
+    out = []
+    for group, r, metric, pub, ours, note in comparisons(rows):
+        err = None if ours is None or group == "not run" else ours / float(pub) - 1
+        out.append({"group": group, "row_id": r["row_id"], "source": r["source"], "model": r["model"], "gpu": r["gpu"],
+                    "metric": metric, "published": pub, "ours": "" if ours is None else f"{ours:.6g}",
+                    "error": "" if err is None else f"{err:+.4f}", "used_for_calibration": "no",
+                    "note": note or ""})
+        if "-v" in sys.argv and group != "not run":
+            print(f"{group:32} {r['row_id']:16} {metric:18} {float(pub):>12.5g} {out[-1]['ours']:>12} "
+                  f"{'' if err is None else f'{err:+.1%}':>8} {note or ''}")
+    path = (sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv
+            else os.path.join(ROOT, "validation", "serving_rows.csv"))
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(out[0]))
+        w.writeheader()
+        w.writerows(out)
+    print(f"{'group':32}{'rows':>6}{'refused':>9}{'within 20%':>12}{'median |err|':>14}")
+    judged = [x for x in out if x["group"] != "not run"]
+    for g in dict.fromkeys(x["group"] for x in judged):
+        items = [x for x in judged if x["group"] == g]
+        errs = [abs(float(x["error"])) for x in items if x["error"]]
+        w20 = sum(e <= 0.2 for e in errs)
+        print(f"{g:32}{len(items):>6}{len(items) - len(errs):>9}{w20:>7} ({w20 / len(items):.0%})"
+              f"{statistics.median(errs):>13.1%}")
+    errs = [abs(float(x["error"])) for x in judged if x["error"]]
+    w20 = sum(e <= 0.2 for e in errs)
+    print(f"{'all':32}{len(judged):>6}{len(judged) - len(errs):>9}{w20:>7} ({w20 / len(judged):.0%})"
+          f"{statistics.median(errs):>13.1%}")
+    skipped = [x for x in out if x["group"] == "not run"]
+    print(f"not run: {len(skipped)} metric lines (no flags for their model here, or a metric not compared); "
+          f"every comparison is in {path}")
+
+
+if __name__ == "__main__":
+    main()
