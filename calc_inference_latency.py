@@ -4234,6 +4234,9 @@ def resolve_hardware(args, parser):
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
           "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
+          # False: a GPU whose peers are not modelled (PCIe cards) without --tp-bandwidth-gbps
+          "peer_link": not (rec is not None and not rec.get("scale_up_bandwidth_bytes_per_s")
+                            and args.tp_bandwidth_gbps is None),
           "ep_imbalance": args.ep_imbalance,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6,
           "serving_stack": args.serving_stack,
@@ -4538,6 +4541,10 @@ def validate(args, parser, spec):
     if args.search:
         if args.concurrency is not None or args.request_rate is not None or args.batch_size_given:
             parser.error("--search picks the concurrency and the layout itself; leave out -c, --request-rate and -b")
+        fixed = [f for f, v in (("-tp", args.tensor_parallel_size), ("-pp", args.pipeline_parallel_size),
+                                ("-dp", args.data_parallel_size), ("-ep", args.expert_parallel_size)) if v != 1]
+        if fixed:
+            parser.error(f"--search picks the layout itself; leave out {', '.join(fixed)} (--num-gpus sets the budget)")
         for name in ("max_ttft_ms", "max_tpot_ms"):
             v = getattr(args, name)
             if v is not None and not v > 0:
@@ -4668,9 +4675,10 @@ def pareto_front(points):
     return front
 
 
-def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft):
+def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft, cap):
     """A prefill-only replica (disaggregated serving): it runs batches of b = budget // s prompts
-    (at least 1; at most what its KV pool holds) back to back, each batch taking t_b (forward_pass
+    (at least 1; at most the cap requests its KV pool holds, which is also b for a stack that does
+    not chunk) back to back, each batch taking t_b (forward_pass
     plus the step cost), so it serves mu = b / t_b requests/s. At load rho = R / mu an arriving
     prompt waits rho t_b / (2 (1 - rho)) (M/D/1, Kleinrock 1975 sec. 5.6), then runs in a batch
     rho b full (at least its own prompt), then its KV cache crosses to the decode pool
@@ -4685,7 +4693,7 @@ def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft):
     def pass_s(b):
         return forward_pass(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, batch=b, new_tokens=s, context_before=0,
                             absorbed=False, **bits)["time_s"] + step
-    b = max(1, min(int(budget // s) if budget < math.inf else 64, 64 * dp))
+    b = max(1, min(int(budget // s) if budget < math.inf else cap, cap))
     t1, tb = pass_s(min(dp, b)), pass_s(b)
     fixed = kv_transfer_s + hw["request_overhead_s"]
 
@@ -4742,7 +4750,10 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
     N, s, o = args.num_gpus, args.prompt_tokens, args.output_tokens
     if o < 2:
         return [], 0
-    pools_cross = N > (hw_for(1, 1, 1, 16).get("gpus_per_node") or N)
+    one = hw_for(1, 1, 1, 16)
+    pools_cross = N > (one.get("gpus_per_node") or N)
+    if (pools_cross and not one["scale_out_bytes_per_s"]) or (N > 1 and not one["peer_link"]):
+        return [], 0  # the KV cache has no modelled path between the pools (no NIC, no peer link)
     prefill = {}  # bits -> [(rate per GPU, lay, gpus, rate per replica, ttft)]
     decode = []
     evaluated = 0
@@ -4755,7 +4766,8 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
                                                                                  hw_for=hw_for):
             xfer = kv_transfer_s(spec, hw, s=s, kv_bits=kvb, a_bits=ab, state_bits=args.state_bits,
                                  gpus_p=gpus, gpus_d=gpus, cross_node=pools_cross)
-            got = prefill_pool_rate(spec, hw, lay=lay, bits=bits, s=s, kv_transfer_s=xfer, max_ttft=max_ttft)
+            got = prefill_pool_rate(spec, hw, lay=lay, bits=bits, s=s, kv_transfer_s=xfer, max_ttft=max_ttft,
+                                    cap=cap)
             evaluated += 1
             if got:
                 prefill.setdefault((wb, ab, kvb), []).append((got["rate"] / gpus, lay, gpus, got))
@@ -4835,8 +4847,15 @@ def search_serving(spec, args, parser, fmt):
             hw_cache[key] = resolve_hardware(a, parser)[0]
         return hw_cache[key]
 
-    layouts = list(serving_layouts(spec, N, max_tp=hw_for(1, 1, 1, 16).get("gpus_per_node"),
-                                   max_replica=args.max_replica_gpus))
+    one = hw_for(1, 1, 1, 16)
+    # what the hardware can join: no peer link (PCIe cards), one-GPU replicas; no NIC, one node
+    max_replica = (1 if not one["peer_link"] else args.max_replica_gpus if one["scale_out_bytes_per_s"]
+                   else min(args.max_replica_gpus, one["gpus_per_node"]))
+    if max_replica < min(N, args.max_replica_gpus):
+        print(f"note: --search builds replicas of at most {max_replica} GPU(s): "
+              + ("the GPU has no modelled peer link (--tp-bandwidth-gbps gives one)" if not one["peer_link"]
+                 else "no scale-out bandwidth is known (--scale-out-gbps gives one)"), file=sys.stderr)
+    layouts = list(serving_layouts(spec, N, max_tp=one.get("gpus_per_node"), max_replica=max_replica))
     shown = t0 + 1.0  # progress on stderr once the search has run a second, then every second
     for i, (tp, pp, dp, ep) in enumerate(layouts):
         if time.perf_counter() > shown:

