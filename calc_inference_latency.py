@@ -3907,8 +3907,8 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
       * a request's own prompt takes W_p = s / (token_budget - decodes) steps (at least 1); the
         other C - 1 requests are spread over their cycle (decoding a (o-1)/(W+o-1) share of it);
       * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
-        TTFT = half a mean step (the step running when it arrives: it joins at the next boundary),
-        W_p steps carrying its own prompt, and W - W_p steps of waiting at the mean step.
+        TTFT = W_p steps carrying its own prompt and W - W_p steps of waiting at the mean step, plus
+        for an open loop half a mean step (the step running when it arrives).
     Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
     attention, whose cost is linear in the context). With dp data-parallel attention groups, each
     group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
@@ -3943,10 +3943,12 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     dec = mixed_step(spec, hw, decodes=dp * (1 + d_other if o > 1 else d_other), prefill_tokens=dp * p_other, **kw)
     pre = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * (p_other + s / w_p), **kw)
     mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
-    # an arrival joins at the next step boundary: with C > 1 a step is running when it comes, and a
-    # random instant falls on average half-way through it (the mean residual of near-constant steps,
-    # E[S^2] / 2E[S]; Kleinrock 1975 sec. 5.2); alone (C = 1, closed loop) it finds the engine idle
-    residual = mean_step / 2 if (open_loop or C * dp > 1) else 0.0
+    # an open-loop arrival joins at the next step boundary: it comes at a random instant of a busy
+    # engine, on average half-way through the running step (Poisson arrivals see time averages,
+    # Wolff 1982; the mean residual of near-constant steps, E[S^2] / 2E[S], Kleinrock 1975 sec.
+    # 5.2). A closed-loop client resubmits at its own request's step boundary, so its wait hangs
+    # on the client's round trip, which is not modelled: none is added
+    residual = mean_step / 2 if open_loop else 0.0
     ttft = residual + w_p * pre["time_s"] + (w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
@@ -5246,8 +5248,8 @@ def main(argv=None):
         "convention": "TTFT = one prefill pass over the prompt (the first token comes from it); "
                       "o-1 decode steps, each reading every weight shard and the KV cache; per-op "
                       "roofline + fixed per-kernel overhead, summed over the layer list; TP ring "
-                      "all-reduce after each attention and MLP block; PP stages sequential, one batch "
-                      "in flight; memory per GPU on the most-loaded stage (weights + KV at s+o, no "
+                      "all-reduce after each attention and MLP block; PP stages sequential (a static "
+                      "batch one in flight, continuous batching up to pp micro-batches); memory per GPU on the most-loaded stage (weights + KV at s+o, no "
                       "activations/workspace)" + attention_convention(spec),
     }
     if args.json:
