@@ -198,52 +198,63 @@ PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cac
 #   step_overhead_ms: host time per engine step the GPU waits for (scheduling, sampling);
 #   request_overhead_ms: per request outside the engine (HTTP server, tokenizer, IPC);
 #   token_budget: tokens per engine step (None: a whole batch's prompts in one pass), or a list of
-#     (GPU memory GiB below which, budget) tried in order, the stack's own rule;
+#     (bound, budget) tried in order, the stack's own rule: a number bound matches a GPU with less
+#     memory (GiB), a text bound a GPU whose name holds it, None any GPU;
+#   max_num_seqs: requests the scheduler runs at once (vLLM's max_num_seqs, TensorRT-LLM's
+#     max_batch_size, SGLang's max_running_requests) per data-parallel engine, a rule as for
+#     token_budget; None: only the KV pool limits it; past it requests wait in the server's queue;
 #   memory_utilization: share of GPU memory for weights plus the KV pool.
 # No stack publishes its own matmul or bandwidth fraction, so every stack runs at the hardware's.
 _NCCL = dict(allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None)
 SERVING_STACKS = {
     # today's defaults: kernels only (gpt-fast-like CUDA-graph decode; see the constants above)
     "kernels": dict(_NCCL, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
-                    request_overhead_ms=0.0, token_budget=None, memory_utilization=1.0),
+                    request_overhead_ms=0.0, token_budget=None, max_num_seqs=None, memory_utilization=1.0),
     # FasterTransformer (C++ runtime, static batch, NCCL: its custom all-reduce is off by default,
     # custom_ar_comm.cc). 47.9 us per in-place all-reduce call: FT's own GPT-20B TP 8 table
     # (60/20 minus 20/8 over 12 steps, docs/gpt_guide.md; that row is calibration)
     "fastertransformer": dict(allreduce_us=47.9, allreduce_gbps=None,
                               kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
-                              request_overhead_ms=0.0, token_budget=None, memory_utilization=1.0),
+                              request_overhead_ms=0.0, token_budget=None, max_num_seqs=None,
+                              memory_utilization=1.0),
     # the same behind Triton Inference Server: + 88.1 ms per request, FT's GPT-89B TP 8 128/8 row
     # (measured through Triton per gpt_guide.md; that row is calibration)
     "fastertransformer-triton": dict(allreduce_us=47.9, allreduce_gbps=None,
                                      kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
-                                     request_overhead_ms=88.1, token_budget=None, memory_utilization=1.0),
+                                     request_overhead_ms=88.1, token_budget=None, max_num_seqs=None,
+                                     memory_utilization=1.0),
     # TensorRT-LLM: custom one-shot all-reduce (FT's kernels' descendant) 4.4 us + 31 GB/s
     # effective, from SGLang PR #2904's H100 table of that kernel (TP 2/4/8, 4 KB - 1 MB);
     # 0.58 ms exposed host time per iteration (TensorRT-LLM issue #13957, overlap scheduler on);
-    # max_num_tokens 8192 (perf-best-practices.md, since v0.11); free_gpu_memory_fraction 0.9
+    # max_num_tokens 8192 (perf-best-practices.md, since v0.11) and max_batch_size 2048 (BuildConfig's
+    # defaults, tensorrt_llm/builder.py); free_gpu_memory_fraction 0.9
     "tensorrt-llm": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                         step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192,
+                         step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192, max_num_seqs=2048,
                          memory_utilization=0.9),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
-    # max_num_batched_tokens 8192 for the OpenAI server on >= 70 GiB GPUs other than A100, else
-    # 2048 (vllm/engine/arg_utils.py); gpu_memory_utilization 0.9; 4 ms per request online vs
+    # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
+    # other than A100, else 2048 and 256 (vllm/engine/arg_utils.py, get_batch_defaults);
+    # gpu_memory_utilization 0.9; 4 ms per request online vs
     # offline (HTTP + ZMQ, tenstorrent/tt-inference-server#190); per-step host time: no V1 figure
     # was found, TensorRT-LLM's 0.58 ms stands in (stated)
     "vllm": dict(allreduce_us=9.0, allreduce_gbps=26.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                 step_overhead_ms=0.58, request_overhead_ms=4.0, token_budget=[(70, 2048), (None, 8192)],
-                 memory_utilization=0.9),
+                 step_overhead_ms=0.58, request_overhead_ms=4.0,
+                 token_budget=[("a100", 2048), (70, 2048), (None, 8192)],
+                 max_num_seqs=[("a100", 256), (70, 256), (None, 1024)], memory_utilization=0.9),
     # SGLang: TensorRT-LLM-derived custom all-reduce (PR #2904, as tensorrt-llm); the overlap
     # scheduler hides host work (v0.4 blog: no idle time between decode batches): 0 per step;
     # chunked_prefill_size 2048 below 35 GB, 8192 below 160 GB, else 16384 (server_args.py);
+    # max_running_requests unset: derived from the KV token pool (no cap here beyond the pool);
     # per-request cost assumed vLLM's (no SGLang figure found)
     "sglang": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
                    step_overhead_ms=0.0, request_overhead_ms=4.0,
-                   token_budget=[(35, 2048), (160, 8192), (None, 16384)], memory_utilization=0.9),
+                   token_budget=[(35, 2048), (160, 8192), (None, 16384)], max_num_seqs=None,
+                   memory_utilization=0.9),
     # plain transformers generate, eager PyTorch, no CUDA graphs: 40 us per kernel of ours, from
     # arXiv 2605.30571 (Qwen-2.5-7B bf16 batch 1 on H100 at 0.27 of the bandwidth floor: 17.0 ms
     # per token against 4.6 ms, the gap over 28 layers x 11 kernels); NCCL through torch.distributed
     "hf-eager": dict(_NCCL, kernel_overhead_us=40.0, step_overhead_ms=0.0, request_overhead_ms=0.0,
-                     token_budget=None, memory_utilization=1.0),
+                     token_budget=None, max_num_seqs=None, memory_utilization=1.0),
 }
 # the default: vLLM, the open-source engine most serving deployments run today; its `vllm serve`
 # defaults are what a user gets without tuning
@@ -264,7 +275,8 @@ FLAG_RANGES = {
     "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
     "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
     "request_overhead_ms": (0, 1e6), "state_bits": (1, 64), "concurrency": (1, 10 ** 7),
-    "request_rate": (1e-6, 1e7), "max_num_batched_tokens": (1, 10 ** 9), "step_overhead_ms": (0, 1e6),
+    "request_rate": (1e-6, 1e7), "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
+    "step_overhead_ms": (0, 1e6),
     "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins
 COMPUTE_DTYPE = {32: ("tf32", "fp32"), 16: ("bf16", "fp16"), 8: ("fp8", "int8"), 4: ("fp4",)}
@@ -4112,13 +4124,16 @@ def cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, a_bits=16, sta
     return max(stages, key=lambda st: st["kv"] + st["indexer"] + st["state"])
 
 
-def stack_token_budget(rule, memory_bytes):
-    """Tokens per engine step under a stack's rule: a number, None (no chunking), or the first
-    (GiB below which, budget) pair whose bound the GPU's memory is under (None = any)."""
+def stack_rule(rule, memory_bytes, gpu_name):
+    """A stack default that depends on the GPU (token budget, running-request cap): a number,
+    None, or the value of the first (bound, value) pair that matches: a number bound when the GPU
+    has less memory (GiB), a text bound when the GPU's name holds it (vLLM's A100 exception),
+    None always. Without --gpu the hardware is the A100-80GB defaults."""
     if not isinstance(rule, list):
         return rule
-    gib = memory_bytes / 2 ** 30
-    return next(b for bound, b in rule if bound is None or gib < bound)
+    gib, name = memory_bytes / 2 ** 30, (gpu_name or "a100-80gb").lower()
+    return next(b for bound, b in rule
+                if bound is None or (bound in name if isinstance(bound, str) else gib < bound))
 
 
 # --- hardware ------------------------------------------------------------------------------------
@@ -4250,8 +4265,10 @@ def resolve_hardware(args, parser):
                                  else args.request_overhead_ms) * 1e-3,
           "allreduce_custom_bytes_per_s": (stack["allreduce_gbps"] * 1e9 if stack["allreduce_gbps"]
                                            and args.tp_bandwidth_gbps is None else None),
-          "token_budget": (stack_token_budget(stack["token_budget"], mem) if args.max_num_batched_tokens is None
-                           else args.max_num_batched_tokens),
+          "token_budget": (stack_rule(stack["token_budget"], mem, rec and rec["name"])
+                           if args.max_num_batched_tokens is None else args.max_num_batched_tokens),
+          "max_num_seqs": (stack_rule(stack["max_num_seqs"], mem, rec and rec["name"])
+                           if args.max_num_seqs is None else args.max_num_seqs),
           "memory_utilization": (stack["memory_utilization"] if args.gpu_memory_utilization is None
                                  else args.gpu_memory_utilization)}
     hw["net"] = build_net(intra_bytes_per_s=agg, inter_bytes_per_s=out, in_network_reduction=in_net,
@@ -4306,10 +4323,14 @@ def serving_report_lines(r):
              + (f" and {sv['queue_steps']:.1f} steps for the budget" if sv["queue_steps"] > 1e-9 else ""),
              f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
              f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
-             f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"]
+             f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"
+             + (f"; the stack runs at most {sv['max_num_seqs']:,} at once (--max-num-seqs)"
+                if sv["max_num_seqs"] else "")]
     if sv["queued_requests"]:
+        why = ("the stack's running cap" if sv["max_num_seqs"] and sv["max_num_seqs"] < sv["kv_pool_max_concurrency"]
+               else "the KV pool")
         lines.append(f"queue: {sv['queued_requests']:,} of the {sv['concurrency']:,} requests wait in the server's "
-                     f"queue, {fmt_s(sv['queue_wait_s'])} each on average (in TTFT and end-to-end)")
+                     f"queue past {why}, {fmt_s(sv['queue_wait_s'])} each on average (in TTFT and end-to-end)")
     return lines
 
 
@@ -4482,6 +4503,10 @@ def build_parser():
     g.add_argument("--max-num-batched-tokens", type=bounded_int, default=None,
                    help="tokens per engine step, decodes first, prompt chunks fill the rest (default: "
                         "the stack's)")
+    g.add_argument("--max-num-seqs", type=bounded_int, default=None,
+                   help="requests the engine runs at once per data-parallel engine (vLLM's max_num_seqs, "
+                        "TensorRT-LLM's max_batch_size, SGLang's max_running_requests); more wait in the "
+                        "server's queue (default: the stack's)")
     g.add_argument("--step-overhead-ms", type=finite_float, default=None,
                    help="fixed host cost per engine step (scheduling, sampling), ms (default: the stack's)")
     g.add_argument("--queue-past-pool", action="store_true",
@@ -4585,11 +4610,16 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     closed-loop concurrency C past the pool's cap runs cap requests and queues the other C - cap
     in the server (vLLM's waiting queue, TensorRT-LLM's and NIM's request queue): the pool's
     throughput X = cap / E2E(cap) is unchanged, and each request first waits (C - cap) / X for a
-    slot (Little's law), added to its TTFT and end-to-end time."""
+    slot (Little's law), added to its TTFT and end-to-end time. The stack's running-request cap
+    (hw["max_num_seqs"] per data-parallel engine: vLLM's max_num_seqs, TensorRT-LLM's
+    max_batch_size) queues the same way without the flag: its scheduler admits no more, whatever
+    the pool holds."""
     dp, ep = args.data_parallel_size, args.expert_parallel_size
     pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
                                           kv_bits=args.kv_cache_bits, a_bits=args.activation_bits,
                                           state_bits=args.state_bits, dp=dp)
+    seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
+    run_cap = min(cap, seqs) if seqs else cap  # requests that run at once
     util = hw["memory_utilization"]
     if cap < 1:
         parser.error(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
@@ -4598,23 +4628,25 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     budget = hw["token_budget"] or math.inf  # None: every waiting prompt in one step
     kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
-        c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=cap, **kw)
-        if c is None:  # st: the steady state of a full KV pool
+        c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)
+        if c is None:  # st: the steady state of a full KV pool (or of the running cap)
+            held = (f"the KV pool holds {cap} requests of {s + o} tokens" if run_cap == cap else
+                    f"the stack runs at most {run_cap} requests at once (--max-num-seqs)")
             parser.error(f"--request-rate {_num(args.request_rate)}/s is more than this layout sustains: "
-                         f"the KV pool holds {cap} requests of {s + o} tokens, which serve at most "
-                         f"{st['requests_per_s']:.4g} requests/s; lower the rate or add GPUs")
+                         f"{held}, which serve at most {st['requests_per_s']:.4g} requests/s; lower the "
+                         "rate or add GPUs")
     else:
         c = args.concurrency
-        if c > cap and not args.queue_past_pool:
+        if c > cap and run_cap == cap and not args.queue_past_pool:
             parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
                          f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
                          f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
                          "raise -tp or -dp, or cut --kv-cache-bits or s + o (or --queue-past-pool)")
-        st = steady_state(spec, hw, concurrency=min(c, cap), **kw)
+        st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
     req = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
-    queued = max(0, c - cap) if args.request_rate is None else 0
-    wait = queued * e2e / cap  # (C - cap) / X with X = cap / E2E(cap)
+    queued = max(0, c - run_cap) if args.request_rate is None else 0
+    wait = queued * e2e / run_cap  # (C - cap) / X with X = cap / E2E(cap)
     ttft, e2e = ttft + wait, e2e + wait
     # closed loop: C clients each wait E2E per request (Little); open loop: what arrives leaves
     rps = args.request_rate if args.request_rate is not None else c / e2e
@@ -4622,6 +4654,7 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                 requests_per_s=rps, token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
                 queued_requests=queued, queue_wait_s=wait,
                 kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
+                max_num_seqs=seqs, running_requests=min(c, run_cap),
                 output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
 
@@ -4737,6 +4770,8 @@ def sized_options(spec, args, lay, *, options, hw_for):
         w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
         _, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
                                            kv_bits=kvb, a_bits=ab, state_bits=args.state_bits, dp=dp)
+        if cap >= 1 and hw.get("max_num_seqs"):  # the stack runs no more at once (past it: only queueing)
+            cap = min(cap, hw["max_num_seqs"] * dp)
         if cap >= 1:
             yield (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap
 

@@ -1449,3 +1449,46 @@ def test_concurrency_past_the_pool_still_exits_2_without_the_queue_flag(capsys):
         main(L3_70B + ["--gpu", "h100", "-tp", "2", "--precision", "fp8", "-s", "5000", "-o", "500", "-c", "150"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--queue-past-pool" in err
+
+
+# The running-request cap (vLLM's max_num_seqs, TensorRT-LLM's max_batch_size). vLLM's OpenAI
+# server defaults (vllm/engine/arg_utils.py, get_batch_defaults): on GPUs of 70 GiB or more whose
+# name is not A100, max_num_seqs 1024 and max_num_batched_tokens 8192; otherwise 256 and 2048.
+# TensorRT-LLM's BuildConfig: max_batch_size 2048 (tensorrt_llm/builder.py).
+L8 = ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--precision", "fp8", "-s", "100", "-o", "200",
+      "--serving-stack", "vllm"]
+
+
+@pytest.mark.parametrize("gpu,seqs,budget", [("h100", 1024, 8192), ("h200", 1024, 8192), ("a100", 256, 2048),
+                                             ("l40s", 256, 2048)])
+def test_vllm_batch_defaults_follow_arg_utils(gpu, seqs, budget):
+    r = run(L8 + ["--gpu", gpu, "-c", "8"])
+    assert r["serving"]["max_num_seqs"] == seqs and r["serving"]["token_budget"] == budget
+
+
+def test_concurrency_past_the_running_cap_queues_without_the_flag():
+    """Past max_num_seqs the scheduler admits no more whatever the pool holds: the running
+    requests' throughput is kept and the rest wait (C - cap) / X (Little's law), no exit 2."""
+    at_cap = run(L8 + ["--gpu", "h100", "-c", "1024"])["serving"]
+    past = run(L8 + ["--gpu", "h100", "-c", "2000"])["serving"]
+    assert at_cap["kv_pool_max_concurrency"] > 2000  # the pool is not what binds
+    assert past["running_requests"] == 1024 and past["queued_requests"] == 2000 - 1024
+    assert past["output_tokens_per_s"] == pytest.approx(at_cap["output_tokens_per_s"], rel=1e-9)
+    assert past["queue_wait_s"] == pytest.approx((2000 - 1024) / at_cap["requests_per_s"], rel=1e-9)
+    assert past["ttft_s"] > at_cap["ttft_s"]
+
+
+def test_max_num_seqs_flag_overrides_the_stack_and_scales_with_dp():
+    r = run(L8 + ["--gpu", "h100", "-c", "300", "--max-num-seqs", "100"])["serving"]
+    assert r["max_num_seqs"] == 100 and r["running_requests"] == 100
+    moe = ["--hf_model_name_or_path", cfg("mixtral-8x7b"), "--gpu", "h100", "--precision", "fp8", "-s", "100",
+           "--serving-stack", "vllm",
+           "-o", "100", "-tp", "1", "-dp", "2", "-ep", "2", "--max-num-seqs", "64", "-c", "200"]
+    assert run(moe)["serving"]["running_requests"] == 128  # one cap per data-parallel engine
+
+
+def test_request_rate_past_the_running_cap_exits_2_naming_the_flag(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(L8 + ["--gpu", "a100", "--request-rate", "1000"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--max-num-seqs" in err and "256" in err
