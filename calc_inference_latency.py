@@ -160,6 +160,14 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
 DEFAULT_KERNEL_OVERHEAD_US = 4.0   # per kernel, launch-to-launch gap of small dependent kernels
+# PCIe cards without NVLink (hardware.py's pcie_peer_bandwidth_bytes_per_s: L40S, L4, A10, A10G)
+# reach their peers over the slot. NCCL's ring there: 21 GB/s bus bandwidth on 8 x A100 80GB PCIe
+# (Gen4 x16, dual EPYC 7543, NCCL 2.9.9; NVIDIA/nccl issue #841), 0.667 of the 31.5 GB/s line
+# rate (a 4-GPU Gen4 box, tinygrad/open-gpu-kernel-modules #36: 25.8 GB/s, 0.82). The custom
+# all-reduce kernels need NVLink peers (vLLM turns its own off on PCIe-only GPUs beyond two).
+# Servers of such cards hold 8 (AWS g5/g6/g6e.48xlarge).
+PCIE_PEER_EFFICIENCY = 21.0 / 31.5
+PCIE_SERVER_GPUS = 8
 # kernels per block (11 for an ordinary layer, as before the layer list):
 ATTENTION_KERNELS = 6  # norm, qkv, rope, attention, o-proj, add
 MLP_KERNELS = 5        # norm, mlp-in, act, mlp-out, add
@@ -4202,14 +4210,21 @@ def resolve_hardware(args, parser):
     width = tp * args.data_parallel_size  # GPUs of one pipeline stage
     # the scale-up link per GPU (one direction), the NVLink domain, the NIC per GPU beyond it
     agg = dom = out = None
-    mesh = in_net = False
+    mesh = in_net = pcie_peers = False
     if rec is not None:
         agg, dom = rec.get("scale_up_bandwidth_bytes_per_s"), rec.get("scale_up_domain_size")
         out = rec.get("scale_out_bandwidth_bytes_per_s")
         mesh = rec.get("scale_up_topology") == "mesh" and bool(dom and dom > 1)
         in_net = bool(rec.get("scale_up_in_network_reduction"))
+        if not agg and rec.get("pcie_peer_bandwidth_bytes_per_s") and args.tp_bandwidth_gbps is None:
+            # PCIe cards with peer-to-peer: NCCL's ring over the slot, a server of PCIE_SERVER_GPUS
+            agg, dom, pcie_peers = rec["pcie_peer_bandwidth_bytes_per_s"], PCIE_SERVER_GPUS, True
+            if width * pp > 1:
+                notes.append(f"{rec['name']}: no NVLink; peers over PCIe at {agg / 1e9:.1f} GB/s x "
+                             f"{PCIE_PEER_EFFICIENCY:.3f} (NCCL's ring; no custom all-reduce), servers of "
+                             f"{PCIE_SERVER_GPUS} GPUs")
         if not agg and width * pp > 1 and args.tp_bandwidth_gbps is None:
-            parser.error(f"--gpu {rec['name']} has no scale-up link (PCIe peers are not modelled); pass "
+            parser.error(f"--gpu {rec['name']} has no scale-up link and no peer-to-peer over PCIe; pass "
                          "--tp-bandwidth-gbps (GB/s per GPU, one direction)")
     else:
         dom, out = DEFAULT_GPUS_PER_NODE, DEFAULT_SCALE_OUT_GBPS * 1e9
@@ -4244,8 +4259,10 @@ def resolve_hardware(args, parser):
     me = DEFAULT_MEMORY_EFFICIENCY if me is None else me
     stack = SERVING_STACKS[args.serving_stack]
     ovh = stack["kernel_overhead_us"] if args.kernel_overhead_us is None else args.kernel_overhead_us
-    lat = stack["allreduce_us"] if args.tp_latency_us is None else args.tp_latency_us
-    leff = DEFAULT_ALLREDUCE_EFFICIENCY if args.tp_efficiency is None else args.tp_efficiency
+    lat = ((DEFAULT_ALLREDUCE_LATENCY_US if pcie_peers else stack["allreduce_us"]) if args.tp_latency_us is None
+           else args.tp_latency_us)  # PCIe peers: NCCL's own call cost (no custom kernel)
+    leff = ((PCIE_PEER_EFFICIENCY if pcie_peers else DEFAULT_ALLREDUCE_EFFICIENCY) if args.tp_efficiency is None
+            else args.tp_efficiency)
     hw = {"gpu": rec["name"] if rec else None, "peak_flops_per_s": peak, "compute_efficiency": ce,
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
@@ -4253,7 +4270,7 @@ def resolve_hardware(args, parser):
           "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
           # False: a GPU whose peers are not modelled (PCIe cards) without --tp-bandwidth-gbps
           "peer_link": not (rec is not None and not rec.get("scale_up_bandwidth_bytes_per_s")
-                            and args.tp_bandwidth_gbps is None),
+                            and not pcie_peers and args.tp_bandwidth_gbps is None),
           "ep_imbalance": args.ep_imbalance,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6,
           "serving_stack": args.serving_stack,
@@ -4264,7 +4281,7 @@ def resolve_hardware(args, parser):
           "request_overhead_s": (stack["request_overhead_ms"] if args.request_overhead_ms is None
                                  else args.request_overhead_ms) * 1e-3,
           "allreduce_custom_bytes_per_s": (stack["allreduce_gbps"] * 1e9 if stack["allreduce_gbps"]
-                                           and args.tp_bandwidth_gbps is None else None),
+                                           and args.tp_bandwidth_gbps is None and not pcie_peers else None),
           "token_budget": (stack_rule(stack["token_budget"], mem, rec and rec["name"])
                            if args.max_num_batched_tokens is None else args.max_num_batched_tokens),
           "max_num_seqs": (stack_rule(stack["max_num_seqs"], mem, rec and rec["name"])

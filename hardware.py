@@ -150,10 +150,17 @@ _TOPOLOGY = {"mi300x": "mesh", "mi325x": "mesh", "mi355x": "mesh", "gaudi2": "me
              "v100-16gb": "hybrid-cube-mesh", "v100-32gb": "hybrid-cube-mesh"}
 
 
+# PCIe 4.0 x16, one direction: 16 GT/s x 16 lanes x 128/130 (encoding) / 8 bits = 31.5 GB/s
+# (PCI-SIG, PCI Express Base Specification 4.0). The data-center cards below list "PCIe Gen4 x16"
+# on their datasheets and support peer-to-peer over it; GeForce drivers leave P2P off.
+_PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
+
+
 def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops,
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
          scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
-         achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None):
+         achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
+         pcie_peer_gb_per_s_unidir=None):
     """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
 
     Table rows are typed in the units the datasheets print so each figure can be checked against
@@ -184,6 +191,10 @@ def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops
         "scale_up_in_network_reduction": in_network_reduction,
         "scale_out_bandwidth_bytes_per_s": (None if scale_out_gbit_per_s is None
                                             else scale_out_gbit_per_s * GIGA / 8),
+        # cards without a scale-up link that reach their peers over PCIe (peer-to-peer DMA):
+        # the slot's line rate per direction; None where there is a scale-up link or no P2P
+        "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
+                                            else pcie_peer_gb_per_s_unidir * GIGA),
         "tdp_w": tdp_w,
         "achievable_matmul_flops_per_s": ach,
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
@@ -270,7 +281,8 @@ _ROWS = [
          memory_gb=24, memory_tb_per_s=0.6,
          tflops=dict(fp32=31.2, tf32=62.5, bf16=125, fp16=125, int8=250),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=150,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         scale_out_gbit_per_s=None, tdp_w=150,
          source="NVIDIA A10 datasheet https://www.nvidia.com/content/dam/en-zz/Solutions/"
                 "Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf",
          notes="GDDR6, PCIe only, no NVLink. Datasheet TF32/BF16/INT8 starred figures are "
@@ -279,7 +291,8 @@ _ROWS = [
          memory_gb=24, memory_tb_per_s=0.6,
          tflops=dict(fp32=35.0, tf32=35.0, bf16=70.0, fp16=70.0, int8=140.0),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, scale_out_gbit_per_s=12.5, tdp_w=300,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         scale_out_gbit_per_s=12.5, tdp_w=300,
          source="SECONDARY: Baseten, 'NVIDIA A10 vs A10G for ML model inference' "
                 "https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/ ; "
                 "AWS G5 https://aws.amazon.com/ec2/instance-types/g5/",
@@ -291,7 +304,8 @@ _ROWS = [
          memory_gb=24, memory_tb_per_s=0.3,
          tflops=dict(fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5, int8=242.5),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, scale_out_gbit_per_s=12.5, tdp_w=72,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         scale_out_gbit_per_s=12.5, tdp_w=72,
          source="NVIDIA L4 datasheet https://www.nvidia.com/en-us/data-center/l4/ ; AWS G6 "
                 "https://aws.amazon.com/ec2/instance-types/g6/",
          notes="Datasheet tensor figures (TF32 120, BF16 242, FP8 485, INT8 485) are sparse; "
@@ -300,7 +314,8 @@ _ROWS = [
          memory_gb=48, memory_tb_per_s=0.864,
          tflops=dict(fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733, int8=733),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=350,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         scale_out_gbit_per_s=50, tdp_w=350,
          source="NVIDIA L40S datasheet https://www.nvidia.com/en-us/data-center/l40s/ ; AWS G6e "
                 "https://aws.amazon.com/ec2/instance-types/g6e/",
          notes="Datasheet lists dense|sparse pairs (BF16 362.05 | 733). GDDR6, PCIe, no NVLink. "
@@ -748,6 +763,8 @@ def _record_lines(rec):
         ("in-network reduce", "yes" if rec["scale_up_in_network_reduction"] else "no"),
         ("scale-out bw", "-" if so is None else f"{so / GIGA:,.2f} GB/s per direction "
                                                  f"({so * 8 / GIGA:,.0f} Gb/s)"),
+        ("PCIe peer bw", "-" if not rec.get("pcie_peer_bandwidth_bytes_per_s")
+         else f"{rec['pcie_peer_bandwidth_bytes_per_s'] / GIGA:,.1f} GB/s per direction (PCIe 4.0 x16, P2P)"),
         ("TDP", "-" if rec["tdp_w"] is None else f"{rec['tdp_w']} W"),
         ("achievable mem bw", "-" if rec["achievable_memory_bandwidth_bytes_per_s"] is None
          else f"{rec['achievable_memory_bandwidth_bytes_per_s'] / TERA:,.2f} TB/s"),
