@@ -146,6 +146,14 @@ LL_BANDWIDTH_FRACTION = 0.25
 # 450 GB/s = 0.82 (S. Jeaugey, NVIDIA/nccl-tests issue #212: "~20% protocol overhead ... 370GB/s").
 SCALE_UP_EFFICIENCY = 0.80
 
+# PCIe cards without NVLink (hardware.py's pcie_peer_bandwidth_bytes_per_s: L40S, L4, A10, A10G)
+# reach their peers over the slot. NCCL's ring there: 21 GB/s bus bandwidth on 8 x A100 80GB PCIe
+# (Gen4 x16, dual EPYC 7543, NCCL 2.9.9; NVIDIA/nccl issue #841), 0.667 of the 31.5 GB/s line
+# rate (a 4-GPU Gen4 box, tinygrad/open-gpu-kernel-modules #36: 25.8 GB/s, 0.82). Servers of such
+# cards hold 8 (AWS g5/g6/g6e.48xlarge).
+PCIE_PEER_EFFICIENCY = 21.0 / 31.5
+PCIE_SERVER_GPUS = 8
+
 # NVLS all-reduce efficiency: algbw ~275 GB/s on 8 x H100 with NVLink SHARP (busbw ~480), of the
 # 450 GB/s line rate (S. Jeaugey, NVIDIA/nccl-tests issue #212) -> 275/450 = 0.61.
 NVLS_EFFICIENCY = 0.61
@@ -3397,8 +3405,9 @@ def build_parser():
                     help="scale-out bandwidth per GPU per direction, GB/s (400 Gb/s NIC: 50)")
     hw.add_argument("--in-network-reduction", action=argparse.BooleanOptionalAction, default=None,
                     help="the scale-up switch reduces (NVLink SHARP / NVLS)")
-    hw.add_argument("--intra-node-efficiency", type=finite_float, default=SCALE_UP_EFFICIENCY,
-                    help=f"ring/tree fraction of the scale-up line rate (default {SCALE_UP_EFFICIENCY})")
+    hw.add_argument("--intra-node-efficiency", type=finite_float, default=None,
+                    help=f"ring/tree fraction of the scale-up line rate (default {SCALE_UP_EFFICIENCY}; "
+                         f"{PCIE_PEER_EFFICIENCY:.3f} over PCIe peers)")
     hw.add_argument("--inter-node-efficiency", type=finite_float, default=SCALE_OUT_EFFICIENCY,
                     help=f"fraction of the scale-out line rate (default {SCALE_OUT_EFFICIENCY})")
     hw.add_argument("--nvls-efficiency", type=finite_float, default=NVLS_EFFICIENCY,
@@ -3466,6 +3475,14 @@ def resolve_hardware(args, parser):
     gpn = args.gpus_per_node or rec.get("scale_up_domain_size") or 8
     nvls = (args.in_network_reduction if args.in_network_reduction is not None
             else bool(rec.get("scale_up_in_network_reduction", False)))
+    eff = SCALE_UP_EFFICIENCY
+    if not intra and rec.get("pcie_peer_bandwidth_bytes_per_s"):  # PCIe cards with peer-to-peer
+        intra, eff = rec["pcie_peer_bandwidth_bytes_per_s"], PCIE_PEER_EFFICIENCY
+        gpn = args.gpus_per_node or PCIE_SERVER_GPUS
+        notes.append(f"{rec['name']}: no NVLink; peers over PCIe at {intra / 1e9:.1f} GB/s x {eff:.3f}, "
+                     f"servers of {gpn} GPUs")
+    if args.intra_node_efficiency is not None:
+        eff = args.intra_node_efficiency
     if not intra:
         if rec:
             parser.error(f"the record of --gpu {args.gpu} has no scale-up bandwidth; pass "
@@ -3481,7 +3498,7 @@ def resolve_hardware(args, parser):
             and args.intra_bw is None else None)
     return {"gpu": rec.get("name", args.gpu), "intra": float(intra),
             "inter": float(inter) if inter else None, "gpus_per_node": int(gpn), "nvls": nvls,
-            "mesh_domain": mesh}, notes
+            "mesh_domain": mesh, "intra_efficiency": eff}, notes
 
 
 def validate(args, parser):
@@ -3574,7 +3591,7 @@ def main(argv=None):
     hwd, notes = resolve_hardware(args, parser)
     gpn = hwd["gpus_per_node"]
     net = build_net(intra_bytes_per_s=hwd["intra"], inter_bytes_per_s=hwd["inter"],
-                    in_network_reduction=hwd["nvls"], intra_efficiency=args.intra_node_efficiency,
+                    in_network_reduction=hwd["nvls"], intra_efficiency=hwd["intra_efficiency"],
                     inter_efficiency=args.inter_node_efficiency,
                     nvls_efficiency=args.nvls_efficiency, launch_s=args.launch_latency_us * 1e-6,
                     intra_hop_ll_s=args.intra_node_latency_us * 1e-6,
@@ -3584,7 +3601,7 @@ def main(argv=None):
                  "intra_node_bandwidth_bytes_per_s": hwd["intra"],
                  "inter_node_bandwidth_bytes_per_s": hwd["inter"],
                  "in_network_reduction": hwd["nvls"],
-                 "intra_node_efficiency": args.intra_node_efficiency,
+                 "intra_node_efficiency": hwd["intra_efficiency"],
                  "inter_node_efficiency": args.inter_node_efficiency,
                  "nvls_efficiency": args.nvls_efficiency,
                  "launch_latency_s": args.launch_latency_us * 1e-6,

@@ -160,14 +160,9 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
 DEFAULT_KERNEL_OVERHEAD_US = 4.0   # per kernel, launch-to-launch gap of small dependent kernels
-# PCIe cards without NVLink (hardware.py's pcie_peer_bandwidth_bytes_per_s: L40S, L4, A10, A10G)
-# reach their peers over the slot. NCCL's ring there: 21 GB/s bus bandwidth on 8 x A100 80GB PCIe
-# (Gen4 x16, dual EPYC 7543, NCCL 2.9.9; NVIDIA/nccl issue #841), 0.667 of the 31.5 GB/s line
-# rate (a 4-GPU Gen4 box, tinygrad/open-gpu-kernel-modules #36: 25.8 GB/s, 0.82). The custom
-# all-reduce kernels need NVLink peers (vLLM turns its own off on PCIe-only GPUs beyond two).
-# Servers of such cards hold 8 (AWS g5/g6/g6e.48xlarge).
-PCIE_PEER_EFFICIENCY = 21.0 / 31.5
-PCIE_SERVER_GPUS = 8
+# PCIe cards without NVLink reach their peers over the slot at the collectives block's
+# PCIE_PEER_EFFICIENCY (nccl-tests on 8 PCIe Gen4 GPUs), in servers of PCIE_SERVER_GPUS; the
+# custom all-reduce kernels need NVLink peers (vLLM turns its own off on PCIe-only GPUs beyond two).
 # kernels per block (11 for an ordinary layer, as before the layer list):
 ATTENTION_KERNELS = 6  # norm, qkv, rope, attention, o-proj, add
 MLP_KERNELS = 5        # norm, mlp-in, act, mlp-out, add
@@ -3098,6 +3093,14 @@ LL_BANDWIDTH_FRACTION = 0.25
 # A100, 235 of 300 GB/s = 0.78 (NCCL tuning.cc caps sm80 bus bandwidth at 235 GB/s); H100, 370 of
 # 450 GB/s = 0.82 (S. Jeaugey, NVIDIA/nccl-tests issue #212: "~20% protocol overhead ... 370GB/s").
 SCALE_UP_EFFICIENCY = 0.80
+
+# PCIe cards without NVLink (hardware.py's pcie_peer_bandwidth_bytes_per_s: L40S, L4, A10, A10G)
+# reach their peers over the slot. NCCL's ring there: 21 GB/s bus bandwidth on 8 x A100 80GB PCIe
+# (Gen4 x16, dual EPYC 7543, NCCL 2.9.9; NVIDIA/nccl issue #841), 0.667 of the 31.5 GB/s line
+# rate (a 4-GPU Gen4 box, tinygrad/open-gpu-kernel-modules #36: 25.8 GB/s, 0.82). Servers of such
+# cards hold 8 (AWS g5/g6/g6e.48xlarge).
+PCIE_PEER_EFFICIENCY = 21.0 / 31.5
+PCIE_SERVER_GPUS = 8
 
 # NVLS all-reduce efficiency: algbw ~275 GB/s on 8 x H100 with NVLink SHARP (busbw ~480), of the
 # 450 GB/s line rate (S. Jeaugey, NVIDIA/nccl-tests issue #212) -> 275/450 = 0.61.

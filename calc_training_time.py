@@ -226,6 +226,14 @@ LL_BANDWIDTH_FRACTION = 0.25
 # 450 GB/s = 0.82 (S. Jeaugey, NVIDIA/nccl-tests issue #212: "~20% protocol overhead ... 370GB/s").
 SCALE_UP_EFFICIENCY = 0.80
 
+# PCIe cards without NVLink (hardware.py's pcie_peer_bandwidth_bytes_per_s: L40S, L4, A10, A10G)
+# reach their peers over the slot. NCCL's ring there: 21 GB/s bus bandwidth on 8 x A100 80GB PCIe
+# (Gen4 x16, dual EPYC 7543, NCCL 2.9.9; NVIDIA/nccl issue #841), 0.667 of the 31.5 GB/s line
+# rate (a 4-GPU Gen4 box, tinygrad/open-gpu-kernel-modules #36: 25.8 GB/s, 0.82). Servers of such
+# cards hold 8 (AWS g5/g6/g6e.48xlarge).
+PCIE_PEER_EFFICIENCY = 21.0 / 31.5
+PCIE_SERVER_GPUS = 8
+
 # NVLS all-reduce efficiency: algbw ~275 GB/s on 8 x H100 with NVLink SHARP (busbw ~480), of the
 # 450 GB/s line rate (S. Jeaugey, NVIDIA/nccl-tests issue #212) -> 275/450 = 0.61.
 NVLS_EFFICIENCY = 0.61

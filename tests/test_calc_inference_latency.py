@@ -634,6 +634,19 @@ def test_tp_allreduce_agrees_with_calc_comm_cli(tp, algo):
     assert lat["decode_first_step_components_s"]["tp_allreduce"] / calls == pytest.approx(comm["time_s"], rel=1e-9)
 
 
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_pcie_peer_allreduce_agrees_with_calc_comm_cli(tp):
+    """L40S (PCIe peers, no NVLink): the decode step's TP all-reduce is calc_comm.py's for the same
+    message, both from the collectives block's PCIe efficiency and server size."""
+    from conftest import run_main
+    import calc_comm
+    lat, _, _ = run_main(cil.main, ["--hf_model_name_or_path", cfg("llama-2-7b"), "--gpu", "l40s", "-tp", str(tp),
+                                    "--serving-stack", "vllm", "--json"])
+    comm, _, _ = run_main(calc_comm.main, ["--op", "all_reduce", "--size", "8192", "--num-gpus", str(tp),
+                                           "--gpu", "l40s", "--algo", "ring", "--json"])
+    assert lat["decode_first_step_components_s"]["tp_allreduce"] / 64 == pytest.approx(comm["time_s"], rel=1e-9)
+
+
 @pytest.mark.parametrize("args", [
     ["-l", "96", "-hs", "12288", "-a", "96", "-v", "51200", "-tp", "8", "-s", "512", "-o", "32"],
     ["--hf_model_name_or_path", cfg("llama-2-7b"), "-s", "2048", "-o", "1"],
