@@ -4271,7 +4271,8 @@ def resolve_hardware(args, parser):
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
           "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
-          # False: a GPU whose peers are not modelled (PCIe cards) without --tp-bandwidth-gbps
+          # False: a GPU whose peers are not modelled (no scale-up link, no PCIe P2P: GeForce cards)
+          # without --tp-bandwidth-gbps
           "peer_link": not (rec is not None and not rec.get("scale_up_bandwidth_bytes_per_s")
                             and not pcie_peers and args.tp_bandwidth_gbps is None),
           "ep_imbalance": args.ep_imbalance,
@@ -4781,7 +4782,8 @@ def kv_transfer_s(spec, hw, *, s, kv_bits, a_bits, state_bits, gpus_p, gpus_d, c
 
 def sized_options(spec, args, lay, *, options, hw_for):
     """For one layout, each bit option whose weights leave a KV pool: (bits tuple, hw, bits dict,
-    weight bytes per GPU, KV bytes per request per GPU, requests the pool holds)."""
+    weight bytes per GPU, KV bytes per request per GPU, requests that run at once: those the pool
+    holds, or fewer under the stack's running cap)."""
     tp, pp, dp, ep = lay
     s, o = args.prompt_tokens, args.output_tokens
     for wb, ab, kvb, eb in options:
@@ -4905,7 +4907,8 @@ def search_serving(spec, args, parser, fmt):
         return hw_cache[key]
 
     one = hw_for(1, 1, 1, 16)
-    # what the hardware can join: no peer link (PCIe cards), one-GPU replicas; no NIC, one node
+    # what the hardware can join: no peer link (GeForce cards: no NVLink, no PCIe P2P), one-GPU
+    # replicas; no NIC, one node
     max_replica = (1 if not one["peer_link"] else args.max_replica_gpus if one["scale_out_bytes_per_s"]
                    else min(args.max_replica_gpus, one["gpus_per_node"]))
     if max_replica < min(N, args.max_replica_gpus):
@@ -4945,7 +4948,7 @@ def search_serving(spec, args, parser, fmt):
                       "tokens_per_s_per_gpu": c * o / e2e / gpus,
                       "total_tokens_per_s": (N // gpus) * c * o / e2e,
                       "memory_bytes_per_gpu": w_bytes + per_req * math.ceil(c / dp),
-                      "kv_pool_max_concurrency": cap}
+                      "max_running_requests": cap}
                 for name, v in (("ttft", ttft), ("tpot", tpot)):
                     if best[name] is None or v < best[name][f"{name}_s"]:
                         best[name] = pt
@@ -5213,7 +5216,7 @@ def main(argv=None):
         serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
                                      w_bytes=w_bytes)
         # the memory check holds the requests in service (queued ones hold no KV cache)
-        b = max(1, math.ceil(min(serving["concurrency"], serving["kv_pool_max_concurrency"])))
+        b = max(1, math.ceil(serving["running_requests"]))
     step_s = hw["step_overhead_s"]  # the stack's host cost per engine step (0 for kernels only)
 
     def with_step(r):
