@@ -49,7 +49,7 @@ MODELS = {
     "LLaMA 3.1 8B": cfg("llama-3.1-8b"), "llama-3.1 8B": cfg("llama-3.1-8b"), "LLaMA v3.1 8B": cfg("llama-3.1-8b"),
     "Llama 3.1 8B": cfg("llama-3.1-8b"), "LLaMA 7B": cfg("llama-2-7b"), "Mistral 7B": cfg("mistral-7b"),
     "mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x22B": MIXTRAL_8X22B,
-    "Qwen3-30B-A3B": cfg("qwen3-30b-a3b"),
+    "Qwen3-30B-A3B": cfg("qwen3-30b-a3b"), "Qwen3-235B-A22B": cfg("qwen3-235b-a22b"),
     "GPT-J 6B": ["-l", "28", "-hs", "4096", "-a", "16", "-v", "50400", "--parallel-attention", "--bias"],
     "Falcon 180B": ["-l", "80", "-hs", "14848", "-a", "232", "--num-kv-heads", "8", "-v", "65024",
                     "--parallel-attention"],
