@@ -20,3 +20,7 @@ def test_the_serving_validation_tool_writes_every_row_with_its_source(tmp_path):
     assert all(r["source"] and r["used_for_calibration"] == "no" for r in rows)
     assert all(r["ours"] or r["note"] for r in judged)  # a refused row says why
     assert "all" in res.stdout
+    # no published row is left out silently: each is judged or listed as not run with its reason
+    published = list(csv.DictReader(open(os.path.join(ROOT, "validation", "published_serving.csv"), encoding="utf-8")))
+    assert {r["row_id"] for r in rows} == {r["row_id"] for r in published}
+    assert all(r["note"] for r in rows if r["group"] == "not run")

@@ -7,10 +7,12 @@ per row; none of these rows set a constant (the presets' sources are in SERVING_
 VALIDATION.md), so every row is validation.
 
 Groups: TensorRT-LLM v0.14 online serving at a request rate (TTFT, ITL, output throughput);
-TensorRT-LLM v0.5/0.6.1 static batches (throughput per GPU, first-token latency); TensorRT-LLM
+TensorRT-LLM v0.5/0.6.1 static batches (throughput per GPU, first-token latency) and its blogs'
+static batches (H100 vs A100, H200 launch, Falcon-180B on H200); TensorRT-LLM
 v0.17 and v1.0 offline maximum-load throughput (all requests queued: a full KV pool,
 --queue-past-pool); vLLM CI latency (batch 8); NIM 1.0 at a concurrency (queueing past the pool).
-Rows whose model has no config or flags here are listed as not run, with the reason.
+Every other row is listed as not run, with the reason: its model has no config or flags here, or
+no branch below models its setup (ShareGPT length distributions, a finite burst at rate INF).
 
 Usage: python3 tools/validate_serving.py [-v] [--out FILE.csv]
 """
@@ -50,6 +52,10 @@ MODELS = {
     "Llama 3.1 8B": cfg("llama-3.1-8b"), "LLaMA 7B": cfg("llama-2-7b"), "Mistral 7B": cfg("mistral-7b"),
     "mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x22B": MIXTRAL_8X22B,
     "Qwen3-30B-A3B": cfg("qwen3-30b-a3b"), "Qwen3-235B-A22B": cfg("qwen3-235b-a22b"),
+    "llama_70b": L70 + ["-v", "32000"], "Llama2-70B": L70 + ["-v", "32000"],
+    "Llama 3.1 8B Instruct": cfg("llama-3.1-8b"), "Llama 3.1 70B Instruct": L70 + ["-v", "128256"],
+    "llama-3 8B": cfg("llama-3-8b"), "Llama 3 8B": cfg("llama-3-8b"),
+    "llama_13b": ["-l", "40", "-hs", "5120", "-a", "40", "--ffn-hidden-size", "13824", "-v", "32000"] + LLAMA,
     "GPT-J 6B": ["-l", "28", "-hs", "4096", "-a", "16", "-v", "50400", "--parallel-attention", "--bias"],
     "Falcon 180B": ["-l", "80", "-hs", "14848", "-a", "232", "--num-kv-heads", "8", "-v", "65024",
                     "--parallel-attention"],
@@ -105,70 +111,104 @@ def comparisons(rows):
     for r in rows:
         by_id.setdefault(r["row_id"], []).append(r)
     for rid, rs in by_id.items():
-        r0 = rs[0]
-        src, model, gpu = r0["source"], r0["model"], gpu_of(r0["gpu"])
-        if model not in MODELS or gpu is None:
+        done = False
+        for item in _compare(rs):
+            done = True
+            yield item
+        if not done:  # no branch below models this source's setup: listed, with what it was
+            r0 = rs[0]
+            why = (f"setup not modelled here: {r0['stack']}, lengths {r0['input_len']}/{r0['output_len']}, "
+                   f"rate {r0['request_rate']}, batch {r0['batch_or_concurrency']}")
             for r in rs:
-                yield "not run", r, r["metric"], r["value"], None, f"no flags here for {model!r} on {r0['gpu']!r}"
-            continue
-        prec = PRECISION.get(r0["weight_precision"].upper()[:4], [])
-        base = MODELS[model] + ["--gpu", gpu] + prec
-        if model == "Mistral 7B" and "TensorRT-LLM" in r0["stack"]:
-            # TensorRT-LLM attends to the whole context unless --max_attention_window_size is set
-            # at run time (examples/llama/README.md, "Mistral v0.1"); the perf-overview commands
-            # set none, and its Mistral 7B and Llama-3.1-8B rows at 20000/2000 agree within 2%,
-            # which a 4096-token window (a 5x smaller cache) would not allow
-            base += ["--sliding-window", "0"]
-        tp = r0["tp"] if r0["tp"].isdigit() else "1"
-        if "v0.14" in src and r0["request_rate"] not in ("inf", "INF"):
-            res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
-                                   "-o", r0["output_len"], "--request-rate", r0["request_rate"]])
-            keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "output_throughput": ("output_tokens_per_s", 1)}
+                yield "not run", r, r["metric"], r["value"], None, why
+
+
+def _compare(rs):
+    """The comparisons of one published row (its metric lines rs); nothing when its setup is not
+    modelled here."""
+    r0 = rs[0]
+    src, model, gpu = r0["source"], r0["model"], gpu_of(r0["gpu"])
+    if model not in MODELS or gpu is None:
+        for r in rs:
+            yield "not run", r, r["metric"], r["value"], None, f"no flags here for {model!r} on {r0['gpu']!r}"
+        return
+    prec = PRECISION.get(r0["weight_precision"].upper()[:4], [])
+    base = MODELS[model] + ["--gpu", gpu] + prec
+    if model == "Mistral 7B" and "TensorRT-LLM" in r0["stack"]:
+        # TensorRT-LLM attends to the whole context unless --max_attention_window_size is set
+        # at run time (examples/llama/README.md, "Mistral v0.1"); the perf-overview commands
+        # set none, and its Mistral 7B and Llama-3.1-8B rows at 20000/2000 agree within 2%,
+        # which a 4096-token window (a 5x smaller cache) would not allow
+        base += ["--sliding-window", "0"]
+    tp = r0["tp"] if r0["tp"].isdigit() else "1"
+    if "v0.14" in src and r0["request_rate"] not in ("inf", "INF"):
+        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+                               "-o", r0["output_len"], "--request-rate", r0["request_rate"]])
+        keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "output_throughput": ("output_tokens_per_s", 1)}
+        for r in rs:
+            if r["metric"] in keys:
+                k, unit = keys[r["metric"]]
+                yield ("TensorRT-LLM v0.14 online", r, r["metric"], float(r["value"]) * unit,
+                       res["serving"][k] if res else None, err)
+    elif "performance.md @77d24" in src:
+        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+                               "-o", r0["output_len"].split()[0], "-b", r0["batch_or_concurrency"]])
+        r = rs[0]
+        if r["metric"] == "first_token_latency":
+            yield "TensorRT-LLM v0.5/0.6.1 static", r, "first token", float(r["value"]) * 1e-3, \
+                res["ttft_s"] if res else None, err
+        else:
+            yield "TensorRT-LLM v0.5/0.6.1 static", r, "tokens/s per GPU", float(r["value"]), \
+                res["output_tokens_per_s_per_gpu"] if res else None, err
+    elif r0["row_id"].startswith("TRTBLOG-") and r0["batching"] == "static":
+        # the TensorRT-LLM blogs' static batches (H100 vs A100, H200 launch, Falcon-180B on H200):
+        # a batch of B requests of s prompt and o output tokens, run together to the end
+        if not r0["tp"].isdigit():
             for r in rs:
-                if r["metric"] in keys:
-                    k, unit = keys[r["metric"]]
-                    yield ("TensorRT-LLM v0.14 online", r, r["metric"], float(r["value"]) * unit,
-                           res["serving"][k] if res else None, err)
-        elif "performance.md @77d24" in src:
-            res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
-                                   "-o", r0["output_len"].split()[0], "-b", r0["batch_or_concurrency"]])
-            r = rs[0]
+                yield "not run", r, r["metric"], r["value"], None, f"layout not given ({r0['tp']})"
+            return
+        o = r0["output_len"] if r0["output_len"].isdigit() else "1"
+        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"], "-o", o,
+                               "-b", r0["batch_or_concurrency"]])
+        for r in rs:
             if r["metric"] == "first_token_latency":
-                yield "TensorRT-LLM v0.5/0.6.1 static", r, "first token", float(r["value"]) * 1e-3, \
+                yield "TensorRT-LLM blogs static", r, "first token", float(r["value"]) * 1e-3, \
                     res["ttft_s"] if res else None, err
+            elif not r0["output_len"].isdigit():  # a batch-1 generation rate over an unstated length
+                yield "not run", r, r["metric"], r["value"], None, "output length not given"
             else:
-                yield "TensorRT-LLM v0.5/0.6.1 static", r, "tokens/s per GPU", float(r["value"]), \
-                    res["output_tokens_per_s_per_gpu"] if res else None, err
-        elif r0["row_id"].startswith(("TRT017", "TRT10-")):
-            # offline maximum load: every request queued, so the engine runs as many as its build
-            # allows; the docs' KV fraction 0.95; v1.0's MoE runs use attention DP and EP over all GPUs
-            n = int(tp)
-            moe_dp = r0["row_id"].startswith("TRT10-") and model.startswith(("Qwen3", "Mixtral")) and n > 1
-            lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if moe_dp else ["-tp", str(n)]
-            setup = base + lay + ["--serving-stack", "tensorrt-llm", "--gpu-memory-utilization", "0.95",
-                                  "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
-            res, err = run(setup)
-            if res:  # the engine trtllm-bench builds for this dataset: its batch and token limits
-                # (max_batch_size is each executor's; with attention DP each rank schedules its own: assumed)
-                bs, tokens = trtllm_bench_engine(res["serving"]["kv_pool_max_concurrency"], n_pp=1,
-                                                 isl=int(r0["input_len"]), osl=int(r0["output_len"]))
-                res, err = run(setup + ["--max-num-seqs", str(bs),
-                                        "--max-num-batched-tokens", str(tokens)])
-            group = "TensorRT-LLM v0.17 max load" if r0["row_id"].startswith("TRT017") else "TensorRT-LLM v1.0 max load"
-            yield group, r0, "output tokens/s", float(r0["value"]), res["serving"]["output_tokens_per_s"] if res else None, err
-        elif "nim" in src:
-            res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
-                                   "-o", r0["output_len"], "-c", r0["batch_or_concurrency"], "--queue-past-pool"])
-            keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "throughput": ("output_tokens_per_s", 1)}
-            for r in rs:
-                if r["metric"] in keys:
-                    k, unit = keys[r["metric"]]
-                    yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, res["serving"][k] if res else None, err
-        elif "buildkite" in src and r0["metric"] == "E2E_latency" and "benchmark_latency" in r0["stack"]:
-            res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"], "-o", r0["output_len"],
-                                   "-b", r0["batch_or_concurrency"]])
-            r = next(x for x in rs if x["stat"] == "mean")
-            yield "vLLM CI latency (b 8)", r, "end-to-end", float(r["value"]) * 1e-3, res["total_s"] if res else None, err
+                key = "output_tokens_per_s_per_gpu" if r["metric"].endswith("per_gpu") else "output_tokens_per_s"
+                yield "TensorRT-LLM blogs static", r, r["metric"], float(r["value"]), res[key] if res else None, err
+    elif r0["row_id"].startswith(("TRT017", "TRT10-")):
+        # offline maximum load: every request queued, so the engine runs as many as its build
+        # allows; the docs' KV fraction 0.95; v1.0's MoE runs use attention DP and EP over all GPUs
+        n = int(tp)
+        moe_dp = r0["row_id"].startswith("TRT10-") and model.startswith(("Qwen3", "Mixtral")) and n > 1
+        lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if moe_dp else ["-tp", str(n)]
+        setup = base + lay + ["--serving-stack", "tensorrt-llm", "--gpu-memory-utilization", "0.95",
+                              "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
+        res, err = run(setup)
+        if res:  # the engine trtllm-bench builds for this dataset: its batch and token limits
+            # (max_batch_size is each executor's; with attention DP each rank schedules its own: assumed)
+            bs, tokens = trtllm_bench_engine(res["serving"]["kv_pool_max_concurrency"], n_pp=1,
+                                             isl=int(r0["input_len"]), osl=int(r0["output_len"]))
+            res, err = run(setup + ["--max-num-seqs", str(bs),
+                                    "--max-num-batched-tokens", str(tokens)])
+        group = "TensorRT-LLM v0.17 max load" if r0["row_id"].startswith("TRT017") else "TensorRT-LLM v1.0 max load"
+        yield group, r0, "output tokens/s", float(r0["value"]), res["serving"]["output_tokens_per_s"] if res else None, err
+    elif "nim" in src:
+        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+                               "-o", r0["output_len"], "-c", r0["batch_or_concurrency"], "--queue-past-pool"])
+        keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "throughput": ("output_tokens_per_s", 1)}
+        for r in rs:
+            if r["metric"] in keys:
+                k, unit = keys[r["metric"]]
+                yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, res["serving"][k] if res else None, err
+    elif "buildkite" in src and r0["metric"] == "E2E_latency" and "benchmark_latency" in r0["stack"]:
+        res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"], "-o", r0["output_len"],
+                               "-b", r0["batch_or_concurrency"]])
+        r = next(x for x in rs if x["stat"] == "mean")
+        yield "vLLM CI latency (b 8)", r, "end-to-end", float(r["value"]) * 1e-3, res["total_s"] if res else None, err
 
 
 def main():
@@ -202,7 +242,7 @@ def main():
     print(f"{'all':32}{len(judged):>6}{len(judged) - len(errs):>9}{w20:>7} ({w20 / len(judged):.0%})"
           f"{statistics.median(errs):>13.1%}")
     skipped = [x for x in out if x["group"] == "not run"]
-    print(f"not run: {len(skipped)} metric lines (no flags for their model here, or a metric not compared); "
+    print(f"not run: {len(skipped)} metric lines (no flags for their model here, or a setup not modelled); "
           f"every comparison is in {path}")
 
 
