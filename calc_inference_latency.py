@@ -90,8 +90,11 @@ Default efficiencies (state and override them; --gpu uses hardware.py's measured
     (0.71), 0.883 of the bf16 fraction (GH200: 0.927), so 8- and 4-bit matmuls default to
     0.70 x 0.883 = 0.62 (4-bit: no measurement; the 8-bit ratio is assumed). --gpu takes the
     table's measured MAMF for the dtype and keeps the same gap below it as the default keeps below
-    the A100's (x 0.805 = 0.70 / 0.869), so --gpu a100 equals the default. Attention math runs at
-    the 16-bit rate and efficiency whatever the matmul precision.
+    the A100's (x 0.805 = 0.70 / 0.869), so --gpu a100 equals the default. FP4 matmuls then take
+    x 0.696 more: at 4096^3 Azure's cuBLASLt run on a GB200 reaches 0.679 of its best FP4 rate
+    but 0.975 of its best FP8 one (FP4 needs larger shapes to fill the GPU), so the B200 runs
+    FP4 at 3,870 TFLOP/s (flashinfer measured 3,371-3,841 NVFP4 at 1024x7168x4608; not used to
+    set it). Attention math runs at the 16-bit rate and efficiency whatever the matmul precision.
   memory 0.70: gpt-fast (pytorch-labs/gpt-fast README) decodes Llama-2-7B at batch 1 on an
     A100-80GB moving 1397 GB/s of 2039 (0.69), all kernels and overheads included. Checked, not
     refitted, against independent batch-1 decode data: Databricks/MosaicML ("LLM Inference
@@ -156,6 +159,13 @@ DEFAULT_COMPUTE_EFFICIENCY = 0.70  # 16-bit matmuls; mamf-finder maxima 0.80-0.8
 # Below 16 bits the best achievable fraction of peak is lower: Bekman's mamf-finder on H100 SXM
 # gives fp8 1402.6 of 1979 (0.709) vs bf16 794.5 of 989.4 (0.803), a ratio of 0.883 (GH200: 0.927).
 LOW_BIT_EFFICIENCY_RATIO = (1402.6 / 1979.0) / (794.5 / 989.4)
+# FP4 falls further below its best shape than FP8 at the shapes serving runs (a step's tokens x
+# weights of 4-30k): Azure's cuBLASLt table for one GB200 (Azure/AI-benchmarking-guide,
+# Azure_Results/ND_GB200_v6_results.md @2a370be6) gives FP4 5177.3 TFLOP/s at 4096^3 against
+# 7627.6 at 16384^3, FP8 2834.6 against 2906.9, same GPU and tool. The ratio of the two falls
+# scales every FP4 matmul rate. Checked, not fitted: flashinfer PR #1979 measured NVFP4 on a B200
+# at 1024x7168x4608 at 3,371 (CUDA 12) and 3,841 TFLOP/s (CUDA 13); the B200 gets 3,870 here.
+FP4_SHAPE_PENALTY = (5177.3 / 7627.6) / (2834.6 / 2906.9)
 # --gpu scales a measured best-shape MAMF by the same gap the 0.70 default keeps below the A100's
 # (271.2 of 312 = 0.869): forward-pass GEMM shapes run below the best shape mamf-finder finds.
 MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
@@ -4286,6 +4296,10 @@ def resolve_hardware(args, parser):
         notes.append(f"pipeline hand-offs cross nodes: {out / 1e9:g} GB/s per GPU")
     if ce is None:  # no flag, no measured figure: 0.70 at 16 bits, lower below (see constants)
         ce = DEFAULT_COMPUTE_EFFICIENCY * (LOW_BIT_EFFICIENCY_RATIO if a_bits < 16 else 1.0)
+    if a_bits == 4 and args.compute_efficiency is None:  # FP4 reaches its best shape later
+        ce *= FP4_SHAPE_PENALTY
+        notes.append(f"fp4 matmuls x {FP4_SHAPE_PENALTY:.3f} (FP4 falls further below its best shape than "
+                     f"FP8 at 4096^3, Azure GB200 cuBLASLt): efficiency {ce:.3f}")
     if a_bits < 16:  # attention at 16 bits: the table's 16-bit peak, else half the rate per halving
         peak16 = peak16 or peak * a_bits / 16
         ce16 = ce16 or (ce if args.compute_efficiency is not None else DEFAULT_COMPUTE_EFFICIENCY)
