@@ -4534,7 +4534,10 @@ def build_parser():
                    help="HBM bandwidth, GB/s (default 2039, A100-80GB)")
     g.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="memory per GPU, GiB (default 80 GB)")
     g.add_argument("--compute-efficiency", type=finite_float, default=None,
-                   help=f"fraction of peak FLOP/s reached by matmuls (default {DEFAULT_COMPUTE_EFFICIENCY})")
+                   help=f"fraction of peak FLOP/s reached by matmuls (default {DEFAULT_COMPUTE_EFFICIENCY} at 16 bits, "
+                        f"{DEFAULT_COMPUTE_EFFICIENCY * LOW_BIT_EFFICIENCY_RATIO:.2f} at 8, "
+                        f"{DEFAULT_COMPUTE_EFFICIENCY * LOW_BIT_EFFICIENCY_RATIO * FP4_SHAPE_PENALTY:.2f} at 4; "
+                        "--gpu: from its measured matmul rate)")
     g.add_argument("--memory-efficiency", type=finite_float, default=None,
                    help=f"fraction of peak bandwidth reached (default {DEFAULT_MEMORY_EFFICIENCY})")
     g.add_argument("--kernel-overhead-us", type=finite_float, default=None,
