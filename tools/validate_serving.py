@@ -52,6 +52,7 @@ MODELS = {
     "Llama 3.1 8B": cfg("llama-3.1-8b"), "LLaMA 7B": cfg("llama-2-7b"), "Mistral 7B": cfg("mistral-7b"),
     "mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x7B": cfg("mixtral-8x7b"), "Mixtral 8x22B": MIXTRAL_8X22B,
     "Qwen3-30B-A3B": cfg("qwen3-30b-a3b"), "Qwen3-235B-A22B": cfg("qwen3-235b-a22b"),
+    "Llama 4 Scout": cfg("llama-4-scout-17b-16e-text"), "Llama 4 Maverick": cfg("llama-4-maverick-17b-128e-text"),
     "llama_70b": L70 + ["-v", "32000"], "Llama2-70B": L70 + ["-v", "32000"],
     "Llama 3.1 8B Instruct": cfg("llama-3.1-8b"), "Llama 3.1 70B Instruct": L70 + ["-v", "128256"],
     "llama-3 8B": cfg("llama-3-8b"), "Llama 3 8B": cfg("llama-3-8b"),
@@ -183,7 +184,7 @@ def _compare(rs):
         # offline maximum load: every request queued, so the engine runs as many as its build
         # allows; the docs' KV fraction 0.95; v1.0's MoE runs use attention DP and EP over all GPUs
         n = int(tp)
-        moe_dp = r0["row_id"].startswith("TRT10-") and model.startswith(("Qwen3", "Mixtral")) and n > 1
+        moe_dp = r0["row_id"].startswith("TRT10-") and model.startswith(("Qwen3", "Mixtral", "Llama 4")) and n > 1
         lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if moe_dp else ["-tp", str(n)]
         setup = base + lay + ["--serving-stack", "tensorrt-llm", "--gpu-memory-utilization", "0.95",
                               "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
