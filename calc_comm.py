@@ -815,37 +815,6 @@ _FIELD_MAX = {
 }
 
 
-# The largest value ConfigReader accepts in a config field (a call's hi= wins): far past any real
-# model, small enough that no count overflows into nonsense. Unlisted fields (widths, vocabularies,
-# token counts) may hold up to 2^31, numbers read with num() up to 1e12.
-_FIELD_MAX = {
-    **dict.fromkeys((  # heads, head and state dims, experts, top-k, groups, chunk lengths
-        "num_attention_heads n_head num_heads num_key_value_heads num_kv_heads num_attention_groups "
-        "num_global_key_value_heads num_sliding_attention_heads head_dim global_head_dim "
-        "qk_nope_head_dim qk_rope_head_dim v_head_dim index_n_heads index_head_dim num_local_experts "
-        "num_experts n_routed_experts moe_num_experts num_shared_experts n_shared_experts "
-        "moe_num_shared_experts zero_expert_num num_experts_per_tok num_experts_per_token moe_top_k "
-        "top_k_experts moe_k moe_topk linear_num_key_heads linear_num_value_heads linear_key_head_dim "
-        "linear_value_head_dim linear_num_heads linear_head_dim mamba_num_heads mamba_n_heads "
-        "mamba_head_dim mamba_dt_rank mamba_d_state ssm_state_size n_groups mamba_n_groups chunk_size "
-        "mamba_chunk_size hidden_size_per_layer_input compress_rate_csa compress_rate_hca o_groups "
-        "compress_ratios group_size q_group_size weight_block_size").split(), 2**20),
-    **dict.fromkeys((  # layer counts, layer indices and layer-pattern periods
-        "num_hidden_layers n_layer num_layers first_k_dense_replace moe_layer_freq decoder_sparse_step "
-        "interleave_moe_layer_step moe_layer_start_index moe_layer_end_index moe_layer_interval "
-        "num_hash_layers num_kv_shared_layers max_window_layers full_attention_interval "
-        "no_rope_layer_interval sliding_window_pattern _sliding_window_pattern attn_layer_period "
-        "attn_layer_offset expert_layer_period expert_layer_offset index_topk_freq "
-        "index_skip_topk_offset mlp_only_layers moe_layers kv_source_layers").split(), 100_000),
-    **dict.fromkeys(("hidden_size n_embd n_embed d_model word_embed_proj_dim q_lora_rank kv_lora_rank "
-                     "o_lora_rank moe_latent_size").split(), 2**24),
-    **dict.fromkeys("conv_kernel linear_conv_kernel_dim mamba_d_conv conv_L_cache short_conv_kernel_size".split(),
-                    4096),
-    **dict.fromkeys("num_nextn_predict_layers num_mtp_layers mtp_num_layers mtp_num_hidden_layers".split(), 1000),
-    "mamba_expand": 1e6,
-}
-
-
 class ConfigReader:
     """Typed, range-checked access to one config dict. Every field is checked as it is read (an
     integer where a count is meant, a boolean where a switch is meant, a finite number where a
