@@ -3983,11 +3983,11 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     # 5.2). A closed-loop client resubmits at its own request's step boundary, so its wait hangs
     # on the client's round trip, which is not modelled: none is added
     residual = mean_step / 2 if open_loop else 0.0
-    ttft = residual + w_p * pre["time_s"] + (w - w_p) * mean_step
+    ttft = residual + w_p * pre["time_s"] + max(0.0, w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
-            "prompt_steps": w_p, "queue_steps": w - w_p, "decodes_per_step": (1 if o > 1 else 0) + d_other,
+            "prompt_steps": w_p, "queue_steps": max(0.0, w - w_p), "decodes_per_step": (1 if o > 1 else 0) + d_other,
             "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
             "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
 
@@ -5196,10 +5196,14 @@ def main(argv=None):
         args.kv_cache_bits = kvb if kvb is not None else max(args.activation_bits, 8)
     validate(args, parser, spec)
     hw, hw_notes = resolve_hardware(args, parser)
-    for note in notes + hw_notes:
-        print(f"note: {note}", file=sys.stderr)
-    for w in spec["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+    # notes and warnings go to stderr once the answer stands: an input refused further on gets
+    # its one error line alone
+    pending = [f"note: {note}" for note in notes + hw_notes] + [f"warning: {w}" for w in spec["warnings"]]
+
+    def flush_pending():
+        for line in pending:
+            print(line, file=sys.stderr)
+        pending.clear()
     L, h = spec["num_layers"], spec["hidden_size"]
     win_layers = [i for i, layer in enumerate(spec["layers"])
                   if any(a["span"] == "sliding" for a in layer["attention"])]
@@ -5217,6 +5221,7 @@ def main(argv=None):
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
     if args.search:
         res = search_serving(spec, args, parser, fmt)
+        flush_pending()
         res["warnings"] = list(spec["warnings"])
         res["serving_stack"] = hw["serving_stack"]
         note = plot_front(res, args.plot) if args.plot else None
@@ -5260,6 +5265,7 @@ def main(argv=None):
         req_s = hw["request_overhead_s"]
         ttft = req_s + pre["time_s"]
         total = ttft + dec_total
+    flush_pending()
     crit = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=False, **bits)
     crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=True, **bits)
     b_group = math.ceil(b / dp)  # the requests of the most-loaded data-parallel group

@@ -350,8 +350,7 @@ FOUNDRY = [("h100", "70b", 2048, 128, 8, 1, "FULL_SHARD", True, 43.36),
            ("a100-80gb", "3b", 8192, 8, 3, 6, "FULL_SHARD", False, 59.34)]
 # measured relative MFU error with --framework llm-foundry (VALIDATION.md): rows past 15% are
 # strict xfails carrying their error
-FOUNDRY_MISS = {0: 17.4, 1: 20.6, 2: 19.1, 3: 30.7, 4: 31.1, 5: 37.5, 6: 28.3, 7: 26.5, 8: 19.1, 9: 20.0,
-                10: 21.2, 11: 29.1, 12: 39.2, 13: 46.8, 20: 32.3}
+FOUNDRY_MISS = {3: 22.3, 4: 23.2, 5: 29.6, 6: 20.1, 7: 19.4, 11: 21.9, 12: 32.8, 13: 40.8, 20: 32.3}
 
 
 def foundry_argv(row, framework):
