@@ -4748,9 +4748,9 @@ def resolve_hardware(args, parser):
     else:
         ceiling = DEFAULT_GPU["matmul_ceiling"] * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
         ceiling_src = "default 0.80 (H100 SXM MAMF / peak)"
-    name_l = (base.get("name") or base.get("key") or "").lower()
-    sustained = SUSTAINED_OVER_MAMF.get(_family(name_l), {}).get("fp8" if dt == "fp8" else "bf16")
-    if args.matmul_ceiling is None and sustained and "gh200" not in name_l:
+    gpu_key = base.get("name") if rec else base.get("key")
+    sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
+    if args.matmul_ceiling is None and sustained:
         ceiling *= sustained
         ceiling_src += f" x {sustained:.3f} sustained (H100 grid)"
     bw = args.hbm_bandwidth_GBps * 1e9 if args.hbm_bandwidth_GBps else base.get("memory_bandwidth_bytes_per_s")
@@ -4803,9 +4803,11 @@ def resolve_hardware(args, parser):
 # past L2, 20 s of continuous work: median 693 TFLOP/s bf16 and 1,234 fp8, where MAMF reports
 # 794.5 and 1,402.6. The factor makes gemm_time_s's median over those 51 shapes equal the
 # measured one (bf16 0.9125, fp8 0.9209); set from that grid alone and judged on the training
-# steps measured beside it (VALIDATION.md). Hopper 700 W parts (H100, H200: "H200 is the same",
-# MAMF) take it; GH200 (a higher power limit, its own MAMF) and other GPUs do not (not measured).
-SUSTAINED_OVER_MAMF = {"h100": {"bf16": 0.9125, "fp8": 0.9209}}
+# steps measured beside it (VALIDATION.md). The 700 W SXM Hopper parts take it (H100 SXM; H200
+# SXM, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards (other
+# power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
+_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209}
+SUSTAINED_OVER_MAMF = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100}
 
 # fp8 / bf16 ratio of measured best matmul fractions on the same H100 (mamf-finder: 0.709 / 0.803),
 # as calc_inference_latency.py uses it
