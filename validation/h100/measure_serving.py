@@ -20,17 +20,7 @@ import time
 
 import torch
 
-SHAPES = {
-    # meta-llama Llama-3.2-1B and Llama-3.1-8B config.json shapes
-    "llama-1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                     num_attention_heads=32, num_key_value_heads=8, head_dim=64, vocab_size=128256,
-                     tie_word_embeddings=True),
-    "llama-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                     num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=128256,
-                     tie_word_embeddings=False),
-    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=16, vocab_size=512, tie_word_embeddings=True),
-}
+from measure_training import LLAMA_SHAPES as SHAPES  # the one table of shapes, beside this file
 
 
 def log(msg):

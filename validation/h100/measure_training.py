@@ -142,13 +142,17 @@ def measure_gemms(out, quick, dev):
 
 
 LLAMA_SHAPES = {
-    # Llama-3.2-1B and -3B shapes (meta-llama config.json values), random weights
+    # Llama-3.2-1B, -3B and Llama-3.1-8B shapes (meta-llama config.json values), random weights;
+    # measure_serving.py uses the same table
     "llama-1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                      num_attention_heads=32, num_key_value_heads=8, head_dim=64, vocab_size=128256,
                      tie_word_embeddings=True),
     "llama-3b": dict(hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
                      num_attention_heads=24, num_key_value_heads=8, head_dim=128, vocab_size=128256,
                      tie_word_embeddings=True),
+    "llama-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                     num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=128256,
+                     tie_word_embeddings=False),
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=16, vocab_size=512, tie_word_embeddings=True),
 }
