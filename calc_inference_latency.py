@@ -213,6 +213,12 @@ PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cac
     "int8": (8, 8, 16), "w8a8": (8, 8, 16), "w8a16": (8, 16, 16), "w4a16": (4, 16, 16),
     "w4a8": (4, 8, 8), "fp4": (4, 4, 8), "w4a4": (4, 4, 8),
 }
+# --precision fp4 stores weights as NVFP4, the format NVIDIA's FP4 checkpoints (TensorRT Model
+# Optimizer, nvidia/*-FP4) and Blackwell's FP4 matmuls use: 4-bit E2M1 values with one 8-bit E4M3
+# scale per 16 (and one fp32 per tensor, ignored), 4.5 bits per weight (NVIDIA technical blog,
+# "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference", 2025). MXFP4 (32 per
+# 8-bit scale, 4.25) comes from a checkpoint's quantization_config; --weight-bits 4 counts bare values.
+NVFP4_BITS = 4 + 8 / 16
 # --serving-stack presets: what a serving stack adds to the kernels' own time. Every value names
 # its source (notes in VALIDATION.md, which also lists the published rows each one came from; those
 # rows are not used to judge it). Keys:
@@ -4486,7 +4492,8 @@ def build_parser():
                    help="busiest expert-parallel rank's load over the mean (default: uniform routing's "
                         "balls-into-bins figure)")
     g.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
-                   help="shorthand for the three bit widths (explicit --*-bits win)")
+                   help="shorthand for the three bit widths (explicit --*-bits win); fp4 weights are "
+                        "stored as NVFP4, 4.5 bits with their scales")
     g.add_argument("--weight-bits", type=bounded_int, default=None, help="weight bits (default 16)")
     g.add_argument("--activation-bits", type=bounded_int, default=None,
                    help="activation bits; sets the compute precision (default 16)")
@@ -4732,7 +4739,7 @@ def search_bit_options(args, fmt, low_bit_ok):
     would only repeat the work (accuracy is not weighed; pass --precision or --*-bits to search at
     a format)."""
     if args.bits_given:
-        return [(args.weight_bits if not fmt else fmt["linear_bits"], args.activation_bits, args.kv_cache_bits,
+        return [(args.weight_store_bits if not fmt else fmt["linear_bits"], args.activation_bits, args.kv_cache_bits,
                  fmt["expert_bits"] if fmt else None)]
     w, e = (fmt["linear_bits"], fmt["expert_bits"]) if fmt else (8, None)
     return [(w, 8 if low_bit_ok else 16, 8, e)]
@@ -5216,7 +5223,12 @@ def main(argv=None):
     etp = tp * dp // ep  # ranks each routed expert is split over
     gpus = tp * dp * pp
     fmt = spec.get("checkpoint_format") if not (weight_bits_given or args.precision) else None
-    w_store = fmt["linear_bits"] if fmt else args.weight_bits  # bits per stored weight, scales in
+    args.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and not weight_bits_given
+                              else args.weight_bits)
+    if args.weight_store_bits != args.weight_bits:
+        pending.insert(0, f"note: fp4 weights stored as NVFP4, {NVFP4_BITS:g} bits each with their "
+                          "scales (--weight-bits 4 counts bare values)")
+    w_store = fmt["linear_bits"] if fmt else args.weight_store_bits  # bits per stored weight, scales in
     bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
     if args.search:
@@ -5304,7 +5316,8 @@ def main(argv=None):
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp,
         "expert_parallel_size": ep, "ep_imbalance": first["ep_imbalance"], "num_gpus": gpus,
-        "weight_bits": args.weight_bits, "activation_bits": args.activation_bits, "checkpoint_format": fmt,
+        "weight_bits": args.weight_bits, "weight_storage_bits": w_store, "activation_bits": args.activation_bits,
+        "checkpoint_format": fmt,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
         "hardware": hw,
         "prefill_s": pre["time_s"], "ttft_s": ttft, "request_overhead_s": req_s, "prefill_bound": pre["bound"],

@@ -1448,6 +1448,19 @@ def test_b200_fp4_matmul_rate_matches_flashinfer_nvfp4_gemm():
     assert 0.9 * 3371.2e12 <= hw["flops_per_s"] <= 1.1 * 3840.7e12
 
 
+# NVFP4 (NVIDIA's "Introducing NVFP4" blog, 2025): 4-bit values with one E4M3 scale per 16, so 4.5
+# bits per stored weight; --precision fp4 stores that, says so, and --weight-bits 4 counts bare values.
+def test_fp4_weights_are_stored_as_nvfp4_with_their_scales(capsys):
+    nv = run(LLAMA7 + ["--gpu", "b200", "--precision", "fp4"])
+    assert "NVFP4, 4.5 bits" in capsys.readouterr().err
+    bare = run(LLAMA7 + ["--gpu", "b200", "--precision", "fp4", "--weight-bits", "4"])
+    assert (nv["weight_storage_bits"], bare["weight_storage_bits"]) == (4.5, 4)
+    assert nv["weight_bits"] == bare["weight_bits"] == 4
+    # the layers' matrices grow by 4.5 / 4; what stays 16-bit (embeddings, norms) does not
+    assert 1.05 < nv["weight_bytes_per_gpu"] / bare["weight_bytes_per_gpu"] < 1.125
+    assert nv["decode_per_token_s"] > bare["decode_per_token_s"]  # a memory-bound decode reads more
+
+
 # TensorRT-LLM v1.0 perf-overview (docs/source/performance/perf-overview.md @00f37686), Llama 3.3 70B
 # FP4 on one B200, total output tokens/s at maximum load: (isl, osl, published). Before the FP4
 # penalty these ran 13-33% fast (7 of 10 past 20%). None set a constant.
