@@ -29,6 +29,9 @@ import pytest
 import calc_inference_latency as cil
 
 H, WIDTH, EXPERTS, TOPK, EP = 7168, 2048, 256, 8, 8
+# the routed experts alone, as the script's layer list describes a MoE block (no shared expert)
+MLP = {"kind": "moe", "width": WIDTH, "shared_width": 0, "linears": 3, "bias": False, "shared_bias": False,
+       "shared_gate": False, "num_experts": EXPERTS, "zero_experts": 0, "topk": TOPK, "router_bias": False}
 # tokens -> measured ms (flashinfer #5301, TRTLLM NVFP4, repeat 1)
 MEASURED_MS = {1: 0.025697, 2: 0.039424, 4: 0.050896, 8: 0.063856, 16: 0.077377, 32: 0.106273,
                64: 0.140064, 128: 0.143617, 256: 0.154065, 512: 0.165953, 1024: 0.293810,
@@ -48,9 +51,7 @@ def hw():
 
 def moe_block_s(tokens, hw):
     """Our time for the routed-expert block of `tokens` tokens on one of EP ranks."""
-    mlp = {"kind": "moe", "width": WIDTH, "shared_width": 0, "linears": 3, "bias": False, "shared_bias": False,
-           "shared_gate": False, "num_experts": EXPERTS, "zero_experts": 0, "topk": TOPK, "router_bias": False}
-    layer = {"attention": [], "mlp": [mlp], "extra_params": 0}
+    layer = {"attention": [], "mlp": [MLP], "extra_params": 0}
     w_bits, a_bits = cil.NVFP4_BITS, 4  # as --precision fp4 stores and runs them
     costs = cil.layer_costs(layer, h=H, tp=1, num_tokens=tokens, w_bits=w_bits, a_bits=a_bits,
                             moe={"tokens": tokens, "ep": EP, "etp": 1, "imbalance": 1.0})
@@ -79,7 +80,5 @@ def test_moe_block_matches_trtllm_fused_moe_on_b200(tokens, hw):
 def test_the_setup_gives_one_pick_per_token_on_the_rank(hw):
     # EP 8 over 256 experts with top-8: T tokens make T picks on one rank's 32 experts, and every
     # one of them is touched once the batch is large (the weight read saturates)
-    mlp = {"kind": "moe", "width": WIDTH, "shared_width": 0, "linears": 3, "bias": False, "shared_bias": False,
-           "shared_gate": False, "num_experts": EXPERTS, "zero_experts": 0, "topk": TOPK, "router_bias": False}
-    assert cil.expected_real_experts(mlp) * 4096 / EP == 4096
-    assert cil.expected_distinct_real_experts(mlp, num_tokens=4096) / EP == pytest.approx(32, rel=1e-6)
+    assert cil.expected_real_experts(MLP) * 4096 / EP == 4096
+    assert cil.expected_distinct_real_experts(MLP, num_tokens=4096) / EP == pytest.approx(32, rel=1e-6)
