@@ -682,6 +682,9 @@ def load_hf_config(name_or_path):
         if not _json_depth_ok(cfg, CONFIG_MAX_DEPTH):
             raise ValueError(f"{path!r} nests more than {CONFIG_MAX_DEPTH} deep: not a model config")
         cfg.setdefault("_config_path", path)
+        side = os.path.join(os.path.dirname(path), "hf_quant_config.json")
+        if "quantization_config" not in cfg and os.path.isfile(side):
+            cfg["quantization_config"] = _sidecar_quant_config(side)
         return cfg
     if os.path.exists(path):  # /dev/null, a pipe, a socket: never read, never a hub id
         raise ValueError(f"{name_or_path!r} is not a config file (neither a regular file nor a folder)")
@@ -690,6 +693,25 @@ def load_hf_config(name_or_path):
             or "" in parts:
         raise ValueError(f"config file {name_or_path!r} not found")
     return _hub_config(name_or_path)
+
+
+def _sidecar_quant_config(path):
+    """ModelOpt's hf_quant_config.json beside a config.json that has no quantization_config
+    (NVIDIA's *-FP8 / *-FP4 / *-NVFP4 checkpoints): {"producer": ..., "quantization": {"quant_algo",
+    "group_size", "exclude_modules", ...}}, read as that checkpoint's weight format."""
+    import json
+    try:
+        if os.path.getsize(path) > CONFIG_MAX_BYTES:
+            raise ValueError("too large")
+        with open(path, encoding="utf-8") as fh:
+            qc = json.load(fh)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        msg = str(exc).replace("\n", " ")
+        raise ValueError(f"cannot read {path!r} (the checkpoint's quantization): {msg}") from None
+    if not isinstance(qc, dict) or not isinstance(qc.get("quantization"), dict) \
+            or not _json_depth_ok(qc, CONFIG_MAX_DEPTH):
+        raise ValueError(f"{path!r} has no \"quantization\" object: not ModelOpt's hf_quant_config.json")
+    return qc
 
 
 def _hub_config(repo_id):
@@ -1100,12 +1122,16 @@ def _checkpoint_format(qc, where, warnings):
     v1.0). FP8 block-quantized (DeepSeek-V3): 8 bits + an fp32 scale per b1 x b2 block (DeepSeek-V4's
     experts with expert_dtype fp4: 4 bits + a scale per 32 weights, 1 byte with scale_fmt ue8m0). AWQ/GPTQ:
     w bits + an fp16 scale and a w-bit zero per group. compressed-tensors: w bits + a 16-bit scale
-    per group (+ a zero when asymmetric). The modules a config leaves out stay 16-bit."""
+    per group (+ a zero when asymmetric). ModelOpt (quant_method modelopt, or hf_quant_config.json
+    beside config.json): _modelopt_weight_bits. The modules a config leaves out stay 16-bit."""
     if not isinstance(qc, dict):
         return None
+    if isinstance(qc.get("quantization"), dict) and "quant_method" not in qc:
+        qc = dict(qc["quantization"], quant_method="modelopt")  # hf_quant_config.json's layout
     q = ConfigReader(qc, f"{where} (quantization_config)")
     method = q.str("quant_method", default="")
-    skip = " ".join(str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignore") or []))
+    skip = " ".join(str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignore")
+                                     or qc.get("exclude_modules") or []))
     experts_only = "self_attn" in skip  # attention left in 16 bits: only the MLP/expert matrices
     dense_skipped = "shared_experts" in skip or ("mlp" in skip and "down_proj" in skip)
     if method == "mxfp4":
@@ -1135,11 +1161,41 @@ def _checkpoint_format(qc, where, warnings):
         nb, g = w.int("num_bits", default=8, hi=16), w.int("group_size", default=0, lo=0)
         bits = nb + ((16 + (0 if w.bool("symmetric", default=True) else nb)) / g if g else 0)
         lin, exp = (16 if experts_only or dense_skipped else bits), bits
+    elif method == "modelopt":
+        algo = q.str("quant_algo", default="")
+        bits = _modelopt_weight_bits(algo.upper(), q.int("group_size", default=None))
+        if bits is None:
+            warnings.append(f"quantization_config modelopt quant_algo {algo!r} is not modelled: weights "
+                            "counted at 16 bits; pass --weight-bits")
+            return None
+        lin, exp = (16 if experts_only else bits), bits
+        method = f"modelopt {algo.upper()}"
     else:
         warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
                         "at 16 bits; pass --weight-bits")
         return None
     return {"method": method, "linear_bits": lin, "expert_bits": exp}
+
+
+def _modelopt_weight_bits(algo, group):
+    """Bits per weight, scales included, of a ModelOpt (NVIDIA Model Optimizer) checkpoint's
+    quant_algo, or None when not modelled. NVFP4 (also weight-only W4A16_NVFP4, NVFP4_AWQ and
+    W4A8_NVFP4_FP8): e2m1 values with an E4M3 scale per 16 (NVIDIA's NVFP4 format; the fp32 scale
+    per tensor is left out); FP8 and FP8_PER_CHANNEL_PER_TOKEN: 8 bits with a per-tensor or
+    per-channel scale (left out); FP8_PB_WO: an fp32 scale per 128 x 128 block (ModelOpt's
+    default block); MXFP8: an 8-bit scale per 32 (OCP MX spec v1.0); INT4_AWQ / W4A8_AWQ / W4A16_AWQ:
+    int4 with an fp16 scale per group of 128 (ModelOpt's AWQ default)."""
+    if algo in ("NVFP4", "W4A16_NVFP4", "NVFP4_AWQ", "W4A8_NVFP4_FP8"):
+        return 4 + 8 / (group or 16)
+    if algo in ("FP8", "FP8_PER_CHANNEL_PER_TOKEN"):
+        return 8
+    if algo == "FP8_PB_WO":
+        return 8 + 32 / (128 * 128)
+    if algo == "MXFP8":
+        return 8 + 8 / 32
+    if algo in ("INT4_AWQ", "W4A8_AWQ", "W4A16_AWQ"):
+        return 4 + 16 / (group or 128)
+    return None
 
 def _read_generic_moe(r, s, notes):
     E = r.int("num_local_experts", "num_experts", "n_routed_experts")

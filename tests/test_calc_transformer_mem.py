@@ -837,6 +837,65 @@ def test_fp8_block_checkpoint_counts_its_scales():
     assert fmt == {"method": "fp8", "linear_bits": 8 + 32 / 16384, "expert_bits": 8 + 32 / 16384}
 
 
+# Llama 3.3 70B's shape (the fields the source below checks: 80 layers, hidden 8192, 64 heads, 8 kv
+# heads, vocab 128256; intermediate 28672 and untied embeddings as Meta's release)
+_LLAMA33_70B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+                "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64,
+                "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+                "tie_word_embeddings": False, "rope_theta": 500000.0}
+_NVFP4 = {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16, "exclude_modules": ["lm_head"]}
+
+
+@pytest.mark.parametrize("layout", ["sidecar", "config"])
+def test_modelopt_nvfp4_checkpoint_bytes_match_the_published_index(tmp_path, layout):
+    # Source: nvidia/Llama-3.3-70B-Instruct-NVFP4 at revision ec8feebb970caeb572f375eb1767b92475e99d84,
+    # as a public deployment script pins and checks it: hf_quant_config.json {quant_algo NVFP4,
+    # group_size 16, kv_cache_quant_algo FP8, lm_head in exclude_modules}, model.safetensors.index.json
+    # metadata.total_size = 42,709,045,632 bytes (9 shards). Setup: that shape, the quantization either
+    # as ModelOpt's hf_quant_config.json beside config.json or inline as quantization_config
+    # {quant_method modelopt}; --infer, no --weight-bits: every layer matrix e2m1 + one E4M3 scale per 16
+    # (4.5 bits), embeddings and head bf16. Tolerance 1e-6: what is left (4,480 B) is the two fp32
+    # per-tensor scales of each of the 560 linears, which the bits-per-weight count leaves out.
+    cfg = dict(_LLAMA33_70B)
+    if layout == "sidecar":
+        (tmp_path / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"},
+                                                                   "quantization": _NVFP4}))
+    else:
+        cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                                      "kv_cache_quant_algo": "FP8", "ignore": ["lm_head"]}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", str(tmp_path), "--infer", "-s", "1024", "-o", "1",
+                              "--json"])
+    assert r["config"]["checkpoint_format"] == {"method": "modelopt NVFP4", "linear_bits": 4.5, "expert_bits": 4.5}
+    assert r["weights_bytes"] == pytest.approx(42_709_045_632, rel=1e-6)
+    assert r["warnings"] == []
+
+
+def test_modelopt_formats_and_what_is_not_modelled(tmp_path):
+    def fmt(quant):
+        (tmp_path / "config.json").write_text(json.dumps(dict(_LLAMA33_70B, quantization_config=quant)))
+        r, _, _ = run_main(main, ["--hf_model_name_or_path", str(tmp_path), "--infer", "-s", "64", "-o", "1",
+                                  "--json"])
+        return r["config"].get("checkpoint_format"), r["warnings"]
+    mo = {"quant_method": "modelopt"}
+    assert fmt(dict(mo, quant_algo="FP8"))[0]["linear_bits"] == 8
+    assert fmt(dict(mo, quant_algo="FP8_PB_WO"))[0]["linear_bits"] == 8 + 32 / 16384
+    assert fmt(dict(mo, quant_algo="W4A16_NVFP4", group_size=16))[0]["linear_bits"] == 4.5
+    assert fmt(dict(mo, quant_algo="INT4_AWQ", group_size=128))[0]["linear_bits"] == 4.125
+    # attention left out ("ignore" patterns as ModelOpt writes them): only the MLP matrices at 4.5 bits
+    f, _ = fmt(dict(mo, quant_algo="NVFP4", ignore=["lm_head", "model.layers.*.self_attn*"]))
+    assert (f["linear_bits"], f["expert_bits"]) == (16, 4.5)
+    f, w = fmt(dict(mo, quant_algo="MIXED_PRECISION"))
+    assert f is None and any("MIXED_PRECISION" in x and "16 bits" in x for x in w)
+
+
+def test_a_broken_hf_quant_config_exits_2_in_one_line(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(_LLAMA33_70B))
+    (tmp_path / "hf_quant_config.json").write_text('{"producer": {"name": "modelopt"}}')
+    code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", str(tmp_path), "--infer", "-s", "64"])
+    assert code == 2 and "hf_quant_config.json" in err and err.count("\n") == 1, err
+
+
 # --- hybrids: Gated DeltaNet layers (issue 15) -----------------------------------------------------
 
 def _hf_cache_layer_bytes(run, layer_class):
