@@ -4786,6 +4786,13 @@ def serving_layouts(spec, num_gpus, max_tp=None, max_replica=None):
                         yield tp, pp, dp, ep
 
 
+def nominal_bits(stored_bits):
+    """The format's value width from bits per stored weight with its scales (NVFP4 4.5 -> 4, MXFP4
+    4.25 -> 4, FP8 blocks 8.002 -> 8): what `weight_bits` means in a single run's result, while
+    `weight_storage_bits` keeps what the bytes are counted at."""
+    return int(stored_bits) if stored_bits == int(stored_bits) else math.floor(stored_bits)
+
+
 def search_bit_options(args, fmt, low_bit_ok):
     """(weight, activation, KV-cache, expert) bits --search costs: the user's when any bits flag is
     given; else the fewest the GPU runs, 8-bit weights and KV cache with 8-bit matmuls where the GPU
@@ -4944,8 +4951,8 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
             ttft = pre["ttft"](rate / (r_p * pre["mu"]))  # at the load the pair actually carries
             tp, pp, dp, ep = lay
             points.append({"tp": tp, "pp": pp, "dp": dp, "ep": ep, "replicas": r_d, "gpus_per_replica": gpus_d,
-                           "weight_bits": key[0], "activation_bits": key[1], "kv_cache_bits": key[2],
-                           "concurrency": c, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": ttft + (o - 1) * tpot,
+                           "weight_bits": nominal_bits(key[0]), "weight_storage_bits": key[0],
+                           "activation_bits": key[1], "kv_cache_bits": key[2], "concurrency": c, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": ttft + (o - 1) * tpot,
                            "tokens_per_s_per_user": 1.0 / tpot, "tokens_per_s_per_gpu": rate * o / used,
                            "total_tokens_per_s": rate * o, "memory_bytes_per_gpu": mem,
                            "prefill": {"tp": play[0], "pp": play[1], "dp": play[2], "ep": play[3],
@@ -5024,7 +5031,8 @@ def search_serving(spec, args, parser, fmt):
                 req = hw["request_overhead_s"]
                 ttft, e2e, tpot = st["ttft_s"] + req, st["e2e_s"] + req, st["tpot_s"]
                 pt = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "replicas": N // gpus, "gpus_per_replica": gpus,
-                      "weight_bits": wb, "activation_bits": ab, "kv_cache_bits": kvb, "concurrency": c,
+                      "weight_bits": nominal_bits(wb), "weight_storage_bits": wb, "activation_bits": ab,
+                      "kv_cache_bits": kvb, "concurrency": c,
                       "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "tokens_per_s_per_user": 1.0 / tpot,
                       "tokens_per_s_per_gpu": c * o / e2e / gpus,
                       "total_tokens_per_s": (N // gpus) * c * o / e2e,

@@ -1461,6 +1461,16 @@ def test_fp4_weights_are_stored_as_nvfp4_with_their_scales(capsys):
     assert nv["decode_per_token_s"] > bare["decode_per_token_s"]  # a memory-bound decode reads more
 
 
+def test_search_points_use_the_single_runs_weight_bits_meaning():
+    # weight_bits is the format's value width in a search point as in a single run, and
+    # weight_storage_bits what its bytes are counted at (NVFP4 4.5; gpt-oss's MXFP4 experts 4.25 with
+    # the rest of the checkpoint at 16)
+    r = run(LLAMA7 + ["--gpu", "b200", "--precision", "fp4", "--search", "--num-gpus", "2", "-s", "512", "-o", "64"])
+    assert {(p["weight_bits"], p["weight_storage_bits"]) for p in r["points"]} == {(4, 4.5)}
+    one = run(LLAMA7 + ["--gpu", "b200", "--precision", "fp4"])
+    assert (one["weight_bits"], one["weight_storage_bits"]) == (4, 4.5)
+
+
 # TensorRT-LLM v1.0 perf-overview (docs/source/performance/perf-overview.md @00f37686), Llama 3.3 70B
 # FP4 on one B200, total output tokens/s at maximum load: (isl, osl, published). Before the FP4
 # penalty these ran 13-33% fast (7 of 10 past 20%). None set a constant.
