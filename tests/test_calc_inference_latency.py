@@ -1607,3 +1607,17 @@ def test_request_rate_past_the_running_cap_exits_2_naming_the_flag(capsys):
         main(L8 + ["--gpu", "a100", "--request-rate", "1000"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--max-num-seqs" in err and "256" in err
+
+
+def test_trtllm_pytorch_preset_slows_only_the_moe_blocks():
+    """tensorrt-llm-pytorch is tensorrt-llm with its MoE blocks at TRTLLM_PYTORCH_MOE_FACTOR x our
+    account (set from the later perf-overview's MoE rows, tools/fit_trtllm_moe_factor.py): a dense
+    model is costed the same; a MoE model's MLP component grows by the factor, nothing else moves."""
+    dense = ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "-c", "64", "-s", "512", "-o", "64"]
+    a, b = run(dense + ["--serving-stack", "tensorrt-llm"]), run(dense + ["--serving-stack", "tensorrt-llm-pytorch"])
+    assert a["serving"]["tpot_s"] == b["serving"]["tpot_s"]
+    moe = ["--hf_model_name_or_path", cfg("qwen3-30b-a3b"), "--gpu", "b200", "--precision", "fp4", "-s", "512", "-o", "8"]
+    a, b = run(moe + ["--serving-stack", "tensorrt-llm"]), run(moe + ["--serving-stack", "tensorrt-llm-pytorch"])
+    ca, cb = a["decode_first_step_components_s"], b["decode_first_step_components_s"]
+    assert cb["mlp"] == pytest.approx(cil.TRTLLM_PYTORCH_MOE_FACTOR * ca["mlp"], rel=1e-12)
+    assert all(cb[k] == ca[k] for k in ca if k != "mlp")

@@ -96,6 +96,14 @@ def trtllm_bench_engine(kv_max_requests, *, n_pp, isl, osl):
     return bs, tok
 
 
+# the rows that set tensorrt-llm-pytorch's MoE factor (tools/fit_trtllm_moe_factor.py): listed, not judged
+CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
+
+
+def is_moe(model):
+    return not model.startswith(("LLaMA v3", "Llama 3", "LLaMA 3", "Llama-3", "LLaMA v3.1"))
+
+
 def gpu_of(text):
     return next((v for k, v in GPUS if text.startswith(k)), None)
 
@@ -191,7 +199,8 @@ def _compare(rs):
         n = int(tp)
         moe_dp = r0["row_id"].startswith("TRT10-") and model.startswith(("Qwen3", "Mixtral", "Llama 4")) and n > 1
         lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if moe_dp else ["-tp", str(n)]
-        setup = base + lay + ["--serving-stack", "tensorrt-llm", "--gpu-memory-utilization", "0.95",
+        stack = "tensorrt-llm-pytorch" if r0["row_id"].startswith("TRT10-") else "tensorrt-llm"  # 0.19+: PyTorch
+        setup = base + lay + ["--serving-stack", stack, "--gpu-memory-utilization", "0.95",
                               "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
         res, err = run(setup)
         if res:  # the engine trtllm-bench builds for this dataset: its batch and token limits
@@ -211,15 +220,15 @@ def _compare(rs):
         lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if dep else ["-tp", str(n)]
         if model.startswith("GPT-OSS"):  # the MXFP4 checkpoint as stored; its yaml's KV: fp8 on
             base = MODELS[model] + ["--gpu", gpu] + (["--kv-cache-bits", "8"] if gpu in ("b200", "gb200") else [])
-        setup = base + lay + ["--serving-stack", "tensorrt-llm", "--gpu-memory-utilization", "0.95",
+        setup = base + lay + ["--serving-stack", "tensorrt-llm-pytorch", "--gpu-memory-utilization", "0.95",
                               "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
         res, err = run(setup)
         if res:
             bs, tokens = trtllm_bench_engine(res["serving"]["kv_pool_max_concurrency"], n_pp=1,
                                              isl=int(r0["input_len"]), osl=int(r0["output_len"]))
             res, err = run(setup + ["--max-num-seqs", str(bs), "--max-num-batched-tokens", str(tokens)])
-        yield ("TensorRT-LLM later doc max load", r0, "tokens/s per GPU", float(r0["value"]),
-               res["serving"]["output_tokens_per_s_per_gpu"] if res else None, err)
+        yield (CALIBRATION if is_moe(model) else "TensorRT-LLM later doc max load", r0, "tokens/s per GPU",
+               float(r0["value"]), res["serving"]["output_tokens_per_s_per_gpu"] if res else None, err)
     elif "nim" in src:
         res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
                                "-o", r0["output_len"], "-c", r0["batch_or_concurrency"], "--queue-past-pool"])
@@ -242,7 +251,8 @@ def main():
         err = None if ours is None or group == "not run" else ours / float(pub) - 1
         out.append({"group": group, "row_id": r["row_id"], "source": r["source"], "model": r["model"], "gpu": r["gpu"],
                     "metric": metric, "published": pub, "ours": "" if ours is None else f"{ours:.6g}",
-                    "error": "" if err is None else f"{err:+.4f}", "used_for_calibration": "no",
+                    "error": "" if err is None else f"{err:+.4f}",
+                    "used_for_calibration": "yes" if group == CALIBRATION else "no",
                     "note": note or ""})
         if "-v" in sys.argv and group != "not run":
             print(f"{group:32} {r['row_id']:16} {metric:18} {float(pub):>12.5g} {out[-1]['ours']:>12} "
@@ -254,9 +264,9 @@ def main():
         w.writeheader()
         w.writerows(out)
     print(f"{'group':32}{'rows':>6}{'refused':>9}{'within 20%':>12}{'median |err|':>14}")
-    judged = [x for x in out if x["group"] != "not run"]
-    for g in dict.fromkeys(x["group"] for x in judged):
-        items = [x for x in judged if x["group"] == g]
+    judged = [x for x in out if x["group"] not in ("not run", CALIBRATION)]
+    for g in dict.fromkeys(x["group"] for x in out if x["group"] != "not run"):
+        items = [x for x in out if x["group"] == g]
         errs = [abs(float(x["error"])) for x in items if x["error"]]
         w20 = sum(e <= 0.2 for e in errs)
         print(f"{g:32}{len(items):>6}{len(items) - len(errs):>9}{w20:>7} ({w20 / len(items):.0%})"
