@@ -239,6 +239,10 @@ NVFP4_BITS = 4 + 8 / 16
 # No stack publishes its own matmul or bandwidth fraction, so every stack runs at the hardware's.
 _NCCL = dict(allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None)
 TRTLLM_PYTORCH_MOE_FACTOR = 2.58  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
+# TensorRT-LLM's values (sources at "tensorrt-llm" below)
+_TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
+               step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192, max_num_seqs=2048,
+               memory_utilization=0.9)
 SERVING_STACKS = {
     # today's defaults: kernels only (gpt-fast-like CUDA-graph decode; see the constants above)
     "kernels": dict(_NCCL, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
@@ -261,9 +265,7 @@ SERVING_STACKS = {
     # 0.58 ms exposed host time per iteration (TensorRT-LLM issue #13957, overlap scheduler on);
     # max_num_tokens 8192 (perf-best-practices.md, since v0.11) and max_batch_size 2048 (BuildConfig's
     # defaults, tensorrt_llm/builder.py); free_gpu_memory_fraction 0.9
-    "tensorrt-llm": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                         step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192, max_num_seqs=2048,
-                         memory_utilization=0.9),
+    "tensorrt-llm": _TRTLLM,
     # TensorRT-LLM's PyTorch backend (trtllm-serve, trtllm-bench --backend pytorch; the default since
     # 0.19): as tensorrt-llm, and its MoE blocks (CUTLASS MoE backend by default, routing and
     # permutation in the PyTorch module) take TRTLLM_PYTORCH_MOE_FACTOR x our per-kernel account of
@@ -271,9 +273,7 @@ SERVING_STACKS = {
     # MoE kernel is matched without it), set by tools/fit_trtllm_moe_factor.py from the later
     # perf-overview's 106 MoE rows (developer-guide/perf-overview.md @585c756; those rows are
     # calibration) and judged on the v1.0 table's 110 MoE rows
-    "tensorrt-llm-pytorch": dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
-                                 step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192,
-                                 max_num_seqs=2048, memory_utilization=0.9, moe_factor="TRTLLM_PYTORCH_MOE_FACTOR"),
+    "tensorrt-llm-pytorch": dict(_TRTLLM, moe_factor=True),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
     # other than A100, else 2048 and 256 (vllm/engine/arg_utils.py, get_batch_defaults);
