@@ -4967,7 +4967,8 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
             tp, pp, dp, ep = lay
             points.append({"tp": tp, "pp": pp, "dp": dp, "ep": ep, "replicas": r_d, "gpus_per_replica": gpus_d,
                            "weight_bits": nominal_bits(key[0]), "weight_storage_bits": key[0],
-                           "activation_bits": key[1], "kv_cache_bits": key[2], "concurrency": c, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": ttft + (o - 1) * tpot,
+                           "activation_bits": key[1], "kv_cache_bits": key[2], "concurrency": c,
+                           "ttft_s": ttft, "tpot_s": tpot, "e2e_s": ttft + (o - 1) * tpot,
                            "tokens_per_s_per_user": 1.0 / tpot, "tokens_per_s_per_gpu": rate * o / used,
                            "total_tokens_per_s": rate * o, "memory_bytes_per_gpu": mem,
                            "prefill": {"tp": play[0], "pp": play[1], "dp": play[2], "ep": play[3],

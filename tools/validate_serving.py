@@ -101,7 +101,8 @@ CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
 
 
 def is_moe(model):
-    return not model.startswith(("LLaMA v3", "Llama 3", "LLaMA 3", "Llama-3", "LLaMA v3.1"))
+    """A later perf-overview model with routed experts (its one dense model: LLaMA v3.3 70B)."""
+    return not model.startswith("LLaMA v3")
 
 
 def gpu_of(text):
@@ -218,7 +219,8 @@ def _compare(rs):
         n = int(r0["num_gpus"])
         dep = r0["ep"].isdigit() and r0["tp"] == "1" and n > 1
         lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if dep else ["-tp", str(n)]
-        if model.startswith("GPT-OSS"):  # the MXFP4 checkpoint as stored; its yaml's KV: fp8 on
+        if model.startswith("GPT-OSS"):  # the MXFP4 checkpoint as stored; the yaml's KV cache: fp8
+            # on Blackwell, "auto" (the model's bf16) on Hopper
             base = MODELS[model] + ["--gpu", gpu] + (["--kv-cache-bits", "8"] if gpu in ("b200", "gb200") else [])
         setup = base + lay + ["--serving-stack", "tensorrt-llm-pytorch", "--gpu-memory-utilization", "0.95",
                               "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
