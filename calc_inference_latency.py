@@ -73,6 +73,13 @@ Conventions and assumptions:
     o - 1 decodes) and the throughput; TPOT is the mean step a decoding request shares with the
     others, TTFT its own prompt steps plus the waiting. The KV pool (memory share less weights)
     caps C: past it, exit 2 with what fits. A fluid mean, no simulation of the randomness.
+  * --num-requests N with --request-rate R (Poisson or evenly spaced arrivals, or inf: all at
+    once) or -c C (C clients, each sending when its last request returns): the finite benchmark
+    run a client such as vLLM's benchmark_serving.py, trtllm-bench or Triton's measures, stepped
+    through (simulate_benchmark): the same scheduler and step costs, with the ramp-up, the queue
+    past what the engine sustains (no steady state needed) and the drain; mean, median and p99
+    TTFT/TPOT/end-to-end, and throughput over the run's duration as those clients report it.
+    Admission reserves a request's whole cache (TensorRT-LLM's GUARANTEED_NO_EVICT); no -pp.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -121,6 +128,8 @@ Examples:
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 -s 467 -o 256 -c 32
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --request-rate 8 \\
       --serving-stack tensorrt-llm
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 -s 467 -o 256 \\
+      --request-rate 32 --num-requests 500 --serving-stack tensorrt-llm   # a benchmark run past capacity
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --search --num-gpus 8 \\
@@ -149,10 +158,15 @@ References:
 """
 
 import argparse
+import collections
+import heapq
 import math
 import os
+import random
+import statistics
 import sys
 import textwrap
+import time
 
 # --- constants (each with its source; see the module docstring) --------------------------------
 DEFAULT_COMPUTE_EFFICIENCY = 0.70  # 16-bit matmuls; mamf-finder maxima 0.80-0.87; real shapes lower
@@ -318,7 +332,8 @@ FLAG_RANGES = {
     "tp_bandwidth_gbps": (1e-3, 1e6), "compute_efficiency": (1e-3, 1), "memory_efficiency": (1e-3, 1),
     "tp_efficiency": (1e-3, 1), "kernel_overhead_us": (0, 1e6), "tp_latency_us": (0, 1e6),
     "request_overhead_ms": (0, 1e6), "state_bits": (1, 64), "concurrency": (1, 10 ** 7),
-    "request_rate": (1e-6, 1e7), "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
+    "request_rate": (1e-6, 1e7), "num_requests": (1, 10 ** 6), "seed": (0, 10 ** 9),
+    "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
     "step_overhead_ms": (0, 1e6),
     "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins
@@ -4093,6 +4108,166 @@ def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens
     return hi, state(hi)
 
 
+def benchmark_arrivals(*, n, rate, arrivals, seed):
+    """Arrival times (s) of a benchmark client's n requests at `rate` per second: the first at 0,
+    then gaps drawn from an exponential of mean 1 / rate (Poisson arrivals, as vLLM's
+    benchmark_serving.py sends at its default burstiness 1; seeded, so a run repeats) or all equal
+    to 1 / rate (`uniform`); rate inf sends all n at once (QPS = INF in TensorRT-LLM's tables)."""
+    if math.isinf(rate):
+        return [0.0] * n
+    draw = random.Random(seed).expovariate if arrivals == "poisson" else None
+    times, t = [], 0.0
+    for _ in range(n):
+        times.append(t)
+        t += draw(rate) if draw else 1.0 / rate
+    return times
+
+
+def _percentile(values, q):
+    """The q-th percentile of values, linear between order statistics (numpy's default)."""
+    v = sorted(values)
+    x = (len(v) - 1) * q / 100
+    lo = math.floor(x)
+    return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (x - lo)
+
+
+def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
+                       bits, rate=None, concurrency=None, arrivals="poisson", seed=0, dp=1, ep=1,
+                       progress=None):
+    """A finite benchmark run stepped through, as a client such as vLLM's benchmark_serving.py or
+    TensorRT-LLM's Triton benchmark measures one: num_requests requests of s prompt and o output
+    tokens, sent at `rate` per second (benchmark_arrivals) or by `concurrency` clients that each
+    send their next request when the last one returns (closed loop). The engine is the steady
+    state's scheduler, stepped instead of averaged:
+      * it admits waiting requests in arrival order while fewer than run_cap run (the KV pool at
+        s + o tokens each, or the stack's running cap): a request's whole cache is reserved when
+        it is admitted, TensorRT-LLM's GUARANTEED_NO_EVICT policy (vLLM admits on the prompt's
+        blocks and may preempt later: not modelled);
+      * a step runs one token of every decoding request (run_cap is held to token_budget, as
+        vLLM requires max_num_seqs <= max_num_batched_tokens), then prompt chunks of the admitted
+        requests in arrival order up to token_budget tokens in all (chunked prefill,
+        Sarathi-Serve); a request's first token comes out of the step that ends its prompt, the
+        rest one per step; a step costs mixed_step at its decodes' mean context;
+      * a closed loop of identical requests stays in step: the clients start together, so their
+        requests finish together and their next prompts share steps (the steady state spreads
+        them over the cycle instead);
+      * decode-only steps repeat unchanged until the next finish or admissible arrival, and are
+        costed together at their mean context (exact while the step time is linear in the
+        context, as full attention's is);
+      * with dp data-parallel attention groups each group gets num_requests / dp requests
+        (rounded up) at rate / dp (or concurrency / dp clients), all groups alike, as
+        steady_state assumes.
+    The stack's fixed cost per request (hw["request_overhead_s"]) adds to each TTFT and end-to-end
+    time and delays a closed-loop client's next request. The duration runs from the first request
+    sent to the last answer, and throughput = requests x o / duration, as benchmark clients report
+    it: the ramp-up and the drain are in it. Returns the means, medians and 99th percentiles per
+    request, the duration, the throughputs and the mean step's composition."""
+    s, o = prompt_tokens, output_tokens
+    K = token_budget if math.isfinite(token_budget) else 10 ** 18  # inf: every prompt whole
+    n = math.ceil(num_requests / dp)
+    run_cap = min(run_cap, K)  # a step decodes every running request within its token budget
+    req_s = hw["request_overhead_s"]
+    closed = concurrency is not None
+    if closed:
+        pending = [0.0] * min(max(1, math.ceil(concurrency / dp)), n)  # a heap of arrival times
+        sent = len(pending)
+    else:
+        pending = benchmark_arrivals(n=n, rate=rate / dp, arrivals=arrivals, seed=seed)
+        sent = n
+    heapq.heapify(pending)
+    kw = dict(tp=tp, pp=1, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
+    memo = {}
+
+    def step_s(d, ctx, p):
+        key = (d, round(ctx), p)
+        if key not in memo:
+            memo[key] = mixed_step(spec, hw, decodes=dp * d, decode_context=key[1], prefill_tokens=dp * p,
+                                   **kw)["time_s"]
+        return memo[key]
+
+    waiting = collections.deque()  # arrival times of requests sent, not yet admitted
+    prefilling = collections.deque()  # [arrival, prompt tokens done]: admitted, in arrival order
+    # decoding requests in cohorts that got their first token in the same step, oldest first:
+    # [that step's number, its end time, the members' arrival times]; all finish together
+    cohorts = collections.deque()
+    d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
+    ttft, tpot, e2e = [], [], []
+    t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
+    last_shown = time.monotonic()  # progress lines once the run takes over a second
+
+    def finish(first_step, first_t, arrivals):
+        nonlocal d, first_sum, n_run, done, sent, duration
+        m = len(arrivals)
+        d, first_sum, n_run, done = d - m, first_sum - m * first_step, n_run - m, done + m
+        ttft.extend(first_t - a + req_s for a in arrivals)
+        e2e.extend(t - a + req_s for a in arrivals)
+        if o > 1:
+            tpot.extend([(t - first_t) / (o - 1)] * m)
+        duration = t + req_s
+        for _ in range(min(m, n - sent) if closed else 0):
+            heapq.heappush(pending, t + req_s)
+            sent += 1
+
+    while done < n:
+        while pending and pending[0] <= t:
+            waiting.append(heapq.heappop(pending))
+        while waiting and n_run < run_cap:
+            prefilling.append([waiting.popleft(), 0])
+            n_run += 1
+        if not n_run:
+            t = pending[0]  # idle until the next request comes
+            continue
+        most = max(most, n_run)
+        room, chunks = K - d, []
+        for r in prefilling:
+            if room <= 0:
+                break
+            chunks.append(min(s - r[1], room))
+            room -= chunks[-1]
+        p = sum(chunks)
+        ctx = s + step - first_sum / d if d else s  # a decoder's context: s + its tokens out - 1
+        k = 1
+        if not chunks:  # decode only: unchanged until a finish or an arrival that can be admitted
+            k = o - (step - cohorts[0][0] + 1)
+            if pending and n_run < run_cap:
+                k = min(k, max(1, math.ceil((pending[0] - t) / step_s(d, ctx, 0))))
+        t += k * step_s(d, ctx + (k - 1) / 2, p)
+        step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
+        while cohorts and step - cohorts[0][0] + 1 >= o:
+            finish(*cohorts.popleft())
+        new = []
+        for c in chunks:
+            if c < s - prefilling[0][1]:  # a partial chunk: only the step's last can be one
+                prefilling[0][1] += c
+                break
+            new.append(prefilling.popleft()[0])
+        if new:
+            d, first_sum = d + len(new), first_sum + len(new) * step
+            if o == 1:
+                finish(step, t, new)
+            else:
+                cohorts.append((step, t, new))
+        if progress and time.monotonic() - last_shown > 1.0:
+            progress(f"simulating the benchmark: {done * dp:,} of {n * dp:,} requests done")
+            last_shown = time.monotonic()
+    total = n * dp
+    mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
+    ctx = s + max(o - 2, 0) // 2
+    dec = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx, prefill_tokens=dp * mean_pre, **kw)
+    pre = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx,
+                     prefill_tokens=dp * max(mean_pre, min(s, K)), **kw)
+    mean = statistics.fmean
+    tpots = tpot or [pre["time_s"]]  # o = 1: no decode step; the step that ends a prompt stands in
+    return {"ttft_s": mean(ttft), "tpot_s": mean(tpots), "e2e_s": mean(e2e),
+            "ttft_median_s": _percentile(ttft, 50), "ttft_p99_s": _percentile(ttft, 99),
+            "tpot_median_s": _percentile(tpots, 50), "tpot_p99_s": _percentile(tpots, 99),
+            "e2e_median_s": _percentile(e2e, 50), "e2e_p99_s": _percentile(e2e, 99),
+            "num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
+            "mean_in_flight": dp * sum(e2e) / duration, "most_running": dp * most, "engine_steps": step,
+            "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
+            "decode_step": dec, "prompt_step": pre}
+
+
 def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, state_bits, dp=1):
     """Requests whose cache fits in the KV pool at `context` tokens each: (pool bytes, bytes per
     request, requests). The pool is the GPU memory the stack lets the engine use
@@ -4415,9 +4590,36 @@ def format_report(res):
     return lines_tail(r, lines)
 
 
+def benchmark_report_lines(r):
+    """The simulated benchmark's part of the report: per-request statistics, the run, the pool."""
+    sv = r["serving"]
+    gib = 2 ** 30
+    lines = ["", f"{'per request':<34}{'mean':>12}{'median':>12}{'p99':>12}"]
+    for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
+                      (f"End-to-end ({r['output_tokens']} output tokens)", "e2e")):
+        lines.append(f"{name:<34}{fmt_s(sv[key + '_s']):>12}{fmt_s(sv[key + '_median_s']):>12}"
+                     f"{fmt_s(sv[key + '_p99_s']):>12}")
+    lines += ["", f"{'the run':<34}{'':>12}",
+              f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
+              f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
+              f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
+              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
+              "", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
+              f"{sv['prompt_tokens_per_step']:.0f} prompt tokens on average; {sv['mean_in_flight']:.1f} requests "
+              f"in the server on average, at most {sv['most_running']:,} running at once",
+              f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
+              f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
+              f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each; reserved whole on admission)"
+              + (f"; the stack runs at most {sv['max_num_seqs']:,} at once (--max-num-seqs)"
+                 if sv["max_num_seqs"] else "")]
+    return lines
+
+
 def serving_report_lines(r):
     """The continuous-batching part of the report: mean times, the mean step, the KV pool."""
     sv = r["serving"]
+    if sv.get("benchmark"):
+        return benchmark_report_lines(r)
     gib = 2 ** 30
     lines = ["", f"{'per request (means)':<40}{'time':>14}",
              f"{'TTFT (waiting included)':<40}{fmt_s(sv['ttft_s']):>14}",
@@ -4538,6 +4740,13 @@ def check_ranges(args, parser, ranges):
             parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
 
 
+def rate_float(text):
+    """argparse type for --request-rate: a finite number, or inf (all requests at once)."""
+    if str(text).strip().lower() in ("inf", "infinity"):
+        return math.inf
+    return finite_float(text)
+
+
 def build_parser():
     parser = OneLineErrorParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -4614,9 +4823,17 @@ def build_parser():
     g.add_argument("--concurrency", "-c", type=bounded_int, default=None,
                    help="C requests in flight under continuous batching (steady state, chunked "
                         "prefill) instead of one static batch of -b")
-    g.add_argument("--request-rate", type=finite_float, default=None,
+    g.add_argument("--request-rate", type=rate_float, default=None,
                    help="requests per second arriving (open loop): the concurrency that rate keeps "
-                        "in flight, instead of -c")
+                        "in flight, instead of -c; inf (with --num-requests) sends them all at once")
+    g.add_argument("--num-requests", type=bounded_int, default=None,
+                   help="simulate a finite benchmark run of N requests step by step (ramp-up, queue and "
+                        "drain included, throughput over the run's duration, as benchmark clients report "
+                        "it) instead of the steady state; with --request-rate or -c")
+    g.add_argument("--arrivals", choices=("poisson", "uniform"), default="poisson",
+                   help="--num-requests at a --request-rate: Poisson arrivals (vLLM's benchmark_serving "
+                        "default) or evenly spaced (default poisson)")
+    g.add_argument("--seed", type=bounded_int, default=0, help="seed of the Poisson arrivals (default 0)")
     g.add_argument("--max-num-batched-tokens", type=bounded_int, default=None,
                    help="tokens per engine step, decodes first, prompt chunks fill the rest (default: "
                         "the stack's)")
@@ -4677,14 +4894,25 @@ def validate(args, parser, spec):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
-    check_ranges(args, parser, FLAG_RANGES)
+    all_at_once = args.request_rate is not None and math.isinf(args.request_rate)  # needs --num-requests (below)
+    check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if not (all_at_once and k == "request_rate")})
+    if args.num_requests is not None and args.concurrency is None and args.request_rate is None:
+        parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
+    if args.request_rate is not None and math.isinf(args.request_rate) and args.num_requests is None:
+        parser.error("--request-rate inf sends every request at once: add --num-requests N (a steady "
+                     "state needs a finite rate)")
+    if args.num_requests is not None and args.pipeline_parallel_size > 1:
+        parser.error("--num-requests simulates one engine per replica without pipeline stages; with "
+                     "-pp > 1 leave it out (the steady state keeps pp micro-batches in flight)")
     why = layout_problem(spec, tp=args.tensor_parallel_size, pp=args.pipeline_parallel_size,
                          dp=args.data_parallel_size, ep=args.expert_parallel_size)
     if why:
         parser.error(why)
     if args.search:
-        if args.concurrency is not None or args.request_rate is not None or args.batch_size_given:
-            parser.error("--search picks the concurrency and the layout itself; leave out -c, --request-rate and -b")
+        if (args.concurrency is not None or args.request_rate is not None or args.batch_size_given
+                or args.num_requests is not None):
+            parser.error("--search picks the concurrency and the layout itself; leave out -c, --request-rate, "
+                         "--num-requests and -b")
         fixed = [f for f, v in (("-tp", args.tensor_parallel_size), ("-pp", args.pipeline_parallel_size),
                                 ("-dp", args.data_parallel_size), ("-ep", args.expert_parallel_size)) if v != 1]
         if fixed:
@@ -4743,6 +4971,21 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                      f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "
                      "raise --gpu-memory-utilization")
     budget = hw["token_budget"] or math.inf  # None: every waiting prompt in one step
+    base = dict(token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool, kv_bytes_per_request_per_gpu=per_req,
+                kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=args.concurrency,
+                request_rate=args.request_rate)
+    if args.num_requests is not None:
+        st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
+                                token_budget=budget, run_cap=max(1, run_cap // dp), bits=bits,
+                                rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
+                                seed=args.seed, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+        rps = st["requests_per_s"]
+        at_once = args.request_rate is not None and math.isinf(args.request_rate)  # JSON has no inf
+        base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)
+        return dict(st, **base, benchmark=True, arrivals=args.arrivals, seed=args.seed,
+                    running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
+                    output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
+                    tokens_per_s_per_user=1.0 / st["tpot_s"])
     kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)
@@ -5200,6 +5443,17 @@ def mode_text(*, b, s, o, tp, pp, gpus=None):
 def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
     """The continuous-batching regime in words (the report's first line)."""
     budget = sv["token_budget"]
+    if sv.get("benchmark"):
+        rate = sv["request_rate"]
+        load = ("all sent at once" if sv["sent_at_once"] else
+                f"{sv['concurrency']} clients, each sending its next request when the last returns"
+                if rate is None else f"sent at {rate:g} requests/s ({sv['arrivals']} arrivals, seed {sv['seed']})")
+        return (f"a benchmark run of {sv['num_requests']:,} requests simulated step by step, {stack} stack: "
+                f"{load}, each with s = {s} prompt and o = {o} output tokens; an engine step runs every decode "
+                "and " + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
+                + f"; tp {tp} ({gpus or tp} GPU{'s' if (gpus or tp) > 1 else ''} per replica); times are means "
+                "per request, throughput is over the run's duration (ramp-up and drain included), memory is the "
+                "most-loaded GPU's with the most requests that ran at once")
     load = (f"{sv['request_rate']:g} requests/s arriving (open loop; {sv['concurrency']:.1f} in flight "
             "on average)" if sv["request_rate"] is not None else f"C = {sv['concurrency']} requests in flight "
             "(closed loop: a finished request is replaced at once)")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Time calc_inference_latency.py's continuous-batching answers in process (start-up excluded;
 benchmarks/startup.py times that): a closed loop at --concurrency, an open loop at
---request-rate near the layout's capacity (the bisection's worst case), and --search over the
+--request-rate near the layout's capacity (the bisection's worst case), finite benchmark runs
+stepped through (--num-requests: 500 at 32 requests/s, 30,000 all at once), and --search over the
 layouts of 8 and 64 GPUs (dense and MoE, with data-parallel attention and expert parallelism),
 best of --repeat runs.
 
@@ -47,7 +48,11 @@ def main():
         top = quiet(base + ["-c", str(cap)])["serving"]["requests_per_s"]
         for label, extra in (("static batch -b 64", ["-b", "64"]), ("--concurrency 64", ["-c", "64"]),
                              (f"--request-rate {0.99 * top:.3g} (0.99 of capacity)",
-                              ["--request-rate", str(0.99 * top)])):
+                              ["--request-rate", str(0.99 * top)]),
+                             ("--num-requests 500 --request-rate 32",
+                              ["--num-requests", "500", "--request-rate", "32"]),
+                             ("--num-requests 30000 --request-rate inf",
+                              ["--num-requests", "30000", "--request-rate", "inf"])):
             print(f"{name:28} {label:42} {best_s(base + extra, args.repeat) * 1e3:8.1f} ms")
     for name, base, gpus in (("Llama-3.1-8B, H100", MODEL, 8), ("Llama-3.1-8B, H100", MODEL, 64),
                              ("DeepSeek-V3 FP8, H200", MOE, 64)):

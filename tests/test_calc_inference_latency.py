@@ -1239,6 +1239,151 @@ def test_tensorrt_llm_preset_against_online_itl(name, args, gpu, tp, s, o, qps, 
     assert sv["tpot_s"] == pytest.approx(itl_ms * 1e-3, rel=0.20)
 
 
+# --- a finite benchmark run, simulated step by step (--num-requests) ----------------------------
+
+# The same section's rows the steady state cannot answer: QPS 32, past what the engine sustains
+# (the queue grows for the whole run), and QPS INF, all 500 requests sent at once. Its text: "All
+# data in the table below was generated using version 0.14.0, with 500 requests and BF16
+# precision." --num-requests 500 runs that benchmark. (name, args, gpu, tp, s, o, qps, published
+# mean TTFT ms, mean ITL ms, output tokens/s). None set a constant. The 202/214 rows are in
+# VALIDATION.md, not here: their lengths look like a dataset's means (the doc does not say), and
+# under load they run 20-65% above the published throughput, as fixed lengths would.
+TRT_ONLINE_FINITE = [
+    ("70b-h100", L3_70B, "h100", 4, 467, 256, "32", 1229, 86, 4083),
+    ("70b-h100", L3_70B, "h100", 4, 467, 256, "inf", 9123, 85, 4103),
+    ("70b-h100-short-out", L3_70B, "h100", 4, 467, 16, "32", 1197, 482, 452),
+    ("70b-h100-short-out", L3_70B, "h100", 4, 467, 16, "inf", 9126, 548, 454),
+    ("8b-h100", L31_8B, "h100", 1, 467, 256, "32", 50, 19, 6774),
+    ("8b-h100", L31_8B, "h100", 1, 467, 256, "inf", 3335, 39, 9420),
+    ("8b-h100-short-out", L31_8B, "h100", 1, 467, 16, "32", 29, 10, 493),
+    ("8b-h100-short-out", L31_8B, "h100", 1, 467, 16, "inf", 3280, 193, 1269),
+    ("70b-h200", L3_70B, "h200", 4, 467, 256, "32", 1279, 83, 4176),
+    ("70b-h200", L3_70B, "h200", 4, 467, 256, "inf", 9222, 83, 4185),
+    ("70b-h200-short-out", L3_70B, "h200", 4, 467, 16, "32", 1259, 485, 450),
+    ("70b-h200-short-out", L3_70B, "h200", 4, 467, 16, "inf", 9074, 546, 457),
+    ("8b-h200", L31_8B, "h200", 1, 467, 256, "32", 44, 16, 7025),
+    ("8b-h200", L31_8B, "h200", 1, 467, 256, "inf", 3237, 36, 10121),
+    ("8b-h200-short-out", L31_8B, "h200", 1, 467, 16, "32", 27, 9, 494),
+    ("8b-h200-short-out", L31_8B, "h200", 1, 467, 16, "inf", 3227, 190, 1291),
+]
+# measured misses (ours / published - 1; VALIDATION.md): with 16 output tokens a request's time
+# per token is mostly the prompt steps it shares, which the Triton engine's scheduling of whole
+# prompts (chunking off) would set differently
+TRT_ONLINE_FINITE_MISSES = {("70b-h100-short-out", "32", "itl"): -0.25, ("70b-h200-short-out", "32", "ttft"): -0.25,
+                            ("70b-h200-short-out", "32", "itl"): -0.31, ("70b-h200-short-out", "inf", "itl"): -0.21,
+                            ("8b-h200", "32", "ttft"): -0.25, ("8b-h200-short-out", "inf", "itl"): -0.21}
+_FINITE_KEYS = {"ttft": ("ttft_s", 1e-3), "itl": ("tpot_s", 1e-3), "throughput": ("output_tokens_per_s", 1.0)}
+_FINITE_CASES = [
+    pytest.param(name, args, gpu, tp, s, o, q, metric, value, id=f"{name}-qps{q}-{metric}",
+                 marks=[pytest.mark.xfail(strict=True, reason=f"known miss "
+                                          f"({TRT_ONLINE_FINITE_MISSES[(name, q, metric)]:+.0%})")]
+                 if (name, q, metric) in TRT_ONLINE_FINITE_MISSES else [])
+    for name, args, gpu, tp, s, o, q, ttft, itl, thr in TRT_ONLINE_FINITE
+    for metric, value in (("ttft", ttft), ("itl", itl), ("throughput", thr))]
+_FINITE_RUNS = {}
+
+
+@pytest.mark.parametrize("name,args,gpu,tp,s,o,qps,metric,published", _FINITE_CASES)
+def test_tensorrt_llm_benchmark_of_500_requests_past_capacity(name, args, gpu, tp, s, o, qps, metric, published,
+                                                              capsys):
+    key = (name, qps)
+    if key not in _FINITE_RUNS:
+        _FINITE_RUNS[key] = _script_main(args + ["--gpu", gpu, "-tp", str(tp), "-s", str(s), "-o", str(o),
+                                                 "--request-rate", qps, "--num-requests", "500",
+                                                 "--serving-stack", "tensorrt-llm", "--json"])["serving"]
+    field, unit = _FINITE_KEYS[metric]
+    assert _FINITE_RUNS[key][field] == pytest.approx(published * unit, rel=0.20)
+
+
+BENCH = ["--hf_model_name_or_path", cfg("llama-3.1-8b"), "--gpu", "h100", "--serving-stack", "vllm",
+         "-s", "512", "-o", "128"]
+
+
+@pytest.mark.parametrize("rate", [5, 10])
+def test_benchmark_at_a_sustained_rate_agrees_with_the_steady_state(rate, capsys):
+    # two independent computations of the same load: the fluid steady state (Little's law, mean
+    # steps) and the stepped run of 4000 evenly spaced requests (its ramp-up and drain are ~1% of it)
+    steady = run(BENCH + ["--request-rate", str(rate)])["serving"]
+    sim = run(BENCH + ["--request-rate", str(rate), "--num-requests", "4000", "--arrivals", "uniform"])["serving"]
+    assert sim["tpot_s"] == pytest.approx(steady["tpot_s"], rel=0.07)
+    assert sim["ttft_s"] == pytest.approx(steady["ttft_s"], rel=0.10)
+    assert sim["output_tokens_per_s"] == pytest.approx(steady["output_tokens_per_s"], rel=0.02)
+    assert sim["mean_in_flight"] == pytest.approx(steady["concurrency"], rel=0.10)
+
+
+def test_benchmark_one_client_is_the_single_request_run(capsys):
+    # one closed-loop client: each request runs alone, so its TTFT is the prompt's prefill (with
+    # the stack's step and request costs) and its TPOT the decode steps of a batch of one
+    one = run(BENCH + ["-c", "1"])["serving"]
+    sim = run(BENCH + ["-c", "1", "--num-requests", "20"])["serving"]
+    assert sim["ttft_s"] == pytest.approx(one["ttft_s"], rel=0.01)
+    assert sim["tpot_s"] == pytest.approx(one["tpot_s"], rel=0.01)
+    assert sim["duration_s"] == pytest.approx(20 * sim["e2e_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("arrivals", ["poisson", "uniform"])
+def test_benchmark_more_load_never_lowers_ttft_or_tpot(arrivals, capsys):
+    # the same 300 requests (same seed) sent faster, up to all at once; 2% slack for the phase of
+    # an arrival against the step boundaries, which shifts as the steps change
+    prev = None
+    for rate in ["2", "8", "32", "64", "128", "inf"]:
+        sv = run(BENCH + ["--request-rate", rate, "--num-requests", "300", "--arrivals", arrivals])["serving"]
+        assert all(math.isfinite(v) and v > 0 for v in (sv["ttft_s"], sv["tpot_s"], sv["duration_s"]))
+        assert sv["ttft_p99_s"] >= sv["ttft_median_s"] * 0.999
+        if prev:
+            assert sv["ttft_s"] >= 0.98 * prev["ttft_s"] and sv["tpot_s"] >= 0.98 * prev["tpot_s"]
+        prev = sv
+    prev = None
+    for c in [1, 4, 16, 64, 256]:
+        sv = run(BENCH + ["-c", str(c), "--num-requests", "600"])["serving"]
+        if prev:
+            assert sv["ttft_s"] >= prev["ttft_s"] and sv["tpot_s"] >= 0.98 * prev["tpot_s"]
+        prev = sv
+
+
+def test_benchmark_throughput_counts_the_drain(capsys):
+    # a run no longer than one wave: every request admitted at once, so the duration is one
+    # request's prompt steps and decodes, and the throughput is below the full engine's steady state
+    sim = run(BENCH + ["--request-rate", "inf", "--num-requests", "64"])["serving"]
+    full = run(BENCH + ["-c", "64"])["serving"]
+    assert sim["most_running"] == 64 and sim["num_requests"] == 64
+    assert sim["output_tokens_per_s"] == pytest.approx(64 * 128 / sim["duration_s"])
+    assert sim["output_tokens_per_s"] < full["output_tokens_per_s"]
+
+
+def test_benchmark_report_prints_the_run(capsys):
+    _script_main(BENCH + ["--request-rate", "8", "--num-requests", "50"])
+    out = capsys.readouterr().out
+    assert "benchmark run of 50 requests" in out and "duration (first sent, last answered)" in out
+    assert "p99" in out
+
+
+def test_benchmark_all_at_once_prints_strict_json(capsys):
+    # rate inf is "sent at once" in the result, never an Infinity that strict JSON readers refuse
+    _script_main(BENCH + ["--request-rate", "inf", "--num-requests", "20", "--json"])
+    out = capsys.readouterr().out
+
+    def refuse(name):
+        raise ValueError(name)
+    sv = json.loads(out, parse_constant=refuse)["serving"]
+    assert sv["sent_at_once"] is True and sv["request_rate"] is None
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--num-requests", "10"], "--request-rate R"),
+    (["--request-rate", "inf"], "add --num-requests"),
+    (["--request-rate", "2", "--num-requests", "10", "-pp", "2"], "-pp > 1"),
+    (["--search", "--num-requests", "10"], "--num-requests"),
+    (["--request-rate", "2", "--num-requests", "0"], "--num-requests"),
+], ids=["no-load", "inf-steady", "pp", "search", "zero"])
+def test_benchmark_bad_input_exits_2_saying_what_works(args, needle, capsys):
+    with pytest.raises(SystemExit) as e:
+        _script_main(BENCH + args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+
+
 # --- expert parallelism, data-parallel attention, nodes -----------------------------------------
 
 # DeepEP README, "Low-latency kernels with pure RDMA": H800 (NVLink ~160 GB/s), one CX7 400 Gb/s
