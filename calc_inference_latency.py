@@ -252,7 +252,7 @@ NVFP4_BITS = 4 + 8 / 16
 #   memory_utilization: share of GPU memory for weights plus the KV pool.
 # No stack publishes its own matmul or bandwidth fraction, so every stack runs at the hardware's.
 _NCCL = dict(allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None)
-TRTLLM_PYTORCH_MOE_FACTOR = 2.58  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
+TRTLLM_PYTORCH_MOE_FACTOR = 2.22  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
 # TensorRT-LLM's values (sources at "tensorrt-llm" below)
 _TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
                step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192, max_num_seqs=2048,

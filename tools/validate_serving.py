@@ -4,16 +4,19 @@ validation/published_serving.csv (one metric per line, each with its source) and
 comparison to validation/serving_rows.csv; print the share within 20% and the median error per
 group. Each row runs with its own stack's preset and the setup its source states, nothing tuned
 per row; none of these rows set a constant (the presets' sources are in SERVING_STACKS and
-VALIDATION.md), so every row is validation.
+VALIDATION.md) except the later perf-overview's MoE rows, which set tensorrt-llm-pytorch's MoE
+factor (tools/fit_trtllm_moe_factor.py) and are listed as calibration, not judged.
 
-Groups: TensorRT-LLM v0.14 online serving at a request rate (TTFT, ITL, output throughput);
+Groups: TensorRT-LLM v0.14 online serving at a request rate or all at once (TTFT, ITL, output
+throughput; its 500 requests per run simulated, --num-requests);
 TensorRT-LLM v0.5/0.6.1 static batches (throughput per GPU, first-token latency) and its blogs'
 static batches (H100 vs A100, H200 launch, Falcon-180B on H200); TensorRT-LLM v0.17 and v1.0
-offline maximum-load throughput (all requests queued: a full KV pool, --queue-past-pool) and the
-later perf-overview's per-GPU rows with the layouts its headers state; vLLM CI latency (batch 8);
+offline maximum-load throughput (all requests queued at once: a run of the request count the
+source states, simulated, or else the steady state of a full engine) and the later perf-overview's
+per-GPU rows with the layouts its headers state; vLLM CI latency (batch 8);
 NIM 1.0 at a concurrency (queueing past the pool).
 Every other row is listed as not run, with the reason: its model has no config or flags here, or
-no branch below models its setup (ShareGPT length distributions, a finite burst at rate INF).
+no branch below models its setup (ShareGPT length distributions).
 
 Usage: python3 tools/validate_serving.py [-v] [--out FILE.csv]
 """
@@ -22,6 +25,7 @@ import csv
 import io
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -96,6 +100,16 @@ def trtllm_bench_engine(kv_max_requests, *, n_pp, isl, osl):
     return bs, tok
 
 
+def bench_load(r0):
+    """The load of a trtllm-bench maximum-load row: where the source states the dataset's request
+    count, a run of that many requests all queued at once, simulated (--num-requests: trtllm-bench's
+    throughput is over the run, its ramp-up and drain included); where it does not (v1.0), the
+    steady state of a full engine (every request queued)."""
+    count = re.search(r"num_requests[= ](\d+)", r0["notes"])
+    return (["--request-rate", "inf", "--num-requests", count.group(1)] if count
+            else ["-c", "1000000", "--queue-past-pool"])
+
+
 # the rows that set tensorrt-llm-pytorch's MoE factor (tools/fit_trtllm_moe_factor.py): listed, not judged
 CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
 
@@ -156,9 +170,13 @@ def _compare(rs):
         # which a 4096-token window (a 5x smaller cache) would not allow
         base += ["--sliding-window", "0"]
     tp = r0["tp"] if r0["tp"].isdigit() else "1"
-    if "v0.14" in src and r0["request_rate"] not in ("inf", "INF"):
+    if "v0.14" in src:
+        # "500 requests" per run (the section's text); QPS INF sends them all at once. The
+        # benchmark is simulated step by step (--num-requests): its throughput is over the run's
+        # duration, ramp-up and drain included, and past what the engine sustains requests queue
         res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
-                               "-o", r0["output_len"], "--request-rate", r0["request_rate"]])
+                               "-o", r0["output_len"], "--request-rate", r0["request_rate"],
+                               "--num-requests", "500"])
         keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "output_throughput": ("output_tokens_per_s", 1)}
         for r in rs:
             if r["metric"] in keys:
@@ -202,14 +220,14 @@ def _compare(rs):
         lay = ["-tp", "1", "-dp", str(n), "-ep", str(n)] if moe_dp else ["-tp", str(n)]
         stack = "tensorrt-llm-pytorch" if r0["row_id"].startswith("TRT10-") else "tensorrt-llm"  # 0.19+: PyTorch
         setup = base + lay + ["--serving-stack", stack, "--gpu-memory-utilization", "0.95",
-                              "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
-        res, err = run(setup)
+                              "-s", r0["input_len"], "-o", r0["output_len"]]
+        res, err = run(setup + ["-c", "1000000", "--queue-past-pool"])
         if res:  # the engine trtllm-bench builds for this dataset: its batch and token limits
             # (max_batch_size is each executor's; with attention DP each rank schedules its own: assumed)
             bs, tokens = trtllm_bench_engine(res["serving"]["kv_pool_max_concurrency"], n_pp=1,
                                              isl=int(r0["input_len"]), osl=int(r0["output_len"]))
-            res, err = run(setup + ["--max-num-seqs", str(bs),
-                                    "--max-num-batched-tokens", str(tokens)])
+            res, err = run(setup + bench_load(r0) + ["--max-num-seqs", str(bs), "--max-num-batched-tokens",
+                                                     str(tokens)])
         group = "TensorRT-LLM v0.17 max load" if r0["row_id"].startswith("TRT017") else "TensorRT-LLM v1.0 max load"
         yield group, r0, "output tokens/s", float(r0["value"]), res["serving"]["output_tokens_per_s"] if res else None, err
     elif r0["row_id"].startswith("TRTDEV-"):
@@ -223,12 +241,13 @@ def _compare(rs):
             # on Blackwell, "auto" (the model's bf16) on Hopper
             base = MODELS[model] + ["--gpu", gpu] + (["--kv-cache-bits", "8"] if gpu in ("b200", "gb200") else [])
         setup = base + lay + ["--serving-stack", "tensorrt-llm-pytorch", "--gpu-memory-utilization", "0.95",
-                              "-s", r0["input_len"], "-o", r0["output_len"], "-c", "1000000", "--queue-past-pool"]
-        res, err = run(setup)
+                              "-s", r0["input_len"], "-o", r0["output_len"]]
+        res, err = run(setup + ["-c", "1000000", "--queue-past-pool"])
         if res:
             bs, tokens = trtllm_bench_engine(res["serving"]["kv_pool_max_concurrency"], n_pp=1,
                                              isl=int(r0["input_len"]), osl=int(r0["output_len"]))
-            res, err = run(setup + ["--max-num-seqs", str(bs), "--max-num-batched-tokens", str(tokens)])
+            res, err = run(setup + bench_load(r0) + ["--max-num-seqs", str(bs), "--max-num-batched-tokens",
+                                                     str(tokens)])
         yield (CALIBRATION if is_moe(model) else "TensorRT-LLM later doc max load", r0, "tokens/s per GPU",
                float(r0["value"]), res["serving"]["output_tokens_per_s_per_gpu"] if res else None, err)
     elif "nim" in src:
