@@ -851,12 +851,30 @@ def _hub_config(repo_id):
             except Exception as exc:
                 raise ValueError(f"cannot load config {repo_id!r} from the hub: "
                                  f"{first_line(exc)}") from None
+            fetched = True
+        else:
+            fetched = False
+        # ModelOpt checkpoints (nvidia/*-FP8, *-NVFP4) may keep their format only in
+        # hf_quant_config.json beside config.json: from the cache (a snapshot download holds it),
+        # else fetched along with a config.json fetched now; the hub's 404 is cached as "absent",
+        # so a later offline run knows. A config.json cached alone by another tool leaves it unknown
+        # (read as absent, as a local folder without the file is).
+        side = hub.try_to_load_from_cache(repo_id, "hf_quant_config.json")
+        if side is None and fetched:
+            try:
+                side = hub.hf_hub_download(repo_id, "hf_quant_config.json")
+            except Exception as exc:
+                if getattr(getattr(exc, "response", None), "status_code", None) != 404:
+                    raise ValueError(f"cannot load {repo_id!r}'s hf_quant_config.json (the checkpoint's "
+                                     f"quantization) from the hub: {first_line(exc)}") from None
         try:
             from transformers import AutoConfig
             logging.getLogger("transformers").setLevel(logging.ERROR)  # its import set WARNING
             cfg = AutoConfig.from_pretrained(path, trust_remote_code=False).to_dict()
         except Exception as exc:  # e.g. a model_type this transformers does not know
             raise ValueError(f"cannot load config {repo_id!r} ({path}): {first_line(exc)}") from None
+    if "quantization_config" not in cfg and isinstance(side, str):
+        cfg["quantization_config"] = _sidecar_quant_config(side)
     cfg.setdefault("_config_path", repo_id)
     return cfg
 
@@ -1206,9 +1224,11 @@ def _checkpoint_format(qc, where, warnings):
     beside config.json): _modelopt_weight_bits. The modules a config leaves out stay 16-bit."""
     if not isinstance(qc, dict):
         return None
+    label = f"{where} (quantization_config)"
     if isinstance(qc.get("quantization"), dict) and "quant_method" not in qc:
         qc = dict(qc["quantization"], quant_method="modelopt")  # hf_quant_config.json's layout
-    q = ConfigReader(qc, f"{where} (quantization_config)")
+        label = f"the hf_quant_config.json beside {where} (quantization)"  # errors name that file
+    q = ConfigReader(qc, label)
     method = q.str("quant_method", default="")
     skip = " ".join(str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignore")
                                      or qc.get("exclude_modules") or []))

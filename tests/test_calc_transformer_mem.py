@@ -889,11 +889,74 @@ def test_modelopt_formats_and_what_is_not_modelled(tmp_path):
     assert f is None and any("MIXED_PRECISION" in x and "16 bits" in x for x in w)
 
 
+class _HubError(Exception):
+    """What huggingface_hub raises for an HTTP answer: the response with its status code."""
+    def __init__(self, status):
+        super().__init__(f"HTTP {status}")
+        self.response = type("Response", (), {"status_code": status})()
+
+
+def _fake_hub(monkeypatch, tmp_path, *, cached, sidecar_status=200):
+    """huggingface_hub as the hub path sees it, for a repo holding config.json and ModelOpt's
+    hf_quant_config.json (the layout of nvidia/*-NVFP4): both in the cache, or neither and fetched
+    (the sidecar's fetch answering sidecar_status). Returns the files fetched."""
+    pytest.importorskip("transformers")
+    import huggingface_hub
+    (tmp_path / "config.json").write_text(json.dumps(_LLAMA33_70B))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"},
+                                                               "quantization": _NVFP4}))
+    fetched = []
+
+    def download(repo_id, filename, **kw):
+        fetched.append(filename)
+        if filename == "hf_quant_config.json" and sidecar_status != 200:
+            raise _HubError(sidecar_status)
+        return str(tmp_path / filename)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache",
+                        lambda repo_id, filename, **kw: str(tmp_path / filename) if cached else None)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda *a, **kw: object())
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    return fetched
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["in-the-cache", "fetched"])
+def test_a_hub_id_reads_modelopts_hf_quant_config_json(monkeypatch, tmp_path, cached):
+    # nvidia/Llama-3.3-70B-Instruct-NVFP4's format is in hf_quant_config.json alone (config.json has
+    # no quantization_config): read through a hub id as from a local folder, the published index's
+    # 42,709,045,632 bytes (test above). Before, a hub id fetched config.json alone: 16 bits, silently.
+    fetched = _fake_hub(monkeypatch, tmp_path, cached=cached)
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", "nvidia/Llama-3.3-70B-Instruct-NVFP4", "--infer",
+                              "-s", "1024", "-o", "1", "--json"])
+    assert r["config"]["checkpoint_format"]["method"] == "modelopt NVFP4"
+    assert r["weights_bytes"] == pytest.approx(42_709_045_632, rel=1e-6)
+    assert fetched == ([] if cached else ["config.json", "hf_quant_config.json"])
+
+
+def test_a_hub_repo_without_hf_quant_config_json_is_read_as_stored(monkeypatch, tmp_path):
+    # the hub's 404 for the sidecar: no ModelOpt format, the config as it is (16-bit weights)
+    _fake_hub(monkeypatch, tmp_path, cached=False, sidecar_status=404)
+    r, _, _ = run_main(main, ["--hf_model_name_or_path", "meta-llama/Llama-3.3-70B-Instruct", "--infer",
+                              "-s", "64", "-o", "1", "--json"])
+    assert r["config"].get("checkpoint_format") is None and r["warnings"] == []
+
+
+def test_a_hub_sidecar_that_cannot_be_fetched_exits_2_in_one_line(monkeypatch, tmp_path):
+    # any other answer than the file or a 404 leaves the format unknown: refused, never a guess
+    _fake_hub(monkeypatch, tmp_path, cached=False, sidecar_status=503)
+    code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", "nvidia/Llama-3.3-70B-Instruct-NVFP4",
+                                            "--infer", "-s", "64"])
+    assert code == 2 and err.count("\n") == 1 and "hf_quant_config.json" in err, err
+
+
 def test_a_broken_hf_quant_config_exits_2_in_one_line(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(_LLAMA33_70B))
     (tmp_path / "hf_quant_config.json").write_text('{"producer": {"name": "modelopt"}}')
     code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", str(tmp_path), "--infer", "-s", "64"])
     assert code == 2 and "hf_quant_config.json" in err and err.count("\n") == 1, err
+    # a bad field in it names that file, not config.json's quantization_config
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": dict(_NVFP4, group_size="x")}))
+    code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", str(tmp_path), "--infer", "-s", "64"])
+    assert code == 2 and "hf_quant_config.json beside" in err and "group_size" in err, err
 
 
 # --- hybrids: Gated DeltaNet layers (issue 15) -----------------------------------------------------
