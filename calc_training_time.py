@@ -79,6 +79,10 @@ GEMM_TILE = (128, 256)
 # ~5.0 us. Each kernel's time is at least this.
 KERNEL_FLOOR_S = 4.5e-6
 
+# Depth of one k-block of a 16-bit tile (CUTLASS's Hopper/Ampere bf16 GEMM tiles step k by 64):
+# split-K gives each slice at least one.
+GEMM_K_BLOCK = 64
+
 # Memory-bound kernels reach this fraction of HBM bandwidth (elementwise, norms, softmax, the
 # optimizer step): the gpu-stream "scale" kernel (one load, one store) reaches 1737 of 2039 GB/s
 # on A100-80GB (0.852) and 1704 of 2039 on H100-PCIe (0.836) (RRZE-HPC/gpu-benches, gpu-stream
@@ -3955,6 +3959,37 @@ def training_memory(spec, c, b):
 # Kernels: matmuls, attention, memory-bound work
 # ------------------------------------------------------------------------------------------------
 
+def _output_tiles(m, n, batch):
+    """(output tiles, the share of their area that is real output) of a (batched) m x n product:
+    GEMM_TILE, a skinny problem transposed onto the tile's long side. A short side of 64 or less
+    (a decode-like product) gets a tile narrowed to it in steps of 8 (the tensor-core
+    instructions' N: 8 to 256 in steps of 8 for Hopper's wgmma, 8 for Ampere's mma; PTX ISA), as
+    cuBLAS runs such products near the bandwidth of reading their operands; between 64 and 256 the
+    large tile's idle columns are kept, standing for a narrower tile's lower operand reuse (the
+    attention products of the Megatron rows, head dims 96 and 128, run that way)."""
+    tm, tn = GEMM_TILE
+    if m < tm and n >= tm:
+        m, n = n, m
+    if n <= 64:
+        tn = 8 * math.ceil(n / 8)
+    tiles_m, tiles_n = math.ceil(m / tm), math.ceil(n / tn)
+    return tiles_m * tiles_n * batch, (m * n) / (tiles_m * tm * tiles_n * tn)
+
+
+def split_k_slices(m, n, k, *, hw, batch=1):
+    """Slices the reduction is split into when the output tiles cannot fill the SMs (split-K, as
+    cuBLAS and CUTLASS run skinny products: NVIDIA CUTLASS docs, "Efficient GEMM", split-K): as many
+    as fill one wave, floor(SMs / tiles), each at least GEMM_K_BLOCK deep. Under gemm_efficiency's
+    own terms more slices within one wave only help (the wave fills faster than the per-slice
+    k-term falls), so the most that fit is the choice. 1 when the tiles fill the SMs or no SM
+    count is known."""
+    sms = hw.get("sms")
+    tiles, _ = _output_tiles(m, n, batch)
+    if not sms or tiles * 2 > sms:
+        return 1
+    return max(1, min(sms // tiles, k // GEMM_K_BLOCK))
+
+
 def gemm_efficiency(m, n, k, *, hw, batch=1):
     """Fraction of the dense peak one (batched) matmul C[m,n] += A[m,k] B[k,n] reaches: the GPU's
     best measured rate (hw["matmul_ceiling"], Bekman's MAMF / peak) times wave quantization --
@@ -3962,26 +3997,30 @@ def gemm_efficiency(m, n, k, *, hw, batch=1):
     edge tiles partly empty (NVIDIA "Matrix Multiplication Background" user guide, sec. on tile and
     wave quantization) -- times a short-reduction penalty k / (k + 128) (an assumption of this
     form: each output tile pays a fixed prologue/epilogue worth ~128 of k; a fit of the same form
-    to XLA's measured H100 table gives ~190). With no SM count, only the ceiling and k-term."""
-    tm, tn = GEMM_TILE
-    if m < tm and n >= tm:  # cuBLAS transposes a skinny problem onto the tile's long side
-        m, n = n, m
-    tiles_m, tiles_n = math.ceil(m / tm), math.ceil(n / tn)
-    fill = (m * n) / (tiles_m * tm * tiles_n * tn)
+    to XLA's measured H100 table gives ~190). A product whose tiles fill less than half the SMs
+    splits its reduction over split_k_slices CTAs per tile (each slice paying the k-term on its
+    k / S). With no SM count, only the ceiling and k-term."""
+    tiles, fill = _output_tiles(m, n, batch)
     sms = hw.get("sms")
-    tiles = tiles_m * tiles_n * batch
-    wave = tiles / (math.ceil(tiles / sms) * sms) if sms else 1.0
-    return hw["matmul_ceiling"] * fill * wave * k / (k + 128)
+    slices = split_k_slices(m, n, k, hw=hw, batch=batch)
+    ctas, ks = tiles * slices, k / slices
+    wave = ctas / (math.ceil(ctas / sms) * sms) if sms else 1.0
+    return hw["matmul_ceiling"] * fill * wave * ks / (ks + 128)
 
 
 def gemm_time_s(m, n, k, *, hw, dtype_bytes=2, batch=1):
     """Time of one (batched) matmul: FLOPs at gemm_efficiency, or reading A, B and writing C at
-    achievable bandwidth when that is slower (the roofline), and at least one kernel floor."""
+    achievable bandwidth when that is slower (the roofline), and at least one kernel floor. With
+    split-K the S partial sums (fp32) are written and read back once more for their reduction
+    (parallel split-K: a workspace in global memory and a reduction kernel, as cuBLAS's
+    splitKreduce kernels run it)."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
     flops = 2.0 * m * n * k * batch
     compute = flops / (hw["peak"] * gemm_efficiency(m, n, k, hw=hw, batch=batch))
-    memory = batch * (m * k + k * n) * dtype_bytes + batch * m * n * 2
+    slices = split_k_slices(m, n, k, hw=hw, batch=batch)
+    partials = 2 * slices * batch * m * n * 4 if slices > 1 else 0
+    memory = batch * (m * k + k * n) * dtype_bytes + batch * m * n * 2 + partials
     return max(compute, memory / hw["mem_bw"], KERNEL_FLOOR_S)
 
 

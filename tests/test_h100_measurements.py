@@ -102,6 +102,34 @@ def test_large_matmul_time_within_tolerance_of_the_h100(row):
     assert pred == pytest.approx(row["s"], rel=GEMM_TOLERANCE[row["dtype"]])
 
 
+# Skinny products (m <= 512 against n, k >= 4096: decode-like and small-batch training products).
+# Judged where the GPU set the time: the grid times back-to-back eager calls, and on that VM one
+# eager op takes ~21 us of host time, so rows measured under 40 us (twice that) are the host's and
+# not judged. Before split-K and narrow tiles (split_k_slices, _output_tiles) these ran 2-4x slow
+# (the 128 x 256 tiles of one row filled 16 of 132 SMs); none of them set a constant.
+SKINNY = [r for r in GEMM if r["m"] <= 512 and min(r["n"], r["k"]) >= 4096 and r["s"] >= 40e-6]
+SKINNY_MISS = {("bf16", 128, 8192, 8192): "+22%: its 4 split-K partials (fp32) counted at HBM bandwidth; "
+                                           "reduced in L2 it would be -2% (and 128x4096x14336 -21%)",
+               ("bf16", 512, 4096, 14336): "-12%: 2 slices of 64 tiles; the measured kernel is slower"}
+
+
+def _skinny_param(r):
+    key = (r["dtype"], r["m"], r["n"], r["k"])
+    marks = [pytest.mark.xfail(strict=True, reason=SKINNY_MISS[key])] if key in SKINNY_MISS else []
+    return pytest.param(r, marks=marks, id="{}-{}x{}x{}".format(*key))
+
+
+def test_skinny_rows_are_the_ones_named_here():
+    assert len(SKINNY) == 20 and all(r["m"] in (1, 8, 32, 128, 512) for r in SKINNY)
+
+
+@pytest.mark.parametrize("row", [_skinny_param(r) for r in SKINNY])
+def test_skinny_matmul_time_within_tolerance_of_the_h100(row):
+    hw = _hw(row["dtype"])
+    pred = T.gemm_time_s(row["m"], row["n"], row["k"], hw=hw, dtype_bytes=2 if row["dtype"] == "bf16" else 1)
+    assert pred == pytest.approx(row["s"], rel=GEMM_TOLERANCE[row["dtype"]])
+
+
 def test_sustained_factor_is_the_grid_median():
     # the constant is what the grid says, no more: with it the model's median over the 51 large
     # shapes per dtype equals the measured median (within rounding of the factor)
