@@ -79,7 +79,7 @@ Conventions and assumptions:
     through (simulate_benchmark): the same scheduler and step costs, with the ramp-up, the queue
     past what the engine sustains (no steady state needed) and the drain; mean, median and p99
     TTFT/TPOT/end-to-end, and throughput over the run's duration as those clients report it.
-    Admission reserves a request's whole cache (TensorRT-LLM's GUARANTEED_NO_EVICT); no -pp.
+    Admission reserves a request's whole cache (TensorRT-LLM's GUARANTEED_NO_EVICT).
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -4152,7 +4152,7 @@ def _percentile(values, q):
 
 
 def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
-                       bits, rate=None, concurrency=None, arrivals="poisson", seed=0, dp=1, ep=1,
+                       bits, rate=None, concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1,
                        progress=None):
     """A finite benchmark run stepped through, as a client such as vLLM's benchmark_serving.py or
     TensorRT-LLM's Triton benchmark measures one: num_requests requests of s prompt and o output
@@ -4176,7 +4176,10 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         context, as full attention's is);
       * with dp data-parallel attention groups each group gets num_requests / dp requests
         (rounded up) at rate / dp (or concurrency / dp clients), all groups alike, as
-        steady_state assumes.
+        steady_state assumes; with pp stages the requests split over min(pp, requests / dp)
+        micro-batches in flight the same way (vLLM's virtual engines, one scheduler each), a
+        micro-batch's step running its stages in turn while the others use the rest (run_cap is
+        the whole replica's KV pool, shared evenly).
     The stack's fixed cost per request (hw["request_overhead_s"]) adds to each TTFT and end-to-end
     time and delays a closed-loop client's next request. The duration runs from the first request
     sent to the last answer, and throughput = requests x o / duration, as benchmark clients report
@@ -4184,18 +4187,20 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     request, the duration, the throughputs and the mean step's composition."""
     s, o = prompt_tokens, output_tokens
     K = token_budget if math.isfinite(token_budget) else 10 ** 18  # inf: every prompt whole
-    n = math.ceil(num_requests / dp)
-    run_cap = min(run_cap, K)  # a step decodes every running request within its token budget
-    req_s = hw["request_overhead_s"]
     closed = concurrency is not None
+    engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
+    units = dp * engines  # alike: one is simulated
+    n = math.ceil(num_requests / units)
+    run_cap = max(1, min(run_cap // units, K))  # a step decodes every running request within its budget
+    req_s = hw["request_overhead_s"]
     if closed:
-        pending = [0.0] * min(max(1, math.ceil(concurrency / dp)), n)  # a heap of arrival times
+        pending = [0.0] * min(max(1, math.ceil(concurrency / units)), n)  # a heap of arrival times
         sent = len(pending)
     else:
-        pending = benchmark_arrivals(n=n, rate=rate / dp, arrivals=arrivals, seed=seed)
+        pending = benchmark_arrivals(n=n, rate=rate / units, arrivals=arrivals, seed=seed)
         sent = n
     heapq.heapify(pending)
-    kw = dict(tp=tp, pp=1, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
+    kw = dict(tp=tp, pp=pp, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
     memo = {}
 
     def step_s(d, ctx, p):
@@ -4268,9 +4273,9 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             else:
                 cohorts.append((step, t, new))
         if progress and time.monotonic() - last_shown > 1.0:
-            progress(f"simulating the benchmark: {done * dp:,} of {n * dp:,} requests done")
+            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done")
             last_shown = time.monotonic()
-    total = n * dp
+    total = n * units
     mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
     ctx = s + max(o - 2, 0) // 2
     dec = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx, prefill_tokens=dp * mean_pre, **kw)
@@ -4283,7 +4288,8 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "tpot_median_s": _percentile(tpots, 50), "tpot_p99_s": _percentile(tpots, 99),
             "e2e_median_s": _percentile(e2e, 50), "e2e_p99_s": _percentile(e2e, 99),
             "num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
-            "mean_in_flight": dp * sum(e2e) / duration, "most_running": dp * most, "engine_steps": step,
+            "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
+            "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
             "decode_step": dec, "prompt_step": pre}
 
@@ -4921,9 +4927,6 @@ def validate(args, parser, spec):
     if args.request_rate is not None and math.isinf(args.request_rate) and args.num_requests is None:
         parser.error("--request-rate inf sends every request at once: add --num-requests N (a steady "
                      "state needs a finite rate)")
-    if args.num_requests is not None and args.pipeline_parallel_size > 1:
-        parser.error("--num-requests simulates one engine per replica without pipeline stages; with "
-                     "-pp > 1 leave it out (the steady state keeps pp micro-batches in flight)")
     why = layout_problem(spec, tp=args.tensor_parallel_size, pp=args.pipeline_parallel_size,
                          dp=args.data_parallel_size, ep=args.expert_parallel_size)
     if why:
@@ -4996,9 +4999,9 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                 request_rate=args.request_rate)
     if args.num_requests is not None:
         st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
-                                token_budget=budget, run_cap=max(1, run_cap // dp), bits=bits,
+                                token_budget=budget, run_cap=run_cap, bits=bits,
                                 rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
-                                seed=args.seed, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+                                seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
         rps = st["requests_per_s"]
         at_once = args.request_rate is not None and math.isinf(args.request_rate)  # JSON has no inf
         base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)
@@ -5471,7 +5474,9 @@ def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
         return (f"a benchmark run of {sv['num_requests']:,} requests simulated step by step, {stack} stack: "
                 f"{load}, each with s = {s} prompt and o = {o} output tokens; an engine step runs every decode "
                 "and " + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
-                + f"; tp {tp} ({gpus or tp} GPU{'s' if (gpus or tp) > 1 else ''} per replica); times are means "
+                + f"; tp {tp} pp {pp}" + (f" ({sv['micro_batches']} micro-batches in flight, one per stage at a "
+                                         "time)" if pp > 1 else "")
+                + f" ({gpus or tp * pp} GPU{'s' if (gpus or tp * pp) > 1 else ''} per replica); times are means "
                 "per request, throughput is over the run's duration (ramp-up and drain included), memory is the "
                 "most-loaded GPU's with the most requests that ran at once")
     load = (f"{sv['request_rate']:g} requests/s arriving (open loop; {sv['concurrency']:.1f} in flight "
