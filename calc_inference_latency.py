@@ -158,15 +158,10 @@ References:
 """
 
 import argparse
-import collections
-import heapq
 import math
 import os
-import random
-import statistics
 import sys
 import textwrap
-import time
 
 # --- constants (each with its source; see the module docstring) --------------------------------
 DEFAULT_COMPUTE_EFFICIENCY = 0.70  # 16-bit matmuls; mamf-finder maxima 0.80-0.87; real shapes lower
@@ -4135,6 +4130,7 @@ def benchmark_arrivals(*, n, rate, arrivals, seed):
     to 1 / rate (`uniform`); rate inf sends all n at once (QPS = INF in TensorRT-LLM's tables)."""
     if math.isinf(rate):
         return [0.0] * n
+    import random  # only a simulated benchmark needs it (start-up time)
     draw = random.Random(seed).expovariate if arrivals == "poisson" else None
     times, t = [], 0.0
     for _ in range(n):
@@ -4185,6 +4181,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     sent to the last answer, and throughput = requests x o / duration, as benchmark clients report
     it: the ramp-up and the drain are in it. Returns the means, medians and 99th percentiles per
     request, the duration, the throughputs and the mean step's composition."""
+    import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them: start-up time)
     s, o = prompt_tokens, output_tokens
     K = token_budget if math.isfinite(token_budget) else 10 ** 18  # inf: every prompt whole
     closed = concurrency is not None
@@ -4281,7 +4278,8 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     dec = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx, prefill_tokens=dp * mean_pre, **kw)
     pre = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx,
                      prefill_tokens=dp * max(mean_pre, min(s, K)), **kw)
-    mean = statistics.fmean
+    def mean(xs):
+        return sum(xs) / len(xs)
     tpots = tpot or [pre["time_s"]]  # o = 1: no decode step; the step that ends a prompt stands in
     return {"ttft_s": mean(ttft), "tpot_s": mean(tpots), "e2e_s": mean(e2e),
             "ttft_median_s": _percentile(ttft, 50), "ttft_p99_s": _percentile(ttft, 99),
