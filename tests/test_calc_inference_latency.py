@@ -1354,6 +1354,30 @@ def test_benchmark_throughput_counts_the_drain(capsys):
     assert sim["output_tokens_per_s"] < full["output_tokens_per_s"]
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 400), s=st.integers(1, 3000), o=st.integers(1, 300),
+       load=st.one_of(st.sampled_from(["inf"]), st.floats(0.01, 500).map(lambda x: f"{x:.4g}"),
+                      st.integers(1, 80)),
+       budget=st.sampled_from([None, 64, 2048]), layout=st.sampled_from([[], ["-tp", "2"], ["-pp", "2"]]),
+       arrivals=st.sampled_from(["poisson", "uniform"]), stack=st.sampled_from(["kernels", "vllm", "tensorrt-llm"]))
+def test_benchmark_answers_are_finite_and_consistent(n, s, o, load, budget, layout, arrivals, stack):
+    """Any run: every time finite and positive, percentiles ordered, the duration at least the
+    longest request, throughput = requests x o / duration, never more running than the pool holds."""
+    argv = SMALL + layout + ["-s", str(s), "-o", str(o), "--num-requests", str(n), "--arrivals", arrivals,
+                             "--serving-stack", stack, "--json"]
+    argv += ["-c", str(load)] if isinstance(load, int) else ["--request-rate", load]
+    argv += ["--max-num-batched-tokens", str(budget)] if budget else []
+    sv = main(argv)["serving"]
+    for key in ("ttft", "tpot", "e2e"):
+        mean, med, p99 = sv[key + "_s"], sv[key + "_median_s"], sv[key + "_p99_s"]
+        assert all(math.isfinite(v) and v > 0 for v in (mean, med, p99)), key
+        assert med <= p99 * (1 + 1e-12)
+    assert sv["e2e_s"] >= sv["ttft_s"] * (1 - 1e-12)
+    assert sv["num_requests"] >= n and sv["duration_s"] >= sv["e2e_p99_s"] * (1 - 1e-12)
+    assert sv["output_tokens_per_s"] == pytest.approx(sv["num_requests"] * o / sv["duration_s"])
+    assert sv["most_running"] <= max(sv["kv_pool_max_concurrency"], sv["micro_batches"])  # one each at least
+
+
 def test_benchmark_report_prints_the_run(capsys):
     _script_main(BENCH + ["--request-rate", "8", "--num-requests", "50"])
     out = capsys.readouterr().out
