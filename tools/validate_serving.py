@@ -103,8 +103,8 @@ def trtllm_bench_engine(kv_max_requests, *, n_pp, isl, osl):
 def bench_load(r0):
     """The load of a trtllm-bench maximum-load row: where the source states the dataset's request
     count, a run of that many requests all queued at once, simulated (--num-requests: trtllm-bench's
-    throughput is over the run, its ramp-up and drain included); where it does not (v1.0), the
-    steady state of a full engine (every request queued)."""
+    throughput is over the run, its ramp-up and drain included); where it does not (the later
+    perf-overview's 1000/1000 rows), the steady state of a full engine (every request queued)."""
     count = re.search(r"num_requests[= ](\d+)", r0["notes"])
     return (["--request-rate", "inf", "--num-requests", count.group(1)] if count
             else ["-c", "1000000", "--queue-past-pool"])
