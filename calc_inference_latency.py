@@ -1052,6 +1052,11 @@ def _checkpoint_format(qc, where, warnings):
             return None
         lin, exp = (16 if experts_only else bits), bits
         method = f"modelopt {algo.upper()}"
+        # the KV cache format the checkpoint carries scales for (ModelOpt's kv_cache_quant_algo):
+        # reported, not applied; whether the cache is stored so is the serving stack's choice
+        kv = (q.str("kv_cache_quant_algo", default="") or "").upper()
+        if kv and kv != "NONE":
+            return {"method": method, "linear_bits": lin, "expert_bits": exp, "kv_cache_format": kv}
     else:
         warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
                         "at 16 bits; pass --weight-bits")
@@ -4730,7 +4735,12 @@ def lines_tail(r, lines):
     if fmt:
         lines.insert(-1, f"weights as the checkpoint stores them ({fmt['method']}, scales included): routed "
                          f"experts at {fmt['expert_bits']:.4g} bits, other layer matrices at "
-                         f"{fmt['linear_bits']:.4g} (--weight-bits overrides)")
+                         f"{fmt['linear_bits']:.4g} (--weight-bits overrides)"
+                         + (f"; its KV cache format is {fmt['kv_cache_format']} (kv_cache_quant_algo), counted "
+                            f"here at {r['kv_cache_bits']} bits" + ("" if r["kv_cache_bits"] == 8 else
+                                                                   ": TensorRT-LLM follows it by default, pass "
+                                                                   "--kv-cache-bits 8 for that")
+                            if fmt.get("kv_cache_format") else ""))
     return "\n".join(lines)
 
 

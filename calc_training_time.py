@@ -1274,6 +1274,11 @@ def _checkpoint_format(qc, where, warnings):
             return None
         lin, exp = (16 if experts_only else bits), bits
         method = f"modelopt {algo.upper()}"
+        # the KV cache format the checkpoint carries scales for (ModelOpt's kv_cache_quant_algo):
+        # reported, not applied; whether the cache is stored so is the serving stack's choice
+        kv = (q.str("kv_cache_quant_algo", default="") or "").upper()
+        if kv and kv != "NONE":
+            return {"method": method, "linear_bits": lin, "expert_bits": exp, "kv_cache_format": kv}
     else:
         warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
                         "at 16 bits; pass --weight-bits")

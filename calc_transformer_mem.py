@@ -783,6 +783,11 @@ def _checkpoint_format(qc, where, warnings):
             return None
         lin, exp = (16 if experts_only else bits), bits
         method = f"modelopt {algo.upper()}"
+        # the KV cache format the checkpoint carries scales for (ModelOpt's kv_cache_quant_algo):
+        # reported, not applied; whether the cache is stored so is the serving stack's choice
+        kv = (q.str("kv_cache_quant_algo", default="") or "").upper()
+        if kv and kv != "NONE":
+            return {"method": method, "linear_bits": lin, "expert_bits": exp, "kv_cache_format": kv}
     else:
         warnings.append(f"quantization_config quant_method {method!r} is not modelled: weights counted "
                         "at 16 bits; pass --weight-bits")
@@ -4075,6 +4080,11 @@ def assumptions(c, spec):
                    f"{8 * c['weight_bytes']} bits (--weight-bits overrides); KV cache at {c['kv_bytes']:g} B/element"
                    + ("; MLA cache = " + c["mla_cache"]
                       if any_attn(spec, lambda x: x["kind"] == "mla") else ""))
+        if fmt and fmt.get("kv_cache_format"):
+            out.append(f"the checkpoint's KV cache format is {fmt['kv_cache_format']} (kv_cache_quant_algo), "
+                       f"counted here at {c['kv_bytes']:g} B/element"
+                       + ("" if c["kv_bytes"] == 1 else ": TensorRT-LLM follows it by default, pass "
+                          "--kv-cache-bytes-per-val 1 for that"))
         out.append("KV cache per layer: " + cache_rules_text(spec))
         out.append("activations: one prefill forward's working set (flash attention "
                    + ("on" if c["flash_attention"] else "off") + ")")

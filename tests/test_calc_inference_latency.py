@@ -1378,6 +1378,25 @@ def test_benchmark_answers_are_finite_and_consistent(n, s, o, load, budget, layo
     assert sv["most_running"] <= max(sv["kv_pool_max_concurrency"], sv["micro_batches"])  # one each at least
 
 
+def test_modelopt_kv_cache_format_is_named_in_the_report(tmp_path, capsys):
+    # a ModelOpt checkpoint's kv_cache_quant_algo FP8: reported beside the weights' format, with what
+    # to pass to count the cache so (TensorRT-LLM follows it by default); the count itself follows
+    # --kv-cache-bits
+    (tmp_path / "config.json").write_text(json.dumps(dict(
+        model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=2048, intermediate_size=8192,
+        num_hidden_layers=4, num_attention_heads=32, num_key_value_heads=8, vocab_size=32000,
+        max_position_embeddings=8192, rms_norm_eps=1e-5, tie_word_embeddings=False)))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": {
+        "quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}))
+    args = ["--hf_model_name_or_path", str(tmp_path), "--gpu", "b200"]
+    _script_main(args)
+    out = capsys.readouterr().out
+    assert "KV cache format is FP8 (kv_cache_quant_algo), counted here at 16 bits" in out
+    assert "--kv-cache-bits 8" in out
+    r = _script_main(args + ["--kv-cache-bits", "8", "--json"])
+    assert r["checkpoint_format"]["kv_cache_format"] == "FP8" and r["kv_cache_bits"] == 8
+
+
 def test_benchmark_report_prints_the_run(capsys):
     _script_main(BENCH + ["--request-rate", "8", "--num-requests", "50"])
     out = capsys.readouterr().out

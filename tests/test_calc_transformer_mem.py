@@ -866,9 +866,28 @@ def test_modelopt_nvfp4_checkpoint_bytes_match_the_published_index(tmp_path, lay
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     r, _, _ = run_main(main, ["--hf_model_name_or_path", str(tmp_path), "--infer", "-s", "1024", "-o", "1",
                               "--json"])
-    assert r["config"]["checkpoint_format"] == {"method": "modelopt NVFP4", "linear_bits": 4.5, "expert_bits": 4.5}
+    assert r["config"]["checkpoint_format"] == {"method": "modelopt NVFP4", "linear_bits": 4.5, "expert_bits": 4.5,
+                                                "kv_cache_format": "FP8"}
     assert r["weights_bytes"] == pytest.approx(42_709_045_632, rel=1e-6)
     assert r["warnings"] == []
+
+
+def test_modelopt_kv_cache_format_is_reported_not_applied(tmp_path, capsys):
+    # kv_cache_quant_algo FP8 says what the serving stack may store the cache as (TensorRT-LLM follows
+    # it by default); the count stays at the KV bytes asked for, and the report says which
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": _NVFP4}))
+    (tmp_path / "config.json").write_text(json.dumps(_LLAMA33_70B))
+    args = ["--hf_model_name_or_path", str(tmp_path), "--infer", "-s", "1024", "-o", "1"]
+    _, out16, _ = run_main(main, args)
+    _, out8, _ = run_main(main, args + ["--kv-cache-bytes-per-val", "1"])
+    r16, _, _ = run_main(main, args + ["--json"])
+    r8, _, _ = run_main(main, args + ["--kv-cache-bytes-per-val", "1", "--json"])
+    assert "KV cache format is FP8 (kv_cache_quant_algo), counted here at 2 B/element" in out16
+    assert "--kv-cache-bytes-per-val 1" in out16 and "--kv-cache-bytes-per-val 1" not in out8
+    assert r8["kv_cache_bytes"] == pytest.approx(r16["kv_cache_bytes"] / 2)
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps({"quantization": dict(_NVFP4, kv_cache_quant_algo=None)}))
+    r, out, _ = run_main(main, args + ["--json"])
+    assert "kv_cache_format" not in r["config"]["checkpoint_format"]
 
 
 def test_modelopt_formats_and_what_is_not_modelled(tmp_path):
