@@ -641,14 +641,15 @@ def _hub_config(repo_id):
         # else fetched along with a config.json fetched now; the hub's 404 is cached as "absent",
         # so a later offline run knows. A config.json cached alone by another tool leaves it unknown
         # (read as absent, as a local folder without the file is).
-        side = hub.try_to_load_from_cache(repo_id, "hf_quant_config.json")
-        if side is None and fetched:
-            try:
+        try:
+            side = hub.try_to_load_from_cache(repo_id, "hf_quant_config.json")
+            if side is None and fetched:
                 side = hub.hf_hub_download(repo_id, "hf_quant_config.json")
-            except Exception as exc:
-                if getattr(getattr(exc, "response", None), "status_code", None) != 404:
-                    raise ValueError(f"cannot load {repo_id!r}'s hf_quant_config.json (the checkpoint's "
-                                     f"quantization) from the hub: {first_line(exc)}") from None
+        except Exception as exc:  # the hub's 404: no sidecar; anything else leaves the format unknown
+            if getattr(getattr(exc, "response", None), "status_code", None) != 404:
+                raise ValueError(f"cannot load {repo_id!r}'s hf_quant_config.json (the checkpoint's "
+                                 f"quantization) from the hub: {first_line(exc)}") from None
+            side = None
         try:
             from transformers import AutoConfig
             logging.getLogger("transformers").setLevel(logging.ERROR)  # its import set WARNING
@@ -1083,6 +1084,7 @@ def _modelopt_weight_bits(algo, group):
     if algo in ("INT4_AWQ", "W4A8_AWQ", "W4A16_AWQ"):
         return 4 + 16 / (group or 128)
     return None
+
 
 def _read_generic_moe(r, s, notes):
     E = r.int("num_local_experts", "num_experts", "n_routed_experts")
