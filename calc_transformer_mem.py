@@ -3235,6 +3235,68 @@ def output_layer_activation_bytes(*, s, b, h, V, tp, sp, act_bytes):
     return 2 * act_bytes * s * b * h / (tp if sp else 1) + 4 * s * b * V / tp
 
 
+# Eager PyTorch (transformers' modules): what autograd itself saves. The counts follow the modules'
+# source (LlamaRMSNorm, LlamaAttention with SDPA, LlamaMLP, ForCausalLMLoss in transformers 5.x)
+# and torch's autograd formulas; tests/fixtures/measure_saved.py checks them byte for byte against
+# saved_tensors_hooks on transformers' own models.
+
+# fp32 log-softmax output (saved), its incoming gradient and its input gradient, alive together when
+# the backward starts at the loss (ForCausalLMLoss upcasts the logits with .float())
+EAGER_LOSS_BYTES_PER_LOGIT = 12
+
+
+def eager_rule_covers(layer, *, norm):
+    """True when the eager rule below was derived for every block of this layer: RMSNorm, full
+    causal softmax attention through SDPA (no mask, so no repeat_kv copies; MHA, GQA, MQA, with or
+    without q/k norms) and dense MLPs. Sliding, chunked and sparse attention (SDPA with a mask),
+    MLA, linear mixers and MoE blocks are not, nor is LayerNorm."""
+    if norm != "rmsnorm":
+        return False
+    for a in layer["attention"]:
+        if (a["kind"] != "mha" or a["span"] != "full" or a["sinks"] or a["output_gate"] != "none"
+                or a["index_topk"] or a["kv_shared"]):
+            return False
+    return all(m["kind"] == "dense" for m in layer["mlp"])
+
+
+def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast):
+    """Bytes autograd saves for one layer and micro-batch in eager PyTorch, transformers' modules
+    (eager_rule_covers), per tp rank. autocast: fp32 parameters under torch.autocast (the Hugging
+    Face Trainer's --bf16), so the residual stream is fp32 and every linear casts its own input to
+    16 bits; else parameters and activations at act_bytes. Per token: each RMSNorm its fp32 input
+    (the upcast) and its normalised output in the input's dtype, and an fp32 1/rms; each linear
+    reading a norm its input (one cast per linear under autocast, one shared tensor otherwise); q/k
+    norms the same per head; SDPA q, k, v, its output (o_proj reads it) and an fp32 log-sum-exp
+    per head; a gated MLP its gate and up outputs, the activation and the product (4 f), a
+    2-matrix MLP 2 f. Rotary embeddings save only cos and sin; residual adds nothing."""
+    A = 2 if autocast else act_bytes
+    R = 4 if autocast else act_bytes
+    blocks = len(layer["attention"]) + len(layer["mlp"])
+    extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
+    norms = blocks * (4 * h + R * h + 4) + extra_norms * (4 * h + A * h + 4)
+    copies = inside = 0
+    for attn in layer["attention"]:
+        x = attention_on_rank(attn, tp=tp)
+        at, kvt = x["heads"], x["kv_heads"]
+        d, d_v = attention_head_dims(x)
+        copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
+        if x["qk_norm"] != "none":
+            inside += (at + kvt) * (4 * d + A * d + 4)
+        inside += A * (at * d + kvt * d + kvt * d_v + at * d_v) + 4 * at
+    for m in layer["mlp"]:
+        copies += A * h * ((m["linears"] - 1) if autocast else 1)
+        inside += A * (m["width"] // tp) * (4 if m["linears"] == 3 else 2)
+    return s * b * ((norms + copies) / (tp if sp else 1) + inside)
+
+
+def eager_output_layer_bytes(*, s, b, h, V, tp, sp, act_bytes, autocast):
+    """Last stage, per micro-batch, eager: the final RMSNorm (as above) and the head's 16-bit input,
+    and the loss at the start of backward, EAGER_LOSS_BYTES_PER_LOGIT per logit (/tp)."""
+    A = 2 if autocast else act_bytes
+    R = 4 if autocast else act_bytes
+    return s * b * ((4 * h + R * h + 4 + A * h) / (tp if sp else 1) + EAGER_LOSS_BYTES_PER_LOGIT * V / tp)
+
+
 def _per_kind(layers, indices, fn):
     """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
     seen, out = {}, []
@@ -3251,7 +3313,14 @@ def training_memory(spec, c, b):
     list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
     formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
     sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
-    2022, Table 2, per layer kind."""
+    2022, Table 2, per layer kind. With c["activation_rule"] == "eager" (eager PyTorch,
+    transformers' modules) the layers eager_rule_covers store what autograd saves, the loss keeps
+    its fp32 log-softmax tensors, autocast keeps a 16-bit copy of each linear weight whose forward
+    is not recomputed, and gradients exist only from the backward to the optimizer step (zeroed
+    with set_to_none, as torch's optimizers do), so the peak is the larger of two moments: the
+    backward's start (states, gradients only under accumulation, every saved activation, the
+    loss) and its end (states and all gradients, plus a tied embedding's second dense gradient or
+    the rebuilt layer under full recompute)."""
     tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
     s = c["sequence_length"] // cp
     h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
@@ -3263,6 +3332,14 @@ def training_memory(spec, c, b):
                                       flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
                                       streams=spec.get("residual_streams", 1))
     sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
+    eager = c.get("activation_rule") == "eager" and c["recompute"] != "selective"
+    autocast = eager and c.get("autocast", False)
+
+    def eager_of(layer):
+        if not eager_rule_covers(layer, norm=spec["norm"]):
+            return None
+        return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
+                                            act_bytes=ab, autocast=autocast)
     stages = []
     chunks = c["chunk_layers"]
     by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
@@ -3296,26 +3373,52 @@ def training_memory(spec, c, b):
         if c["zero_stage"] == 3 and c["zero_shard"] > 1:
             buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
         parts = _per_kind(all_layers, layers, parts_of)
-        per_mb = sum(stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp,
-                                        s=s, b=b, h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
-                     for x in parts)
+        eager_parts = _per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
+        per_mb = 0
+        for x, e in zip(parts, eager_parts):
+            if e is None:
+                per_mb += stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
+                                             h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
+            elif c["recompute"] == "full":  # the checkpointed layer's input, in the residual's dtype
+                per_mb += (4 if autocast else ab) * s * b * h / (tp if sp_or_pa else 1)
+            else:
+                per_mb += e
         emb_mb = 0
         if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
             emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
         flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
         stored = (per_mb + emb_mb) * flight
         if c["recompute"] == "full":  # the stage's largest layer rebuilt during its backward
-            working = max((x["outside"] + x["inside"] + x["scores"] for x in parts), default=0)
+            working = max((x["outside"] + x["inside"] + x["scores"] if e is None else e
+                           for x, e in zip(parts, eager_parts)), default=0)
         elif c["recompute"] == "selective":
             working = max((x["scores"] for x in parts), default=0)
         else:
             working = 0
-        logits = 0
+        logits = casts = 0
         if st == pp - 1:
-            logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                   sp=c["sequence_parallel"], act_bytes=ab)
+            if eager:
+                logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                  sp=c["sequence_parallel"], act_bytes=ab, autocast=autocast)
+            else:
+                logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                       sp=c["sequence_parallel"], act_bytes=ab)
+        phase = None
+        if eager:  # the larger of the backward's start and end (training_memory's docstring)
+            if autocast:  # 16-bit weight copies saved by the linears whose forward is kept, and the head's
+                casts = ab * ((ne + ex - emb) if c["recompute"] != "full" else 0)
+                casts += ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp if st == pp - 1 else 0
+            g_start = g if m > 1 else 0  # accumulation: the earlier micro-batches' gradients
+            tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
+                    if spec["tied_embeddings"] and pp == 1 else 0)
+            if g_start + casts + stored + logits >= g + max(tied, working):
+                phase, g = "backward start", g_start
+                working = 0
+            else:
+                phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
+                g, working = (g + tied, 0) if tied >= working else (g, working)
         act = stored + working + logits
-        total = w + g + o + buffers + act + c["overhead_bytes"]
+        total = w + g + o + buffers + casts + act + c["overhead_bytes"]
         stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
                        "trainable_params_per_gpu": trainable,
                        "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
@@ -3325,6 +3428,8 @@ def training_memory(spec, c, b):
                        "activations_embedding_bytes": emb_mb * flight,
                        "activations_recompute_bytes": working,
                        "activations_logits_bytes": logits, "activations_bytes": act,
+                       "weight_casts_bytes": casts, "peak_phase": phase,
+                       "eager_rule_layers": sum(e is not None for e in eager_parts),
                        "in_flight_microbatches": flight, "total_bytes": total})
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
@@ -3572,6 +3677,7 @@ def format_report(res):
     if res["mode"] == "training":
         rows += [("Gradients", res["gradients_bytes"]), ("Optimizer states", res["optimizer_bytes"]),
                  ("ZeRO buffers (all-gather bucket, live params)", res["zero_buffers_bytes"]),
+                 ("Autocast 16-bit weight copies (saved for backward)", res["weight_casts_bytes"]),
                  ("Activations: stored for backward", res["activations_stored_bytes"]),
                  ("Activations: recompute working set", res["activations_recompute_bytes"]),
                  ("Activations: final norm, head input, fp32 logits", res["activations_logits_bytes"])]
@@ -3737,6 +3843,11 @@ def build_parser():
                    "the QLoRA paper's code casts them to bf16: 2)")
     t.add_argument("--lora-targets", default="all-linear",
                    help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
+    t.add_argument("--framework", choices=("megatron", "pytorch"), default="megatron",
+                   help="whose activations: megatron = fused kernels, Korthikanti et al. 2022's "
+                   "count (default); pytorch = eager PyTorch with transformers' modules (what "
+                   "autograd saves; with mixed precision and ZeRO 0-1, fp32 weights under "
+                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs)")
     pr = p.add_argument_group("precision")
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
                     help="train in high precision: no master copy, weights and activations at "
@@ -3953,6 +4064,15 @@ def resolve(args, parser):
     high = args.high_prec_bytes_per_val or 4
     low = args.low_prec_bytes_per_val or 2
     wbytes = low if mixed else high
+    eager = args.framework == "pytorch" and not args.infer
+    # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
+    autocast = eager and mixed and zero <= 1
+    if eager and args.finetune != "full":
+        parser.error("--framework pytorch counts full training; what LoRA's frozen layers save is "
+                     "not derived (use the default --framework megatron)")
+    if eager and recompute == "selective":
+        notes.append("--framework pytorch: transformers has no selective recompute; its layers are "
+                     "counted with the fused-kernel rule")
     lora = None
     if args.finetune != "full":
         if args.infer:
@@ -4007,10 +4127,12 @@ def resolve(args, parser):
          "sequence_parallel": args.sequence_parallel and tp > 1,
          "partition_activations": args.partition_activations, "flash_attention": args.flash_attention,
          "dropout": args.dropout, "mixed_precision": mixed, "high_bytes": high,
-         "weight_bytes": wbytes, "act_bytes": wbytes, "grad_bytes": args.bytes_per_grad_ele or 4,
-         "optimizer": args.optimizer,
-         "opt_bytes": optimizer_bytes_per_param(optimizer=args.optimizer, mixed_precision=mixed,
+         "weight_bytes": high if autocast else wbytes, "act_bytes": wbytes,
+         "grad_bytes": args.bytes_per_grad_ele or 4, "optimizer": args.optimizer,
+         "opt_bytes": optimizer_bytes_per_param(optimizer=args.optimizer, mixed_precision=mixed and not autocast,
                                                 master_bytes=high),
+         "activation_rule": "eager" if eager else "fused", "autocast": autocast,
+         "framework": args.framework,
          "lora": lora, "weight_bits": weight_bits, "expert_weight_bits": expert_bits,
          "checkpoint_format": fmt if args.infer and args.weight_bits is None else None,
          "kv_bytes": args.kv_cache_bytes_per_val or low, "state_bytes": args.state_bytes_per_val or 4, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
@@ -4091,12 +4213,24 @@ def assumptions(c, spec):
         out.append("activations: one prefill forward's working set (flash attention "
                    + ("on" if c["flash_attention"] else "off") + ")")
         return out
-    opt = (f"{c['optimizer']}: {c['opt_bytes']} B/param incl. fp32 master" if c["mixed_precision"]
+    opt = (f"{c['optimizer']}: {c['opt_bytes']} B/param incl. fp32 master"
+           if c["mixed_precision"] and not c["autocast"]
            else f"{c['optimizer']}: {c['opt_bytes']} B/param, no master copy")
-    if not c["lora"]:
+    if c["autocast"]:
+        out.append(f"mixed precision by torch.autocast: fp32 weights {c['weight_bytes']} B (the master "
+                   f"copy itself) and a {c['act_bytes']} B copy of each linear weight while its forward "
+                   f"is saved, grads {c['grad_bytes']} B, {opt}")
+    elif not c["lora"]:
         out.append(f"mixed precision {'on' if c['mixed_precision'] else 'off'}: weights "
                    f"{c['weight_bytes']} B, grads {c['grad_bytes']} B, {opt}")
-    out.append(f"activations (Korthikanti 2022): recompute {c['recompute']}, sequence parallel "
+    if c["activation_rule"] == "eager":
+        out.append("activations (--framework pytorch): what autograd saves in transformers' eager "
+                   "modules (RMSNorm fp32 upcasts, a cast input per linear under autocast, SDPA's "
+                   "q/k/v/output/log-sum-exp, the MLP's four tensors, the loss's fp32 log-softmax: 12 B "
+                   "per logit at the backward's start); gradients zeroed with set_to_none, so the peak is "
+                   "the backward's start or its end; no allocator fragmentation")
+    out.append(f"activations ({'settings' if c['activation_rule'] == 'eager' else 'Korthikanti 2022'}): "
+               f"recompute {c['recompute']}, sequence parallel "
                f"{'on' if c['sequence_parallel'] else 'off'}, flash attention "
                f"{'on' if c['flash_attention'] else 'off'}, dropout {'on' if c['dropout'] else 'off'}, "
                f"{c['act_bytes']} B/element, "
@@ -4197,6 +4331,13 @@ def main(argv=None):
                "capped": sorted(k for k, v in fit.items() if v == cap)}  # true value is at least cap
     res["fit"] = fit
     res["assumptions"] = assumptions(c, spec)
+    if c["activation_rule"] == "eager" and not args.infer:
+        held = res["stage_layers"] - res["eager_rule_layers"]
+        res["assumptions"].append(
+            f"peak at the {res['peak_phase']}"
+            + (f"; {held} of {res['stage_layers']} layers are kinds the eager rule was not derived for "
+               "(sliding/chunked/sparse attention, MLA, linear mixers, MoE, LayerNorm, selective "
+               "recompute): counted with the fused-kernel rule" if held else ""))
     if args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2))
