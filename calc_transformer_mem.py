@@ -3269,8 +3269,7 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast)
     norms the same per head; SDPA q, k, v, its output (o_proj reads it) and an fp32 log-sum-exp
     per head; a gated MLP its gate and up outputs, the activation and the product (4 f), a
     2-matrix MLP 2 f. Rotary embeddings save only cos and sin; residual adds nothing."""
-    A = 2 if autocast else act_bytes
-    R = 4 if autocast else act_bytes
+    A, R = act_bytes, 4 if autocast else act_bytes  # 16-bit compute; the residual in the weights' dtype
     blocks = len(layer["attention"]) + len(layer["mlp"])
     extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
     norms = blocks * (4 * h + R * h + 4) + extra_norms * (4 * h + A * h + 4)
@@ -3289,12 +3288,18 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast)
     return s * b * ((norms + copies) / (tp if sp else 1) + inside)
 
 
+def eager_checkpointed_layer_bytes(*, s, b, h, tp, sp_or_pa, act_bytes, autocast):
+    """A checkpointed layer in eager PyTorch (torch.utils.checkpoint, non-reentrant, as
+    transformers' gradient_checkpointing_enable runs it): its input only, in the residual's dtype
+    (fp32 under autocast), /tp with sequence parallelism or partitioned activations."""
+    return (4 if autocast else act_bytes) * s * b * h / (tp if sp_or_pa else 1)
+
+
 def eager_output_layer_bytes(*, s, b, h, V, tp, sp, act_bytes, autocast):
     """Last stage, per micro-batch, eager: the final RMSNorm (as above) and the head's 16-bit input,
     and the loss at the start of backward, EAGER_LOSS_BYTES_PER_LOGIT per logit (/tp)."""
-    A = 2 if autocast else act_bytes
     R = 4 if autocast else act_bytes
-    return s * b * ((4 * h + R * h + 4 + A * h) / (tp if sp else 1) + EAGER_LOSS_BYTES_PER_LOGIT * V / tp)
+    return s * b * ((4 * h + R * h + 4 + act_bytes * h) / (tp if sp else 1) + EAGER_LOSS_BYTES_PER_LOGIT * V / tp)
 
 
 def _per_kind(layers, indices, fn):
@@ -3332,11 +3337,11 @@ def training_memory(spec, c, b):
                                       flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
                                       streams=spec.get("residual_streams", 1))
     sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
-    eager = c.get("activation_rule") == "eager" and c["recompute"] != "selective"
+    eager = c.get("activation_rule") == "eager"
     autocast = eager and c.get("autocast", False)
 
-    def eager_of(layer):
-        if not eager_rule_covers(layer, norm=spec["norm"]):
+    def eager_of(layer):  # None: a layer the eager rule does not cover (and selective recompute)
+        if c["recompute"] == "selective" or not eager_rule_covers(layer, norm=spec["norm"]):
             return None
         return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
                                             act_bytes=ab, autocast=autocast)
@@ -3379,8 +3384,9 @@ def training_memory(spec, c, b):
             if e is None:
                 per_mb += stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
                                              h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
-            elif c["recompute"] == "full":  # the checkpointed layer's input, in the residual's dtype
-                per_mb += (4 if autocast else ab) * s * b * h / (tp if sp_or_pa else 1)
+            elif c["recompute"] == "full":
+                per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=sp_or_pa,
+                                                         act_bytes=ab, autocast=autocast)
             else:
                 per_mb += e
         emb_mb = 0
