@@ -3874,18 +3874,30 @@ def output_layer_activation_bytes(*, s, b, h, V, tp, sp, act_bytes):
 EAGER_LOSS_BYTES_PER_LOGIT = 12
 
 
-def eager_rule_covers(layer, *, norm):
+# model_types whose MoE block the eager rule was derived for (transformers 5.x: softmax router, top-k,
+# the grouped_mm experts; Qwen2-MoE's sigmoid-gated shared expert); a spec read from flags has none
+EAGER_MOE_MODEL_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe")
+
+
+def eager_rule_covers(layer, *, norm, model_type=None):
     """True when the eager rule below was derived for every block of this layer: RMSNorm, full
     causal softmax attention through SDPA (no mask, so no repeat_kv copies; MHA, GQA, MQA, with or
-    without q/k norms) and dense MLPs. Sliding, chunked and sparse attention (SDPA with a mask),
-    MLA, linear mixers and MoE blocks are not, nor is LayerNorm."""
+    without q/k norms), dense MLPs, and the MoE blocks of EAGER_MOE_MODEL_TYPES (or of a model
+    described by flags). Sliding, chunked and sparse attention (SDPA with a mask), MLA, linear
+    mixers, other routers (sigmoid, biased, grouped, zero experts) and LayerNorm are not."""
     if norm != "rmsnorm":
         return False
     for a in layer["attention"]:
         if (a["kind"] != "mha" or a["span"] != "full" or a["sinks"] or a["output_gate"] != "none"
                 or a["index_topk"] or a["kv_shared"]):
             return False
-    return all(m["kind"] == "dense" for m in layer["mlp"])
+    for m in layer["mlp"]:
+        if m["kind"] == "moe":
+            if model_type not in EAGER_MOE_MODEL_TYPES + (None,) or m["zero_experts"] or m["router_bias"]:
+                return False
+        elif m["kind"] != "dense":
+            return False
+    return True
 
 
 def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast):
@@ -3897,7 +3909,15 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast)
     reading a norm its input (one cast per linear under autocast, one shared tensor otherwise); q/k
     norms the same per head; SDPA q, k, v, its output (o_proj reads it) and an fp32 log-sum-exp
     per head; a gated MLP its gate and up outputs, the activation and the product (4 f), a
-    2-matrix MLP 2 f. Rotary embeddings save only cos and sin; residual adds nothing."""
+    2-matrix MLP 2 f. Rotary embeddings save only cos and sin; residual adds nothing. An MoE block
+    (transformers 5.x's grouped_mm experts, the default: integrations/moe.py) saves per token its
+    router's fp32 probabilities (4 E), top-k indices (8 k), the renormalisation (4 k + 4) and the
+    routing weights (4 k, fp32 as Mixtral keeps them; Qwen's routers save up to 6 k + 4 B less),
+    three int64 permutations (24 k), and per routed copy its gathered input, the gate/up output,
+    activation, product and down output (2 h + 4 f, 2 h + 2 f without a gate) in the experts'
+    dtype -- fp32 under autocast, which grouped_mm does not join; a shared expert is a dense MLP,
+    its sigmoid gate (Qwen2-MoE) keeping the expert's output and the gate (h + 1); plus 4 E bytes
+    of int32 offsets per micro-batch."""
     A, R = act_bytes, 4 if autocast else act_bytes  # 16-bit compute; the residual in the weights' dtype
     blocks = len(layer["attention"]) + len(layer["mlp"])
     extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
@@ -3911,10 +3931,21 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast)
         if x["qk_norm"] != "none":
             inside += (at + kvt) * (4 * d + A * d + 4)
         inside += A * (at * d + kvt * d + kvt * d_v + at * d_v) + 4 * at
+    offsets = 0
     for m in layer["mlp"]:
-        copies += A * h * ((m["linears"] - 1) if autocast else 1)
-        inside += A * (m["width"] // tp) * (4 if m["linears"] == 3 else 2)
-    return s * b * ((norms + copies) / (tp if sp else 1) + inside)
+        gated = 4 if m["linears"] == 3 else 2
+        if m["kind"] != "moe":
+            copies += A * h * ((m["linears"] - 1) if autocast else 1)
+            inside += A * (m["width"] // tp) * gated
+            continue
+        k, E, X = m["topk"], m["num_experts"], 4 if autocast else A
+        fs = m["shared_width"] // tp
+        copies += A * h * ((1 + ((m["linears"] - 1) if fs else 0) + bool(m["shared_gate"])) if autocast else 1)
+        inside += 4 * E + 8 * k + (4 * k + 4) + 4 * k + 24 * k + k * X * (2 * h + gated * (m["width"] // tp))
+        if fs:
+            inside += A * fs * gated + (A * (h + 1) if m["shared_gate"] else 0)
+        offsets += 4 * E
+    return s * b * ((norms + copies) / (tp if sp else 1) + inside) + offsets
 
 
 def eager_checkpointed_layer_bytes(*, s, b, h, tp, sp_or_pa, act_bytes, autocast):
@@ -3970,7 +4001,8 @@ def training_memory(spec, c, b):
     autocast = eager and c.get("autocast", False)
 
     def eager_of(layer):  # None: a layer the eager rule does not cover (and selective recompute)
-        if c["recompute"] == "selective" or not eager_rule_covers(layer, norm=spec["norm"]):
+        if c["recompute"] == "selective" or not eager_rule_covers(layer, norm=spec["norm"],
+                                                                   model_type=spec.get("model_type")):
             return None
         return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
                                             act_bytes=ab, autocast=autocast)
@@ -4041,7 +4073,8 @@ def training_memory(spec, c, b):
         phase = None
         if eager:  # the larger of the backward's start and end (training_memory's docstring)
             if autocast:  # 16-bit weight copies saved by the linears whose forward is kept, and the head's
-                casts = ab * ((ne + ex - emb) if c["recompute"] != "full" else 0)
+                # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
+                casts = ab * ((ne - emb) if c["recompute"] != "full" else 0)
                 casts += ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp if st == pp - 1 else 0
             g_start = g if m > 1 else 0  # accumulation: the earlier micro-batches' gradients
             tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
