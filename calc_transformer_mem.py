@@ -3255,7 +3255,8 @@ def eager_rule_covers(layer, *, norm, model_type=None):
     causal softmax attention through SDPA (no mask, so no repeat_kv copies; MHA, GQA, MQA, with or
     without q/k norms), dense MLPs, and the MoE blocks of EAGER_MOE_MODEL_TYPES (or of a model
     described by flags). Sliding, chunked and sparse attention (SDPA with a mask), MLA, linear
-    mixers, other routers (sigmoid, biased, grouped, zero experts) and LayerNorm are not."""
+    mixers, other routers (sigmoid, biased, grouped, zero experts), experts with biases and
+    LayerNorm are not."""
     if norm != "rmsnorm":
         return False
     for a in layer["attention"]:
@@ -3264,7 +3265,8 @@ def eager_rule_covers(layer, *, norm, model_type=None):
             return False
     for m in layer["mlp"]:
         if m["kind"] == "moe":
-            if model_type not in EAGER_MOE_MODEL_TYPES + (None,) or m["zero_experts"] or m["router_bias"]:
+            if (model_type not in EAGER_MOE_MODEL_TYPES + (None,) or m["zero_experts"] or m["router_bias"]
+                    or m["bias"] or m["shared_bias"]):
                 return False
         elif m["kind"] != "dense":
             return False

@@ -135,6 +135,13 @@ def test_moe_routers_it_was_not_derived_for_fall_back(capsys):
     ernie, qwen = run("ernie-4.5-21b-a3b-pt.json"), run("qwen3-30b-a3b.json")
     assert ernie["eager_rule_layers"] < ernie["stage_layers"]
     assert qwen["eager_rule_layers"] == qwen["stage_layers"] == 48
+    # a model described by flags has no model_type: its MoE counts as Mixtral's, unless its experts
+    # carry biases (the cookbook's GPT defaults), which no measured module has
+    flags = ["-l", "2", "-hs", "256", "-a", "4", "--num-experts", "4", "--topk", "2", "--norm", "rmsnorm", "--swiglu",
+             "-s", "256", "--framework", "pytorch", "--json"]
+    plain, biased = M.main(flags + ["--no-bias"]), M.main(flags + ["--bias"])
+    capsys.readouterr()
+    assert plain["eager_rule_layers"] == 2 and biased["eager_rule_layers"] == 0
 
 
 def test_selective_recompute_keeps_the_eager_peak_and_says_the_layers_fall_back(capsys):
