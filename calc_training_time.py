@@ -3943,7 +3943,8 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast)
         k, E, X = m["topk"], m["num_experts"], 4 if autocast else A
         fs = m["shared_width"] // tp
         copies += A * h * ((1 + ((m["linears"] - 1) if fs else 0) + bool(m["shared_gate"])) if autocast else 1)
-        inside += 4 * E + 8 * k + (4 * k + 4) + 4 * k + 24 * k + k * X * (2 * h + gated * (m["width"] // tp))
+        router = 4 * E + 8 * k + (4 * k + 4) + 4 * k  # probabilities, indices, renormalisation, weights
+        inside += router + 24 * k + k * X * (2 * h + gated * (m["width"] // tp))  # permutations; routed copies
         if fs:
             inside += A * fs * gated + (A * (h + 1) if m["shared_gate"] else 0)
         offsets += 4 * E
