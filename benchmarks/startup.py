@@ -8,12 +8,19 @@ costs at most 1.5x a bare interpreter start (its issue). Each command is run --r
   python benchmarks/startup.py            # all scripts
   python benchmarks/startup.py --repeat 30 calc_transformer_params.py
   python benchmarks/startup.py --against ../old-checkout --repeat 40   # A/B, interleaved
+  python benchmarks/startup.py --installed             # pip install . into a fresh venv, time its commands
 
 --against DIR runs the same scripts from another checkout, alternating the two runs so that
 machine noise hits both alike, and reports the minimum and the 25th percentile of each (on a
 shared machine the median moves by tens of ms between runs; the low quantiles do not), plus the
 time to compile each file's source, which a script run as `python FILE` pays on every start (the
 __main__ module never gets a cached .pyc).
+
+--installed [VENV] installs this checkout (`pip install .`) into a fresh virtual environment (or
+uses VENV, where it is already installed) and times each installed command's default run against
+`python -c "import argparse, json"` in the same environment: the floor any argparse tool with
+--json pays. Target: at most 1.3 times that floor (the package issue). Installed commands start
+from the .pyc files pip compiled at install time.
 """
 import argparse
 import glob
@@ -21,10 +28,14 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_ARGS = {"calc_comm.py": [], "hardware.py": []}  # scripts answer with no flags
+COMMANDS = ("llmcalc-params", "llmcalc-flops", "llmcalc-mem", "llmcalc-train-time", "llmcalc-latency",
+            "llmcalc-comm", "llmcalc-hardware")
+INSTALLED_TARGET = 1.3  # x `python -c "import argparse, json"`
 
 
 def median_s(cmd, repeat):
@@ -73,12 +84,49 @@ def ab(scripts, other, repeat):
     return rows
 
 
+def installed(venv, repeat):
+    """Wall time of each installed command's default run against the floor, interleaved round by
+    round (machine noise hits all alike): median and 25th percentile, and their ratios."""
+    if venv is None:
+        venv = os.path.join(tempfile.mkdtemp(prefix="llmcalc-bench-"), "venv")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", ROOT],
+                       check=True)
+        print(f"installed into {venv}")
+    floor = 'python -c "import argparse, json"'
+    cmds = {floor: [os.path.join(venv, "bin", "python"), "-c", "import argparse, json"],
+            **{c: [os.path.join(venv, "bin", c)] for c in COMMANDS}}
+    times = {k: [] for k in cmds}
+    for c in cmds.values():
+        subprocess.run(c, capture_output=True, check=True, cwd=tempfile.gettempdir())  # warm
+    for _ in range(repeat):
+        for k, c in cmds.items():
+            t0 = time.perf_counter()
+            subprocess.run(c, capture_output=True, check=True, cwd=tempfile.gettempdir())
+            times[k].append(time.perf_counter() - t0)
+    q = lambda v, f: sorted(v)[int(f * (len(v) - 1))]  # noqa: E731
+    base_med, base_p25 = q(times[floor], .5), q(times[floor], .25)
+    print(f"{'command':<34}{'median':>9}{'x floor':>9}{'p25':>9}{'x floor':>9}")
+    rows = {}
+    for k, v in times.items():
+        med, p25 = q(v, .5), q(v, .25)
+        rows[k] = med / base_med
+        flag = f"  (over its {INSTALLED_TARGET}x target)" if k != floor and med / base_med > INSTALLED_TARGET else ""
+        print(f"{k:<34}{med * 1e3:>7.1f}ms{med / base_med:>9.2f}{p25 * 1e3:>7.1f}ms{p25 / base_p25:>9.2f}{flag}",
+              flush=True)
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scripts", nargs="*")
     p.add_argument("--repeat", type=int, default=15)
     p.add_argument("--against", metavar="DIR", help="another checkout to compare with, interleaved")
+    p.add_argument("--installed", nargs="?", const="", metavar="VENV",
+                   help="time the installed commands (in VENV, or pip install . into a fresh one)")
     args = p.parse_args(argv)
+    if args.installed is not None:
+        return installed(args.installed or None, args.repeat)
     scripts = args.scripts or sorted(os.path.basename(x) for x in glob.glob(os.path.join(ROOT, "calc_*.py")))
     if not args.scripts and os.path.exists(os.path.join(ROOT, "hardware.py")):
         scripts.append("hardware.py")

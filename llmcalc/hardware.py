@@ -45,7 +45,6 @@ TPU link figures cross-checked against Austin et al., "How to Scale Your Model" 
 """
 
 import argparse
-import difflib
 import json
 import sys
 
@@ -682,6 +681,7 @@ def list_accelerators():
 
 def nearest_names(name, n=3):
     """Up to n canonical names closest to `name` (difflib over names and aliases)."""
+    import difflib  # only an unknown name needs it (start-up time)
     key = _norm(name)
     order = {c: i for i, c in enumerate(list_accelerators())}
     best = {}

@@ -337,21 +337,6 @@ def test_moe_all_to_all_rows():
     assert res["exposed_time_s"] <= res["total_time_s"]
 
 
-def test_shared_model_block_matches_master_copy():
-    # The project repeats the model block on purpose; where calc_transformer_params.py sits beside
-    # this script, the two copies must be byte-identical.
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    master = os.path.join(root, "calc_transformer_params.py")
-    if not os.path.exists(master):
-        pytest.skip("calc_transformer_params.py not in this checkout")
-    b, e = "# === shared model spec: begin ===", "# === shared model spec: end ==="
-
-    def block(p):
-        t = open(p, encoding="utf-8").read()
-        return t[t.index(b):t.index(e)]
-    assert block(os.path.join(root, "calc_comm.py")) == block(master)
-
-
 # ---------------------------------------------------------------------------------------------
 # Bad input: one line, exit 2
 # ---------------------------------------------------------------------------------------------

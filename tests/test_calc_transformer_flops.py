@@ -612,18 +612,7 @@ def test_unknown_gpu_and_missing_dtype_exit_2(monkeypatch):
     assert code == 2 and "fp4" in err
 
 
-# --- the shared model block stays identical to calc_transformer_params.py ---------------------------
-
-def _block(path):
-    with open(path, encoding="utf-8") as fh:
-        src = fh.read()
-    begin, end = "# === shared model spec: begin ===", "# === shared model spec: end ==="
-    return src[src.index(begin):src.index(end) + len(end)]
-
-
-def test_model_block_is_byte_identical():
-    assert _block(flops_mod.__file__) == _block(params_mod.__file__)
-
+# --- both built scripts carry llmcalc/model's code: the same spec and counts ------------------------
 
 GRID = [
     [], ["-l", "12", "-hs", "768"], ["-l", "96", "-hs", "12288"],
@@ -642,8 +631,8 @@ GRID = [
 
 @pytest.mark.parametrize("argv", GRID)
 def test_model_block_agrees_with_params_script(argv):
-    # Same arguments through each script's own copy of the block: identical spec and breakdown
-    # (with the same defaults dict, so only the code is compared).
+    # Same arguments through each built script's copy of the package's model modules: identical
+    # spec and breakdown (with the same defaults dict, so only the code is compared).
     pa = params_mod.build_parser().parse_known_args(argv)[0]
     fa = flops_mod.build_parser().parse_known_args(argv)[0]
     d = flops_mod.FLOPS_MODEL_DEFAULTS

@@ -261,13 +261,6 @@ def test_json_mode_prints_only_the_result():
         assert k in res
 
 
-def test_the_shared_block_copy_is_checked():
-    # tests/test_shared_copies.py holds every calc_*.py block byte-identical to the master and
-    # compares param_breakdown over a grid; make sure this script is among the copies it checks.
-    import test_shared_copies
-    assert any(p.endswith("calc_transformer_mem.py") for p in test_shared_copies.COPIES)
-
-
 # ----------------------------------------------------------------------------------------------
 # Fit
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,232 @@
+"""The parser pieces every tool shares: the parser whose usage error is one line and exit 2, the
+bounded number types, the model flags, and the flag-range table each tool checks its flags against
+(with the --help line that lists it)."""
+
+import argparse
+import os
+import sys
+
+
+def terminal_columns():
+    """The width help is wrapped to, as shutil.get_terminal_size() finds it (COLUMNS, else the
+    terminal's, else 80) without importing shutil, which with bz2 and lzma is ~2 ms of start-up."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
+
+
+class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description as written (its line breaks kept), help wrapped to terminal_columns().
+    argparse builds a formatter for every add_argument (to check the metavar), so the width it
+    would look up through shutil is read here instead."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kwargs):
+        if width is None:
+            width = terminal_columns() - 2  # argparse's own margin
+        super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
+    epilog may be a function, called only when --help is printed (a run that answers never builds
+    it: start-up time). Help keeps the description's line breaks (DescriptionFormatter)."""
+
+    def __init__(self, *args, formatter_class=DescriptionFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def format_help(self):
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
+
+def finite_float(text):
+    """argparse type for a real number: rejects nan and inf with a one-line usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if value != value or abs(value) == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def bounded_int(text):
+    """argparse type for an integer flag: at most 18 digits, so no 400-digit size reaches a formula."""
+    text = str(text).strip()
+    if len(text.lstrip("+-")) > 18:
+        raise argparse.ArgumentTypeError(f"{text[:24]}... is too large (at most 18 digits)")
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+
+
+def add_model_args(parser):
+    """Model-shape flags shared by every script (cookbook spellings kept; defaults are None so a
+    flag the user gave is visible, and MODEL_DEFAULTS fill in what neither flag nor config set).
+    Flags build a uniform stack; given with a config they override every layer they apply to."""
+    g = parser.add_argument_group("model (flags override values read from a config)")
+    bo, n = argparse.BooleanOptionalAction, bounded_int
+    g.add_argument("--hf_model_name_or_path", "--hf-model-name-or-path", dest="hf_model_name_or_path",
+                   default=None, help="local folder with config.json, a config.json path, or a hub "
+                   "id (hub ids need `transformers`; never trust_remote_code)")
+    g.add_argument("--vocab-size", "-v", type=n, default=None, help="V (default 51200)")
+    g.add_argument("--hidden-size", "-hs", type=n, default=None, help="h (default 6144)")
+    g.add_argument("--num-layers", "-l", type=n, default=None,
+                   help="L (default 44); with a config, the first L layers of its pattern")
+    g.add_argument("--num-attention-heads", "-a", type=n, default=None,
+                   help="a (default: h/128, or h/64, when it divides)")
+    g.add_argument("--num-kv-heads", type=n, default=None, help="kv heads (GQA/MQA; default a)")
+    g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
+                   help="kv heads / query heads (cookbook; 1.0 = MHA)")
+    g.add_argument("--head-dim", type=n, default=None, help="d (default h/a)")
+    g.add_argument("--ffn-expansion-factor", "-ff", type=finite_float, default=None,
+                   help="f = ff * h when --ffn-hidden-size is not given (default 4)")
+    g.add_argument("--ffn-hidden-size", type=n, default=None, help="f, the dense MLP width")
+    g.add_argument("--num-mlp-linears", "-nl", type=n, default=None,
+                   help="matrices per MLP: 2 (GELU) or 3 (gated, e.g. SwiGLU) (default 2)")
+    g.add_argument("--swiglu", action="store_true", default=None,
+                   help="gated MLP with 3 matrices (same as -nl 3)")
+    g.add_argument("--tied-embeddings", action=bo, default=None,
+                   help="output head shares the token embedding (default: not tied)")
+    g.add_argument("--norm", choices=("layernorm", "rmsnorm"), default=None,
+                   help="norm type: layernorm has weight+bias, rmsnorm weight only (default layernorm)")
+    g.add_argument("--norms-per-layer", type=n, default=None,
+                   help="norms in each block (default 2; 1 with --parallel-attention; Gemma 2: 4)")
+    g.add_argument("--parallel-attention", action=bo, default=None,
+                   help="attention and MLP read one shared norm (GPT-J/Falcon-7B): 1 norm per layer")
+    g.add_argument("--qk-norm", choices=("none", "head", "full"), default=None,
+                   help="q/k norms: per head dim (Qwen3) or over all heads (OLMo 2) (default none)")
+    g.add_argument("--bias", action=bo, default=None,
+                   help="biases in all linear layers (default on, GPT-NeoX style); the three "
+                   "switches below override it")
+    g.add_argument("--qkv-bias", action=bo, default=None, help="bias on q, k, v projections")
+    g.add_argument("--attn-out-bias", action=bo, default=None, help="bias on the attention output")
+    g.add_argument("--mlp-bias", action=bo, default=None, help="biases in the MLP/experts")
+    g.add_argument("--position-embedding", choices=("rope", "learned", "alibi", "none"), default=None,
+                   help="learned adds a (max positions x h) table; rope/alibi/none add no weights "
+                   "(default rope)")
+    g.add_argument("--max-position-embeddings", type=n, default=None,
+                   help="rows of a learned position table (default: the sequence length)")
+    g.add_argument("--embedding-norm", action=bo, default=None,
+                   help="a norm right after the token embedding (BLOOM)")
+    g.add_argument("--final-norm", action=bo, default=None, help="final norm before the head (default on)")
+    g.add_argument("--sliding-window", type=n, default=None,
+                   help="window of the sliding-window layers (default from the config; with no "
+                   "config, every layer slides; 0 turns sliding off)")
+    g.add_argument("--moe", action="store_true", default=None, help="mixture of experts MLPs")
+    g.add_argument("--num-experts", "-e", type=n, default=None, help="E routed experts (default 8)")
+    g.add_argument("--expert-interval", "-ei", type=n, default=None,
+                   help="every ei-th layer is MoE (default 1)")
+    g.add_argument("--topk", "-t", type=n, default=None, help="k experts per token (default 1)")
+    g.add_argument("--moe-ffn-hidden-size", type=n, default=None, help="f_e (default f)")
+    g.add_argument("--num-shared-experts", type=n, default=None, help="shared experts (default 0)")
+    g.add_argument("--shared-expert-ffn-hidden-size", type=n, default=None,
+                   help="total width of the shared experts (default num_shared * f_e)")
+    g.add_argument("--shared-expert-gate", action=bo, default=None,
+                   help="sigmoid gate (h -> 1) on the shared expert (Qwen-MoE)")
+    g.add_argument("--num-dense-layers", type=n, default=None,
+                   help="leading dense layers before the MoE layers (DeepSeek first_k_dense_replace)")
+    g.add_argument("--router-bias", action=bo, default=None,
+                   help="count a per-expert router bias (DeepSeek-V3's checkpoint stores one; HF "
+                   "keeps it as a buffer, so it is off when reading a config)")
+    g.add_argument("--q-lora-rank", type=n, default=None, help="MLA query rank (none: full q_proj)")
+    g.add_argument("--kv-lora-rank", type=n, default=None, help="MLA kv latent rank (turns MLA on)")
+    g.add_argument("--qk-nope-head-dim", type=n, default=None, help="MLA non-rotary q/k head dim")
+    g.add_argument("--qk-rope-head-dim", type=n, default=None, help="MLA rotary q/k head dim")
+    g.add_argument("--v-head-dim", type=n, default=None, help="MLA value head dim")
+    return g
+
+
+def _num(x):
+    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
+    if isinstance(x, int) and abs(x) < 10 ** 6:
+        return str(x)
+    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
+    mant, _, exp = text.partition("e")
+    return f"{mant}e{int(exp)}" if exp else mant
+
+
+def _flag(parser, dest):
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
+
+
+def ranges_epilog(parser, ranges):
+    """The --help line that lists each flag's range (from the table the checks use)."""
+    import textwrap  # only --help needs it: build_parser passes this as a function (start-up time)
+    return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
+        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        100, break_on_hyphens=False)
+
+
+def check_ranges(args, parser, ranges):
+    """One parser.error (exit 2) for the first flag outside its (lo, hi) range, naming the bounds."""
+    for dest, (lo, hi) in ranges.items():
+        val = getattr(args, dest)
+        if val is not None and not lo <= val <= hi:
+            got = val if isinstance(val, int) else _num(val)
+            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+
+
+def parse_tool_args(parser, argv):
+    """parse_args, then refuse an empty --hf_model_name_or_path in one line (resolve_model_spec
+    would read '' as "no config")."""
+    args = parser.parse_args(argv)
+    if args.hf_model_name_or_path == "":
+        parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
+                     "config.json path or a hub id")
+    return args
+
+
+def print_result(res, *, as_json, report):
+    """--json prints the result dict as indented JSON (json imported only then: start-up time),
+    else the tool's human report of it."""
+    if as_json:
+        import json
+        print(json.dumps(res, indent=2))
+    else:
+        print(report(res))
+
+
+def run_tool(main):
+    """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
+    the run quietly with status 141 (128 + SIGPIPE), as a shell tool does."""
+    try:
+        main()
+    except BrokenPipeError:
+        sys.stdout = None
+        sys.exit(141)
+
+
+def load_hardware():
+    """The accelerator table: the package's own hardware module when this runs from the installed
+    package, else hardware.py beside the built script (ImportError when there is none)."""
+    if __package__:
+        import importlib
+        return importlib.import_module(__package__.partition(".")[0] + ".hardware")
+    import hardware
+    return hardware
+
+
+def accelerator_record(name, parser, *, without):
+    """hardware.py's record for --gpu NAME. One-line exit 2 when the table is missing (`without`
+    says which explicit flags to pass instead) or the name is unknown (the table's message)."""
+    try:
+        hardware = load_hardware()
+    except ImportError:
+        parser.error(f"--gpu needs hardware.py beside this script; {without}")
+    try:
+        return hardware.get_accelerator(name)
+    except KeyError as exc:
+        parser.error(str(exc.args[0]) if exc.args else f"unknown accelerator {name!r}")

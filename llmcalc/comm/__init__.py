@@ -1,0 +1,1 @@
+"""Collectives: their times inside and across nodes, and what one training step communicates."""

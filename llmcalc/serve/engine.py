@@ -1,0 +1,105 @@
+"""One serving run of one layout: whether the layout can split the model, then its steady state
+or, with --num-requests, its simulated benchmark."""
+
+import math
+import sys
+
+from ..cli import _num
+from ..model.kinds import layer_groups
+from .memory import kv_pool_capacity
+from .steady import concurrency_for_rate, steady_state
+
+
+def layout_problem(spec, *, tp, pp, dp, ep):
+    """Why a layout cannot split this model (one line), or None: heads over tp, kv heads and tp
+    dividing one another (Megatron-LM / vLLM's rule), at most one layer per stage, expert
+    parallelism only over a stage's tp x dp GPUs of a model with routed experts."""
+    groups = layer_groups(spec)
+    for layer, _, first in groups:
+        where = "" if len(groups) == 1 else f" (layer {first})"
+        for attn in layer["attention"]:
+            a, kv = attn["heads"], attn["kv_heads"]
+            if a % tp:
+                return f"--num-attention-heads {a}{where} is not divisible by --tensor-parallel-size {tp}"
+            if attn["kind"] != "mla" and kv % tp and tp % kv:
+                return f"kv heads {kv}{where} and --tensor-parallel-size {tp}: one must divide the other"
+    if pp > spec["num_layers"]:
+        return f"--pipeline-parallel-size {pp} is larger than --num-layers {spec['num_layers']}"
+    if ep > 1:
+        if not any(m["kind"] != "dense" for x in spec["layers"] for m in x["mlp"]):
+            return f"--expert-parallel-size {ep} needs a model with routed experts; this one has none"
+        if ep != tp * dp:
+            return (f"--expert-parallel-size {ep}: expert parallelism spreads the experts over every GPU "
+                    f"of a stage, -tp x -dp = {tp * dp}; use -ep {tp * dp} or -ep 1")
+    return None
+
+
+def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
+    """--concurrency / --request-rate: the KV pool's limit (exit 2 past it, saying what fits) and
+    steady_state's times, as the dict main reports under "serving". With --queue-past-pool a
+    closed-loop concurrency C past the pool's cap runs cap requests and queues the other C - cap
+    in the server (vLLM's waiting queue, TensorRT-LLM's and NIM's request queue): the pool's
+    throughput X = cap / E2E(cap) is unchanged, and each request first waits (C - cap) / X for a
+    slot (Little's law), added to its TTFT and end-to-end time. The stack's running-request cap
+    (hw["max_num_seqs"] per data-parallel engine: vLLM's max_num_seqs, TensorRT-LLM's
+    max_batch_size) queues the same way without the flag: its scheduler admits no more, whatever
+    the pool holds."""
+    dp, ep = args.data_parallel_size, args.expert_parallel_size
+    pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
+                                          kv_bits=args.kv_cache_bits, a_bits=args.activation_bits,
+                                          state_bits=args.state_bits, dp=dp)
+    seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
+    run_cap = min(cap, seqs) if seqs else cap  # requests that run at once
+    util = hw["memory_utilization"]
+    if cap < 1:
+        parser.error(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
+                     f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "
+                     "raise --gpu-memory-utilization")
+    budget = hw["token_budget"] or math.inf  # None: every waiting prompt in one step
+    base = dict(token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool, kv_bytes_per_request_per_gpu=per_req,
+                kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=args.concurrency,
+                request_rate=args.request_rate)
+    if args.num_requests is not None:
+        from .simulate import simulate_benchmark  # only --num-requests
+        st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
+                                token_budget=budget, run_cap=run_cap, bits=bits,
+                                rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
+                                seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+        rps = st["requests_per_s"]
+        at_once = args.request_rate is not None and math.isinf(args.request_rate)  # JSON has no inf
+        base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)
+        return dict(st, **base, benchmark=True, arrivals=args.arrivals, seed=args.seed,
+                    running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
+                    output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
+                    tokens_per_s_per_user=1.0 / st["tpot_s"])
+    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits, dp=dp, ep=ep)
+    if args.request_rate is not None:
+        c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)
+        if c is None:  # st: the steady state of a full KV pool (or of the running cap)
+            held = (f"the KV pool holds {cap} requests of {s + o} tokens" if run_cap == cap else
+                    f"the stack runs at most {run_cap} requests at once (--max-num-seqs)")
+            parser.error(f"--request-rate {_num(args.request_rate)}/s is more than this layout sustains: "
+                         f"{held}, which serve at most {st['requests_per_s']:.4g} requests/s; lower the "
+                         "rate or add GPUs")
+    else:
+        c = args.concurrency
+        if c > cap and run_cap == cap and not args.queue_past_pool:
+            parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
+                         f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
+                         f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
+                         "raise -tp or -dp, or cut --kv-cache-bits or s + o (or --queue-past-pool)")
+        st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
+    req = hw["request_overhead_s"]
+    ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
+    queued = max(0, c - run_cap) if args.request_rate is None else 0
+    wait = queued * e2e / run_cap  # (C - cap) / X with X = cap / E2E(cap)
+    ttft, e2e = ttft + wait, e2e + wait
+    # closed loop: C clients each wait E2E per request (Little); open loop: what arrives leaves
+    rps = args.request_rate if args.request_rate is not None else c / e2e
+    return dict(st, concurrency=c, request_rate=args.request_rate, ttft_s=ttft, e2e_s=e2e,
+                requests_per_s=rps, token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
+                queued_requests=queued, queue_wait_s=wait,
+                kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
+                max_num_seqs=seqs, running_requests=min(c, run_cap),
+                output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
+                tokens_per_s_per_user=1.0 / st["tpot_s"])

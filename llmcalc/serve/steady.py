@@ -1,0 +1,229 @@
+"""Continuous batching in steady state: decode and prefill step times, the critical batch, mixed
+steps, and the concurrency a request rate needs."""
+
+from ..model.formulas import decode_keys_read
+from ..model.kinds import layer_groups
+from .forward import (attention_core_costs, cached_keys_read, forward_pass,
+    linear_mixer_core_costs, roofline_time_s, sum_max_linear)
+
+
+def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, state_bits=32):
+    """Exact sum over the decode steps that find c = c_lo .. c_hi tokens cached of one attention
+    block's roofline time (attention_core_costs, absorbed). A step's cost is linear in the core's
+    cached keys kc and, with an indexer, in c itself; kc = c (full), min(c, cap) with cap = w - 1
+    (sliding) or top-k - 1 (DSA), or c mod C capped the same way (chunked: 0 .. C-1, then again).
+    So the sum splits where kc stops growing and at chunk starts, and each piece is a max of two
+    lines (sum_max_linear); full chunks without an indexer cost the same and are multiplied."""
+    F16, B = hw["attention_flops_per_s"], hw["bytes_per_s"]
+    ind = 1 if attn["index_topk"] else 0
+    if attn["kind"] == "dsv4":  # window keys saturate at W; compressed entries grow by one per m tokens
+        def step_s(c):
+            k = cached_keys_read(attn, context_before=c)
+            p = decode_keys_read(attn, context=c + 1)
+            fl, by, _ = attention_core_costs(
+                attn, tp=tp, pairs={k2: batch * v for k2, v in p.items()}, new_tokens=batch,
+                keys_read={k2: batch * v for k2, v in k.items()}, kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
+            return roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
+        if c_hi < c_lo:
+            return 0.0
+        if c_hi - c_lo < 256:  # exact, step by step
+            return sum(step_s(c) for c in range(c_lo, c_hi + 1))
+        # past the window the cost is linear in floor(c / m): the trapezoid over the steps, within one
+        # compressed entry per step of the exact sum (every step costed would cost o calls)
+        return (c_hi - c_lo + 1) * (step_s(c_lo) + step_s(c_hi)) / 2
+    if attn["span"] == "state":  # a recurrent step costs the same at every context
+        if c_hi < c_lo:
+            return 0.0
+        fl, by, _ = linear_mixer_core_costs(attn, tp=tp, pairs={}, new_tokens=batch, act_bits=a_bits,
+                                            state_bits=state_bits)
+        return (c_hi - c_lo + 1) * roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
+
+    def cost(kc, c):
+        fl, by, _ = attention_core_costs(
+            attn, tp=tp, pairs={"core": batch * (kc + 1), "indexer": batch * (c + 1) * ind},
+            new_tokens=batch, keys_read={"core": batch * kc, "indexer": batch * c * ind},
+            kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
+        return fl, by
+
+    f0, m0 = cost(0, 0)
+    (fk, mk), (fc, mc) = [(f - f0, m - m0) for f, m in (cost(1, 0), cost(0, 1))]
+    a0, ak, ac, b0, bk, bc = f0 / F16, fk / F16, fc / F16, m0 / B, mk / B, mc / B
+    caps = ([attn["window"]] if attn["span"] == "sliding" else []) + ([attn["index_topk"]] if ind else [])
+    cap = min(caps) - 1 if caps else None
+
+    def piece(base, lo, hi):  # sum over c in [lo, hi] with kc = min(c - base, cap)
+        knee = hi if cap is None else min(hi, base + cap)
+        out = sum_max_linear(a0=a0 - ak * base, a1=ak + ac, b0=b0 - bk * base, b1=bk + bc,
+                             c_lo=lo, c_hi=knee)
+        if cap is not None:
+            out += sum_max_linear(a0=a0 + ak * cap, a1=ac, b0=b0 + bk * cap, b1=bc,
+                                  c_lo=max(lo, base + cap + 1), c_hi=hi)
+        return out
+
+    if c_hi < c_lo:
+        return 0.0
+    if attn["span"] != "chunked":
+        return piece(0, c_lo, c_hi)
+    C = attn["chunk"]
+    q_lo, q_hi = c_lo // C, c_hi // C
+    if q_lo == q_hi:
+        return piece(q_lo * C, c_lo, c_hi)
+    head = piece(q_lo * C, c_lo, q_lo * C + C - 1)
+    tail = piece(q_hi * C, q_hi * C, c_hi)
+    if ac == 0 and bc == 0:  # no c-dependent term: every full chunk costs the same
+        middle = (q_hi - q_lo - 1) * piece(0, 0, C - 1)
+    else:
+        middle = sum(piece(q * C, q * C, q * C + C - 1) for q in range(q_lo + 1, q_hi))
+    return head + middle + tail
+
+
+def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_bits, a_bits, kv_bits,
+                   e_bits=None, state_bits=32, dp=1, ep=1):
+    """Exact sum of the o-1 decode steps: step j (1..o-1) finds c = s + j - 1 tokens cached and
+    adds its own. Only attention depends on c; the rest of a step is the same every step. Each
+    distinct attention kind's steps are summed in closed form (attention_decode_sum_s), so the
+    cost is proportional to the layer kinds, not to L or o."""
+    steps = output_tokens - 1
+    if steps <= 0:
+        return 0.0
+    c_lo, c_hi = prompt_tokens, prompt_tokens + steps - 1  # cached tokens before each step
+    base = forward_pass(spec, hw, tp=tp, pp=pp, batch=batch, new_tokens=1, context_before=0,
+                        absorbed=True, w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, e_bits=e_bits,
+                        state_bits=state_bits, dp=dp, ep=ep)
+    fixed = base["time_s"] - base["components_s"]["attention_core"]
+    attn_s = 0.0
+    for layer, cnt, _ in layer_groups(spec):
+        for attn in layer["attention"]:
+            attn_s += cnt * attention_decode_sum_s(attn, hw, tp=tp, batch=batch / dp, kv_bits=kv_bits,
+                                                   a_bits=a_bits, c_lo=c_lo, c_hi=c_hi, state_bits=state_bits)
+    return steps * fixed + attn_s
+
+
+def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmuls_only,
+                   limit=1 << 24, e_bits=None, state_bits=32, dp=1, ep=1):
+    """Smallest batch at which a decode step at `context` cached tokens has as much math time as
+    memory time. matmuls_only: the weight matmuls (about F/B x 8/w_bits tokens, Pope et al. 2022
+    sec. 3; later for MoE, whose touched experts grow with b); else the whole step, which with
+    long contexts never turns (the KV-cache read grows with b as fast as the math): None."""
+    def is_compute(b):
+        r = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=context,
+                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True, e_bits=e_bits,
+                         state_bits=state_bits, dp=dp, ep=ep)
+        if matmuls_only:
+            return r["matmul_compute_s"] >= r["matmul_memory_s"]
+        return r["compute_s"] >= r["memory_s"]
+    lo, hi = 0, 1
+    while not is_compute(hi):
+        lo, hi = hi, hi * 2
+        if hi > limit:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if is_compute(mid) else (mid, hi)
+    return hi
+
+
+def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, prompt_tokens, bits, dp=1, ep=1):
+    """One continuous-batching engine step: `decodes` sequences add one token each after
+    decode_context cached tokens, and `prefill_tokens` prompt tokens of requests still in prefill
+    run in the same step (chunked prefill: Agrawal et al. 2024, "Sarathi-Serve", sec. 4; vLLM and
+    TensorRT-LLM put decodes and prompt chunks in one batch). The prompt tokens are costed as that
+    fraction of whole prompts of prompt_tokens (their attention pairs add up to a whole prompt's
+    over its chunks); both may be fractional steady-state means. Returns forward_pass's dict plus
+    the stack's fixed cost per step (hw["step_overhead_s"]) in time_s."""
+    also = (((prefill_tokens / prompt_tokens, prompt_tokens, 0, False),) if prefill_tokens > 0 else ())
+    r = forward_pass(spec, hw, tp=tp, pp=pp, batch=decodes, new_tokens=1, context_before=decode_context,
+                     absorbed=True, also=also, dp=dp, ep=ep, **bits)
+    r = dict(r, time_s=r["time_s"] + hw["step_overhead_s"])
+    r["components_s"] = dict(r["components_s"], step_overhead=hw["step_overhead_s"])
+    return r
+
+
+def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens, token_budget,
+                 bits, open_loop=False, dp=1, ep=1):
+    """Continuous batching in steady state with `concurrency` requests in flight (a closed loop: a
+    finished request is replaced at once, as benchmark clients with a fixed concurrency do), each
+    with s prompt and o output tokens, and at most token_budget tokens per engine step (decodes
+    first, prompt chunks fill the rest: vLLM's max_num_batched_tokens, TensorRT-LLM's
+    max_num_tokens). A fluid model of the mean step, not a simulation:
+      * r requests finish per step; each spends W steps from arrival to its first token and o - 1
+        decoding (Little's law, C = r (W + o - 1)); so a step holds r (o - 1) decodes and r s
+        prompt tokens, and r (s + o - 1) <= token_budget caps r (past it requests queue: W grows);
+      * a request's own prompt takes W_p = s / (token_budget - decodes) steps (at least 1); the
+        other C - 1 requests are spread over their cycle (decoding a (o-1)/(W+o-1) share of it);
+      * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
+        TTFT = W_p steps carrying its own prompt and W - W_p steps of waiting at the mean step, plus
+        for an open loop half a mean step (the step running when it arrives).
+    Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
+    attention, whose cost is linear in the context). With dp data-parallel attention groups, each
+    group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
+    are dp times one group's). With pp > 1 the requests split over min(pp, C) micro-batches in
+    flight (vLLM's virtual engines, one scheduler and budget each): while one runs on a stage the
+    others run on the rest, so a micro-batch's step is forward_pass over its own requests with the
+    stages in turn, and the replica serves all of them at once. Returns the times, the step's
+    composition (one group's, one micro-batch's) and the steps themselves."""
+    engines = min(pp, concurrency / dp) if pp > 1 else 1.0
+    engines = max(engines, 1.0)
+    C, s, o, K = concurrency / (dp * engines), prompt_tokens, output_tokens, token_budget
+    ctx = s + max(o - 2, 0) // 2
+    # a closed loop's request shares the engine with C - 1 others; an open loop's arrival finds the
+    # time-average number in flight (Poisson arrivals see time averages, Wolff 1982)
+    others = C if open_loop else C - 1
+
+    def solve(w):
+        share = (o - 1) / (w + o - 1)  # of a request's cycle spent decoding
+        d_other, p_other = others * share, others * s / (w + o - 1)
+        w_p = max(1.0, s / max(K - d_other, 1.0))
+        return w_p, d_other, p_other
+
+    w = max(1.0, s / K)
+    for _ in range(60):  # W = max(W_p(W), the budget's floor); a contraction in practice
+        w_p, d_other, p_other = solve(w)
+        w_new = max(w_p, C * (s + o - 1) / K - (o - 1))
+        if abs(w_new - w) <= 1e-9 * w_new:
+            break
+        w = w_new
+    w_p, d_other, p_other = solve(w)
+    kw = dict(tp=tp, pp=pp, decode_context=ctx, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
+    dec = mixed_step(spec, hw, decodes=dp * (1 + d_other if o > 1 else d_other), prefill_tokens=dp * p_other, **kw)
+    pre = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * (p_other + s / w_p), **kw)
+    mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
+    # an open-loop arrival joins at the next step boundary: it comes at a random instant of a busy
+    # engine, on average half-way through the running step (Poisson arrivals see time averages,
+    # Wolff 1982; the mean residual of near-constant steps, E[S^2] / 2E[S], Kleinrock 1975 sec.
+    # 5.2). A closed-loop client resubmits at its own request's step boundary, so its wait hangs
+    # on the client's round trip, which is not modelled: none is added
+    residual = mean_step / 2 if open_loop else 0.0
+    ttft = residual + w_p * pre["time_s"] + max(0.0, w - w_p) * mean_step
+    tpot = dec["time_s"] if o > 1 else pre["time_s"]
+    e2e = ttft + (o - 1) * tpot
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
+            "prompt_steps": w_p, "queue_steps": max(0.0, w - w_p), "decodes_per_step": (1 if o > 1 else 0) + d_other,
+            "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
+            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
+
+
+def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens, token_budget, bits,
+                         limit, dp=1, ep=1):
+    """The mean concurrency an open loop of `rate` requests/s keeps in flight: the C at which the
+    engine's throughput C / E2E(C) (steady_state with open_loop; Little's law) equals the rate,
+    found by bisection on [0, limit] (the throughput grows with C). None when even `limit` requests
+    (the KV pool) serve less than the rate: more than the engine sustains. A fluid mean: no
+    queueing from the arrivals' randomness is added (stated). Returns (C, its steady state)."""
+    def state(c):
+        return steady_state(spec, hw, tp=tp, pp=pp, concurrency=c, prompt_tokens=prompt_tokens,
+                            output_tokens=output_tokens, token_budget=token_budget, bits=bits, open_loop=True,
+                            dp=dp, ep=ep)
+    top = state(limit)
+    if limit / top["e2e_s"] < rate:
+        return None, top
+    lo, hi = 0.0, float(limit)
+    for _ in range(60):  # C/E2E(C) = rate; 60 halvings reach 1e-18 of the pool
+        mid = (lo + hi) / 2
+        if mid / state(mid)["e2e_s"] < rate:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return hi, state(hi)

@@ -1,0 +1,963 @@
+"""Per-GPU memory for training and inference of a decoder-only transformer, on the most-loaded rank.
+
+Training: weights, gradients and optimizer states (mixed precision, optimizer, ZeRO/FSDP stage,
+tensor/pipeline/expert/context parallel sharding), activations after Korthikanti et al. 2022
+(recompute mode, sequence parallelism, flash attention, dropout, GQA, SwiGLU, MoE, 1F1B and
+interleaved pipelines, logits on the last stage), ZeRO buffers, LoRA/QLoRA fine-tuning.
+Inference (--infer): weights at any bit width, KV cache (MHA/GQA/MQA/MLA; sliding-window layers
+capped at their window, chunked layers keeping every token, layers that reuse another layer's cache
+holding none, DeepSeek-V3.2's indexer keys as their own line), the activation working set of one
+forward. With --gpu or --gpu-memory-gib: fits or not, headroom, and the largest micro-batch
+(training) or batch and context (inference) that fit.
+
+The model is the shared block's list of layers: every sum runs over the layers of each pipeline
+stage with the block's per-kind functions (layer_params, cache_elements_per_token, cached_tokens),
+so a model mixing attention kinds, dense and MoE layers is counted layer by layer.
+
+Symbols: b micro-batch (per GPU), s sequence, h hidden, a heads, kv kv heads, d head dim, f MLP
+width, L layers, V vocab, E experts, k top-k, tp pp dp ep cp parallel degrees, v virtual stages.
+dp = gpus / (tp*pp*cp); ZeRO shards non-expert states over dp*cp (those ranks hold the same
+weights, as Megatron's distributed optimizer does) and expert states over the expert-data-parallel
+group gpus / (pp*etp*ep).
+
+Assumptions (each printed with the result):
+  * Mixed precision: weights at --low-prec-bytes-per-val (2), gradients at --bytes-per-grad-ele
+    (4, Megatron's fp32 main grads), optimizer = fp32 master copy + states (Adam: 4+4+4 = 12 B).
+  * Activations are stored at the low-precision width; dropout masks 1 byte; logits fp32 (4 B).
+    Defaults: --flash-attention ON (no s^2 scores stored), --no-dropout (Llama/NeoX/Pythia train
+    without dropout). Korthikanti's setup is --no-flash-attention --dropout.
+  * -b is the micro-batch per GPU (training) or the batch of sequences (inference). -ca /
+    --checkpoint-activations turns recompute ON (the cookbook's meaning: --recompute full): it
+    stores each layer's input and adds the stage's largest layer's recompute working set;
+    selective drops the attention-score terms (Korthikanti sec. 5). The default is no recompute.
+  * 1F1B: stage i holds min(pp - i, m) micro-batches in flight (m = global batch / (b*dp));
+    interleaved (v>1): stage 0 holds pp + (pp-1)/v stage-equivalents (Korthikanti sec. 4.2.3).
+  * Pipeline split: L/(pp*v) layers per model chunk, or Megatron-LM's uneven split
+    (--decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-split),
+    checked by Megatron's rules; every stage is computed and the heaviest one reported. With v>1
+    and a chunk one layer short, the in-flight count uses the stage's mean chunk.
+  * MoE: balanced routing; routed-expert tokens are not split by tensor parallelism.
+  * Framework allowance --framework-mem-gib (default 1.0 GiB: CUDA context, cuBLAS workspace,
+    NCCL buffers) plus --misc-mem-gib (cookbook, default 0). Allocator fragmentation and temporary
+    gradient-of-activation buffers are not modelled.
+
+Examples:
+  python calc_transformer_mem.py --num-layers=32 --sequence-length=2048 --num-attention-heads=32 --hidden-size=4096 --batch-size-per-gpu=8 --checkpoint-activations --zero-stage=1 --partition-activations --pipeline-parallel-size=1 --tensor-parallel-size=2 --num-gpus=128
+  python calc_transformer_mem.py -l 96 -hs 12288 -a 96 -s 2048 -b 1 -tp 8 -pp 8 --virtual-pipeline-size 3 --num-gpus 64 --global-batch-size 64 --zero-stage 0 --recompute selective --sequence-parallel --no-flash-attention --dropout
+  python calc_transformer_mem.py --hf_model_name_or_path path/to/Llama-3-8B --infer -s 8192 -o 1024 -b 16 --gpu h100
+  python calc_transformer_mem.py --hf_model_name_or_path path/to/Llama-3-8B --finetune qlora --lora-rank 16 -s 4096 -ca --gpu-memory-gib 24
+  python calc_transformer_mem.py --hf_model_name_or_path path/to/DeepSeek-V2-Lite --infer -s 32768 -b 8 --json
+
+References:
+  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+    Table 2 and sec. 4-5 (activation bytes per layer; pipeline in-flight micro-batches).
+  Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
+    sec. 3.1 and 5 (K = 12 for mixed-precision Adam; P_os, P_os+g, P_os+g+p), Table 1.
+  Dettmers et al. 2023, "QLoRA" sec. 3 (NF4, double quantization: 0.127 bits/param of constants).
+  DeepSeek-AI 2024, "DeepSeek-V2" sec. 2.1.3 (MLA caches (d_c + d_h^R) per token per layer).
+  Megatron-LM megatron/training/theoretical_memory_usage.py (rank and stage conventions);
+    megatron/core/transformer/transformer_block.py get_num_layers_to_build (uneven stages).
+  Llama Team 2024, "The Llama 3 Herd of Models" sec. 3.3.2 (one layer fewer on each edge stage).
+"""
+
+import argparse
+import sys
+
+from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
+    check_ranges, finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
+from ..model.formulas import (attention_head_dims, cache_elements_per_token, cached_tokens,
+    compressed_cache_elements, expected_real_experts, layer_params, mixer_widths, param_breakdown,
+    state_elements)
+from ..model.kinds import attention_kind, layer_groups
+from ..model.sharding import attention_on_rank
+from ..model.spec import resolve_model_spec, spec_summary
+from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, QLORA_NF4_DQ_BITS,
+    _mlp_stored_widths, _per_kind, all_stage_layers, optimizer_bytes_per_param,
+    pipeline_chunk_layers, stage_layers, stage_params_per_rank, suggest_pipeline_split,
+    training_memory)
+
+
+GIB = 2 ** 30
+
+# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
+# (1e7 GPUs ~50 x today's largest cluster; pp and vp 1024, 16 x the deepest pipelines built),
+# and tight enough that no result overflows to inf, divides by ~0 or turns negative, and that a
+# fit search over the stages stays fast. The model flags have their own caps in model/spec.py.
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 1024),
+    "virtual_pipeline_size": (1, 1024), "decoder_first_pipeline_num_layers": (1, 100_000),
+    "decoder_last_pipeline_num_layers": (1, 100_000), "context_parallel_size": (1, 10 ** 7),
+    "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
+    "zero_allgather_bucket_size": (1, 1e12), "zero3_max_live_params": (1, 1e15),
+    "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
+    "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
+    "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
+    "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
+    "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
+
+
+# ------------------------------------------------------------------------------------------------
+# Inference
+# ------------------------------------------------------------------------------------------------
+
+def layer_cache_bytes_per_token(layer, *, tp, kv_bytes, mla_cache="latent"):
+    """{"kv", "indexer"} bytes one token of one sequence takes in one layer's cache on one tp rank:
+    the block's cache_elements_per_token on the rank's share of each attention block
+    (attention_on_rank): K and V at kv/tp heads, one replicated head when kv < tp; MLA's latent
+    (r_kv + d_rope, DeepSeek-V2 sec. 2.1.3) whole on every rank, or with mla_cache="expanded" a/tp
+    heads of K and V as transformers' cache holds them; a lightning indexer's key (d_I) whole on
+    every rank; nothing for a layer that reuses another layer's cache."""
+    out = {"kv": 0, "indexer": 0}
+    for attn in layer["attention"]:
+        n = cache_elements_per_token(attention_on_rank(attn, tp=tp), mla_cache=mla_cache)
+        out["kv"] += n["kv"] * kv_bytes
+        out["indexer"] += n["indexer"] * kv_bytes
+    return out
+
+
+def layer_cache_bytes(layer, *, tp, kv_bytes, mla_cache, batch, context):
+    """{"kv", "indexer"} bytes one layer's cache holds on one tp rank for `batch` sequences of
+    `context` tokens: per attention block, bytes per token (layer_cache_bytes_per_token) x the
+    block's cached_tokens -- min(context, window) on a sliding layer (Mistral 7B sec. 2's rolling
+    buffer; transformers keeps window - 1 between steps, so a decode step peaks at the window),
+    every token on full and chunked layers (transformers' cache for chunked layers keeps them all),
+    none on a layer that reuses another layer's cache; a DeepSeek-V4 layer its window plus its
+    compressor's entries and open window (compressed_cache_elements)."""
+    out = {"kv": 0, "indexer": 0}
+    for attn in layer["attention"]:
+        n = cache_elements_per_token(attention_on_rank(attn, tp=tp), mla_cache=mla_cache)
+        t = batch * cached_tokens(attn, context=context)
+        c = compressed_cache_elements(attn, context=context)  # DeepSeek-V4: one shared head, whole on every rank
+        out["kv"] += n["kv"] * kv_bytes * t + batch * c["kv"] * kv_bytes
+        out["indexer"] += n["indexer"] * kv_bytes * t + batch * c["indexer"] * kv_bytes
+    return out
+
+
+def kv_cache_bytes(spec, layer_indices, *, tp, kv_bytes, mla_cache, batch, context):
+    """{"kv", "indexer"}: the cache on one rank holding `layer_indices` of a spec's layer list, the
+    sum of layer_cache_bytes over those layers (once per distinct layer kind, times its count)."""
+    counts = {}
+    for i in layer_indices:
+        layer = spec["layers"][i]
+        counts[id(layer)] = (layer, counts.get(id(layer), (layer, 0))[1] + 1)
+    out = {"kv": 0, "indexer": 0}
+    for layer, n in counts.values():
+        c = layer_cache_bytes(layer, tp=tp, kv_bytes=kv_bytes, mla_cache=mla_cache, batch=batch,
+                              context=context)
+        out["kv"] += n * c["kv"]
+        out["indexer"] += n * c["indexer"]
+    return out
+
+
+def layer_state_bytes(layer, *, tp, conv_bytes, state_bytes, batch):
+    """{"conv", "recurrent"} bytes one layer's linear mixers hold on one tp rank for `batch`
+    sequences, whatever their length: state_elements on the rank's share of the heads
+    (attention_on_rank), the conv window at conv_bytes (the model's dtype in transformers' cache)
+    and the recurrent state at state_bytes (fp32 in transformers' cache and flash-linear-attention;
+    tests/fixtures/hf_cache_bytes.json). Softmax attention layers: none."""
+    out = {"conv": 0, "recurrent": 0}
+    for attn in layer["attention"]:
+        n = state_elements(attention_on_rank(attn, tp=tp))
+        out["conv"] += batch * n["conv"] * conv_bytes
+        out["recurrent"] += batch * n["recurrent"] * state_bytes
+    return out
+
+
+def state_cache_bytes(spec, layer_indices, *, tp, conv_bytes, state_bytes, batch):
+    """{"conv", "recurrent"}: the linear mixers' state on one rank holding `layer_indices`, the sum
+    of layer_state_bytes over those layers (once per distinct layer kind)."""
+    out = {"conv": 0, "recurrent": 0}
+    for x in _per_kind(spec["layers"], layer_indices, lambda layer: layer_state_bytes(
+            layer, tp=tp, conv_bytes=conv_bytes, state_bytes=state_bytes, batch=batch)):
+        out["conv"] += x["conv"]
+        out["recurrent"] += x["recurrent"]
+    return out
+
+
+def all_attention_layers(spec):
+    """The spec's layer list with every linear mixer replaced by the model's first softmax attention
+    block (its full-attention kind): the same model counted as if every layer were attention, for
+    the hybrid's saving. None when the model has no linear mixer or no attention layer."""
+    attn = next((x for layer in spec["layers"] for x in layer["attention"]
+                 if x["span"] == "full" and not x["kv_shared"]), None)
+    if attn is None or not any_attn(spec, lambda x: x["span"] == "state"):
+        return None
+    swapped = {}
+    out = []
+    for layer in spec["layers"]:
+        if id(layer) not in swapped:
+            swapped[id(layer)] = dict(layer, attention=tuple(attn if x["span"] == "state" else x
+                                                             for x in layer["attention"]))
+        out.append(swapped[id(layer)])
+    return out
+
+
+def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes, etp=None):
+    """Working set of one prefill forward over b x s tokens on one tp rank: the residual stream
+    and normed input (2 h per token), plus the largest block of any of `layers` (distinct layer
+    dicts): attention -- q, k, v on the rank's heads and, without flash attention, a/tp x s scores
+    per token (eager attention scores all s keys on sliding and chunked layers too); a lightning
+    indexer's q and key (H_I d_I + d_I) and its fp32 logits over s keys -- or an MLP's intermediate
+    (f, or 2 f + f gated; /tp; MoE: the k routed experts' f_e /etp plus the shared width /tp); plus fp32
+    logits for the last position of each sequence (4 b V / tp). A Gated DeltaNet mixer: its
+    in_proj's output, the conv's output and the core's output (mixer_widths) and an fp32 chunk
+    matrix (the delta rule's C x C per chunk and value head, flash-linear-attention's A: 4 H C per
+    token; SSD's C B^T per chunk and group, mamba_ssm's _bmm_chunk_fwd: 4 G Q). An estimate: one
+    layer's peak."""
+    B = act_bytes
+    widest = 0
+    for layer in layers:
+        for attn in layer["attention"]:
+            x = attention_on_rank(attn, tp=tp)
+            if x["span"] == "state":
+                w_in, w_out, conv_dim = mixer_widths(x)
+                mats = x["kv_heads"] if x["kind"] == "mamba2" else x["heads"]  # SSD's C B^T is per group
+                widest = max(widest, B * (w_in + conv_dim + w_out) + 4 * mats * x["state_chunk"])
+                continue
+            d, _ = attention_head_dims(x)
+            per_tok = B * ((x["heads"] + 2 * x["kv_heads"]) * d + (0 if flash else x["heads"] * s))
+            if x["index_topk"]:
+                per_tok += B * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"]) + 4 * s
+            widest = max(widest, per_tok)
+        for m in layer["mlp"]:
+            per_f = _mlp_stored_widths(m["linears"])
+            if m["kind"] == "dense":
+                width = m["width"] * per_f / tp
+            else:  # routed experts split their width over etp, shared experts over tp
+                width = (expected_real_experts(m) * m["width"] / (etp or tp) + m["shared_width"] / tp) * per_f
+            widest = max(widest, int(B * width))
+    return B * s * b * 2 * h + s * b * widest + 4 * b * V / tp
+
+
+# ------------------------------------------------------------------------------------------------
+# Putting it together
+# ------------------------------------------------------------------------------------------------
+
+def inference_memory(spec, c, b, ctx):
+    """Per-GPU inference memory for batch b and context ctx tokens (prompt + output) on the
+    heaviest pipeline stage: weights at their bit width, the KV cache and any indexer key cache of
+    the stage's layers (kv_cache_bytes: per layer kind, sliding layers capped at their window), the
+    constant state of its linear mixers (state_cache_bytes) and one prefill forward's working set
+    (inference_activation_bytes: the model's largest block). The KV rule is Pope et al. 2022 sec.
+    3.1's (2 x layers x kv heads x head dim per token), per layer kind; weights as the memory of
+    the stored checkpoint (quantization_config, _checkpoint_format) or --weight-bits."""
+    tp, pp = c["tp"], c["pp"]
+    L = spec["num_layers"]
+    prompt = min(c["sequence_length"], ctx)
+    if c["prefill_chunk"]:  # chunked prefill: one forward sees at most this many tokens
+        b_eff = max(1, min(b, c["prefill_chunk"] // prompt)) if c["prefill_chunk"] >= prompt else 1
+        prompt = min(prompt, c["prefill_chunk"])
+    else:
+        b_eff = b
+    act = inference_activation_bytes([g[0] for g in layer_groups(spec)], s=prompt, b=b_eff,
+                                     h=spec["hidden_size"], V=spec["vocab_size"], tp=tp,
+                                     flash=c["flash_attention"], act_bytes=c["act_bytes"], etp=c["etp"])
+    chunks = [[sum(row)] for row in c["chunk_layers"]]  # no interleaving: one chunk per rank
+    stages = []
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=1, chunk_layers=chunks)
+    for st in range(pp):
+        layers = by_stage[st]
+        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
+                                            stage=st, layers_held=layers)
+        # norms, routers and other per-layer weights stay unquantized (>= 16 bits), whole on every rank
+        small = sum(_per_kind(spec["layers"], layers, lambda x: sum(
+            layer_params(x, h=spec["hidden_size"], norm=spec["norm"])[k] for k in ("norms", "router", "extra"))))
+        wb = c["weight_bits"] / 8
+        w = ((ne - emb - small) * wb + small * max(wb, c["weight_bytes"]) + ex * c["expert_weight_bits"] / 8
+             + emb * max(wb, c["weight_bytes"]))
+        cache = kv_cache_bytes(spec, layers, tp=tp, kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
+                               batch=b, context=ctx)
+        state = state_cache_bytes(spec, layers, tp=tp, conv_bytes=c["act_bytes"], state_bytes=c["state_bytes"],
+                                  batch=b)
+        total = w + cache["kv"] + cache["indexer"] + state["conv"] + state["recurrent"] + act + c["overhead_bytes"]
+        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+                       "weights_bytes": w,
+                       "gradients_bytes": 0, "optimizer_bytes": 0, "zero_buffers_bytes": 0,
+                       "kv_cache_bytes": cache["kv"], "indexer_cache_bytes": cache["indexer"],
+                       "state_cache_bytes": state["conv"] + state["recurrent"],
+                       "state_conv_bytes": state["conv"], "state_recurrent_bytes": state["recurrent"],
+                       "activations_bytes": act, "total_bytes": total})
+    return max(stages, key=lambda x: x["total_bytes"]), stages
+
+
+def kv_cache_by_kind(spec, c, stage, *, batch, context):
+    """The KV cache of one inference stage by layer kind, for the report: per distinct kind its
+    label, layer count, bytes per token per layer, tokens each layer keeps, and bytes."""
+    chunks = [[sum(row)] for row in c["chunk_layers"]]
+    idx = stage_layers(num_layers=spec["num_layers"], pp=c["pp"], vp=1, stage=stage, chunk_layers=chunks)
+    rows = {}
+    for i in idx:
+        layer = spec["layers"][i]
+        if id(layer) not in rows:
+            per_tok = layer_cache_bytes_per_token(layer, tp=c["tp"], kv_bytes=c["kv_bytes"],
+                                                  mla_cache=c["mla_cache"])
+            held = layer_cache_bytes(layer, tp=c["tp"], kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
+                                     batch=batch, context=context)
+            rows[id(layer)] = {
+                "attention": " + ".join(attention_kind(x)
+                                        for x in layer["attention"]),
+                "layers": 0, "first_layer": i,
+                "kv_bytes_per_token": per_tok["kv"], "indexer_bytes_per_token": per_tok["indexer"],
+                "cached_tokens": max((cached_tokens(x, context=context) for x in layer["attention"]), default=0),
+                "kv_bytes_per_layer": held["kv"], "indexer_bytes_per_layer": held["indexer"],
+                "state_bytes_per_layer": sum(layer_state_bytes(layer, tp=c["tp"], conv_bytes=c["act_bytes"],
+                                                               state_bytes=c["state_bytes"], batch=batch).values()),
+                "compressed_bytes_per_layer": batch * c["kv_bytes"] * sum(
+                    sum(compressed_cache_elements(x, context=context).values()) for x in layer["attention"])}
+        rows[id(layer)]["layers"] += 1
+    return [r for r in rows.values() if r["attention"]]  # an MLP-only layer (Nemotron-H) caches nothing
+
+
+def _largest(fn, limit, hi_cap=1 << 24):
+    """Largest positive integer x <= hi_cap with fn(x) <= limit (fn increasing); 0 if none; hi_cap
+    when even that fits (the caller reports it as a lower bound)."""
+    if fn(1) > limit:
+        return 0
+    lo, hi = 1, 2
+    while hi < hi_cap and fn(hi) <= limit:
+        lo, hi = hi, hi * 2
+    if hi >= hi_cap and fn(hi_cap) <= limit:
+        return hi_cap
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fn(mid) <= limit else (lo, mid)
+    return lo
+
+
+# ------------------------------------------------------------------------------------------------
+# Output
+# ------------------------------------------------------------------------------------------------
+
+def format_report(res):
+    """Aligned per-GPU breakdown for the heaviest stage, with totals, fit and assumptions."""
+    total = res["total_bytes"]
+    rows = [("Weights", res["weights_bytes"])]
+    if res["mode"] == "training":
+        rows += [("Gradients", res["gradients_bytes"]), ("Optimizer states", res["optimizer_bytes"]),
+                 ("ZeRO buffers (all-gather bucket, live params)", res["zero_buffers_bytes"]),
+                 ("Autocast 16-bit weight copies (saved for backward)", res["weight_casts_bytes"]),
+                 ("Activations: stored for backward", res["activations_stored_bytes"]),
+                 ("Activations: recompute working set", res["activations_recompute_bytes"]),
+                 ("Activations: final norm, head input, fp32 logits", res["activations_logits_bytes"])]
+    else:
+        rows += [("KV cache", res["kv_cache_bytes"])]
+        if res["indexer_cache_bytes"]:
+            rows += [("Indexer key cache (DeepSeek sparse attention)", res["indexer_cache_bytes"])]
+        if res["state_cache_bytes"]:
+            rows += [("Linear-attention state (constant per sequence)", res["state_cache_bytes"])]
+        rows += [("Activations (one forward)", res["activations_bytes"])]
+    rows += [("Framework allowance + misc", res["overhead_bytes"])]
+    lines = [f"Per-GPU memory, {res['mode']}, heaviest rank: pipeline stage {res['stage']} of "
+             f"{res['parallelism']['pp']} ({res['parallelism_text']})", res["mode_text"]]
+    lines += [f"WARNING: {w}" for w in res["warnings"]]
+    lines += [f"Model: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
+              f"on this GPU {res['params_per_gpu']:,}",
+              f"{'component':<52}{'GiB':>10}{'bytes':>20}{'% total':>9}"]
+    for name, v in rows:
+        lines.append(f"{name:<52}{v / GIB:>10.2f}{int(round(v)):>20,}{100 * v / total if total else 0:>8.1f}%")
+    lines.append("-" * 91)
+    lines.append(f"{'Total per GPU':<52}{total / GIB:>10.2f}{int(round(total)):>20,}")
+    if res["parallelism"]["pp"] > 1:
+        lines.append("per stage total GiB: " + ", ".join(f"{x['total_bytes'] / GIB:.2f}"
+                                                      for x in res["stages"]))
+        lines.append("per stage layers: " + ", ".join(str(x["stage_layers"]) for x in res["stages"]))
+    if res["mode"] == "inference":
+        kinds = res["kv_cache_layer_kinds"]
+        lines.append(f"KV cache: {res['kv_cache_bytes_per_token']:,} B per token per GPU over "
+                     f"{res['stage_layers']} layers"
+                     + (f" ({kinds[0]['kv_bytes_per_token']:,} per layer)" if len(kinds) == 1 else ":"))
+        if len(kinds) > 1:
+            for k in kinds:
+                if k["state_bytes_per_layer"] and not k["kv_bytes_per_token"]:
+                    lines.append(f"  {k['layers']:>4} x {k['attention']:<32}{'no KV':>10}, a constant state of "
+                                 f"{k['state_bytes_per_layer'] / 2**20:,.2f} MiB per layer (whole batch), "
+                                 f"{k['layers'] * k['state_bytes_per_layer'] / GIB:.2f} GiB")
+                    continue
+                comp = (f" (window {k['layers'] * (k['kv_bytes_per_layer'] + k['indexer_bytes_per_layer'] - k['compressed_bytes_per_layer']) / GIB:.2f} "
+                        f"+ compressed entries {k['layers'] * k['compressed_bytes_per_layer'] / GIB:.2f})"
+                        if k["compressed_bytes_per_layer"] else "")
+                lines.append(f"  {k['layers']:>4} x {k['attention']:<32}"
+                             f"{k['kv_bytes_per_token']:>10,} B/token, "
+                             f"keeps {k['cached_tokens']:,} tokens, "
+                             f"{k['layers'] * (k['kv_bytes_per_layer'] + k['indexer_bytes_per_layer']) / GIB:.2f} GiB{comp}")
+        alt = res.get("all_attention")
+        if alt:
+            lines.append(f"as if its {alt['linear_layers']} linear-attention layers were {alt['attention']} attention "
+                         f"(same weights): KV cache "
+                         f"{alt['kv_cache_bytes'] / GIB:.2f} GiB, total {alt['total_bytes'] / GIB:.2f} GiB; "
+                         f"this hybrid saves {alt['saving_bytes'] / GIB:.2f} GiB "
+                         f"({100 * alt['saving_bytes'] / alt['total_bytes']:.1f}% of that total)")
+    fit = res.get("fit")
+    if fit:
+        lines.append(f"GPU {fit['gpu']}: {fit['memory_bytes'] / GIB:.2f} GiB -> "
+                     f"{'FITS' if fit['fits'] else 'DOES NOT FIT'}, headroom "
+                     f"{fit['headroom_bytes'] / GIB:.2f} GiB")
+        for k, v in fit.items():
+            if k.startswith("max_"):
+                more = " or more (the search stops there)" if k in fit.get("capped", ()) else ""
+                lines.append(f"  {k.replace('_', ' ')}: {v}{more}")
+    for a in res["assumptions"]:
+        lines.append(f"assumes: {a}")
+    return "\n".join(lines)
+
+
+def build_parser():
+    p = OneLineErrorParser(description=__doc__)
+    add_model_args(p)
+    bo = argparse.BooleanOptionalAction
+    g = p.add_argument_group("parallelism (cookbook flags first)")
+    g.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs in the job (default 1)")
+    g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=None, help="tp (default 1)")
+    g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=None, help="pp (default 1)")
+    g.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
+                   help="interleaved schedule: model chunks per pipeline rank (default 1)")
+    g.add_argument("--decoder-first-pipeline-num-layers", type=bounded_int, default=None,
+                   help="Megatron-LM uneven pipeline: layers on the first stage (the stages without "
+                   "a stated count share the rest evenly)")
+    g.add_argument("--decoder-last-pipeline-num-layers", type=bounded_int, default=None,
+                   help="Megatron-LM uneven pipeline: layers on the last stage")
+    g.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
+                   help="Megatron-LM: the embedding counts as one layer when splitting L+1 over "
+                   "pp*vp chunks; the first chunk holds one transformer layer fewer")
+    g.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
+                   help="Megatron-LM: the head and loss count as one layer; the last chunk holds "
+                   "one transformer layer fewer")
+    g.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1,
+                   help="cp: the sequence split over cp ranks (ring attention; default 1)")
+    g.add_argument("--expert-parallelism", "-ep", type=bounded_int, default=None,
+                   help="ep: routed experts split over ep ranks (default 1)")
+    g.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
+                   help="tensor parallelism inside each expert (default tp)")
+    g.add_argument("--sequence-parallel", "-sp", action=bo, default=False,
+                   help="Megatron sequence parallelism: norms/dropout activations /tp (default off)")
+    g.add_argument("--partition-activations", "-pa", action="store_true",
+                   help="DeepSpeed ZeRO-R: checkpointed layer inputs split over tp (with full recompute)")
+    g.add_argument("--zero-stage", "-z", type=bounded_int, default=None, choices=[0, 1, 2, 3],
+                   help="ZeRO stage over the dp*cp group (cookbook default 1)")
+    g.add_argument("--fsdp", choices=sorted(FSDP_TO_ZERO), default=None,
+                   help="FSDP sharding strategy, read as its ZeRO equivalent (no_shard 0, "
+                   "shard_grad_op 2, full_shard/hybrid_shard 3)")
+    g.add_argument("--zero-allgather-bucket-size", "-zbs", type=finite_float, default=None,
+                   help="ZeRO all-gather bucket in elements, held at weight precision (default 5e8)")
+    g.add_argument("--zero3-max-live-params", "-zmlp", type=finite_float, default=None,
+                   help="ZeRO-3 parameters kept gathered at once (default 1e9)")
+    t = p.add_argument_group("training")
+    t.add_argument("--checkpoint-activations", "-ca", action="store_true",
+                   help="turns full activation recomputation ON (the cookbook's meaning; same as "
+                   "--recompute full)")
+    t.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
+                   help="activation recomputation (default none; -ca means full)")
+    t.add_argument("--batch-size-per-gpu", "-b", type=bounded_int, default=None,
+                   help="micro-batch per GPU, or the inference batch (default 1)")
+    t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
+                   help="global batch; gives the micro-batch count m = gbs/(b*dp) (default: m = pp)")
+    t.add_argument("--sequence-length", "-s", type=bounded_int, default=None,
+                   help="training sequence, or the inference prompt (default 2048)")
+    t.add_argument("--flash-attention", action=bo, default=True,
+                   help="fused attention: no s^2 scores stored (default on)")
+    t.add_argument("--dropout", action=bo, default=False,
+                   help="dropout masks stored (default off; Korthikanti's setup has it on)")
+    t.add_argument("--optimizer", choices=sorted(OPTIMIZER_STATE_BYTES), default="adamw",
+                   help="optimizer (default adamw: 12 B/param with the fp32 master copy)")
+    t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
+                   help="full training, or LoRA/QLoRA adapters on a frozen base (default full)")
+    t.add_argument("--lora-rank", type=bounded_int, default=16, help="LoRA rank r (default 16)")
+    t.add_argument("--adapter-bytes-per-val", type=bounded_int, default=None,
+                   help="LoRA adapter weights and grads (default 4: PEFT keeps adapters in fp32; "
+                   "the QLoRA paper's code casts them to bf16: 2)")
+    t.add_argument("--lora-targets", default="all-linear",
+                   help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
+    t.add_argument("--framework", choices=("megatron", "pytorch"), default="megatron",
+                   help="whose activations: megatron = fused kernels, Korthikanti et al. 2022's "
+                   "count (default); pytorch = eager PyTorch with transformers' modules (what "
+                   "autograd saves; with mixed precision and ZeRO 0-1, fp32 weights under "
+                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs)")
+    pr = p.add_argument_group("precision")
+    pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
+                    help="train in high precision: no master copy, weights and activations at "
+                    "--high-prec-bytes-per-val")
+    pr.add_argument("--high-prec-bytes-per-val", type=bounded_int, default=None, help="default 4")
+    pr.add_argument("--low-prec-bytes-per-val", type=bounded_int, default=None, help="default 2")
+    pr.add_argument("--bytes-per-grad-ele", type=bounded_int, default=None, help="default 4")
+    pr.add_argument("--weight-bits", type=finite_float, default=None,
+                   help="bits per quantized layer weight for inference and QLoRA (default: 16 for "
+                   "inference, 4.127 = NF4 with double quantization for QLoRA); embeddings, head "
+                   "stay at the low-precision width")
+    pr.add_argument("--kv-cache-bytes-per-val", type=finite_float, default=None,
+                   help="KV cache element bytes (default: --low-prec-bytes-per-val)")
+    pr.add_argument("--state-bytes-per-val", type=finite_float, default=None,
+                   help="bytes per element of a linear-attention / state-space layer's recurrent state "
+                   "(default 4: fp32, as transformers' cache and flash-linear-attention keep it); its conv "
+                   "window is at --low-prec-bytes-per-val")
+    i = p.add_argument_group("inference")
+    i.add_argument("--infer", action="store_true", help="inference instead of training")
+    i.add_argument("--output-tokens", "-o", type=bounded_int, default=None, help="generated tokens (default 1)")
+    i.add_argument("--prefill-chunk", type=bounded_int, default=None,
+                   help="tokens one prefill forward processes (vLLM-style chunked prefill; default: "
+                   "the whole batch's prompts at once)")
+    i.add_argument("--mla-cache", choices=("latent", "expanded"), default="latent",
+                   help="MLA cache: the compressed latent (vLLM/SGLang, DeepSeek paper) or HF's "
+                   "expanded per-head K/V (default latent)")
+    f = p.add_argument_group("fit and overheads")
+    f.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. h100)")
+    f.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="memory per GPU in GiB")
+    f.add_argument("--misc-mem-gib", type=finite_float, default=None,
+                   help="extra per-GPU memory you know of (cookbook; default 0)")
+    f.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
+                   help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
+    p.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
+    return p
+
+
+def _pos(parser, name, val):
+    if val is not None and val <= 0:
+        parser.error(f"--{name} must be positive, got {val}")
+
+
+def _split_hint(L, pp, vp):
+    """The flags to suggest for L layers on pp*vp chunks, as one clause."""
+    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
+    hints = []
+    if sug:
+        f, q, la = sug
+        hints.append(f"--decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {la}"
+                     + (f" ({q} on each middle stage)" if pp > 2 else ""))
+    for extra, flags in ((1, "--account-for-embedding-in-pipeline-split"),
+                         (2, "--account-for-embedding-in-pipeline-split "
+                             "--account-for-loss-in-pipeline-split")):
+        if (L + extra) % (pp * vp) == 0:
+            hints.append(flags)
+            break
+    return ", or ".join(hints)
+
+
+def check_pipeline_split(args, parser, L, pp, vp):
+    """Megatron-LM's rules for the layers of each pipeline stage (TransformerConfig.__post_init__
+    and megatron/training/arguments.py validate_args), one parser.error each; returns the
+    counts[rank][chunk] of pipeline_chunk_layers."""
+    first, last = args.decoder_first_pipeline_num_layers, args.decoder_last_pipeline_num_layers
+    emb, loss = args.account_for_embedding_in_pipeline_split, args.account_for_loss_in_pipeline_split
+    if first is None and last is None:
+        total = L + emb + loss
+        if total % (pp * vp):
+            if emb or loss:
+                parser.error(f"--num-layers {L} + {emb + loss} (embedding/loss counted as layers) = "
+                             f"{total} is not divisible by pp*vp = {pp}*{vp}")
+            if pp == 1:
+                parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}")
+            hint = _split_hint(L, pp, vp)
+            parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}; "
+                         + (f"Megatron-LM needs the uneven split stated, e.g. {hint}" if hint else
+                            f"no uneven split Megatron-LM accepts fits either (every stage needs a "
+                            f"positive multiple of vp = {vp} layers)"))
+        return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, embedding_in_split=emb,
+                                     loss_in_split=loss)
+    if emb or loss:
+        parser.error("--decoder-first/last-pipeline-num-layers cannot be combined with "
+                     "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses both)")
+    if pp == 1:
+        parser.error("--decoder-first/last-pipeline-num-layers need --pipeline-parallel-size > 1")
+    for name, n in (("first", first), ("last", last)):
+        if n is not None and n % vp:
+            parser.error(f"--decoder-{name}-pipeline-num-layers {n} is not divisible by "
+                         f"--virtual-pipeline-size {vp}")
+    mid_stages = pp - (first is not None) - (last is not None)
+    middle = L - (first or 0) - (last or 0)
+    given = " + ".join(str(n) for n in (first, last) if n is not None)
+    if middle < 0:
+        parser.error(f"first/last stage layers {given} exceed --num-layers {L}")
+    if mid_stages == 0 and middle:
+        parser.error(f"first + last stage layers {given} must add up to --num-layers {L} "
+                     f"with pp {pp} (no middle stage)")
+    if mid_stages and middle % mid_stages:
+        hint = _split_hint(L, pp, vp)
+        parser.error(f"the {middle} middle layers are not divisible by the {mid_stages} middle "
+                     "pipeline stages" + (f"; e.g. {hint}" if hint else ""))
+    if mid_stages and (middle // mid_stages) % vp:
+        parser.error(f"{middle // mid_stages} layers on each middle pipeline stage are not "
+                     f"divisible by --virtual-pipeline-size {vp}")
+    return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, first=first, last=last)
+
+
+def resolve(args, parser):
+    """Resolve the model and configuration; every check is a one-line parser.error (exit 2)."""
+    for name in ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size", "virtual_pipeline_size",
+                 "context_parallel_size", "expert_parallelism", "expert_tensor_parallel_size",
+                 "batch_size_per_gpu", "global_batch_size", "sequence_length",
+                 "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
+                 "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
+                 "adapter_bytes_per_val", "lora_rank",
+                 "zero_allgather_bucket_size", "zero3_max_live_params",
+                 "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
+        _pos(parser, name.replace("_", "-"), getattr(args, name))
+    for name in ("misc_mem_gib", "framework_mem_gib"):
+        if getattr(args, name) is not None and getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must not be negative")
+    if args.output_tokens is not None and args.output_tokens < 0:
+        parser.error("--output-tokens must not be negative")
+    check_ranges(args, parser, FLAG_RANGES)
+    if args.num_attention_heads is None and not args.hf_model_name_or_path:
+        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
+            args.num_attention_heads = 64  # the cookbook mem script's default
+    try:
+        spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.infer:  # training-only layouts: say so in the result rather than drop them silently
+        unused = [f for f, on in (("-cp", args.context_parallel_size > 1), ("--sequence-parallel", args.sequence_parallel),
+                                  ("-z", args.zero_stage is not None)) if on]
+        if unused:
+            spec["warnings"].append(f"{', '.join(unused)} {'describes' if len(unused) == 1 else 'describe'} "
+                                    "training; --infer does not model it (weights and cache per GPU come from "
+                                    "-tp, -pp and -ep)")
+    n = args.num_gpus or 1
+    tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
+    vp, cp = args.virtual_pipeline_size, args.context_parallel_size
+    ep = args.expert_parallelism or 1
+    etp = args.expert_tensor_parallel_size or tp
+    L = spec["num_layers"]
+    kinds = [g[0] for g in layer_groups(spec)]
+    attns = [x for layer in kinds for x in layer["attention"]]
+    mlps = [m for layer in kinds for m in layer["mlp"]]
+    if n % (tp * pp * cp):
+        parser.error(f"--num-gpus {n} is not divisible by tp*pp*cp = {tp}*{pp}*{cp} = {tp * pp * cp}")
+    for x in attns:  # every attention kind's heads split over tp (Megatron-LM, vLLM)
+        if x["heads"] % tp:
+            parser.error(f"--num-attention-heads {x['heads']} is not divisible by "
+                         f"--tensor-parallel-size {tp}")
+        if x["kind"] == "gdn" and x["kv_heads"] % tp:  # key heads split, never replicated (Mamba-2
+            # groups fewer than tp are replicated, as vLLM does)
+            parser.error(f"linear-attention key heads {x['kv_heads']} are not divisible by "
+                         f"--tensor-parallel-size {tp}")
+        if x["kv_heads"] % tp and tp % x["kv_heads"]:
+            parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must "
+                         "divide the other")
+    chunk_layers = check_pipeline_split(args, parser, L, pp, vp)
+    for m in mlps:
+        if m["kind"] == "dense" and m["width"] % tp:
+            parser.error(f"MLP width {m['width']} is not divisible by --tensor-parallel-size {tp}")
+    if vp > 1 and pp == 1:
+        parser.error("--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1")
+    moe_mlps = [m for m in mlps if m["kind"] == "moe"]
+    for m in moe_mlps:
+        if m["num_experts"] % ep:
+            parser.error(f"--num-experts {m['num_experts']} is not divisible by --expert-parallelism {ep}")
+        if (n // pp) % (ep * etp):
+            parser.error(f"gpus per pipeline stage {n // pp} are not divisible by ep*etp = {ep}*{etp}")
+        if m["width"] % etp:
+            parser.error(f"expert width {m['width']} is not divisible by etp {etp}")
+        if m["shared_width"] % tp:
+            parser.error(f"shared-expert width {m['shared_width']} is not divisible by "
+                         f"--tensor-parallel-size {tp}")
+    if not moe_mlps and ep > 1:
+        parser.error("--expert-parallelism > 1 needs a MoE model (--moe or --num-experts > 1)")
+    if not moe_mlps and etp != tp:  # Megatron-LM reads etp for the expert layers only
+        notes.append(f"--expert-tensor-parallel-size {etp} ignored: the model has no MoE layer (etp "
+                     f"splits experts only); etp = tp = {tp}")
+        etp = tp
+    dp = n // (tp * pp * cp)
+    zero = FSDP_TO_ZERO[args.fsdp] if args.fsdp else (1 if args.zero_stage is None else args.zero_stage)
+    if args.fsdp and args.zero_stage is not None and args.zero_stage != zero:
+        parser.error(f"--fsdp {args.fsdp} is ZeRO stage {zero}, but --zero-stage {args.zero_stage} was given")
+    if zero == 3 and pp > 1 and not args.infer:
+        parser.error("ZeRO-3 / FSDP full sharding with --pipeline-parallel-size > 1 is not supported "
+                     "(DeepSpeed's pipeline engine allows ZeRO stages 0-1)")
+    if zero == 2 and pp > 1 and not args.infer:
+        notes.append("ZeRO-2 with pipeline parallelism is rejected by DeepSpeed's pipeline engine; "
+                     "counted as if gradients were sharded")
+    s = args.sequence_length or 2048
+    if cp > 1 and s % cp:
+        parser.error(f"--sequence-length {s} is not divisible by --context-parallel-size {cp}")
+    b = args.batch_size_per_gpu or 1
+    m = None
+    if args.global_batch_size is not None:
+        if args.global_batch_size % (b * dp):
+            parser.error(f"--global-batch-size {args.global_batch_size} is not divisible by "
+                         f"b*dp = {b}*{dp}")
+        m = args.global_batch_size // (b * dp)
+        if vp > 1 and m % pp:
+            parser.error(f"the interleaved schedule needs micro-batches ({m}) divisible by pp {pp}")
+    recompute = args.recompute or ("full" if args.checkpoint_activations else "none")
+    if args.checkpoint_activations and args.recompute not in (None, "full"):
+        parser.error(f"--checkpoint-activations means full recompute, but --recompute {args.recompute} was given")
+    if args.partition_activations and recompute != "full":
+        notes.append("--partition-activations splits checkpointed layer inputs; it changes "
+                     "nothing without --recompute full")
+    mixed = args.is_mixed_precision
+    high = args.high_prec_bytes_per_val or 4
+    low = args.low_prec_bytes_per_val or 2
+    wbytes = low if mixed else high
+    eager = args.framework == "pytorch" and not args.infer
+    # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
+    autocast = eager and mixed and zero <= 1
+    if eager and args.finetune != "full":
+        parser.error("--framework pytorch counts full training; what LoRA's frozen layers save is "
+                     "not derived (use the default --framework megatron)")
+    if eager and recompute == "selective":
+        notes.append("--framework pytorch: transformers has no selective recompute; its layers are "
+                     "counted with the fused-kernel rule")
+    lora = None
+    if args.finetune != "full":
+        if args.infer:
+            parser.error("--finetune applies to training, not --infer")
+        targets = (list(LORA_MATRICES) if args.lora_targets == "all-linear"
+                   else [x.strip() for x in args.lora_targets.split(",") if x.strip()])
+        bad = [x for x in targets if x not in LORA_MATRICES]
+        if bad or not targets:
+            parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or all-linear")
+        bits = args.weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
+        lora = {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
+                "adapter_bytes": args.adapter_bytes_per_val or 4}
+    weight_bits = args.weight_bits or 8 * wbytes
+    expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
+    if args.infer and args.weight_bits is None and fmt:  # serve the checkpoint as it is stored
+        weight_bits, expert_bits = fmt["linear_bits"], fmt["expert_bits"]
+    sliding = [i for i, layer in enumerate(spec["layers"])
+               if any(x["span"] == "sliding" for x in layer["attention"])]
+    windows = {x["window"] for x in attns if x["span"] == "sliding"}
+    mem = None
+    gpu = None
+    mem_field = None
+    if args.gpu:
+        rec = accelerator_record(args.gpu, parser, without="pass --gpu-memory-gib (e.g. 80 for an "
+                                 "H100 80GB) instead")
+        # driver-reported capacity (nvidia-smi total) where this hardware.py has it, else the
+        # vendor's printed GB (an older hardware.py): the assumptions line says which
+        mem_field = "memory_usable_bytes" if rec.get("memory_usable_bytes") else "memory_bytes"
+        mem, gpu = rec[mem_field], rec["name"]
+    if args.gpu_memory_gib is not None:
+        if mem is not None:
+            parser.error("give --gpu or --gpu-memory-gib, not both")
+        mem, gpu = args.gpu_memory_gib * GIB, f"{args.gpu_memory_gib:g} GiB"
+        mem_field = "--gpu-memory-gib"
+    overhead = ((args.misc_mem_gib or 0) + args.framework_mem_gib) * GIB
+    c = {"tp": tp, "pp": pp, "vp": vp, "cp": cp, "ep": ep, "etp": etp, "dp": dp, "num_gpus": n,
+         "chunk_layers": chunk_layers,
+         "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
+         "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
+         "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
+         "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
+         "zero_stage": zero, "zero_shard": dp * cp, "expert_zero_shard": n // (pp * etp * ep),
+         "zbs": args.zero_allgather_bucket_size or 5e8, "zmlp": args.zero3_max_live_params or 1e9,
+         "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
+         "sequence_parallel": args.sequence_parallel and tp > 1,
+         "partition_activations": args.partition_activations, "flash_attention": args.flash_attention,
+         "dropout": args.dropout, "mixed_precision": mixed, "high_bytes": high,
+         "weight_bytes": high if autocast else wbytes, "act_bytes": wbytes,
+         "grad_bytes": args.bytes_per_grad_ele or 4, "optimizer": args.optimizer,
+         "opt_bytes": optimizer_bytes_per_param(optimizer=args.optimizer, mixed_precision=mixed and not autocast,
+                                                master_bytes=high),
+         "activation_rule": "eager" if eager else "fused", "autocast": autocast,
+         "framework": args.framework,
+         "lora": lora, "weight_bits": weight_bits, "expert_weight_bits": expert_bits,
+         "checkpoint_format": fmt if args.infer and args.weight_bits is None else None,
+         "kv_bytes": args.kv_cache_bytes_per_val or low, "state_bytes": args.state_bytes_per_val or 4, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
+         "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
+         "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
+         "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu,
+         "memory_field": mem_field}
+    return spec, c, notes
+
+
+def any_attn(spec, test):
+    """True when some attention block of some layer kind passes `test`."""
+    return any(test(x) for g in layer_groups(spec) for x in g[0]["attention"])
+
+
+def cache_rules_text(spec):
+    """One clause per cache rule that applies to this model's layers, for the assumptions line."""
+    L, n = spec["num_layers"], {}
+    for layer in spec["layers"]:
+        for x in layer["attention"]:
+            key = "shared" if x["kv_shared"] else x["span"]
+            n[key] = n.get(key, 0) + 1
+    windows = sorted({x["window"] for g in layer_groups(spec) for x in g[0]["attention"]
+                      if x["span"] == "sliding" and not x["kv_shared"]})
+    parts = []
+    if n.get("full"):
+        parts.append(f"{n['full']} of {L} full-attention layers keep every token")
+    if n.get("sliding"):
+        parts.append(f"{n['sliding']} sliding-window layers keep min(context, window "
+                     + "/".join(map(str, windows)) + ")")
+    if n.get("chunked"):
+        parts.append(f"{n['chunked']} chunked-attention layers keep every token (as transformers' "
+                     "cache does)")
+    if n.get("shared"):
+        parts.append(f"{n['shared']} layers reuse another layer's cache and hold none")
+    comp = [x for g in layer_groups(spec) for x in g[0]["attention"] if x["kind"] == "dsv4" and x["compress"]]
+    if comp:
+        parts.append("DeepSeek-V4 compressed layers also keep one compressed entry per compress_rate tokens "
+                     "(head_dim, + the indexer's key on compressed sparse layers) and the projections of the "
+                     "window still open, as transformers' DeepseekV4 caches do; a plain sliding layer keeps K "
+                     "and V apart (transformers' sliding layer), a compressed one its K = V once")
+    if n.get("state"):
+        parts.append(f"{n['state']} linear-attention layers hold no KV but a constant state per sequence "
+                     "(conv window of K positions at the activation width, recurrent state at "
+                     "--state-bytes-per-val, fp32 by default, as transformers' cache keeps them)")
+    if any_attn(spec, lambda x: x["index_topk"]):
+        parts.append("the lightning indexer caches one key per token per layer at the KV width "
+                     "(DeepSeek's reference code: fp8 plus an fp32 scale per 128)")
+    return "; ".join(parts)
+
+
+def assumptions(c, spec):
+    """The convention strings printed with (and returned in) every result."""
+    out = [f"per GPU on the most-loaded rank; dp = {c['dp']}, ZeRO stage {c['zero_stage']} shards over "
+           f"dp*cp = {c['zero_shard']} (experts over {c['expert_zero_shard']})",
+           f"framework allowance + misc = {c['overhead_bytes'] / GIB:.2f} GiB; fragmentation not modelled"]
+    if c.get("memory_field") == "memory_usable_bytes":
+        out.append(f"GPU capacity {c['memory_bytes'] / GIB:.2f} GiB from hardware.py's memory_usable_bytes "
+                   "(driver-reported total, e.g. nvidia-smi; torch's total_memory is ~0.5 GiB less)")
+    elif c.get("memory_field") == "memory_bytes":
+        out.append(f"GPU capacity {c['memory_bytes'] / GIB:.2f} GiB from hardware.py's memory_bytes "
+                   "(vendor GB, decimal; this hardware.py has no memory_usable_bytes)")
+    if c["infer"]:
+        fmt = c.get("checkpoint_format")
+        wtxt = (f"weights as the checkpoint stores them ({fmt['method']}, scales included): routed experts "
+                f"at {fmt['expert_bits']:.4g} bits, other layer matrices at {fmt['linear_bits']:.4g}"
+                if fmt else f"weights: layer matrices at {c['weight_bits']:g} bits")
+        out.append(f"{wtxt}, embeddings/head/norms at "
+                   f"{8 * c['weight_bytes']} bits (--weight-bits overrides); KV cache at {c['kv_bytes']:g} B/element"
+                   + ("; MLA cache = " + c["mla_cache"]
+                      if any_attn(spec, lambda x: x["kind"] == "mla") else ""))
+        if fmt and fmt.get("kv_cache_format"):
+            out.append(f"the checkpoint's KV cache format is {fmt['kv_cache_format']} (kv_cache_quant_algo), "
+                       f"counted here at {c['kv_bytes']:g} B/element"
+                       + ("" if c["kv_bytes"] == 1 else ": TensorRT-LLM follows it by default, pass "
+                          "--kv-cache-bytes-per-val 1 for that"))
+        out.append("KV cache per layer: " + cache_rules_text(spec))
+        out.append("activations: one prefill forward's working set (flash attention "
+                   + ("on" if c["flash_attention"] else "off") + ")")
+        return out
+    opt = (f"{c['optimizer']}: {c['opt_bytes']} B/param incl. fp32 master"
+           if c["mixed_precision"] and not c["autocast"]
+           else f"{c['optimizer']}: {c['opt_bytes']} B/param, no master copy")
+    if c["autocast"]:
+        out.append(f"mixed precision by torch.autocast: fp32 weights {c['weight_bytes']} B (the master "
+                   f"copy itself) and a {c['act_bytes']} B copy of each linear weight while its forward "
+                   f"is saved, grads {c['grad_bytes']} B, {opt}")
+    elif not c["lora"]:
+        out.append(f"mixed precision {'on' if c['mixed_precision'] else 'off'}: weights "
+                   f"{c['weight_bytes']} B, grads {c['grad_bytes']} B, {opt}")
+    if c["activation_rule"] == "eager":
+        out.append("activations (--framework pytorch): what autograd saves in transformers' eager "
+                   "modules (RMSNorm fp32 upcasts, a cast input per linear under autocast, SDPA's "
+                   "q/k/v/output/log-sum-exp, the MLP's four tensors, the loss's fp32 log-softmax: 12 B "
+                   "per logit at the backward's start); gradients zeroed with set_to_none, so the peak is "
+                   "the backward's start or its end; no allocator fragmentation")
+    out.append(f"activations ({'settings' if c['activation_rule'] == 'eager' else 'Korthikanti 2022'}): "
+               f"recompute {c['recompute']}, sequence parallel "
+               f"{'on' if c['sequence_parallel'] else 'off'}, flash attention "
+               f"{'on' if c['flash_attention'] else 'off'}, dropout {'on' if c['dropout'] else 'off'}, "
+               f"{c['act_bytes']} B/element, "
+               + (f"{c['num_microbatches']} micro-batches" if c["num_microbatches"] else
+                  "micro-batches = pp (no --global-batch-size)")
+               + (f", interleaved v={c['vp']}" if c["vp"] > 1 else ""))
+    split = [(k, c[k]) for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                                 "account_for_embedding_in_pipeline_split",
+                                 "account_for_loss_in_pipeline_split") if c[k]]
+    if split:
+        out.append("pipeline layers per stage " + "/".join(str(sum(r)) for r in c["chunk_layers"])
+                   + " (Megatron-LM " + ", ".join(f"--{k.replace('_', '-')}" + (
+                       f" {v}" if v is not True else "") for k, v in split) + ")")
+    if c["lora"]:
+        lo = c["lora"]
+        out.append(f"LoRA r={lo['rank']} on {','.join(lo['targets'])} (routed experts not adapted); "
+                   f"frozen base layers at {lo['base_bits']:.3f} bits; adapters and their grads at "
+                   f"{lo['adapter_bytes']} B, {c['optimizer']} states fp32, no master copy; "
+                   "activations as for full training")
+    return out
+
+
+def mode_text(args, c):
+    """The report's first line after the title: the regime and what -ca and -b mean here."""
+    b = c["batch_size"]
+    if c["infer"]:
+        return (f"Mode: inference (--infer): a batch of -b {b} sequences, context "
+                f"{c['sequence_length'] + c['output_tokens']:,} tokens (-s {c['sequence_length']} prompt + "
+                f"-o {c['output_tokens']} generated); weights, KV cache and one forward's activations")
+    how = ("-ca given" if args.checkpoint_activations else
+           f"--recompute {args.recompute}" if args.recompute else "the default")
+    return (f"Mode: training: activation recompute {c['recompute']} ({how}; in this script -ca / "
+            f"--checkpoint-activations turns full recompute ON, the cookbook's meaning); -b {b} is "
+            "the micro-batch per GPU")
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parse_tool_args(parser, argv)
+    spec, c, notes = resolve(args, parser)
+    c["infer"] = args.infer
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    for w in spec["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    pb = param_breakdown(spec)
+    b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]
+    fit = None
+    if args.infer:
+        ctx = s + o
+        worst, stages = inference_memory(spec, c, b, ctx)
+        kinds = kv_cache_by_kind(spec, c, worst["stage"], batch=b, context=ctx)
+        res_extra = {"kv_cache_bytes_per_token_per_layer": max(k["kv_bytes_per_token"] for k in kinds),
+                     "kv_cache_bytes_per_token": sum(k["layers"] * k["kv_bytes_per_token"] for k in kinds),
+                     "indexer_cache_bytes_per_token": sum(k["layers"] * k["indexer_bytes_per_token"]
+                                                          for k in kinds),
+                     "kv_cache_layer_kinds": kinds, "context_tokens": ctx}
+        alt_layers = all_attention_layers(spec)
+        if alt_layers is not None:  # the same weights and activations; only the cache differs
+            _, alt_stages = inference_memory(dict(spec, layers=alt_layers), c, b, ctx)
+            alt = alt_stages[worst["stage"]]
+            alt_kv = alt["kv_cache_bytes"] + alt["indexer_cache_bytes"]
+            cache_now = worst["kv_cache_bytes"] + worst["indexer_cache_bytes"] + worst["state_cache_bytes"]
+            res_extra["all_attention"] = {
+                "attention": attention_kind(next(x for layer in alt_layers for x in layer["attention"]
+                                                 if x["span"] == "full")),
+                "linear_layers": sum(any(x["span"] == "state" for x in layer["attention"]) for layer in spec["layers"]),
+                "stage": worst["stage"], "kv_cache_bytes": alt_kv,
+                "total_bytes": worst["total_bytes"] - cache_now + alt_kv, "saving_bytes": alt_kv - cache_now}
+        if c["memory_bytes"] is not None:
+            lim = c["memory_bytes"]
+            fit = {"max_batch_size": _largest(lambda x: inference_memory(spec, c, x, ctx)[0]["total_bytes"], lim),
+                   "max_context_tokens": _largest(lambda x: inference_memory(spec, c, b, x)[0]["total_bytes"], lim)}
+    else:
+        worst, stages = training_memory(spec, c, b)
+        res_extra = {"kv_cache_bytes": 0, "indexer_cache_bytes": 0, "state_cache_bytes": 0}
+        if c["memory_bytes"] is not None:
+            fit = {"max_micro_batch_size": _largest(
+                lambda x: training_memory(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
+    res = {"mode": "inference" if args.infer else "training", "mode_text": mode_text(args, c),
+           "warnings": spec["warnings"], "model": spec_summary(spec),
+           "total_params": pb["total_params"], "active_params": pb["active_params"],
+           "parallelism": {k: c[k] for k in ("num_gpus", "tp", "pp", "vp", "cp", "ep", "etp", "dp",
+                                             "zero_stage", "zero_shard", "expert_zero_shard")},
+           "parallelism_text": f"tp {c['tp']}, pp {c['pp']}, dp {c['dp']}, cp {c['cp']}, ep {c['ep']}, "
+                               f"ZeRO {c['zero_stage']}",
+           "config": {k: v for k, v in c.items() if k not in ("lora",)}, "lora": c["lora"],
+           **{k: v for k, v in worst.items()}, **res_extra,
+           "overhead_bytes": c["overhead_bytes"], "stages": stages}
+    if fit is not None:
+        lim = c["memory_bytes"]
+        cap = 1 << 24 if args.infer else 1 << 16  # where _largest stops searching
+        fit = {"gpu": c["gpu"], "memory_bytes": lim, "fits": res["total_bytes"] <= lim,
+               "headroom_bytes": lim - res["total_bytes"], **fit,
+               "capped": sorted(k for k, v in fit.items() if v == cap)}  # true value is at least cap
+    res["fit"] = fit
+    res["assumptions"] = assumptions(c, spec)
+    if c["activation_rule"] == "eager" and not args.infer:
+        held = res["stage_layers"] - res["eager_rule_layers"]
+        res["assumptions"].append(
+            f"peak at the {res['peak_phase']}"
+            + (f"; {held} of {res['stage_layers']} layers are kinds the eager rule was not derived for "
+               "(sliding/chunked/sparse attention, MLA, linear mixers, MoE routers other than "
+               "Mixtral's and Qwen's, LayerNorm, selective recompute): counted with the fused-kernel rule" if held else "")
+            + ("; routed experts run transformers' grouped_mm, which autocast does not cast: fp32 weights, "
+               "fp32 matmuls and fp32 saved tensors, and no 16-bit weight copies"
+               if c.get("autocast") and spec.get("moe") and res["eager_rule_layers"] else ""))
+    print_result(res, as_json=args.json, report=format_report)
+    return res
+
+
+if __name__ == "__main__":
+    run_tool(main)

@@ -1,0 +1,557 @@
+"""calc_training_time.py -- the step time of an LLM training layout from first principles, its MFU,
+and the fastest layout that fits.
+
+One layout (tensor, pipeline, context, expert and data parallel sizes, ZeRO stage, micro-batch,
+recompute) is costed kernel by kernel for every layer kind of the model (the shared layer list):
+each matmul at a shape-dependent efficiency (tile and wave quantization against the GPU's measured
+best matmul rate, a memory roofline and a launch floor), attention at the flash-attention kernel's
+published rate (or as eager batched matmuls plus softmax), memory-bound work at achievable
+bandwidth, the collectives with calc_comm.py's model (copied), the 1F1B / interleaved pipeline with
+its bubble and uneven edge stages, data-parallel gradient reduction overlapped with the last
+backward, the optimizer step, and ZeRO / CPU offload. Memory per GPU is calc_transformer_mem.py's
+model (copied); model FLOPs for MFU are calc_transformer_flops.py's count (copied).
+
+Usage:
+  python calc_training_time.py --gpu a100 --num-gpus 64 -l 96 -hs 12288 -a 96 -s 2048 \\
+      --global-batch-size 64 -b 1 -tp 8 -pp 8 --recompute selective --sequence-parallel --dropout
+  python calc_training_time.py --hf_model_name_or_path ./Llama-3.1-70B --gpu h100 --num-gpus 256 \\
+      --global-batch-size 512 -s 8192 --search --top 5
+  python calc_training_time.py --hf_model_name_or_path ./Llama-3.1-8B --gpu h100 --num-gpus 64 \\
+      --global-batch-size 256 -s 8192 --search --tokens 2e12 --cost-per-gpu-hour 2.5 --json
+
+References:
+  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+  (sequence parallelism, selective recompute, Tables 4-5); Narayanan et al. 2021, "Efficient
+  Large-Scale Language Model Training on GPU Clusters Using Megatron-LM" (pipeline schedules, eq. 3);
+  Shoeybi et al. 2019 (tensor parallelism); Rajbhandari et al. 2020 (ZeRO); Ren et al. 2021
+  (ZeRO-Offload); Dao 2023 (FlashAttention-2) and Shah et al. 2024 (FlashAttention-3) for attention
+  kernel rates; S. Bekman, ml-engineering (maximum achievable matmul FLOPS); NVIDIA's A100/H100
+  architecture whitepapers (SM counts); Lee et al. 2025 (compute slowdown under overlapped
+  communication). VALIDATION.md lists every comparison and which measurement set which constant.
+
+Frameworks (--framework): megatron (default) costs Megatron-LM's fused kernels; pytorch costs an
+eager torchtitan / HF Llama stack (RMSNorm upcast to fp32 as several kernels, rotary, SiLU and the
+gate product apart, residual and gradient-sum adds, bias-gradient sums, the loss in fp32) and
+llm-foundry an eager MPT stack (LayerNorm, GELU, flash-attn's varlen pad/unpad copies, the fused
+loss); both with PyTorch FSDP's per-layer gradient cat, fp32 cast and pre-divide kernels and its
+per-micro-batch gathers and reduce-scatters (-z 2 = SHARD_GRAD_OP, -z 3 = FULL_SHARD). megatron-2021
+costs Megatron-LM as Narayanan et al. 2021 ran it (the sc21 artifact, NVIDIA/Megatron-LM de7dc40):
+TP all-reduces unoverlapped, no distributed optimizer, apex's LayerNorm at its measured rates, 16-bit
+gradients accumulated by autograd and reduced by local DDP's flatten / all-reduce / copy-back after
+the backward, the unfused QKV bias add and context copy, fp32 cross-entropy; flags it lacked exit 2. megatron-2022
+costs the code of Korthikanti et al. 2022 (NVIDIA/Megatron-LM d898a8991d): sequence parallelism and
+selective recompute, backward TP overlap, fused fp32 gradient accumulation, but still no distributed
+optimizer or flash kernel, the unfused QKV bias add and context copy, the embedding all-reduce, fp32
+cross-entropy, and local DDP dividing the gradient buffer by dp after the backward, dp = 1 included.
+Each kernel is counted from the module's source (the eager_* functions cite the file), none fitted:
+  python calc_training_time.py -l 32 -hs 4096 -a 32 -v 50368 --bias --tied-embeddings \
+      --position-embedding learned --norm layernorm --gpu h100 --num-gpus 8 -b 6 \
+      --global-batch-size 48 -z 3 --recompute none --framework llm-foundry
+"""
+
+import argparse
+import json
+import sys
+import time
+
+from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
+    check_ranges, finite_float, parse_tool_args, ranges_epilog, run_tool)
+from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
+    PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
+from ..model.spec import resolve_model_spec, spec_summary
+from ..train.flops import SECONDS_PER_DAY
+from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_OVER_BF16_MAMF, FRAMEWORKS,
+    GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
+    PCIE_BYTES_PER_S, RECOMPUTE, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
+from ..train.memory import optimizer_bytes_per_param
+from ..train.search import (_divisors, check_layout, complete_layout, limiter, search_layouts,
+    sequence_flops)
+from ..train.step import evaluate
+
+
+# Expert load imbalance: the busiest expert-parallel rank's tokens over the mean. 1.0 = balanced
+# routing (DeepSeek-V3's auxiliary-loss-free balancing reports near-even loads); --moe-imbalance.
+MOE_IMBALANCE = 1.0
+
+# Default GPU when neither --gpu nor explicit figures are given (said on stderr): H100 SXM.
+DEFAULT_GPU = {"name": "H100 SXM (built-in)", "key": "h100-sxm", "peak_flops_per_s": {"bf16": 989.4e12, "fp8": 1978.9e12},
+               "matmul_ceiling": 0.80, "memory_bandwidth_bytes_per_s": 3.35e12,
+               "memory_bytes": 81559 * 2 ** 20, "scale_up_bandwidth_bytes_per_s": 450e9,
+               "scale_up_domain_size": 8, "scale_up_in_network_reduction": True,
+               "scale_out_bandwidth_bytes_per_s": 50e9, "sms": 132}
+
+GIB_ = 2 ** 30
+
+
+# The range of each script flag (argparse dest: (lo, hi), both inclusive).
+FLAG_RANGES = {
+    "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
+    "virtual_pipeline_size": (1, 1024), "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
+    "micro_batch_size": (1, 10 ** 6), "global_batch_size": (1, 10 ** 9), "sequence_length": (1, 10 ** 8),
+    "tokens": (1, 1e18), "top": (1, 10 ** 4), "peak_tflops": (1e-3, 1e6), "hbm_bandwidth_GBps": (1e-3, 1e7),
+    "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
+    "gpu_memory_gib": (1e-3, 1e6), "cost_per_gpu_hour": (0, 1e6), "moe_imbalance": (1, 100),
+    "matmul_ceiling": (1e-3, 1), "overlap_slowdown": (0, 1), "framework_mem_gib": (0, 1e6),
+    "dp_bucket_mparams": (1e-3, 1e6)}
+
+
+# ------------------------------------------------------------------------------------------------
+# Hardware, FLOPs, layouts
+# ------------------------------------------------------------------------------------------------
+
+def _family(name):
+    n = (name or "").lower()
+    return "h100" if ("h100" in n or "h200" in n or "gh200" in n) else ("a100" if "a100" in n else "default")
+
+
+def resolve_hardware(args, parser):
+    """The GPU as the cost model needs it: peak at --dtype (and 16-bit for attention), matmul
+    ceiling, achievable bandwidth, SMs, links, capacity. From --gpu (hardware.py), overridden by
+    explicit figures; with neither, the built-in H100 SXM (said on stderr)."""
+    notes, rec = [], None
+    if args.gpu:
+        rec = accelerator_record(args.gpu, parser, without="pass --peak-tflops, "
+                                 "--hbm-bandwidth-GBps and --intra-node-bw-GBps instead")
+    base = rec or DEFAULT_GPU
+    if rec is None:
+        given = [f for f, v in (("--peak-tflops", args.peak_tflops), ("--hbm-bandwidth-GBps", args.hbm_bandwidth_GBps),
+                                ("--intra-node-bw-GBps", args.intra_node_bw_GBps)) if v]
+        notes.append(f"no --gpu given: figures not passed ({', '.join(given) or 'none passed'} given) come from "
+                     f"{DEFAULT_GPU['name']} (pass --gpu NAME, or --peak-tflops/--hbm-bandwidth-GBps/"
+                     "--intra-node-bw-GBps/--gpu-memory-gib)")
+    peaks = base.get("peak_flops_per_s") or {}
+    dt = args.dtype
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else peaks.get(dt)
+    if not peak:
+        parser.error(f"{base.get('name')} has no {dt} peak in hardware.py; pass --peak-tflops or another --dtype")
+    peak16 = peaks.get("bf16") or peaks.get("fp16") or (peak / 2 if dt == "fp8" else peak)
+    if args.peak_tflops and dt != "fp8":
+        peak16 = peak
+    amf = (base.get("achievable_matmul_flops_per_s") or {})
+    if args.matmul_ceiling is not None:
+        ceiling, ceiling_src = args.matmul_ceiling, "--matmul-ceiling"
+    elif rec is not None and amf.get(dt):
+        ceiling, ceiling_src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
+    elif rec is not None and dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
+        ceiling, ceiling_src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
+    elif rec is not None and amf.get("bf16") and peaks.get("bf16"):
+        r = amf["bf16"] / peaks["bf16"]
+        ceiling = r * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+        ceiling_src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
+    else:
+        ceiling = DEFAULT_GPU["matmul_ceiling"] * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+        ceiling_src = "default 0.80 (H100 SXM MAMF / peak)"
+    gpu_key = base.get("name") if rec else base.get("key")
+    sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
+    if args.matmul_ceiling is None and sustained:
+        ceiling *= sustained
+        ceiling_src += f" x {sustained:.3f} sustained (H100 grid)"
+    bw = args.hbm_bandwidth_GBps * 1e9 if args.hbm_bandwidth_GBps else base.get("memory_bandwidth_bytes_per_s")
+    if not bw:
+        parser.error(f"{base.get('name')} has no memory bandwidth in hardware.py; pass --hbm-bandwidth-GBps")
+    ach = base.get("achievable_memory_bandwidth_bytes_per_s")
+    mem_bw = ach if (ach and not args.hbm_bandwidth_GBps) else bw * MEM_BW_FRACTION
+    intra = args.intra_node_bw_GBps * 1e9 if args.intra_node_bw_GBps else base.get("scale_up_bandwidth_bytes_per_s")
+    inter = args.inter_node_bw_GBps * 1e9 if args.inter_node_bw_GBps else base.get("scale_out_bandwidth_bytes_per_s")
+    intra_eff, gpn_default = SCALE_UP_EFFICIENCY, base.get("scale_up_domain_size")
+    if not intra and base.get("pcie_peer_bandwidth_bytes_per_s"):  # PCIe cards with peer-to-peer
+        # NCCL's ring over the slot (calc_comm.py's model: comm/collectives.py's constants)
+        intra, intra_eff, gpn_default = base["pcie_peer_bandwidth_bytes_per_s"], PCIE_PEER_EFFICIENCY, PCIE_SERVER_GPUS
+        notes.append(f"{base.get('name')}: no NVLink; peers over PCIe at {intra / 1e9:.1f} GB/s x "
+                     f"{PCIE_PEER_EFFICIENCY:.3f} (NCCL's ring), servers of {PCIE_SERVER_GPUS} GPUs")
+    if not intra and inter:  # no NVLink and no PCIe peer-to-peer: GPUs reach each other over the NIC path
+        intra = inter
+        notes.append(f"{base.get('name')} has no scale-up link in hardware.py: GPUs talk at its scale-out "
+                     f"{inter / 1e9:g} GB/s (pass --intra-node-bw-GBps to change)")
+    if not intra:
+        parser.error(f"{base.get('name')} has no scale-up bandwidth in hardware.py; pass --intra-node-bw-GBps")
+    gpn = args.gpus_per_node or gpn_default or 8
+    fam = _family(base.get("name") or base.get("key"))
+    key = base.get("name") if rec else base.get("key")
+    if args.gpu_memory_gib is not None:
+        mem = args.gpu_memory_gib * GIB_
+    else:
+        mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
+    hw = {"name": base.get("full_name") or base.get("name"), "peak": peak, "peak16": peak16, "peak_mfu": peak,
+          "matmul_ceiling": ceiling, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
+          "sms": SM_COUNT.get(key) if rec else (DEFAULT_GPU["sms"] if args.peak_tflops is None else None),
+          "flash": FLASH_EFFICIENCY[fam], "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
+          "gpus_per_node": int(gpn)}
+    mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
+    net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
+                    in_network_reduction=bool(base.get("scale_up_in_network_reduction")),
+                    intra_efficiency=intra_eff, inter_efficiency=SCALE_OUT_EFFICIENCY,
+                    nvls_efficiency=NVLS_EFFICIENCY, launch_s=ALPHA_LAUNCH_S,
+                    intra_hop_ll_s=ALPHA_HOP_S["ll"]["intra"], inter_hop_ll_s=ALPHA_HOP_S["ll"]["inter"],
+                    mesh_domain=mesh)
+    return hw, net, notes
+
+
+def build_parser():
+    p = OneLineErrorParser(
+        description="Step time, MFU and the fastest layout of LLM training, from first principles.")
+    add_model_args(p)
+    bo = argparse.BooleanOptionalAction
+    h = p.add_argument_group("hardware")
+    h.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100, b200)")
+    h.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs in the job (default tp x pp x cp)")
+    h.add_argument("--gpus-per-node", type=bounded_int, default=None, help="GPUs per scale-up domain (default: the GPU's, else 8)")
+    h.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16",
+                   help="matmul precision (fp16 adds loss scaling to the optimizer step; fp8: matmuls at the "
+                        "fp8 rate, attention and activations bf16)")
+    h.add_argument("--peak-tflops", type=finite_float, default=None, help="dense peak TFLOP/s at --dtype (overrides --gpu)")
+    h.add_argument("--matmul-ceiling", type=finite_float, default=None,
+                   help="best matmul fraction of peak (default: hardware.py's measured MAMF / peak)")
+    h.add_argument("--hbm-bandwidth-GBps", dest="hbm_bandwidth_GBps", type=finite_float, default=None,
+                   help="memory bandwidth, GB/s (x %.2f achievable)" % MEM_BW_FRACTION)
+    h.add_argument("--intra-node-bw-GBps", dest="intra_node_bw_GBps", type=finite_float, default=None,
+                   help="scale-up bandwidth per GPU per direction, GB/s")
+    h.add_argument("--inter-node-bw-GBps", dest="inter_node_bw_GBps", type=finite_float, default=None,
+                   help="scale-out bandwidth per GPU per direction, GB/s")
+    h.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="capacity per GPU (overrides --gpu)")
+    h.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
+                   help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
+    lay = p.add_argument_group("layout")
+    lay.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1)
+    lay.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1)
+    lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
+                     help="model chunks per pipeline rank (interleaved 1F1B)")
+    lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
+    lay.add_argument("--expert-parallelism", "-ep", type=bounded_int, default=1)
+    lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
+                     help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
+    lay.add_argument("--sequence-parallel", action=bo, default=False,
+                     help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
+    lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=None,
+                     help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding; "
+                          "default 1, 0 under --framework megatron-2021 / megatron-2022)")
+    lay.add_argument("--micro-batch-size", "-b", type=bounded_int, default=None,
+                     help="sequences per micro-batch per replica (default: the fastest that fits)")
+    lay.add_argument("--global-batch-size", type=bounded_int, default=None,
+                     help="sequences per step (default: dp x micro-batch)")
+    lay.add_argument("--sequence-length", "-s", type=bounded_int, default=2048)
+    lay.add_argument("--recompute", choices=RECOMPUTE, default=None,
+                     help="activation recompute (default selective; full under --framework megatron-2021)")
+    lay.add_argument("--offload", action=bo, default=False,
+                     help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
+    k = p.add_argument_group("framework")
+    k.add_argument("--framework", choices=FRAMEWORKS, default="megatron",
+                   help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
+                        "(Megatron-LM as Narayanan et al. 2021 ran it: no TP-overlap, no distributed "
+                        "optimizer, apex LayerNorm, 16-bit gradients), megatron-2022 (as Korthikanti et al. "
+                        "2022 ran it: no distributed optimizer or flash kernel, fp32 cross-entropy, local "
+                        "DDP's divide at any dp), pytorch (eager "
+                        "torchtitan / HF Llama modules: unfused norms, rope, activations, fp32 loss, FSDP's "
+                        "gradient casts and copies), llm-foundry (eager MPT modules: flash-attn varlen "
+                        "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD")
+    k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16", "fp16"), default=None,
+                   help="dtype gradients are accumulated and reduced in (default fp32; bf16 = composer's FSDP "
+                        "PURE; megatron-2021: the 16-bit --dtype for fp16, fp32 = its "
+                        "--accumulate-allreduce-grads-in-fp32, fp32 for bf16; megatron-2022: fp32 = that flag, "
+                        "which its gradient-accumulation fusion needs, fp16 = without it, unfused)")
+    k.add_argument("--flash-attention", action=bo, default=None,
+                   help="fused attention kernel (default on, off under megatron-2021/2022); off: eager matmuls + "
+                        "softmax over s x s")
+    k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
+    k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
+                   help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
+                        "under megatron-2021)")
+    k.add_argument("--dp-overlap", action=bo, default=None,
+                   help="gradient reduction bucketed under the last backward (default on; off under "
+                        "megatron-2021/2022, whose local DDP reduces after the backward: pass --dp-overlap for "
+                        "its --DDP-impl torch)")
+    k.add_argument("--dp-bucket-mparams", type=finite_float, default=40.0,
+                   help="gradient bucket, millions of parameters (default 40, Megatron-LM's)")
+    k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
+                   help="busiest expert rank's tokens / mean (default 1.0)")
+    k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
+                   help="compute slowdown while a collective overlaps it (default 0.19, Lee et al. 2025)")
+    o = p.add_argument_group("question")
+    o.add_argument("--tokens", type=finite_float, default=None, help="training tokens: time, GPU-hours, cost")
+    o.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
+    o.add_argument("--search", action="store_true", help="rank every layout of --num-gpus")
+    o.add_argument("--top", type=bounded_int, default=5, help="layouts to print with --search (default 5)")
+    o.add_argument("--rank-by", choices=("time", "cost"), default="time",
+                   help="order of --search (at a fixed --num-gpus, cost per sequence = time per sequence x "
+                        "GPUs x price: the same order)")
+    o.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
+    return p
+
+
+def fmt_s(t):
+    if t >= 1:
+        return f"{t:.3f} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t * 1e6:.1f} us"
+
+
+def layout_text(lay):
+    return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
+            f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
+            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''} gbs {lay['global_batch_size']}")
+
+
+def format_report(res):
+    lines = []
+    lay, r = res["layout"], res
+    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']} ({res['dtype']}): {layout_text(lay)}")
+    lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
+                 f"tokens per replica, global batch {lay['global_batch_size']}")
+    for w in res["warnings"]:
+        lines.append(f"warning: {w}")
+    lines.append(f"Step time          {fmt_s(r['step_time_s'])}")
+    lines.append(f"MFU / HFU          {r['mfu']:.1%} / {r['hfu']:.1%}  ({r['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU)")
+    lines.append(f"Tokens/s           {r['tokens_per_s']:,.0f} total, {r['tokens_per_s_per_gpu']:,.0f} per GPU")
+    mem = r["total_bytes"] / GIB_
+    cap = res["memory_bytes"]
+    fit = "" if cap is None else (f"  fits {cap / GIB_:.1f} GiB, headroom {r['headroom_bytes'] / GIB_:.1f} GiB"
+                                  if r["fits"] else f"  DOES NOT FIT {cap / GIB_:.1f} GiB")
+    lines.append(f"Memory per GPU     {mem:.2f} GiB on stage {r['memory']['stage']}{fit}")
+    lines.append("Breakdown of the step (slowest stage x micro-batches, then what the schedule adds):")
+    step = r["step_time_s"]
+    for k, v in sorted(r["breakdown_s"].items(), key=lambda kv: -kv[1]):
+        if v > 0:
+            lines.append(f"  {k:<36}{fmt_s(v):>12}{v / step:>8.1%}")
+    if res.get("training"):
+        t = res["training"]
+        cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
+                     f"{t['gpu_hours']:,.0f} GPU-hours{cost}")
+    if res.get("layouts") is not None:
+        lines.append(f"Search: {res['layouts_evaluated']} layouts costed ({res['layout_groups']} parallel "
+                     f"shapes) in {res['search_time_s']:.2f} s; best first:")
+        lines.append(f"  {'#':>2} {'layout':<66}{'step':>10}{'MFU':>7}{'GiB':>7}  limited by")
+        for i, x in enumerate(res["layouts"]):
+            lines.append(f"  {i + 1:>2} {layout_text(x):<66}{fmt_s(x['step_time_s']):>10}{x['mfu']:>7.1%}"
+                         f"{x['total_bytes'] / GIB_:>7.1f}  {x['limited_by']}")
+        if res.get("why"):
+            lines.append("Why the winner wins: " + res["why"])
+    lines.append("Assumes: " + "; ".join(res["assumptions"]))
+    return "\n".join(lines)
+
+
+def assumptions(hw, lay):
+    ff, fb = hw["flash"]
+    out = [f"matmuls at {hw['matmul_ceiling']:.3f} of peak ({hw['ceiling_source']}) x tile/wave quantization "
+           f"({GEMM_TILE[0]}x{GEMM_TILE[1]} tiles over {hw['sms'] or 'unknown (no wave term)'} SMs), "
+           f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
+           (f"attention: fused kernel at {ff:.2f} (fwd) / {fb:.2f} (bwd) of the 16-bit peak, causal pairs"
+            if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
+            + (" and dropout" if lay["dropout"] else "")),
+           f"memory-bound work at {hw['mem_bw'] / 1e9:,.0f} GB/s achievable",
+           f"TP comm overlap: {lay['tp_comm_overlap']}; DP gradient reduction "
+           + ("per layer under FSDP (see framework)" if eager_framework(lay)
+              and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1
+              else "bucketed under the last backward" if lay["dp_overlap"] else "after the backward, exposed"),
+           f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
+           f"MoE load imbalance {lay['moe_imbalance']:g}",
+           "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
+           + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
+           "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model"]
+    fw = lay.get("framework", "megatron")
+    if fw == "pytorch":
+        out.append("memory: calc_transformer_mem.py's eager rule (what autograd saves in transformers' modules; "
+                   + ("fp32 weights under autocast with a 16-bit copy of each weight, " if lay["zero_stage"] <= 1 else "")
+                   + "peak at the backward's start or end)")
+    if fw == "megatron":
+        out.append("framework megatron: fused bias-activation, norm and softmax kernels, fused fp32 gradient accumulation")
+    elif fw == "megatron-2021":
+        out.append("framework megatron-2021: Megatron-LM of 2021 (sc21 artifact): fused bias-activation and softmax, "
+                   f"apex LayerNorm at its measured {APEX_LAYERNORM_2021[0]:.2f} / {APEX_LAYERNORM_2021[1]:.2f} of "
+                   "achievable bandwidth, unfused QKV bias add and context copy, "
+                   + ("16-bit gradients accumulated by autograd, flattened, divided and copied back around the "
+                      "all-reduce" if lay["grad_bytes"] == 2 else "fp32 gradients accumulated into main_grad by "
+                      "a hook and divided before the all-reduce")
+                   + ", fp32 cross-entropy over .float() logits")
+    elif fw == "megatron-2022":
+        out.append("framework megatron-2022: Megatron-LM of May 2022 (d898a8991d, Korthikanti et al. 2022): fused "
+                   "bias-activation, softmax and persistent LayerNorm, unfused QKV bias add and context copy, "
+                   "embedding all-reduce, fp32 cross-entropy over .float() logits, "
+                   + ("fp32 main gradients (fused accumulation)" if lay["grad_bytes"] == 4 else
+                      "16-bit main gradients added by local DDP's hook and cast to fp32 at the step")
+                   + ", local DDP dividing the buffer by dp after the backward (dp = 1 too), no distributed "
+                   "optimizer; host syncs of its timers not costed")
+    else:
+        out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
+                   "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
+                   f"micro-batch, gradients reduced in {'fp32' if lay['grad_bytes'] == 4 else 'bf16'}; "
+                   "CPU launch overhead and host syncs not costed")
+    if lay["matmul_bytes"] == 1:
+        out.append("fp8: matmuls at the fp8 rate and ceiling; the casts to fp8 and their scales are not costed")
+    return out
+
+
+# What a left-out flag means under each framework. Megatron-LM of 2021 (de7dc40, the sc21 artifact)
+# had no distributed optimizer (added 2022-02, 329fe58), all-reduced the TP input gradient
+# synchronously in the backward (megatron/mpu/mappings.py; the overlap came 2021-09, 16c9044), no
+# fused attention kernel (FlashAttention: Dao et al. 2022), recomputed whole layers
+# (--checkpoint-activations, as every Table 1 run), reduced gradients after the backward with its
+# default local DDP, in the 16-bit parameter dtype for fp16 (arguments.py forces fp32 only for bf16).
+FRAMEWORK_DEFAULTS = {
+    "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
+                      "recompute": "full", "dp_overlap": False},
+    # Megatron-LM of 2022-05 (d898a8991d, the sequence-parallel merge, Korthikanti et al. 2022): the
+    # distributed optimizer came 2022-06-08 (d07d29df14); the backward TP collectives overlap the
+    # weight-gradient GEMM (mpu/layers.py); no flash kernel; local DDP reduces after the backward
+    "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
+                      "recompute": "selective", "dp_overlap": False},
+    "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
+                "recompute": "selective", "dp_overlap": True}}
+
+
+def resolve_framework_defaults(args, parser):
+    """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
+    line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
+    fw = args.framework
+    if fw in LEGACY_MEGATRON:
+        y2021 = fw == "megatron-2021"
+        bad = [(args.zero_stage not in (None, 0), f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
+               (y2021 and args.tp_comm_overlap not in (None, "none"), f"--tp-comm-overlap {args.tp_comm_overlap} "
+                "(the TP all-reduces ran synchronously)"),
+               (args.tp_comm_overlap == "full", "--tp-comm-overlap full (no userbuffers overlap of the "
+                "forward collectives)"),
+               (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
+               (y2021 and args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
+               (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
+               (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
+               (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
+               (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
+                "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
+               (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
+                "--dp-overlap with fp32 gradients (arguments.py: fp32 accumulation needs local DDP, which "
+                "reduces after the backward; pass --grad-reduce-dtype fp16 for --DDP-impl torch)")]
+        why = [w for b, w in bad if b]
+        if why:
+            parser.error(f"--framework {fw} has no {why[0]}")
+    for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.grad_reduce_dtype is None:
+        args.grad_reduce_dtype = "fp16" if fw == "megatron-2021" and args.dtype == "fp16" else "fp32"
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parse_tool_args(parser, argv)
+    check_ranges(args, parser, FLAG_RANGES)
+    if args.num_attention_heads is None and not args.hf_model_name_or_path:
+        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
+            args.num_attention_heads = 64  # as calc_transformer_mem.py's default
+    try:
+        spec, notes = resolve_model_spec(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    resolve_framework_defaults(args, parser)
+    hw, net, hw_notes = resolve_hardware(args, parser)
+    tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
+    n = args.num_gpus or tp * pp * cp
+    base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
+            "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
+            "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
+            "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
+            "flash_attention": args.flash_attention, "dropout": args.dropout,
+            "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
+            "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
+            "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
+            "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
+            "framework": args.framework,
+            "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
+    c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
+          "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
+          "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
+    flops = sequence_flops(spec, seq_len=args.sequence_length)
+    res = {"model": spec_summary(spec), "warnings": list(spec["warnings"]), "gpu": hw["name"],
+           "num_gpus": n, "dtype": args.dtype, "memory_bytes": hw["memory_bytes"]}
+    if args.search:
+        if not args.num_gpus or not args.global_batch_size:
+            parser.error("--search needs --num-gpus and --global-batch-size")
+        base["global_batch_size"] = args.global_batch_size
+        t0 = time.perf_counter()
+        show = (lambda i, k: print(f"\rsearching: {i}/{k} parallel shapes", end="", file=sys.stderr)) \
+            if sys.stderr.isatty() and not args.json else None
+        rows, evaluated, ngroups = search_layouts(spec, base, hw=hw, net=net, c0=c0, flops=flops,
+                                                  progress=show)
+        if show:
+            print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+        elapsed = time.perf_counter() - t0
+        if not rows:
+            parser.error(f"no layout of {n} GPUs fits {hw['memory_bytes'] / GIB_:.1f} GiB per GPU "
+                         f"for global batch {args.global_batch_size}, even with full recompute and offload")
+        _, lay, r = rows[0]
+        top = []
+        for _, ly, rr in rows[:args.top]:
+            top.append(dict({k: ly[k] for k in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero_stage",
+                                                  "micro_batch_size", "recompute", "offload", "num_microbatches",
+                                                  "global_batch_size", "sequence_length")},
+                            sequence_parallel=ly["sp"], sp=ly["sp"], step_time_s=rr["step_time_s"],
+                            tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],
+                            total_bytes=rr["total_bytes"], headroom_bytes=rr["headroom_bytes"],
+                            limited_by=limiter(rr)))
+        res.update(layouts=top, layouts_evaluated=evaluated, layout_groups=ngroups, search_time_s=elapsed,
+                   why=why_winner(rows))
+    else:
+        dp = n // (tp * pp * cp) if n % (tp * pp * cp) == 0 else 0
+        if not dp:
+            parser.error(f"--num-gpus {n} is not divisible by tp x pp x cp = {tp * pp * cp}")
+        b = args.micro_batch_size
+        gbs = args.global_batch_size or dp * (b or 1)
+        base["global_batch_size"] = gbs
+        cands = [b] if b else _divisors(gbs // dp, 64) if gbs % dp == 0 else [1]
+        best = None
+        for x in cands:
+            lay = dict(base, micro_batch_size=x)
+            why = check_layout(spec, lay)
+            if why:
+                if b or x == cands[-1] and best is None:
+                    parser.error(why)
+                continue
+            lay = complete_layout(lay)
+            r = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops)
+            key = (not r["fits"], r["step_time_s"] if r["fits"] else x)
+            if best is None or key < best[0]:
+                best = (key, lay, r)
+        _, lay, r = best
+        res["micro_batch_size_source"] = "--micro-batch-size" if b else "the fastest that fits"
+    res.update({k: r[k] for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "hfu",
+                                  "model_tflops_per_gpu", "total_bytes", "fits", "headroom_bytes",
+                                  "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
+    res["layout"] = dict(lay, sequence_parallel=lay["sp"])
+    res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
+                             "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
+    if args.tokens:
+        steps = args.tokens / (lay["global_batch_size"] * lay["sequence_length"])
+        wall = steps * r["step_time_s"]
+        gh = wall * n / 3600
+        res["training"] = {"tokens": args.tokens, "steps": steps, "time_s": wall, "days": wall / SECONDS_PER_DAY,
+                           "gpu_hours": gh, "cost_per_gpu_hour": args.cost_per_gpu_hour,
+                           "cost": gh * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None}
+    res["assumptions"] = assumptions(hw, lay)
+    for note in [*hw_notes, *notes]:
+        print(f"note: {note}", file=sys.stderr)
+    for w in res["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(res, indent=2, default=str))
+    else:
+        print(format_report(res))
+    return res
+
+
+def why_winner(rows):
+    """One sentence on what the best layout gains over the runner-up of another parallel shape."""
+    best = rows[0]
+    shape = lambda ly: (ly["tp"], ly["pp"], ly["vp"], ly["cp"], ly["ep"], ly["zero_stage"])  # noqa: E731
+    other = next((r for r in rows[1:] if shape(r[1]) != shape(best[1])), None)
+    if other is None:
+        return "it is the only parallel shape that fits"
+    b, o = best[2]["breakdown_s"], other[2]["breakdown_s"]
+    diffs = {k: o.get(k, 0) - b.get(k, 0) for k in set(b) | set(o)}
+    k = max(diffs, key=diffs.get)
+    return (f"against the best {layout_text(other[1])} ({fmt_s(other[2]['step_time_s'])} per step), it saves "
+            f"{fmt_s(diffs[k])} of {k.replace('_', ' ')} per step")
+
+
+if __name__ == "__main__":
+    run_tool(main)

@@ -1,0 +1,1 @@
+"""Training: FLOPs, memory per GPU, the per-kernel step-time model and the layout search."""

@@ -1,0 +1,541 @@
+"""Training memory per GPU on the most-loaded rank: model states (mixed precision, optimizer,
+ZeRO/FSDP), activations (Korthikanti et al. 2022's fused count and the eager PyTorch rule),
+pipeline stages and LoRA."""
+
+from ..model.formulas import (attention_head_dims, expected_real_experts, layer_params,
+    mixer_widths, norm_params)
+from ..model.sharding import attention_on_rank, mlp_on_rank
+
+
+# Optimizer state bytes per trainable parameter, EXCLUDING the fp32 master copy that mixed
+# precision adds (it is added separately, at --high-prec-bytes-per-val).
+OPTIMIZER_STATE_BYTES = {
+    "adam": 8,           # fp32 first and second moments (Kingma & Ba 2015): 4 + 4
+    "adamw": 8,          # same states as Adam (Loshchilov & Hutter 2019)
+    "adam8bit": 2,       # bitsandbytes 8-bit moments: 1 + 1 (block constants ~0.4%, ignored)
+    "adamw8bit": 2,
+    "sgd": 4,            # SGD with momentum: one fp32 buffer
+    "sgd-nomomentum": 0,
+    "lion": 4,           # Lion keeps one momentum buffer (Chen et al. 2023)
+    "adafactor": 0,      # factored second moment: O(rows + cols) per matrix, ~0 per parameter
+}
+
+FSDP_TO_ZERO = {"no_shard": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shard": 3}
+
+LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
+
+QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
+
+# ------------------------------------------------------------------------------------------------
+# Model states
+# ------------------------------------------------------------------------------------------------
+
+def optimizer_bytes_per_param(*, optimizer, mixed_precision, master_bytes):
+    """Optimizer bytes per trainable parameter: states (table above) plus, in mixed precision,
+    the fp32 master weights (ZeRO paper sec. 3.1: Adam's K = 4 + 4 + 4 = 12)."""
+    return OPTIMIZER_STATE_BYTES[optimizer] + (master_bytes if mixed_precision else 0)
+
+
+def zero_model_state_bytes(*, params, weight_bytes, grad_bytes, optimizer_bytes, zero_stage,
+                           shard_degree):
+    """Per-GPU (weights, gradients, optimizer) bytes for `params` parameters replicated over
+    `shard_degree` ranks under ZeRO stage 0-3 (Rajbhandari et al. 2019, sec. 5.1-5.3): stage 1
+    shards optimizer states, 2 also gradients, 3 also weights."""
+    n = shard_degree
+    return (params * weight_bytes / (n if zero_stage >= 3 else 1),
+            params * grad_bytes / (n if zero_stage >= 2 else 1),
+            params * optimizer_bytes / (n if zero_stage >= 1 else 1))
+
+
+def layer_params_per_rank(layer, *, h, norm, tp, etp, ep):
+    """One layer's parameters on one rank, split into (non_expert, expert): the block's layer_params
+    on the rank's share of each attention (attention_on_rank) and MLP block (mlp_on_rank); norms,
+    per-layer extra weights and routers replicated; routed experts E/ep per rank (resolve() checks
+    that every split divides exactly). The split is Megatron-LM's (Shoeybi et al. 2019 sec. 3 for
+    tp; its expert parallelism and --expert-tensor-parallel-size for ep and etp)."""
+    share = {"attention": tuple(attention_on_rank(x, tp=tp) for x in layer["attention"]),
+             "mlp": tuple(mlp_on_rank(m, tp=tp, etp=etp) for m in layer["mlp"]),
+             "norms": layer["norms"], "extra_params": layer["extra_params"]}
+    p = layer_params(share, h=h, norm=norm)
+    return p["total"] - p["routed_experts"], p["routed_experts"] // ep
+
+
+def pipeline_chunk_layers(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
+                          loss_in_split=False):
+    """Transformer layers in each model chunk, counts[rank][chunk], as Megatron-LM builds them
+    (megatron/core/transformer/transformer_block.py get_num_layers_to_build): even, L/(pp*vp);
+    with --decoder-first/last-pipeline-num-layers the first/last rank holds that many (over its vp
+    chunks) and the other ranks split the rest evenly; --account-for-embedding/loss-in-pipeline-split
+    count the embedding/loss as one layer of L+1 (+2), taken from the first/last chunk. Validated
+    by resolve() first: every count here divides exactly."""
+    if first is not None or last is not None:
+        mid_stages = pp - (first is not None) - (last is not None)
+        per_mid = (num_layers - (first or 0) - (last or 0)) // mid_stages if mid_stages else 0
+        per_rank = [per_mid] * pp
+        if first is not None:
+            per_rank[0] = first
+        if last is not None:
+            per_rank[-1] = last
+        return [[n // vp] * vp for n in per_rank]
+    k = (num_layers + embedding_in_split + loss_in_split) // (pp * vp)
+    counts = [[k] * vp for _ in range(pp)]
+    counts[0][0] -= int(embedding_in_split)
+    counts[-1][-1] -= int(loss_in_split)
+    return counts
+
+
+def stage_layers(*, num_layers, pp, vp, stage, chunk_layers=None):
+    """Layer indices held by pipeline stage `stage`: model chunk c of rank i is virtual stage
+    c*pp + i and virtual stages hold consecutive layers (Narayanan et al. 2021, sec. 2.2.2; Megatron
+    get_transformer_layer_offset). chunk_layers: counts[rank][chunk] (default: the even split)."""
+    return all_stage_layers(num_layers=num_layers, pp=pp, vp=vp, chunk_layers=chunk_layers)[stage]
+
+
+def all_stage_layers(*, num_layers, pp, vp, chunk_layers=None):
+    """stage_layers for every stage at once, out[stage]: one pass over the pp*vp chunks, so that a
+    loop over the stages costs O(pp*vp + L), not O(pp^2 * vp)."""
+    if chunk_layers is None:
+        chunk_layers = pipeline_chunk_layers(num_layers=num_layers, pp=pp, vp=vp)
+    out, start = [[] for _ in range(pp)], 0
+    for c in range(vp):
+        for i in range(pp):
+            n = chunk_layers[i][c]
+            out[i] += range(start, start + n)
+            start += n
+    return out
+
+
+def suggest_pipeline_split(*, num_layers, pp, vp):
+    """(first, middle, last) layers for --decoder-first/last-pipeline-num-layers that Megatron-LM
+    accepts (each a positive multiple of vp, middle stages equal) with the fewest layers on the
+    fullest stage; ties go to fuller middle stages, and the two edges share what is left (the
+    first holds the embedding and the most in-flight micro-batches, the last the head and logits;
+    the Llama 3 paper, sec. 3.3.2, takes one layer from each edge). None if no split fits."""
+    best = None
+    mids = range(vp, num_layers // (pp - 2) + 1, vp) if pp > 2 else [0]
+    for q in mids:
+        rest = num_layers - (pp - 2) * q
+        if rest < 2 * vp or rest % vp:
+            continue
+        first = rest // (2 * vp) * vp
+        score = (max(q, rest - first), -q)
+        if best is None or score < best[0]:
+            best = (score, (first, q, rest - first))
+    return best and best[1]
+
+
+def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None, layers_held=None):
+    """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`,
+    summed over the stage's layers (layer_params_per_rank, once per distinct layer kind). Stage 0
+    holds the token embedding (/tp), any per-layer embedding table (/tp, vocab-parallel like it),
+    position table, embedding norm, projections and other model-level weights; the last stage the
+    final norm and the head (/tp) -- with tied embeddings and pp > 1 a second copy of the embedding,
+    as Megatron-LM keeps it. The third number is included in the first. layers_held: the stage's
+    layer indices when the caller has them (all_stage_layers), else computed here."""
+    V, h, p = spec["vocab_size"], spec["hidden_size"], spec["word_embed_proj_dim"]
+    layers, per_kind = spec["layers"], {}
+    dense = expert = 0
+    if layers_held is None:
+        layers_held = stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp, stage=stage,
+                                   chunk_layers=chunk_layers)
+    for i in layers_held:
+        key = id(layers[i])
+        if key not in per_kind:
+            per_kind[key] = layer_params_per_rank(layers[i], h=h, norm=spec["norm"], tp=tp, etp=etp, ep=ep)
+        ne, ex = per_kind[key]
+        dense, expert = dense + ne, expert + ex
+    emb = 0
+    if stage == 0:
+        emb += V * p // tp + spec["position_embedding_rows"] * h + (2 * p * h if p != h else 0)
+        emb += norm_params(width=h, norm=spec["norm"]) if spec["embedding_norm"] else 0
+        emb += spec["per_layer_embedding_params"] // tp + sum(spec["other_params"].values())
+    if stage == pp - 1:
+        emb += norm_params(width=h, norm=spec["norm"]) if spec["final_norm"] else 0
+        if not spec["tied_embeddings"] or pp > 1:
+            emb += V * p // tp
+    return dense + emb, expert, emb
+
+
+def lora_params_per_layer(layer, *, h, rank, targets, tp):
+    """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
+    (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
+    k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
+    routed experts are not adapted. Split over tp like the matrix they adapt (an approximation for r)."""
+    n = 0
+    for attn in layer["attention"]:
+        a, kv = attn["heads"], attn["kv_heads"]
+        d, dv = attention_head_dims(attn)
+        shapes = {"q": (h, a * d), "k": (h, kv * d) if attn["kv_proj"] >= 1 else None,
+                  "v": (h, kv * dv) if attn["kv_proj"] >= 2 else None, "o": (a * dv, h)}
+        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
+    for m in layer["mlp"]:
+        f = m["width"] if m["kind"] == "dense" else m["shared_width"]
+        shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
+        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
+    return n // tp
+
+
+# ------------------------------------------------------------------------------------------------
+# Activations (Korthikanti et al. 2022)
+# ------------------------------------------------------------------------------------------------
+
+def _mlp_stored_widths(num_linears):
+    """Widths an MLP keeps per token, in units of f: its input matmul output(s) and the product fed
+    to the output matrix: 2 f for a 2-matrix MLP (up, activation output: Korthikanti et al. 2022
+    sec. 4.1's 8 sbh for f = 4h, counted in units of f), 3 f for a gated one (fused gate|up 2 f,
+    product f; the same rule applied to SwiGLU, Shazeer 2020)."""
+    return 2 if num_linears == 2 else 3
+
+
+def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_bytes, streams=1):
+    """Bytes one layer stores for backward for one micro-batch on one tp rank, with no recompute,
+    split as {"outside", "inside", "scores"} (Korthikanti et al. 2022, sec. 4.1, Table 2), summed
+    over the layer's attention and MLP blocks. outside: per block its norm input and its own input
+    (2 sbh) and a dropout mask (sbh, 1 B) -- 10 sbh per layer in fp16, replicated under TP, /tp
+    with sequence parallelism. inside (/tp): per attention block on its rank's heads
+    (attention_on_rank) Q and the output at a/tp heads, K and V at kv/tp heads (MLA: the a/tp heads
+    its up-projection expands, plus its q and kv latents r_q + r_kv + d_rope, counted outside); a
+    lightning indexer's q, key and head weights (H_I d_I + d_I + H_I; its score matrix is not
+    modelled); a linear mixer linear_mixer_activation_bytes (no scores); per MLP block dense internals (2 f or 3 f, /tp) or moe_activation_bytes -- 24 sbh/t
+    for MHA with f = 4h. scores: softmax output, its dropout mask and output, 5 a s^2 b / t (2 a s^2
+    b / t without dropout); eager attention computes the whole s x s matrix on sliding and chunked
+    layers too; with flash attention an fp32 log-sum-exp per row and head instead. DeepSeek-V4: its
+    attention as MQA plus its q latent and grouped output latent (r_q + g r_o), and with its
+    hyper-connections each block's mixing module keeps its hc_mult input streams (streams h)."""
+    B, sb = act_bytes, s * b
+    mask = 1 if dropout else 0
+    outside = inside = scores = 0
+    # DeepSeek-V4's hyper-connections: each block's mixing module also keeps its hc_mult input streams
+    hc_in = sb * streams * h * B if streams > 1 else 0
+    for attn in layer["attention"]:
+        x = attention_on_rank(attn, tp=tp)
+        at, kvt = x["heads"], x["kv_heads"]
+        d, d_v = attention_head_dims(x)
+        outside += sb * h * (2 * B + mask) + hc_in
+        if x["span"] == "state":
+            inside += linear_mixer_activation_bytes(x, sb=sb, act_bytes=B)
+            continue
+        if x["kind"] == "mla":
+            outside += B * sb * (x["q_lora_rank"] + x["kv_lora_rank"] + x["qk_rope_head_dim"])
+        inside += B * sb * (at * d + kvt * d + kvt * d_v + at * d_v)
+        if x["kind"] == "dsv4":  # its q latent and grouped output latent
+            inside += B * sb * (x["q_lora_rank"] + x["o_groups"] * x["o_lora_rank"])
+        if x["index_topk"]:
+            H, d_i = x["index_heads"], x["index_head_dim"]
+            inside += B * sb * (H * d_i + d_i + H)
+        if flash:
+            scores += 4 * sb * at
+        else:
+            scores += at * s * s * b * (B + (mask + B if dropout else 0))
+    for m in layer["mlp"]:
+        outside += sb * h * (2 * B + mask) + hc_in
+        if m["kind"] == "dense":
+            inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
+        else:
+            mo = moe_activation_bytes(m, s=s, b=b, h=h, tp=tp, etp=etp, act_bytes=B)
+            outside += mo["replicated"]
+            inside += mo["sharded"]
+    return {"outside": outside / (tp if sp else 1), "inside": inside, "scores": scores}
+
+
+def linear_mixer_activation_bytes(attn, *, sb, act_bytes):
+    """What a linear mixer (on its rank's heads) stores for backward per micro-batch of sb tokens.
+    Gated DeltaNet, following what flash-linear-attention's chunk_gated_delta_rule saves (its
+    autograd Function keeps q, k, v, g, beta and the UT-transform matrix A, and recomputes the
+    per-chunk states in backward): the conv's input and output (2 (2 H_k d_k + H_v d_v)), the gate z
+    and the core output fed to the gated norm, and its output fed to out_proj (3 H_v d_v), at the
+    activation width; the per-head decay and beta (fp32, 2 x 4 H_v) and A (fp32, C per head per
+    token). Mamba-2, following mamba_ssm's mamba_chunk_scan_combined (it saves x, dt, B, C, z and
+    recomputes the chunk states): the in_proj output and the conv output (in + conv widths), the
+    core output and the gated norm's output (2 d_in), and dt in fp32 (4 H)."""
+    w_in, w_out, conv_dim = mixer_widths(attn)
+    if attn["kind"] == "mamba2":
+        return sb * (act_bytes * (w_in + conv_dim + 2 * w_out) + 4 * attn["heads"])
+    Hv = attn["heads"]
+    return sb * (act_bytes * (2 * conv_dim + 3 * w_out) + 4 * Hv * (2 + attn["state_chunk"]))
+
+
+def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
+    """A MoE block's stored bytes per micro-batch under balanced routing: fp32 router logits and
+    probabilities over its E (+ Z zero) experts (2 x 4 s b (E + Z)), each token's k copies dispatched
+    to experts and their k outputs kept for the weighted combine (2 k s b h, not split by tp), the
+    experts' internals as a dense MLP of width f_e for the k s b tokens that reach real experts (k E
+    / (E + Z) with zero experts, expected_real_experts; /etp), and the shared experts as one MLP (/tp).
+    Korthikanti et al. 2022's per-block accounting (sec. 4.1) applied to a GShard-style MoE layer
+    (Lepikhin et al. 2020: router softmax, dispatch and combine)."""
+    B, sb = act_bytes, s * b
+    per_f = _mlp_stored_widths(mlp["linears"])
+    k = mlp["topk"]
+    replicated = 8 * sb * (mlp["num_experts"] + mlp["zero_experts"]) + 2 * k * B * sb * h
+    sharded = (B * expected_real_experts(mlp) * sb * mlp["width"] * per_f // etp
+               + B * sb * mlp["shared_width"] * per_f // tp)
+    return {"replicated": replicated, "sharded": sharded}
+
+
+def stored_layer_bytes(parts, *, recompute, sp_or_pa, tp, s, b, h, act_bytes, streams=1):
+    """What one layer keeps per micro-batch under a recompute mode (Korthikanti Table 2): none
+    keeps everything; selective drops the score terms (recomputed in backward, sec. 5); full keeps
+    only the layer input, 2 sbh (/tp with sequence parallelism or partitioned activations)."""
+    if recompute == "full":  # the layer input: hc_mult streams with DeepSeek-V4's hyper-connections
+        return act_bytes * s * b * h * streams / (tp if sp_or_pa else 1)
+    if recompute == "selective":
+        return parts["outside"] + parts["inside"]
+    return parts["outside"] + parts["inside"] + parts["scores"]
+
+
+def in_flight_microbatches(*, pp, vp, stage, num_microbatches):
+    """Micro-batches' worth of one stage's activations held at the peak: 1F1B keeps pp - stage
+    (Narayanan et al. 2021 sec. 2.2.1); the interleaved schedule keeps (2 (pp-stage-1) + (vp-1) pp
+    + 1) chunks of 1/vp stage, i.e. pp + (pp-1)/vp on stage 0 (Korthikanti sec. 4.2.3); both are
+    capped by the micro-batches there are."""
+    if vp == 1:
+        return min(pp - stage, num_microbatches)
+    return min((2 * (pp - stage - 1) + (vp - 1) * pp + 1) / vp, num_microbatches)
+
+
+def output_layer_activation_bytes(*, s, b, h, V, tp, sp, act_bytes):
+    """Last stage, per micro-batch (Korthikanti sec. 4.3): final norm input and head input (2 sbh
+    each, /tp with sequence parallelism) and fp32 logits kept for the cross-entropy, 4 s b V / tp."""
+    return 2 * act_bytes * s * b * h / (tp if sp else 1) + 4 * s * b * V / tp
+
+
+# Eager PyTorch (transformers' modules): what autograd itself saves. The counts follow the modules'
+# source (LlamaRMSNorm, LlamaAttention with SDPA, LlamaMLP, ForCausalLMLoss in transformers 5.x)
+# and torch's autograd formulas; tests/fixtures/measure_saved.py checks them byte for byte against
+# saved_tensors_hooks on transformers' own models.
+
+# fp32 log-softmax output (saved), its incoming gradient and its input gradient, alive together when
+# the backward starts at the loss (ForCausalLMLoss upcasts the logits with .float())
+EAGER_LOSS_BYTES_PER_LOGIT = 12
+
+
+# model_types whose MoE block the eager rule was derived for (transformers 5.x: softmax router, top-k,
+# the grouped_mm experts; Qwen2-MoE's sigmoid-gated shared expert); a spec read from flags has none
+EAGER_MOE_MODEL_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe")
+
+
+def eager_rule_covers(layer, *, norm, model_type=None):
+    """True when the eager rule below was derived for every block of this layer: RMSNorm, full
+    causal softmax attention through SDPA (no mask, so no repeat_kv copies; MHA, GQA, MQA, with or
+    without q/k norms), dense MLPs, and the MoE blocks of EAGER_MOE_MODEL_TYPES (or of a model
+    described by flags). Sliding, chunked and sparse attention (SDPA with a mask), MLA, linear
+    mixers, other routers (sigmoid, biased, grouped, zero experts), experts with biases and
+    LayerNorm are not."""
+    if norm != "rmsnorm":
+        return False
+    for a in layer["attention"]:
+        if (a["kind"] != "mha" or a["span"] != "full" or a["sinks"] or a["output_gate"] != "none"
+                or a["index_topk"] or a["kv_shared"]):
+            return False
+    for m in layer["mlp"]:
+        if m["kind"] == "moe":
+            if (model_type not in EAGER_MOE_MODEL_TYPES + (None,) or m["zero_experts"] or m["router_bias"]
+                    or m["bias"] or m["shared_bias"]):
+                return False
+        elif m["kind"] != "dense":
+            return False
+    return True
+
+
+def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast):
+    """Bytes autograd saves for one layer and micro-batch in eager PyTorch, transformers' modules
+    (eager_rule_covers), per tp rank. autocast: fp32 parameters under torch.autocast (the Hugging
+    Face Trainer's --bf16), so the residual stream is fp32 and every linear casts its own input to
+    16 bits; else parameters and activations at act_bytes. Per token: each RMSNorm its fp32 input
+    (the upcast) and its normalised output in the input's dtype, and an fp32 1/rms; each linear
+    reading a norm its input (one cast per linear under autocast, one shared tensor otherwise); q/k
+    norms the same per head; SDPA q, k, v, its output (o_proj reads it) and an fp32 log-sum-exp
+    per head; a gated MLP its gate and up outputs, the activation and the product (4 f), a
+    2-matrix MLP 2 f. Rotary embeddings save only cos and sin; residual adds nothing. An MoE block
+    (transformers 5.x's grouped_mm experts, the default: integrations/moe.py) saves per token its
+    router's fp32 probabilities (4 E), top-k indices (8 k), the renormalisation (4 k + 4) and the
+    routing weights (4 k, fp32 as Mixtral keeps them; Qwen's routers save up to 6 k + 4 B less),
+    three int64 permutations (24 k), and per routed copy its gathered input, the gate/up output,
+    activation, product and down output (2 h + 4 f, 2 h + 2 f without a gate) in the experts'
+    dtype -- fp32 under autocast, which grouped_mm does not join; a shared expert is a dense MLP,
+    its sigmoid gate (Qwen2-MoE) keeping the expert's output and the gate (h + 1); plus 4 E bytes
+    of int32 offsets per micro-batch."""
+    A, R = act_bytes, 4 if autocast else act_bytes  # 16-bit compute; the residual in the weights' dtype
+    blocks = len(layer["attention"]) + len(layer["mlp"])
+    extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
+    norms = blocks * (4 * h + R * h + 4) + extra_norms * (4 * h + A * h + 4)
+    copies = inside = 0
+    for attn in layer["attention"]:
+        x = attention_on_rank(attn, tp=tp)
+        at, kvt = x["heads"], x["kv_heads"]
+        d, d_v = attention_head_dims(x)
+        copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
+        if x["qk_norm"] != "none":
+            inside += (at + kvt) * (4 * d + A * d + 4)
+        inside += A * (at * d + kvt * d + kvt * d_v + at * d_v) + 4 * at
+    offsets = 0
+    for m in layer["mlp"]:
+        gated = 4 if m["linears"] == 3 else 2
+        if m["kind"] != "moe":
+            copies += A * h * ((m["linears"] - 1) if autocast else 1)
+            inside += A * (m["width"] // tp) * gated
+            continue
+        k, E, X = m["topk"], m["num_experts"], 4 if autocast else A
+        fs = m["shared_width"] // tp
+        copies += A * h * ((1 + ((m["linears"] - 1) if fs else 0) + bool(m["shared_gate"])) if autocast else 1)
+        router = 4 * E + 8 * k + (4 * k + 4) + 4 * k  # probabilities, indices, renormalisation, weights
+        inside += router + 24 * k + k * X * (2 * h + gated * (m["width"] // tp))  # permutations; routed copies
+        if fs:
+            inside += A * fs * gated + (A * (h + 1) if m["shared_gate"] else 0)
+        offsets += 4 * E
+    return s * b * ((norms + copies) / (tp if sp else 1) + inside) + offsets
+
+
+def eager_checkpointed_layer_bytes(*, s, b, h, tp, sp_or_pa, act_bytes, autocast):
+    """A checkpointed layer in eager PyTorch (torch.utils.checkpoint, non-reentrant, as
+    transformers' gradient_checkpointing_enable runs it): its input only, in the residual's dtype
+    (fp32 under autocast), /tp with sequence parallelism or partitioned activations."""
+    return (4 if autocast else act_bytes) * s * b * h / (tp if sp_or_pa else 1)
+
+
+def eager_output_layer_bytes(*, s, b, h, V, tp, sp, act_bytes, autocast):
+    """Last stage, per micro-batch, eager: the final RMSNorm (as above) and the head's 16-bit input,
+    and the loss at the start of backward, EAGER_LOSS_BYTES_PER_LOGIT per logit (/tp)."""
+    R = 4 if autocast else act_bytes
+    return s * b * ((4 * h + R * h + 4 + act_bytes * h) / (tp if sp else 1) + EAGER_LOSS_BYTES_PER_LOGIT * V / tp)
+
+
+def _per_kind(layers, indices, fn):
+    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
+    seen, out = {}, []
+    for i in indices:
+        layer = layers[i]
+        if id(layer) not in seen:
+            seen[id(layer)] = fn(layer)
+        out.append(seen[id(layer)])
+    return out
+
+
+def training_memory(spec, c, b):
+    """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
+    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
+    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
+    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
+    2022, Table 2, per layer kind. With c["activation_rule"] == "eager" (eager PyTorch,
+    transformers' modules) the layers eager_rule_covers store what autograd saves, the loss keeps
+    its fp32 log-softmax tensors, autocast keeps a 16-bit copy of each linear weight whose forward
+    is not recomputed, and gradients exist only from the backward to the optimizer step (zeroed
+    with set_to_none, as torch's optimizers do), so the peak is the larger of two moments: the
+    backward's start (states, gradients only under accumulation, every saved activation, the
+    loss) and its end (states and all gradients, plus a tied embedding's second dense gradient or
+    the rebuilt layer under full recompute)."""
+    tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
+    s = c["sequence_length"] // cp
+    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
+    ab = c["act_bytes"]
+    m = c["num_microbatches"] if c["num_microbatches"] else pp
+
+    def parts_of(layer):
+        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
+                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
+                                      streams=spec.get("residual_streams", 1))
+    sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
+    eager = c.get("activation_rule") == "eager"
+    autocast = eager and c.get("autocast", False)
+
+    def eager_of(layer):  # None: a layer the eager rule does not cover (and selective recompute)
+        if c["recompute"] == "selective" or not eager_rule_covers(layer, norm=spec["norm"],
+                                                                   model_type=spec.get("model_type")):
+            return None
+        return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
+                                            act_bytes=ab, autocast=autocast)
+    stages = []
+    chunks = c["chunk_layers"]
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
+    for st in range(pp):
+        layers = by_stage[st]
+        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
+                                            layers_held=layers)
+        lora = c["lora"]
+        if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
+            base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
+            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
+                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
+            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
+                                             grad_bytes=lora["adapter_bytes"],
+                                             optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
+                                             zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+            w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
+            trainable = ad
+        else:
+            w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=c["weight_bytes"],
+                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
+                                                zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+            w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=c["weight_bytes"],
+                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
+                                                zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
+            w, g, o = w1 + w2, g1 + g2, o1 + o2
+            trainable = ne + ex
+        buffers = 0
+        if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
+            buffers += c["zbs"] * c["weight_bytes"]
+        if c["zero_stage"] == 3 and c["zero_shard"] > 1:
+            buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
+        parts = _per_kind(all_layers, layers, parts_of)
+        eager_parts = _per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
+        per_mb = 0
+        for x, e in zip(parts, eager_parts):
+            if e is None:
+                per_mb += stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
+                                             h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
+            elif c["recompute"] == "full":
+                per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=sp_or_pa,
+                                                         act_bytes=ab, autocast=autocast)
+            else:
+                per_mb += e
+        emb_mb = 0
+        if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
+            emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
+        flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
+        stored = (per_mb + emb_mb) * flight
+        if c["recompute"] == "full":  # the stage's largest layer rebuilt during its backward
+            working = max((x["outside"] + x["inside"] + x["scores"] if e is None else e
+                           for x, e in zip(parts, eager_parts)), default=0)
+        elif c["recompute"] == "selective":
+            working = max((x["scores"] for x in parts), default=0)
+        else:
+            working = 0
+        logits = casts = 0
+        if st == pp - 1:
+            if eager:
+                logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                  sp=c["sequence_parallel"], act_bytes=ab, autocast=autocast)
+            else:
+                logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                       sp=c["sequence_parallel"], act_bytes=ab)
+        phase = None
+        if eager:  # the larger of the backward's start and end (training_memory's docstring)
+            if autocast:  # 16-bit weight copies saved by the linears whose forward is kept, and the head's
+                # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
+                casts = ab * ((ne - emb) if c["recompute"] != "full" else 0)
+                casts += ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp if st == pp - 1 else 0
+            g_start = g if m > 1 else 0  # accumulation: the earlier micro-batches' gradients
+            tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
+                    if spec["tied_embeddings"] and pp == 1 else 0)
+            if g_start + casts + stored + logits >= g + max(tied, working):
+                phase, g = "backward start", g_start
+                working = 0
+            else:
+                phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
+                g, working = (g + tied, 0) if tied >= working else (g, working)
+        act = stored + working + logits
+        total = w + g + o + buffers + casts + act + c["overhead_bytes"]
+        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+                       "trainable_params_per_gpu": trainable,
+                       "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
+                       "optimizer_bytes": o, "zero_buffers_bytes": buffers,
+                       "activations_stored_bytes": stored,
+                       "activations_layers_bytes": per_mb * flight,
+                       "activations_embedding_bytes": emb_mb * flight,
+                       "activations_recompute_bytes": working,
+                       "activations_logits_bytes": logits, "activations_bytes": act,
+                       "weight_casts_bytes": casts, "peak_phase": phase,
+                       "eager_rule_layers": sum(e is not None for e in eager_parts),
+                       "in_flight_microbatches": flight, "total_bytes": total})
+    worst_stage = max(stages, key=lambda x: x["total_bytes"])
+    return worst_stage, stages

@@ -1,0 +1,605 @@
+"""One training step of one layout: compute per layer kind, its collectives and how much of them
+overlaps, the pipeline schedule, data-parallel and FSDP exposure, the optimizer, and memory;
+evaluate() puts them together."""
+
+from ..comm.collectives import collective_time_s, group_placement
+from ..model.formulas import (attention_core_flops, attention_head_dims,
+    attention_linear_flops_per_token, expected_real_experts, mixer_widths, mlp_flops_per_token,
+    query_key_pairs)
+from ..model.sharding import attention_on_rank, mlp_on_rank
+from .kernels import (APEX_LAYERNORM_2021, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
+    LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
+    eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
+    grad_path, linear_times_s, memory_time_s)
+from .memory import (all_stage_layers, layer_params_per_rank, optimizer_bytes_per_param,
+    stage_params_per_rank, training_memory)
+
+
+def attention_linear_shapes(attn_r, *, h):
+    """(input width, output width) of one rank's attention projections as two matmuls with k = h
+    and n = h: the output projection's input width (query heads x value dim, or a mixer's out_proj
+    width), and everything else the block counts for the layer (q/k/v, gates, MLA's down and up
+    projections, a lightning indexer's projections) folded into one matmul of the same FLOPs
+    (attention_linear_flops_per_token). Exact in FLOPs; the shape of the folded part is approximate
+    (MLA's up-projections reduce over their latent rank, not h)."""
+    flops = attention_linear_flops_per_token(attn_r, h=h)
+    if attn_r["span"] == "state":
+        out = mixer_widths(attn_r)[1]
+    else:
+        out = attn_r["heads"] * attention_head_dims(attn_r)[1]
+    n_in = flops / (2 * h) - out
+    if n_in <= 0:
+        return flops / (2 * h), 0
+    return n_in, out
+
+
+def layer_compute_s(layer, *, h, lay, hw):
+    """Per-component (forward, backward, recompute) seconds of one layer for one micro-batch on one
+    rank, and the matmul pairs TP communication can overlap with. Tokens on the rank: m = b s / cp;
+    every tensor-parallel rank runs all m through its 1/tp slice of each weight (Shoeybi et al.
+    2019); with sequence parallelism norms, dropouts and residuals run on m / tp (Korthikanti et
+    al. 2022 sec. 4.2.2). Recompute: full repeats the forward, selective the attention core."""
+    tp, cp, ep, etp, sp = lay["tp"], lay["cp"], lay["ep"], lay["etp"], lay["sp"]
+    b, s = lay["micro_batch_size"], lay["sequence_length"]
+    m = b * s // cp
+    a = 2  # activations stay 16-bit under FP8 matmuls
+    wb = lay["matmul_bytes"]
+    mt = m / tp if sp else m
+    parts, overlap = {}, {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
+    full = lay["recompute"] == "full"
+    ew_bytes, ew_kernels = 0.0, 0
+    other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
+    blocks = bool(layer["attention"]) + len(layer["mlp"])
+    for attn in layer["attention"]:
+        ar = attention_on_rank(attn, tp=tp)
+        n_in, n_out = attention_linear_shapes(ar, h=h)
+        f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
+        f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=wb) if n_out else (0.0, 0.0)
+        _add(parts, "attention_linear", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+        overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
+        overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
+        overlap["col_fwd"] += f1
+        overlap["row_fwd"] += f2
+        # attention core
+        if ar["span"] == "state":
+            pairs = query_key_pairs(attn, seq_len=s, attention="causal")
+            core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
+            ff, fb = hw["flash"]
+            tf, tb = core / (hw["peak16"] * ff), 2 * core / (hw["peak16"] * fb)
+            _add(parts, "attention_core", tf, tb, tf if full else 0.0)
+            ew_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
+            ew_kernels += 4
+            other_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
+            other_kernels += 4
+        elif lay["flash_attention"]:
+            pairs = query_key_pairs(attn, seq_len=s, attention="causal")
+            core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
+            ff, fb = hw["flash"]
+            tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
+            tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
+            _add(parts, "attention_core", tf, tb, tf if full else 0.0)
+        else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
+            dq, dv = attention_head_dims(ar)
+            bh = b * ar["heads"]
+            sq = s // cp
+            f_qk, b_qk = linear_times_s(sq, s, dq, hw=hw, batch=bh)
+            f_av, b_av = linear_times_s(sq, dv, s, hw=hw, batch=bh)
+            probs = bh * sq * s
+            sm_f = memory_time_s(probs * (2 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
+            sm_b = memory_time_s(probs * (3 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
+            tf, tb = f_qk + f_av + sm_f, b_qk + b_av + sm_b
+            _add(parts, "attention_core", tf, tb, tf if lay["recompute"] in ("full", "selective") else 0.0)
+        if ar.get("rope", True) and ar["span"] != "state":
+            ew_bytes += 2 * a * m * (ar["heads"] + ar["kv_heads"]) * attention_head_dims(ar)[0]
+            ew_kernels += 1
+    for mlp in layer["mlp"]:
+        mr = mlp_on_rank(mlp, tp=tp, etp=etp)
+        fl = mlp_flops_per_token(mr, h=h)
+        if mlp["kind"] == "dense":
+            w = mr["width"]
+            n_in = fl["dense_mlp"] / (2 * h) - w
+            f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
+            f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
+            _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+            overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
+            overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
+            overlap["col_fwd"] += f1
+            overlap["row_fwd"] += f2
+            ew_bytes += a * m * (n_in + w)  # activation (and gate): read n_in, write w
+            ew_kernels += 1
+            continue
+        E, k_real = mlp["num_experts"], expected_real_experts(mlp)
+        # routed experts: the ep group's m*ep tokens x k spread over E experts, E/ep on this rank;
+        # one grouped matmul per projection (tiles of all local experts in one launch)
+        w = mr["width"]
+        per_tok = fl["routed_experts"] / k_real if k_real else 0.0
+        n_in = per_tok / (2 * h) - w
+        m_e = max(1, round(m * k_real * ep / E))
+        local = E // ep
+        f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
+        f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
+        g = lay["moe_imbalance"]
+        _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if full else 0.0)
+        if mlp["shared_width"]:
+            sw = mr["shared_width"]
+            n_s = fl["shared_experts"] / (2 * h) - sw
+            f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
+            f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
+            _add(parts, "mlp", f3 + f4, b3 + b4, (f3 + f4) if full else 0.0)
+            ew_bytes += a * m * (n_s + sw)
+            other_bytes += a * m * (n_s + sw)
+        fr, br = linear_times_s(m, E + mlp["zero_experts"], h, hw=hw)
+        _add(parts, "router", fr, br, fr if full else 0.0)
+        # activation, and the permutation into and out of expert order (read + write, twice)
+        ew_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
+        ew_kernels += 6
+        other_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
+        other_kernels += 6
+    # norms (one per block), residual add (+ bias, dropout mask) per block: Korthikanti Table 2's tensors
+    y2021 = lay.get("framework", "megatron") == "megatron-2021"
+    ew_bytes += blocks * ((0 if y2021 else 2 * a * mt * h) + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
+    ew_kernels += (1 if y2021 else 2) * blocks
+    if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: their hc x h residual streams
+        # are read and written once per block (small matmuls, memory-bound; an assumption)
+        ew_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
+        other_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
+    if eager_framework(lay):
+        # eager PyTorch: each unfused kernel of the modules' source; weight-gradient kernels are
+        # charged per FSDP unit in evaluate (eager_grad_kernels_bytes), not here
+        kf, kb = eager_layer_kernels(layer, h=h, tp=tp, style=lay["framework"], norm=lay["norm"])
+        ef = eager_kernels_time_s(kf, tokens=m, tokens_sp=mt, hw=hw)
+        eb = eager_kernels_time_s(kb, tokens=m, tokens_sp=mt, hw=hw)
+        if other_bytes:
+            ef += memory_time_s(other_bytes, other_kernels, hw=hw)
+            eb += memory_time_s(2 * other_bytes, 2 * other_kernels, hw=hw)
+        _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+        return parts, overlap, blocks
+    ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
+    eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
+    path = grad_path(lay)
+    accum = path["accumulate"] if path else GRAD_ACCUM_BYTES
+    if y2021:  # apex's LayerNorm at its measured rates (APEX_LAYERNORM_2021): read x, write y; dy, x -> dx
+        lnf, lnb = APEX_LAYERNORM_2021
+        ef += blocks * memory_time_s(2 * a * mt * h / lnf, 1, hw=hw)
+        eb += blocks * memory_time_s(3 * a * mt * h / lnb, 2, hw=hw)
+    if path:  # both dated stacks add the QKV bias apart and copy the context layer
+        for attn in layer["attention"]:
+            if attn["span"] == "state":
+                continue
+            ar = attention_on_rank(attn, tp=tp)
+            dq, dv = attention_head_dims(ar)
+            qkv = ar["heads"] * dq + ar["kv_heads"] * (dq + dv)
+            ctx = ar["heads"] * dv
+            # de7dc40 megatron/model/transformer.py under PyTorch 1.8: F.linear on the 3-D [s, b, h]
+            # input is a matmul plus a separate `output += bias` (read 2 + write 2 per output
+            # element), and its bias gradient a token sum (read 2); the context layer's
+            # permute(2, 0, 1, 3).contiguous() copies (2 + 2) and so does its gradient's reshape.
+            # d898a8991d (2022) the same: mpu/layers.py LinearWithGradAccumulationAndAsyncCommunication
+            # runs torch.matmul then `output + bias` and `grad_output.sum(dim=0)`; CoreAttention keeps
+            # the permute(2, 0, 1, 3).contiguous()
+            qb = bool(attn.get("qkv_bias"))
+            ef += memory_time_s(a * m * ((2 * qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
+            eb += memory_time_s(a * m * ((qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
+    _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+    ne, ex = layer_params_per_rank(layer, h=h, norm=lay["norm"], tp=tp, etp=etp, ep=ep)
+    _add(parts, "grad_accumulation", 0.0, (ne + ex) * accum / hw["mem_bw"])
+    return parts, overlap, blocks
+
+
+# ------------------------------------------------------------------------------------------------
+# Communication of one layer, one micro-batch (the collectives of calc_comm.py, copied above)
+# ------------------------------------------------------------------------------------------------
+
+def comm_time_s(op, nbytes, *, n, stride, net, gpus_per_node):
+    """One collective of `nbytes` over a group of n ranks spaced `stride` apart (calc_comm.py's
+    collective_time_s with its group_placement)."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    g, _ = group_placement(size=n, stride=stride, gpus_per_node=gpus_per_node)
+    return collective_time_s(op=op, size_bytes=nbytes, n=n, gpus_per_node=g, net=net)["time_s"]
+
+
+def _hidden(comm, compute, slowdown):
+    """Exposed time of `comm` run beside `compute`, and the compute slowdown while both run
+    (OVERLAP_SLOWDOWN x the overlapped time, Lee et al. 2025)."""
+    return max(0.0, comm - compute) + slowdown * min(comm, compute)
+
+
+def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
+    """Exposed (forward, backward, recompute) communication seconds of one layer for one
+    micro-batch, by kind. TP (Shoeybi et al. 2019 sec. 3): one all-reduce per block forward and one
+    backward; with sequence parallelism an all-gather and a reduce-scatter each way, plus the
+    backward re-gather of the block input for the weight gradient (Korthikanti et al. 2022 sec.
+    4.2.2). Megatron-LM overlaps the backward input-gradient all-reduce (reduce-scatter with SP)
+    with the weight-gradient matmul and the re-gather with the input-gradient matmul
+    (--tp-comm-overlap backward, its default since 2021); `full` also hides the forward ones behind
+    the adjacent matmuls (Transformer Engine userbuffers); `none` exposes everything. EP: dispatch
+    and combine all-to-all per MoE block each way, exposed (GShard). CP: the K/V ring, cp - 1 steps
+    forward and 2 (cp - 1) backward, hidden behind the attention core (Ring Attention)."""
+    tp, cp, ep, sp = lay["tp"], lay["cp"], lay["ep"], lay["sp"]
+    G, sd = lay["gpus_per_node"], lay["overlap_slowdown"]
+    m = lay["micro_batch_size"] * lay["sequence_length"] // cp
+    act = 2 * m * h
+    mode = lay["tp_comm_overlap"]
+    out = {}
+    rec_on = lay["recompute"] == "full"
+    if tp > 1 and blocks:
+        if sp:
+            ag = comm_time_s("all_gather", act, n=tp, stride=1, net=net, gpus_per_node=G)
+            rs = comm_time_s("reduce_scatter", act, n=tp, stride=1, net=net, gpus_per_node=G)
+            if mode == "full":
+                f = _hidden(blocks * ag, overlap["col_fwd"], sd) + _hidden(blocks * rs, overlap["row_fwd"], sd)
+            else:
+                f = blocks * (ag + rs)
+            if mode == "none":
+                b = blocks * (2 * ag + rs)
+            else:
+                b = (blocks * ag if mode == "backward" else _hidden(blocks * ag, overlap["row_fwd"], sd)) \
+                    + _hidden(blocks * rs, overlap["col_wgrad"], sd) + _hidden(blocks * ag, overlap["col_dgrad"], sd)
+        else:
+            ar = comm_time_s("all_reduce", act, n=tp, stride=1, net=net, gpus_per_node=G)
+            f = _hidden(blocks * ar, overlap["row_fwd"], sd) if mode == "full" else blocks * ar
+            b = blocks * ar if mode == "none" else _hidden(blocks * ar, overlap["col_wgrad"], sd)
+        out["tp"] = [f, b, f if rec_on else 0.0]
+    moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
+    if ep > 1 and moe:
+        k = sum(expected_real_experts(x) for x in moe)
+        a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
+        out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_on else 0.0]
+    soft = [x for x in layer["attention"] if x["span"] != "state"]
+    if cp > 1 and soft:
+        t = 0.0
+        for x in soft:
+            xr = attention_on_rank(x, tp=tp)
+            dq, dv = attention_head_dims(xr)
+            t += comm_time_s("sendrecv", m * xr["kv_heads"] * (dq + dv) * 2, n=2, stride=tp, net=net, gpus_per_node=G)
+        cf, cb = core_s
+        f = _hidden((cp - 1) * t, cf, sd)
+        out["cp"] = [f, _hidden(2 * (cp - 1) * t, cb, sd), f if rec_on else 0.0]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# One layout: stages, pipeline, data parallel, optimizer, memory
+# ------------------------------------------------------------------------------------------------
+
+def head_and_embedding_s(spec, *, lay, hw, net):
+    """(first stage fwd, bwd), (last stage fwd, bwd) seconds per micro-batch outside the layers:
+    the embedding lookup and its gradient (memory-bound), and on the last stage the final norm,
+    the vocab-parallel output matmul (V / tp columns) and the fp32 cross-entropy over the logits
+    (read and written three times each way, with three small all-reduces of its max, sum and
+    target logit across tp: Megatron-LM's vocab-parallel cross-entropy). Eager PyTorch frameworks:
+    the final norm's and the loss's unfused kernels (eager_norm_kernels, eager_loss_kernels).
+    Megatron-LM's vocab-parallel embedding sums its tp partial lookups: an all-reduce of the [s, b, h]
+    output, or under sequence parallelism a reduce-scatter (all-gather backward) since 2024-04
+    (cbf81447cc, megatron/core/tensor_parallel/layers.py VocabParallelEmbedding); the dated stacks
+    all-reduce in every case (d898a8991d mpu/layers.py, then split for SP)."""
+    tp, cp = lay["tp"], lay["cp"]
+    m = lay["micro_batch_size"] * lay["sequence_length"] // cp
+    h, V = spec["hidden_size"], spec["vocab_size"]
+    p = spec["word_embed_proj_dim"]
+    emb = memory_time_s(2 * 2 * m * h, 1, hw=hw)
+    first = (emb, 2 * emb)
+    if tp > 1 and not eager_framework(lay):
+        G = lay["gpus_per_node"]
+        if lay["sp"] and lay.get("framework", "megatron") not in LEGACY_MEGATRON:
+            first = (emb + comm_time_s("reduce_scatter", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G),
+                     2 * emb + comm_time_s("all_gather", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G))
+        else:
+            first = (emb + comm_time_s("all_reduce", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G), 2 * emb)
+    lf, lb = linear_times_s(m, V // tp, p, hw=hw, dtype_bytes=lay["matmul_bytes"])
+    ce = memory_time_s(3 * 4 * m * V / tp, 3, hw=hw)
+    ce_b = ce
+    norm = memory_time_s(4 * m * h / (tp if lay["sp"] else 1), 1, hw=hw)
+    norm_b = 2 * norm
+    if lay.get("framework", "megatron") in LEGACY_MEGATRON:
+        # megatron/model/gpt_model.py: vocab_parallel_cross_entropy(output.float(), labels), the
+        # kernels of megatron/mpu/cross_entropy.py (de7dc40; d898a8991d unchanged): .float() 2+4,
+        # max 4, sub_ 4+4, exp 4+4, sum 4, div_ 4+4 forward; mul_ 4+4 and the cast back 4+2
+        # backward (per logit)
+        ce = memory_time_s(38 * m * V / tp, 6, hw=hw)
+        ce_b = memory_time_s(14 * m * V / tp, 3, hw=hw)
+    if lay.get("framework", "megatron") == "megatron-2021":
+        lnf, lnb = APEX_LAYERNORM_2021
+        norm = memory_time_s(4 * m * h / lnf, 1, hw=hw)  # apex's kernel at its measured share of bandwidth
+        norm_b = memory_time_s(6 * m * h / lnb, 2, hw=hw)
+    red = 3 * comm_time_s("all_reduce", 4 * m, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
+    if lay["sp"] and tp > 1:  # gather the sequence-parallel shards before the output matmul
+        red += comm_time_s("all_gather", 2 * m * h, n=tp, stride=1, net=net, gpus_per_node=lay["gpus_per_node"])
+    fw = lay.get("framework", "megatron")
+    if eager_framework(lay):
+        mt = m / tp if lay["sp"] else m
+        nf, nb = eager_norm_kernels(norm=spec["norm"], width=h)
+        cf, cb = eager_loss_kernels(style=fw, vocab=V / tp)
+        tf = eager_kernels_time_s([(x, "mt") for x in nf] + [(x, "m") for x in cf], tokens=m, tokens_sp=mt, hw=hw)
+        tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
+        return first, (lf + tf + red, lb + tb + red)
+    last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
+    return first, last
+
+
+def layer_cost(layer, *, spec, lay, hw, net):
+    """{"compute": {component: [fwd, bwd, rec]}, "comm": {kind: [fwd, bwd, rec]}} for one layer and
+    one micro-batch on one rank."""
+    h = spec["hidden_size"]
+    lay = dict(lay, residual_streams=spec.get("residual_streams", 1), norm=spec["norm"])
+    parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
+    core = parts.get("attention_core", [0.0, 0.0, 0.0])
+    comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
+    return {"compute": parts, "comm": comm}
+
+
+def _sum_into(acc, src, times=1):
+    for k, v in src.items():
+        a = acc.setdefault(k, [0.0, 0.0, 0.0])
+        for i in range(3):
+            a[i] += v[i] * times
+
+
+def pipeline_time_s(stage_s, *, m, vp):
+    """Time of m micro-batches through the stages, each taking stage_s[i] (forward + backward) per
+    micro-batch: the slowest stage sets the pace, and the fill and drain add (p - 1) / vp of a mean
+    stage (1F1B: (m + p - 1) t for equal stages; interleaved: bubble (p - 1) / (vp m) of the ideal;
+    Narayanan et al. 2021 sec. 2.2)."""
+    p = len(stage_s)
+    t_max = max(stage_s)
+    if p == 1:
+        return m * t_max
+    return m * t_max + (p - 1) * (sum(stage_s) / p) / vp
+
+
+def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
+    """Exposed data-parallel seconds after the pipeline drains, and the gradient-sync time of the
+    slowest stage. Each stage reduces its gradients over dp x cp replicas (stride tp): ZeRO 0
+    all-reduce, 1-2 reduce-scatter then all-gather the updated 16-bit weights, 3 reduce-scatter
+    (its parameter all-gathers are charged per layer). With overlap (Megatron-LM
+    --overlap-grad-reduce, PyTorch DDP/FSDP) buckets go out while the stage's last backward runs:
+    what stays exposed is the last bucket, or the reduction minus that backward if longer. Stage i
+    finishes its last backward i backward-times before stage 0, so its reduction has that long too.
+    Without overlap (Megatron-LM before 2023) the reduction starts after the stage's last backward."""
+    dp, cp, tp = lay["dp"], lay["cp"], lay["tp"]
+    n = dp * cp
+    if n <= 1:
+        return 0.0, 0.0
+    G = lay["gpus_per_node"]
+    zero = lay["zero_stage"]
+    mean_b = sum(stage_bwd_s) / len(stage_bwd_s)
+    worst, t_sync_max = 0.0, 0.0
+    for i, (dense, expert) in enumerate(params_by_stage):
+        t = 0.0
+        for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
+            if p <= 0 or size <= 1:
+                continue
+            if zero == 0:
+                t += comm_time_s("all_reduce", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
+            else:
+                t += comm_time_s("reduce_scatter", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
+                if zero in (1, 2) and not lay["dp_overlap"]:
+                    t += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
+        bucket = t * min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
+        head_start = i * mean_b  # stage i drains i backward-times before stage 0
+        if lay["dp_overlap"]:
+            exposed = max(bucket, t - stage_bwd_s[i]) - head_start
+        else:
+            exposed = t - head_start
+        worst = max(worst, exposed)
+        t_sync_max = max(t_sync_max, t)
+    return max(0.0, worst), t_sync_max
+
+
+def eager_grad_s(params_local, num_layers, *, lay, hw):
+    """[forward, backward, recompute] seconds per micro-batch of the weight-gradient casts and
+    copies of eager PyTorch (eager_grad_kernels_bytes) on a rank holding `params_local` weights in
+    `num_layers` layers, one FSDP unit per layer as llm-foundry (MPTBlock) and torchtitan
+    (TransformerBlock) wrap them; ZeRO 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD, the reduce dtype the
+    gradients' (--grad-reduce-dtype)."""
+    nl = max(num_layers, 1)
+    per = params_local / nl
+    n = lay["dp"] * lay["cp"]
+    fsdp = lay["zero_stage"] >= 2 and n > 1
+    f, b = eager_grad_kernels_bytes(params=per, shard=per / n if fsdp else per, reduce_bytes=lay["grad_bytes"],
+                                    fsdp=fsdp, regather=lay["zero_stage"] == 3, microbatches=lay["num_microbatches"])
+    tf = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in f)
+    tb = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in b)
+    return [tf, tb, tf if lay["recompute"] == "full" and not fsdp else 0.0]
+
+
+def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
+    """Exposed seconds per step of PyTorch FSDP's per-layer collectives (ZeRO 2 = SHARD_GRAD_OP,
+    3 = FULL_SHARD): every micro-batch each layer's bf16 parameters are all-gathered before its
+    forward (and, FULL_SHARD, again before its backward), and its gradient reduce-scattered in the
+    reduce dtype after its backward (torch/distributed/fsdp/_runtime_utils.py _post_backward_hook;
+    composer does not skip the sync between micro-batches), prefetched or issued one layer apart, so
+    hidden behind the neighbouring layer's compute except what outlasts it, with the overlap
+    slowdown. SHARD_GRAD_OP gathers once per micro-batch (kept for the backward). The last layer's
+    reduce-scatter of the step has no compute left to hide behind: exposed (in place of
+    dp_exposed_s's bucket rule)."""
+    nl = max(num_layers, 1)
+    per_layer = sum(params) / nl
+    n, G = lay["dp"] * lay["cp"], lay["gpus_per_node"]
+    ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    rs = comm_time_s("reduce_scatter", per_layer * lay["grad_bytes"], n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    f_layer = sum(v[0] for v in comp.values()) / nl
+    b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+    sd = lay["overlap_slowdown"]
+    back = (ag if lay["zero_stage"] == 3 else 0.0) + rs
+    return lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(back, b_layer, sd)) + rs
+
+
+def optimizer_s(params_local, *, lay, hw):
+    """Optimizer step seconds on one GPU: Megatron-LM's optimizer kernels stream
+    OPTIMIZER_STEP_BYTES per held parameter (GRAD_PATH_2021's / GRAD_PATH_2022's for the dated
+    stacks' 16-bit gradients;
+    1/shard of them under ZeRO >= 1) at achievable bandwidth; offloaded, the gradients go to the
+    host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
+    (ZeRO-Offload, Ren et al. 2021)."""
+    shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
+    p = params_local / shard
+    if lay["offload"]:
+        return p * 6 / hw["pcie"] + p / CPU_ADAM_PARAMS_PER_S
+    nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
+    path = grad_path(lay)
+    if path:
+        nbytes = path["optimizer"] or nbytes
+    return memory_time_s(p * nbytes, 5, hw=hw)
+
+
+def memory_config(spec, lay, c0):
+    """calc_transformer_mem.py's configuration dict for this layout (training_memory's `c`); under
+    --framework pytorch the eager activation rule, with autocast's fp32 weights at ZeRO 0-1."""
+    dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
+    n = dp * cp * tp * pp
+    if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
+        autocast = lay["zero_stage"] <= 1
+        c0 = dict(c0, activation_rule="eager", autocast=autocast)
+        if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
+            c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
+                optimizer="adam", mixed_precision=False, master_bytes=4))
+    return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
+                chunk_layers=None, zero_stage=lay["zero_stage"], zero_shard=dp * cp,
+                expert_zero_shard=n // (pp * etp * ep), sequence_length=lay["sequence_length"],
+                num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
+                sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
+                dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
+                # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
+                # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
+                zbs=5e8 if lay["zero_stage"] == 3 else 0)
+
+
+# The layout fields one layer's cost depends on (the cache key of evaluate: layouts that differ only
+# in pp, vp, dp, ZeRO or offload share their layers' costs)
+LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
+                   "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
+                   "gpus_per_node", "matmul_bytes", "framework")
+
+
+def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
+    """Step time, its breakdown, MFU/HFU and memory of one layout. `flops`: the model and hardware
+    FLOPs of one sequence (calc_transformer_flops.py's count), per recompute mode; `memory`: the
+    layout's training_memory() when the caller has it."""
+    cache = {} if cache is None else cache
+    L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp)
+    first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
+    key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
+    stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
+    m = lay["num_microbatches"]
+    G = lay["gpus_per_node"]
+    p2p = 0.0
+    if pp > 1:
+        act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
+        act *= spec.get("residual_streams", 1)
+        p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
+                          net=net, gpus_per_node=G)
+        if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
+            # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
+            # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
+            # rank sends 1/tp of the tensor, the receiver all-gathers it over NVLink, unoverlapped
+            p2p += comm_time_s("all_gather", act, n=lay["tp"], stride=1, net=net, gpus_per_node=G)
+    layers = spec["layers"]
+    for st in range(pp):
+        comp, comm, kinds = {}, {}, {}
+        for i in by_stage[st]:
+            kinds[id(layers[i])] = kinds.get(id(layers[i]), 0) + 1
+            kinds.setdefault(("layer", id(layers[i])), layers[i])
+        for lid, count in kinds.items():
+            if isinstance(lid, tuple):
+                continue
+            k = (lid, key_lay)
+            if k not in cache:
+                cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=lay, hw=hw, net=net)
+            _sum_into(comp, cache[k]["compute"], count)
+            _sum_into(comm, cache[k]["comm"], count)
+        if st == 0:
+            _sum_into(comp, {"embedding": [first[0], first[1], 0.0]})
+        if st == pp - 1:
+            _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
+        if pp > 1:
+            _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
+        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], st)
+        if pk not in cache:
+            cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
+                                              stage=st, layers_held=by_stage[st])[:2]
+        params_by_stage.append(cache[pk])
+        if eager_framework(lay):
+            _sum_into(comp, {"grad_casts_and_copies": eager_grad_s(sum(cache[pk]), len(by_stage[st]), lay=lay, hw=hw)})
+        fwd = sum(v[0] for v in comp.values()) + sum(v[0] for v in comm.values())
+        bwd = sum(v[1] + v[2] for v in comp.values()) + sum(v[1] + v[2] for v in comm.values())
+        stage_s.append(fwd + bwd)
+        stage_b.append(bwd)
+        stage_parts.append((comp, comm))
+    pipe = pipeline_time_s(stage_s, m=m, vp=vp)
+    dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b,
+                                   lay=lay, net=net)
+    # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
+    # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
+    z3 = 0.0
+    eager = eager_framework(lay)
+    if lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] > 1 and not eager:
+        ne, ex = params_by_stage[0]
+        per_layer = (ne + ex) / max(len(by_stage[0]), 1)
+        ag = comm_time_s("all_gather", per_layer * 2, n=lay["dp"] * lay["cp"], stride=lay["tp"], net=net, gpus_per_node=G)
+        comp = stage_parts[0][0]
+        nl = max(len(by_stage[0]), 1)
+        f_layer = sum(v[0] for v in comp.values()) / nl
+        b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+        z3 = m * nl * (_hidden(ag, f_layer, lay["overlap_slowdown"]) + _hidden(ag, b_layer, lay["overlap_slowdown"]))
+    elif eager and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1:
+        z3 = fsdp_exposed_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), lay=lay, net=net)
+        dp_exp = 0.0
+    worst = max(range(pp), key=lambda i: stage_s[i])
+    opt = optimizer_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
+    copies = 0.0
+    path = grad_path(lay)
+    if path and (not lay["dp_overlap"] or lay["dp"] * lay["cp"] > 1):
+        # the dated gradient sync's copies (GRAD_PATH_2021 / GRAD_PATH_2022): local DDP runs them
+        # after the pipeline drains for any dp, dp = 1 included; PyTorch DDP's bucket copies run on
+        # the compute stream in the backward
+        copies = memory_time_s(sum(params_by_stage[worst]) * path["sync_torch" if lay["dp_overlap"] else "sync_local"],
+                               3, hw=hw)
+    tied = 0.0
+    if pp > 1 and spec["tied_embeddings"]:  # Megatron-LM all-reduces the two embedding copies' grads
+        tied = comm_time_s("all_reduce", spec["vocab_size"] * spec["word_embed_proj_dim"] / lay["tp"] * lay["grad_bytes"],
+                           n=2, stride=lay["tp"] * lay["cp"] * lay["dp"] * (pp - 1), net=net, gpus_per_node=G)
+    step = pipe + dp_exp + z3 + opt + tied + copies
+    # breakdown: the slowest stage's components x m, then what the schedule and the step add
+    comp, comm = stage_parts[worst]
+    breakdown = {}
+    for k, v in comp.items():
+        breakdown[f"compute_{k}"] = m * (v[0] + v[1])
+        if v[2]:
+            breakdown[f"recompute_{k}"] = m * v[2]
+    for k, v in comm.items():
+        breakdown[f"exposed_{k}_comm"] = m * (v[0] + v[1] + v[2])
+    breakdown["pipeline_bubble"] = pipe - m * stage_s[worst]
+    breakdown["exposed_dp_comm"] = dp_exp + tied
+    if z3:  # PyTorch FSDP's per-layer gathers and reduce-scatters, or ZeRO-3's gathers
+        breakdown["exposed_fsdp_comm" if eager else "exposed_zero3_gather"] = z3
+    breakdown["optimizer_step"] = opt
+    if copies:
+        breakdown["grad_sync_copies"] = copies
+    gbs = lay["global_batch_size"]
+    n = lay["num_gpus"]
+    model_flops = gbs * flops["model"]
+    hw_flops = gbs * flops["hardware"][lay["recompute"]]
+    tokens = gbs * lay["sequence_length"]
+    if memory is None:
+        memory, _ = training_memory(spec, memory_config(spec, lay, c0), lay["micro_batch_size"])
+    stage_mem = memory
+    total_bytes = stage_mem["total_bytes"]
+    return {"step_time_s": step, "breakdown_s": breakdown,
+            "mfu": model_flops / (step * n * hw["peak_mfu"]),
+            "hfu": hw_flops / (step * n * hw["peak_mfu"]),
+            "model_tflops_per_gpu": model_flops / step / n / 1e12,
+            "tokens_per_s": tokens / step, "tokens_per_s_per_gpu": tokens / step / n,
+            "total_bytes": total_bytes, "memory": stage_mem,
+            "fits": hw["memory_bytes"] is None or total_bytes <= hw["memory_bytes"],
+            "headroom_bytes": None if hw["memory_bytes"] is None else hw["memory_bytes"] - total_bytes,
+            "slowest_stage": worst, "stage_time_s": stage_s, "dp_sync_s": dp_sync}
+
+
+def _add(parts, key, fwd, bwd, rec=0.0):
+    p = parts.setdefault(key, [0.0, 0.0, 0.0])
+    p[0] += fwd
+    p[1] += bwd
+    p[2] += rec

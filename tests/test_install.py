@@ -1,0 +1,71 @@
+"""The package installs and answers as the built scripts do.
+
+`pip install .` into a fresh virtual environment gives one command per tool (pyproject.toml's
+[project.scripts]); each answers its default question with exactly what its built script prints.
+`python -m llmcalc TOOL` runs the same main(). One answer to one question, whichever entry point.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import llmcalc.__main__ as entry
+from conftest import ROOT, run_main
+
+# installed command: (its `python -m llmcalc` name, the built script it matches)
+COMMANDS = {"llmcalc-params": ("params", "calc_transformer_params.py"),
+            "llmcalc-flops": ("flops", "calc_transformer_flops.py"),
+            "llmcalc-mem": ("mem", "calc_transformer_mem.py"),
+            "llmcalc-train-time": ("train-time", "calc_training_time.py"),
+            "llmcalc-latency": ("latency", "calc_inference_latency.py"),
+            "llmcalc-comm": ("comm", "calc_comm.py"),
+            "llmcalc-hardware": ("hardware", "hardware.py")}
+
+
+def test_pyproject_names_every_command():
+    text = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
+    for command, (name, _) in COMMANDS.items():
+        assert f'{command} = "llmcalc.__main__:{name.replace("-", "_")}"' in text
+        assert name in entry.TOOLS
+    assert "dependencies = []" in text
+
+
+@pytest.mark.parametrize("name", sorted(entry.TOOLS))
+def test_python_m_llmcalc_answers_as_the_built_script(name, monkeypatch):
+    module = __import__(entry.TOOLS[name][1][:-3])
+    want = run_main(module.main, ["--json"])[1]
+    monkeypatch.setattr(sys, "argv", ["python -m llmcalc"])
+    rc, got, _ = run_main(entry.main, [name, "--json"])
+    assert rc == 0 and got == want
+
+
+def test_python_m_llmcalc_without_a_tool_lists_them():
+    p = subprocess.run([sys.executable, "-m", "llmcalc"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and all(name in p.stdout for name in entry.TOOLS)
+    p = subprocess.run([sys.executable, "-m", "llmcalc", "nope"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and "usage: python -m llmcalc TOOL" in p.stderr
+
+
+def test_pip_install_in_a_fresh_venv_gives_each_command(tmp_path):
+    # What a user does: a new virtual environment, `pip install .`, then each command with no
+    # flags, run from another folder (so nothing of the checkout is on the path).
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", ROOT],
+                         capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    for command, (_, script) in COMMANDS.items():
+        got = subprocess.run([str(venv / "bin" / command)], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60)
+        want = subprocess.run([sys.executable, os.path.join(ROOT, script)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0, (command, got.stderr)
+        assert got.stdout == want.stdout, command
+    # the installed package holds no built script: the commands run the package's modules
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import llmcalc, os; "
+                           "print(os.path.dirname(llmcalc.__file__))"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60).stdout.strip()
+    assert os.path.exists(os.path.join(site, "model", "formulas.py"))
