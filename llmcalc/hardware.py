@@ -44,9 +44,9 @@ S. Bekman, "Machine Learning Engineering", compute/accelerator/README.md (MAMF t
 TPU link figures cross-checked against Austin et al., "How to Scale Your Model" (ch. TPUs).
 """
 
-import argparse
 import json
-import sys
+
+from .cli import OneLineErrorParser, run_tool
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
@@ -819,16 +819,8 @@ def format_compare(records):
 
 
 # --- CLI -----------------------------------------------------------------------------------------
-class OneLineErrorParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def build_parser():
-    p = OneLineErrorParser(prog="hardware.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineErrorParser(prog="hardware.py", description=__doc__)
     p.add_argument("name", nargs="?", default=None,
                    help="accelerator name or alias (case-insensitive), e.g. h100, mi300x, tpu-v5p")
     p.add_argument("--compare", nargs="+", metavar="NAME", default=None,
@@ -865,8 +857,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BrokenPipeError:  # output piped into `head` or a pager that quit early
-        sys.stdout = None
-        sys.exit(141)
+    run_tool(main)

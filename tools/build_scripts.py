@@ -7,7 +7,8 @@ as plain Python: the package's own imports removed, the standard-library imports
 top, each module's docstring kept as a comment above its code. The result stands alone (standard
 library only, hardware.py optional beside it) and is committed, so a clone runs without a build
 step; tests/test_build.py fails when a committed script differs from a fresh build. hardware.py,
-the accelerator table, is llmcalc/hardware.py copied as it is (it imports nothing of the package).
+the accelerator table, is built the same way from llmcalc/hardware.py (with the parser pieces of
+llmcalc/cli.py it uses).
 
 A package import inside a function (a module loaded only when that path runs: start-up time) is
 dropped the same way; its names are defined earlier in the built script.
@@ -36,8 +37,8 @@ SCRIPTS = {  # built script: its tool module (path under the package, without .p
     "calc_comm.py": "tools/comm",
     "calc_training_time.py": "tools/training_time",
     "calc_inference_latency.py": "tools/latency",
+    "hardware.py": "hardware",  # the accelerator table, with its own command line
 }
-COPIES = {"hardware.py": "hardware"}  # a module that stands alone already: copied beside the scripts
 
 
 class BuildError(Exception):
@@ -191,20 +192,9 @@ def build_script(script, root=ROOT):
     return text if text.endswith("\n") else text + "\n"
 
 
-def build_copy(script, root=ROOT):
-    """A self-contained package module (no package imports) as a file beside the scripts: its text
-    with the @generated line after its docstring."""
-    info = parse_module(COPIES[script], root)
-    if info["deps"]:
-        raise BuildError(f"{info['where']} imports package modules; it cannot be copied alone")
-    source = open(module_path(COPIES[script], root), encoding="utf-8").read()
-    head, doc, tail = source.partition(info["doc_source"])
-    return head + doc + generated_note(info["where"]) + tail
-
-
 def build(script, root=ROOT):
-    """The text of one built file: a standalone script, or a copied module."""
-    return build_copy(script, root) if script in COPIES else build_script(script, root)
+    """The text of one built file."""
+    return build_script(script, root)
 
 
 def main(argv=None):
@@ -214,7 +204,7 @@ def main(argv=None):
                         help="change nothing; exit 1 naming each script that differs from a build")
     args = parser.parse_args(argv)
     stale = []
-    for script in [*SCRIPTS, *COPIES]:
+    for script in SCRIPTS:
         try:
             text = build(script)
         except BuildError as exc:
