@@ -1,57 +1,8 @@
-"""`python -m llmcalc TOOL [flags]` and the installed commands (llmcalc-params, llmcalc-flops,
-llmcalc-mem, llmcalc-train-time, llmcalc-latency, llmcalc-comm, llmcalc-hardware): each runs the tool
-module's main(), which is what the built calc_*.py scripts run too. A tool's module is imported only
-when it runs (start-up time)."""
-import importlib
+"""`python -m llmcalc TOOL [flags]`: runs one tool as its installed command does (see
+llmcalc/__init__.py)."""
 import sys
 
-from .cli import run_tool
-
-TOOLS = {  # name on the command line: (module, the built script it matches)
-    "params": ("llmcalc.tools.params", "calc_transformer_params.py"),
-    "flops": ("llmcalc.tools.flops", "calc_transformer_flops.py"),
-    "mem": ("llmcalc.tools.mem", "calc_transformer_mem.py"),
-    "train-time": ("llmcalc.tools.training_time", "calc_training_time.py"),
-    "latency": ("llmcalc.tools.latency", "calc_inference_latency.py"),
-    "comm": ("llmcalc.tools.comm", "calc_comm.py"),
-    "hardware": ("llmcalc.hardware", "hardware.py"),
-}
-
-
-def run(name, argv=None):
-    """Run one tool as a command (exit status 2 on bad input, 141 when the reader of its output
-    quits early); returns 0."""
-    module = importlib.import_module(TOOLS[name][0])
-    run_tool(lambda: module.main(argv))
-    return 0
-
-
-def params():
-    return run("params")
-
-
-def flops():
-    return run("flops")
-
-
-def mem():
-    return run("mem")
-
-
-def train_time():
-    return run("train-time")
-
-
-def latency():
-    return run("latency")
-
-
-def comm():
-    return run("comm")
-
-
-def hardware():
-    return run("hardware")
+from . import TOOLS, run
 
 
 def main(argv=None):

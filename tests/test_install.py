@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-import llmcalc.__main__ as entry
+import llmcalc as entry
+import llmcalc.__main__ as python_m
 from conftest import ROOT, run_main
 
 # installed command: (its `python -m llmcalc` name, the built script it matches)
@@ -26,7 +27,7 @@ COMMANDS = {"llmcalc-params": ("params", "calc_transformer_params.py"),
 def test_pyproject_names_every_command():
     text = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
     for command, (name, _) in COMMANDS.items():
-        assert f'{command} = "llmcalc.__main__:{name.replace("-", "_")}"' in text
+        assert f'{command} = "llmcalc:{name.replace("-", "_")}"' in text
         assert name in entry.TOOLS
     assert "dependencies = []" in text
 
@@ -36,7 +37,7 @@ def test_python_m_llmcalc_answers_as_the_built_script(name, monkeypatch):
     module = __import__(entry.TOOLS[name][1][:-3])
     want = run_main(module.main, ["--json"])[1]
     monkeypatch.setattr(sys, "argv", ["python -m llmcalc"])
-    rc, got, _ = run_main(entry.main, [name, "--json"])
+    rc, got, _ = run_main(python_m.main, [name, "--json"])
     assert rc == 0 and got == want
 
 
