@@ -4479,18 +4479,30 @@ def decode_total_s(spec, hw, *, tp, pp, batch, prompt_tokens, output_tokens, w_b
 
 
 def critical_batch(spec, hw, *, tp, pp, context, w_bits, a_bits, kv_bits, matmuls_only,
-                   limit=1 << 24, e_bits=None, state_bits=32, dp=1, ep=1):
+                   limit=1 << 24, e_bits=None, state_bits=32, dp=1, ep=1, steps=None):
     """Smallest batch at which a decode step at `context` cached tokens has as much math time as
     memory time. matmuls_only: the weight matmuls (about F/B x 8/w_bits tokens, Pope et al. 2022
     sec. 3; later for MoE, whose touched experts grow with b); else the whole step, which with
-    long contexts never turns (the KV-cache read grows with b as fast as the math): None."""
+    long contexts never turns (the KV-cache read grows with b as fast as the math): None. steps: a
+    dict of decode steps by batch to share between the two searches of one layout (same arguments
+    but matmuls_only), which then cost each batch's forward pass once."""
     def is_compute(b):
-        r = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=context,
-                         w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True, e_bits=e_bits,
-                         state_bits=state_bits, dp=dp, ep=ep)
+        r = None if steps is None else steps.get(b)
+        if r is None:
+            r = forward_pass(spec, hw, tp=tp, pp=pp, batch=b, new_tokens=1, context_before=context,
+                             w_bits=w_bits, a_bits=a_bits, kv_bits=kv_bits, absorbed=True,
+                             e_bits=e_bits, state_bits=state_bits, dp=dp, ep=ep)
+            if steps is not None:
+                steps[b] = r
         if matmuls_only:
             return r["matmul_compute_s"] >= r["matmul_memory_s"]
         return r["compute_s"] >= r["memory_s"]
+    # The bisection below assumes the step only tips from memory- to compute-bound as b grows (math
+    # grows with b; the reads grow with b, slower, or stop growing once every expert is touched), so
+    # a step still memory-bound at the largest power of two the doubling would reach never turns:
+    # one pass decides what the doubling would find after ~25.
+    if not is_compute(1 << (limit.bit_length() - 1)):
+        return None
     lo, hi = 0, 1
     while not is_compute(hi):
         lo, hi = hi, hi * 2
@@ -5805,8 +5817,11 @@ def main(argv=None):
         ttft = req_s + pre["time_s"]
         total = ttft + dec_total
     flush_pending()
-    crit = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=False, **bits)
-    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=True, **bits)
+    steps = {}  # decode steps by batch: the two searches share their forward passes
+    crit = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=False,
+                          steps=steps, **bits)
+    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=True,
+                             steps=steps, **bits)
     b_group = math.ceil(b / dp)  # the requests of the most-loaded data-parallel group
     cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b_group, context=s + o, kv_bits=args.kv_cache_bits,
                                 a_bits=args.activation_bits, state_bits=args.state_bits)

@@ -58,7 +58,6 @@ Each kernel is counted from the module's source (the eager_* functions cite the 
 # file: edit the source and run `python3 tools/build_scripts.py`.
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -5682,6 +5681,7 @@ def main(argv=None):
     for w in res["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
+        import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))
     else:
         print(format_report(res))

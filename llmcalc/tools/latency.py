@@ -688,8 +688,11 @@ def main(argv=None):
         ttft = req_s + pre["time_s"]
         total = ttft + dec_total
     flush_pending()
-    crit = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=False, **bits)
-    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=True, **bits)
+    steps = {}  # decode steps by batch: the two searches share their forward passes
+    crit = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=False,
+                          steps=steps, **bits)
+    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=True,
+                             steps=steps, **bits)
     b_group = math.ceil(b / dp)  # the requests of the most-loaded data-parallel group
     cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b_group, context=s + o, kv_bits=args.kv_cache_bits,
                                 a_bits=args.activation_bits, state_bits=args.state_bits)

@@ -50,7 +50,6 @@ Each kernel is counted from the module's source (the eager_* functions cite the 
 """
 
 import argparse
-import json
 import sys
 import time
 
@@ -533,6 +532,7 @@ def main(argv=None):
     for w in res["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
+        import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))
     else:
         print(format_report(res))
