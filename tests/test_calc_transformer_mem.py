@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ROOT, config_path, exit_code_and_stderr, run_main
-from calc_transformer_mem import main, zero_model_state_bytes, optimizer_bytes_per_param
+from calc_transformer_mem import main
+from llmcalc.train.memory import optimizer_bytes_per_param, zero_model_state_bytes  # the formulas themselves
 
 GIB = 2 ** 30
 
@@ -420,7 +421,7 @@ def test_fit_with_real_hardware_table():
 # Uneven pipeline stages (Megatron-LM --decoder-first/last-pipeline-num-layers and
 # --account-for-embedding/loss-in-pipeline-split)
 # ----------------------------------------------------------------------------------------------
-from calc_transformer_mem import pipeline_chunk_layers, stage_layers, suggest_pipeline_split  # noqa: E402
+from llmcalc.train.memory import pipeline_chunk_layers, stage_layers, suggest_pipeline_split  # noqa: E402
 
 DSV3 = ["--hf_model_name_or_path", config_path("deepseek-v3"), "-pp", "4", "--num-gpus", "4",
         "-s", "4096", "-ca", "--json"]

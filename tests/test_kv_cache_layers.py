@@ -19,7 +19,10 @@ import os
 import pytest
 
 from conftest import FIXTURES, load_json
-import calc_transformer_params as P
+from llmcalc.cli import add_model_args  # formula-level: the package's modules themselves
+from llmcalc.model.formulas import (cache_elements_per_token, cached_tokens, compressed_cache_elements,
+                                    state_elements)
+from llmcalc.model.spec import resolve_model_spec
 
 CACHE = load_json("hf_cache_bytes.json")
 RUNS = sorted(k for k, v in CACHE.items() if not k.startswith("_") and "static" not in k
@@ -29,17 +32,17 @@ DSV4_RUNS = sorted(k for k, v in CACHE.items() if v.get("model_type") == "deepse
 
 def _spec(config_file):
     parser = argparse.ArgumentParser()
-    P.add_model_args(parser)
+    add_model_args(parser)
     args = parser.parse_args(["--hf_model_name_or_path", os.path.join(FIXTURES, config_file)])
-    return P.resolve_model_spec(args)[0]
+    return resolve_model_spec(args)[0]
 
 
 def _ours(layer, *, context, batch, dtype_bytes):
     total = 0
     for attn in layer["attention"]:
-        el = P.cache_elements_per_token(attn, mla_cache="latent")
-        total += (el["kv"] + el["indexer"]) * P.cached_tokens(attn, context=context) * dtype_bytes
-        st = P.state_elements(attn)  # a linear mixer: conv window in the model dtype, state in fp32
+        el = cache_elements_per_token(attn, mla_cache="latent")
+        total += (el["kv"] + el["indexer"]) * cached_tokens(attn, context=context) * dtype_bytes
+        st = state_elements(attn)  # a linear mixer: conv window in the model dtype, state in fp32
         total += st["conv"] * dtype_bytes + st["recurrent"] * 4
     return total * batch
 
@@ -92,9 +95,9 @@ def test_deepseek_v4_cache_equals_transformers(name):
                 continue
             for layer, measured in zip(spec["layers"], ph["layers"]):
                 (attn,) = layer["attention"]
-                el = P.cache_elements_per_token(attn)
-                comp = P.compressed_cache_elements(attn, context=t)
-                ours = (el["kv"] * P.cached_tokens(attn, context=t) + comp["kv"] + comp["indexer"]) * B * r["batch"]
+                el = cache_elements_per_token(attn)
+                comp = compressed_cache_elements(attn, context=t)
+                ours = (el["kv"] * cached_tokens(attn, context=t) + comp["kv"] + comp["indexer"]) * B * r["batch"]
                 tensors = measured["tensors"]
                 window = tensors["keys"]["storage_bytes"] + (
                     tensors["values"]["storage_bytes"] if measured["cache_layer_class"] == "DynamicSlidingWindowLayer" else 0)

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import config_path
 
-import calc_transformer_params as block  # the master copy; test_shared_copies keeps the others equal
+from llmcalc.cli import add_model_args  # formula-level: the package's modules themselves
+from llmcalc.model.spec import resolve_model_spec
 
 BASE = {"num_hidden_layers": 8, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
         "intermediate_size": 128, "vocab_size": 100}
@@ -71,8 +72,8 @@ FIXTURES = {
 
 def spec_of(path, *argv):
     parser = argparse.ArgumentParser()
-    block.add_model_args(parser)
-    spec, _ = block.resolve_model_spec(parser.parse_args(["--hf_model_name_or_path", path, *argv]))
+    add_model_args(parser)
+    spec, _ = resolve_model_spec(parser.parse_args(["--hf_model_name_or_path", path, *argv]))
     return spec
 
 
@@ -117,8 +118,8 @@ def test_sliding_window_flag_on_the_layers():
     assert idx == list(range(0, 42, 2)) and wins == {1024}
     assert sliding(spec_of(config_path("mistral-7b"), "--sliding-window", "0"))[0] == []
     parser = argparse.ArgumentParser()
-    block.add_model_args(parser)
-    spec, _ = block.resolve_model_spec(parser.parse_args(["-l", "6", "--sliding-window", "512"]))
+    add_model_args(parser)
+    spec, _ = resolve_model_spec(parser.parse_args(["-l", "6", "--sliding-window", "512"]))
     assert sliding(spec) == (list(range(6)), {512}, set())
 
 
