@@ -127,3 +127,20 @@ def test_build_refuses_a_cycle(tmp_path):
     _write(tmp_path, "tools/t.py", '"""t"""\nfrom ..a import f\n')
     with pytest.raises(build_scripts.BuildError, match="import cycle"):
         build_scripts.dependency_order("tools/t", root=str(tmp_path))
+
+
+def test_build_drops_a_lazy_package_import_and_refuses_an_empty_block(tmp_path):
+    # A package import inside a function loads that module only when the function runs; built,
+    # the line goes and the name is the one defined earlier in the same script.
+    _write(tmp_path, "a.py", '"""a"""\n\n\ndef f():\n    return 1\n')
+    _write(tmp_path, "tools/t.py", '"""t"""\n\n\ndef g():\n    from ..a import f  # lazy\n    return f() + 1\n')
+    modules = build_scripts.dependency_order("tools/t", root=str(tmp_path))
+    assert [m["module"] for m in modules] == ["a", "tools/t"]
+    code = "".join(m["code"] for m in modules)
+    assert "import" not in code
+    namespace = {}
+    exec(compile(code, "built", "exec"), namespace)  # noqa: S102 -- the test's own two lines
+    assert namespace["g"]() == 2
+    _write(tmp_path, "tools/t.py", '"""t"""\n\n\ndef g():\n    if True:\n        from ..a import f\n    return f()\n')
+    with pytest.raises(build_scripts.BuildError, match="would be empty once built"):
+        build_scripts.dependency_order("tools/t", root=str(tmp_path))

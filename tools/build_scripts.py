@@ -82,15 +82,20 @@ def parse_module(module, root=ROOT):
         raise BuildError(f"{where}: a module opens with its docstring")
     doc_node, drop = body[0], set()
     stdlib, deps, defined = [], {}, {}
+
+    def package_import(node):
+        """Record `from .module import a, b` as a dependency; refuse any other form."""
+        if node.module is None or any(a.asname or a.name == "*" for a in node.names):
+            raise BuildError(f"{where}:{node.lineno}: package imports are `from .module import "
+                             "name, ...` (no alias, no module object, no *)")
+        target = resolve_relative(module, node.level, node.module)
+        deps.setdefault(target, []).extend(a.name for a in node.names)
+
     for node in body[1:]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             drop.update(range(node.lineno, node.end_lineno + 1))
             if isinstance(node, ast.ImportFrom) and node.level:
-                if node.module is None or any(a.asname or a.name == "*" for a in node.names):
-                    raise BuildError(f"{where}:{node.lineno}: package imports are `from .module "
-                                     "import name, ...` (no alias, no module object, no *)")
-                target = resolve_relative(module, node.level, node.module)
-                deps.setdefault(target, []).extend(a.name for a in node.names)
+                package_import(node)
             else:
                 top = node.names[0].name if isinstance(node, ast.Import) else node.module
                 if top.split(".")[0] not in sys.stdlib_module_names:
@@ -110,11 +115,7 @@ def parse_module(module, root=ROOT):
                 raise BuildError(f"{where}:{lazy[0].lineno}: a block that only imports from the "
                                  "package would be empty once built")
             for node in lazy:
-                if node.module is None or any(a.asname or a.name == "*" for a in node.names):
-                    raise BuildError(f"{where}:{node.lineno}: package imports are `from .module "
-                                     "import name, ...` (no alias, no module object, no *)")
-                target = resolve_relative(module, node.level, node.module)
-                deps.setdefault(target, []).extend(a.name for a in node.names)
+                package_import(node)
                 drop.update(range(node.lineno, node.end_lineno + 1))
     code = [line for i, line in enumerate(lines, 1) if i > doc_node.end_lineno and i not in drop]
     while code and not code[0].strip():
