@@ -58,13 +58,17 @@ def test_pip_install_in_a_fresh_venv_gives_each_command(tmp_path):
     pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", ROOT],
                          capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stderr[-2000:]
-    for command, (_, script) in COMMANDS.items():
-        got = subprocess.run([str(venv / "bin" / command)], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=60)
-        want = subprocess.run([sys.executable, os.path.join(ROOT, script)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
-        assert got.returncode == 0, (command, got.stderr)
-        assert got.stdout == want.stdout, command
+    # each command's default run, and --gpu (the package's own accelerator table, not a file
+    # beside a script) where the tool takes it
+    runs = [(c, []) for c in COMMANDS] + [(c, ["--gpu", "h100"]) for c in COMMANDS
+                                          if c not in ("llmcalc-params", "llmcalc-hardware")]
+    for command, flags in runs:
+        got = subprocess.run([str(venv / "bin" / command), *flags], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+        want = subprocess.run([sys.executable, os.path.join(ROOT, COMMANDS[command][1]), *flags],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0, (command, flags, got.stderr)
+        assert got.stdout == want.stdout, (command, flags)
     # the installed package holds no built script: the commands run the package's modules
     site = subprocess.run([str(venv / "bin" / "python"), "-c", "import llmcalc, os; "
                            "print(os.path.dirname(llmcalc.__file__))"], cwd=tmp_path,
