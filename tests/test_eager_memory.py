@@ -21,6 +21,10 @@ FIX = os.path.join(ROOT, "tests", "fixtures")
 sys.path.insert(0, ROOT)
 
 import calc_transformer_mem as M  # noqa: E402
+from llmcalc.model.formulas import layer_params  # noqa: E402 -- the formulas themselves
+from llmcalc.model.spec import resolve_model_spec  # noqa: E402
+from llmcalc.train.memory import (eager_checkpointed_layer_bytes, eager_layer_activation_bytes,  # noqa: E402
+                                  eager_output_layer_bytes, eager_rule_covers, layer_params_per_rank)
 
 with open(os.path.join(FIX, "hf_saved_bytes.json"), encoding="utf-8") as fh:
     SAVED = json.load(fh)
@@ -29,7 +33,7 @@ CASES = [(name, run) for name in sorted(SAVED) for run in sorted(SAVED[name]["ru
 
 def _spec(name):
     args = M.build_parser().parse_args(["--hf_model_name_or_path", os.path.join(FIX, SAVED[name]["config_file"])])
-    spec, _ = M.resolve_model_spec(args, defaults={"num_experts": 0})
+    spec, _ = resolve_model_spec(args, defaults={"num_experts": 0})
     return spec
 
 
@@ -38,7 +42,7 @@ def _matmul_weights(spec, layer):
     only what a linear saves for its backward: the weight, not the bias) and less the routed
     experts (grouped_mm is not autocast-enabled: transformers' integrations/moe.py)."""
     h = spec["hidden_size"]
-    p = M.layer_params(layer, h=h, norm=spec["norm"])
+    p = layer_params(layer, h=h, norm=spec["norm"])
     a = layer["attention"][0]
     d = a["head_dim"]
     qk_norm = 2 * d if a["qk_norm"] != "none" else 0  # one weight of d for q, one for k
@@ -59,12 +63,12 @@ def test_layer_bytes_equal_what_autograd_saves(name, run):
     m, spec = SAVED[name], _spec(name)
     s, b, h = m["seq"], m["batch"], spec["hidden_size"]
     layer = spec["layers"][0]
-    assert M.eager_rule_covers(layer, norm=spec["norm"], model_type=spec["model_type"])
+    assert eager_rule_covers(layer, norm=spec["norm"], model_type=spec["model_type"])
     autocast = run.startswith("autocast")
     if run.endswith("ckpt"):  # gradient checkpointing keeps the layer's input
-        ours = M.eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=1, sp_or_pa=False, act_bytes=2, autocast=autocast)
+        ours = eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=1, sp_or_pa=False, act_bytes=2, autocast=autocast)
     else:
-        ours = M.eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=1, sp=False, act_bytes=2, autocast=autocast)
+        ours = eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=1, sp=False, act_bytes=2, autocast=autocast)
     measured = m["runs"][run]["layer_activation_bytes"]
     moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
     if moe and spec["model_type"] != "mixtral" and not run.endswith("ckpt"):
@@ -92,7 +96,7 @@ def test_autocast_keeps_a_16_bit_copy_of_each_matmul_weight(name):
     head = 2 * m["vocab_size"] * spec["hidden_size"]
     assert runs["autocast-ckpt"]["one_layer_model_weight_copy_bytes"] == head
     assert runs["bf16"]["layer_weight_copy_bytes"] == runs["bf16"]["one_layer_model_weight_copy_bytes"] == 0
-    non_expert, _ = M.layer_params_per_rank(layer, h=spec["hidden_size"], norm=spec["norm"], tp=1, etp=1, ep=1)
+    non_expert, _ = layer_params_per_rank(layer, h=spec["hidden_size"], norm=spec["norm"], tp=1, etp=1, ep=1)
     assert 2 * non_expert == pytest.approx(runs["autocast"]["layer_weight_copy_bytes"], rel=1e-3)
 
 
@@ -109,7 +113,7 @@ def test_head_and_loss_bytes_match_what_autograd_saves(name, run):
     autocast = run == "autocast"
     r = m["runs"][run]
     measured = r["one_layer_model_activation_bytes"] - r["layer_activation_bytes"]
-    ours = M.eager_output_layer_bytes(s=s, b=b, h=h, V=V, tp=1, sp=False, act_bytes=2, autocast=autocast)
+    ours = eager_output_layer_bytes(s=s, b=b, h=h, V=V, tp=1, sp=False, act_bytes=2, autocast=autocast)
     left_out = 16 * s * b + 2 * s * spec["layers"][0]["attention"][0]["head_dim"] * (4 if autocast else 2) + 4
     assert ours - 8 * V * s * b + left_out == measured
 

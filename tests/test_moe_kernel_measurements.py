@@ -27,6 +27,9 @@ import io
 import pytest
 
 import calc_inference_latency as cil
+from llmcalc.model.formulas import expected_real_experts  # the formulas themselves
+from llmcalc.serve.forward import expected_distinct_real_experts, layer_costs, roofline_time_s
+from llmcalc.serve.stacks import MLP_KERNELS, MOE_EXTRA_KERNELS, NVFP4_BITS, ROOFLINE_CORNER_P
 
 H, WIDTH, EXPERTS, TOPK, EP = 7168, 2048, 256, 8, 8
 # the routed experts alone, as the script's layer list describes a MoE block (no shared expert)
@@ -52,18 +55,18 @@ def hw():
 def moe_block_s(tokens, hw):
     """Our time for the routed-expert block of `tokens` tokens on one of EP ranks."""
     layer = {"attention": [], "mlp": [MLP], "extra_params": 0}
-    w_bits, a_bits = cil.NVFP4_BITS, 4  # as --precision fp4 stores and runs them
-    costs = cil.layer_costs(layer, h=H, tp=1, num_tokens=tokens, w_bits=w_bits, a_bits=a_bits,
+    w_bits, a_bits = NVFP4_BITS, 4  # as --precision fp4 stores and runs them
+    costs = layer_costs(layer, h=H, tp=1, num_tokens=tokens, w_bits=w_bits, a_bits=a_bits,
                             moe={"tokens": tokens, "ep": EP, "etp": 1, "imbalance": 1.0})
     flops, nbytes, _ = costs["mlp"]
     flops -= 2 * tokens * H * EXPERTS  # the router matmul: its logits are the benchmark's input
     nbytes -= (H * EXPERTS * w_bits + tokens * EXPERTS * a_bits) / 8
-    t = cil.roofline_time_s(flops=flops, bytes_moved=nbytes, flops_per_s=hw["flops_per_s"],
-                            bytes_per_s=hw["bytes_per_s"], corner_p=cil.ROOFLINE_CORNER_P)
+    t = roofline_time_s(flops=flops, bytes_moved=nbytes, flops_per_s=hw["flops_per_s"],
+                            bytes_per_s=hw["bytes_per_s"], corner_p=ROOFLINE_CORNER_P)
     _, elem_bytes, _ = costs["elementwise"]
     elem_bytes -= tokens * 5 * H * 2  # the norm and residual add around the block (16-bit)
     t += elem_bytes / hw["bytes_per_s"]
-    return t + (cil.MLP_KERNELS - 2 + cil.MOE_EXTRA_KERNELS) * hw["kernel_overhead_s"]
+    return t + (MLP_KERNELS - 2 + MOE_EXTRA_KERNELS) * hw["kernel_overhead_s"]
 
 
 @pytest.mark.parametrize("tokens", [
@@ -80,5 +83,5 @@ def test_moe_block_matches_trtllm_fused_moe_on_b200(tokens, hw):
 def test_the_setup_gives_one_pick_per_token_on_the_rank(hw):
     # EP 8 over 256 experts with top-8: T tokens make T picks on one rank's 32 experts, and every
     # one of them is touched once the batch is large (the weight read saturates)
-    assert cil.expected_real_experts(MLP) * 4096 / EP == 4096
-    assert cil.expected_distinct_real_experts(MLP, num_tokens=4096) / EP == pytest.approx(32, rel=1e-6)
+    assert expected_real_experts(MLP) * 4096 / EP == 4096
+    assert expected_distinct_real_experts(MLP, num_tokens=4096) / EP == pytest.approx(32, rel=1e-6)
