@@ -39,6 +39,11 @@ COMMANDS = ("llmcalc-params", "llmcalc-flops", "llmcalc-mem", "llmcalc-train-tim
 INSTALLED_TARGET = 1.3  # x `python -c "import argparse, json"`
 
 
+def quantile(values, f):
+    """The f-quantile of values (nearest rank below)."""
+    return sorted(values)[int(f * (len(values) - 1))]
+
+
 def median_s(cmd, repeat):
     subprocess.run(cmd, cwd=ROOT, capture_output=True, check=True)  # warm the file cache
     times = []
@@ -51,7 +56,7 @@ def median_s(cmd, repeat):
 
 def ab(scripts, other, repeat):
     """Interleaved A/B of this checkout against `other`: (min, p25) wall times and compile times."""
-    q = lambda v, f: sorted(v)[int(f * (len(v) - 1))] * 1e3  # noqa: E731
+    q = lambda v, f: quantile(v, f) * 1e3  # noqa: E731 -- in ms
     print(f"{'command':<30}{'min here':>10}{'min there':>11}{'p25 here':>10}{'p25 there':>11}"
           f"{'compile here':>14}{'there':>8}")
     rows = {}
@@ -85,7 +90,7 @@ def ab(scripts, other, repeat):
     return rows
 
 
-def installed(venv, repeat):
+def installed(venv, repeat, parser):
     """Wall time of each installed command's default run against the floor, interleaved round by
     round (machine noise hits all alike): median and 25th percentile, and their ratios."""
     if venv is None:
@@ -94,6 +99,10 @@ def installed(venv, repeat):
         subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", ROOT],
                        check=True)
         print(f"installed into {venv}")
+    missing = [c for c in COMMANDS if not os.path.exists(os.path.join(venv, "bin", c))]
+    if missing:
+        parser.error(f"--installed {venv}: {', '.join(missing)} not installed there (pip install . into it, "
+                     "or give no VENV)")
     floor = 'python -c "import argparse, json"'
     parser_floor = "... and build an empty parser"  # argparse's gettext (locale) and formatter
     py = os.path.join(venv, "bin", "python")
@@ -108,7 +117,7 @@ def installed(venv, repeat):
             t0 = time.perf_counter()
             subprocess.run(c, capture_output=True, check=True, cwd=tempfile.gettempdir())
             times[k].append(time.perf_counter() - t0)
-    q = lambda v, f: sorted(v)[int(f * (len(v) - 1))]  # noqa: E731
+    q = quantile
     base_med, base_p25 = q(times[floor], .5), q(times[floor], .25)
     print(f"{'command':<34}{'median':>9}{'x floor':>9}{'p25':>9}{'x floor':>9}")
     rows = {}
@@ -131,7 +140,7 @@ def main(argv=None):
                    help="time the installed commands (in VENV, or pip install . into a fresh one)")
     args = p.parse_args(argv)
     if args.installed is not None:
-        return installed(args.installed or None, args.repeat)
+        return installed(args.installed or None, args.repeat, p)
     scripts = args.scripts or sorted(os.path.basename(x) for x in glob.glob(os.path.join(ROOT, "calc_*.py")))
     if not args.scripts and os.path.exists(os.path.join(ROOT, "hardware.py")):
         scripts.append("hardware.py")

@@ -8,11 +8,12 @@ from . import TOOLS, run
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in TOOLS:
+        asked = not argv or argv[0] in ("-h", "--help")  # else an unknown tool: usage, exit 2
         width = max(map(len, TOOLS))
         lines = [f"  {n:<{width}}  as {script}" for n, (_, script) in TOOLS.items()]
         print("usage: python -m llmcalc TOOL [flags]   (TOOL --help for its flags)\n\ntools:\n"
-              + "\n".join(lines), file=sys.stderr if argv else sys.stdout)
-        return 2 if argv and argv[0] not in ("-h", "--help") else 0
+              + "\n".join(lines), file=sys.stdout if asked else sys.stderr)
+        return 0 if asked else 2
     sys.argv[0] = f"llmcalc {argv[0]}"  # argparse's prog in usage and error lines
     return run(argv[0], argv[1:])
 

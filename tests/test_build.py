@@ -24,7 +24,7 @@ MODULES = [m for m in MODULES if m not in ("__init__", "__main__")]  # the insta
 
 @pytest.mark.parametrize("script", sorted(build_scripts.SCRIPTS))
 def test_built_script_is_current(script):
-    built = build_scripts.build(script)
+    built = build_scripts.build_script(script)
     with open(os.path.join(ROOT, script), encoding="utf-8") as fh:
         assert fh.read() == built, f"{script} is stale: run python3 tools/build_scripts.py"
 
@@ -113,6 +113,7 @@ def test_build_refuses_a_name_defined_in_two_modules_of_one_script(tmp_path):
     ("from .. import a", "no alias, no module object"),
     ("from ..a import nothing_there", "does not define"),
     ("import numpy", "not in the standard library"),
+    ("def broken(:", "tools/t.py:2"),  # a syntax error: one line naming the place, no traceback
 ])
 def test_build_refuses_imports_that_would_not_survive(tmp_path, line, match):
     _write(tmp_path, "a.py", '"""a"""\n\n\ndef f():\n    return 1\n')

@@ -74,7 +74,10 @@ def parse_module(module, root=ROOT):
     path = module_path(module, root)
     where = os.path.relpath(path, root)
     source = open(path, encoding="utf-8").read()
-    tree = ast.parse(source, where)
+    try:
+        tree = ast.parse(source, where)
+    except SyntaxError as exc:
+        raise BuildError(f"{where}:{exc.lineno}: {exc.msg}") from None
     lines = source.splitlines(keepends=True)
     body = tree.body
     if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
@@ -193,11 +196,6 @@ def build_script(script, root=ROOT):
     return text if text.endswith("\n") else text + "\n"
 
 
-def build(script, root=ROOT):
-    """The text of one built file."""
-    return build_script(script, root)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -207,7 +205,7 @@ def main(argv=None):
     stale = []
     for script in SCRIPTS:
         try:
-            text = build(script)
+            text = build_script(script)
         except BuildError as exc:
             print(f"build_scripts: {exc}", file=sys.stderr)
             return 2
