@@ -197,6 +197,7 @@ def main():
     ap.add_argument("--skip-static", action="store_true")
     ap.add_argument("--skip-eager", action="store_true")
     ap.add_argument("--ttft", action="store_true", help="generate with one new token, both paths")
+    ap.add_argument("--deadline-s", type=float, default=1e9, help="start no new case past this")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -223,17 +224,8 @@ def main():
         model = None
         if dev == "cuda":
             torch.cuda.empty_cache()
-    if a.ttft:
-        for name in models:
-            cfg, model = build(name, dev)
-            for b, p in ((1, 128), (1, 512), (1, 2048), (8, 512)) if not a.quick else ((1, 8),):
-                measure_ttft(a.out, model, cfg, name, b, p, dev, False, 5)
-                measure_ttft(a.out, model, cfg, name, b, p, dev, True, 5)
-            model = None
-            if dev == "cuda":
-                torch.cuda.empty_cache()
     if not a.skip_static:
-        plan = [(m, b, 512) for b in (1, 8) for m in models] + [(m, 32, 512) for m in models]
+        plan = [(m, b, 512) for m in models for b in (1, 8, 32)]  # one build per model
         if a.quick:
             plan = [("tiny", 1, 8)]
         built = {}
@@ -244,8 +236,24 @@ def main():
                     torch.cuda.empty_cache()
                 built[name] = build(name, dev)
             cfg, model = built[name]
+            if time.time() - t > a.deadline_s:
+                log(f"deadline: static {name} b{b} not started")
+                continue
             measure_generate(a.out, model, cfg, name, b, p, n1, n2, dev, True, reps)
             log(f"{name} static b{b} done at {time.time() - t:.0f} s")
+        built.clear()
+    if a.ttft:
+        for name in models:
+            cfg, model = build(name, dev)
+            for b, p in ((1, 128), (1, 512), (1, 2048), (8, 512)) if not a.quick else ((1, 8),):
+                if time.time() - t > a.deadline_s:
+                    log(f"deadline: ttft {name} b{b} p{p} not started")
+                    continue
+                measure_ttft(a.out, model, cfg, name, b, p, dev, False, 5)
+                measure_ttft(a.out, model, cfg, name, b, p, dev, True, 5)
+            model = None
+            if dev == "cuda":
+                torch.cuda.empty_cache()
     log(f"all done in {time.time() - t:.0f} s")
 
 
