@@ -23,7 +23,6 @@ the CPU (gloo; QUICK_COMPILE=1 adds two compiled cases). Timing: CUDA events, me
 """
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -155,7 +154,7 @@ def measure_attention(out, dev, quick, deadline):
                     rec["error"] = repr(e)[:300]
                     log(f"attn d{d} s{s} {kind}: {rec['error'][:120]}")
                 write(out, "attention.jsonl", rec)
-            del q, k, v, do
+            q = k = v = do = None  # free before the next shape
     # fp8 inputs: does any SDPA backend take them?
     if hasattr(torch, "float8_e4m3fn"):
         s, d = (64, 16) if quick else (4096, 128)

@@ -1,0 +1,295 @@
+"""The scripts against our own measurements on one H200 (issue 36).
+
+Source: validation/h100/measure_stacks.py, measure_serving.py and measure_training.py, run on one
+NVIDIA H200 (SXM, 141 GB HBM3e, 132 SMs, 700 W, driver 580.159.04) lent to this project on
+2026-11-26: torch 2.11.0 + CUDA 13.0, transformers 5.17.0, torchao 0.18.0. Raw rows and the exact
+commands: validation/h200/ (README.md, results/*.jsonl; each row carries its setup). VALIDATION.md
+lists every comparison, good or bad.
+
+Nothing here set a constant: every row judges the scripts as they stood before the run (the
+matmul grid's sustained factor was set on the H100's grid, the FA2 attention rate from Dao 2023,
+the eager host cost from the H100's 1B rows). Misses are strict xfails that carry the error, so a
+change that fixes one shows up.
+"""
+import contextlib
+import io
+import json
+import os
+import statistics
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "validation", "h200", "results")
+H100 = os.path.join(ROOT, "validation", "h100", "results")
+sys.path.insert(0, ROOT)
+
+import calc_inference_latency as I  # noqa: E402
+import calc_training_time as T  # noqa: E402
+from llmcalc.model.spec import resolve_model_spec  # noqa: E402
+from llmcalc.serve.forward import forward_pass  # noqa: E402
+from llmcalc.serve.stacks import resolve_hardware as serve_hardware  # noqa: E402
+
+
+def _rows(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+GEMM = [r for r in _rows(os.path.join(RESULTS, "gemm.jsonl")) if "m" in r and "s" in r]
+GEMM_H100 = {(r["dtype"], r["m"], r["n"], r["k"]): r for r in _rows(os.path.join(H100, "gemm.jsonl"))
+             if "m" in r and "s" in r}
+ATTN = [r for r in _rows(os.path.join(RESULTS, "attention.jsonl")) if r["dtype"] == "bf16"]
+FSDP = _rows(os.path.join(RESULTS, "fsdp2.jsonl"))
+SERVE = _rows(os.path.join(RESULTS, "serve.jsonl"))
+PREFIX = _rows(os.path.join(RESULTS, "prefix.jsonl"))
+
+LLAMA = {  # the shapes the rows ran (measure_training.LLAMA_SHAPES; measure_stacks.SHAPE as fsdp-8l)
+    "llama-1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=64, vocab_size=128256, tie_word_embeddings=True),
+    "llama-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, vocab_size=128256, tie_word_embeddings=False),
+    "fsdp-8l": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=8, num_attention_heads=32,
+                    num_key_value_heads=8, head_dim=128, vocab_size=128256, tie_word_embeddings=False),
+}
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("h200_configs")
+    out = {}
+    for name, shape in LLAMA.items():
+        cfg = dict(model_type="llama", architectures=["LlamaForCausalLM"], max_position_embeddings=131072,
+                   rms_norm_eps=1e-5, rope_theta=500000.0, attention_bias=False, mlp_bias=False,
+                   hidden_act="silu", **shape)
+        p = d / f"{name}.json"
+        p.write_text(json.dumps(cfg))
+        out[name] = str(p)
+    return out
+
+
+def _run_json(main, argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        main(argv)
+    return json.loads(out.getvalue())
+
+
+def test_measured_models_are_the_shapes_named_here():
+    s = FSDP[0]["shape"]
+    assert all(r["shape"] == s for r in FSDP)
+    assert (s["layers"], s["width"], s["ffn"], s["heads"], s["kv_heads"], s["vocab"]) == (8, 4096, 14336, 32, 8, 128256)
+    f = LLAMA["fsdp-8l"]
+    assert (f["num_hidden_layers"], f["hidden_size"], f["intermediate_size"]) == (8, 4096, 14336)
+    for r in SERVE:
+        if "config" in r:
+            assert r["config"] == LLAMA[r["model"]], r["model"]
+
+
+# --- the card: the same compute as the H100 measured on 2026-11-24, more bandwidth ---------------
+BIG = [r for r in GEMM if min(r["m"], r["n"], r["k"]) >= 2048]
+
+
+def test_the_card_matches_the_h100_in_matmuls():
+    # the H200 is the H100's GH100 die with HBM3e: large products run at the same rate. The median
+    # over the shapes measured on both is within 5% (bf16 0.967x, fp8 0.988x the H100's speed)
+    for dtype in ("bf16", "fp8"):
+        ratios = [GEMM_H100[k]["s"] / r["s"] for r in BIG if r["dtype"] == dtype
+                  and (k := (dtype, r["m"], r["n"], r["k"])) in GEMM_H100]
+        assert len(ratios) >= 45
+        assert statistics.median(ratios) == pytest.approx(1.0, abs=0.05)
+
+
+GEMM_MISS = {("bf16", 3072, 3072, 3072): "+32%: as on the H100, cuBLAS beats the 3-wave quantization",
+             ("fp8", 3072, 3072, 3072): "+23%: as bf16",
+             ("fp8", 2048, 2048, 2048): "-45%: _scaled_mm at 2048^3 ran below the bf16 rate, as on the H100"}
+GEMM_TOLERANCE = {"bf16": 0.10, "fp8": 0.15}  # as the H100 grid's (its repeat spread)
+
+
+def _gemm_param(r):
+    key = (r["dtype"], r["m"], r["n"], r["k"])
+    marks = [pytest.mark.xfail(strict=True, reason=GEMM_MISS[key])] if key in GEMM_MISS else []
+    return pytest.param(r, marks=marks, id="{}-{}x{}x{}".format(*key))
+
+
+@pytest.mark.parametrize("row", [_gemm_param(r) for r in BIG])
+def test_large_matmul_time_within_tolerance_of_the_h200(row):
+    p = T.build_parser()
+    hw, _, _ = T.resolve_hardware(p.parse_args(["--gpu", "h200", "--dtype", row["dtype"]]), p)
+    pred = T.gemm_time_s(row["m"], row["n"], row["k"], hw=hw, dtype_bytes=2 if row["dtype"] == "bf16" else 1)
+    assert pred == pytest.approx(row["s"], rel=GEMM_TOLERANCE[row["dtype"]])
+
+
+def test_copy_bandwidth_within_5_percent_of_the_h200():
+    # a 1 GiB device-to-device copy moved 3,971 GB/s (read + write); calc_training_time.py takes
+    # 0.85 of the datasheet's 4.8 TB/s (MEM_BW_FRACTION, set from other cards' copies)
+    copy = next(r for r in _rows(os.path.join(RESULTS, "gemm.jsonl")) if r.get("kind") == "d2d_copy")
+    p = T.build_parser()
+    hw, _, _ = T.resolve_hardware(p.parse_args(["--gpu", "h200"]), p)
+    assert hw["mem_bw"] == pytest.approx(copy["GBps"] * 1e9, rel=0.05)
+
+
+# --- attention: torch's SDPA, causal, heads x head dim 4096, bf16 --------------------------------
+def _flash_rate(gpu="h200"):
+    """The attention rate calc_training_time.py assumes (forward, backward FLOP/s): the FA2 figure."""
+    p = T.build_parser()
+    hw, _, _ = T.resolve_hardware(p.parse_args(["--gpu", gpu]), p)
+    ff, fb = hw["flash"]
+    return hw["peak16"] * ff, hw["peak16"] * fb
+
+
+# The FA2 rate (Dao 2023: 308 TFLOP/s on the H100 SXM, causal, head dim 128, 8k tokens, forward +
+# backward) judged on torch's flash backend (FlashAttention-2 inside torch) at that head dim and
+# 4k tokens and longer, each pass apart: what the published point covers. 15%: the published
+# figure's own spread over 4k-16k. Shorter sequences and head dims 64 and 256 run slower than that
+# point (down to 189 TFLOP/s backward at 1k): VALIDATION.md has every row.
+FA2_ROWS = [r for r in ATTN if r["backend"] == "flash" and r["head_dim"] == 128 and r["seq"] >= 4096]
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=f"s{r['seq']}") for r in FA2_ROWS])
+def test_flash_backend_within_15_percent_of_the_fa2_rate(row):
+    ff, fb = _flash_rate()
+    assert row["fwd_flops"] / ff == pytest.approx(row["fwd_s"], rel=0.15)
+    assert row["bwd_flops"] / fb == pytest.approx(row["fwd_bwd_s"] - row["fwd_s"], rel=0.15)
+
+
+# SDPA without a backend named (what HF models and torchtitan call) runs cuDNN's wgmma kernel on
+# Hopper (the profiler's kernel names in the rows' default_kernels, head dim 64, 128 and 256):
+# 540-596 TFLOP/s forward at head dim 128 and 4k+ tokens, against the FA2 rate the script
+# applies to every flash-attention layout. Issue 33 models the kernel.
+SDPA_ROWS = [r for r in ATTN if r["backend"] == "default" and r["head_dim"] == 128 and r["seq"] >= 4096]
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=f"s{r['seq']}") for r in SDPA_ROWS])
+@pytest.mark.xfail(strict=True, reason="+61-81%: SDPA's default is cuDNN's kernel, ~1.7x the FA2 rate assumed")
+def test_sdpa_default_within_15_percent_of_the_script(row):
+    ff, fb = _flash_rate()
+    assert row["fwd_flops"] / ff + row["bwd_flops"] / fb == pytest.approx(row["fwd_bwd_s"], rel=0.15)
+
+
+# --- FSDP2 training steps: what the script expresses ----------------------------------------------
+# eager PyTorch, bf16 compute, recompute none or every block (-z 3, --framework pytorch: the eager
+# torchtitan / HF kernels, FSDP's casts). Compiled blocks, per-op selective checkpointing and torchao
+# float8 have no setting yet (issue 33): those rows are named below and recorded in VALIDATION.md.
+def _expressed(r):
+    return r["mode"] == "eager" and r["recompute"] in ("none", "full") and r["float8"] == "none" and "error" not in r
+
+
+STEP_MISS = {(16384, 1, "full"): "+19%: attention is a third of the 16k step and SDPA ran cuDNN at ~1.8x FA2"}
+# Per-block checkpointing under FSDP2 (checkpoint wrapper inside fully_shard, torchtitan's order)
+# peaked 11 GiB above no recompute at 8,192 tokens: cause not established. The excess fits the
+# recomputed activations held to the end of the backward beside the gradients (17.6 + 10.4 GiB over
+# the states, 28.7 measured); transformers' own checkpointing without FSDP matched within 0.4% on
+# the H100.
+MEM_MISS = {(4096, 2, "full"): "-30%: FSDP2 + per-block checkpointing peaked above no recompute",
+            (1024, 8, "full"): "-30%: as 4096 x 2",
+            (16384, 1, "full"): "-27%: as 4096 x 2"}
+
+
+def _fsdp_param(r, misses):
+    key = (r["seq"], r["micro_batch"], r["recompute"])
+    marks = [pytest.mark.xfail(strict=True, reason=misses[key])] if key in misses else []
+    return pytest.param(r, marks=marks, id="s{}-b{}-{}".format(*key))
+
+
+def _train_argv(r, configs):
+    return ["--hf_model_name_or_path", configs["fsdp-8l"], "--gpu", "h200", "--num-gpus", "1", "-z", "3",
+            "-s", str(r["seq"]), "-b", str(r["micro_batch"]), "--global-batch-size", str(r["micro_batch"]),
+            "--framework", "pytorch", "--recompute", r["recompute"], "--json"]
+
+
+@pytest.mark.parametrize("row", [_fsdp_param(r, STEP_MISS) for r in FSDP if _expressed(r)])
+def test_fsdp2_eager_step_within_15_percent_of_the_h200(row, configs):
+    res = _run_json(T.main, _train_argv(row, configs))
+    assert res["step_time_s"] == pytest.approx(row["step_s"], rel=0.15)
+
+
+@pytest.mark.parametrize("row", [_fsdp_param(r, MEM_MISS) for r in FSDP if _expressed(r)])
+def test_fsdp2_eager_peak_memory_within_5_percent_of_the_h200(row, configs):
+    # torch.cuda.max_memory_allocated over the timed steps; ours with no allowance for the context
+    res = _run_json(T.main, _train_argv(row, configs) + ["--framework-mem-gib", "0"])
+    assert res["total_bytes"] == pytest.approx(row["peak_allocated_bytes"], rel=0.05)
+
+
+def test_rows_the_script_cannot_express_are_these():
+    rest = sorted({(r["mode"], r["recompute"], r["float8"]) for r in FSDP if not _expressed(r)})
+    assert rest == [("compile", "full", "none"), ("compile", "none", "none"), ("compile", "none", "rowwise"),
+                    ("compile", "none", "tensorwise"), ("compile", "op-sac", "none"), ("eager", "op-sac", "none")]
+    assert not any("error" in r for r in FSDP)
+
+
+# --- serving: plain transformers, bf16 random weights, SDPA ----------------------------------------
+def _serve(configs, model, b, p, o, stack):
+    return _run_json(I.main, ["--hf_model_name_or_path", configs[model], "--gpu", "h200", "--serving-stack", stack,
+                              "-b", str(b), "--prompt-tokens", str(p), "--output-tokens", str(o), "--json"])
+
+
+# generate with one new token (the prompt's forward pass, generate's set-up, one token's choice),
+# eager and with a StaticCache, at 2,048 prompt tokens and more, where the GPU sets the pace (the
+# H100 rule; shorter prompts are the host's: 16-27 ms for any model here)
+FIRST = [r for r in SERVE if r["path"].endswith("generate-1") and r["batch"] * r["prompt"] >= 2048]
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=f"{r['model']}-{r['path']}-b{r['batch']}-p{r['prompt']}")
+                                 for r in FIRST])
+def test_first_token_within_20_percent_of_the_h200(row, configs):
+    res = _serve(configs, row["model"], row["batch"], row["prompt"], 2, "hf-eager")
+    assert res["prefill_s"] == pytest.approx(row["t1_s"], rel=0.20)
+
+
+# generate with a StaticCache: transformers compiles each decode step (reduce-overhead, CUDA
+# graphs); the prompt's pass stays eager. Time per output token against the `kernels` stack (CUDA
+# graph decode, no engine): the 8B at batch 1 is within 15% (-14.5%); every other row is slower
+# than the kernels, by more as the batch grows and the smaller the model;
+# generate's own per-step work (logits processing, stopping checks, cache bookkeeping) sits outside
+# the graph and no stack preset describes it. Recorded, not fitted (issue 34: fixed costs).
+GRAPH = [r for r in SERVE if r["path"] == "static+compile"]
+GRAPH_MISS = {("llama-8b", 8): "-31%", ("llama-8b", 32): "-55%",
+              ("llama-1b", 1): "-41%", ("llama-1b", 8): "-56%", ("llama-1b", 32): "-62%"}
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=f"{r['model']}-b{r['batch']}", marks=[pytest.mark.xfail(
+    strict=True, reason=GRAPH_MISS[key] + ": generate's per-step host work is not costed")]
+    if (key := (r["model"], r["batch"])) in GRAPH_MISS else []) for r in GRAPH])
+def test_graph_mode_decode_within_15_percent_of_the_h200(row, configs):
+    assert "error" not in row
+    res = _serve(configs, row["model"], row["batch"], row["prompt"], row["n2"], "kernels")
+    assert res["decode_per_token_s"] == pytest.approx(row["tpot_s"], rel=0.15)
+
+
+# --- prefix caching: a 4,096-token prefix, its KV cache kept (DynamicCache), the suffix run over it --
+def _prefill_s(configs, b, new, before):
+    parser = I.build_parser()
+    args = parser.parse_args(["--hf_model_name_or_path", configs["llama-8b"], "--gpu", "h200",
+                              "--serving-stack", "hf-eager"])
+    args.weight_bits = args.activation_bits = args.kv_cache_bits = 16
+    spec, _ = resolve_model_spec(args, defaults={"num_experts": 8})
+    hw, _ = serve_hardware(args, parser)
+    return forward_pass(spec, hw, tp=1, pp=1, batch=b, new_tokens=new, context_before=before, w_bits=16,
+                        a_bits=16, kv_bits=16, absorbed=False)["time_s"]
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=f"b{r['batch']}-suffix{r['suffix_tokens']}") for r in PREFIX])
+def test_cold_prefill_of_prefix_and_suffix_within_20_percent_of_the_h200(row, configs):
+    res = _serve(configs, "llama-8b", row["batch"], row["prefix_tokens"] + row["suffix_tokens"], 2, "hf-eager")
+    assert res["prefill_s"] == pytest.approx(row["cold_s"], rel=0.20)
+    assert _prefill_s(configs, row["batch"], row["prefix_tokens"] + row["suffix_tokens"], 0) == pytest.approx(
+        res["prefill_s"], rel=1e-9)  # the package's forward pass is what the script prints
+
+
+# the warm pass: the suffix's tokens over the cached prefix, judged at 2,048 new tokens and more (the
+# host sets the pace below: 29 ms for 128 tokens). The batch-8 row runs a masked SDPA (a suffix over
+# a cache is not the square causal case, so transformers passes a mask and torch leaves the flash
+# kernel; inferred from transformers' sdpa_attention, not profiled).
+WARM = [r for r in PREFIX if r["batch"] * r["suffix_tokens"] >= 2048]
+WARM_MISS = {(8, 512): "-29%: the masked SDPA kernel of a suffix over a cached prefix is slower than flash"}
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=f"b{r['batch']}-suffix{r['suffix_tokens']}", marks=(
+    [pytest.mark.xfail(strict=True, reason=WARM_MISS[(r["batch"], r["suffix_tokens"])])]
+    if (r["batch"], r["suffix_tokens"]) in WARM_MISS else [])) for r in WARM])
+def test_warm_prefill_over_a_cached_prefix_within_20_percent_of_the_h200(row, configs):
+    pred = _prefill_s(configs, row["batch"], row["suffix_tokens"], row["prefix_tokens"])
+    assert pred == pytest.approx(row["warm_s"], rel=0.20)
+
