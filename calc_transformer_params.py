@@ -113,15 +113,56 @@ def finite_float(text):
     return value
 
 
+# Counts take SI suffixes (powers of 1000: 4k, 300B or 300G, 2T) and binary ones (powers of 1024:
+# 8Ki = 8192, 1Mi); sizes in bytes (calc_comm.py --size) keep nccl-tests' binary K/M/G instead.
+COUNT_UNITS = {"k": 10 ** 3, "m": 10 ** 6, "b": 10 ** 9, "g": 10 ** 9, "t": 10 ** 12, "p": 10 ** 15,
+               "ki": 2 ** 10, "mi": 2 ** 20, "gi": 2 ** 30, "ti": 2 ** 40}
+
+
+def parse_count(text):
+    """A count as a user types it: 4096, 4_096, 1e12, 300B, 2T, 1.5k, 8Ki (COUNT_UNITS) -> a
+    finite float or int. ArgumentTypeError (one line) for anything else."""
+    t = str(text).strip().replace("_", "")
+    i = len(t)
+    while i > 0 and t[i - 1].isalpha():
+        i -= 1
+    num, unit = t[:i], t[i:].lower()
+    if unit and unit not in COUNT_UNITS or not num:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r} (use 4096, 1e12, or a suffix: "
+                                         "4k, 300B, 2T = powers of 1000; 8Ki = 8192)")
+    if not unit and num.lstrip("+-").isdigit():
+        return int(num)
+    try:
+        value = float(num) * COUNT_UNITS.get(unit, 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if value != value or abs(value) == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def count_float(text):
+    """argparse type for a count that may be fractional or huge (--tokens 2T): parse_count."""
+    return float(parse_count(text))
+
+
 def bounded_int(text):
-    """argparse type for an integer flag: at most 18 digits, so no 400-digit size reaches a formula."""
+    """argparse type for an integer flag: at most 18 digits, so no 400-digit size reaches a formula;
+    suffixes as parse_count (-s 8Ki, --num-gpus 1k); the value must be whole."""
     text = str(text).strip()
     if len(text.lstrip("+-")) > 18:
         raise argparse.ArgumentTypeError(f"{text[:24]}... is too large (at most 18 digits)")
     try:
-        return int(text)
-    except ValueError:
+        value = parse_count(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+    if isinstance(value, int):
+        return value
+    if abs(value) >= 1e18:
+        raise argparse.ArgumentTypeError(f"{text[:24]} is too large (at most 18 digits)")
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(value)
 
 
 def add_model_args(parser):

@@ -451,16 +451,36 @@ def test_cookbook_readme_gpt3_command():
 
 
 def test_cookbook_readme_moe_command():
-    # Cookbook calc/README.md: "python calc_transformer_flops.py -l 12 -hs 768 --moe -e 512";
-    # cookbook defaults for this script: expert interval 2, top-1.
+    # Cookbook calc/README.md: "python calc_transformer_flops.py -l 12 -hs 768 --moe -e 512". Every
+    # script here takes experts in every layer by default (issue 32: the cookbook's flops script
+    # alone took -ei 2); -ei 2 gives the Fairseq-MoE 15B layout it is named after.
     res, out = run(["-l", "12", "-hs", "768", "--moe", "-e", "512"])
     spec = res["model"]
-    assert spec["num_experts"] == 512 and spec["topk"] == 1 and spec["moe_layers"] == [1, 3, 5, 7, 9, 11]
+    assert spec["num_experts"] == 512 and spec["topk"] == 1 and spec["moe_layers"] == list(range(12))
+    assert res["total_params"] == 29_126_370_816
     parts = res["forward_breakdown_flops"]
-    # top-1 expert of width 4h costs what a dense MLP does; the router adds 2 h E per token.
-    assert parts["routed_experts"] == parts["dense_mlp"]
-    assert parts["router"] == 6 * 2 * 768 * 512 * 300_000_000_000
+    assert parts.get("dense_mlp", 0) == 0
+    # the router adds 2 h E per token in each of the 12 layers
+    assert parts["router"] == 12 * 2 * 768 * 512 * 300_000_000_000
     assert "6*N_active*D" in out
+    res2, _ = run(["-l", "12", "-hs", "768", "--moe", "-e", "512", "-ei", "2"])
+    assert res2["model"]["moe_layers"] == [1, 3, 5, 7, 9, 11] and round(res2["total_params"] / 1e9, 1) == 14.6
+    # top-1 expert of width 4h costs what a dense MLP does
+    assert res2["forward_breakdown_flops"]["routed_experts"] == res2["forward_breakdown_flops"]["dense_mlp"]
+
+
+def test_moe_example_is_one_answer_in_every_script(capsys):
+    # params, flops and mem give the cookbook MoE example one parameter count (issue 32)
+    import calc_transformer_mem as M
+    import calc_transformer_params as P
+    argv = ["-l", "12", "-hs", "768", "--moe", "-e", "512", "--json"]
+    counts = []
+    for tool_main in (P.main, M.main):
+        tool_main(argv)
+        out = json.loads(capsys.readouterr().out)
+        counts.append(out.get("total_params") or out["params"]["total_params"])
+    res, _ = run(argv[:-1])
+    assert counts == [res["total_params"]] * 2 == [29_126_370_816] * 2
 
 
 def test_cookbook_flags_and_defaults():
@@ -632,19 +652,18 @@ GRID = [
 @pytest.mark.parametrize("argv", GRID)
 def test_model_block_agrees_with_params_script(argv):
     # Same arguments through each built script's copy of the package's model modules: identical
-    # spec and breakdown (with the same defaults dict, so only the code is compared).
+    # spec and breakdown (both scripts take the same model defaults since issue 32).
     pa = params_mod.build_parser().parse_known_args(argv)[0]
     fa = flops_mod.build_parser().parse_known_args(argv)[0]
-    d = flops_mod.FLOPS_MODEL_DEFAULTS
-    sp, _ = params_mod.resolve_model_spec(pa, defaults=d)
-    sf, _ = flops_mod.resolve_model_spec(fa, defaults=d)
+    sp, _ = params_mod.resolve_model_spec(pa)
+    sf, _ = flops_mod.resolve_model_spec(fa)
     assert sp == sf
     assert params_mod.param_breakdown(sp) == flops_mod.param_breakdown(sf)
 
 
 @pytest.mark.parametrize("name", ("mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "qwen3-30b-a3b"))
 def test_moe_config_layout_ignores_the_cookbook_expert_interval(name):
-    # The cookbook FLOPs default -ei 2 must not override a config's explicit MoE layout: the
+    # A script's -ei default (the cookbook flops script's 2, once) never overrides a config's MoE layout: the
     # parameter count through this script equals PyTorch's count of the real model.
     with open(os.path.join(FIXTURES, "hf_param_counts.json"), encoding="utf-8") as fh:
         expected = json.load(fh)[name]["total"]
@@ -668,7 +687,7 @@ def _brute_pairs(s, keep):
 
 def _spec(argv):
     args = flops_mod.build_parser().parse_args(argv)
-    spec, _ = flops_mod.resolve_model_spec(args, defaults=flops_mod.FLOPS_MODEL_DEFAULTS)
+    spec, _ = flops_mod.resolve_model_spec(args)
     return spec
 
 

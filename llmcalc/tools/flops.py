@@ -65,7 +65,7 @@ References:
 import sys
 
 from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
-    check_ranges, finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
+    _num, check_ranges, count_float, finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
 from ..model.kinds import GDN_CHUNK, attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
@@ -74,8 +74,6 @@ from ..train.flops import (CORE_KEYS, SECONDS_PER_DAY, backward_flops, decode_ke
     token_matmul_flops)
 
 
-# The cookbook's calc_transformer_flops.py defaults where they differ from MODEL_DEFAULTS.
-FLOPS_MODEL_DEFAULTS = {"num_experts": 128, "expert_interval": 2, "topk": 1}
 DEFAULT_MFU = 0.40  # see the module docstring for why
 
 
@@ -290,8 +288,12 @@ def format_report(res):
                      f"{t['gpu_hours']:,.0f} GPU-hours"
                      + (f", cost {t['cost']:,.0f} at {t['cost_per_gpu_hour']:g}/GPU-hour"
                         if t["cost"] is not None else ""))
-        if t["mfu_default"]:
-            lines.append("  (an assumed MFU: calc_training_time.py costs the step of a layout instead)")
+        if t["mfu_default"] and t["layout_command"]:
+            lines.append(f"  (MFU {t['mfu']:.2f} is an assumption, not this model's; the step-time model costs "
+                         "each layout on these GPUs and finds the fastest:")
+            lines.append(f"   {t['layout_command']})")
+        elif t["mfu_default"]:
+            lines.append(f"  (MFU {t['mfu']:.2f} is an assumption, not this model's: pass --mfu)")
     else:
         lines.append("Time: pass --gpu NAME or --peak-tflops X (and --num-gpus N, --mfu) for wall time "
                      "and GPU-hours.")
@@ -301,13 +303,13 @@ def format_report(res):
 
 def build_parser():
     parser = OneLineErrorParser(description=__doc__)
-    add_model_args(parser)
+    parser.model_flags = add_model_args(parser)._group_actions
     g = parser.add_argument_group("training run (cookbook flags)")
     g.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
     g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
                    help="global batch size in samples; sets iterations = T / (b s) (default 1)")
-    g.add_argument("--tokens", type=finite_float, default=300e9,
-                   help="T, tokens to train on; 300e9 style accepted (default 300e9)")
+    g.add_argument("--tokens", type=count_float, default=300e9,
+                   help="T, tokens to train on: 300e9, 300B or 2T (default 300e9)")
     g.add_argument("--no-checkpoint-activations", "-ca", action="store_false", dest="checkpoint_activations",
                    help="no activation recomputation (the cookbook default is full recompute)")
     g.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
@@ -360,6 +362,35 @@ def validate(args, parser):
     check_ranges(args, parser, FLAG_RANGES)
 
 
+def training_time_command(args, parser):
+    """The calc_training_time.py command that costs this run's step on its GPUs (the layout's own
+    MFU, --search for the fastest layout), from the flags given: the model flags as typed, the
+    sequence, the global batch (-b here is samples), the tokens and the GPUs."""
+    words = ["python3 calc_training_time.py"]
+    for a in parser.model_flags:
+        v = getattr(args, a.dest)
+        if v is None:
+            continue
+        name = next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
+        if isinstance(v, bool):
+            if v or any(o.startswith("--no-") for o in a.option_strings):
+                words.append(name if v else "--no-" + name[2:])
+        else:
+            words.append(f"{name} {_shell_word(v)}")
+    words += [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
+              f"--global-batch-size {args.batch_size}"]
+    words.append(f"--gpu {_shell_word(args.gpu)}" if args.gpu else f"--peak-tflops {args.peak_tflops:g}")
+    if args.dtype != "bf16":
+        words.append(f"--dtype {args.dtype}")
+    words.append("--search")  # the search tries each recompute mode itself
+    return " ".join(words)
+
+
+def _shell_word(v):
+    text = str(v)
+    return text if text and all(c.isalnum() or c in "-_./:=+" for c in text) else "'" + text.replace("'", "'\\''") + "'"
+
+
 def peak_from_hardware(args, parser):
     """Dense peak FLOP/s of --gpu at --dtype from hardware.py (imported only here)."""
     rec = accelerator_record(args.gpu, parser, without="pass --peak-tflops X instead")
@@ -374,10 +405,10 @@ def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
     validate(args, parser)
-    # The cookbook's -ei 2 default describes a model built from flags; a config's MoE layout is its
-    # own (the block never applies a script's -ei default to it).
+    # The model defaults are every script's (experts in every layer, -ei 1; 8 experts, top-1); the
+    # cookbook's flops script alone took -e 128 -ei 2 (README, "Flags shared by name").
     try:
-        spec, notes = resolve_model_spec(args, defaults=FLOPS_MODEL_DEFAULTS)
+        spec, notes = resolve_model_spec(args)
     except ValueError as exc:
         parser.error(str(exc))
     warnings = list(spec["warnings"])
@@ -442,7 +473,8 @@ def main(argv=None):
                 "mfu_default": kind == "mfu" and args.mfu is None,
                 "wall_time_s": wall, "wall_time_days": wall / SECONDS_PER_DAY, "gpu_hours": gpu_h,
                 "cost_per_gpu_hour": args.cost_per_gpu_hour,
-                "cost": gpu_h * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None}
+                "cost": gpu_h * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None,
+                "layout_command": None if args.infer else training_time_command(args, parser)}
 
     res = {"model": spec_summary(spec), "warnings": warnings,
            "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,

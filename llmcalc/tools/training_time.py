@@ -54,7 +54,7 @@ import sys
 import time
 
 from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
-    check_ranges, finite_float, parse_tool_args, ranges_epilog, run_tool)
+    check_ranges, count_float, finite_float, parse_tool_args, ranges_epilog, run_tool)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
@@ -266,7 +266,8 @@ def build_parser():
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
                    help="compute slowdown while a collective overlaps it (default 0.19, Lee et al. 2025)")
     o = p.add_argument_group("question")
-    o.add_argument("--tokens", type=finite_float, default=None, help="training tokens: time, GPU-hours, cost")
+    o.add_argument("--tokens", type=count_float, default=None,
+                   help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
     o.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
     o.add_argument("--search", action="store_true", help="rank every layout of --num-gpus")
     o.add_argument("--top", type=bounded_int, default=5, help="layouts to print with --search (default 5)")
