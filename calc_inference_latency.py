@@ -29,7 +29,7 @@ Conventions and assumptions:
     bits are asked for (GPTQ/AWQ/FP8 checkpoints keep them so). Matmul inputs at
     --activation-bits, whose peak sets the matmul rate (a16: bf16, a8: fp8/int8, a4: fp4); the
     residual stream, norms and the attention math stay 16-bit (rate = peak x a/16 below 16 bits).
-  * The model is the shared block's list of layers; costs are summed over its distinct layer
+  * The model is the package's list of layers (llmcalc.model); costs are summed over its distinct layer
     kinds (layer_groups), each with its own attention (MHA/GQA/MQA or MLA; full, sliding or
     chunked span; an optional DSA lightning indexer; two attentions in LongCat-Flash) and MLP
     (dense or MoE, per layer: DeepSeek's leading dense layers stay dense).
@@ -5520,7 +5520,7 @@ def build_parser():
                    help="dp groups of tp GPUs per stage, each with its own requests and a copy of the "
                         "attention (data-parallel attention; MoE layers take every group's tokens; "
                         "default 1)")
-    g.add_argument("--expert-parallel-size", "-ep", type=bounded_int, default=1,
+    g.add_argument("--expert-parallel-size", "-ep", "--expert-parallelism", type=bounded_int, default=1,
                    help="1: routed experts split over the tp x dp GPUs like the rest; tp x dp: whole "
                         "experts spread over them, tokens sent by all-to-all (default 1)")
     g.add_argument("--ep-imbalance", type=finite_float, default=None,
@@ -5541,7 +5541,7 @@ def build_parser():
     g.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100)")
     g.add_argument("--peak-tflops", type=finite_float, default=None,
                    help="dense peak TFLOP/s at the activation precision (default 312, A100 bf16)")
-    g.add_argument("--memory-bandwidth-gbps", type=finite_float, default=None,
+    g.add_argument("--memory-bandwidth-gbps", "--hbm-bandwidth-GBps", type=finite_float, default=None,
                    help="HBM bandwidth, GB/s (default 2039, A100-80GB)")
     g.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="memory per GPU, GiB (default 80 GB)")
     g.add_argument("--compute-efficiency", type=finite_float, default=None,
@@ -5553,12 +5553,12 @@ def build_parser():
                    help=f"fraction of peak bandwidth reached (default {DEFAULT_MEMORY_EFFICIENCY})")
     g.add_argument("--kernel-overhead-us", type=finite_float, default=None,
                    help=f"fixed cost per kernel, us (default {DEFAULT_KERNEL_OVERHEAD_US}; 0 = pure roofline)")
-    g.add_argument("--tp-bandwidth-gbps", type=finite_float, default=None,
+    g.add_argument("--tp-bandwidth-gbps", "--intra-node-bw-GBps", type=finite_float, default=None,
                    help="per-GPU link bandwidth for TP/PP, GB/s one direction (default 300, NVLink 3)")
     g.add_argument("--gpus-per-node", type=bounded_int, default=None,
                    help=f"GPUs per scale-up (NVLink) domain; collectives past it cross the network "
                         f"(default: --gpu's domain, else {DEFAULT_GPUS_PER_NODE})")
-    g.add_argument("--scale-out-gbps", type=finite_float, default=None,
+    g.add_argument("--scale-out-gbps", "--inter-node-bw-GBps", type=finite_float, default=None,
                    help=f"network bandwidth per GPU beyond the node, GB/s one direction (default: --gpu's "
                         f"NIC, else {DEFAULT_SCALE_OUT_GBPS:g}: 200 Gb/s HDR)")
     g.add_argument("--tp-latency-us", type=finite_float, default=None,

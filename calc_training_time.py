@@ -7,10 +7,11 @@ recompute) is costed kernel by kernel for every layer kind of the model (the sha
 each matmul at a shape-dependent efficiency (tile and wave quantization against the GPU's measured
 best matmul rate, a memory roofline and a launch floor), attention at the flash-attention kernel's
 published rate (or as eager batched matmuls plus softmax), memory-bound work at achievable
-bandwidth, the collectives with calc_comm.py's model (copied), the 1F1B / interleaved pipeline with
-its bubble and uneven edge stages, data-parallel gradient reduction overlapped with the last
-backward, the optimizer step, and ZeRO / CPU offload. Memory per GPU is calc_transformer_mem.py's
-model (copied); model FLOPs for MFU are calc_transformer_flops.py's count (copied).
+bandwidth, the collectives with calc_comm.py's model (the same llmcalc.comm code), the 1F1B /
+interleaved pipeline with its bubble and uneven edge stages, data-parallel gradient reduction
+overlapped with the last backward, the optimizer step, and ZeRO / CPU offload. Memory per GPU is
+calc_transformer_mem.py's model and model FLOPs for MFU calc_transformer_flops.py's count (the same
+package code).
 
 Usage:
   python calc_training_time.py --gpu a100 --num-gpus 64 -l 96 -hs 12288 -a 96 -s 2048 \\
@@ -5391,11 +5392,11 @@ def build_parser():
     h.add_argument("--peak-tflops", type=finite_float, default=None, help="dense peak TFLOP/s at --dtype (overrides --gpu)")
     h.add_argument("--matmul-ceiling", type=finite_float, default=None,
                    help="best matmul fraction of peak (default: hardware.py's measured MAMF / peak)")
-    h.add_argument("--hbm-bandwidth-GBps", dest="hbm_bandwidth_GBps", type=finite_float, default=None,
+    h.add_argument("--hbm-bandwidth-GBps", "--memory-bandwidth-gbps", dest="hbm_bandwidth_GBps", type=finite_float, default=None,
                    help="memory bandwidth, GB/s (x %.2f achievable)" % MEM_BW_FRACTION)
-    h.add_argument("--intra-node-bw-GBps", dest="intra_node_bw_GBps", type=finite_float, default=None,
+    h.add_argument("--intra-node-bw-GBps", "--tp-bandwidth-gbps", dest="intra_node_bw_GBps", type=finite_float, default=None,
                    help="scale-up bandwidth per GPU per direction, GB/s")
-    h.add_argument("--inter-node-bw-GBps", dest="inter_node_bw_GBps", type=finite_float, default=None,
+    h.add_argument("--inter-node-bw-GBps", "--scale-out-gbps", dest="inter_node_bw_GBps", type=finite_float, default=None,
                    help="scale-out bandwidth per GPU per direction, GB/s")
     h.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="capacity per GPU (overrides --gpu)")
     h.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
@@ -5406,17 +5407,17 @@ def build_parser():
     lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                      help="model chunks per pipeline rank (interleaved 1F1B)")
     lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
-    lay.add_argument("--expert-parallelism", "-ep", type=bounded_int, default=1)
+    lay.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=1)
     lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                      help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
-    lay.add_argument("--sequence-parallel", action=bo, default=False,
+    lay.add_argument("--sequence-parallel", "-sp", action=bo, default=False,
                      help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
     lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=None,
                      help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding; "
                           "default 1, 0 under --framework megatron-2021 / megatron-2022)")
     lay.add_argument("--micro-batch-size", "-b", type=bounded_int, default=None,
                      help="sequences per micro-batch per replica (default: the fastest that fits)")
-    lay.add_argument("--global-batch-size", type=bounded_int, default=None,
+    lay.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                      help="sequences per step (default: dp x micro-batch)")
     lay.add_argument("--sequence-length", "-s", type=bounded_int, default=2048)
     lay.add_argument("--recompute", choices=RECOMPUTE, default=None,

@@ -11,7 +11,7 @@ holding none, DeepSeek-V3.2's indexer keys as their own line), the activation wo
 forward. With --gpu or --gpu-memory-gib: fits or not, headroom, and the largest micro-batch
 (training) or batch and context (inference) that fit.
 
-The model is the shared block's list of layers: every sum runs over the layers of each pipeline
+The model is the package's list of layers (llmcalc.model): every sum runs over the layers of each pipeline
 stage with the block's per-kind functions (layer_params, cache_elements_per_token, cached_tokens),
 so a model mixing attention kinds, dense and MoE layers is counted layer by layer.
 
@@ -3684,7 +3684,7 @@ FLAG_RANGES = {
     "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
     "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
     "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
-    "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
+    "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "state_bits": (1, 64), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
     "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
 
 
@@ -4016,7 +4016,7 @@ def build_parser():
                    "one transformer layer fewer")
     g.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1,
                    help="cp: the sequence split over cp ranks (ring attention; default 1)")
-    g.add_argument("--expert-parallelism", "-ep", type=bounded_int, default=None,
+    g.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=None,
                    help="ep: routed experts split over ep ranks (default 1)")
     g.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                    help="tensor parallelism inside each expert (default tp)")
@@ -4039,7 +4039,7 @@ def build_parser():
                    "--recompute full)")
     t.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
                    help="activation recomputation (default none; -ca means full)")
-    t.add_argument("--batch-size-per-gpu", "-b", type=bounded_int, default=None,
+    t.add_argument("--batch-size-per-gpu", "-b", "--micro-batch-size", type=bounded_int, default=None,
                    help="micro-batch per GPU, or the inference batch (default 1)")
     t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                    help="global batch; gives the micro-batch count m = gbs/(b*dp) (default: m = pp)")
@@ -4077,6 +4077,12 @@ def build_parser():
                    "stay at the low-precision width")
     pr.add_argument("--kv-cache-bytes-per-val", type=finite_float, default=None,
                    help="KV cache element bytes (default: --low-prec-bytes-per-val)")
+    pr.add_argument("--kv-cache-bits", type=bounded_int, default=None,
+                    help="KV cache element bits, as calc_inference_latency.py takes them (= 8 x "
+                    "--kv-cache-bytes-per-val)")
+    pr.add_argument("--state-bits", type=bounded_int, default=None,
+                    help="recurrent-state element bits, as calc_inference_latency.py takes them (= 8 x "
+                    "--state-bytes-per-val)")
     pr.add_argument("--state-bytes-per-val", type=finite_float, default=None,
                    help="bytes per element of a linear-attention / state-space layer's recurrent state "
                    "(default 4: fp32, as transformers' cache and flash-linear-attention keep it); its conv "
@@ -4189,6 +4195,13 @@ def resolve(args, parser):
     if args.output_tokens is not None and args.output_tokens < 0:
         parser.error("--output-tokens must not be negative")
     check_ranges(args, parser, FLAG_RANGES)
+    for bits, nbytes in (("kv_cache_bits", "kv_cache_bytes_per_val"), ("state_bits", "state_bytes_per_val")):
+        if getattr(args, bits) is not None:  # the latency script's spelling, in bits
+            if getattr(args, nbytes) is not None:
+                parser.error(f"give --{bits.replace('_', '-')} or --{nbytes.replace('_', '-')}, not both")
+            if bits == "kv_cache_bits" and args.kv_cache_bits not in (4, 8, 16, 32):
+                parser.error(f"--{bits.replace('_', '-')} must be 4, 8, 16 or 32, got {getattr(args, bits)}")
+            setattr(args, nbytes, getattr(args, bits) / 8)
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # the cookbook mem script's default

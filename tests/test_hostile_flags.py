@@ -165,7 +165,8 @@ def test_every_script_flag_is_drawn():
 # ---------------------------------------------------------------------------------------------
 CALCS = SCRIPTS[:-1]  # hardware.py takes names only
 # Numeric script flags checked against a set rather than a range.
-SET_CHECKED = {"calc_inference_latency": {"weight_bits", "activation_bits", "kv_cache_bits"}}
+SET_CHECKED = {"calc_inference_latency": {"weight_bits", "activation_bits", "kv_cache_bits"},
+               "calc_transformer_mem": {"kv_cache_bits"}}
 
 
 def _model_dests(mod):

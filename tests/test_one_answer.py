@@ -82,3 +82,61 @@ def test_flops_json_carries_the_command(capsys):
     assert res["time"]["layout_command"].startswith("python3 calc_training_time.py --hidden-size 512 --num-layers 2")
     inf = _json(F.main, ["-l", "2", "-hs", "512", "--gpu", "h100", "-i"], capsys)
     assert inf["time"]["layout_command"] is None
+
+
+# Every concept has spellings that every script taking it accepts, each script keeping its own
+# first spelling (what its messages and --help name) and the cookbook's short flags.
+CONCEPTS = {
+    "expert parallel size": ("--expert-parallel-size", "--expert-parallelism", "-ep"),
+    "global batch": ("--global-batch-size", "-gbs"),
+    "sequence parallel": ("--sequence-parallel", "-sp"),
+    "ZeRO stage": ("--zero-stage", "-z"),
+    "output tokens": ("--output-tokens", "-o"),
+    "HBM bandwidth, GB/s": ("--hbm-bandwidth-GBps", "--memory-bandwidth-gbps"),
+    "scale-up bandwidth per GPU, GB/s": ("--intra-node-bw-GBps", "--tp-bandwidth-gbps"),
+    "scale-out bandwidth per GPU, GB/s": ("--inter-node-bw-GBps", "--scale-out-gbps"),
+    "KV-cache element bits": ("--kv-cache-bits",),
+    "recurrent-state element bits": ("--state-bits",),
+    "tensor parallel size": ("--tensor-parallel-size", "-tp"),
+    "pipeline parallel size": ("--pipeline-parallel-size", "-pp"),
+    "context parallel size": ("--context-parallel-size", "-cp"),
+    "GPU count": ("--num-gpus",),
+    "accelerator": ("--gpu",),
+    "GPU memory, GiB": ("--gpu-memory-gib",),
+    "GPUs per node": ("--gpus-per-node",),
+    "peak TFLOP/s": ("--peak-tflops",),
+    "price per GPU-hour": ("--cost-per-gpu-hour",),
+    "training tokens": ("--tokens",),
+    "recompute": ("--recompute",),
+}
+TOOLS = {"params": P, "flops": F, "mem": M, "training time": T, "latency": I, "comm": C}
+
+
+def _options(module):
+    return {s: a.dest for a in module.build_parser()._actions for s in a.option_strings}
+
+
+@pytest.mark.parametrize("concept", CONCEPTS)
+def test_one_spelling_set_per_concept_in_every_script_that_takes_it(concept):
+    spellings = CONCEPTS[concept]
+    takers = 0
+    for name, module in TOOLS.items():
+        opts = _options(module)
+        have = [s for s in spellings if s in opts]
+        if have:
+            takers += 1
+            assert have == list(spellings), f"{name} takes {have} of {spellings}"
+            assert len({opts[s] for s in spellings}) == 1, name
+    assert takers >= 1
+
+
+def test_kv_cache_bits_mean_the_same_in_mem_and_latency(capsys):
+    # 8-bit KV cache of Llama-3-8B at 8 x 8,192 tokens: the same bytes through either spelling
+    cfg = ["--hf_model_name_or_path", config_path("llama-3-8b"), "-s", "8192", "-b", "8"]
+    a = _json(M.main, cfg + ["--infer", "--kv-cache-bits", "8"], capsys)
+    b = _json(M.main, cfg + ["--infer", "--kv-cache-bytes-per-val", "1"], capsys)
+    assert a == b
+    lat = _json(I.main, cfg + ["--kv-cache-bits", "8", "-o", "1"], capsys)
+    assert lat["kv_cache_bytes_per_gpu"] == pytest.approx(a["kv_cache_bytes"], rel=1e-9)
+    rc, err = exit_code_and_stderr(M.main, cfg + ["--infer", "--kv-cache-bits", "8", "--kv-cache-bytes-per-val", "1"])
+    assert rc == 2 and "not both" in err

@@ -237,9 +237,9 @@ def build_parser():
     hw.add_argument("--gpu", default=None, help="accelerator name looked up in hardware.py")
     hw.add_argument("--gpus-per-node", type=bounded_int, default=None,
                     help="GPUs per scale-up domain (default: --gpu's domain size, else 8)")
-    hw.add_argument("--intra-node-bw-GBps", dest="intra_bw", type=finite_float, default=None,
+    hw.add_argument("--intra-node-bw-GBps", "--tp-bandwidth-gbps", dest="intra_bw", type=finite_float, default=None,
                     help="scale-up bandwidth per GPU per direction, GB/s (H100 NVLink4: 450)")
-    hw.add_argument("--inter-node-bw-GBps", dest="inter_bw", type=finite_float, default=None,
+    hw.add_argument("--inter-node-bw-GBps", "--scale-out-gbps", dest="inter_bw", type=finite_float, default=None,
                     help="scale-out bandwidth per GPU per direction, GB/s (400 Gb/s NIC: 50)")
     hw.add_argument("--in-network-reduction", action=argparse.BooleanOptionalAction, default=None,
                     help="the scale-up switch reduces (NVLink SHARP / NVLS)")
@@ -262,11 +262,11 @@ def build_parser():
     t.add_argument("--pipeline-parallel-size", "--pp", "-pp", dest="pp", type=bounded_int, default=1)
     t.add_argument("--data-parallel-size", "--dp", "-dp", dest="dp", type=bounded_int, default=None,
                    help="dp (default: --num-gpus / (tp x pp x cp), else 1)")
-    t.add_argument("--expert-parallel-size", "--ep", "-ep", dest="ep", type=bounded_int, default=1,
+    t.add_argument("--expert-parallel-size", "--ep", "-ep", "--expert-parallelism", dest="ep", type=bounded_int, default=1,
                    help="ep, carved out of dp x cp for the expert layers")
     t.add_argument("--context-parallel-size", "--cp", "-cp", dest="cp", type=bounded_int, default=1)
-    t.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallel")
-    t.add_argument("--zero-stage", type=bounded_int, default=0, choices=(0, 1, 2, 3),
+    t.add_argument("--sequence-parallel", "-sp", action="store_true", help="Megatron sequence parallel")
+    t.add_argument("--zero-stage", "-z", type=bounded_int, default=0, choices=(0, 1, 2, 3),
                    help="0 all-reduce; 1/2 reduce-scatter + all-gather; 3 also per micro-batch")
     t.add_argument("--micro-batch-size", type=bounded_int, default=1, help="b (default 1)")
     t.add_argument("--gradient-accumulation-steps", type=bounded_int, default=1,

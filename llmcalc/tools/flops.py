@@ -321,7 +321,7 @@ def build_parser():
                    help="forward-only FLOPs for the --tokens (cookbook), and show the inference section")
     g = parser.add_argument_group("inference")
     g.add_argument("--prompt-tokens", type=bounded_int, default=None, help="prefill length P (default s)")
-    g.add_argument("--output-tokens", type=bounded_int, default=None, help="tokens to generate o (default 0)")
+    g.add_argument("--output-tokens", "-o", type=bounded_int, default=None, help="tokens to generate o (default 0)")
     g.add_argument("--decode-context", type=bounded_int, default=None,
                    help="cached keys a decode step attends to, its own included (default P + 1)")
     g = parser.add_argument_group("time and cost")
