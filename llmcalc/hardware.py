@@ -46,34 +46,16 @@ TPU link figures cross-checked against Austin et al., "How to Scale Your Model" 
 
 import json
 
+from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, HOPPER_SXM_TFLOPS, MAMF_SOURCE,
+    NV_H100_SOURCE, TERA, accelerator_row)
 from .cli import OneLineErrorParser, run_tool
 
-DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-
-RECORD_KEYS = (
-    "name", "full_name", "vendor", "aliases",
-    "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
-    "scale_up_link", "scale_up_topology", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
-    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "tdp_w",
-    "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
-    "achievable_source", "source", "notes",
-)
-
-TERA = 1e12
-GIGA = 1e9
-GIB = 2 ** 30
-
 # --- shared source strings -------------------------------------------------------------------
-_MAMF = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
-         "FLOPS comparison table' https://github.com/stas00/ml-engineering/blob/master/compute/"
-         "accelerator/README.md")
 _NV_V100 = ("NVIDIA V100 datasheet https://images.nvidia.com/content/technologies/volta/pdf/"
             "volta-v100-datasheet-update-us-1165301-r5.pdf")
 _NV_A100 = ("NVIDIA A100 datasheet https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
             "a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
 _NV_A100_PB = "NVIDIA A100 PCIe product brief PB-10137-001 (NVLink bridge table)"
-_NV_H100 = ("NVIDIA H100 datasheet https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-"
-            "gpu-datasheet ; https://www.nvidia.com/en-us/data-center/h100/")
 _NV_H200 = "NVIDIA H200 product page https://www.nvidia.com/en-us/data-center/h200/"
 _NV_HGX = "NVIDIA HGX platform specs https://www.nvidia.com/en-us/data-center/hgx/"
 _NV_GB200 = "NVIDIA GB200 NVL72 specs https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
@@ -86,129 +68,15 @@ _GOOGLE = "https://cloud.google.com/tpu/docs/"
 _SCALING_BOOK = "Austin et al., How to Scale Your Model, 'How to think about TPUs' https://jax-ml.github.io/scaling-book/tpus/"
 _NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/"
 
-# --- usable (driver-reported) memory -------------------------------------------------------------
-# name -> (MiB the driver reports, where it was published). nvidia-smi memory.total unless said.
-_MODAL_2797 = ("nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797 "
-               "(2025-01)")
-_USABLE_MIB = {
-    "a100-40gb": (40960, _MODAL_2797 + "; also https://github.com/bottlerocket-os/"
-                  "bottlerocket-core-kit/pull/834 (driver 580.126.09). Older drivers showed "
-                  "40536 MiB (https://github.com/nanopool/phoenix-miner/issues/17, driver 470)"),
-    "a100-80gb": (81920, _MODAL_2797),
-    "a10": (23028, _MODAL_2797 + "; NVML total 24146608128 B in https://github.com/mayooot/"
-            "detect-gpu/issues/3"),
-    "a10g": (23028, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/232 (driver 535.247.01)"),
-    "l4": (23034, _MODAL_2797),
-    "l40s": (46068, _MODAL_2797 + "; also https://github.com/akash-network/provider-configs/"
-             "pull/99 (driver 595.71.05)"),
-    "h100-sxm": (81559, _MODAL_2797 + "; also https://github.com/NVIDIA/nccl/issues/1264 (driver "
-                 "550.54.15). torch total_memory 81082-81090 MiB (public logs, torch 2.0-2.7)"),
-    "h100-nvl": (95330, "DRM dedicated total 99961274368 B reported by the driver in "
-                 "https://github.com/fastfetch-cli/fastfetch/issues/1658 (driver 570.86.15)"),
-    "h800": (81559, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/183 (driver 535.183.01)"),
-    "h20": (97871, "nvidia-smi in https://github.com/NVIDIA/nvtrust/issues/128 (driver 580.95.05)"),
-    "h200": (143771, "nvidia-smi 143771 MiB in many public GitHub logs (e.g. 8x H200, driver "
-             "570.158.01; repository not recorded); torch total_memory 143156 MiB in a public "
-             "vLLM example comment"),
-    "b200": (183359, "nvidia-smi in https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (driver "
-             "580.95.05); torch total_memory 182631-182642 MiB in public logs"),
-    "rtx-3090": (24576, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/1128 "
-                 "(driver 595.84)"),
-    "rtx-4090": (24564, "nvidia-smi in https://github.com/RLinf/RLinf/issues/255 (driver "
-                 "550.163.01); torch total_memory 24563 MiB in a public log"),
-    "rtx-5090": (32607, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/617 "
-                 "(driver 595.71.05)"),
-}
-
-
-def _usable_memory(name, memory_gb, memory_bytes):
-    """(usable bytes, source): the published driver reading, else the vendor figure read as GiB.
-
-    Derived rows assume the vendor's decimal GB is really that many GiB (HBM stacks are binary:
-    H100 80GB = 5 x 16 GiB), an upper bound: real readings sit 0-2% below it.
-    """
-    if name in _USABLE_MIB:
-        mib, src = _USABLE_MIB[name]
-        return mib * 2 ** 20, f"measured {mib} MiB, {src}"
-    if memory_gb is None:  # the vendor already prints GiB (TPU v4, Trainium)
-        gib = memory_bytes / GIB
-        return int(memory_bytes), f"derived, not measured: the vendor's {gib:g} GiB"
-    return int(round(memory_gb * GIB)), (f"derived, not measured: vendor {memory_gb:g} GB read "
-                                         f"as {memory_gb:g} GiB")
-
-
-# How the scale-up domain is wired, which decides what one rank gets from a collective over part
-# of it. "switch": NVSwitch-style, every device drives its whole scale-up bandwidth to any peer.
-# "mesh": a point-to-point full mesh (AMD xGMI: 7 peers x 64 GB/s per direction on MI300X;
-# Intel Gaudi: 3 RoCE ports per peer), so a group of G of the D devices reaches (G-1)/(D-1) of the
-# aggregate and one peer 1/(D-1). "torus": TPU ICI / NeuronLink neighbours. "pair": an NVLink
-# bridge between two PCIe cards. "hybrid-cube-mesh": DGX-1 V100. None: no scale-up fabric.
-_TOPOLOGY = {"mi300x": "mesh", "mi325x": "mesh", "mi355x": "mesh", "gaudi2": "mesh",
-             "gaudi3": "mesh", "mi250x": "mesh", "tpu-v4": "torus", "tpu-v5e": "torus",
-             "tpu-v5p": "torus", "tpu-v6e": "torus", "trainium1": "torus", "trainium2": "torus",
-             "v100-16gb": "hybrid-cube-mesh", "v100-32gb": "hybrid-cube-mesh"}
-
-
 # PCIe 4.0 x16, one direction: 16 GT/s x 16 lanes x 128/130 (encoding) / 8 bits = 31.5 GB/s
 # (PCI-SIG, PCI Express Base Specification 4.0). The data-center cards below list "PCIe Gen4 x16"
 # on their datasheets and support peer-to-peer over it; GeForce drivers leave P2P off.
 _PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
 
 
-def _row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops,
-         scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
-         scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
-         achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
-         pcie_peer_gb_per_s_unidir=None):
-    """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
-
-    Table rows are typed in the units the datasheets print so each figure can be checked against
-    its source by eye; conversion to bytes, bytes/s and FLOP/s happens only here.
-    """
-    mem = int(memory_bytes if memory_bytes is not None else round(memory_gb * GIGA))
-    usable, usable_src = _usable_memory(name, memory_gb, mem)
-    flops = {dt: tflops[dt] * TERA for dt in DTYPES if tflops.get(dt) is not None}
-    ach = None
-    if achievable_tflops:
-        ach = {dt: v * TERA for dt, v in achievable_tflops.items()}
-    return {
-        "name": name,
-        "full_name": full_name,
-        "vendor": vendor,
-        "aliases": list(aliases),
-        "memory_bytes": mem,
-        "memory_usable_bytes": usable,
-        "memory_usable_source": usable_src,
-        "memory_bandwidth_bytes_per_s": memory_tb_per_s * TERA,
-        "peak_flops_per_s": flops,
-        "scale_up_link": scale_up_link,
-        "scale_up_topology": (None if scale_up_gb_per_s_unidir is None else
-                              _TOPOLOGY.get(name, "pair" if domain == 2 else "switch")),
-        "scale_up_bandwidth_bytes_per_s": (None if scale_up_gb_per_s_unidir is None
-                                           else scale_up_gb_per_s_unidir * GIGA),
-        "scale_up_domain_size": domain,
-        "scale_up_in_network_reduction": in_network_reduction,
-        "scale_out_bandwidth_bytes_per_s": (None if scale_out_gbit_per_s is None
-                                            else scale_out_gbit_per_s * GIGA / 8),
-        # cards without a scale-up link that reach their peers over PCIe (peer-to-peer DMA):
-        # the slot's line rate per direction; None where there is a scale-up link or no P2P
-        "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
-                                            else pcie_peer_gb_per_s_unidir * GIGA),
-        "tdp_w": tdp_w,
-        "achievable_matmul_flops_per_s": ach,
-        "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
-                                                    else achievable_memory_tb_per_s * TERA),
-        "achievable_source": achievable_source,
-        "source": source,
-        "notes": f"{notes} Usable memory: {usable_src}.",
-    }
-
-
 # --- the table ---------------------------------------------------------------------------------
 # tflops: dense TFLOP/s (int8: TOPS). scale_up_gb_per_s_unidir: GB/s per device per direction.
 # scale_out_gbit_per_s: NIC line rate per device, Gb/s, one direction.
-_HOPPER_SXM_TFLOPS = dict(fp64=67, fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9,
-                          int8=1978.9)
 _B200_TFLOPS = dict(fp64=37, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, int8=4500,
                     fp4=9000)
 _MI300_TFLOPS = dict(fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9,
@@ -216,7 +84,7 @@ _MI300_TFLOPS = dict(fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.
 
 _ROWS = [
     # ---------------- NVIDIA Volta / Ampere ----------------
-    _row("v100-16gb", "NVIDIA Tesla V100 SXM2 16GB", "NVIDIA",
+    accelerator_row("v100-16gb", "NVIDIA Tesla V100 SXM2 16GB", "NVIDIA",
          ["v100", "v100-sxm2-16gb", "tesla-v100", "v100-16g"],
          memory_gb=16, memory_tb_per_s=0.9, tflops=dict(fp64=7.8, fp32=15.7, fp16=125),
          scale_up_link="NVLink 2 (6 links x 25 GB/s/dir)", scale_up_gb_per_s_unidir=150,
@@ -226,14 +94,14 @@ _ROWS = [
                "tensor-core rate; no bf16/tf32/fp8. NVLink 300 GB/s is bidirectional total. "
                "Domain 8 = DGX-1 hybrid cube-mesh (not all-to-all; NVSwitch arrived with DGX-2, "
                "16 GPUs). Scale-out: DGX-1 had 4x100 Gb/s EDR IB per 8 GPUs (50 Gb/s/GPU)."),
-    _row("v100-32gb", "NVIDIA Tesla V100 SXM2 32GB", "NVIDIA",
+    accelerator_row("v100-32gb", "NVIDIA Tesla V100 SXM2 32GB", "NVIDIA",
          ["v100-sxm2-32gb", "v100-32g"],
          memory_gb=32, memory_tb_per_s=0.9, tflops=dict(fp64=7.8, fp32=15.7, fp16=125),
          scale_up_link="NVLink 2 (6 links x 25 GB/s/dir)", scale_up_gb_per_s_unidir=150,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=300,
          source=_NV_V100,
          notes="Same compute and 900 GB/s as the 16GB part; 32 GB HBM2. See v100-16gb notes."),
-    _row("a100-40gb", "NVIDIA A100 SXM4 40GB", "NVIDIA",
+    accelerator_row("a100-40gb", "NVIDIA A100 SXM4 40GB", "NVIDIA",
          ["a100-40gb-sxm", "a100-sxm4-40gb", "a100-40g", "a100-sxm-40gb"],
          memory_gb=40, memory_tb_per_s=1.555,
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
@@ -242,9 +110,9 @@ _ROWS = [
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="Datasheet 600 GB/s NVLink is bidirectional. fp32 is non-tensor (no fp32 tensor "
                "mode; tf32 is separate). No fp8. HGX A100 NVSwitch gen2 has no SHARP.",
-         achievable_tflops=dict(bf16=271.2), achievable_source=_MAMF + " (A100 SXM, memory "
+         achievable_tflops=dict(bf16=271.2), achievable_source=MAMF_SOURCE + " (A100 SXM, memory "
          "size not stated; torch 2.6.0+cu126, 1024x10240x5120)"),
-    _row("a100-80gb", "NVIDIA A100 SXM4 80GB", "NVIDIA",
+    accelerator_row("a100-80gb", "NVIDIA A100 SXM4 80GB", "NVIDIA",
          ["a100", "a100-sxm", "a100-80gb-sxm", "a100-sxm4-80gb", "a100-80g", "a100-sxm-80gb"],
          memory_gb=80, memory_tb_per_s=2.039,
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
@@ -252,9 +120,9 @@ _ROWS = [
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=200, tdp_w=400,
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="80 GB HBM2e at 2,039 GB/s. Same compute as the 40GB part. 'a100' resolves here.",
-         achievable_tflops=dict(bf16=271.2), achievable_source=_MAMF + " (A100 SXM, memory "
+         achievable_tflops=dict(bf16=271.2), achievable_source=MAMF_SOURCE + " (A100 SXM, memory "
          "size not stated; torch 2.6.0+cu126, 1024x10240x5120)"),
-    _row("a100-40gb-pcie", "NVIDIA A100 PCIe 40GB", "NVIDIA",
+    accelerator_row("a100-40gb-pcie", "NVIDIA A100 PCIe 40GB", "NVIDIA",
          ["a100-pcie-40gb", "a100-40g-pcie"],
          memory_gb=40, memory_tb_per_s=1.555,
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
@@ -264,9 +132,9 @@ _ROWS = [
          notes="Datasheet gives the same peak TFLOPS as SXM, at 250 W sustained clocks may be "
                "lower. NVLink bridge joins 2 cards (600 GB/s bidirectional). No reference "
                "scale-out design for PCIe servers: scale-out left None, pass it explicitly.",
-         achievable_tflops=dict(bf16=252.9), achievable_source=_MAMF + " (A100 PCIe, torch "
+         achievable_tflops=dict(bf16=252.9), achievable_source=MAMF_SOURCE + " (A100 PCIe, torch "
          "2.5.1+cu124, 2048x5120x6144)"),
-    _row("a100-80gb-pcie", "NVIDIA A100 PCIe 80GB", "NVIDIA",
+    accelerator_row("a100-80gb-pcie", "NVIDIA A100 PCIe 80GB", "NVIDIA",
          ["a100-pcie", "a100-pcie-80gb", "a100-80g-pcie"],
          memory_gb=80, memory_tb_per_s=1.935,
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
@@ -274,9 +142,9 @@ _ROWS = [
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=300,
          source=_NV_A100,
          notes="1,935 GB/s HBM2e, 300 W. See a100-40gb-pcie notes.",
-         achievable_tflops=dict(bf16=252.9), achievable_source=_MAMF + " (A100 PCIe, memory "
+         achievable_tflops=dict(bf16=252.9), achievable_source=MAMF_SOURCE + " (A100 PCIe, memory "
          "size not stated)"),
-    _row("a10", "NVIDIA A10 24GB", "NVIDIA", ["nvidia-a10"],
+    accelerator_row("a10", "NVIDIA A10 24GB", "NVIDIA", ["nvidia-a10"],
          memory_gb=24, memory_tb_per_s=0.6,
          tflops=dict(fp32=31.2, tf32=62.5, bf16=125, fp16=125, int8=250),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
@@ -286,7 +154,7 @@ _ROWS = [
                 "Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf",
          notes="GDDR6, PCIe only, no NVLink. Datasheet TF32/BF16/INT8 starred figures are "
                "sparse; halved here."),
-    _row("a10g", "NVIDIA A10G 24GB (AWS G5)", "NVIDIA", ["a10g-24gb", "aws-a10g"],
+    accelerator_row("a10g", "NVIDIA A10G 24GB (AWS G5)", "NVIDIA", ["a10g-24gb", "aws-a10g"],
          memory_gb=24, memory_tb_per_s=0.6,
          tflops=dict(fp32=35.0, tf32=35.0, bf16=70.0, fp16=70.0, int8=140.0),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
@@ -299,7 +167,7 @@ _ROWS = [
                "rates are secondary (about half of A10's: FP32-accumulate rate as on GeForce); "
                "treat as +-10%. Memory 24 GB / 600 GB/s matches A10. Scale-out: g5.48xlarge "
                "has 100 Gb/s for 8 GPUs (12.5 Gb/s per GPU)."),
-    _row("l4", "NVIDIA L4 24GB", "NVIDIA", ["nvidia-l4", "l4-24gb"],
+    accelerator_row("l4", "NVIDIA L4 24GB", "NVIDIA", ["nvidia-l4", "l4-24gb"],
          memory_gb=24, memory_tb_per_s=0.3,
          tflops=dict(fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5, int8=242.5),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
@@ -309,7 +177,7 @@ _ROWS = [
                 "https://aws.amazon.com/ec2/instance-types/g6/",
          notes="Datasheet tensor figures (TF32 120, BF16 242, FP8 485, INT8 485) are sparse; "
                "halved. PCIe, no NVLink. Scale-out: g6.48xlarge 100 Gb/s per 8 GPUs."),
-    _row("l40s", "NVIDIA L40S 48GB", "NVIDIA", ["nvidia-l40s", "l40s-48gb"],
+    accelerator_row("l40s", "NVIDIA L40S 48GB", "NVIDIA", ["nvidia-l40s", "l40s-48gb"],
          memory_gb=48, memory_tb_per_s=0.864,
          tflops=dict(fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733, int8=733),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
@@ -320,36 +188,25 @@ _ROWS = [
          notes="Datasheet lists dense|sparse pairs (BF16 362.05 | 733). GDDR6, PCIe, no NVLink. "
                "Scale-out: g6e.48xlarge 400 Gb/s per 8 GPUs (50 Gb/s per GPU)."),
     # ---------------- NVIDIA Hopper ----------------
-    _row("h100-sxm", "NVIDIA H100 SXM5 80GB", "NVIDIA",
-         ["h100", "h100-sxm5", "h100-sxm5-80gb", "h100-80gb", "h100-sxm-80gb", "h100-hgx"],
-         memory_gb=80, memory_tb_per_s=3.35, tflops=_HOPPER_SXM_TFLOPS,
-         scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
-         domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
-         source=_NV_H100 + " ; dense values: NVIDIA H100 Tensor Core GPU Architecture whitepaper",
-         notes="Datasheet starred figures are sparse (BF16 1,979*, FP8 3,958*); dense halves. "
-               "fp64 = tensor 67 (vector 34). NVLink 900 GB/s bidirectional. HGX H100: 8 GPUs, "
-               "NVSwitch gen3 with NVLink SHARP; one 400 Gb/s ConnectX-7 per GPU (DGX H100).",
-         achievable_tflops=dict(bf16=794.5, fp8=1402.6),
-         achievable_source=_MAMF + " (v2 table; torch 2.7.0+cu126; bf16 2048x2048x13312, fp8 "
-                                   "e4m3 1024x9216x14336)"),
-    _row("h100-pcie", "NVIDIA H100 PCIe 80GB", "NVIDIA", ["h100-pcie-80gb", "h100-pcie5"],
+    H100_SXM,  # the default accelerator of every script: accelerator.py
+    accelerator_row("h100-pcie", "NVIDIA H100 PCIe 80GB", "NVIDIA", ["h100-pcie-80gb", "h100-pcie5"],
          memory_gb=80, memory_tb_per_s=2.0,
          tflops=dict(fp64=51, fp32=51, tf32=378, bf16=756, fp16=756, fp8=1513, int8=1513),
          scale_up_link="NVLink 4 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=350,
-         source=_NV_H100 + " ; NVIDIA H100 PCIe product brief PB-11133-001",
+         source=NV_H100_SOURCE + " ; NVIDIA H100 PCIe product brief PB-11133-001",
          notes="HBM2e 'over 2,000 GB/s'. NVLink bridge 600 GB/s bidirectional joins 2 cards. "
                "TDP 300-350 W configurable; 350 shown. Scale-out: no reference design (None)."),
-    _row("h100-nvl", "NVIDIA H100 NVL 94GB", "NVIDIA", ["h100nvl", "h100-nvl-94gb"],
+    accelerator_row("h100-nvl", "NVIDIA H100 NVL 94GB", "NVIDIA", ["h100nvl", "h100-nvl-94gb"],
          memory_gb=94, memory_tb_per_s=3.9,
          tflops=dict(fp64=60, fp32=60, tf32=417.5, bf16=835.5, fp16=835.5, fp8=1670.5,
                      int8=1670.5),
          scale_up_link="NVLink 4 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=400,
-         source=_NV_H100,
+         source=NV_H100_SOURCE,
          notes="Per GPU of the NVL card (early material quoted the 2-GPU pair: 188 GB, 2x "
                "FLOPS). 94 GB HBM3, 3.9 TB/s, 350-400 W. Bridge 600 GB/s bidirectional."),
-    _row("h800", "NVIDIA H800 SXM5 80GB", "NVIDIA", ["h800-sxm", "h800-sxm5", "h800-80gb"],
+    accelerator_row("h800", "NVIDIA H800 SXM5 80GB", "NVIDIA", ["h800-sxm", "h800-sxm5", "h800-80gb"],
          memory_gb=80, memory_tb_per_s=3.35,
          tflops=dict(fp64=1, fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9,
                      int8=1978.9),
@@ -361,7 +218,7 @@ _ROWS = [
                "TFLOP/s reported). NVLink cut to 400 GB/s bidirectional (200 GB/s per "
                "direction). DeepSeek-V3 reports ~160 GB/s achievable NVLink and 50 GB/s IB "
                "(one 400 Gb/s NIC per GPU) on its H800 cluster."),
-    _row("h20", "NVIDIA H20 96GB", "NVIDIA", ["h20-96gb", "hgx-h20"],
+    accelerator_row("h20", "NVIDIA H20 96GB", "NVIDIA", ["h20-96gb", "hgx-h20"],
          memory_gb=96, memory_tb_per_s=4.0,
          tflops=dict(fp64=1, fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
          scale_up_link="NVLink 4 via NVSwitch gen3", scale_up_gb_per_s_unidir=450, domain=8,
@@ -371,21 +228,21 @@ _ROWS = [
          notes="China-market Hopper. Figures from secondary spec summaries that agree with each "
                "other (148 TFLOPS FP16 dense, 296 FP8/INT8, 44 FP32, 1 FP64, 96 GB HBM3 at 4.0 "
                "TB/s, NVLink 900 GB/s bidirectional, 400 W). Some sources say HBM3e."),
-    _row("h200", "NVIDIA H200 SXM 141GB", "NVIDIA",
+    accelerator_row("h200", "NVIDIA H200 SXM 141GB", "NVIDIA",
          ["h200-sxm", "h200-sxm5", "h200-141gb", "h200-sxm-141gb"],
-         memory_gb=141, memory_tb_per_s=4.8, tflops=_HOPPER_SXM_TFLOPS,
+         memory_gb=141, memory_tb_per_s=4.8, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
          source=_NV_H200,
          notes="Same GH100 compute as H100 SXM (datasheet sparse figures identical); 141 GB "
                "HBM3e at 4.8 TB/s; TDP up to 700 W. HGX H200 8-GPU NVSwitch gen3 with SHARP.",
          achievable_tflops=dict(bf16=794.5, fp8=1453.4),
-         achievable_source=_MAMF + " (v2 table @744d01e: fp8 measured on the H200 SXM, torch 2.7.1+cu128, "
+         achievable_source=MAMF_SOURCE + " (v2 table @744d01e: fp8 measured on the H200 SXM, torch 2.7.1+cu128, "
                                    "1280x4096x12032; bf16 the H100 SXM's 794.5, which the table says H200 "
                                    "equals)"),
-    _row("gh200", "NVIDIA GH200 Grace Hopper Superchip (144GB HBM3e)", "NVIDIA",
+    accelerator_row("gh200", "NVIDIA GH200 Grace Hopper Superchip (144GB HBM3e)", "NVIDIA",
          ["gh200-144gb", "grace-hopper", "gh200-nvl32"],
-         memory_gb=144, memory_tb_per_s=4.9, tflops=_HOPPER_SXM_TFLOPS,
+         memory_gb=144, memory_tb_per_s=4.9, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 via NVLink Switch System (NVL32)", scale_up_gb_per_s_unidir=450,
          domain=32, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
          source=_NV_GH200,
@@ -395,10 +252,10 @@ _ROWS = [
                "GH200 NVL32 rack; DGX GH200 reaches 256; quad-GH200 HPC blades (e.g. HPE "
                "EX254n) have 4 with no NVSwitch.",
          achievable_tflops=dict(bf16=828.6, fp8=1535.0),
-         achievable_source=_MAMF + " (v2 table, '900W 141GB HBM3e version'; torch 2.6.0+cu126)"),
-    _row("gh200-96gb", "NVIDIA GH200 Grace Hopper Superchip (96GB HBM3, the 480GB module)", "NVIDIA",
+         achievable_source=MAMF_SOURCE + " (v2 table, '900W 141GB HBM3e version'; torch 2.6.0+cu126)"),
+    accelerator_row("gh200-96gb", "NVIDIA GH200 Grace Hopper Superchip (96GB HBM3, the 480GB module)", "NVIDIA",
          ["gh200-480gb", "gh200-hbm3"],
-         memory_gb=96, memory_tb_per_s=4.0, tflops=_HOPPER_SXM_TFLOPS,
+         memory_gb=96, memory_tb_per_s=4.0, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 via NVLink Switch System (NVL32)", scale_up_gb_per_s_unidir=450,
          domain=32, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
          source=_NV_GH200,
@@ -406,9 +263,9 @@ _ROWS = [
                "LPDDR5X (sold as 'GH200 480GB', the name TensorRT-LLM's perf tables use). Same GH100 "
                "compute as the 144GB HBM3e module; its matmul maxima are that module's measurement.",
          achievable_tflops=dict(bf16=828.6, fp8=1535.0),
-         achievable_source=_MAMF + " (v2 table, measured on the 144GB HBM3e module; same GH100 compute)"),
+         achievable_source=MAMF_SOURCE + " (v2 table, measured on the 144GB HBM3e module; same GH100 compute)"),
     # ---------------- NVIDIA Blackwell ----------------
-    _row("b200", "NVIDIA B200 (HGX B200, 180GB)", "NVIDIA", ["b200-sxm", "hgx-b200", "dgx-b200"],
+    accelerator_row("b200", "NVIDIA B200 (HGX B200, 180GB)", "NVIDIA", ["b200-sxm", "hgx-b200", "dgx-b200"],
          memory_gb=180, memory_tb_per_s=8.0, tflops=_B200_TFLOPS,
          scale_up_link="NVLink 5 (18 links) via NVLink 5 switch", scale_up_gb_per_s_unidir=900,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
@@ -420,9 +277,9 @@ _ROWS = [
                "fp64 40 / tf32 1100; HGX table 296 TF fp64 per 8 => 37. NVLink 1.8 TB/s "
                "bidirectional. Networking 0.8 TB/s per 8 GPUs = one 400 Gb/s NIC per GPU.",
          achievable_tflops=dict(bf16=1745.0, fp8=3432.5),
-         achievable_source=_MAMF + " (v2 table @744d01e; torch 2.7.1+cu128; bf16 1792x16128x3072, fp8 "
+         achievable_source=MAMF_SOURCE + " (v2 table @744d01e; torch 2.7.1+cu128; bf16 1792x16128x3072, fp8 "
                                    "e4m3 15360x4096x3072; no fp4 row)"),
-    _row("gb200", "NVIDIA GB200 NVL72 (per Blackwell GPU)", "NVIDIA",
+    accelerator_row("gb200", "NVIDIA GB200 NVL72 (per Blackwell GPU)", "NVIDIA",
          ["gb200-nvl72", "gb200-gpu", "b200-nvl72"],
          memory_gb=186, memory_tb_per_s=8.0,
          tflops=dict(fp64=45, fp32=80, tf32=1250, bf16=2500, fp16=2500, fp8=5000, int8=5000,
@@ -437,12 +294,12 @@ _ROWS = [
                "per Bekman, 90 per Klockwood. ~1200 W per GPU is secondary (Klockwood). "
                "Scale-out: one ConnectX-7 400 Gb/s per GPU in the reference rack.",
          achievable_tflops=dict(bf16=1822.0, fp8=3615.6, fp4=7627.6),
-         achievable_source=_MAMF + " (v2 table @744d01e; torch 2.10.0.dev20250916+cu130; bf16 "
+         achievable_source=MAMF_SOURCE + " (v2 table @744d01e; torch 2.10.0.dev20250916+cu130; bf16 "
                                    "4096x9728x2048, fp8 e4m3 19456x5120x1536) ; fp4: Azure/AI-benchmarking-"
                                    "guide Azure_Results/ND_GB200_v6_results.md @2a370be6, cuBLASLt fp4e2m1 "
                                    "16384^3 (its fp8 there, 2906.9, is below Bekman's; an older version "
                                    "of the file gave fp4 7609.1 at 8192^3 but 5604.0 at 16384^3)"),
-    _row("b300", "NVIDIA B300 Blackwell Ultra (HGX B300, 288GB)", "NVIDIA",
+    accelerator_row("b300", "NVIDIA B300 Blackwell Ultra (HGX B300, 288GB)", "NVIDIA",
          ["b300-sxm", "hgx-b300", "blackwell-ultra", "gb300"],
          memory_gb=288, memory_tb_per_s=8.0,
          tflops=dict(fp64=1.25, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, fp4=13500),
@@ -457,10 +314,10 @@ _ROWS = [
                "800 Gb/s per GPU. 'gb300' aliases here for compute/memory; its NVL72 domain "
                "is 72, not 8.",
          achievable_tflops=dict(bf16=1769.0, fp8=3353.3),
-         achievable_source=_MAMF + " (v2 table @744d01e, B300 SXM; torch 2.9.1+cu130; bf16 "
+         achievable_source=MAMF_SOURCE + " (v2 table @744d01e, B300 SXM; torch 2.9.1+cu130; bf16 "
                                    "12288x18432x1024, fp8 e4m3 3072x6144x7168; no fp4 row)"),
     # ---------------- NVIDIA GeForce ----------------
-    _row("rtx-3090", "NVIDIA GeForce RTX 3090 24GB", "NVIDIA", ["3090", "rtx3090", "geforce-rtx-3090"],
+    accelerator_row("rtx-3090", "NVIDIA GeForce RTX 3090 24GB", "NVIDIA", ["3090", "rtx3090", "geforce-rtx-3090"],
          memory_gb=24, memory_tb_per_s=0.936,
          tflops=dict(fp32=35.6, tf32=35.6, bf16=71, fp16=71, int8=284),
          scale_up_link="NVLink 3 bridge (pairs)", scale_up_gb_per_s_unidir=56.25, domain=2,
@@ -469,7 +326,7 @@ _ROWS = [
                 "https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf",
          notes="fp16/bf16 with FP32 accumulate (71); FP16-accumulate is 142. NVLink bridge "
                "112.5 GB/s bidirectional. GDDR6X."),
-    _row("rtx-4090", "NVIDIA GeForce RTX 4090 24GB", "NVIDIA", ["4090", "rtx4090", "geforce-rtx-4090"],
+    accelerator_row("rtx-4090", "NVIDIA GeForce RTX 4090 24GB", "NVIDIA", ["4090", "rtx4090", "geforce-rtx-4090"],
          memory_gb=24, memory_tb_per_s=1.008,
          tflops=dict(fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3, int8=660.6),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
@@ -478,7 +335,7 @@ _ROWS = [
                 "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf",
          notes="fp16/bf16/fp8 with FP32 accumulate (165.2 / 330.3); FP16-accumulate rates are "
                "330.3 / 660.6. No NVLink; peer traffic goes over PCIe 4.0."),
-    _row("rtx-5090", "NVIDIA GeForce RTX 5090 32GB", "NVIDIA", ["5090", "rtx5090", "geforce-rtx-5090"],
+    accelerator_row("rtx-5090", "NVIDIA GeForce RTX 5090 32GB", "NVIDIA", ["5090", "rtx5090", "geforce-rtx-5090"],
          memory_gb=32, memory_tb_per_s=1.792,
          tflops=dict(fp32=104.8, tf32=104.8, bf16=209.5, fp16=209.5, fp8=419, int8=838,
                      fp4=1676),
@@ -492,7 +349,7 @@ _ROWS = [
                "sparse (spheron.network, Linux Format). fp4 1,676 dense (the '3,352 AI TOPS' "
                "headline is FP4 sparse). No NVLink; PCIe 5.0."),
     # ---------------- AMD Instinct ----------------
-    _row("mi250x", "AMD Instinct MI250X (OAM, 2 GCDs)", "AMD", ["amd-mi250x", "instinct-mi250x"],
+    accelerator_row("mi250x", "AMD Instinct MI250X (OAM, 2 GCDs)", "AMD", ["amd-mi250x", "instinct-mi250x"],
          memory_gb=128, memory_tb_per_s=3.2768,
          tflops=dict(fp64=95.7, fp32=95.7, bf16=383, fp16=383, int8=383),
          scale_up_link="Infinity Fabric (xGMI 3)", scale_up_gb_per_s_unidir=350, domain=4,
@@ -503,7 +360,7 @@ _ROWS = [
                "is Bekman's figure (AMD quotes 800 GB/s aggregate over 8 links). Domain 4 = "
                "Frontier node; 1x 200 Gb/s Slingshot per MI250X. Bekman's MAMF (147 TFLOPS) is "
                "for one GCD, so it is not stored as a device figure."),
-    _row("mi300x", "AMD Instinct MI300X 192GB", "AMD", ["amd-mi300x", "instinct-mi300x", "mi300"],
+    accelerator_row("mi300x", "AMD Instinct MI300X 192GB", "AMD", ["amd-mi300x", "instinct-mi300x", "mi300"],
          memory_gb=192, memory_tb_per_s=5.3, tflops=_MI300_TFLOPS,
          scale_up_link="Infinity Fabric (xGMI), 7 peers x 64 GB/s", scale_up_gb_per_s_unidir=448,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=750,
@@ -513,17 +370,17 @@ _ROWS = [
                "total; a single pair only gets 64 GB/s. AMD quotes 896 GB/s (bidirectional). "
                "Scale-out: one 400 Gb/s NIC per GPU in the reference platform.",
          achievable_tflops=dict(bf16=668.4),
-         achievable_source=_MAMF + " (v2 table; torch 2.5.1+rocm6.3, PYTORCH_TUNABLEOP_ENABLED=1; "
+         achievable_source=MAMF_SOURCE + " (v2 table; torch 2.5.1+rocm6.3, PYTORCH_TUNABLEOP_ENABLED=1; "
                                    "Bekman's older v1 table says 781.9 with ROCm 6.2)"),
-    _row("mi325x", "AMD Instinct MI325X 256GB", "AMD", ["amd-mi325x", "instinct-mi325x"],
+    accelerator_row("mi325x", "AMD Instinct MI325X 256GB", "AMD", ["amd-mi325x", "instinct-mi325x"],
          memory_gb=256, memory_tb_per_s=6.0, tflops=_MI300_TFLOPS,
          scale_up_link="Infinity Fabric (xGMI), 7 peers x 64 GB/s", scale_up_gb_per_s_unidir=448,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=1000,
          source=_AMD + "mi300/mi325x.html ; " + _STAS_NET,
          notes="Same CDNA3 compute as MI300X; 256 GB HBM3e at 6 TB/s; 1000 W.",
          achievable_tflops=dict(bf16=784.9),
-         achievable_source=_MAMF + " (v2 table; 1000W, torch 2.6.0+rocm6.2.4, TunableOp)"),
-    _row("mi355x", "AMD Instinct MI355X 288GB", "AMD", ["amd-mi355x", "instinct-mi355x"],
+         achievable_source=MAMF_SOURCE + " (v2 table; 1000W, torch 2.6.0+rocm6.2.4, TunableOp)"),
+    accelerator_row("mi355x", "AMD Instinct MI355X 288GB", "AMD", ["amd-mi355x", "instinct-mi355x"],
          memory_gb=288, memory_tb_per_s=8.0,
          tflops=dict(fp64=78.6, fp32=157.3, bf16=2516.6, fp16=2516.6, fp8=5033.2, int8=5033.2,
                      fp4=10066.3),
@@ -536,10 +393,10 @@ _ROWS = [
                "MI355X page 2.5 PF is used. TF32 not listed by AMD for CDNA4: omitted. xGMI "
                "535.5 GB/s all-to-all per direction (Bekman). Pollara 400 Gb/s NIC per GPU.",
          achievable_tflops=dict(bf16=1565.0),
-         achievable_source=_MAMF + " (v2 table @744d01e, MI355X; torch 2.8.0+rocm7.0.2, "
+         achievable_source=MAMF_SOURCE + " (v2 table @744d01e, MI355X; torch 2.8.0+rocm7.0.2, "
                                    "PYTORCH_TUNABLEOP_ENABLED=0; 12288x8192x8192)"),
     # ---------------- Google TPU ----------------
-    _row("tpu-v4", "Google Cloud TPU v4 (per chip)", "Google", ["v4", "tpuv4", "tpu-v4p", "v4p"],
+    accelerator_row("tpu-v4", "Google Cloud TPU v4 (per chip)", "Google", ["v4", "tpuv4", "tpu-v4p", "v4p"],
          memory_gb=None, memory_bytes=32 * GIB, memory_tb_per_s=1.2,
          tflops=dict(bf16=275, int8=275),
          scale_up_link="ICI, 3D torus, 6 links x 45 GB/s/dir", scale_up_gb_per_s_unidir=270,
@@ -549,7 +406,7 @@ _ROWS = [
                "max power 192 W (used as TDP). ICI not on Google's page: 4.5e10 B/s per link "
                "one-way x 6 links from the Scaling Book (secondary). DCN: Scaling Book says "
                "~2.5e10 B/s per 4-chip host => ~50 Gb/s per chip (rough)."),
-    _row("tpu-v5e", "Google Cloud TPU v5e (per chip)", "Google", ["v5e", "tpuv5e", "v5litepod"],
+    accelerator_row("tpu-v5e", "Google Cloud TPU v5e (per chip)", "Google", ["v5e", "tpuv5e", "v5litepod"],
          memory_gb=16, memory_tb_per_s=0.819, tflops=dict(bf16=197, int8=393),
          scale_up_link="ICI, 2D torus, 4 ports", scale_up_gb_per_s_unidir=200, domain=256,
          in_network_reduction=False, scale_out_gbit_per_s=25, tdp_w=None,
@@ -558,7 +415,7 @@ _ROWS = [
                "(another version of the page says 800 GiBps), bidirectional ICI 400 GBps per "
                "chip => 200 GB/s per direction, pod 256. Host NIC 2x100 Gb/s per 8 chips => "
                "25 Gb/s per chip. No TDP published."),
-    _row("tpu-v5p", "Google Cloud TPU v5p (per chip)", "Google", ["v5p", "tpuv5p"],
+    accelerator_row("tpu-v5p", "Google Cloud TPU v5p (per chip)", "Google", ["v5p", "tpuv5p"],
          memory_gb=95, memory_tb_per_s=2.765, tflops=dict(bf16=459, int8=918),
          scale_up_link="ICI, 3D torus, 6 links", scale_up_gb_per_s_unidir=600, domain=8960,
          in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=None,
@@ -568,7 +425,7 @@ _ROWS = [
                "way) => 600 GB/s per direction, DCN 50 Gbps per chip, pod 8960 (largest "
                "single slice 6144). int8 918 from the Scaling Book. Google's newer table also "
                "lists 'FP8 459' (same as bf16); not stored as fp8. No TDP published."),
-    _row("tpu-v6e", "Google Cloud TPU v6e Trillium (per chip)", "Google",
+    accelerator_row("tpu-v6e", "Google Cloud TPU v6e Trillium (per chip)", "Google",
          ["v6e", "tpuv6e", "trillium", "tpu-trillium"],
          memory_gb=32, memory_tb_per_s=1.638, tflops=dict(bf16=918, int8=1836),
          scale_up_link="ICI, 2D torus, 4 ports", scale_up_gb_per_s_unidir=400, domain=256,
@@ -578,38 +435,38 @@ _ROWS = [
                "800 GBps per chip => 400 per direction, pod 256. Scale-out not published per "
                "chip: Scaling Book ~2.5e10 B/s per 8-chip host => 25 Gb/s per chip (rough)."),
     # ---------------- Intel Gaudi ----------------
-    _row("gaudi2", "Intel Gaudi 2 (HL-225)", "Intel", ["gaudi-2", "hl-225", "habana-gaudi2"],
+    accelerator_row("gaudi2", "Intel Gaudi 2 (HL-225)", "Intel", ["gaudi-2", "hl-225", "habana-gaudi2"],
          memory_gb=96, memory_tb_per_s=2.46, tflops=dict(bf16=432, fp8=865),
          scale_up_link="21x 100GbE RoCE (of 24) all-to-all, HLS-Gaudi2",
          scale_up_gb_per_s_unidir=262.5, domain=8, in_network_reduction=False,
          scale_out_gbit_per_s=300, tdp_w=600,
          source="Intel Gaudi 3 Hot Chips 2024 slides (R. Kaplan), generation table ; "
-                "https://habana.ai/products/gaudi2/ ; " + _MAMF,
+                "https://habana.ai/products/gaudi2/ ; " + MAMF_SOURCE,
          notes="Intel long published no Gaudi 2 TFLOPS; 432 bf16 / 865 fp8 MME figures come "
                "from Intel's later Gaudi 3 material and Bekman's table. 24x100 GbE on chip: "
                "21 for scale-up (3 per peer in an 8-card box) = 262.5 GB/s per direction; "
                "Bekman counts all 24 (300 GB/s). 3 ports (300 Gb/s) for scale-out.",
          achievable_tflops=dict(bf16=418.7, fp8=826.5),
-         achievable_source=_MAMF + " (v2 table @744d01e; torch 2.6.0+hpu_1.21.2, PT_HPU_LAZY_MODE=1; "
+         achievable_source=MAMF_SOURCE + " (v2 table @744d01e; torch 2.6.0+hpu_1.21.2, PT_HPU_LAZY_MODE=1; "
                                    "the v1 table's 429.3 bf16 had no cache reset)"),
-    _row("gaudi3", "Intel Gaudi 3 (HL-325L OAM)", "Intel", ["gaudi-3", "hl-325l", "habana-gaudi3"],
+    accelerator_row("gaudi3", "Intel Gaudi 3 (HL-325L OAM)", "Intel", ["gaudi-3", "hl-325l", "habana-gaudi3"],
          memory_gb=128, memory_tb_per_s=3.67, tflops=dict(bf16=1835, fp8=1835),
          scale_up_link="21x 200GbE RoCE (of 24) all-to-all, HLS-Gaudi3",
          scale_up_gb_per_s_unidir=525, domain=8, in_network_reduction=False,
          scale_out_gbit_per_s=600, tdp_w=900,
          source="Intel Gaudi 3 AI Accelerator white paper https://www.intel.com/content/www/us/"
                 "en/content-details/817486/intel-gaudi-3-ai-accelerator-white-paper.html ; "
-                "Hot Chips 2024 slides (R. Kaplan) ; " + _MAMF,
+                "Hot Chips 2024 slides (R. Kaplan) ; " + MAMF_SOURCE,
          notes="MME bf16 = fp8 = 1835 TFLOPS at the planned 1.75 GHz; Bekman reports shipping "
                "parts at 1.6 GHz => 1677. Memory 3.67 TB/s (Hot Chips) vs 3.7 (marketing). "
                "Networking 1200 GB/s bidirectional over 24x200GbE: 21 ports scale-up = 525 GB/s "
                "per direction (Bekman counts 600), 3 ports = 600 Gb/s scale-out. 900 W air "
                "(1200 W liquid). fp32/tf32 MME rates only partially published: omitted.",
          achievable_tflops=dict(bf16=1243.0, fp8=1289.5),
-         achievable_source=_MAMF + " (v2 table @744d01e; torch 2.6.0+hpu_1.21.4, PT_HPU_LAZY_MODE=1; "
+         achievable_source=MAMF_SOURCE + " (v2 table @744d01e; torch 2.6.0+hpu_1.21.4, PT_HPU_LAZY_MODE=1; "
                                    "the v1 table's 1288.8 bf16 was Gaudi 1.19)"),
     # ---------------- AWS Trainium ----------------
-    _row("trainium1", "AWS Trainium (Trn1, per chip)", "AWS", ["trn1", "trainium", "trainium-1"],
+    accelerator_row("trainium1", "AWS Trainium (Trn1, per chip)", "AWS", ["trn1", "trainium", "trainium-1"],
          memory_gb=None, memory_bytes=32 * GIB, memory_tb_per_s=0.82,
          tflops=dict(fp32=47.5, tf32=190, bf16=190, fp16=190, fp8=190, int8=380),
          scale_up_link="NeuronLink-v2 (2D torus / 4D hypercube in trn1.32xlarge)",
@@ -622,7 +479,7 @@ _ROWS = [
                "used). Interconnect 384 GB/s per chip with no direction stated: taken as "
                "bidirectional => 192 per direction (uncertain). 16 chips per trn1.32xlarge; "
                "800 Gbps EFA per 16 chips = 50 Gb/s per chip (trn1n: 100)."),
-    _row("trainium2", "AWS Trainium2 (Trn2, per chip)", "AWS", ["trn2", "trainium-2"],
+    accelerator_row("trainium2", "AWS Trainium2 (Trn2, per chip)", "AWS", ["trn2", "trainium-2"],
          memory_gb=None, memory_bytes=96 * GIB, memory_tb_per_s=2.9,
          tflops=dict(fp32=181, tf32=667, bf16=667, fp16=667, fp8=1299),
          scale_up_link="NeuronLink-v3 (4x4 torus in trn2.48xlarge)",

@@ -25,6 +25,8 @@ FAKE_GPUS = {
              "scale_up_in_network_reduction": False, "scale_out_bandwidth_bytes_per_s": 25e9},
     "h100": {"name": "h100-sxm", "scale_up_bandwidth_bytes_per_s": 450e9, "scale_up_domain_size": 8,
              "scale_up_in_network_reduction": True, "scale_out_bandwidth_bytes_per_s": 50e9},
+    "pcie-card": {"name": "pcie-card", "scale_up_bandwidth_bytes_per_s": 32e9, "scale_up_domain_size": 8,
+                  "scale_up_in_network_reduction": False, "scale_out_bandwidth_bytes_per_s": None},
 }
 
 
@@ -252,10 +254,14 @@ def test_docstring_examples_run(argv):
 
 
 def test_default_run_answers_with_stated_links():
-    # No flags at all: an all_reduce sweep over 8 GPUs on HGX H100 links, said on stderr.
+    # No flags at all: an all_reduce sweep over 8 GPUs of the default accelerator, named in the
+    # report's first line, on exactly the links --gpu h100-sxm gives (issue 32)
     res, out, err = run([])
     assert res["inputs"]["op"] == "all_reduce" and res["inputs"]["num_gpus"] == 8
-    assert "assuming HGX H100" in err and "busbw" in out
+    assert out.splitlines()[0].endswith("on h100-sxm (the default GPU; --gpu NAME for another)")
+    assert "busbw" in out and err == ""
+    named, _, _ = run(["--gpu", "h100"])  # the stand-in table's h100-sxm
+    assert named["rows"] == res["rows"]
 
 
 def test_missing_hardware_py_says_which_flags(monkeypatch):
@@ -352,8 +358,7 @@ BASE = ["--num-gpus", "8", "--gpu", "h100"]
     (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "12", "--gpu", "h100"], "not a multiple"),
     (["--op", "allreduce", "--size", "1GB"] + BASE, "invalid choice"),
     (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "8", "--gpu", "tpu9"], "unknown accelerator"),
-    (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "16", "--intra-node-bw-GBps", "300"],
-     "--inter-node-bw-GBps"),
+    (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "16", "--gpu", "pcie-card"], "--inter-node-bw-GBps"),
     (["--op", "all_gather", "--size", "1GB", "--algo", "tree"] + BASE, "all_reduce only"),
     (["--op", "all_reduce", "--size", "1GB", "--algo", "nvls", "--num-gpus", "8", "--gpu", "a100"],
      "--in-network-reduction"),

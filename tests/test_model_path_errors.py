@@ -63,11 +63,13 @@ def test_comm_default_links_note_is_dropped_on_error(argv, needle):
     assert needle in err and "note:" not in err
 
 
-def test_comm_default_links_note_is_still_printed_on_success():
+def test_comm_note_on_default_figures_is_still_printed_on_success():
+    # a link flag without --gpu: the figures not passed come from the default accelerator, said once
     from calc_comm import main
-    for argv in (["--op", "all_reduce", "--size", "1GiB"], ["--train"]):
+    for argv in (["--op", "all_reduce", "--size", "1GiB", "--intra-node-bw-GBps", "300"],
+                 ["--train", "--intra-node-bw-GBps", "300"]):
         _, _, err = run_main(main, argv)
-        assert err.startswith("note: no --gpu") and err.count("\n") == 1, err
+        assert err.startswith("note: no --gpu given") and err.count("\n") == 1, err
 
 
 def test_flops_model_note_is_dropped_on_error_and_kept_on_success(tmp_path):

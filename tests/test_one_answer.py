@@ -140,3 +140,47 @@ def test_kv_cache_bits_mean_the_same_in_mem_and_latency(capsys):
     assert lat["kv_cache_bytes_per_gpu"] == pytest.approx(a["kv_cache_bytes"], rel=1e-9)
     rc, err = exit_code_and_stderr(M.main, cfg + ["--infer", "--kv-cache-bits", "8", "--kv-cache-bytes-per-val", "1"])
     assert rc == 2 and "not both" in err
+
+
+# One default accelerator (issue 32): hardware.py's h100-sxm record, the same numbers as
+# --gpu h100-sxm in every script that costs hardware, named in the report's first line.
+def test_the_default_accelerator_is_the_tables_h100_sxm():
+    import hardware
+    from llmcalc.accelerator import DEFAULT_ACCELERATOR, default_accelerator
+    assert DEFAULT_ACCELERATOR == "h100-sxm"
+    assert default_accelerator() == hardware.get_accelerator("h100-sxm")
+
+
+def _drop_default(d):
+    """The result less the keys that say the GPU was the default (and wall-clock readings)."""
+    if isinstance(d, dict):
+        return {k: _drop_default(v) for k, v in d.items()
+                if k not in ("gpu_default", "search_time_s", "notes") and not (k == "gpu" and v is None)}
+    if isinstance(d, list):
+        return [_drop_default(v) for v in d]
+    return d
+
+
+@pytest.mark.parametrize("main,argv", [
+    (T.main, ["-l", "8", "-hs", "2048", "--num-gpus", "16", "-tp", "2", "--global-batch-size", "64"]),
+    (T.main, ["-l", "8", "-hs", "2048", "--num-gpus", "16", "--global-batch-size", "64", "--search"]),
+    (I.main, ["-l", "8", "-hs", "2048", "-tp", "2", "-b", "8"]),
+    (I.main, ["-l", "8", "-hs", "2048", "--concurrency", "16"]),
+    (M.main, ["-l", "8", "-hs", "2048", "-tp", "2", "--num-gpus", "8"]),
+    (M.main, ["-l", "8", "-hs", "2048", "--infer", "-s", "8192", "-b", "8"]),
+    (C.main, ["--op", "all_gather", "--size", "1GiB", "--num-gpus", "16"]),
+    (C.main, ["--train", "-l", "8", "-hs", "2048", "--tp", "8", "--dp", "2"]),
+])
+def test_no_gpu_is_exactly_gpu_h100_sxm(main, argv, capsys):
+    default = _json(main, argv, capsys)
+    named = _json(main, argv + ["--gpu", "h100-sxm"], capsys)
+    assert _drop_default(default) == _drop_default(named)
+
+
+@pytest.mark.parametrize("main,argv", [(T.main, []), (I.main, []), (M.main, []), (C.main, []),
+                                       (C.main, ["--train"]), (I.main, ["-l", "2", "-hs", "512", "--search"])])
+def test_every_report_names_the_default_gpu_in_its_first_line(main, argv, capsys):
+    main(argv)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "(the default GPU; --gpu NAME for another)" in first
+    assert "h100-sxm" in first or "NVIDIA H100 SXM5 80GB" in first

@@ -52,12 +52,6 @@ NVLS_EFFICIENCY = 0.61
 # all_reduce_perf; a calibration point, listed as such in VALIDATION.md).
 SCALE_OUT_EFFICIENCY = 0.94
 
-# Links assumed when neither --gpu nor --intra-node-bw-GBps is given (said on stderr): an HGX H100
-# node, NVLink4 450 GB/s per GPU per direction (900 GB/s bidirectional, H100 datasheet), NVSwitch
-# with NVLink SHARP, one 400 Gb/s ConnectX-7 (50 GB/s) per GPU as in DGX H100.
-DEFAULT_LINKS = {"name": "HGX H100 links (450 GB/s NVLink + NVLS, 50 GB/s NIC per GPU, 8 per node)",
-                 "scale_up_bandwidth_bytes_per_s": 450e9, "scale_up_domain_size": 8,
-                 "scale_up_in_network_reduction": True, "scale_out_bandwidth_bytes_per_s": 50e9}
 # ---------------------------------------------------------------------------------------------
 # Formulas (pure: numbers in, numbers out)
 # ---------------------------------------------------------------------------------------------

@@ -344,7 +344,9 @@ def search_serving(spec, args, parser, fmt):
             "each layout meets one target only at a concurrency that misses the other"])
             + "; relax --max-ttft-ms/--max-tpot-ms or raise --num-gpus")
     front = pareto_front(points)
-    return {"num_gpus": N, "max_ttft_ms": args.max_ttft_ms, "max_tpot_ms": args.max_tpot_ms,
+    gpu = next(iter(hw_cache.values()))  # every layout runs on the one accelerator
+    return {"num_gpus": N, "gpu": gpu["gpu"], "gpu_default": gpu["gpu_default"],
+            "max_ttft_ms": args.max_ttft_ms, "max_tpot_ms": args.max_tpot_ms,
             "layouts_evaluated": evaluated, "feasible": len(points), "pareto_front": front,
             "best": front[0], "search_time_s": time.perf_counter() - t0, "points": points}
 
@@ -374,7 +376,8 @@ def search_report(res, *, s, o, stack, top):
     slo = ", ".join(x for x in ((f"TTFT <= {res['max_ttft_ms']:g} ms" if res["max_ttft_ms"] else ""),
                                 (f"TPOT <= {res['max_tpot_ms']:g} ms" if res["max_tpot_ms"] else "")) if x)
     lines = textwrap.wrap(
-        f"search: {res['num_gpus']} GPUs, {stack} stack, s = {s} prompt and o = {o} output tokens per request, "
+        f"search: {res['num_gpus']} x {res['gpu']}"
+        + (" (the default GPU; --gpu NAME for another)" if res["gpu_default"] else "") + f", {stack} stack, s = {s} prompt and o = {o} output tokens per request, "
         f"{slo or 'no latency target'}; {res['layouts_evaluated']} (layout, bits, concurrency) points costed "
         f"in {res['search_time_s'] * 1e3:.0f} ms, {res['feasible']} meet the targets; the Pareto front of "
         "tokens/s per GPU against tokens/s per user (continuous batching in steady state, replicas fill "

@@ -3,6 +3,7 @@ they set, and the hardware a serving run resolves to (--gpu or explicit flags)."
 
 import math
 
+from ..accelerator import default_accelerator
 from ..cli import accelerator_record
 from ..comm.collectives import (ALPHA_HOP_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, build_net)
@@ -55,13 +56,10 @@ DSV4_EXTRA_KERNELS = 6
 # SCALE_UP_EFFICIENCY (named here for the presets and the help; a test keeps them equal):
 DEFAULT_ALLREDUCE_LATENCY_US = 8.9  # per call: 10.14 us all_reduce_perf floor on 2 x A100 less 2 hops
 DEFAULT_ALLREDUCE_EFFICIENCY = 0.80  # ring busbw / NVLink line rate: A100 235/300, H100 370/450
-# Hardware defaults without --gpu: NVIDIA A100 SXM4 80GB datasheet.
-DEFAULT_PEAK_TFLOPS = 312.0        # dense FP16/BF16 tensor core
-DEFAULT_MEMORY_BANDWIDTH_GBPS = 2039.0
-DEFAULT_GPU_MEMORY_GIB = 80.0   # A100-SXM4-80GB: the driver reports 81920 MiB
-DEFAULT_LINK_GBPS = 300.0          # NVLink 3, per GPU per direction (600 GB/s bidirectional)
-DEFAULT_GPUS_PER_NODE = 8          # DGX/HGX A100: one NVLink domain of 8
-DEFAULT_SCALE_OUT_GBPS = 25.0      # DGX A100: one 200 Gb/s HDR InfiniBand NIC per GPU
+# The link assumed for a GPU hardware.py gives no scale-up link (read by no single-GPU cost):
+# NVLink 3, per GPU per direction (600 GB/s bidirectional). Without --gpu the hardware is the
+# default accelerator (accelerator.py), exactly as --gpu h100-sxm reads it.
+DEFAULT_LINK_GBPS = 300.0
 PRECISIONS = {  # --precision shorthand -> (weight bits, activation bits, kv-cache bits)
     "fp32": (32, 32, 32), "fp16": (16, 16, 16), "bf16": (16, 16, 16), "fp8": (8, 8, 8),
     "int8": (8, 8, 16), "w8a8": (8, 8, 16), "w8a16": (8, 16, 16), "w4a16": (4, 16, 16),
@@ -184,7 +182,7 @@ def stack_rule(rule, memory_bytes, gpu_name):
     """A stack default that depends on the GPU (token budget, running-request cap): a number,
     None, or the value of the first (bound, value) pair that matches: a number bound when the GPU
     has less memory (GiB), a text bound when the GPU's name holds it (vLLM's A100 exception),
-    None always. Without --gpu the hardware is the A100-80GB defaults."""
+    None always."""
     if not isinstance(rule, list):
         return rule
     gib, name = memory_bytes / 2 ** 30, (gpu_name or "a100-80gb").lower()
@@ -194,21 +192,22 @@ def stack_rule(rule, memory_bytes, gpu_name):
 
 # --- hardware ------------------------------------------------------------------------------------
 def resolve_hardware(args, parser):
-    """Peak FLOP/s, bandwidths and memory: explicit flags win, then hardware.py (--gpu, using
-    its achievable figures when present and no efficiency flag overrides them), then the A100
-    defaults. Returns (hw dict, notes)."""
+    """Peak FLOP/s, bandwidths and memory: explicit flags win, then the accelerator's record (--gpu
+    from hardware.py, else the default accelerator; its achievable figures when present and no
+    efficiency flag overrides them). Returns (hw dict, notes)."""
     notes = []
-    rec = None
     if args.gpu:
         rec = accelerator_record(args.gpu, parser, without="without it pass --peak-tflops, "
                                  "--memory-bandwidth-gbps, --gpu-memory-gib and --tp-bandwidth-gbps")
+    else:  # the default accelerator: exactly the record --gpu h100-sxm reads
+        rec = default_accelerator()
     a_bits = args.activation_bits
     ce, me = args.compute_efficiency, args.memory_efficiency
     # 16-bit rate for the attention math: (peak, efficiency); filled below when a_bits < 16
     peak16 = ce16 = None
     if args.peak_tflops is not None:
         peak = args.peak_tflops * 1e12
-    elif rec is not None:
+    else:
         peaks = rec["peak_flops_per_s"] or {}
         achs = rec.get("achievable_matmul_flops_per_s") or {}
         keys = COMPUTE_DTYPE[a_bits]
@@ -226,59 +225,47 @@ def resolve_hardware(args, parser):
             peak16 = peaks[key16]
             if achs.get(key16) and args.compute_efficiency is None:
                 ce16 = MAMF_SHAPE_FACTOR * achs[key16] / peak16
-    else:
-        peak = DEFAULT_PEAK_TFLOPS * 1e12
-        if a_bits != 16:
-            notes.append(f"--activation-bits {a_bits} with the default A100 bf16 peak "
-                         f"({DEFAULT_PEAK_TFLOPS:g} TFLOP/s); pass --peak-tflops for that precision")
     if args.memory_bandwidth_gbps is not None:
         bw = args.memory_bandwidth_gbps * 1e9
-    elif rec is not None:
+    else:
         bw = rec["memory_bandwidth_bytes_per_s"]
         ach = rec.get("achievable_memory_bandwidth_bytes_per_s")
         if ach and me is None:
             me = ach / bw
             notes.append(f"memory efficiency {me:.3f} = achievable / peak bandwidth ({rec['name']})")
-    else:
-        bw = DEFAULT_MEMORY_BANDWIDTH_GBPS * 1e9
     if args.gpu_memory_gib is not None:
         mem = args.gpu_memory_gib * 2 ** 30
-    elif rec is not None:  # driver-reported capacity; older hardware.py: vendor GB
+    else:  # driver-reported capacity; older hardware.py: vendor GB
         mem = rec.get("memory_usable_bytes") or rec["memory_bytes"]
-    else:
-        mem = DEFAULT_GPU_MEMORY_GIB * 2 ** 30
     tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
     width = tp * args.data_parallel_size  # GPUs of one pipeline stage
     # the scale-up link per GPU (one direction), the NVLink domain, the NIC per GPU beyond it
-    agg = dom = out = None
-    mesh = in_net = pcie_peers = False
-    if rec is not None:
-        agg, dom = rec.get("scale_up_bandwidth_bytes_per_s"), rec.get("scale_up_domain_size")
-        out = rec.get("scale_out_bandwidth_bytes_per_s")
-        mesh = rec.get("scale_up_topology") == "mesh" and bool(dom and dom > 1)
-        in_net = bool(rec.get("scale_up_in_network_reduction"))
-        if not agg and rec.get("pcie_peer_bandwidth_bytes_per_s") and args.tp_bandwidth_gbps is None:
-            # PCIe cards with peer-to-peer: NCCL's ring over the slot, a server of PCIE_SERVER_GPUS
-            agg, dom, pcie_peers = rec["pcie_peer_bandwidth_bytes_per_s"], PCIE_SERVER_GPUS, True
-            if width * pp > 1:
-                notes.append(f"{rec['name']}: no NVLink; peers over PCIe at {agg / 1e9:.1f} GB/s x "
-                             f"{PCIE_PEER_EFFICIENCY:.3f} (NCCL's ring; no custom all-reduce), servers of "
-                             f"{PCIE_SERVER_GPUS} GPUs")
-        if not agg and width * pp > 1 and args.tp_bandwidth_gbps is None:
-            parser.error(f"--gpu {rec['name']} has no scale-up link and no peer-to-peer over PCIe; pass "
-                         "--tp-bandwidth-gbps (GB/s per GPU, one direction)")
-    else:
-        dom, out = DEFAULT_GPUS_PER_NODE, DEFAULT_SCALE_OUT_GBPS * 1e9
+    pcie_peers = False
+    agg, dom = rec.get("scale_up_bandwidth_bytes_per_s"), rec.get("scale_up_domain_size")
+    out = rec.get("scale_out_bandwidth_bytes_per_s")
+    mesh = rec.get("scale_up_topology") == "mesh" and bool(dom and dom > 1)
+    # in-network reduction is the record's switch; a link of your own without --gpu has none
+    in_net = bool(rec.get("scale_up_in_network_reduction")) and not (not args.gpu and args.tp_bandwidth_gbps)
+    if not agg and rec.get("pcie_peer_bandwidth_bytes_per_s") and args.tp_bandwidth_gbps is None:
+        # PCIe cards with peer-to-peer: NCCL's ring over the slot, a server of PCIE_SERVER_GPUS
+        agg, dom, pcie_peers = rec["pcie_peer_bandwidth_bytes_per_s"], PCIE_SERVER_GPUS, True
+        if width * pp > 1:
+            notes.append(f"{rec['name']}: no NVLink; peers over PCIe at {agg / 1e9:.1f} GB/s x "
+                         f"{PCIE_PEER_EFFICIENCY:.3f} (NCCL's ring; no custom all-reduce), servers of "
+                         f"{PCIE_SERVER_GPUS} GPUs")
+    if not agg and width * pp > 1 and args.tp_bandwidth_gbps is None:
+        parser.error(f"--gpu {rec['name']} has no scale-up link and no peer-to-peer over PCIe; pass "
+                     "--tp-bandwidth-gbps (GB/s per GPU, one direction)")
     if args.tp_bandwidth_gbps is not None:  # the user's link; without a domain it joins every GPU
         agg, mesh = args.tp_bandwidth_gbps * 1e9, False
-        dom = dom if rec is None or rec.get("scale_up_bandwidth_bytes_per_s") else None
-    agg = agg or DEFAULT_LINK_GBPS * 1e9
+        dom = dom if rec.get("scale_up_bandwidth_bytes_per_s") else None
+    agg = agg or DEFAULT_LINK_GBPS * 1e9  # no scale-up link: a stand-in no single-GPU cost reads
     dom = args.gpus_per_node or dom or width * pp
     if args.scale_out_gbps is not None:
         out = args.scale_out_gbps * 1e9
     if width * pp > dom and not out:
         parser.error(f"-tp {tp} x -dp {args.data_parallel_size} x -pp {pp} spans more than one "
-                     f"{rec['name'] if rec else ''} node of {dom} GPUs and no scale-out bandwidth is known; pass "
+                     f"{rec['name']} node of {dom} GPUs and no scale-out bandwidth is known; pass "
                      "--scale-out-gbps (GB/s per GPU, one direction)")
     if width > dom:
         notes.append(f"-tp {tp} x -dp {args.data_parallel_size} spans {math.ceil(width / dom)} nodes of "
@@ -308,14 +295,14 @@ def resolve_hardware(args, parser):
            else args.tp_latency_us)  # PCIe peers: NCCL's own call cost (no custom kernel)
     leff = ((PCIE_PEER_EFFICIENCY if pcie_peers else DEFAULT_ALLREDUCE_EFFICIENCY) if args.tp_efficiency is None
             else args.tp_efficiency)
-    hw = {"gpu": rec["name"] if rec else None, "peak_flops_per_s": peak, "compute_efficiency": ce,
+    hw = {"gpu": rec["name"], "gpu_default": not args.gpu, "peak_flops_per_s": peak, "compute_efficiency": ce,
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
           "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
           # False: a GPU whose peers are not modelled (no scale-up link, no PCIe P2P: GeForce cards)
           # without --tp-bandwidth-gbps
-          "peer_link": not (rec is not None and not rec.get("scale_up_bandwidth_bytes_per_s")
+          "peer_link": not (not rec.get("scale_up_bandwidth_bytes_per_s")
                             and not pcie_peers and args.tp_bandwidth_gbps is None),
           "ep_imbalance": args.ep_imbalance,
           "link_latency_s": lat * 1e-6, "link_efficiency": leff, "kernel_overhead_s": ovh * 1e-6,
@@ -328,9 +315,9 @@ def resolve_hardware(args, parser):
                                  else args.request_overhead_ms) * 1e-3,
           "allreduce_custom_bytes_per_s": (stack["allreduce_gbps"] * 1e9 if stack["allreduce_gbps"]
                                            and args.tp_bandwidth_gbps is None and not pcie_peers else None),
-          "token_budget": (stack_rule(stack["token_budget"], mem, rec and rec["name"])
+          "token_budget": (stack_rule(stack["token_budget"], mem, rec["name"])
                            if args.max_num_batched_tokens is None else args.max_num_batched_tokens),
-          "max_num_seqs": (stack_rule(stack["max_num_seqs"], mem, rec and rec["name"])
+          "max_num_seqs": (stack_rule(stack["max_num_seqs"], mem, rec["name"])
                            if args.max_num_seqs is None else args.max_num_seqs),
           "memory_utilization": (stack["memory_utilization"] if args.gpu_memory_utilization is None
                                  else args.gpu_memory_utilization),

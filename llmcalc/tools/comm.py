@@ -64,9 +64,10 @@ import argparse
 import math
 import sys
 
+from ..accelerator import default_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, bounded_int, check_ranges, finite_float,
     load_hardware, parse_tool_args, ranges_epilog, run_tool)
-from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, DEFAULT_LINKS, NVLS_EFFICIENCY,
+from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY,
     PCIE_PEER_EFFICIENCY, PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net,
     bus_bandwidth_factor, collective_time_s, group_placement)
 from ..comm.training_step import training_step_collectives
@@ -157,12 +158,17 @@ def human_time(t):
     return f"{t:.3f} s"
 
 
+def _on_gpu(inputs):
+    """' on h100-sxm', and for the default accelerator what it is and how to change it."""
+    return f" on {inputs['gpu']}" + (" (the default GPU; --gpu NAME for another)" if inputs.get("gpu_default") else "")
+
+
 def format_collective(res):
     """Human report of one collective."""
     i = res["inputs"]
     lines = [f"{i['op']} of {human_bytes(i['size_bytes'])} ({i['size_bytes']:,} B) over "
              f"{i['num_gpus']} GPUs ({i['num_nodes']} node(s) x {i['gpus_per_node_in_group']})"
-             + (f" on {i['gpu']}" if i["gpu"] else ""),
+             + _on_gpu(i),
              f"  {'time':<14}{human_time(res['time_s'])}",
              f"  {'algbw':<14}{res['algbw_bytes_per_s'] / 1e9:.2f} GB/s",
              f"  {'busbw':<14}{res['busbw_bytes_per_s'] / 1e9:.2f} GB/s"
@@ -181,7 +187,7 @@ def format_sweep(res):
     """nccl-tests-like table over sizes."""
     i = res["inputs"]
     lines = [f"# {i['op']} over {i['num_gpus']} GPUs ({i['num_nodes']} node(s) x "
-             f"{i['gpus_per_node_in_group']})" + (f" on {i['gpu']}" if i["gpu"] else ""),
+             f"{i['gpus_per_node_in_group']})" + _on_gpu(i),
              f"#{'size (B)':>14}{'time (us)':>13}{'algbw (GB/s)':>14}{'busbw (GB/s)':>14}"
              f"  {'algorithm':<20}regime"]
     for r in res["rows"]:
@@ -198,7 +204,8 @@ def format_training(res):
     lines = [f"One training step per GPU: tp {i['tp']} pp {i['pp']} dp {i['dp']} ep {i['ep']} "
              f"cp {i['cp']} ({i['num_gpus']} GPUs, {i['gpus_per_node']} per node), "
              f"SP {'on' if i['sequence_parallel'] else 'off'}, ZeRO {i['zero_stage']}, "
-             f"b {i['micro_batch_size']} x m {i['gradient_accumulation_steps']}, s {i['sequence_length']}",
+             f"b {i['micro_batch_size']} x m {i['gradient_accumulation_steps']}, s {i['sequence_length']}"
+             + _on_gpu(i),
              f"{'par':<13}{'op':<15}{'group':>10}{'size':>12}{'calls':>8}{'bytes/step':>12}"
              f"{'time/step':>12}{'% time':>8}  overlap"]
     lines[1:1] = [f"WARNING: {w}" for w in res.get("warnings", ())]
@@ -300,7 +307,7 @@ def size_arg(args, parser, name):
 def resolve_hardware(args, parser):
     """Bandwidths, domain size and NVLS from --gpu, overridden by explicit flags; and the notes to
     print once every check has passed (an exit-2 error stays one line)."""
-    rec, notes = {}, []
+    notes = []
     if args.gpu is not None:
         try:
             rec = load_accelerator(args.gpu)
@@ -308,11 +315,22 @@ def resolve_hardware(args, parser):
             if isinstance(exc, KeyError):
                 parser.error(str(exc.args[0]) if exc.args else f"unknown --gpu {args.gpu!r}")
             parser.error(str(exc))
+    else:  # the default accelerator: exactly the record --gpu h100-sxm reads
+        rec = default_accelerator()
+        given = [f for f, v in (("--intra-node-bw-GBps", args.intra_bw), ("--inter-node-bw-GBps", args.inter_bw),
+                                ("--gpus-per-node", args.gpus_per_node),
+                                ("--in-network-reduction", args.in_network_reduction)) if v is not None]
+        if given:
+            notes.append(f"no --gpu given: figures not passed ({', '.join(given)} given) come from the default, "
+                         f"{rec['full_name']} (hardware.py's {rec['name']})"
+                         + ("; no in-network reduction on your own link (--in-network-reduction to add it)"
+                            if args.intra_bw is not None and args.in_network_reduction is None else ""))
     intra = args.intra_bw * 1e9 if args.intra_bw is not None else rec.get("scale_up_bandwidth_bytes_per_s")
     inter = args.inter_bw * 1e9 if args.inter_bw is not None else rec.get("scale_out_bandwidth_bytes_per_s")
     gpn = args.gpus_per_node or rec.get("scale_up_domain_size") or 8
+    own_link = args.gpu is None and args.intra_bw is not None  # not the default's NVSwitch
     nvls = (args.in_network_reduction if args.in_network_reduction is not None
-            else bool(rec.get("scale_up_in_network_reduction", False)))
+            else not own_link and bool(rec.get("scale_up_in_network_reduction", False)))
     eff = SCALE_UP_EFFICIENCY
     if not intra and rec.get("pcie_peer_bandwidth_bytes_per_s"):  # PCIe cards with peer-to-peer
         intra, eff = rec["pcie_peer_bandwidth_bytes_per_s"], PCIE_PEER_EFFICIENCY
@@ -322,19 +340,10 @@ def resolve_hardware(args, parser):
     if args.intra_node_efficiency is not None:
         eff = args.intra_node_efficiency
     if not intra:
-        if rec:
-            parser.error(f"the record of --gpu {args.gpu} has no scale-up bandwidth; pass "
-                         "--intra-node-bw-GBps")
-        d = DEFAULT_LINKS
-        intra, inter = d["scale_up_bandwidth_bytes_per_s"], inter or d["scale_out_bandwidth_bytes_per_s"]
-        if args.in_network_reduction is None:
-            nvls = d["scale_up_in_network_reduction"]
-        gpn = args.gpus_per_node or d["scale_up_domain_size"]
-        rec = {"name": d["name"]}
-        notes.append(f"no --gpu or --intra-node-bw-GBps given: assuming {d['name']}")
+        parser.error(f"the record of --gpu {args.gpu} has no scale-up bandwidth; pass --intra-node-bw-GBps")
     mesh = (rec.get("scale_up_domain_size") if rec.get("scale_up_topology") == "mesh"
             and args.intra_bw is None else None)
-    return {"gpu": rec.get("name", args.gpu), "intra": float(intra),
+    return {"gpu": rec["name"], "gpu_default": args.gpu is None, "intra": float(intra),
             "inter": float(inter) if inter else None, "gpus_per_node": int(gpn), "nvls": nvls,
             "mesh_domain": mesh, "intra_efficiency": eff}, notes
 
@@ -432,7 +441,7 @@ def main(argv=None):
                     intra_hop_ll_s=args.intra_node_latency_us * 1e-6,
                     inter_hop_ll_s=args.inter_node_latency_us * 1e-6,
                     mesh_domain=hwd["mesh_domain"])
-    hw_inputs = {"gpu": hwd["gpu"], "gpus_per_node": gpn, "scale_up_mesh_domain": hwd["mesh_domain"],
+    hw_inputs = {"gpu": hwd["gpu"], "gpu_default": hwd["gpu_default"], "gpus_per_node": gpn, "scale_up_mesh_domain": hwd["mesh_domain"],
                  "intra_node_bandwidth_bytes_per_s": hwd["intra"],
                  "inter_node_bandwidth_bytes_per_s": hwd["inter"],
                  "in_network_reduction": hwd["nvls"],

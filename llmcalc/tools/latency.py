@@ -116,8 +116,9 @@ Default efficiencies (state and override them; --gpu uses hardware.py's measured
     line rate). Inside a node NCCL's ring (or the stack's custom all-reduce); a group wider than a
     node (--gpu's scale-up domain, --gpus-per-node) crosses the network at the NIC per GPU x 0.94
     with NCCL's fastest algorithm (ring, tree, two-level): costed, not refused.
-  Hardware without --gpu: A100-SXM4-80GB datasheet (312 TFLOP/s dense bf16, 2039 GB/s, 80 GB,
-    NVLink 300 GB/s per direction).
+  Hardware without --gpu: the default accelerator every script shares, hardware.py's h100-sxm
+    record (NVIDIA H100 SXM5 80GB: 989.4 TFLOP/s dense bf16, 3.35 TB/s, 81,559 MiB, NVLink 450 GB/s
+    per direction, 8 per node, a 400 Gb/s NIC per GPU), exactly what --gpu h100-sxm reads.
 
 Examples:
   python calc_inference_latency.py --hf_model_name_or_path path/to/Llama-2-7b/config.json -s 2048 -o 1
@@ -169,8 +170,8 @@ from ..serve.forward import forward_pass
 from ..serve.memory import (cache_bytes_per_gpu, layer_cache_bytes, layer_weight_bytes,
     weight_bytes_per_gpu)
 from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
-    DEFAULT_ALLREDUCE_LATENCY_US, DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_GPUS_PER_NODE,
-    DEFAULT_KERNEL_OVERHEAD_US, DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SCALE_OUT_GBPS,
+    DEFAULT_ALLREDUCE_LATENCY_US, DEFAULT_COMPUTE_EFFICIENCY,
+    DEFAULT_KERNEL_OVERHEAD_US, DEFAULT_MEMORY_EFFICIENCY,
     DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY, LOW_BIT_EFFICIENCY_RATIO, NVFP4_BITS,
     PRECISIONS, ROOFLINE_CORNER_P, SERVING_STACKS, resolve_hardware)
 from ..serve.steady import critical_batch, decode_total_s
@@ -182,10 +183,16 @@ def fmt_s(t):
     return f"{t * 1e3:,.2f} ms" if t < 1 else f"{t:,.3f} s"
 
 
+def gpu_line(hw):
+    """The first line of a report: the accelerator, and for the default how to change it."""
+    default = " (the default GPU; --gpu NAME for another)" if hw.get("gpu_default") else ""
+    return f"GPU: {hw['gpu']}{default}; serving stack {hw['serving_stack']}"
+
+
 def format_report(res):
     """Aligned human-readable report of the dict main returns."""
     r, hw = res, res["hardware"]
-    lines = textwrap.wrap(f"mode: {r['mode']}", width=100, subsequent_indent="      ")
+    lines = [gpu_line(hw)] + textwrap.wrap(f"mode: {r['mode']}", width=100, subsequent_indent="      ")
     lines += [f"WARNING: {w}" for w in r["warnings"]]
     if r["serving"]:
         lines += serving_report_lines(r)
@@ -367,12 +374,13 @@ def build_parser():
                    "transformers' cache and flash-linear-attention keep it; its conv window is at the "
                    "activation bits)")
     g = parser.add_argument_group("hardware (explicit flags win over --gpu)")
-    g.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100)")
+    g.add_argument("--gpu", default=None,
+                   help="accelerator name from hardware.py (e.g. a100, h200; default h100-sxm)")
     g.add_argument("--peak-tflops", type=finite_float, default=None,
-                   help="dense peak TFLOP/s at the activation precision (default 312, A100 bf16)")
+                   help="dense peak TFLOP/s at the activation precision (default: --gpu's)")
     g.add_argument("--memory-bandwidth-gbps", "--hbm-bandwidth-GBps", type=finite_float, default=None,
-                   help="HBM bandwidth, GB/s (default 2039, A100-80GB)")
-    g.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="memory per GPU, GiB (default 80 GB)")
+                   help="HBM bandwidth, GB/s (default: --gpu's)")
+    g.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="memory per GPU, GiB (default: --gpu's usable memory)")
     g.add_argument("--compute-efficiency", type=finite_float, default=None,
                    help=f"fraction of peak FLOP/s reached by matmuls (default {DEFAULT_COMPUTE_EFFICIENCY} at 16 bits, "
                         f"{DEFAULT_COMPUTE_EFFICIENCY * LOW_BIT_EFFICIENCY_RATIO:.2f} at 8, "
@@ -383,13 +391,12 @@ def build_parser():
     g.add_argument("--kernel-overhead-us", type=finite_float, default=None,
                    help=f"fixed cost per kernel, us (default {DEFAULT_KERNEL_OVERHEAD_US}; 0 = pure roofline)")
     g.add_argument("--tp-bandwidth-gbps", "--intra-node-bw-GBps", type=finite_float, default=None,
-                   help="per-GPU link bandwidth for TP/PP, GB/s one direction (default 300, NVLink 3)")
+                   help="per-GPU link bandwidth for TP/PP, GB/s one direction (default: --gpu's scale-up link)")
     g.add_argument("--gpus-per-node", type=bounded_int, default=None,
-                   help=f"GPUs per scale-up (NVLink) domain; collectives past it cross the network "
-                        f"(default: --gpu's domain, else {DEFAULT_GPUS_PER_NODE})")
+                   help="GPUs per scale-up (NVLink) domain; collectives past it cross the network "
+                        "(default: --gpu's domain)")
     g.add_argument("--scale-out-gbps", "--inter-node-bw-GBps", type=finite_float, default=None,
-                   help=f"network bandwidth per GPU beyond the node, GB/s one direction (default: --gpu's "
-                        f"NIC, else {DEFAULT_SCALE_OUT_GBPS:g}: 200 Gb/s HDR)")
+                   help="network bandwidth per GPU beyond the node, GB/s one direction (default: --gpu's NIC)")
     g.add_argument("--tp-latency-us", type=finite_float, default=None,
                    help=f"fixed cost per all-reduce call, us, before NCCL's per-hop latency "
                         f"(default {DEFAULT_ALLREDUCE_LATENCY_US}, the nccl-tests floor; stacks without "

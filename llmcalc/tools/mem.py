@@ -63,6 +63,7 @@ References:
 import argparse
 import sys
 
+from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
     check_ranges, finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
 from ..model.formulas import (attention_head_dims, cache_elements_per_token, cached_tokens,
@@ -76,8 +77,6 @@ from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, 
     pipeline_chunk_layers, stage_layers, stage_params_per_rank, suggest_pipeline_split,
     training_memory)
 
-
-GIB = 2 ** 30
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
 # (1e7 GPUs ~50 x today's largest cluster; pp and vp 1024, 16 x the deepest pipelines built),
@@ -347,8 +346,11 @@ def format_report(res):
             rows += [("Linear-attention state (constant per sequence)", res["state_cache_bytes"])]
         rows += [("Activations (one forward)", res["activations_bytes"])]
     rows += [("Framework allowance + misc", res["overhead_bytes"])]
+    fit = res.get("fit") or {}
+    on = (f" on {fit['gpu']}" + (" (the default GPU; --gpu NAME for another)" if fit.get("gpu_default") else "")
+          if fit else "")
     lines = [f"Per-GPU memory, {res['mode']}, heaviest rank: pipeline stage {res['stage']} of "
-             f"{res['parallelism']['pp']} ({res['parallelism_text']})", res["mode_text"]]
+             f"{res['parallelism']['pp']} ({res['parallelism_text']}){on}", res["mode_text"]]
     lines += [f"WARNING: {w}" for w in res["warnings"]]
     lines += [f"Model: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
               f"on this GPU {res['params_per_gpu']:,}",
@@ -744,6 +746,11 @@ def resolve(args, parser):
             parser.error("give --gpu or --gpu-memory-gib, not both")
         mem, gpu = args.gpu_memory_gib * GIB, f"{args.gpu_memory_gib:g} GiB"
         mem_field = "--gpu-memory-gib"
+    gpu_default = mem is None
+    if gpu_default:  # the default accelerator: exactly the record --gpu h100-sxm reads
+        rec = default_accelerator()
+        mem_field = "memory_usable_bytes"
+        mem, gpu = rec[mem_field], rec["name"]
     overhead = ((args.misc_mem_gib or 0) + args.framework_mem_gib) * GIB
     c = {"tp": tp, "pp": pp, "vp": vp, "cp": cp, "ep": ep, "etp": etp, "dp": dp, "num_gpus": n,
          "chunk_layers": chunk_layers,
@@ -768,7 +775,7 @@ def resolve(args, parser):
          "kv_bytes": args.kv_cache_bytes_per_val or low, "state_bytes": args.state_bytes_per_val or 4, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
          "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
          "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
-         "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu,
+         "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default,
          "memory_field": mem_field}
     return spec, c, notes
 
@@ -953,7 +960,7 @@ def main(argv=None):
     if fit is not None:
         lim = c["memory_bytes"]
         cap = 1 << 24 if args.infer else 1 << 16  # where _largest stops searching
-        fit = {"gpu": c["gpu"], "memory_bytes": lim, "fits": res["total_bytes"] <= lim,
+        fit = {"gpu": c["gpu"], "gpu_default": c["gpu_default"], "memory_bytes": lim, "fits": res["total_bytes"] <= lim,
                "headroom_bytes": lim - res["total_bytes"], **fit,
                "capped": sorted(k for k, v in fit.items() if v == cap)}  # true value is at least cap
     res["fit"] = fit

@@ -54,6 +54,7 @@ import argparse
 import sys
 import time
 
+from ..accelerator import default_accelerator
 from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
     check_ranges, count_float, finite_float, parse_tool_args, ranges_epilog, run_tool)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
@@ -73,12 +74,8 @@ from ..train.step import evaluate
 # routing (DeepSeek-V3's auxiliary-loss-free balancing reports near-even loads); --moe-imbalance.
 MOE_IMBALANCE = 1.0
 
-# Default GPU when neither --gpu nor explicit figures are given (said on stderr): H100 SXM.
-DEFAULT_GPU = {"name": "H100 SXM (built-in)", "key": "h100-sxm", "peak_flops_per_s": {"bf16": 989.4e12, "fp8": 1978.9e12},
-               "matmul_ceiling": 0.80, "memory_bandwidth_bytes_per_s": 3.35e12,
-               "memory_bytes": 81559 * 2 ** 20, "scale_up_bandwidth_bytes_per_s": 450e9,
-               "scale_up_domain_size": 8, "scale_up_in_network_reduction": True,
-               "scale_out_bandwidth_bytes_per_s": 50e9, "sms": 132}
+# Matmul ceiling of a GPU hardware.py has no MAMF measurement for: the H100 SXM's (794.5 / 989.4).
+UNMEASURED_MATMUL_CEILING = 0.80
 
 GIB_ = 2 ** 30
 
@@ -108,17 +105,20 @@ def resolve_hardware(args, parser):
     """The GPU as the cost model needs it: peak at --dtype (and 16-bit for attention), matmul
     ceiling, achievable bandwidth, SMs, links, capacity. From --gpu (hardware.py), overridden by
     explicit figures; with neither, the built-in H100 SXM (said on stderr)."""
-    notes, rec = [], None
+    notes = []
     if args.gpu:
         rec = accelerator_record(args.gpu, parser, without="pass --peak-tflops, "
                                  "--hbm-bandwidth-GBps and --intra-node-bw-GBps instead")
-    base = rec or DEFAULT_GPU
-    if rec is None:
+    else:  # the default accelerator: exactly the record --gpu h100-sxm reads
+        rec = default_accelerator()
         given = [f for f, v in (("--peak-tflops", args.peak_tflops), ("--hbm-bandwidth-GBps", args.hbm_bandwidth_GBps),
                                 ("--intra-node-bw-GBps", args.intra_node_bw_GBps)) if v]
-        notes.append(f"no --gpu given: figures not passed ({', '.join(given) or 'none passed'} given) come from "
-                     f"{DEFAULT_GPU['name']} (pass --gpu NAME, or --peak-tflops/--hbm-bandwidth-GBps/"
-                     "--intra-node-bw-GBps/--gpu-memory-gib)")
+        if given:
+            notes.append(f"no --gpu given: figures not passed ({', '.join(given)} given) come from the default, "
+                         f"{rec['full_name']} (hardware.py's {rec['name']})"
+                         + ("; no in-network reduction on your own link" if args.intra_node_bw_GBps else ""))
+    base = rec
+    own_link = not args.gpu and bool(args.intra_node_bw_GBps)  # not the default's NVSwitch
     peaks = base.get("peak_flops_per_s") or {}
     dt = args.dtype
     peak = args.peak_tflops * 1e12 if args.peak_tflops else peaks.get(dt)
@@ -130,18 +130,18 @@ def resolve_hardware(args, parser):
     amf = (base.get("achievable_matmul_flops_per_s") or {})
     if args.matmul_ceiling is not None:
         ceiling, ceiling_src = args.matmul_ceiling, "--matmul-ceiling"
-    elif rec is not None and amf.get(dt):
+    elif amf.get(dt):
         ceiling, ceiling_src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
-    elif rec is not None and dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
+    elif dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
         ceiling, ceiling_src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
-    elif rec is not None and amf.get("bf16") and peaks.get("bf16"):
+    elif amf.get("bf16") and peaks.get("bf16"):
         r = amf["bf16"] / peaks["bf16"]
         ceiling = r * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
         ceiling_src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
     else:
-        ceiling = DEFAULT_GPU["matmul_ceiling"] * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
-        ceiling_src = "default 0.80 (H100 SXM MAMF / peak)"
-    gpu_key = base.get("name") if rec else base.get("key")
+        ceiling = UNMEASURED_MATMUL_CEILING * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+        ceiling_src = f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement for this GPU)"
+    gpu_key = base.get("name")
     sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
     if args.matmul_ceiling is None and sustained:
         ceiling *= sustained
@@ -167,19 +167,19 @@ def resolve_hardware(args, parser):
         parser.error(f"{base.get('name')} has no scale-up bandwidth in hardware.py; pass --intra-node-bw-GBps")
     gpn = args.gpus_per_node or gpn_default or 8
     fam = _family(base.get("name") or base.get("key"))
-    key = base.get("name") if rec else base.get("key")
+    key = base.get("name")
     if args.gpu_memory_gib is not None:
         mem = args.gpu_memory_gib * GIB_
     else:
         mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
-    hw = {"name": base.get("full_name") or base.get("name"), "peak": peak, "peak16": peak16, "peak_mfu": peak,
+    hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
           "matmul_ceiling": ceiling, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
-          "sms": SM_COUNT.get(key) if rec else (DEFAULT_GPU["sms"] if args.peak_tflops is None else None),
+          "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
           "flash": FLASH_EFFICIENCY[fam], "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
           "gpus_per_node": int(gpn)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
-                    in_network_reduction=bool(base.get("scale_up_in_network_reduction")),
+                    in_network_reduction=bool(base.get("scale_up_in_network_reduction")) and not own_link,
                     intra_efficiency=intra_eff, inter_efficiency=SCALE_OUT_EFFICIENCY,
                     nvls_efficiency=NVLS_EFFICIENCY, launch_s=ALPHA_LAUNCH_S,
                     intra_hop_ll_s=ALPHA_HOP_S["ll"]["intra"], inter_hop_ll_s=ALPHA_HOP_S["ll"]["inter"],
@@ -297,7 +297,8 @@ def layout_text(lay):
 def format_report(res):
     lines = []
     lay, r = res["layout"], res
-    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']} ({res['dtype']}): {layout_text(lay)}")
+    default = " (the default GPU; --gpu NAME for another)" if res.get("gpu_default") else ""
+    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): {layout_text(lay)}")
     lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
@@ -464,6 +465,7 @@ def main(argv=None):
           "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
     flops = sequence_flops(spec, seq_len=args.sequence_length)
     res = {"model": spec_summary(spec), "warnings": list(spec["warnings"]), "gpu": hw["name"],
+           "gpu_default": hw["default"],
            "num_gpus": n, "dtype": args.dtype, "memory_bytes": hw["memory_bytes"]}
     if args.search:
         if not args.num_gpus or not args.global_batch_size:
