@@ -1,6 +1,8 @@
 """tools/validate_serving.py runs every published serving row it can set up and writes each
 comparison with its source (the issue: VALIDATION.md lists each row with its source and whether it
-set a constant). Smoke only: the errors themselves are recorded in VALIDATION.md, not pinned here."""
+set a constant). Smoke only: the errors themselves are recorded in VALIDATION.md, not pinned here.
+The suite runs every 8th published row (--every 8: each group and code path, in seconds); the full
+table is `python3 tools/validate_serving.py`, about a minute (issue 32: the suite stays fast)."""
 import csv
 import os
 import subprocess
@@ -11,12 +13,12 @@ from conftest import ROOT
 
 def test_the_serving_validation_tool_writes_every_row_with_its_source(tmp_path):
     out = tmp_path / "rows.csv"
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "validate_serving.py"), "--out", str(out)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "validate_serving.py"), "--out", str(out),
+                          "--every", "8"], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     rows = list(csv.DictReader(open(out, encoding="utf-8")))
     judged = [r for r in rows if r["group"] != "not run"]
-    assert len(judged) > 700
+    assert len(judged) > 700 / 8
     # the later perf-overview's MoE rows set tensorrt-llm-pytorch's MoE factor: marked, never judged
     calib = [r for r in rows if r["used_for_calibration"] == "yes"]
     assert all(r["source"] for r in rows) and calib
@@ -26,5 +28,7 @@ def test_the_serving_validation_tool_writes_every_row_with_its_source(tmp_path):
     assert "all" in res.stdout
     # no published row is left out silently: each is judged or listed as not run with its reason
     published = list(csv.DictReader(open(os.path.join(ROOT, "validation", "published_serving.csv"), encoding="utf-8")))
-    assert {r["row_id"] for r in rows} == {r["row_id"] for r in published}
+    ids = list(dict.fromkeys(r["row_id"] for r in published))
+    assert {r["row_id"] for r in rows} == set(ids[::8])
+    assert len({r["group"] for r in judged}) >= 8  # the sample reaches every group of sources
     assert all(r["note"] for r in rows if r["group"] == "not run")

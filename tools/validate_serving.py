@@ -18,7 +18,9 @@ NIM 1.0 at a concurrency (queueing past the pool).
 Every other row is listed as not run, with the reason: its model has no config or flags here, or
 no branch below models its setup (ShareGPT length distributions).
 
-Usage: python3 tools/validate_serving.py [-v] [--out FILE.csv]
+Usage: python3 tools/validate_serving.py [-v] [--out FILE.csv] [--every N]
+(--every N: every N-th published row only, what the test suite runs; the full table takes about a
+minute, most of it the --num-requests simulations.)
 """
 import contextlib
 import csv
@@ -265,8 +267,18 @@ def _compare(rs):
         yield "vLLM CI latency (b 8)", r, "end-to-end", float(r["value"]) * 1e-3, res["total_s"] if res else None, err
 
 
+def sample_rows(rows, every):
+    """Every `every`-th published row id in file order (all of its metric lines): a quick run of
+    each code path for the test suite; the full table is the default."""
+    ids = list(dict.fromkeys(r["row_id"] for r in rows))
+    keep = set(ids[::every])
+    return [r for r in rows if r["row_id"] in keep]
+
+
 def main():
     rows = list(csv.DictReader(open(os.path.join(ROOT, "validation", "published_serving.csv"), encoding="utf-8")))
+    if "--every" in sys.argv:
+        rows = sample_rows(rows, int(sys.argv[sys.argv.index("--every") + 1]))
     out = []
     for group, r, metric, pub, ours, note in comparisons(rows):
         err = None if ours is None or group == "not run" else ours / float(pub) - 1
