@@ -429,7 +429,33 @@ def add_model_args(parser):
     g.add_argument("--qk-nope-head-dim", type=n, default=None, help="MLA non-rotary q/k head dim")
     g.add_argument("--qk-rope-head-dim", type=n, default=None, help="MLA rotary q/k head dim")
     g.add_argument("--v-head-dim", type=n, default=None, help="MLA value head dim")
+    parser.model_flags = g._group_actions  # for model_flag_words
     return g
+
+
+def shell_word(value):
+    """One word of a shell command: as it is when plain, else single-quoted."""
+    text = str(value)
+    if text and all(c.isalnum() or c in "-_./:=+" for c in text):
+        return text
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def model_flag_words(parser, args):
+    """The model flags the user gave (or a config path), as words of a command another script of
+    this family runs with the same meaning (one meaning per flag)."""
+    words = []
+    for a in parser.model_flags:
+        v = getattr(args, a.dest)
+        if v is None:
+            continue
+        name = next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
+        if isinstance(v, bool):
+            if v or any(o.startswith("--no-") for o in a.option_strings):
+                words.append(name if v else "--no-" + name[2:])
+        else:
+            words.append(f"{name} {shell_word(v)}")
+    return words
 
 
 def _num(x):
@@ -470,6 +496,14 @@ def parse_tool_args(parser, argv):
         parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
                      "config.json path or a hub id")
     return args
+
+
+def print_warnings(warnings, *, as_json):
+    """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
+    stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
+    if as_json:
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
 
 
 def print_result(res, *, as_json, report):
@@ -3204,11 +3238,27 @@ def spec_from_hf_config(cfg, num_layers=None):
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
     s.pop("_layers_from_flag", None)
+    s["trained_context"] = _trained_context(r)
     s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+def _trained_context(r):
+    """The longest context the model was trained or extended to, in tokens: max_position_embeddings
+    (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
+    NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
+    in 5.x). None when the config states neither. A rope block not understood is left out."""
+    n = r.int("max_position_embeddings", "n_positions", hi=2**31)
+    rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
+    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
+        factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings") or n
+        if (isinstance(factor, (int, float)) and not isinstance(factor, bool) and 1 <= factor <= 1e4
+                and isinstance(orig, int) and not isinstance(orig, bool) and 0 < orig <= 2**31):
+            n = max(n or 0, int(factor * orig))
+    return n
 
 
 def _checkpoint_format(qc, where, warnings):
@@ -4093,8 +4143,7 @@ def run_training(args, parser, net, hw_inputs, notes=()):
                   micro_batch_size=args.micro_batch_size,
                   gradient_accumulation_steps=args.gradient_accumulation_steps,
                   sequence_length=s, dtype=args.dtype, grad_reduce_dtype=args.grad_reduce_dtype)
-    for w in spec["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(spec["warnings"], as_json=args.json)
     return {"inputs": inputs, "model": spec_summary(spec), "warnings": spec["warnings"],
             "total_params": bd["total_params"], "routed_expert_params": bd["routed_expert_params"],
             "rows": rows,

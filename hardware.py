@@ -409,7 +409,33 @@ def add_model_args(parser):
     g.add_argument("--qk-nope-head-dim", type=n, default=None, help="MLA non-rotary q/k head dim")
     g.add_argument("--qk-rope-head-dim", type=n, default=None, help="MLA rotary q/k head dim")
     g.add_argument("--v-head-dim", type=n, default=None, help="MLA value head dim")
+    parser.model_flags = g._group_actions  # for model_flag_words
     return g
+
+
+def shell_word(value):
+    """One word of a shell command: as it is when plain, else single-quoted."""
+    text = str(value)
+    if text and all(c.isalnum() or c in "-_./:=+" for c in text):
+        return text
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def model_flag_words(parser, args):
+    """The model flags the user gave (or a config path), as words of a command another script of
+    this family runs with the same meaning (one meaning per flag)."""
+    words = []
+    for a in parser.model_flags:
+        v = getattr(args, a.dest)
+        if v is None:
+            continue
+        name = next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
+        if isinstance(v, bool):
+            if v or any(o.startswith("--no-") for o in a.option_strings):
+                words.append(name if v else "--no-" + name[2:])
+        else:
+            words.append(f"{name} {shell_word(v)}")
+    return words
 
 
 def _num(x):
@@ -450,6 +476,14 @@ def parse_tool_args(parser, argv):
         parser.error("--hf_model_name_or_path is empty: give a folder with config.json, a "
                      "config.json path or a hub id")
     return args
+
+
+def print_warnings(warnings, *, as_json):
+    """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
+    stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
+    if as_json:
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
 
 
 def print_result(res, *, as_json, report):

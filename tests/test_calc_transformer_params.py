@@ -157,9 +157,11 @@ def test_unknown_model_type_is_read_best_effort_with_a_note(tmp_path):
     cfg["model_type"] = "my_llama"
     p = tmp_path / "config.json"
     p.write_text(json.dumps(cfg))
-    res, _, err = run_main(main, ["--hf_model_name_or_path", str(p)])
+    res, out, err = run_main(main, ["--hf_model_name_or_path", str(p)])
     assert res["total_params"] == 6_738_415_616
-    assert "my_llama" in err and "llama" in err
+    assert "my_llama" in out and "Llama-style" in out and "my_llama" not in err  # said once, in the report
+    _, _, err = run_main(main, ["--hf_model_name_or_path", str(p), "--json"])
+    assert "my_llama" in err
 
 
 # --- hub ids (transformers.AutoConfig), with no hub in reach -----------------------------------

@@ -81,5 +81,7 @@ def test_flops_model_note_is_dropped_on_error_and_kept_on_success(tmp_path):
     err = _one_line_exit_2("calc_transformer_flops",
                            ["--hf_model_name_or_path", str(tmp_path), "--gpu", "nope"])
     assert "unknown accelerator" in err
-    _, _, err = run_main(main, ["--hf_model_name_or_path", str(tmp_path), "--gpu", "h100"])
-    assert err.startswith("warning: model_type 'my_llama'")  # and in the result's warnings
+    _, out, err = run_main(main, ["--hf_model_name_or_path", str(tmp_path), "--gpu", "h100"])
+    assert "WARNING: model_type 'my_llama'" in out and err == ""  # said once, in the report
+    _, _, err = run_main(main, ["--hf_model_name_or_path", str(tmp_path), "--gpu", "h100", "--json"])
+    assert err.startswith("warning: model_type 'my_llama'")  # with --json, on stderr too

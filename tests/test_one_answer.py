@@ -184,3 +184,97 @@ def test_every_report_names_the_default_gpu_in_its_first_line(main, argv, capsys
     first = capsys.readouterr().out.splitlines()[0]
     assert "(the default GPU; --gpu NAME for another)" in first
     assert "h100-sxm" in first or "NVIDIA H100 SXM5 80GB" in first
+
+
+# Every "does not fit" names the way out (issue 32)
+L70 = ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "--ffn-hidden-size", "28672", "--swiglu",
+       "--norm", "rmsnorm", "--no-bias", "-v", "128256"]
+
+
+def test_mem_that_does_not_fit_lists_what_does(capsys):
+    # a 70B on 8 H100s, ZeRO-1, no recompute: 537 GiB per GPU; each way out costed by the same model
+    res = _json(M.main, L70 + ["--num-gpus", "8"], capsys)
+    fit = res["fit"]
+    assert not fit["fits"] and fit["max_micro_batch_size"] == 0
+    ways = {w["flags"]: w for w in fit["ways_out"]["changes"]}
+    assert set(ways) == {"-z 3", "--recompute full", "--offload", "-z 3 --recompute full --offload",
+                         "--num-gpus 32 -z 3 --recompute full"}
+    assert ways["-z 3 --recompute full --offload"]["fits"] and ways["--num-gpus 32 -z 3 --recompute full"]["fits"]
+    assert not ways["-z 3"]["fits"] and fit["ways_out"]["fewest_gpus"] == 32
+    # each figure is what that command prints
+    for flags, w in ways.items():
+        argv = L70 + ["--num-gpus", "8"] + flags.split()
+        if "--num-gpus" in flags:
+            argv = L70 + flags.split()
+        assert _json(M.main, argv, capsys)["total_bytes"] == pytest.approx(w["total_bytes"], rel=1e-12)
+    # the search command finds a layout of 32 GPUs that fits
+    words = shlex.split(fit["ways_out"]["search_command"])
+    found = _json(T.main, words[2:], capsys)
+    assert found["fits"] and found["num_gpus"] == 32
+    M.main(L70 + ["--num-gpus", "8"])
+    out = capsys.readouterr().out
+    assert "what fits instead, at micro-batch 1" in out and "python3 calc_training_time.py" in out
+
+
+def test_offload_states_the_host_memory_it_needs(capsys):
+    # the issue's figure: a 70B on 8 H100s with optimizer offload needs about 1 TB of host memory
+    # (ZeRO-Offload: Adam's fp32 master, momentum and variance, and 16-bit gradients, 14 B/param)
+    res = _json(M.main, L70 + ["--num-gpus", "8", "-z", "3", "--recompute", "full", "--offload"], capsys)
+    off = res["offload"]
+    assert off["bytes_per_param"] == 14 and off["gpus_per_host"] == 8
+    assert off["host_bytes_per_host"] == pytest.approx(14 * res["total_params"], rel=1e-6)
+    assert 0.9e12 < off["host_bytes_per_host"] < 1.1e12
+    assert res["optimizer_bytes"] == 0 and res["fit"]["fits"]
+    M.main(L70 + ["--num-gpus", "8", "-z", "3", "--recompute", "full", "--offload"])
+    assert "987.8 GB per host of 8 GPUs" in capsys.readouterr().out
+
+
+def test_training_time_that_does_not_fit_names_the_search(capsys):
+    res = _json(T.main, L70 + ["--num-gpus", "8"], capsys)
+    assert not res["fits"]
+    search = shlex.split(res["next_step"]["search_command"])
+    found = _json(T.main, search[2:], capsys)
+    assert found["fits"] and found["num_gpus"] == 8
+    mem = shlex.split(res["next_step"]["memory_command"])
+    assert _json(M.main, mem[2:], capsys)["total_bytes"] == pytest.approx(res["total_bytes"], rel=1e-9)
+
+
+def test_max_context_stops_at_the_trained_context(capsys):
+    # Llama-3-8B was trained to 8,192 tokens: mem's fit says so instead of 520,144
+    cfg = ["--hf_model_name_or_path", config_path("llama-3-8b"), "--infer"]
+    res = _json(M.main, cfg, capsys)
+    assert res["fit"]["max_context_tokens"] == 8192 and res["fit"]["max_context_tokens_memory"] > 500_000
+    M.main(cfg)
+    assert "max context tokens: 8192 (the model's trained context; the memory would hold" in capsys.readouterr().out
+    # Llama-3.1 is trained on to 131,072 (its max_position_embeddings, llama3 rope scaling)
+    res31 = _json(M.main, ["--hf_model_name_or_path", config_path("llama-3.1-8b"), "--infer"], capsys)
+    assert res31["fit"]["max_context_tokens"] == 131072
+    # at batch 64 the memory sets the limit, below the trained context
+    assert _json(M.main, ["--hf_model_name_or_path", config_path("llama-3.1-8b"), "--infer", "-b", "64"],
+                 capsys)["fit"]["max_context_tokens"] < 131072
+    # past it, mem and latency warn in the report
+    for main in (M.main, I.main):
+        main(cfg[:2] + (["--infer"] if main is M.main else []) + ["-s", "16000"])
+        assert "is past the model's trained context (8,192" in capsys.readouterr().out
+
+
+def test_yarn_scaling_extends_the_trained_context(tmp_path, capsys):
+    # Qwen's long-context recipe: a 32,768-token window with YaRN factor 4 reads 131,072 tokens
+    import json as _j
+    cfg = _j.load(open(config_path("llama-3-8b")))
+    cfg.update(max_position_embeddings=32768,
+               rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    path = tmp_path / "config.json"
+    path.write_text(_j.dumps(cfg))
+    res = _json(M.main, ["--hf_model_name_or_path", str(path), "--infer"], capsys)
+    assert res["fit"]["max_context_tokens"] == 131072
+
+
+def test_one_request_too_long_for_the_pool_is_named_as_such():
+    # the 8B's weights leave 57 GiB of pool; one 600k-token request needs 73 GiB of cache
+    rc, err = exit_code_and_stderr(I.main, ["--hf_model_name_or_path", config_path("llama-3-8b"), "-s", "600000",
+                                            "-o", "100", "--concurrency", "1", "--num-requests", "5"])
+    assert rc == 2 and err.count("\n") == 1
+    assert "one request of 600,100 tokens needs 73.25 GiB of KV cache per GPU and the pool holds 56.73 GiB" in err
+    rc, err = exit_code_and_stderr(I.main, ["-l", "200", "-hs", "12288", "--concurrency", "1"])
+    assert rc == 2 and "the weights (677.40 GiB per GPU) leave no KV pool" in err

@@ -177,11 +177,27 @@ def spec_from_hf_config(cfg, num_layers=None):
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
     s.pop("_layers_from_flag", None)
+    s["trained_context"] = _trained_context(r)
     s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+def _trained_context(r):
+    """The longest context the model was trained or extended to, in tokens: max_position_embeddings
+    (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
+    NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
+    in 5.x). None when the config states neither. A rope block not understood is left out."""
+    n = r.int("max_position_embeddings", "n_positions", hi=2**31)
+    rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
+    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
+        factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings") or n
+        if (isinstance(factor, (int, float)) and not isinstance(factor, bool) and 1 <= factor <= 1e4
+                and isinstance(orig, int) and not isinstance(orig, bool) and 0 < orig <= 2**31):
+            n = max(n or 0, int(factor * orig))
+    return n
 
 
 def _checkpoint_format(qc, where, warnings):

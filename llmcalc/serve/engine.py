@@ -51,6 +51,11 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
     run_cap = min(cap, seqs) if seqs else cap  # requests that run at once
     util = hw["memory_utilization"]
+    if cap < 1 and pool > 0:  # a pool, too small for one request's cache
+        parser.error(f"one request of {s + o:,} tokens needs {per_req / 2**30:.2f} GiB of KV cache per GPU and "
+                     f"the pool holds {pool / 2**30:.2f} GiB (weights {w_bytes / 2**30:.2f} GiB of {util:g} x "
+                     f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB); shorten -s/-o, raise -tp/-pp or cut "
+                     "--kv-cache-bits")
     if cap < 1:
         parser.error(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
                      f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "

@@ -66,7 +66,7 @@ import sys
 
 from ..accelerator import default_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, bounded_int, check_ranges, finite_float,
-    load_hardware, parse_tool_args, ranges_epilog, run_tool)
+    load_hardware, parse_tool_args, print_warnings, ranges_epilog, run_tool)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY,
     PCIE_PEER_EFFICIENCY, PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net,
     bus_bandwidth_factor, collective_time_s, group_placement)
@@ -550,8 +550,7 @@ def run_training(args, parser, net, hw_inputs, notes=()):
                   micro_batch_size=args.micro_batch_size,
                   gradient_accumulation_steps=args.gradient_accumulation_steps,
                   sequence_length=s, dtype=args.dtype, grad_reduce_dtype=args.grad_reduce_dtype)
-    for w in spec["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(spec["warnings"], as_json=args.json)
     return {"inputs": inputs, "model": spec_summary(spec), "warnings": spec["warnings"],
             "total_params": bd["total_params"], "routed_expert_params": bd["routed_expert_params"],
             "rows": rows,

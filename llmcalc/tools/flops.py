@@ -64,8 +64,9 @@ References:
 
 import sys
 
-from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
-    _num, check_ranges, count_float, finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
+from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, bounded_int,
+    check_ranges, count_float, finite_float, model_flag_words, parse_tool_args, print_result,
+    print_warnings, ranges_epilog, run_tool, shell_word)
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
 from ..model.kinds import GDN_CHUNK, attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
@@ -303,7 +304,7 @@ def format_report(res):
 
 def build_parser():
     parser = OneLineErrorParser(description=__doc__)
-    parser.model_flags = add_model_args(parser)._group_actions
+    add_model_args(parser)
     g = parser.add_argument_group("training run (cookbook flags)")
     g.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
     g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
@@ -366,29 +367,14 @@ def training_time_command(args, parser):
     """The calc_training_time.py command that costs this run's step on its GPUs (the layout's own
     MFU, --search for the fastest layout), from the flags given: the model flags as typed, the
     sequence, the global batch (-b here is samples), the tokens and the GPUs."""
-    words = ["python3 calc_training_time.py"]
-    for a in parser.model_flags:
-        v = getattr(args, a.dest)
-        if v is None:
-            continue
-        name = next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
-        if isinstance(v, bool):
-            if v or any(o.startswith("--no-") for o in a.option_strings):
-                words.append(name if v else "--no-" + name[2:])
-        else:
-            words.append(f"{name} {_shell_word(v)}")
+    words = ["python3 calc_training_time.py"] + model_flag_words(parser, args)
     words += [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
               f"--global-batch-size {args.batch_size}"]
-    words.append(f"--gpu {_shell_word(args.gpu)}" if args.gpu else f"--peak-tflops {args.peak_tflops:g}")
+    words.append(f"--gpu {shell_word(args.gpu)}" if args.gpu else f"--peak-tflops {args.peak_tflops:g}")
     if args.dtype != "bf16":
         words.append(f"--dtype {args.dtype}")
     words.append("--search")  # the search tries each recompute mode itself
     return " ".join(words)
-
-
-def _shell_word(v):
-    text = str(v)
-    return text if text and all(c.isalnum() or c in "-_./:=+" for c in text) else "'" + text.replace("'", "'\\''") + "'"
 
 
 def peak_from_hardware(args, parser):
@@ -501,8 +487,7 @@ def main(argv=None):
                                     zero_experts=has_zero)}
     for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
         print(f"note: {note}", file=sys.stderr)
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(warnings, as_json=args.json)
     print_result(res, as_json=args.json, report=format_report)
     return res
 

@@ -621,7 +621,11 @@ def main(argv=None):
     hw, hw_notes = resolve_hardware(args, parser)
     # notes and warnings go to stderr once the answer stands: an input refused further on gets
     # its one error line alone
-    pending = [f"note: {note}" for note in notes + hw_notes] + [f"warning: {w}" for w in spec["warnings"]]
+    trained = spec.get("trained_context")
+    if trained and args.prompt_tokens + args.output_tokens > trained:
+        spec["warnings"].append(f"context {args.prompt_tokens + args.output_tokens:,} tokens is past the model's "
+                                f"trained context ({trained:,}: max_position_embeddings or its rope scaling)")
+    pending = [f"note: {note}" for note in notes + hw_notes] + [f"warning: {w}" for w in spec["warnings"] if args.json]
 
     def flush_pending():
         for line in pending:

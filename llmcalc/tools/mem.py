@@ -64,18 +64,17 @@ import argparse
 import sys
 
 from ..accelerator import GIB, default_accelerator
-from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
-    check_ranges, finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
-from ..model.formulas import (attention_head_dims, cache_elements_per_token, cached_tokens,
-    compressed_cache_elements, expected_real_experts, layer_params, mixer_widths, param_breakdown,
-    state_elements)
+from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, bounded_int,
+    check_ranges, finite_float, model_flag_words, parse_tool_args, print_result, print_warnings,
+    ranges_epilog, run_tool, shell_word)
+from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
-from ..model.sharding import attention_on_rank
 from ..model.spec import resolve_model_spec, spec_summary
+from ..serve.footprint import all_attention_layers, any_attn, inference_memory, kv_cache_by_kind
+from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
+    training_ways_out)
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, QLORA_NF4_DQ_BITS,
-    _mlp_stored_widths, _per_kind, all_stage_layers, optimizer_bytes_per_param,
-    pipeline_chunk_layers, stage_layers, stage_params_per_rank, suggest_pipeline_split,
-    training_memory)
+    optimizer_bytes_per_param, pipeline_chunk_layers, suggest_pipeline_split, training_memory)
 
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
@@ -87,240 +86,12 @@ FLAG_RANGES = {
     "virtual_pipeline_size": (1, 1024), "decoder_first_pipeline_num_layers": (1, 100_000),
     "decoder_last_pipeline_num_layers": (1, 100_000), "context_parallel_size": (1, 10 ** 7),
     "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
-    "zero_allgather_bucket_size": (1, 1e12), "zero3_max_live_params": (1, 1e15),
+    "zero_allgather_bucket_size": (0, 1e12), "zero3_max_live_params": (1, 1e15),
     "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
     "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
     "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
     "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "state_bits": (1, 64), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
     "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
-
-
-# ------------------------------------------------------------------------------------------------
-# Inference
-# ------------------------------------------------------------------------------------------------
-
-def layer_cache_bytes_per_token(layer, *, tp, kv_bytes, mla_cache="latent"):
-    """{"kv", "indexer"} bytes one token of one sequence takes in one layer's cache on one tp rank:
-    the block's cache_elements_per_token on the rank's share of each attention block
-    (attention_on_rank): K and V at kv/tp heads, one replicated head when kv < tp; MLA's latent
-    (r_kv + d_rope, DeepSeek-V2 sec. 2.1.3) whole on every rank, or with mla_cache="expanded" a/tp
-    heads of K and V as transformers' cache holds them; a lightning indexer's key (d_I) whole on
-    every rank; nothing for a layer that reuses another layer's cache."""
-    out = {"kv": 0, "indexer": 0}
-    for attn in layer["attention"]:
-        n = cache_elements_per_token(attention_on_rank(attn, tp=tp), mla_cache=mla_cache)
-        out["kv"] += n["kv"] * kv_bytes
-        out["indexer"] += n["indexer"] * kv_bytes
-    return out
-
-
-def layer_cache_bytes(layer, *, tp, kv_bytes, mla_cache, batch, context):
-    """{"kv", "indexer"} bytes one layer's cache holds on one tp rank for `batch` sequences of
-    `context` tokens: per attention block, bytes per token (layer_cache_bytes_per_token) x the
-    block's cached_tokens -- min(context, window) on a sliding layer (Mistral 7B sec. 2's rolling
-    buffer; transformers keeps window - 1 between steps, so a decode step peaks at the window),
-    every token on full and chunked layers (transformers' cache for chunked layers keeps them all),
-    none on a layer that reuses another layer's cache; a DeepSeek-V4 layer its window plus its
-    compressor's entries and open window (compressed_cache_elements)."""
-    out = {"kv": 0, "indexer": 0}
-    for attn in layer["attention"]:
-        n = cache_elements_per_token(attention_on_rank(attn, tp=tp), mla_cache=mla_cache)
-        t = batch * cached_tokens(attn, context=context)
-        c = compressed_cache_elements(attn, context=context)  # DeepSeek-V4: one shared head, whole on every rank
-        out["kv"] += n["kv"] * kv_bytes * t + batch * c["kv"] * kv_bytes
-        out["indexer"] += n["indexer"] * kv_bytes * t + batch * c["indexer"] * kv_bytes
-    return out
-
-
-def kv_cache_bytes(spec, layer_indices, *, tp, kv_bytes, mla_cache, batch, context):
-    """{"kv", "indexer"}: the cache on one rank holding `layer_indices` of a spec's layer list, the
-    sum of layer_cache_bytes over those layers (once per distinct layer kind, times its count)."""
-    counts = {}
-    for i in layer_indices:
-        layer = spec["layers"][i]
-        counts[id(layer)] = (layer, counts.get(id(layer), (layer, 0))[1] + 1)
-    out = {"kv": 0, "indexer": 0}
-    for layer, n in counts.values():
-        c = layer_cache_bytes(layer, tp=tp, kv_bytes=kv_bytes, mla_cache=mla_cache, batch=batch,
-                              context=context)
-        out["kv"] += n * c["kv"]
-        out["indexer"] += n * c["indexer"]
-    return out
-
-
-def layer_state_bytes(layer, *, tp, conv_bytes, state_bytes, batch):
-    """{"conv", "recurrent"} bytes one layer's linear mixers hold on one tp rank for `batch`
-    sequences, whatever their length: state_elements on the rank's share of the heads
-    (attention_on_rank), the conv window at conv_bytes (the model's dtype in transformers' cache)
-    and the recurrent state at state_bytes (fp32 in transformers' cache and flash-linear-attention;
-    tests/fixtures/hf_cache_bytes.json). Softmax attention layers: none."""
-    out = {"conv": 0, "recurrent": 0}
-    for attn in layer["attention"]:
-        n = state_elements(attention_on_rank(attn, tp=tp))
-        out["conv"] += batch * n["conv"] * conv_bytes
-        out["recurrent"] += batch * n["recurrent"] * state_bytes
-    return out
-
-
-def state_cache_bytes(spec, layer_indices, *, tp, conv_bytes, state_bytes, batch):
-    """{"conv", "recurrent"}: the linear mixers' state on one rank holding `layer_indices`, the sum
-    of layer_state_bytes over those layers (once per distinct layer kind)."""
-    out = {"conv": 0, "recurrent": 0}
-    for x in _per_kind(spec["layers"], layer_indices, lambda layer: layer_state_bytes(
-            layer, tp=tp, conv_bytes=conv_bytes, state_bytes=state_bytes, batch=batch)):
-        out["conv"] += x["conv"]
-        out["recurrent"] += x["recurrent"]
-    return out
-
-
-def all_attention_layers(spec):
-    """The spec's layer list with every linear mixer replaced by the model's first softmax attention
-    block (its full-attention kind): the same model counted as if every layer were attention, for
-    the hybrid's saving. None when the model has no linear mixer or no attention layer."""
-    attn = next((x for layer in spec["layers"] for x in layer["attention"]
-                 if x["span"] == "full" and not x["kv_shared"]), None)
-    if attn is None or not any_attn(spec, lambda x: x["span"] == "state"):
-        return None
-    swapped = {}
-    out = []
-    for layer in spec["layers"]:
-        if id(layer) not in swapped:
-            swapped[id(layer)] = dict(layer, attention=tuple(attn if x["span"] == "state" else x
-                                                             for x in layer["attention"]))
-        out.append(swapped[id(layer)])
-    return out
-
-
-def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes, etp=None):
-    """Working set of one prefill forward over b x s tokens on one tp rank: the residual stream
-    and normed input (2 h per token), plus the largest block of any of `layers` (distinct layer
-    dicts): attention -- q, k, v on the rank's heads and, without flash attention, a/tp x s scores
-    per token (eager attention scores all s keys on sliding and chunked layers too); a lightning
-    indexer's q and key (H_I d_I + d_I) and its fp32 logits over s keys -- or an MLP's intermediate
-    (f, or 2 f + f gated; /tp; MoE: the k routed experts' f_e /etp plus the shared width /tp); plus fp32
-    logits for the last position of each sequence (4 b V / tp). A Gated DeltaNet mixer: its
-    in_proj's output, the conv's output and the core's output (mixer_widths) and an fp32 chunk
-    matrix (the delta rule's C x C per chunk and value head, flash-linear-attention's A: 4 H C per
-    token; SSD's C B^T per chunk and group, mamba_ssm's _bmm_chunk_fwd: 4 G Q). An estimate: one
-    layer's peak."""
-    B = act_bytes
-    widest = 0
-    for layer in layers:
-        for attn in layer["attention"]:
-            x = attention_on_rank(attn, tp=tp)
-            if x["span"] == "state":
-                w_in, w_out, conv_dim = mixer_widths(x)
-                mats = x["kv_heads"] if x["kind"] == "mamba2" else x["heads"]  # SSD's C B^T is per group
-                widest = max(widest, B * (w_in + conv_dim + w_out) + 4 * mats * x["state_chunk"])
-                continue
-            d, _ = attention_head_dims(x)
-            per_tok = B * ((x["heads"] + 2 * x["kv_heads"]) * d + (0 if flash else x["heads"] * s))
-            if x["index_topk"]:
-                per_tok += B * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"]) + 4 * s
-            widest = max(widest, per_tok)
-        for m in layer["mlp"]:
-            per_f = _mlp_stored_widths(m["linears"])
-            if m["kind"] == "dense":
-                width = m["width"] * per_f / tp
-            else:  # routed experts split their width over etp, shared experts over tp
-                width = (expected_real_experts(m) * m["width"] / (etp or tp) + m["shared_width"] / tp) * per_f
-            widest = max(widest, int(B * width))
-    return B * s * b * 2 * h + s * b * widest + 4 * b * V / tp
-
-
-# ------------------------------------------------------------------------------------------------
-# Putting it together
-# ------------------------------------------------------------------------------------------------
-
-def inference_memory(spec, c, b, ctx):
-    """Per-GPU inference memory for batch b and context ctx tokens (prompt + output) on the
-    heaviest pipeline stage: weights at their bit width, the KV cache and any indexer key cache of
-    the stage's layers (kv_cache_bytes: per layer kind, sliding layers capped at their window), the
-    constant state of its linear mixers (state_cache_bytes) and one prefill forward's working set
-    (inference_activation_bytes: the model's largest block). The KV rule is Pope et al. 2022 sec.
-    3.1's (2 x layers x kv heads x head dim per token), per layer kind; weights as the memory of
-    the stored checkpoint (quantization_config, _checkpoint_format) or --weight-bits."""
-    tp, pp = c["tp"], c["pp"]
-    L = spec["num_layers"]
-    prompt = min(c["sequence_length"], ctx)
-    if c["prefill_chunk"]:  # chunked prefill: one forward sees at most this many tokens
-        b_eff = max(1, min(b, c["prefill_chunk"] // prompt)) if c["prefill_chunk"] >= prompt else 1
-        prompt = min(prompt, c["prefill_chunk"])
-    else:
-        b_eff = b
-    act = inference_activation_bytes([g[0] for g in layer_groups(spec)], s=prompt, b=b_eff,
-                                     h=spec["hidden_size"], V=spec["vocab_size"], tp=tp,
-                                     flash=c["flash_attention"], act_bytes=c["act_bytes"], etp=c["etp"])
-    chunks = [[sum(row)] for row in c["chunk_layers"]]  # no interleaving: one chunk per rank
-    stages = []
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=1, chunk_layers=chunks)
-    for st in range(pp):
-        layers = by_stage[st]
-        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
-                                            stage=st, layers_held=layers)
-        # norms, routers and other per-layer weights stay unquantized (>= 16 bits), whole on every rank
-        small = sum(_per_kind(spec["layers"], layers, lambda x: sum(
-            layer_params(x, h=spec["hidden_size"], norm=spec["norm"])[k] for k in ("norms", "router", "extra"))))
-        wb = c["weight_bits"] / 8
-        w = ((ne - emb - small) * wb + small * max(wb, c["weight_bytes"]) + ex * c["expert_weight_bits"] / 8
-             + emb * max(wb, c["weight_bytes"]))
-        cache = kv_cache_bytes(spec, layers, tp=tp, kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
-                               batch=b, context=ctx)
-        state = state_cache_bytes(spec, layers, tp=tp, conv_bytes=c["act_bytes"], state_bytes=c["state_bytes"],
-                                  batch=b)
-        total = w + cache["kv"] + cache["indexer"] + state["conv"] + state["recurrent"] + act + c["overhead_bytes"]
-        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
-                       "weights_bytes": w,
-                       "gradients_bytes": 0, "optimizer_bytes": 0, "zero_buffers_bytes": 0,
-                       "kv_cache_bytes": cache["kv"], "indexer_cache_bytes": cache["indexer"],
-                       "state_cache_bytes": state["conv"] + state["recurrent"],
-                       "state_conv_bytes": state["conv"], "state_recurrent_bytes": state["recurrent"],
-                       "activations_bytes": act, "total_bytes": total})
-    return max(stages, key=lambda x: x["total_bytes"]), stages
-
-
-def kv_cache_by_kind(spec, c, stage, *, batch, context):
-    """The KV cache of one inference stage by layer kind, for the report: per distinct kind its
-    label, layer count, bytes per token per layer, tokens each layer keeps, and bytes."""
-    chunks = [[sum(row)] for row in c["chunk_layers"]]
-    idx = stage_layers(num_layers=spec["num_layers"], pp=c["pp"], vp=1, stage=stage, chunk_layers=chunks)
-    rows = {}
-    for i in idx:
-        layer = spec["layers"][i]
-        if id(layer) not in rows:
-            per_tok = layer_cache_bytes_per_token(layer, tp=c["tp"], kv_bytes=c["kv_bytes"],
-                                                  mla_cache=c["mla_cache"])
-            held = layer_cache_bytes(layer, tp=c["tp"], kv_bytes=c["kv_bytes"], mla_cache=c["mla_cache"],
-                                     batch=batch, context=context)
-            rows[id(layer)] = {
-                "attention": " + ".join(attention_kind(x)
-                                        for x in layer["attention"]),
-                "layers": 0, "first_layer": i,
-                "kv_bytes_per_token": per_tok["kv"], "indexer_bytes_per_token": per_tok["indexer"],
-                "cached_tokens": max((cached_tokens(x, context=context) for x in layer["attention"]), default=0),
-                "kv_bytes_per_layer": held["kv"], "indexer_bytes_per_layer": held["indexer"],
-                "state_bytes_per_layer": sum(layer_state_bytes(layer, tp=c["tp"], conv_bytes=c["act_bytes"],
-                                                               state_bytes=c["state_bytes"], batch=batch).values()),
-                "compressed_bytes_per_layer": batch * c["kv_bytes"] * sum(
-                    sum(compressed_cache_elements(x, context=context).values()) for x in layer["attention"])}
-        rows[id(layer)]["layers"] += 1
-    return [r for r in rows.values() if r["attention"]]  # an MLP-only layer (Nemotron-H) caches nothing
-
-
-def _largest(fn, limit, hi_cap=1 << 24):
-    """Largest positive integer x <= hi_cap with fn(x) <= limit (fn increasing); 0 if none; hi_cap
-    when even that fits (the caller reports it as a lower bound)."""
-    if fn(1) > limit:
-        return 0
-    lo, hi = 1, 2
-    while hi < hi_cap and fn(hi) <= limit:
-        lo, hi = hi, hi * 2
-    if hi >= hi_cap and fn(hi_cap) <= limit:
-        return hi_cap
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fn(mid) <= limit else (lo, mid)
-    return lo
 
 
 # ------------------------------------------------------------------------------------------------
@@ -395,9 +166,28 @@ def format_report(res):
                      f"{'FITS' if fit['fits'] else 'DOES NOT FIT'}, headroom "
                      f"{fit['headroom_bytes'] / GIB:.2f} GiB")
         for k, v in fit.items():
-            if k.startswith("max_"):
+            if k.startswith("max_") and k != "max_context_tokens_memory":
                 more = " or more (the search stops there)" if k in fit.get("capped", ()) else ""
+                if k == "max_context_tokens" and fit.get("context_limited_by"):
+                    more = (f" (the model's trained context; the memory would hold "
+                            f"{fit['max_context_tokens_memory']:,})")
                 lines.append(f"  {k.replace('_', ' ')}: {v}{more}")
+        ways = fit.get("ways_out")
+        if ways:
+            lines.append(f"what fits instead, at micro-batch {res['config']['batch_size']} (the same model):")
+            w = max(len(x["flags"]) for x in ways["changes"]) if ways["changes"] else 0
+            for x in ways["changes"]:
+                lines.append(f"  {x['flags']:<{w}}  {x['total_bytes'] / GIB:>9,.2f} GiB  "
+                             f"{'fits' if x['fits'] else 'does not fit'}: {x['why']}")
+            if not ways["fewest_gpus"]:
+                lines.append("  no GPU count up to 2^20 data-parallel ranks fits it under ZeRO-3 and full recompute")
+            lines.append(f"  the fastest layout that fits{' on ' + str(ways['fewest_gpus']) + ' GPUs' if ways['fewest_gpus'] else ''}: "
+                         f"{ways['search_command']}")
+    off = res.get("offload")
+    if off:
+        lines.append(f"offloaded optimizer (--offload): {off['host_bytes_per_gpu'] / 1e9:,.1f} GB of host memory per GPU, "
+                     f"{off['host_bytes_per_host'] / 1e9:,.1f} GB per host of {off['gpus_per_host']} GPUs "
+                     f"({off['bytes_per_param']:g} B per parameter it updates)")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)
@@ -440,7 +230,8 @@ def build_parser():
                    help="FSDP sharding strategy, read as its ZeRO equivalent (no_shard 0, "
                    "shard_grad_op 2, full_shard/hybrid_shard 3)")
     g.add_argument("--zero-allgather-bucket-size", "-zbs", type=finite_float, default=None,
-                   help="ZeRO all-gather bucket in elements, held at weight precision (default 5e8)")
+                   help="ZeRO all-gather bucket in elements, held at weight precision (default 5e8, DeepSpeed's; 0: "
+                   "Megatron-LM's distributed optimizer, which shards in place)")
     g.add_argument("--zero3-max-live-params", "-zmlp", type=finite_float, default=None,
                    help="ZeRO-3 parameters kept gathered at once (default 1e9)")
     t = p.add_argument_group("training")
@@ -459,6 +250,9 @@ def build_parser():
                    help="fused attention: no s^2 scores stored (default on)")
     t.add_argument("--dropout", action=bo, default=False,
                    help="dropout masks stored (default off; Korthikanti's setup has it on)")
+    t.add_argument("--offload", action=bo, default=False,
+                   help="optimizer states, with the fp32 master copy, on the host (ZeRO-Offload, as "
+                   "calc_training_time.py --offload): the host memory it needs is stated")
     t.add_argument("--optimizer", choices=sorted(OPTIMIZER_STATE_BYTES), default="adamw",
                    help="optimizer (default adamw: 12 B/param with the fp32 master copy)")
     t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
@@ -596,7 +390,7 @@ def resolve(args, parser):
                  "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
                  "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
                  "adapter_bytes_per_val", "lora_rank",
-                 "zero_allgather_bucket_size", "zero3_max_live_params",
+                 "zero3_max_live_params",
                  "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
         _pos(parser, name.replace("_", "-"), getattr(args, name))
     for name in ("misc_mem_gib", "framework_mem_gib"):
@@ -621,7 +415,7 @@ def resolve(args, parser):
         parser.error(str(exc))
     if args.infer:  # training-only layouts: say so in the result rather than drop them silently
         unused = [f for f, on in (("-cp", args.context_parallel_size > 1), ("--sequence-parallel", args.sequence_parallel),
-                                  ("-z", args.zero_stage is not None)) if on]
+                                  ("-z", args.zero_stage is not None), ("--offload", args.offload)) if on]
         if unused:
             spec["warnings"].append(f"{', '.join(unused)} {'describes' if len(unused) == 1 else 'describe'} "
                                     "training; --infer does not model it (weights and cache per GPU come from "
@@ -759,7 +553,7 @@ def resolve(args, parser):
          "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
          "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
          "zero_stage": zero, "zero_shard": dp * cp, "expert_zero_shard": n // (pp * etp * ep),
-         "zbs": args.zero_allgather_bucket_size or 5e8, "zmlp": args.zero3_max_live_params or 1e9,
+         "zbs": 5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size, "zmlp": args.zero3_max_live_params or 1e9,
          "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
          "sequence_parallel": args.sequence_parallel and tp > 1,
          "partition_activations": args.partition_activations, "flash_attention": args.flash_attention,
@@ -776,13 +570,10 @@ def resolve(args, parser):
          "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
          "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
          "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default,
-         "memory_field": mem_field}
+         "memory_field": mem_field, "offload": args.offload and not args.infer}
+    if c["offload"]:  # the optimizer step runs on the host: its states leave the GPU
+        c["host_opt_bytes"], c["opt_bytes"] = c["opt_bytes"], 0
     return spec, c, notes
-
-
-def any_attn(spec, test):
-    """True when some attention block of some layer kind passes `test`."""
-    return any(test(x) for g in layer_groups(spec) for x in g[0]["attention"])
 
 
 def cache_rules_text(spec):
@@ -850,9 +641,13 @@ def assumptions(c, spec):
         out.append("activations: one prefill forward's working set (flash attention "
                    + ("on" if c["flash_attention"] else "off") + ")")
         return out
-    opt = (f"{c['optimizer']}: {c['opt_bytes']} B/param incl. fp32 master"
+    opt_b = c["host_opt_bytes"] if c.get("offload") else c["opt_bytes"]
+    opt = (f"{c['optimizer']}: {opt_b} B/param incl. fp32 master"
            if c["mixed_precision"] and not c["autocast"]
-           else f"{c['optimizer']}: {c['opt_bytes']} B/param, no master copy")
+           else f"{c['optimizer']}: {opt_b} B/param, no master copy")
+    if c.get("offload"):
+        opt += (f", on the host with {OFFLOAD_GRAD_BYTES} B of 16-bit gradients (--offload, ZeRO-Offload: "
+                "none of it on the GPU)")
     if c["autocast"]:
         out.append(f"mixed precision by torch.autocast: fp32 weights {c['weight_bytes']} B (the master "
                    f"copy itself) and a {c['act_bytes']} B copy of each linear weight while its forward "
@@ -904,6 +699,17 @@ def mode_text(args, c):
             "the micro-batch per GPU")
 
 
+def search_command(parser, args, c, b, n):
+    """The calc_training_time.py command that searches every layout of n GPUs for this model."""
+    gbs = args.global_batch_size or n * b
+    words = (["python3 calc_training_time.py"] + model_flag_words(parser, args)
+             + [f"-s {c['sequence_length']}", f"--num-gpus {n}", f"--global-batch-size {gbs}"]
+             + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else [])
+             + ([f"--gpu-memory-gib {_num(args.gpu_memory_gib)}"] if args.gpu_memory_gib is not None else [])
+             + ["--search"])
+    return " ".join(words)
+
+
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
@@ -911,8 +717,7 @@ def main(argv=None):
     c["infer"] = args.infer
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    for w in spec["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(spec["warnings"], as_json=args.json)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]
     fit = None
@@ -939,14 +744,27 @@ def main(argv=None):
                 "total_bytes": worst["total_bytes"] - cache_now + alt_kv, "saving_bytes": alt_kv - cache_now}
         if c["memory_bytes"] is not None:
             lim = c["memory_bytes"]
-            fit = {"max_batch_size": _largest(lambda x: inference_memory(spec, c, x, ctx)[0]["total_bytes"], lim),
-                   "max_context_tokens": _largest(lambda x: inference_memory(spec, c, b, x)[0]["total_bytes"], lim)}
+            fit = {"max_batch_size": largest_that_fits(lambda x: inference_memory(spec, c, x, ctx)[0]["total_bytes"], lim),
+                   "max_context_tokens": largest_that_fits(lambda x: inference_memory(spec, c, b, x)[0]["total_bytes"], lim)}
+            trained = spec.get("trained_context")
+            if trained and fit["max_context_tokens"] > trained:  # memory holds more than the model reads
+                fit["max_context_tokens_memory"] = fit["max_context_tokens"]
+                fit["max_context_tokens"] = trained
+                fit["context_limited_by"] = "the model's trained context"
+        if spec.get("trained_context") and ctx > spec["trained_context"]:
+            spec["warnings"].append(f"context {ctx:,} tokens is past the model's trained context "
+                                    f"({spec['trained_context']:,}: max_position_embeddings or its rope scaling)")
     else:
         worst, stages = training_memory(spec, c, b)
-        res_extra = {"kv_cache_bytes": 0, "indexer_cache_bytes": 0, "state_cache_bytes": 0}
+        res_extra = {"kv_cache_bytes": 0, "indexer_cache_bytes": 0, "state_cache_bytes": 0,
+                     "offload": offload_host_memory(spec, c, b) if c["offload"] else None}
         if c["memory_bytes"] is not None:
-            fit = {"max_micro_batch_size": _largest(
+            fit = {"max_micro_batch_size": largest_that_fits(
                 lambda x: training_memory(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
+            if worst["total_bytes"] > c["memory_bytes"]:
+                ways = training_ways_out(spec, c, b)
+                ways["search_command"] = search_command(parser, args, c, b, ways["fewest_gpus"] or c["num_gpus"])
+                fit["ways_out"] = ways
     res = {"mode": "inference" if args.infer else "training", "mode_text": mode_text(args, c),
            "warnings": spec["warnings"], "model": spec_summary(spec),
            "total_params": pb["total_params"], "active_params": pb["active_params"],
@@ -959,7 +777,7 @@ def main(argv=None):
            "overhead_bytes": c["overhead_bytes"], "stages": stages}
     if fit is not None:
         lim = c["memory_bytes"]
-        cap = 1 << 24 if args.infer else 1 << 16  # where _largest stops searching
+        cap = 1 << 24 if args.infer else 1 << 16  # where largest_that_fits stops searching
         fit = {"gpu": c["gpu"], "gpu_default": c["gpu_default"], "memory_bytes": lim, "fits": res["total_bytes"] <= lim,
                "headroom_bytes": lim - res["total_bytes"], **fit,
                "capped": sorted(k for k, v in fit.items() if v == cap)}  # true value is at least cap

@@ -46,7 +46,7 @@ References:
 import sys
 
 from ..cli import (OneLineErrorParser, add_model_args, bounded_int, check_ranges, parse_tool_args,
-    print_result, ranges_epilog, run_tool)
+    print_result, print_warnings, ranges_epilog, run_tool)
 from ..model.formulas import param_breakdown
 from ..model.spec import resolve_model_spec, spec_summary
 
@@ -138,8 +138,7 @@ def main(argv=None):
         parser.error(str(exc))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    for w in spec["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(spec["warnings"], as_json=args.json)
     res = {"model": spec_summary(spec), **param_breakdown(spec), "warnings": spec["warnings"],
            "convention": "exact weight count, tied weights once; non-embedding excludes token and "
                          "position embeddings and an untied output head; active counts top-k routed "

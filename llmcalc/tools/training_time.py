@@ -56,7 +56,8 @@ import time
 
 from ..accelerator import default_accelerator
 from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
-    check_ranges, count_float, finite_float, parse_tool_args, ranges_epilog, run_tool)
+    check_ranges, count_float, finite_float, model_flag_words, parse_tool_args, print_warnings,
+    ranges_epilog, run_tool, shell_word)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
@@ -311,6 +312,10 @@ def format_report(res):
     fit = "" if cap is None else (f"  fits {cap / GIB_:.1f} GiB, headroom {r['headroom_bytes'] / GIB_:.1f} GiB"
                                   if r["fits"] else f"  DOES NOT FIT {cap / GIB_:.1f} GiB")
     lines.append(f"Memory per GPU     {mem:.2f} GiB on stage {r['memory']['stage']}{fit}")
+    if res.get("next_step"):
+        lines.append("  the fastest layout of these GPUs that fits (ZeRO stages, recompute, offload, tp/pp/cp; or none "
+                     f"does): {res['next_step']['search_command']}")
+        lines.append(f"  what fits on how many GPUs, and the host memory offload needs: {res['next_step']['memory_command']}")
     lines.append("Breakdown of the step (slowest stage x micro-batches, then what the schedule adds):")
     step = r["step_time_s"]
     for k, v in sorted(r["breakdown_s"].items(), key=lambda kv: -kv[1]):
@@ -521,6 +526,20 @@ def main(argv=None):
                                   "model_tflops_per_gpu", "total_bytes", "fits", "headroom_bytes",
                                   "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
     res["layout"] = dict(lay, sequence_parallel=lay["sp"])
+    if not r["fits"] and not args.search:  # the way out: the search over every layout of these GPUs
+        words = (["python3 calc_training_time.py"] + model_flag_words(parser, args)
+                 + [f"-s {lay['sequence_length']}", f"--num-gpus {n}", f"--global-batch-size {lay['global_batch_size']}"]
+                 + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else [])
+                 + ([f"--framework {args.framework}"] if args.framework != "megatron" else [])
+                 + ["--search"])
+        res["next_step"] = {"search_command": " ".join(words),
+                            "memory_command": " ".join(["python3 calc_transformer_mem.py"] + model_flag_words(parser, args)
+                                                       + [f"-s {lay['sequence_length']}", f"--num-gpus {n}",
+                                                          f"-tp {lay['tp']}", f"-pp {lay['pp']}", f"-b {lay['micro_batch_size']}",
+                                                          f"-z {lay['zero_stage']}", f"--recompute {lay['recompute']}"]
+                                                       + (["-zbs", "0"] if lay["zero_stage"] < 3 else [])  # sharded in place
+                                                       + (["--framework pytorch"] if args.framework == "pytorch" else [])
+                                                       + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else []))}
     res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
                              "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
     if args.tokens:
@@ -533,8 +552,7 @@ def main(argv=None):
     res["assumptions"] = assumptions(hw, lay)
     for note in [*hw_notes, *notes]:
         print(f"note: {note}", file=sys.stderr)
-    for w in res["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(res["warnings"], as_json=args.json)
     if args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))
