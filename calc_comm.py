@@ -332,8 +332,12 @@ def parse_count(text):
 
 
 def count_float(text):
-    """argparse type for a count that may be fractional or huge (--tokens 2T): parse_count."""
-    return float(parse_count(text))
+    """argparse type for a count that may be fractional or large (--tokens 2T): parse_count, as a
+    finite float (a 400-digit count is refused, not overflowed)."""
+    try:
+        return float(parse_count(text))
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{str(text)[:24]}... is too large") from None
 
 
 def bounded_int(text):
@@ -498,6 +502,15 @@ def parse_tool_args(parser, argv):
     return args
 
 
+def add_output_args(parser, *, json_help="print the result dict as JSON"):
+    """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
+    one-liners), one or the other."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help=json_help)
+    g.add_argument("--brief", action="store_true",
+                   help="print only the headline number and its unit, on one line (shell one-liners)")
+
+
 def print_warnings(warnings, *, as_json):
     """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
     stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
@@ -506,10 +519,12 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
-def print_result(res, *, as_json, report):
+def print_result(res, *, as_json, report, brief=None):
     """--json prints the result dict as indented JSON (json imported only then: start-up time),
-    else the tool's human report of it."""
-    if as_json:
+    --brief the tool's one line (`brief`: the result to that line), else the tool's report."""
+    if brief is not None:
+        print(brief(res))
+    elif as_json:
         import json
         print(json.dumps(res, indent=2))
     else:
@@ -3554,7 +3569,23 @@ def resolve_model_spec(args, defaults=None):
                 raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
                                  "experts of an MoE layer")
     s["warnings"] = warnings
+    s["described"] = _described(args, s, flag)
     return s, notes
+
+
+def _described(args, s, flag):
+    """What model this is, in words, for the first lines of every report."""
+    shape = f"L={s['num_layers']} h={s['hidden_size']} V={s['vocab_size']}"
+    path = getattr(args, "hf_model_name_or_path", None)
+    if path is not None:
+        return f"{path} ({s.get('model_type') or 'no model_type'}, {shape})"
+    given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio", "ffn_expansion_factor",
+                                          "swiglu", "moe", "bias", "sliding_window") if flag(n) is not None
+             and not (n == "num_attention_heads" and getattr(args, "heads_defaulted", False))]
+    if given:
+        return f"the model the flags describe ({shape})"
+    return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass --hf_model_name_or_path "
+            "or -l/-hs for yours")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -3799,6 +3830,7 @@ def format_training(res):
              f"SP {'on' if i['sequence_parallel'] else 'off'}, ZeRO {i['zero_stage']}, "
              f"b {i['micro_batch_size']} x m {i['gradient_accumulation_steps']}, s {i['sequence_length']}"
              + _on_gpu(i),
+             f"Model: {res['model']['described']}",
              f"{'par':<13}{'op':<15}{'group':>10}{'size':>12}{'calls':>8}{'bytes/step':>12}"
              f"{'time/step':>12}{'% time':>8}  overlap"]
     lines[1:1] = [f"WARNING: {w}" for w in res.get("warnings", ())]
@@ -3877,7 +3909,7 @@ def build_parser():
     t.add_argument("--grad-reduce-dtype", choices=tuple(DTYPE_BYTES), default="fp32",
                    help="gradient reduction (default fp32, Megatron's bf16 default)")
     add_model_args(parser)
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     # built only for --help
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES) + "\nsizes: 1 B to 2^60 B (1 EiB)"
     return parser
@@ -4046,7 +4078,8 @@ def main(argv=None):
                  "inter_node_hop_latency_s": args.inter_node_latency_us * 1e-6}
     if args.train:
         res = run_training(args, parser, net, hw_inputs, notes)
-        print(_json_text(res) if args.json else format_training(res))
+        print(f"{res['total_time_s'] * 1e3:.4g} ms of collectives per step" if args.brief
+              else _json_text(res) if args.json else format_training(res))
         return res
 
     n = args.num_gpus
@@ -4073,14 +4106,15 @@ def main(argv=None):
         res = {"inputs": inputs, "rows": [one(sz) for sz in sizes],
                "bus_bandwidth_factor": bus_bandwidth_factor(op=args.op, n=n),
                "assumptions": ASSUMPTIONS}
-        print(_json_text(res) if args.json else format_sweep(res))
+        print(f"{res['rows'][-1]['busbw_bytes_per_s'] / 1e9:.2f} GB/s busbw at {res['rows'][-1]['size_bytes']} B"
+              if args.brief else _json_text(res) if args.json else format_sweep(res))
         return res
     size = parse_size_bytes(args.size)
     inputs["size_bytes"] = size
     r = one(size)
     res = dict(r, inputs=inputs, bus_bandwidth_factor=bus_bandwidth_factor(op=args.op, n=n),
                assumptions=ASSUMPTIONS)
-    print(_json_text(res) if args.json else format_collective(res))
+    print(f"{res['time_s'] * 1e6:.2f} us" if args.brief else _json_text(res) if args.json else format_collective(res))
     return res
 
 

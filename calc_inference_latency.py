@@ -262,8 +262,12 @@ def parse_count(text):
 
 
 def count_float(text):
-    """argparse type for a count that may be fractional or huge (--tokens 2T): parse_count."""
-    return float(parse_count(text))
+    """argparse type for a count that may be fractional or large (--tokens 2T): parse_count, as a
+    finite float (a 400-digit count is refused, not overflowed)."""
+    try:
+        return float(parse_count(text))
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{str(text)[:24]}... is too large") from None
 
 
 def bounded_int(text):
@@ -428,6 +432,15 @@ def parse_tool_args(parser, argv):
     return args
 
 
+def add_output_args(parser, *, json_help="print the result dict as JSON"):
+    """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
+    one-liners), one or the other."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help=json_help)
+    g.add_argument("--brief", action="store_true",
+                   help="print only the headline number and its unit, on one line (shell one-liners)")
+
+
 def print_warnings(warnings, *, as_json):
     """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
     stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
@@ -436,10 +449,12 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
-def print_result(res, *, as_json, report):
+def print_result(res, *, as_json, report, brief=None):
     """--json prints the result dict as indented JSON (json imported only then: start-up time),
-    else the tool's human report of it."""
-    if as_json:
+    --brief the tool's one line (`brief`: the result to that line), else the tool's report."""
+    if brief is not None:
+        print(brief(res))
+    elif as_json:
         import json
         print(json.dumps(res, indent=2))
     else:
@@ -2544,7 +2559,23 @@ def resolve_model_spec(args, defaults=None):
                 raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
                                  "experts of an MoE layer")
     s["warnings"] = warnings
+    s["described"] = _described(args, s, flag)
     return s, notes
+
+
+def _described(args, s, flag):
+    """What model this is, in words, for the first lines of every report."""
+    shape = f"L={s['num_layers']} h={s['hidden_size']} V={s['vocab_size']}"
+    path = getattr(args, "hf_model_name_or_path", None)
+    if path is not None:
+        return f"{path} ({s.get('model_type') or 'no model_type'}, {shape})"
+    given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio", "ffn_expansion_factor",
+                                          "swiglu", "moe", "bias", "sliding_window") if flag(n) is not None
+             and not (n == "num_attention_heads" and getattr(args, "heads_defaulted", False))]
+    if given:
+        return f"the model the flags describe ({shape})"
+    return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass --hf_model_name_or_path "
+            "or -l/-hs for yours")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -5573,7 +5604,8 @@ def gpu_line(hw):
 def format_report(res):
     """Aligned human-readable report of the dict main returns."""
     r, hw = res, res["hardware"]
-    lines = [gpu_line(hw)] + textwrap.wrap(f"mode: {r['mode']}", width=100, subsequent_indent="      ")
+    lines = [gpu_line(hw), f"Model: {r['model']['described']}"] + textwrap.wrap(
+        f"mode: {r['mode']}", width=100, subsequent_indent="      ")
     lines += [f"WARNING: {w}" for w in r["warnings"]]
     if r["serving"]:
         lines += serving_report_lines(r)
@@ -5838,7 +5870,7 @@ def build_parser():
     g.add_argument("--top", type=bounded_int, default=10, help="rows of the front printed (default 10)")
     g.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the front with matplotlib (only if installed)")
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -6040,7 +6072,9 @@ def main(argv=None):
         note = plot_front(res, args.plot) if args.plot else None
         if note:
             print(f"note: {note}", file=sys.stderr)
-        if args.json:
+        if args.brief:  # the front's best tokens/s per GPU
+            print(f"{res['best']['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU")
+        elif args.json:
             import json
             print(json.dumps({k: v for k, v in res.items() if k != "points"}, indent=2))
         else:
@@ -6152,7 +6186,9 @@ def main(argv=None):
                       "batch one in flight, continuous batching up to pp micro-batches); memory per GPU on the most-loaded stage (weights + KV at s+o, no "
                       "activations/workspace)" + attention_convention(spec),
     }
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT {r['decode_per_token_s'] * 1e3:.2f} ms")
+                 if args.brief else None)
     return res
 
 

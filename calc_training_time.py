@@ -325,8 +325,12 @@ def parse_count(text):
 
 
 def count_float(text):
-    """argparse type for a count that may be fractional or huge (--tokens 2T): parse_count."""
-    return float(parse_count(text))
+    """argparse type for a count that may be fractional or large (--tokens 2T): parse_count, as a
+    finite float (a 400-digit count is refused, not overflowed)."""
+    try:
+        return float(parse_count(text))
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{str(text)[:24]}... is too large") from None
 
 
 def bounded_int(text):
@@ -491,6 +495,15 @@ def parse_tool_args(parser, argv):
     return args
 
 
+def add_output_args(parser, *, json_help="print the result dict as JSON"):
+    """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
+    one-liners), one or the other."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help=json_help)
+    g.add_argument("--brief", action="store_true",
+                   help="print only the headline number and its unit, on one line (shell one-liners)")
+
+
 def print_warnings(warnings, *, as_json):
     """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
     stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
@@ -499,10 +512,12 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
-def print_result(res, *, as_json, report):
+def print_result(res, *, as_json, report, brief=None):
     """--json prints the result dict as indented JSON (json imported only then: start-up time),
-    else the tool's human report of it."""
-    if as_json:
+    --brief the tool's one line (`brief`: the result to that line), else the tool's report."""
+    if brief is not None:
+        print(brief(res))
+    elif as_json:
         import json
         print(json.dumps(res, indent=2))
     else:
@@ -2860,7 +2875,23 @@ def resolve_model_spec(args, defaults=None):
                 raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
                                  "experts of an MoE layer")
     s["warnings"] = warnings
+    s["described"] = _described(args, s, flag)
     return s, notes
+
+
+def _described(args, s, flag):
+    """What model this is, in words, for the first lines of every report."""
+    shape = f"L={s['num_layers']} h={s['hidden_size']} V={s['vocab_size']}"
+    path = getattr(args, "hf_model_name_or_path", None)
+    if path is not None:
+        return f"{path} ({s.get('model_type') or 'no model_type'}, {shape})"
+    given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio", "ffn_expansion_factor",
+                                          "swiglu", "moe", "bias", "sliding_window") if flag(n) is not None
+             and not (n == "num_attention_heads" and getattr(args, "heads_defaulted", False))]
+    if given:
+        return f"the model the flags describe ({shape})"
+    return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass --hf_model_name_or_path "
+            "or -l/-hs for yours")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -5680,7 +5711,7 @@ def build_parser():
     o.add_argument("--rank-by", choices=("time", "cost"), default="time",
                    help="order of --search (at a fixed --num-gpus, cost per sequence = time per sequence x "
                         "GPUs x price: the same order)")
-    o.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    add_output_args(o, json_help="print the result dict as JSON only")
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
 
@@ -5704,6 +5735,7 @@ def format_report(res):
     lay, r = res["layout"], res
     default = " (the default GPU; --gpu NAME for another)" if res.get("gpu_default") else ""
     lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): {layout_text(lay)}")
+    lines.append(f"  model: {res['model']['described']}")
     lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
@@ -5850,6 +5882,7 @@ def main(argv=None):
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # as calc_transformer_mem.py's default
+            args.heads_defaulted = True  # not a shape the user gave
     try:
         spec, notes = resolve_model_spec(args)
     except ValueError as exc:
@@ -5957,7 +5990,9 @@ def main(argv=None):
     for note in [*hw_notes, *notes]:
         print(f"note: {note}", file=sys.stderr)
     print_warnings(res["warnings"], as_json=args.json)
-    if args.json:
+    if args.brief:  # the run's time with --tokens, else the step's
+        print(f"{res['training']['days']:.4g} days" if res.get("training") else f"{res['step_time_s']:.4g} s per step")
+    elif args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))
     else:

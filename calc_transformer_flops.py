@@ -161,8 +161,12 @@ def parse_count(text):
 
 
 def count_float(text):
-    """argparse type for a count that may be fractional or huge (--tokens 2T): parse_count."""
-    return float(parse_count(text))
+    """argparse type for a count that may be fractional or large (--tokens 2T): parse_count, as a
+    finite float (a 400-digit count is refused, not overflowed)."""
+    try:
+        return float(parse_count(text))
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{str(text)[:24]}... is too large") from None
 
 
 def bounded_int(text):
@@ -327,6 +331,15 @@ def parse_tool_args(parser, argv):
     return args
 
 
+def add_output_args(parser, *, json_help="print the result dict as JSON"):
+    """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
+    one-liners), one or the other."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help=json_help)
+    g.add_argument("--brief", action="store_true",
+                   help="print only the headline number and its unit, on one line (shell one-liners)")
+
+
 def print_warnings(warnings, *, as_json):
     """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
     stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
@@ -335,10 +348,12 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
-def print_result(res, *, as_json, report):
+def print_result(res, *, as_json, report, brief=None):
     """--json prints the result dict as indented JSON (json imported only then: start-up time),
-    else the tool's human report of it."""
-    if as_json:
+    --brief the tool's one line (`brief`: the result to that line), else the tool's report."""
+    if brief is not None:
+        print(brief(res))
+    elif as_json:
         import json
         print(json.dumps(res, indent=2))
     else:
@@ -3035,7 +3050,23 @@ def resolve_model_spec(args, defaults=None):
                 raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
                                  "experts of an MoE layer")
     s["warnings"] = warnings
+    s["described"] = _described(args, s, flag)
     return s, notes
+
+
+def _described(args, s, flag):
+    """What model this is, in words, for the first lines of every report."""
+    shape = f"L={s['num_layers']} h={s['hidden_size']} V={s['vocab_size']}"
+    path = getattr(args, "hf_model_name_or_path", None)
+    if path is not None:
+        return f"{path} ({s.get('model_type') or 'no model_type'}, {shape})"
+    given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio", "ffn_expansion_factor",
+                                          "swiglu", "moe", "bias", "sliding_window") if flag(n) is not None
+             and not (n == "num_attention_heads" and getattr(args, "heads_defaulted", False))]
+    if given:
+        return f"the model the flags describe ({shape})"
+    return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass --hf_model_name_or_path "
+            "or -l/-hs for yours")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -3445,6 +3476,17 @@ def convention(attns, *, attention, default, zero_experts):
                    "forward; model FLOPs = fwd + bwd (MFU), hardware FLOPs add recompute (HFU).")
 
 
+def inference_lines(res):
+    """The inference section: a request's prefill, one decode step, and generating its tokens."""
+    inf = res["inference"]
+    lines = ["", f"Inference (forward only; attention {res['attention_flops']} in prefill):"]
+    for label, key in ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
+                       (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
+                       (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops")):
+        lines.append(f"  {label:<38}{inf[key]:>12.4e}{human_flops(inf[key]):>15}")
+    return lines
+
+
 def format_report(res):
     """Aligned human-readable report of the dict main returns."""
     spec, lines = res["model"], []
@@ -3458,11 +3500,19 @@ def format_report(res):
                  f"({b:,} x s {s:,} = {b * s:,} tokens)")
     for w in res["warnings"]:
         lines.append(f"WARNING: {w}")
-    lines.append(f"Model: L={spec['num_layers']} h={spec['hidden_size']} a={spec['num_attention_heads']} "
+    lines.append(f"Model: {spec['described']}")
+    lines.append(f"  shape: L={spec['num_layers']} h={spec['hidden_size']} a={spec['num_attention_heads']} "
                  f"kv={spec['num_kv_heads']} f={spec['ffn_hidden_size']} V={spec['vocab_size']}"
                  + (f" MoE E={spec['num_experts']} k={spec['topk']} on {len(spec['moe_layers'])} layers"
                     if spec["moe"] else "")
                  + ("  MLA" if spec.get("kv_lora_rank") else ""))
+    if res["infer"] and not res["tokens_given"]:  # a request's FLOPs; no T-token run nobody asked for
+        lines.append(f"forward of one sequence of s = {s:,} tokens: {res['forward_flops_per_sequence']:.4e} "
+                     f"({human_flops(res['forward_flops_per_sequence']).strip()})")
+        lines += inference_lines(res)
+        lines.append("(--tokens T adds the forward FLOPs of T tokens, the cookbook's -i total)")
+        lines.append("Convention: " + res["convention"])
+        return "\n".join(lines)
     lines.append(f"Run: T={T:,} tokens, s={res['sequence_length']}, b={res['batch_size']} -> "
                  f"{res['iterations']:,.6g} iterations; recompute={res['recompute']}; "
                  f"attention FLOPs={res['attention_flops']}" + (" (default)" if res["attention_flops_default"] else "")
@@ -3502,14 +3552,8 @@ def format_report(res):
                       res["six_n_active_d_flops"]))
     for label, val in rules:
         lines.append(f"  {label:<34}{val:>14.4e}   exact / rule = {res['model_flops'] / val:.4f}")
-    inf = res["inference"]
     if res["show_inference"]:
-        lines.append("")
-        lines.append(f"Inference (forward only; attention {res['attention_flops']} in prefill):")
-        for label, key in ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
-                           (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
-                           (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops")):
-            lines.append(f"  {label:<38}{inf[key]:>12.4e}{human_flops(inf[key]):>15}")
+        lines += inference_lines(res)
     t = res["time"]
     lines.append("")
     if t:
@@ -3540,7 +3584,7 @@ def build_parser():
     g.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
     g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
                    help="global batch size in samples; sets iterations = T / (b s) (default 1)")
-    g.add_argument("--tokens", type=count_float, default=300e9,
+    g.add_argument("--tokens", type=count_float, default=None,
                    help="T, tokens to train on: 300e9, 300B or 2T (default 300e9)")
     g.add_argument("--no-checkpoint-activations", "-ca", action="store_false", dest="checkpoint_activations",
                    help="no activation recomputation (the cookbook default is full recompute)")
@@ -3566,7 +3610,7 @@ def build_parser():
     g.add_argument("--hfu", type=finite_float, default=None,
                    help="hardware FLOPs utilization instead of --mfu (time from hardware FLOPs)")
     g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -3577,6 +3621,9 @@ def validate(args, parser):
         val = getattr(args, name)
         if val is not None and val <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {val}")
+    args.tokens_given = args.tokens is not None
+    if args.tokens is None:
+        args.tokens = 300e9  # the cookbook's default
     if not args.tokens > 0 or args.tokens != int(args.tokens):
         parser.error(f"--tokens must be a positive whole number, got {args.tokens:g}")
     if args.output_tokens is not None and args.output_tokens < 0:
@@ -3695,7 +3742,7 @@ def main(argv=None):
 
     res = {"model": spec_summary(spec), "warnings": warnings,
            "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
-           "infer": args.infer, "recompute": recompute, "recompute_source": recompute_source,
+           "infer": args.infer, "tokens_given": args.tokens_given, "recompute": recompute, "recompute_source": recompute_source,
            "attention_flops": attention,
            "attention_flops_default": args.attention_flops is None,
            "forward_breakdown_flops": fwd_parts,
@@ -3719,7 +3766,9 @@ def main(argv=None):
     for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
         print(f"note: {note}", file=sys.stderr)
     print_warnings(warnings, as_json=args.json)
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"{r['model_flops']:.4e} FLOPs" if r["tokens_given"] or not r["infer"]
+                        else f"{r['inference']['prefill_flops']:.4e} FLOPs per prefill") if args.brief else None)
     return res
 
 

@@ -331,8 +331,12 @@ def parse_count(text):
 
 
 def count_float(text):
-    """argparse type for a count that may be fractional or huge (--tokens 2T): parse_count."""
-    return float(parse_count(text))
+    """argparse type for a count that may be fractional or large (--tokens 2T): parse_count, as a
+    finite float (a 400-digit count is refused, not overflowed)."""
+    try:
+        return float(parse_count(text))
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{str(text)[:24]}... is too large") from None
 
 
 def bounded_int(text):
@@ -497,6 +501,15 @@ def parse_tool_args(parser, argv):
     return args
 
 
+def add_output_args(parser, *, json_help="print the result dict as JSON"):
+    """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
+    one-liners), one or the other."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help=json_help)
+    g.add_argument("--brief", action="store_true",
+                   help="print only the headline number and its unit, on one line (shell one-liners)")
+
+
 def print_warnings(warnings, *, as_json):
     """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
     stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
@@ -505,10 +518,12 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
-def print_result(res, *, as_json, report):
+def print_result(res, *, as_json, report, brief=None):
     """--json prints the result dict as indented JSON (json imported only then: start-up time),
-    else the tool's human report of it."""
-    if as_json:
+    --brief the tool's one line (`brief`: the result to that line), else the tool's report."""
+    if brief is not None:
+        print(brief(res))
+    elif as_json:
         import json
         print(json.dumps(res, indent=2))
     else:
@@ -3205,7 +3220,23 @@ def resolve_model_spec(args, defaults=None):
                 raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
                                  "experts of an MoE layer")
     s["warnings"] = warnings
+    s["described"] = _described(args, s, flag)
     return s, notes
+
+
+def _described(args, s, flag):
+    """What model this is, in words, for the first lines of every report."""
+    shape = f"L={s['num_layers']} h={s['hidden_size']} V={s['vocab_size']}"
+    path = getattr(args, "hf_model_name_or_path", None)
+    if path is not None:
+        return f"{path} ({s.get('model_type') or 'no model_type'}, {shape})"
+    given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio", "ffn_expansion_factor",
+                                          "swiglu", "moe", "bias", "sliding_window") if flag(n) is not None
+             and not (n == "num_attention_heads" and getattr(args, "heads_defaulted", False))]
+    if given:
+        return f"the model the flags describe ({shape})"
+    return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass --hf_model_name_or_path "
+            "or -l/-hs for yours")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -4238,7 +4269,7 @@ def format_report(res):
     lines = [f"Per-GPU memory, {res['mode']}, heaviest rank: pipeline stage {res['stage']} of "
              f"{res['parallelism']['pp']} ({res['parallelism_text']}){on}", res["mode_text"]]
     lines += [f"WARNING: {w}" for w in res["warnings"]]
-    lines += [f"Model: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
+    lines += [f"Model: {res['model']['described']}: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
               f"on this GPU {res['params_per_gpu']:,}",
               f"{'component':<52}{'GiB':>10}{'bytes':>20}{'% total':>9}"]
     for name, v in rows:
@@ -4422,7 +4453,7 @@ def build_parser():
                    help="extra per-GPU memory you know of (cookbook; default 0)")
     f.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
                    help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
-    p.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    add_output_args(p, json_help="print the result dict as JSON only")
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
 
@@ -4524,6 +4555,7 @@ def resolve(args, parser):
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # the cookbook mem script's default
+            args.heads_defaulted = True  # not a shape the user gave (the report says "default")
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
     except ValueError as exc:
@@ -4908,7 +4940,8 @@ def main(argv=None):
             + ("; routed experts run transformers' grouped_mm, which autocast does not cast: fp32 weights, "
                "fp32 matmuls and fp32 saved tensors, and no 16-bit weight copies"
                if c.get("autocast") and spec.get("moe") and res["eager_rule_layers"] else ""))
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"{r['total_bytes'] / GIB:.2f} GiB per GPU") if args.brief else None)
     return res
 
 

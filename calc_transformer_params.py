@@ -142,8 +142,12 @@ def parse_count(text):
 
 
 def count_float(text):
-    """argparse type for a count that may be fractional or huge (--tokens 2T): parse_count."""
-    return float(parse_count(text))
+    """argparse type for a count that may be fractional or large (--tokens 2T): parse_count, as a
+    finite float (a 400-digit count is refused, not overflowed)."""
+    try:
+        return float(parse_count(text))
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{str(text)[:24]}... is too large") from None
 
 
 def bounded_int(text):
@@ -308,6 +312,15 @@ def parse_tool_args(parser, argv):
     return args
 
 
+def add_output_args(parser, *, json_help="print the result dict as JSON"):
+    """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
+    one-liners), one or the other."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help=json_help)
+    g.add_argument("--brief", action="store_true",
+                   help="print only the headline number and its unit, on one line (shell one-liners)")
+
+
 def print_warnings(warnings, *, as_json):
     """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
     stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
@@ -316,10 +329,12 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
-def print_result(res, *, as_json, report):
+def print_result(res, *, as_json, report, brief=None):
     """--json prints the result dict as indented JSON (json imported only then: start-up time),
-    else the tool's human report of it."""
-    if as_json:
+    --brief the tool's one line (`brief`: the result to that line), else the tool's report."""
+    if brief is not None:
+        print(brief(res))
+    elif as_json:
         import json
         print(json.dumps(res, indent=2))
     else:
@@ -3016,7 +3031,23 @@ def resolve_model_spec(args, defaults=None):
                 raise ValueError(f"top-k {m['topk']} must be between 1 and the {m['num_experts'] + m['zero_experts']} "
                                  "experts of an MoE layer")
     s["warnings"] = warnings
+    s["described"] = _described(args, s, flag)
     return s, notes
+
+
+def _described(args, s, flag):
+    """What model this is, in words, for the first lines of every report."""
+    shape = f"L={s['num_layers']} h={s['hidden_size']} V={s['vocab_size']}"
+    path = getattr(args, "hf_model_name_or_path", None)
+    if path is not None:
+        return f"{path} ({s.get('model_type') or 'no model_type'}, {shape})"
+    given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio", "ffn_expansion_factor",
+                                          "swiglu", "moe", "bias", "sliding_window") if flag(n) is not None
+             and not (n == "num_attention_heads" and getattr(args, "heads_defaulted", False))]
+    if given:
+        return f"the model the flags describe ({shape})"
+    return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass --hf_model_name_or_path "
+            "or -l/-hs for yours")
 
 
 def _apply_sliding_flag(s, w, *, explicit_config):
@@ -3166,7 +3197,7 @@ def format_report(res):
             ("Final norm", res["final_norm_params"]),
             ("Output head" + (" (tied: counted in embedding)" if spec["tied_embeddings"] else ""),
              res["output_head_params"])]
-    lines = [f"{'component':<44}{'params':>18}{'':>10}{'% total':>9}"]
+    lines = [f"Model: {spec['described']}", f"{'component':<44}{'params':>18}{'':>10}{'% total':>9}"]
     for name, n in rows:
         if n or name.startswith(("Token", "Attention", "Output")):
             lines.append(f"{name:<44}{n:>18,}{human_count(n):>10}{100 * n / total:>8.2f}%")
@@ -3201,7 +3232,7 @@ def build_parser():
     parser.add_argument("--sequence-length", "-s", type=bounded_int, default=2048,
                         help="rows of a learned position table when no config or "
                         "--max-position-embeddings says (cookbook flag; default 2048)")
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -3223,7 +3254,8 @@ def main(argv=None):
            "convention": "exact weight count, tied weights once; non-embedding excludes token and "
                          "position embeddings and an untied output head; active counts top-k routed "
                          "experts plus all dense weights, shared experts and routers"}
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"{r['total_params']} parameters") if args.brief else None)
     return res
 
 

@@ -925,7 +925,8 @@ def test_mode_and_warnings_are_stated(tmp_path, capsys):
     main(["--hf_model_name_or_path", path, "-b", "4", "-tp", "2", "-s", "64", "-o", "4"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("GPU: h100-sxm (the default GPU; --gpu NAME for another)")
-    lines = lines[1:]
+    assert lines[1].startswith("Model: ") and "somebody_new" in lines[1]
+    lines = lines[2:]
     assert lines[0].startswith("mode: b = 4 concurrent sequences run as one batch")
     assert "tp 2 = tensor parallel" in " ".join(lines[:6]) and "pp 1 = pipeline parallel" in " ".join(lines[:6])
     assert any(x.startswith("WARNING: model_type 'somebody_new'") for x in lines[:8])

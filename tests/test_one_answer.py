@@ -278,3 +278,56 @@ def test_one_request_too_long_for_the_pool_is_named_as_such():
     assert "one request of 600,100 tokens needs 73.25 GiB of KV cache per GPU and the pool holds 56.73 GiB" in err
     rc, err = exit_code_and_stderr(I.main, ["-l", "200", "-hs", "12288", "--concurrency", "1"])
     assert rc == 2 and "the weights (677.40 GiB per GPU) leave no KV pool" in err
+
+
+def test_a_huge_token_count_is_one_line_and_exit_2():
+    # found by the random-flags test: a 400-digit --tokens overflowed float() with a traceback
+    for main in (F.main, T.main):
+        rc, err = exit_code_and_stderr(main, ["--tokens", "1" + "0" * 400])
+        assert rc == 2 and "too large" in err and len(err.strip().splitlines()) == 1
+
+
+# Output people can use (issue 32)
+@pytest.mark.parametrize("main,argv,pattern", [
+    (P.main, [], r"^\d+ parameters$"),
+    (P.main, ["--hf_model_name_or_path", config_path("llama-3-8b")], r"^8030261248 parameters$"),
+    (F.main, [], r"^\d\.\d{4}e\+\d\d FLOPs$"),
+    (F.main, ["-i"], r"^\d\.\d{4}e\+\d\d FLOPs per prefill$"),
+    (M.main, [], r"^\d+\.\d\d GiB per GPU$"),
+    (T.main, [], r"^\d[\d.]* s per step$"),
+    (T.main, ["--tokens", "1B"], r"^\d[\d.]* days$"),
+    (I.main, [], r"^TTFT \d+\.\d\d ms TPOT \d+\.\d\d ms$"),
+    (I.main, ["-l", "2", "-hs", "512", "--search"], r"^[\d,]+ tokens/s per GPU$"),
+    (C.main, ["--op", "all_reduce", "--size", "1GiB"], r"^\d+\.\d\d us$"),
+    (C.main, [], r"^\d+\.\d\d GB/s busbw at \d+ B$"),
+    (C.main, ["--train", "-tp", "8"], r"^[\d.]+ ms of collectives per step$"),
+])
+def test_brief_prints_one_line_with_its_unit(main, argv, pattern, capsys):
+    import re
+    main(argv + ["--brief"])
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and re.match(pattern, out.strip()), out
+
+
+def test_brief_and_json_are_one_or_the_other():
+    rc, err = exit_code_and_stderr(P.main, ["--brief", "--json"])
+    assert rc == 2 and "not allowed with" in err
+
+
+@pytest.mark.parametrize("main", (P.main, F.main, M.main, T.main, I.main))
+def test_the_default_run_says_which_model_it_describes(main, capsys):
+    main([])
+    head = capsys.readouterr().out.splitlines()[:3]
+    assert any("the cookbook's default shape (L=44 h=6144 V=51200, GPT-NeoX-20B-like)" in x for x in head)
+    main(["--hf_model_name_or_path", config_path("llama-3-8b")])
+    head = capsys.readouterr().out.splitlines()[:3]
+    assert any("llama-3-8b.json (llama, L=32 h=4096 V=128256)" in x for x in head)
+
+
+def test_flops_infer_without_tokens_prints_a_request_not_a_300b_run(capsys):
+    F.main(["-i"])
+    out = capsys.readouterr().out
+    assert "300,000,000,000" not in out and "Run: T=" not in out
+    assert "prefill, 2,048 prompt tokens" in out and "--tokens T adds" in out
+    F.main(["-i", "--tokens", "300e9"])  # the cookbook's -i total, when asked for
+    assert "Run: T=300,000,000,000 tokens" in capsys.readouterr().out

@@ -65,8 +65,8 @@ import math
 import sys
 
 from ..accelerator import default_accelerator
-from ..cli import (OneLineErrorParser, add_model_args, bounded_int, check_ranges, finite_float,
-    load_hardware, parse_tool_args, print_warnings, ranges_epilog, run_tool)
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, check_ranges,
+    finite_float, load_hardware, parse_tool_args, print_warnings, ranges_epilog, run_tool)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY,
     PCIE_PEER_EFFICIENCY, PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net,
     bus_bandwidth_factor, collective_time_s, group_placement)
@@ -206,6 +206,7 @@ def format_training(res):
              f"SP {'on' if i['sequence_parallel'] else 'off'}, ZeRO {i['zero_stage']}, "
              f"b {i['micro_batch_size']} x m {i['gradient_accumulation_steps']}, s {i['sequence_length']}"
              + _on_gpu(i),
+             f"Model: {res['model']['described']}",
              f"{'par':<13}{'op':<15}{'group':>10}{'size':>12}{'calls':>8}{'bytes/step':>12}"
              f"{'time/step':>12}{'% time':>8}  overlap"]
     lines[1:1] = [f"WARNING: {w}" for w in res.get("warnings", ())]
@@ -284,7 +285,7 @@ def build_parser():
     t.add_argument("--grad-reduce-dtype", choices=tuple(DTYPE_BYTES), default="fp32",
                    help="gradient reduction (default fp32, Megatron's bf16 default)")
     add_model_args(parser)
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     # built only for --help
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES) + "\nsizes: 1 B to 2^60 B (1 EiB)"
     return parser
@@ -453,7 +454,8 @@ def main(argv=None):
                  "inter_node_hop_latency_s": args.inter_node_latency_us * 1e-6}
     if args.train:
         res = run_training(args, parser, net, hw_inputs, notes)
-        print(_json_text(res) if args.json else format_training(res))
+        print(f"{res['total_time_s'] * 1e3:.4g} ms of collectives per step" if args.brief
+              else _json_text(res) if args.json else format_training(res))
         return res
 
     n = args.num_gpus
@@ -480,14 +482,15 @@ def main(argv=None):
         res = {"inputs": inputs, "rows": [one(sz) for sz in sizes],
                "bus_bandwidth_factor": bus_bandwidth_factor(op=args.op, n=n),
                "assumptions": ASSUMPTIONS}
-        print(_json_text(res) if args.json else format_sweep(res))
+        print(f"{res['rows'][-1]['busbw_bytes_per_s'] / 1e9:.2f} GB/s busbw at {res['rows'][-1]['size_bytes']} B"
+              if args.brief else _json_text(res) if args.json else format_sweep(res))
         return res
     size = parse_size_bytes(args.size)
     inputs["size_bytes"] = size
     r = one(size)
     res = dict(r, inputs=inputs, bus_bandwidth_factor=bus_bandwidth_factor(op=args.op, n=n),
                assumptions=ASSUMPTIONS)
-    print(_json_text(res) if args.json else format_collective(res))
+    print(f"{res['time_s'] * 1e6:.2f} us" if args.brief else _json_text(res) if args.json else format_collective(res))
     return res
 
 

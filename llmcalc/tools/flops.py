@@ -64,9 +64,9 @@ References:
 
 import sys
 
-from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, bounded_int,
-    check_ranges, count_float, finite_float, model_flag_words, parse_tool_args, print_result,
-    print_warnings, ranges_epilog, run_tool, shell_word)
+from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
+    bounded_int, check_ranges, count_float, finite_float, model_flag_words, _num, parse_tool_args,
+    print_result, print_warnings, ranges_epilog, run_tool, shell_word)
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
 from ..model.kinds import GDN_CHUNK, attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
@@ -214,6 +214,17 @@ def convention(attns, *, attention, default, zero_experts):
                    "forward; model FLOPs = fwd + bwd (MFU), hardware FLOPs add recompute (HFU).")
 
 
+def inference_lines(res):
+    """The inference section: a request's prefill, one decode step, and generating its tokens."""
+    inf = res["inference"]
+    lines = ["", f"Inference (forward only; attention {res['attention_flops']} in prefill):"]
+    for label, key in ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
+                       (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
+                       (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops")):
+        lines.append(f"  {label:<38}{inf[key]:>12.4e}{human_flops(inf[key]):>15}")
+    return lines
+
+
 def format_report(res):
     """Aligned human-readable report of the dict main returns."""
     spec, lines = res["model"], []
@@ -227,11 +238,19 @@ def format_report(res):
                  f"({b:,} x s {s:,} = {b * s:,} tokens)")
     for w in res["warnings"]:
         lines.append(f"WARNING: {w}")
-    lines.append(f"Model: L={spec['num_layers']} h={spec['hidden_size']} a={spec['num_attention_heads']} "
+    lines.append(f"Model: {spec['described']}")
+    lines.append(f"  shape: L={spec['num_layers']} h={spec['hidden_size']} a={spec['num_attention_heads']} "
                  f"kv={spec['num_kv_heads']} f={spec['ffn_hidden_size']} V={spec['vocab_size']}"
                  + (f" MoE E={spec['num_experts']} k={spec['topk']} on {len(spec['moe_layers'])} layers"
                     if spec["moe"] else "")
                  + ("  MLA" if spec.get("kv_lora_rank") else ""))
+    if res["infer"] and not res["tokens_given"]:  # a request's FLOPs; no T-token run nobody asked for
+        lines.append(f"forward of one sequence of s = {s:,} tokens: {res['forward_flops_per_sequence']:.4e} "
+                     f"({human_flops(res['forward_flops_per_sequence']).strip()})")
+        lines += inference_lines(res)
+        lines.append("(--tokens T adds the forward FLOPs of T tokens, the cookbook's -i total)")
+        lines.append("Convention: " + res["convention"])
+        return "\n".join(lines)
     lines.append(f"Run: T={T:,} tokens, s={res['sequence_length']}, b={res['batch_size']} -> "
                  f"{res['iterations']:,.6g} iterations; recompute={res['recompute']}; "
                  f"attention FLOPs={res['attention_flops']}" + (" (default)" if res["attention_flops_default"] else "")
@@ -271,14 +290,8 @@ def format_report(res):
                       res["six_n_active_d_flops"]))
     for label, val in rules:
         lines.append(f"  {label:<34}{val:>14.4e}   exact / rule = {res['model_flops'] / val:.4f}")
-    inf = res["inference"]
     if res["show_inference"]:
-        lines.append("")
-        lines.append(f"Inference (forward only; attention {res['attention_flops']} in prefill):")
-        for label, key in ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
-                           (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
-                           (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops")):
-            lines.append(f"  {label:<38}{inf[key]:>12.4e}{human_flops(inf[key]):>15}")
+        lines += inference_lines(res)
     t = res["time"]
     lines.append("")
     if t:
@@ -309,7 +322,7 @@ def build_parser():
     g.add_argument("--sequence-length", "-s", type=bounded_int, default=2048, help="s (default 2048)")
     g.add_argument("--batch-size", "-b", type=bounded_int, default=1,
                    help="global batch size in samples; sets iterations = T / (b s) (default 1)")
-    g.add_argument("--tokens", type=count_float, default=300e9,
+    g.add_argument("--tokens", type=count_float, default=None,
                    help="T, tokens to train on: 300e9, 300B or 2T (default 300e9)")
     g.add_argument("--no-checkpoint-activations", "-ca", action="store_false", dest="checkpoint_activations",
                    help="no activation recomputation (the cookbook default is full recompute)")
@@ -335,7 +348,7 @@ def build_parser():
     g.add_argument("--hfu", type=finite_float, default=None,
                    help="hardware FLOPs utilization instead of --mfu (time from hardware FLOPs)")
     g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -346,6 +359,9 @@ def validate(args, parser):
         val = getattr(args, name)
         if val is not None and val <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {val}")
+    args.tokens_given = args.tokens is not None
+    if args.tokens is None:
+        args.tokens = 300e9  # the cookbook's default
     if not args.tokens > 0 or args.tokens != int(args.tokens):
         parser.error(f"--tokens must be a positive whole number, got {args.tokens:g}")
     if args.output_tokens is not None and args.output_tokens < 0:
@@ -464,7 +480,7 @@ def main(argv=None):
 
     res = {"model": spec_summary(spec), "warnings": warnings,
            "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
-           "infer": args.infer, "recompute": recompute, "recompute_source": recompute_source,
+           "infer": args.infer, "tokens_given": args.tokens_given, "recompute": recompute, "recompute_source": recompute_source,
            "attention_flops": attention,
            "attention_flops_default": args.attention_flops is None,
            "forward_breakdown_flops": fwd_parts,
@@ -488,7 +504,9 @@ def main(argv=None):
     for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
         print(f"note: {note}", file=sys.stderr)
     print_warnings(warnings, as_json=args.json)
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"{r['model_flops']:.4e} FLOPs" if r["tokens_given"] or not r["infer"]
+                        else f"{r['inference']['prefill_flops']:.4e} FLOPs per prefill") if args.brief else None)
     return res
 
 

@@ -161,8 +161,8 @@ import math
 import sys
 import textwrap
 
-from ..cli import (OneLineErrorParser, add_model_args, bounded_int, check_ranges, finite_float,
-    parse_tool_args, print_result, ranges_epilog, run_tool)
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, check_ranges,
+    finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
 from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
 from ..serve.engine import layout_problem, serve_steady_state
@@ -192,7 +192,8 @@ def gpu_line(hw):
 def format_report(res):
     """Aligned human-readable report of the dict main returns."""
     r, hw = res, res["hardware"]
-    lines = [gpu_line(hw)] + textwrap.wrap(f"mode: {r['mode']}", width=100, subsequent_indent="      ")
+    lines = [gpu_line(hw), f"Model: {r['model']['described']}"] + textwrap.wrap(
+        f"mode: {r['mode']}", width=100, subsequent_indent="      ")
     lines += [f"WARNING: {w}" for w in r["warnings"]]
     if r["serving"]:
         lines += serving_report_lines(r)
@@ -457,7 +458,7 @@ def build_parser():
     g.add_argument("--top", type=bounded_int, default=10, help="rows of the front printed (default 10)")
     g.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the front with matplotlib (only if installed)")
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -660,7 +661,9 @@ def main(argv=None):
         note = plot_front(res, args.plot) if args.plot else None
         if note:
             print(f"note: {note}", file=sys.stderr)
-        if args.json:
+        if args.brief:  # the front's best tokens/s per GPU
+            print(f"{res['best']['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU")
+        elif args.json:
             import json
             print(json.dumps({k: v for k, v in res.items() if k != "points"}, indent=2))
         else:
@@ -772,7 +775,9 @@ def main(argv=None):
                       "batch one in flight, continuous batching up to pp micro-batches); memory per GPU on the most-loaded stage (weights + KV at s+o, no "
                       "activations/workspace)" + attention_convention(spec),
     }
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT {r['decode_per_token_s'] * 1e3:.2f} ms")
+                 if args.brief else None)
     return res
 
 

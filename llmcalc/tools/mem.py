@@ -64,9 +64,9 @@ import argparse
 import sys
 
 from ..accelerator import GIB, default_accelerator
-from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, bounded_int,
-    check_ranges, finite_float, model_flag_words, parse_tool_args, print_result, print_warnings,
-    ranges_epilog, run_tool, shell_word)
+from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
+    bounded_int, check_ranges, finite_float, model_flag_words, _num, parse_tool_args, print_result,
+    print_warnings, ranges_epilog, run_tool, shell_word)
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
@@ -123,7 +123,7 @@ def format_report(res):
     lines = [f"Per-GPU memory, {res['mode']}, heaviest rank: pipeline stage {res['stage']} of "
              f"{res['parallelism']['pp']} ({res['parallelism_text']}){on}", res["mode_text"]]
     lines += [f"WARNING: {w}" for w in res["warnings"]]
-    lines += [f"Model: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
+    lines += [f"Model: {res['model']['described']}: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
               f"on this GPU {res['params_per_gpu']:,}",
               f"{'component':<52}{'GiB':>10}{'bytes':>20}{'% total':>9}"]
     for name, v in rows:
@@ -307,7 +307,7 @@ def build_parser():
                    help="extra per-GPU memory you know of (cookbook; default 0)")
     f.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
                    help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
-    p.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    add_output_args(p, json_help="print the result dict as JSON only")
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
 
@@ -409,6 +409,7 @@ def resolve(args, parser):
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # the cookbook mem script's default
+            args.heads_defaulted = True  # not a shape the user gave (the report says "default")
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
     except ValueError as exc:
@@ -793,7 +794,8 @@ def main(argv=None):
             + ("; routed experts run transformers' grouped_mm, which autocast does not cast: fp32 weights, "
                "fp32 matmuls and fp32 saved tensors, and no 16-bit weight copies"
                if c.get("autocast") and spec.get("moe") and res["eager_rule_layers"] else ""))
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"{r['total_bytes'] / GIB:.2f} GiB per GPU") if args.brief else None)
     return res
 
 

@@ -45,8 +45,8 @@ References:
 
 import sys
 
-from ..cli import (OneLineErrorParser, add_model_args, bounded_int, check_ranges, parse_tool_args,
-    print_result, print_warnings, ranges_epilog, run_tool)
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, check_ranges,
+    parse_tool_args, print_result, print_warnings, ranges_epilog, run_tool)
 from ..model.formulas import param_breakdown
 from ..model.spec import resolve_model_spec, spec_summary
 
@@ -86,7 +86,7 @@ def format_report(res):
             ("Final norm", res["final_norm_params"]),
             ("Output head" + (" (tied: counted in embedding)" if spec["tied_embeddings"] else ""),
              res["output_head_params"])]
-    lines = [f"{'component':<44}{'params':>18}{'':>10}{'% total':>9}"]
+    lines = [f"Model: {spec['described']}", f"{'component':<44}{'params':>18}{'':>10}{'% total':>9}"]
     for name, n in rows:
         if n or name.startswith(("Token", "Attention", "Output")):
             lines.append(f"{name:<44}{n:>18,}{human_count(n):>10}{100 * n / total:>8.2f}%")
@@ -121,7 +121,7 @@ def build_parser():
     parser.add_argument("--sequence-length", "-s", type=bounded_int, default=2048,
                         help="rows of a learned position table when no config or "
                         "--max-position-embeddings says (cookbook flag; default 2048)")
-    parser.add_argument("--json", action="store_true", help="print the result dict as JSON")
+    add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -143,7 +143,8 @@ def main(argv=None):
            "convention": "exact weight count, tied weights once; non-embedding excludes token and "
                          "position embeddings and an untied output head; active counts top-k routed "
                          "experts plus all dense weights, shared experts and routers"}
-    print_result(res, as_json=args.json, report=format_report)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"{r['total_params']} parameters") if args.brief else None)
     return res
 
 

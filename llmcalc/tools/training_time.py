@@ -55,9 +55,9 @@ import sys
 import time
 
 from ..accelerator import default_accelerator
-from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, bounded_int,
-    check_ranges, count_float, finite_float, model_flag_words, parse_tool_args, print_warnings,
-    ranges_epilog, run_tool, shell_word)
+from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
+    bounded_int, check_ranges, count_float, finite_float, model_flag_words, parse_tool_args,
+    print_warnings, ranges_epilog, run_tool, shell_word)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
@@ -276,7 +276,7 @@ def build_parser():
     o.add_argument("--rank-by", choices=("time", "cost"), default="time",
                    help="order of --search (at a fixed --num-gpus, cost per sequence = time per sequence x "
                         "GPUs x price: the same order)")
-    o.add_argument("--json", action="store_true", help="print the result dict as JSON only")
+    add_output_args(o, json_help="print the result dict as JSON only")
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
 
@@ -300,6 +300,7 @@ def format_report(res):
     lay, r = res["layout"], res
     default = " (the default GPU; --gpu NAME for another)" if res.get("gpu_default") else ""
     lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): {layout_text(lay)}")
+    lines.append(f"  model: {res['model']['described']}")
     lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
@@ -446,6 +447,7 @@ def main(argv=None):
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # as calc_transformer_mem.py's default
+            args.heads_defaulted = True  # not a shape the user gave
     try:
         spec, notes = resolve_model_spec(args)
     except ValueError as exc:
@@ -553,7 +555,9 @@ def main(argv=None):
     for note in [*hw_notes, *notes]:
         print(f"note: {note}", file=sys.stderr)
     print_warnings(res["warnings"], as_json=args.json)
-    if args.json:
+    if args.brief:  # the run's time with --tokens, else the step's
+        print(f"{res['training']['days']:.4g} days" if res.get("training") else f"{res['step_time_s']:.4g} s per step")
+    elif args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))
     else:
