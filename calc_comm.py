@@ -533,12 +533,21 @@ def print_result(res, *, as_json, report, brief=None):
 
 def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
-    the run quietly with status 141 (128 + SIGPIPE), as a shell tool does."""
+    the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
+    written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
     try:
         main()
+        sys.stdout.flush()
     except BrokenPipeError:
         sys.stdout = None
         sys.exit(141)
+    except OSError as exc:
+        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
+            raise
+        sys.stdout = None  # nothing more to flush at exit
+        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 def load_hardware():
@@ -3183,6 +3192,10 @@ def spec_from_hf_config(cfg, num_layers=None):
         if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
     if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
         top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
+    if top_qc is not None and not isinstance(top_qc, dict):
+        raise ValueError(f"{where}: field 'quantization_config' must be an object (a dict of quant_method, "
+                         f"bits, ...), got {str(top_qc)[:40]!r}; transformers refuses it too")
+    _check_dtype(cfg, where, warnings)
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -3207,6 +3220,14 @@ def spec_from_hf_config(cfg, num_layers=None):
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:
         raise ValueError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
+    # transformers refuses a layer pattern of another length; checkpoints that pad it with their
+    # multi-token-prediction layers (Step 3.5/3.7) are cut to the layers
+    mtp = next((v for k in ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers")
+                if isinstance(v := cfg.get(k), int) and not isinstance(v, bool) and v > 0), 0)
+    for key in ("layer_types", "mlp_layer_types"):
+        if isinstance(cfg.get(key), list) and len(cfg[key]) not in (L_cfg, L_cfg + mtp):
+            raise ValueError(f"{r.where}: field {key!r} lists {len(cfg[key])} layers, but the model has {L_cfg} "
+                             "(num_hidden_layers); transformers refuses such a config")
     if num_layers is not None and num_layers > L_cfg and (r.has("layer_types") or r.has("mlp_layer_types")):
         raise ValueError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
                          "layer pattern describes")
@@ -3252,6 +3273,8 @@ def spec_from_hf_config(cfg, num_layers=None):
         # (also when --num-dense-layers redraws it: the layers past the dense ones are all MoE)
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
+    if s.get("moe") and r.has("n_group") and r.has("topk_group"):  # group-limited routing (DeepSeek-V2/V3)
+        _check_router_groups(r, s, warnings)
     s.pop("_layers_from_flag", None)
     s["trained_context"] = _trained_context(r)
     s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
@@ -3259,6 +3282,39 @@ def spec_from_hf_config(cfg, num_layers=None):
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+# The dtype names transformers writes as a config's dtype / torch_dtype (torch's, with "auto").
+_DTYPES = {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
+           "float", "half", "double", "auto"}
+
+
+def _check_dtype(cfg, where, warnings):
+    """A stated warning for a dtype transformers would not know, or torch_dtype and dtype that
+    disagree (transformers 5 reads dtype); the counts do not depend on it."""
+    vals = {k: cfg.get(k) for k in ("dtype", "torch_dtype") if cfg.get(k) is not None}
+    for k, v in vals.items():
+        name = v.replace("torch.", "") if isinstance(v, str) else v
+        if name not in _DTYPES:
+            warnings.append(f"{where}: {k} {str(v)[:40]!r} is not a dtype transformers knows; not used here "
+                            "(weights are counted at the flags' precision)")
+    if len(vals) == 2 and vals["dtype"] != vals["torch_dtype"]:
+        warnings.append(f"{where}: torch_dtype {str(vals['torch_dtype'])[:20]!r} and dtype {str(vals['dtype'])[:20]!r} "
+                        "disagree; transformers 5 reads dtype")
+
+
+def _check_router_groups(r, s, warnings):
+    """Group-limited routing picks topk_group of n_group expert groups, then top-k experts among
+    them (DeepSeek-V2 sec. 2.1.2, device-limited routing; transformers' DeepseekV3TopkRouter): a
+    stated warning when the config's numbers cannot do that. The counts do not depend on it."""
+    groups, picked, E, k = r.int("n_group"), r.int("topk_group"), s.get("num_experts") or 0, s["topk"]
+    if picked > groups:
+        warnings.append(f"{r.where}: the router cannot pick topk_group {picked} of n_group {groups} groups")
+    elif E % groups:
+        warnings.append(f"{r.where}: n_group {groups} does not divide the {E} routed experts into equal groups")
+    elif k > picked * (E // groups):
+        warnings.append(f"{r.where}: num_experts_per_tok {k} is more than the {picked * (E // groups)} experts "
+                        f"of the topk_group {picked} groups the router picks")
 
 
 def _trained_context(r):
@@ -3502,7 +3558,12 @@ def resolve_model_spec(args, defaults=None):
             s["num_kv_heads"] = int(round(kv))
         s.setdefault("num_kv_heads", int(round(a * d["kv_size_ratio"])) or 1)
         if a % s["num_kv_heads"]:
-            raise ValueError(f"--num-attention-heads {a} is not divisible by kv heads {s['num_kv_heads']}")
+            heads = "--num-attention-heads" if flag("num_attention_heads") is not None else "num_attention_heads"
+            kv = ("--num-kv-heads" if flag("num_kv_heads") is not None else "--kv-size-ratio"
+                  if flag("kv_size_ratio") is not None else "num_key_value_heads" if getattr(args, "hf_model_name_or_path", None)
+                  else "the default kv heads (= heads)")
+            where = f" ({getattr(args, 'hf_model_name_or_path', None)})" if getattr(args, "hf_model_name_or_path", None) else ""
+            raise ValueError(f"{heads} {a} is not divisible by {kv} {s['num_kv_heads']}{where}")
     if flag("ffn_expansion_factor") is not None and flag("ffn_hidden_size") is None:
         s["ffn_hidden_size"] = int(round(flag("ffn_expansion_factor") * h))
     s.setdefault("ffn_hidden_size", int(round(d["ffn_expansion_factor"] * h)))

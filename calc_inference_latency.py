@@ -463,12 +463,21 @@ def print_result(res, *, as_json, report, brief=None):
 
 def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
-    the run quietly with status 141 (128 + SIGPIPE), as a shell tool does."""
+    the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
+    written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
     try:
         main()
+        sys.stdout.flush()
     except BrokenPipeError:
         sys.stdout = None
         sys.exit(141)
+    except OSError as exc:
+        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
+            raise
+        sys.stdout = None  # nothing more to flush at exit
+        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 def load_hardware():
@@ -2173,6 +2182,10 @@ def spec_from_hf_config(cfg, num_layers=None):
         if isinstance(cfg.get("text_config") or {}, dict) else cfg.get("quantization_config")
     if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
         top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
+    if top_qc is not None and not isinstance(top_qc, dict):
+        raise ValueError(f"{where}: field 'quantization_config' must be an object (a dict of quant_method, "
+                         f"bits, ...), got {str(top_qc)[:40]!r}; transformers refuses it too")
+    _check_dtype(cfg, where, warnings)
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
@@ -2197,6 +2210,14 @@ def spec_from_hf_config(cfg, num_layers=None):
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:
         raise ValueError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
+    # transformers refuses a layer pattern of another length; checkpoints that pad it with their
+    # multi-token-prediction layers (Step 3.5/3.7) are cut to the layers
+    mtp = next((v for k in ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers")
+                if isinstance(v := cfg.get(k), int) and not isinstance(v, bool) and v > 0), 0)
+    for key in ("layer_types", "mlp_layer_types"):
+        if isinstance(cfg.get(key), list) and len(cfg[key]) not in (L_cfg, L_cfg + mtp):
+            raise ValueError(f"{r.where}: field {key!r} lists {len(cfg[key])} layers, but the model has {L_cfg} "
+                             "(num_hidden_layers); transformers refuses such a config")
     if num_layers is not None and num_layers > L_cfg and (r.has("layer_types") or r.has("mlp_layer_types")):
         raise ValueError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
                          "layer pattern describes")
@@ -2242,6 +2263,8 @@ def spec_from_hf_config(cfg, num_layers=None):
         # (also when --num-dense-layers redraws it: the layers past the dense ones are all MoE)
     if s.get("moe") and s.get("topk") is None:
         raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
+    if s.get("moe") and r.has("n_group") and r.has("topk_group"):  # group-limited routing (DeepSeek-V2/V3)
+        _check_router_groups(r, s, warnings)
     s.pop("_layers_from_flag", None)
     s["trained_context"] = _trained_context(r)
     s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
@@ -2249,6 +2272,39 @@ def spec_from_hf_config(cfg, num_layers=None):
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+# The dtype names transformers writes as a config's dtype / torch_dtype (torch's, with "auto").
+_DTYPES = {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8",
+           "float", "half", "double", "auto"}
+
+
+def _check_dtype(cfg, where, warnings):
+    """A stated warning for a dtype transformers would not know, or torch_dtype and dtype that
+    disagree (transformers 5 reads dtype); the counts do not depend on it."""
+    vals = {k: cfg.get(k) for k in ("dtype", "torch_dtype") if cfg.get(k) is not None}
+    for k, v in vals.items():
+        name = v.replace("torch.", "") if isinstance(v, str) else v
+        if name not in _DTYPES:
+            warnings.append(f"{where}: {k} {str(v)[:40]!r} is not a dtype transformers knows; not used here "
+                            "(weights are counted at the flags' precision)")
+    if len(vals) == 2 and vals["dtype"] != vals["torch_dtype"]:
+        warnings.append(f"{where}: torch_dtype {str(vals['torch_dtype'])[:20]!r} and dtype {str(vals['dtype'])[:20]!r} "
+                        "disagree; transformers 5 reads dtype")
+
+
+def _check_router_groups(r, s, warnings):
+    """Group-limited routing picks topk_group of n_group expert groups, then top-k experts among
+    them (DeepSeek-V2 sec. 2.1.2, device-limited routing; transformers' DeepseekV3TopkRouter): a
+    stated warning when the config's numbers cannot do that. The counts do not depend on it."""
+    groups, picked, E, k = r.int("n_group"), r.int("topk_group"), s.get("num_experts") or 0, s["topk"]
+    if picked > groups:
+        warnings.append(f"{r.where}: the router cannot pick topk_group {picked} of n_group {groups} groups")
+    elif E % groups:
+        warnings.append(f"{r.where}: n_group {groups} does not divide the {E} routed experts into equal groups")
+    elif k > picked * (E // groups):
+        warnings.append(f"{r.where}: num_experts_per_tok {k} is more than the {picked * (E // groups)} experts "
+                        f"of the topk_group {picked} groups the router picks")
 
 
 def _trained_context(r):
@@ -2492,7 +2548,12 @@ def resolve_model_spec(args, defaults=None):
             s["num_kv_heads"] = int(round(kv))
         s.setdefault("num_kv_heads", int(round(a * d["kv_size_ratio"])) or 1)
         if a % s["num_kv_heads"]:
-            raise ValueError(f"--num-attention-heads {a} is not divisible by kv heads {s['num_kv_heads']}")
+            heads = "--num-attention-heads" if flag("num_attention_heads") is not None else "num_attention_heads"
+            kv = ("--num-kv-heads" if flag("num_kv_heads") is not None else "--kv-size-ratio"
+                  if flag("kv_size_ratio") is not None else "num_key_value_heads" if getattr(args, "hf_model_name_or_path", None)
+                  else "the default kv heads (= heads)")
+            where = f" ({getattr(args, 'hf_model_name_or_path', None)})" if getattr(args, "hf_model_name_or_path", None) else ""
+            raise ValueError(f"{heads} {a} is not divisible by {kv} {s['num_kv_heads']}{where}")
     if flag("ffn_expansion_factor") is not None and flag("ffn_hidden_size") is None:
         s["ffn_hidden_size"] = int(round(flag("ffn_expansion_factor") * h))
     s.setdefault("ffn_hidden_size", int(round(d["ffn_expansion_factor"] * h)))
@@ -5561,9 +5622,11 @@ def search_report(res, *, s, o, stack, top):
     return "\n".join(lines)
 
 
-def plot_front(res, path):
+def plot_front(res, path, *, parser, precision=None):
     """Draw every point that meets the targets and the Pareto front to path with matplotlib
-    (imported only here); returns a one-line note when it is not installed, else None."""
+    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
+    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
+    write is one line and exit 2 (the path was checked before the search)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -5576,16 +5639,35 @@ def plot_front(res, path):
     front = sorted(res["pareto_front"], key=lambda p: p["tokens_per_s_per_user"])
     ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front],
             "o-", c="C0", label="Pareto front")
-    for p in front:
-        ax.annotate(layout_label(p), (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=6)
+    xs = [p["tokens_per_s_per_user"] for p in res["points"]] or [0.0]
+    ys = [p["tokens_per_s_per_gpu"] for p in res["points"]] or [0.0]
+    xr, yr = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
+    last = None
+    for p in front:  # label a point only clear of the last label (in axis fractions), inside the axes
+        x, y = p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]
+        if last is not None and abs(x - last[0]) / xr < 0.12 and abs(y - last[1]) / yr < 0.06:
+            continue
+        right = (x - min(xs)) / xr > 0.7
+        ax.annotate(layout_label(p), (x, y), fontsize=6, xytext=(-4 if right else 4, 4),
+                    textcoords="offset points", ha="right" if right else "left")
+        last = (x, y)
     ax.set_xlabel("tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
-    ax.set_title(f"serving layouts on {res['num_gpus']} GPUs")
+    slo = ", ".join(x for x in ((f"TTFT <= {res['max_ttft_ms']:g} ms" if res["max_ttft_ms"] else ""),
+                                (f"TPOT <= {res['max_tpot_ms']:g} ms" if res["max_tpot_ms"] else "")) if x)
+    model = res.get("model_described") or "model"
+    ax.set_title(f"{model[:90]}\n{res['num_gpus']} x {res['gpu']}, "
+                 + (f"--precision {precision}" if precision else "bits as labelled (w/a/kv)")
+                 + f"; {slo or 'no latency target'}", fontsize=8)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    try:
+        fig.savefig(path, dpi=120)
+    except (OSError, ValueError) as exc:  # a full disk, a folder gone since the check
+        plt.close(fig)
+        parser.error(f"--plot {path}: the plot could not be written ({exc})")
     plt.close(fig)
-    return None
+    return f"plot of the front written to {path}"
 
 
 # ======== llmcalc/tools/latency.py ================================================================
@@ -5624,11 +5706,13 @@ def benchmark_report_lines(r):
     """The simulated benchmark's part of the report: per-request statistics, the run, the pool."""
     sv = r["serving"]
     gib = 2 ** 30
-    lines = ["", f"{'per request':<34}{'mean':>12}{'median':>12}{'p99':>12}"]
-    for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
-                      (f"End-to-end ({r['output_tokens']} output tokens)", "e2e")):
-        lines.append(f"{name:<34}{fmt_s(sv[key + '_s']):>12}{fmt_s(sv[key + '_median_s']):>12}"
-                     f"{fmt_s(sv[key + '_p99_s']):>12}")
+    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in ("_s", "_median_s", "_p99_s")])
+            for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
+                              (f"End-to-end ({r['output_tokens']} output tokens)", "e2e"))]
+    w = max(12, 2 + max(len(c) for _, cells in rows for c in cells))  # columns apart at any magnitude
+    lines = ["", f"{'per request':<34}{'mean':>{w}}{'median':>{w}}{'p99':>{w}}"]
+    for name, cells in rows:
+        lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
@@ -5834,10 +5918,10 @@ def build_parser():
                    help="simulate a finite benchmark run of N requests step by step (ramp-up, queue and "
                         "drain included, throughput over the run's duration, as benchmark clients report "
                         "it) instead of the steady state; with --request-rate or -c")
-    g.add_argument("--arrivals", choices=("poisson", "uniform"), default="poisson",
+    g.add_argument("--arrivals", choices=("poisson", "uniform"), default=None,
                    help="--num-requests at a --request-rate: Poisson arrivals (vLLM's benchmark_serving "
                         "default) or evenly spaced (default poisson)")
-    g.add_argument("--seed", type=bounded_int, default=0, help="seed of the Poisson arrivals (default 0)")
+    g.add_argument("--seed", type=bounded_int, default=None, help="seed of the Poisson arrivals (default 0)")
     g.add_argument("--max-num-batched-tokens", type=bounded_int, default=None,
                    help="tokens per engine step, decodes first, prompt chunks fill the rest (default: "
                         "the stack's)")
@@ -5873,6 +5957,29 @@ def build_parser():
     add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
+
+
+# What matplotlib's Agg backend writes, by file extension (Figure.savefig's formats).
+PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "webp", "eps", "ps", "tif", "tiff")
+
+
+def check_plot_path(path, parser):
+    """--plot's file, checked before any work: a file name (not a folder) with an extension
+    matplotlib writes, in a folder that exists and can be written to; one-line exit 2 otherwise."""
+    import os  # only --plot needs it
+    if not path:
+        parser.error("--plot needs a file name (FILE.png, FILE.svg or FILE.pdf)")
+    if os.path.isdir(path):
+        parser.error(f"--plot {path} is a folder; give a file in it, such as {os.path.join(path, 'front.png')}")
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in PLOT_FORMATS:
+        parser.error(f"--plot {path}: give a file name ending .png, .svg or .pdf (matplotlib also writes "
+                     f"{', '.join('.' + e for e in PLOT_FORMATS[3:])})")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        parser.error(f"--plot {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        parser.error(f"--plot {path}: {folder if not os.access(folder, os.W_OK) else path} is not writable")
 
 
 def validate(args, parser, spec):
@@ -5924,6 +6031,15 @@ def validate(args, parser, spec):
                 parser.error(f"--{name.replace('_', '-')} must be positive, got {v}")
     elif args.plot or args.disaggregated:
         parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
+    if args.plot is not None:
+        check_plot_path(args.plot, parser)
+    args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
+    unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
+    if unused and args.num_requests is None:
+        args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
+                               "--num-requests benchmark; without it there are none to draw")
+    args.seed = 0 if args.seed is None else args.seed
+    args.arrivals = args.arrivals or "poisson"
 
 
 def mode_text(*, b, s, o, tp, pp, gpus=None):
@@ -6038,7 +6154,8 @@ def main(argv=None):
     if trained and args.prompt_tokens + args.output_tokens > trained:
         spec["warnings"].append(f"context {args.prompt_tokens + args.output_tokens:,} tokens is past the model's "
                                 f"trained context ({trained:,}: max_position_embeddings or its rope scaling)")
-    pending = [f"note: {note}" for note in notes + hw_notes] + [f"warning: {w}" for w in spec["warnings"] if args.json]
+    pending = ([f"note: {note}" for note in notes + hw_notes + args.flag_notes]
+               + [f"warning: {w}" for w in spec["warnings"] if args.json])
 
     def flush_pending():
         for line in pending:
@@ -6069,7 +6186,8 @@ def main(argv=None):
         flush_pending()
         res["warnings"] = list(spec["warnings"])
         res["serving_stack"] = hw["serving_stack"]
-        note = plot_front(res, args.plot) if args.plot else None
+        res["model_described"] = spec["described"]
+        note = plot_front(res, args.plot, parser=parser, precision=args.precision) if args.plot else None
         if note:
             print(f"note: {note}", file=sys.stderr)
         if args.brief:  # the front's best tokens/s per GPU

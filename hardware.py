@@ -513,12 +513,21 @@ def print_result(res, *, as_json, report, brief=None):
 
 def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
-    the run quietly with status 141 (128 + SIGPIPE), as a shell tool does."""
+    the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
+    written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
     try:
         main()
+        sys.stdout.flush()
     except BrokenPipeError:
         sys.stdout = None
         sys.exit(141)
+    except OSError as exc:
+        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
+            raise
+        sys.stdout = None  # nothing more to flush at exit
+        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 def load_hardware():

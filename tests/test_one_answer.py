@@ -331,3 +331,84 @@ def test_flops_infer_without_tokens_prints_a_request_not_a_300b_run(capsys):
     assert "prefill, 2,048 prompt tokens" in out and "--tokens T adds" in out
     F.main(["-i", "--tokens", "300e9"])  # the cookbook's -i total, when asked for
     assert "Run: T=300,000,000,000 tokens" in capsys.readouterr().out
+
+
+# Hostile input found since the last round (issue 32)
+@pytest.mark.parametrize("script", ["calc_transformer_params.py", "calc_transformer_flops.py", "calc_transformer_mem.py",
+                                    "calc_inference_latency.py", "calc_training_time.py", "calc_comm.py", "hardware.py"])
+def test_stdout_that_cannot_be_written_is_one_line_and_exit_2(script):
+    import os
+    import subprocess
+    import sys
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, os.path.join(root, script)], stdout=full, stderr=subprocess.PIPE,
+                             text=True, timeout=60)
+    errors = [x for x in res.stderr.splitlines() if not x.startswith("note:")]
+    assert res.returncode == 2 and errors == [f"{script}: error: cannot write the output: No space left on device"]
+
+
+def _config(tmp_path, **changes):
+    import json as _j
+    cfg = _j.load(open(config_path(changes.pop("_base", "llama-3-8b"))))
+    cfg.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(_j.dumps(cfg))
+    return str(path)
+
+
+def test_configs_transformers_refuses_are_refused(tmp_path):
+    path = _config(tmp_path, layer_types=["full_attention"] * 40)
+    rc, err = exit_code_and_stderr(P.main, ["--hf_model_name_or_path", path])
+    assert rc == 2 and "field 'layer_types' lists 40 layers, but the model has 32" in err
+    path = _config(tmp_path, quantization_config="fp8")
+    rc, err = exit_code_and_stderr(P.main, ["--hf_model_name_or_path", path])
+    assert rc == 2 and "field 'quantization_config' must be an object" in err
+
+
+@pytest.mark.parametrize("changes,says", [
+    (dict(torch_dtype="float77"), "torch_dtype 'float77' is not a dtype transformers knows"),
+    (dict(torch_dtype="bfloat16", dtype="float16"), "torch_dtype 'bfloat16' and dtype 'float16' disagree"),
+    (dict(_base="deepseek-v3", n_group=8, topk_group=9), "cannot pick topk_group 9 of n_group 8 groups"),
+    (dict(_base="deepseek-v3", n_group=8, topk_group=1, num_experts_per_tok=40),
+     "num_experts_per_tok 40 is more than the 32 experts"),
+])
+def test_config_oddities_are_stated_warnings(tmp_path, changes, says, capsys):
+    res = _json(P.main, ["--hf_model_name_or_path", _config(tmp_path, **changes)], capsys)
+    assert any(says in w for w in res["warnings"])
+
+
+def test_a_kv_heads_error_names_the_config_field(tmp_path):
+    path = _config(tmp_path, num_key_value_heads=7)
+    rc, err = exit_code_and_stderr(I.main, ["--hf_model_name_or_path", path])
+    assert rc == 2 and "num_attention_heads 32 is not divisible by num_key_value_heads 7" in err
+    assert "--num-attention-heads" not in err
+    rc, err = exit_code_and_stderr(P.main, ["-a", "32", "--num-kv-heads", "7"])
+    assert "--num-attention-heads 32 is not divisible by --num-kv-heads 7" in err
+
+
+def test_flags_that_do_nothing_in_the_mode_are_said(capsys):
+    I.main(["-l", "2", "-hs", "512", "--seed", "5", "--brief"])
+    assert "note: --seed draws the arrivals of a --num-requests benchmark" in capsys.readouterr().err
+    rc, err = exit_code_and_stderr(T.main, ["-l", "4", "-hs", "1024", "--num-gpus", "8", "--global-batch-size", "64",
+                                            "--search", "--rank-by", "cost"])
+    assert rc == 2 and "--rank-by cost needs --cost-per-gpu-hour" in err
+
+
+@pytest.mark.parametrize("plot,says", [("", "needs a file name"), (".", "is a folder"),
+                                       ("front", "give a file name ending .png"),
+                                       ("no/such/folder/front.png", "the folder no/such/folder does not exist")])
+def test_plot_path_is_checked_before_any_work(plot, says):
+    rc, err = exit_code_and_stderr(I.main, ["-l", "2", "-hs", "512", "--search", "--plot", plot])
+    assert rc == 2 and says in err and err.count("\n") == 1
+
+
+def test_benchmark_table_keeps_its_columns_at_any_magnitude(capsys):
+    # 3,000 requests sent at once: TTFTs of thousands of seconds stay in their columns
+    I.main(["--hf_model_name_or_path", config_path("llama-3-8b"), "-s", "4000", "-o", "4000",
+            "--num-requests", "3000", "--request-rate", "inf"])
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("TTFT (waiting included)"))
+    cells = row[len("TTFT (waiting included)"):].split()
+    assert [c[-1] for c in cells[1::2]] == ["s", "s", "s"] and len(cells) == 6

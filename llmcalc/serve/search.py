@@ -400,9 +400,11 @@ def search_report(res, *, s, o, stack, top):
     return "\n".join(lines)
 
 
-def plot_front(res, path):
+def plot_front(res, path, *, parser, precision=None):
     """Draw every point that meets the targets and the Pareto front to path with matplotlib
-    (imported only here); returns a one-line note when it is not installed, else None."""
+    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
+    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
+    write is one line and exit 2 (the path was checked before the search)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -415,13 +417,32 @@ def plot_front(res, path):
     front = sorted(res["pareto_front"], key=lambda p: p["tokens_per_s_per_user"])
     ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front],
             "o-", c="C0", label="Pareto front")
-    for p in front:
-        ax.annotate(layout_label(p), (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=6)
+    xs = [p["tokens_per_s_per_user"] for p in res["points"]] or [0.0]
+    ys = [p["tokens_per_s_per_gpu"] for p in res["points"]] or [0.0]
+    xr, yr = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
+    last = None
+    for p in front:  # label a point only clear of the last label (in axis fractions), inside the axes
+        x, y = p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]
+        if last is not None and abs(x - last[0]) / xr < 0.12 and abs(y - last[1]) / yr < 0.06:
+            continue
+        right = (x - min(xs)) / xr > 0.7
+        ax.annotate(layout_label(p), (x, y), fontsize=6, xytext=(-4 if right else 4, 4),
+                    textcoords="offset points", ha="right" if right else "left")
+        last = (x, y)
     ax.set_xlabel("tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
-    ax.set_title(f"serving layouts on {res['num_gpus']} GPUs")
+    slo = ", ".join(x for x in ((f"TTFT <= {res['max_ttft_ms']:g} ms" if res["max_ttft_ms"] else ""),
+                                (f"TPOT <= {res['max_tpot_ms']:g} ms" if res["max_tpot_ms"] else "")) if x)
+    model = res.get("model_described") or "model"
+    ax.set_title(f"{model[:90]}\n{res['num_gpus']} x {res['gpu']}, "
+                 + (f"--precision {precision}" if precision else "bits as labelled (w/a/kv)")
+                 + f"; {slo or 'no latency target'}", fontsize=8)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    try:
+        fig.savefig(path, dpi=120)
+    except (OSError, ValueError) as exc:  # a full disk, a folder gone since the check
+        plt.close(fig)
+        parser.error(f"--plot {path}: the plot could not be written ({exc})")
     plt.close(fig)
-    return None
+    return f"plot of the front written to {path}"

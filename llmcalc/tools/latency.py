@@ -212,11 +212,13 @@ def benchmark_report_lines(r):
     """The simulated benchmark's part of the report: per-request statistics, the run, the pool."""
     sv = r["serving"]
     gib = 2 ** 30
-    lines = ["", f"{'per request':<34}{'mean':>12}{'median':>12}{'p99':>12}"]
-    for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
-                      (f"End-to-end ({r['output_tokens']} output tokens)", "e2e")):
-        lines.append(f"{name:<34}{fmt_s(sv[key + '_s']):>12}{fmt_s(sv[key + '_median_s']):>12}"
-                     f"{fmt_s(sv[key + '_p99_s']):>12}")
+    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in ("_s", "_median_s", "_p99_s")])
+            for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
+                              (f"End-to-end ({r['output_tokens']} output tokens)", "e2e"))]
+    w = max(12, 2 + max(len(c) for _, cells in rows for c in cells))  # columns apart at any magnitude
+    lines = ["", f"{'per request':<34}{'mean':>{w}}{'median':>{w}}{'p99':>{w}}"]
+    for name, cells in rows:
+        lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
@@ -422,10 +424,10 @@ def build_parser():
                    help="simulate a finite benchmark run of N requests step by step (ramp-up, queue and "
                         "drain included, throughput over the run's duration, as benchmark clients report "
                         "it) instead of the steady state; with --request-rate or -c")
-    g.add_argument("--arrivals", choices=("poisson", "uniform"), default="poisson",
+    g.add_argument("--arrivals", choices=("poisson", "uniform"), default=None,
                    help="--num-requests at a --request-rate: Poisson arrivals (vLLM's benchmark_serving "
                         "default) or evenly spaced (default poisson)")
-    g.add_argument("--seed", type=bounded_int, default=0, help="seed of the Poisson arrivals (default 0)")
+    g.add_argument("--seed", type=bounded_int, default=None, help="seed of the Poisson arrivals (default 0)")
     g.add_argument("--max-num-batched-tokens", type=bounded_int, default=None,
                    help="tokens per engine step, decodes first, prompt chunks fill the rest (default: "
                         "the stack's)")
@@ -461,6 +463,29 @@ def build_parser():
     add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
+
+
+# What matplotlib's Agg backend writes, by file extension (Figure.savefig's formats).
+PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "webp", "eps", "ps", "tif", "tiff")
+
+
+def check_plot_path(path, parser):
+    """--plot's file, checked before any work: a file name (not a folder) with an extension
+    matplotlib writes, in a folder that exists and can be written to; one-line exit 2 otherwise."""
+    import os  # only --plot needs it
+    if not path:
+        parser.error("--plot needs a file name (FILE.png, FILE.svg or FILE.pdf)")
+    if os.path.isdir(path):
+        parser.error(f"--plot {path} is a folder; give a file in it, such as {os.path.join(path, 'front.png')}")
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in PLOT_FORMATS:
+        parser.error(f"--plot {path}: give a file name ending .png, .svg or .pdf (matplotlib also writes "
+                     f"{', '.join('.' + e for e in PLOT_FORMATS[3:])})")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        parser.error(f"--plot {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        parser.error(f"--plot {path}: {folder if not os.access(folder, os.W_OK) else path} is not writable")
 
 
 def validate(args, parser, spec):
@@ -512,6 +537,15 @@ def validate(args, parser, spec):
                 parser.error(f"--{name.replace('_', '-')} must be positive, got {v}")
     elif args.plot or args.disaggregated:
         parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
+    if args.plot is not None:
+        check_plot_path(args.plot, parser)
+    args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
+    unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
+    if unused and args.num_requests is None:
+        args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
+                               "--num-requests benchmark; without it there are none to draw")
+    args.seed = 0 if args.seed is None else args.seed
+    args.arrivals = args.arrivals or "poisson"
 
 
 def mode_text(*, b, s, o, tp, pp, gpus=None):
@@ -626,7 +660,8 @@ def main(argv=None):
     if trained and args.prompt_tokens + args.output_tokens > trained:
         spec["warnings"].append(f"context {args.prompt_tokens + args.output_tokens:,} tokens is past the model's "
                                 f"trained context ({trained:,}: max_position_embeddings or its rope scaling)")
-    pending = [f"note: {note}" for note in notes + hw_notes] + [f"warning: {w}" for w in spec["warnings"] if args.json]
+    pending = ([f"note: {note}" for note in notes + hw_notes + args.flag_notes]
+               + [f"warning: {w}" for w in spec["warnings"] if args.json])
 
     def flush_pending():
         for line in pending:
@@ -658,7 +693,8 @@ def main(argv=None):
         flush_pending()
         res["warnings"] = list(spec["warnings"])
         res["serving_stack"] = hw["serving_stack"]
-        note = plot_front(res, args.plot) if args.plot else None
+        res["model_described"] = spec["described"]
+        note = plot_front(res, args.plot, parser=parser, precision=args.precision) if args.plot else None
         if note:
             print(f"note: {note}", file=sys.stderr)
         if args.brief:  # the front's best tokens/s per GPU

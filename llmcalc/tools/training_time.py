@@ -444,6 +444,9 @@ def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
     check_ranges(args, parser, FLAG_RANGES)
+    if args.rank_by == "cost" and args.cost_per_gpu_hour is None:
+        parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
+                     "adds the cost column)")
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
             args.num_attention_heads = 64  # as calc_transformer_mem.py's default
