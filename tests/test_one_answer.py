@@ -412,3 +412,10 @@ def test_benchmark_table_keeps_its_columns_at_any_magnitude(capsys):
     row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("TTFT (waiting included)"))
     cells = row[len("TTFT (waiting included)"):].split()
     assert [c[-1] for c in cells[1::2]] == ["s", "s", "s"] and len(cells) == 6
+
+
+def test_search_labels_carry_a_quantized_checkpoints_format(capsys):
+    # gpt-oss-120b's MXFP4 experts were labelled w16 (issue 32)
+    I.main(["--hf_model_name_or_path", config_path("gpt-oss-120b"), "--search", "--num-gpus", "8", "--top", "3"])
+    out = capsys.readouterr().out
+    assert "w16e4a16kv8" in out and "the checkpoint's own Y-bit routed experts" in out

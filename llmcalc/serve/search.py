@@ -285,6 +285,7 @@ def search_serving(spec, args, parser, fmt):
                 ttft, e2e, tpot = st["ttft_s"] + req, st["e2e_s"] + req, st["tpot_s"]
                 pt = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "replicas": N // gpus, "gpus_per_replica": gpus,
                       "weight_bits": nominal_bits(wb), "weight_storage_bits": wb, "activation_bits": ab,
+                      "expert_bits": nominal_bits(eb) if eb else None,
                       "kv_cache_bits": kvb, "concurrency": c,
                       "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "tokens_per_s_per_user": 1.0 / tpot,
                       "tokens_per_s_per_gpu": c * o / e2e / gpus,
@@ -365,10 +366,15 @@ def layout_text_short(p):
     return _par(p)
 
 
+def bits_label(p):
+    """w16a16kv8, with a checkpoint's own expert format: w16e4a16kv8 (gpt-oss's MXFP4 experts)."""
+    e = f"e{p['expert_bits']:.3g}" if p.get("expert_bits") and p["expert_bits"] != p["weight_bits"] else ""
+    return f"w{p['weight_bits']:.3g}{e}a{p['activation_bits']}kv{p['kv_cache_bits']}"
+
+
 def layout_label(p):
     """A search point's layout in one short phrase."""
-    return (f"{layout_text_short(p)}, w{p['weight_bits']:.3g}a{p['activation_bits']}kv{p['kv_cache_bits']}, "
-            f"C {p['concurrency']}")
+    return f"{layout_text_short(p)}, {bits_label(p)}, C {p['concurrency']}"
 
 
 def search_report(res, *, s, o, stack, top):
@@ -388,12 +394,14 @@ def search_report(res, *, s, o, stack, top):
     lines += ["", f"{'layout (per replica)':<34}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
                   f"{'tok/s/user':>11}{'tok/s/GPU':>11}{'total tok/s':>13}{'GiB/GPU':>9}"]
     for p in res["pareto_front"][:top]:
-        par = layout_text_short(p) + f" w{p['weight_bits']:.3g}a{p['activation_bits']}kv{p['kv_cache_bits']}"
+        par = layout_text_short(p) + " " + bits_label(p)
         lines.append(f"{par:<34}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
                      f"{p['tpot_s'] * 1e3:>9.2f}{p['tokens_per_s_per_user']:>11.1f}{p['tokens_per_s_per_gpu']:>11.1f}"
                      f"{p['total_tokens_per_s']:>13,.0f}{p['memory_bytes_per_gpu'] / 2**30:>9.1f}")
     if len(res["pareto_front"]) > top:
         lines.append(f"... {len(res['pareto_front']) - top} more on the front (--top)")
+    if any(p.get("expert_bits") for p in res["pareto_front"][:top]):
+        lines.append("(wXeY: X-bit weights and the checkpoint's own Y-bit routed experts, its quantization_config)")
     b = res["best"]
     lines += ["", f"best tokens/s per GPU: {layout_label(b)} x {b['replicas']} replica(s): "
                   f"{b['tokens_per_s_per_gpu']:,.1f} tokens/s per GPU at {b['tokens_per_s_per_user']:,.1f} per user"]
