@@ -225,6 +225,7 @@ def search_serving(spec, args, parser, fmt):
     N // (tp x dp x pp).
     Lower bits are never slower here (accuracy is not modelled). Returns the result dict, or exits
     2 saying what the fastest layouts reach when no layout meets the targets."""
+    missed = []
     import time  # only --search times itself
     t0 = time.perf_counter()
     N, s, o = args.num_gpus, args.prompt_tokens, args.output_tokens
@@ -306,6 +307,7 @@ def search_serving(spec, args, parser, fmt):
                 pt, ok = cost(c)
                 evaluated += 1
                 if not ok:
+                    missed.append(pt)  # drawn faded by --plot: where the targets cut the family off
                     mid = 3 * last // 2 if last else 0
                     if last and last < mid < c:
                         pt, ok = cost(mid)
@@ -346,7 +348,7 @@ def search_serving(spec, args, parser, fmt):
             + "; relax --max-ttft-ms/--max-tpot-ms or raise --num-gpus")
     front = pareto_front(points)
     gpu = next(iter(hw_cache.values()))  # every layout runs on the one accelerator
-    return {"num_gpus": N, "gpu": gpu["gpu"], "gpu_default": gpu["gpu_default"],
+    return {"num_gpus": N, "gpu": gpu["gpu"], "gpu_default": gpu["gpu_default"], "missed": missed,
             "max_ttft_ms": args.max_ttft_ms, "max_tpot_ms": args.max_tpot_ms,
             "layouts_evaluated": evaluated, "feasible": len(points), "pareto_front": front,
             "best": front[0], "search_time_s": time.perf_counter() - t0, "points": points}
@@ -420,6 +422,10 @@ def plot_front(res, path, *, parser, precision=None):
     except ImportError:
         return "matplotlib is not installed, so no plot was drawn (pip install matplotlib)"
     fig, ax = plt.subplots(figsize=(7, 5))
+    if res.get("missed"):  # the first concurrency of each layout past a target: faded, so the bound shows
+        ax.scatter([p["tokens_per_s_per_user"] for p in res["missed"]],
+                   [p["tokens_per_s_per_gpu"] for p in res["missed"]], s=8, c="C3", alpha=0.25,
+                   label="misses a target")
     ax.scatter([p["tokens_per_s_per_user"] for p in res["points"]],
                [p["tokens_per_s_per_gpu"] for p in res["points"]], s=8, c="0.7", label="meets the targets")
     front = sorted(res["pareto_front"], key=lambda p: p["tokens_per_s_per_user"])

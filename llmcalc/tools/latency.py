@@ -701,7 +701,7 @@ def main(argv=None):
             print(f"{res['best']['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU")
         elif args.json:
             import json
-            print(json.dumps({k: v for k, v in res.items() if k != "points"}, indent=2))
+            print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
         else:
             print(search_report(res, s=s, o=o, stack=hw["serving_stack"], top=args.top))
         return res
