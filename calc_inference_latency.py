@@ -4984,6 +4984,14 @@ def _percentile(values, q):
     return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (x - lo)
 
 
+# A simulation whose pace says it would run past this is stopped, saying how long it would take.
+SIMULATION_LIMIT_S = 120.0
+
+
+class SimulationTooLong(Exception):
+    """The run would take more than SIMULATION_LIMIT_S: (seconds left, requests done, requests)."""
+
+
 def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
                        bits, rate=None, concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1,
                        progress=None):
@@ -5052,7 +5060,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
     ttft, tpot, e2e = [], [], []
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
-    last_shown = time.monotonic()  # progress lines once the run takes over a second
+    started = last_shown = time.monotonic()  # progress lines once the run takes over a second
 
     def finish(first_step, first_t, arrivals):
         nonlocal d, first_sum, n_run, done, sent, duration
@@ -5107,8 +5115,13 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             else:
                 cohorts.append((step, t, new))
         if progress and time.monotonic() - last_shown > 1.0:
-            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done")
-            last_shown = time.monotonic()
+            now = time.monotonic()
+            left = (n - done) * (now - started) / max(done, 1)  # at the pace so far
+            if left > SIMULATION_LIMIT_S:
+                raise SimulationTooLong(left, done * units, n * units)
+            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
+                     f"about {left:,.0f} s left")
+            last_shown = now
     total = n * units
     mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
     ctx = s + max(o - 2, 0) // 2
@@ -5188,10 +5201,15 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                 kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=args.concurrency,
                 request_rate=args.request_rate)
     if args.num_requests is not None:
-        st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
-                                token_budget=budget, run_cap=run_cap, bits=bits,
-                                rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
-                                seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+        try:
+            st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
+                                    token_budget=budget, run_cap=run_cap, bits=bits,
+                                    rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
+                                    seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+        except SimulationTooLong as exc:
+            left, done, n = exc.args
+            parser.error(f"--num-requests {n:,} would take about {left / 60:,.0f} more minutes to simulate "
+                         f"({done:,} done); run fewer requests (the statistics settle within a few thousand)")
         rps = st["requests_per_s"]
         at_once = args.request_rate is not None and math.isinf(args.request_rate)  # JSON has no inf
         base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)

@@ -419,3 +419,14 @@ def test_search_labels_carry_a_quantized_checkpoints_format(capsys):
     I.main(["--hf_model_name_or_path", config_path("gpt-oss-120b"), "--search", "--num-gpus", "8", "--top", "3"])
     out = capsys.readouterr().out
     assert "w16e4a16kv8" in out and "the checkpoint's own Y-bit routed experts" in out
+
+
+def test_a_simulation_that_would_take_minutes_is_refused_with_its_estimate(monkeypatch):
+    # progress lines say how long is left; past SIMULATION_LIMIT_S (120 s) the run stops, exit 2.
+    # The limit is set to 0 here so that a run of over a second trips it.
+    monkeypatch.setattr(I, "SIMULATION_LIMIT_S", 0.0)
+    rc, err = exit_code_and_stderr(I.main, ["--hf_model_name_or_path", config_path("llama-3-8b"), "-s", "1000",
+                                            "-o", "200", "--num-requests", "1000000", "--request-rate", "20"])
+    lines = [x for x in err.splitlines() if not x.startswith("note:")]
+    assert rc == 2 and len(lines) == 1
+    assert "--num-requests 1,000,000 would take about" in lines[0] and "more minutes to simulate" in lines[0]

@@ -65,11 +65,16 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                 kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=args.concurrency,
                 request_rate=args.request_rate)
     if args.num_requests is not None:
-        from .simulate import simulate_benchmark  # only --num-requests
-        st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
-                                token_budget=budget, run_cap=run_cap, bits=bits,
-                                rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
-                                seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+        from .simulate import SimulationTooLong, simulate_benchmark  # only --num-requests
+        try:
+            st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
+                                    token_budget=budget, run_cap=run_cap, bits=bits,
+                                    rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
+                                    seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+        except SimulationTooLong as exc:
+            left, done, n = exc.args
+            parser.error(f"--num-requests {n:,} would take about {left / 60:,.0f} more minutes to simulate "
+                         f"({done:,} done); run fewer requests (the statistics settle within a few thousand)")
         rps = st["requests_per_s"]
         at_once = args.request_rate is not None and math.isinf(args.request_rate)  # JSON has no inf
         base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)

@@ -30,6 +30,14 @@ def _percentile(values, q):
     return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (x - lo)
 
 
+# A simulation whose pace says it would run past this is stopped, saying how long it would take.
+SIMULATION_LIMIT_S = 120.0
+
+
+class SimulationTooLong(Exception):
+    """The run would take more than SIMULATION_LIMIT_S: (seconds left, requests done, requests)."""
+
+
 def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
                        bits, rate=None, concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1,
                        progress=None):
@@ -98,7 +106,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
     ttft, tpot, e2e = [], [], []
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
-    last_shown = time.monotonic()  # progress lines once the run takes over a second
+    started = last_shown = time.monotonic()  # progress lines once the run takes over a second
 
     def finish(first_step, first_t, arrivals):
         nonlocal d, first_sum, n_run, done, sent, duration
@@ -153,8 +161,13 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             else:
                 cohorts.append((step, t, new))
         if progress and time.monotonic() - last_shown > 1.0:
-            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done")
-            last_shown = time.monotonic()
+            now = time.monotonic()
+            left = (n - done) * (now - started) / max(done, 1)  # at the pace so far
+            if left > SIMULATION_LIMIT_S:
+                raise SimulationTooLong(left, done * units, n * units)
+            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
+                     f"about {left:,.0f} s left")
+            last_shown = now
     total = n * units
     mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
     ctx = s + max(o - 2, 0) // 2
