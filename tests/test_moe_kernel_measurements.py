@@ -29,7 +29,8 @@ import pytest
 import calc_inference_latency as cil
 from llmcalc.model.formulas import expected_real_experts  # the formulas themselves
 from llmcalc.serve.forward import expected_distinct_real_experts, layer_costs, roofline_time_s
-from llmcalc.serve.stacks import MLP_KERNELS, MOE_EXTRA_KERNELS, NVFP4_BITS, ROOFLINE_CORNER_P
+from llmcalc.precision import NVFP4_BITS
+from llmcalc.serve.stacks import MLP_KERNELS, MOE_EXTRA_KERNELS, ROOFLINE_CORNER_P
 
 H, WIDTH, EXPERTS, TOPK, EP = 7168, 2048, 256, 8, 8
 # the routed experts alone, as the script's layer list describes a MoE block (no shared expert)

@@ -96,6 +96,7 @@ CONCEPTS = {
     "scale-up bandwidth per GPU, GB/s": ("--intra-node-bw-GBps", "--tp-bandwidth-gbps"),
     "scale-out bandwidth per GPU, GB/s": ("--inter-node-bw-GBps", "--scale-out-gbps"),
     "KV-cache element bits": ("--kv-cache-bits",),
+    "serving precision preset": ("--precision",),
     "recurrent-state element bits": ("--state-bits",),
     "tensor parallel size": ("--tensor-parallel-size", "-tp"),
     "pipeline parallel size": ("--pipeline-parallel-size", "-pp"),
@@ -430,3 +431,12 @@ def test_a_simulation_that_would_take_minutes_is_refused_with_its_estimate(monke
     lines = [x for x in err.splitlines() if not x.startswith("note:")]
     assert rc == 2 and len(lines) == 1
     assert "--num-requests 1,000,000 would take about" in lines[0] and "more minutes to simulate" in lines[0]
+
+
+def test_precision_preset_means_the_same_in_mem_and_latency(capsys):
+    cfg = ["--hf_model_name_or_path", config_path("llama-3-8b"), "-s", "8192", "-b", "8"]
+    for preset, gpu in (("fp8", "h100"), ("fp4", "b200"), ("w4a16", "h100")):  # fp4 runs on Blackwell
+        mem = _json(M.main, cfg + ["--infer", "--precision", preset, "--gpu", gpu], capsys)
+        lat = _json(I.main, cfg + ["-o", "1", "--precision", preset, "--gpu", gpu], capsys)
+        assert mem["weights_bytes"] == pytest.approx(lat["weight_bytes_per_gpu"], rel=1e-9)
+        assert mem["kv_cache_bytes"] == pytest.approx(lat["kv_cache_bytes_per_gpu"], rel=1e-9)

@@ -165,15 +165,15 @@ from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_
     finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
 from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
+from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.engine import layout_problem, serve_steady_state
 from ..serve.forward import forward_pass
 from ..serve.memory import (cache_bytes_per_gpu, layer_cache_bytes, layer_weight_bytes,
     weight_bytes_per_gpu)
 from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
-    DEFAULT_ALLREDUCE_LATENCY_US, DEFAULT_COMPUTE_EFFICIENCY,
-    DEFAULT_KERNEL_OVERHEAD_US, DEFAULT_MEMORY_EFFICIENCY,
-    DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY, LOW_BIT_EFFICIENCY_RATIO, NVFP4_BITS,
-    PRECISIONS, ROOFLINE_CORNER_P, SERVING_STACKS, resolve_hardware)
+    DEFAULT_ALLREDUCE_LATENCY_US, DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_KERNEL_OVERHEAD_US,
+    DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY,
+    LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, resolve_hardware)
 from ..serve.steady import critical_batch, decode_total_s
 
 

@@ -70,6 +70,7 @@ from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_o
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
+from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.footprint import all_attention_layers, any_attn, inference_memory, kv_cache_by_kind
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
@@ -293,6 +294,9 @@ def build_parser():
                    "window is at --low-prec-bytes-per-val")
     i = p.add_argument_group("inference")
     i.add_argument("--infer", action="store_true", help="inference instead of training")
+    i.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
+                   help="weight and KV-cache bits at once, as calc_inference_latency.py takes it (explicit "
+                   "--weight-bits / --kv-cache-bits win; fp4 weights are NVFP4, 4.5 bits with scales)")
     i.add_argument("--output-tokens", "-o", type=bounded_int, default=None, help="generated tokens (default 1)")
     i.add_argument("--prefill-chunk", type=bounded_int, default=None,
                    help="tokens one prefill forward processes (vLLM-style chunked prefill; default: "
@@ -384,6 +388,12 @@ def check_pipeline_split(args, parser, L, pp, vp):
 
 def resolve(args, parser):
     """Resolve the model and configuration; every check is a one-line parser.error (exit 2)."""
+    if args.precision and args.infer:  # the preset fills the bit widths not given, as latency's
+        w, _, kv = PRECISIONS[args.precision]
+        if args.weight_bits is None:
+            args.weight_bits = NVFP4_BITS if args.precision == "fp4" else w
+        if args.kv_cache_bits is None and args.kv_cache_bytes_per_val is None:
+            args.kv_cache_bits = kv
     for name in ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size", "virtual_pipeline_size",
                  "context_parallel_size", "expert_parallelism", "expert_tensor_parallel_size",
                  "batch_size_per_gpu", "global_batch_size", "sequence_length",
@@ -414,6 +424,9 @@ def resolve(args, parser):
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
     except ValueError as exc:
         parser.error(str(exc))
+    if args.precision and not args.infer:
+        spec["warnings"].append(f"--precision {args.precision} describes serving (--infer); training counts "
+                                "weights, gradients and states at the byte widths of its own flags")
     if args.infer:  # training-only layouts: say so in the result rather than drop them silently
         unused = [f for f, on in (("-cp", args.context_parallel_size > 1), ("--sequence-parallel", args.sequence_parallel),
                                   ("-z", args.zero_stage is not None), ("--offload", args.offload)) if on]
