@@ -3209,12 +3209,13 @@ def resolve_model_spec(args, defaults=None):
             s["num_kv_heads"] = int(round(kv))
         s.setdefault("num_kv_heads", int(round(a * d["kv_size_ratio"])) or 1)
         if a % s["num_kv_heads"]:
+            path = getattr(args, "hf_model_name_or_path", None)  # name the field or flag each came from
             heads = "--num-attention-heads" if flag("num_attention_heads") is not None else "num_attention_heads"
-            kv = ("--num-kv-heads" if flag("num_kv_heads") is not None else "--kv-size-ratio"
-                  if flag("kv_size_ratio") is not None else "num_key_value_heads" if getattr(args, "hf_model_name_or_path", None)
-                  else "the default kv heads (= heads)")
-            where = f" ({getattr(args, 'hf_model_name_or_path', None)})" if getattr(args, "hf_model_name_or_path", None) else ""
-            raise ValueError(f"{heads} {a} is not divisible by {kv} {s['num_kv_heads']}{where}")
+            kv = ("--num-kv-heads" if flag("num_kv_heads") is not None
+                  else "--kv-size-ratio" if flag("kv_size_ratio") is not None
+                  else "num_key_value_heads" if path else "the default kv heads (= heads)")
+            raise ValueError(f"{heads} {a} is not divisible by {kv} {s['num_kv_heads']}"
+                             + (f" ({path})" if path else ""))
     if flag("ffn_expansion_factor") is not None and flag("ffn_hidden_size") is None:
         s["ffn_hidden_size"] = int(round(flag("ffn_expansion_factor") * h))
     s.setdefault("ffn_hidden_size", int(round(d["ffn_expansion_factor"] * h)))
@@ -4406,12 +4407,12 @@ def format_report(res):
                              f"{'fits' if x['fits'] else 'does not fit'}: {x['why']}")
             if not ways["fewest_gpus"]:
                 lines.append("  no GPU count up to 2^20 data-parallel ranks fits it under ZeRO-3 and full recompute")
-            lines.append(f"  the fastest layout that fits{' on ' + str(ways['fewest_gpus']) + ' GPUs' if ways['fewest_gpus'] else ''}: "
-                         f"{ways['search_command']}")
+            on = f" on {ways['fewest_gpus']} GPUs" if ways["fewest_gpus"] else ""
+            lines.append(f"  the fastest layout that fits{on}: {ways['search_command']}")
     off = res.get("offload")
     if off:
-        lines.append(f"offloaded optimizer (--offload): {off['host_bytes_per_gpu'] / 1e9:,.1f} GB of host memory per GPU, "
-                     f"{off['host_bytes_per_host'] / 1e9:,.1f} GB per host of {off['gpus_per_host']} GPUs "
+        lines.append(f"offloaded optimizer (--offload): {off['host_bytes_per_gpu'] / 1e9:,.1f} GB of host memory "
+                     f"per GPU, {off['host_bytes_per_host'] / 1e9:,.1f} GB per host of {off['gpus_per_host']} GPUs "
                      f"({off['bytes_per_param']:g} B per parameter it updates)")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")

@@ -118,12 +118,13 @@ def resolve_model_spec(args, defaults=None):
             s["num_kv_heads"] = int(round(kv))
         s.setdefault("num_kv_heads", int(round(a * d["kv_size_ratio"])) or 1)
         if a % s["num_kv_heads"]:
+            path = getattr(args, "hf_model_name_or_path", None)  # name the field or flag each came from
             heads = "--num-attention-heads" if flag("num_attention_heads") is not None else "num_attention_heads"
-            kv = ("--num-kv-heads" if flag("num_kv_heads") is not None else "--kv-size-ratio"
-                  if flag("kv_size_ratio") is not None else "num_key_value_heads" if getattr(args, "hf_model_name_or_path", None)
-                  else "the default kv heads (= heads)")
-            where = f" ({getattr(args, 'hf_model_name_or_path', None)})" if getattr(args, "hf_model_name_or_path", None) else ""
-            raise ValueError(f"{heads} {a} is not divisible by {kv} {s['num_kv_heads']}{where}")
+            kv = ("--num-kv-heads" if flag("num_kv_heads") is not None
+                  else "--kv-size-ratio" if flag("kv_size_ratio") is not None
+                  else "num_key_value_heads" if path else "the default kv heads (= heads)")
+            raise ValueError(f"{heads} {a} is not divisible by {kv} {s['num_kv_heads']}"
+                             + (f" ({path})" if path else ""))
     if flag("ffn_expansion_factor") is not None and flag("ffn_hidden_size") is None:
         s["ffn_hidden_size"] = int(round(flag("ffn_expansion_factor") * h))
     s.setdefault("ffn_hidden_size", int(round(d["ffn_expansion_factor"] * h)))

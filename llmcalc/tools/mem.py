@@ -182,12 +182,12 @@ def format_report(res):
                              f"{'fits' if x['fits'] else 'does not fit'}: {x['why']}")
             if not ways["fewest_gpus"]:
                 lines.append("  no GPU count up to 2^20 data-parallel ranks fits it under ZeRO-3 and full recompute")
-            lines.append(f"  the fastest layout that fits{' on ' + str(ways['fewest_gpus']) + ' GPUs' if ways['fewest_gpus'] else ''}: "
-                         f"{ways['search_command']}")
+            on = f" on {ways['fewest_gpus']} GPUs" if ways["fewest_gpus"] else ""
+            lines.append(f"  the fastest layout that fits{on}: {ways['search_command']}")
     off = res.get("offload")
     if off:
-        lines.append(f"offloaded optimizer (--offload): {off['host_bytes_per_gpu'] / 1e9:,.1f} GB of host memory per GPU, "
-                     f"{off['host_bytes_per_host'] / 1e9:,.1f} GB per host of {off['gpus_per_host']} GPUs "
+        lines.append(f"offloaded optimizer (--offload): {off['host_bytes_per_gpu'] / 1e9:,.1f} GB of host memory "
+                     f"per GPU, {off['host_bytes_per_host'] / 1e9:,.1f} GB per host of {off['gpus_per_host']} GPUs "
                      f"({off['bytes_per_param']:g} B per parameter it updates)")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
