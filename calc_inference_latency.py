@@ -392,6 +392,13 @@ def model_flag_words(parser, args):
     return words
 
 
+def script_command(script, parser, args, *, words=(), last=()):
+    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
+    command another script of this family answers with the same meaning (one meaning per flag)."""
+    gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
+    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+
+
 def _num(x):
     """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
     if isinstance(x, int) and abs(x) < 10 ** 6:
@@ -472,8 +479,10 @@ def run_tool(main):
         sys.stdout = None
         sys.exit(141)
     except OSError as exc:
-        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
-            raise
+        import errno  # a stdout that cannot be written: a full disk or quota, an I/O error, a bad descriptor
+        if exc.filename is not None or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF,
+                                                          errno.EFBIG):
+            raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
@@ -2284,8 +2293,7 @@ def _check_dtype(cfg, where, warnings):
     disagree (transformers 5 reads dtype); the counts do not depend on it."""
     vals = {k: cfg.get(k) for k in ("dtype", "torch_dtype") if cfg.get(k) is not None}
     for k, v in vals.items():
-        name = v.replace("torch.", "") if isinstance(v, str) else v
-        if name not in _DTYPES:
+        if not isinstance(v, str) or v.replace("torch.", "") not in _DTYPES:
             warnings.append(f"{where}: {k} {str(v)[:40]!r} is not a dtype transformers knows; not used here "
                             "(weights are counted at the flags' precision)")
     if len(vals) == 2 and vals["dtype"] != vals["torch_dtype"]:
@@ -2311,8 +2319,11 @@ def _trained_context(r):
     """The longest context the model was trained or extended to, in tokens: max_position_embeddings
     (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
     NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
-    in 5.x). None when the config states neither. A rope block not understood is left out."""
-    n = r.int("max_position_embeddings", "n_positions", hi=2**31)
+    in 5.x). None when the config states neither. A field or rope block not understood is left out
+    (the counts do not depend on it; only the context checks use it)."""
+    r.used.update(("max_position_embeddings", "n_positions"))
+    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"))
+              if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**31), None)
     rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
     if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
         factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings") or n

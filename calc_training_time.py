@@ -455,6 +455,13 @@ def model_flag_words(parser, args):
     return words
 
 
+def script_command(script, parser, args, *, words=(), last=()):
+    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
+    command another script of this family answers with the same meaning (one meaning per flag)."""
+    gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
+    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+
+
 def _num(x):
     """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
     if isinstance(x, int) and abs(x) < 10 ** 6:
@@ -535,8 +542,10 @@ def run_tool(main):
         sys.stdout = None
         sys.exit(141)
     except OSError as exc:
-        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
-            raise
+        import errno  # a stdout that cannot be written: a full disk or quota, an I/O error, a bad descriptor
+        if exc.filename is not None or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF,
+                                                          errno.EFBIG):
+            raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
@@ -2600,8 +2609,7 @@ def _check_dtype(cfg, where, warnings):
     disagree (transformers 5 reads dtype); the counts do not depend on it."""
     vals = {k: cfg.get(k) for k in ("dtype", "torch_dtype") if cfg.get(k) is not None}
     for k, v in vals.items():
-        name = v.replace("torch.", "") if isinstance(v, str) else v
-        if name not in _DTYPES:
+        if not isinstance(v, str) or v.replace("torch.", "") not in _DTYPES:
             warnings.append(f"{where}: {k} {str(v)[:40]!r} is not a dtype transformers knows; not used here "
                             "(weights are counted at the flags' precision)")
     if len(vals) == 2 and vals["dtype"] != vals["torch_dtype"]:
@@ -2627,8 +2635,11 @@ def _trained_context(r):
     """The longest context the model was trained or extended to, in tokens: max_position_embeddings
     (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
     NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
-    in 5.x). None when the config states neither. A rope block not understood is left out."""
-    n = r.int("max_position_embeddings", "n_positions", hi=2**31)
+    in 5.x). None when the config states neither. A field or rope block not understood is left out
+    (the counts do not depend on it; only the context checks use it)."""
+    r.used.update(("max_position_embeddings", "n_positions"))
+    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"))
+              if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**31), None)
     rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
     if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
         factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings") or n
@@ -4289,6 +4300,14 @@ QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3:
 # Model states
 # ------------------------------------------------------------------------------------------------
 
+def zero_shards(*, dp, cp, tp, pp, etp, ep):
+    """ZeRO's shard counts, as the memory config's zero_shard and expert_zero_shard: dense states
+    split over the dp x cp ranks that hold the same layers; expert states over the ranks that hold
+    copies of the same expert shard, all GPUs / (pp x etp x ep) (Megatron-LM's expert data parallel
+    group). Assumes every size divides."""
+    return {"zero_shard": dp * cp, "expert_zero_shard": dp * cp * tp * pp // (pp * etp * ep)}
+
+
 def optimizer_bytes_per_param(*, optimizer, mixed_precision, master_bytes):
     """Optimizer bytes per trainable parameter: states (table above) plus, in mixed precision,
     the fp32 master weights (ZeRO paper sec. 3.1: Adam's K = 4 + 4 + 4 = 12)."""
@@ -5238,7 +5257,6 @@ def memory_config(spec, lay, c0):
     """calc_transformer_mem.py's configuration dict for this layout (training_memory's `c`); under
     --framework pytorch the eager activation rule, with autocast's fp32 weights at ZeRO 0-1."""
     dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
-    n = dp * cp * tp * pp
     if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
         autocast = lay["zero_stage"] <= 1
         c0 = dict(c0, activation_rule="eager", autocast=autocast)
@@ -5246,8 +5264,9 @@ def memory_config(spec, lay, c0):
             c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
     return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
-                chunk_layers=None, zero_stage=lay["zero_stage"], zero_shard=dp * cp,
-                expert_zero_shard=n // (pp * etp * ep), sequence_length=lay["sequence_length"],
+                chunk_layers=None, zero_stage=lay["zero_stage"],
+                **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
+                sequence_length=lay["sequence_length"],
                 num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
                 sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
                 dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
@@ -6029,19 +6048,16 @@ def main(argv=None):
                                   "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
     res["layout"] = dict(lay, sequence_parallel=lay["sp"])
     if not r["fits"] and not args.search:  # the way out: the search over every layout of these GPUs
-        words = (["python3 calc_training_time.py"] + model_flag_words(parser, args)
-                 + [f"-s {lay['sequence_length']}", f"--num-gpus {n}", f"--global-batch-size {lay['global_batch_size']}"]
-                 + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else [])
-                 + ([f"--framework {args.framework}"] if args.framework != "megatron" else [])
-                 + ["--search"])
-        res["next_step"] = {"search_command": " ".join(words),
-                            "memory_command": " ".join(["python3 calc_transformer_mem.py"] + model_flag_words(parser, args)
-                                                       + [f"-s {lay['sequence_length']}", f"--num-gpus {n}",
-                                                          f"-tp {lay['tp']}", f"-pp {lay['pp']}", f"-b {lay['micro_batch_size']}",
-                                                          f"-z {lay['zero_stage']}", f"--recompute {lay['recompute']}"]
-                                                       + (["-zbs", "0"] if lay["zero_stage"] < 3 else [])  # sharded in place
-                                                       + (["--framework pytorch"] if args.framework == "pytorch" else [])
-                                                       + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else []))}
+        s = f"-s {lay['sequence_length']} --num-gpus {n}"
+        search = [s, f"--global-batch-size {lay['global_batch_size']}"]
+        last = [*([f"--framework {args.framework}"] if args.framework != "megatron" else []), "--search"]
+        memory = [s, f"-tp {lay['tp']} -pp {lay['pp']} -b {lay['micro_batch_size']} -z {lay['zero_stage']} "
+                     f"--recompute {lay['recompute']}",
+                  *(["-zbs 0"] if lay["zero_stage"] < 3 else []),  # Megatron's optimizer shards in place
+                  *(["--framework pytorch"] if args.framework == "pytorch" else [])]
+        res["next_step"] = {"search_command": script_command("calc_training_time.py", parser, args, words=search,
+                                                             last=last),
+                            "memory_command": script_command("calc_transformer_mem.py", parser, args, words=memory)}
     res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
                              "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
     if args.tokens:

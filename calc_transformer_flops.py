@@ -291,6 +291,13 @@ def model_flag_words(parser, args):
     return words
 
 
+def script_command(script, parser, args, *, words=(), last=()):
+    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
+    command another script of this family answers with the same meaning (one meaning per flag)."""
+    gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
+    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+
+
 def _num(x):
     """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
     if isinstance(x, int) and abs(x) < 10 ** 6:
@@ -371,8 +378,10 @@ def run_tool(main):
         sys.stdout = None
         sys.exit(141)
     except OSError as exc:
-        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
-            raise
+        import errno  # a stdout that cannot be written: a full disk or quota, an I/O error, a bad descriptor
+        if exc.filename is not None or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF,
+                                                          errno.EFBIG):
+            raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
@@ -2775,8 +2784,7 @@ def _check_dtype(cfg, where, warnings):
     disagree (transformers 5 reads dtype); the counts do not depend on it."""
     vals = {k: cfg.get(k) for k in ("dtype", "torch_dtype") if cfg.get(k) is not None}
     for k, v in vals.items():
-        name = v.replace("torch.", "") if isinstance(v, str) else v
-        if name not in _DTYPES:
+        if not isinstance(v, str) or v.replace("torch.", "") not in _DTYPES:
             warnings.append(f"{where}: {k} {str(v)[:40]!r} is not a dtype transformers knows; not used here "
                             "(weights are counted at the flags' precision)")
     if len(vals) == 2 and vals["dtype"] != vals["torch_dtype"]:
@@ -2802,8 +2810,11 @@ def _trained_context(r):
     """The longest context the model was trained or extended to, in tokens: max_position_embeddings
     (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
     NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
-    in 5.x). None when the config states neither. A rope block not understood is left out."""
-    n = r.int("max_position_embeddings", "n_positions", hi=2**31)
+    in 5.x). None when the config states neither. A field or rope block not understood is left out
+    (the counts do not depend on it; only the context checks use it)."""
+    r.used.update(("max_position_embeddings", "n_positions"))
+    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"))
+              if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**31), None)
     rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
     if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
         factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings") or n
@@ -3707,14 +3718,12 @@ def training_time_command(args, parser):
     """The calc_training_time.py command that costs this run's step on its GPUs (the layout's own
     MFU, --search for the fastest layout), from the flags given: the model flags as typed, the
     sequence, the global batch (-b here is samples), the tokens and the GPUs."""
-    words = ["python3 calc_training_time.py"] + model_flag_words(parser, args)
-    words += [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
-              f"--global-batch-size {args.batch_size}"]
-    words.append(f"--gpu {shell_word(args.gpu)}" if args.gpu else f"--peak-tflops {args.peak_tflops:g}")
-    if args.dtype != "bf16":
-        words.append(f"--dtype {args.dtype}")
-    words.append("--search")  # the search tries each recompute mode itself
-    return " ".join(words)
+    words = [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
+             f"--global-batch-size {args.batch_size}"]
+    last = ([] if args.gpu else [f"--peak-tflops {args.peak_tflops:g}"]) + (
+        [f"--dtype {args.dtype}"] if args.dtype != "bf16" else [])
+    return script_command("calc_training_time.py", parser, args, words=words,
+                          last=last + ["--search"])  # the search tries each recompute mode itself
 
 
 def peak_from_hardware(args, parser):

@@ -461,6 +461,13 @@ def model_flag_words(parser, args):
     return words
 
 
+def script_command(script, parser, args, *, words=(), last=()):
+    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
+    command another script of this family answers with the same meaning (one meaning per flag)."""
+    gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
+    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+
+
 def _num(x):
     """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
     if isinstance(x, int) and abs(x) < 10 ** 6:
@@ -541,8 +548,10 @@ def run_tool(main):
         sys.stdout = None
         sys.exit(141)
     except OSError as exc:
-        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
-            raise
+        import errno  # a stdout that cannot be written: a full disk or quota, an I/O error, a bad descriptor
+        if exc.filename is not None or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF,
+                                                          errno.EFBIG):
+            raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
@@ -2945,8 +2954,7 @@ def _check_dtype(cfg, where, warnings):
     disagree (transformers 5 reads dtype); the counts do not depend on it."""
     vals = {k: cfg.get(k) for k in ("dtype", "torch_dtype") if cfg.get(k) is not None}
     for k, v in vals.items():
-        name = v.replace("torch.", "") if isinstance(v, str) else v
-        if name not in _DTYPES:
+        if not isinstance(v, str) or v.replace("torch.", "") not in _DTYPES:
             warnings.append(f"{where}: {k} {str(v)[:40]!r} is not a dtype transformers knows; not used here "
                             "(weights are counted at the flags' precision)")
     if len(vals) == 2 and vals["dtype"] != vals["torch_dtype"]:
@@ -2972,8 +2980,11 @@ def _trained_context(r):
     """The longest context the model was trained or extended to, in tokens: max_position_embeddings
     (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
     NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
-    in 5.x). None when the config states neither. A rope block not understood is left out."""
-    n = r.int("max_position_embeddings", "n_positions", hi=2**31)
+    in 5.x). None when the config states neither. A field or rope block not understood is left out
+    (the counts do not depend on it; only the context checks use it)."""
+    r.used.update(("max_position_embeddings", "n_positions"))
+    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"))
+              if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**31), None)
     rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
     if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
         factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings") or n
@@ -3488,6 +3499,14 @@ QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3:
 # ------------------------------------------------------------------------------------------------
 # Model states
 # ------------------------------------------------------------------------------------------------
+
+def zero_shards(*, dp, cp, tp, pp, etp, ep):
+    """ZeRO's shard counts, as the memory config's zero_shard and expert_zero_shard: dense states
+    split over the dp x cp ranks that hold the same layers; expert states over the ranks that hold
+    copies of the same expert shard, all GPUs / (pp x etp x ep) (Megatron-LM's expert data parallel
+    group). Assumes every size divides."""
+    return {"zero_shard": dp * cp, "expert_zero_shard": dp * cp * tp * pp // (pp * etp * ep)}
+
 
 def optimizer_bytes_per_param(*, optimizer, mixed_precision, master_bytes):
     """Optimizer bytes per trainable parameter: states (table above) plus, in mixed precision,
@@ -4257,8 +4276,8 @@ def offload_host_memory(spec, c, b):
 
 def with_dp(c, dp):
     """The configuration with dp data-parallel ranks (the other parallel sizes kept)."""
-    n = dp * c["cp"] * c["tp"] * c["pp"]
-    return dict(c, dp=dp, num_gpus=n, zero_shard=dp * c["cp"], expert_zero_shard=n // (c["pp"] * c["etp"] * c["ep"]))
+    return dict(c, dp=dp, num_gpus=dp * c["cp"] * c["tp"] * c["pp"],
+                **zero_shards(dp=dp, cp=c["cp"], tp=c["tp"], pp=c["pp"], etp=c["etp"], ep=c["ep"]))
 
 
 def training_ways_out(spec, c, b):
@@ -4290,15 +4309,18 @@ def training_ways_out(spec, c, b):
         add(" ".join(flags), most, "all of these together")
     fewest = None
     scaled = dict(c, zero_stage=3, recompute="full")
-    dp = c["dp"]
+    dp = c["dp"]  # these GPUs first: ZeRO-3 and full recompute may be enough without offload
     while dp < 1 << 20:
-        dp *= 2
         cc = with_dp(scaled, dp)
         if training_memory(spec, cc, b)[0]["total_bytes"] <= lim:
             fewest = cc["num_gpus"]
-            add(f"--num-gpus {fewest} -z 3 --recompute full", cc,
-                f"the fewest GPUs that fit (dp {dp}, tp {c['tp']}, pp {c['pp']}), no offload")
+            if dp > c["dp"]:
+                add(f"--num-gpus {fewest} -z 3 --recompute full", cc,
+                    f"the fewest GPUs that fit (dp {dp}, tp {c['tp']}, pp {c['pp']}), no offload")
+            elif flags[:2] != ["-z 3", "--recompute full"] or "--offload" in flags:
+                add("-z 3 --recompute full", cc, "these GPUs, no offload")
             break
+        dp *= 2
     return {"changes": out, "fewest_gpus": fewest}
 
 
@@ -4791,7 +4813,8 @@ def resolve(args, parser):
          "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
          "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
          "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
-         "zero_stage": zero, "zero_shard": dp * cp, "expert_zero_shard": n // (pp * etp * ep),
+         "zero_stage": zero,
+         **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
          "zbs": 5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size, "zmlp": args.zero3_max_live_params or 1e9,
          "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
          "sequence_parallel": args.sequence_parallel and tp > 1,
@@ -4940,13 +4963,9 @@ def mode_text(args, c):
 
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
-    gbs = args.global_batch_size or n * b
-    words = (["python3 calc_training_time.py"] + model_flag_words(parser, args)
-             + [f"-s {c['sequence_length']}", f"--num-gpus {n}", f"--global-batch-size {gbs}"]
-             + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else [])
-             + ([f"--gpu-memory-gib {_num(args.gpu_memory_gib)}"] if args.gpu_memory_gib is not None else [])
-             + ["--search"])
-    return " ".join(words)
+    words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
+    last = [f"--gpu-memory-gib {_num(args.gpu_memory_gib)}"] if args.gpu_memory_gib is not None else []
+    return script_command("calc_training_time.py", parser, args, words=words, last=last + ["--search"])
 
 
 def main(argv=None):

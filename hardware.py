@@ -442,6 +442,13 @@ def model_flag_words(parser, args):
     return words
 
 
+def script_command(script, parser, args, *, words=(), last=()):
+    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
+    command another script of this family answers with the same meaning (one meaning per flag)."""
+    gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
+    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+
+
 def _num(x):
     """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
     if isinstance(x, int) and abs(x) < 10 ** 6:
@@ -522,8 +529,10 @@ def run_tool(main):
         sys.stdout = None
         sys.exit(141)
     except OSError as exc:
-        if exc.filename is not None:  # a file the tool itself opened: not the output's failure
-            raise
+        import errno  # a stdout that cannot be written: a full disk or quota, an I/O error, a bad descriptor
+        if exc.filename is not None or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF,
+                                                          errno.EFBIG):
+            raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)

@@ -457,7 +457,6 @@ def test_cookbook_readme_moe_command():
     res, out = run(["-l", "12", "-hs", "768", "--moe", "-e", "512"])
     spec = res["model"]
     assert spec["num_experts"] == 512 and spec["topk"] == 1 and spec["moe_layers"] == list(range(12))
-    assert res["total_params"] == 29_126_370_816
     parts = res["forward_breakdown_flops"]
     assert parts.get("dense_mlp", 0) == 0
     # the router adds 2 h E per token in each of the 12 layers
@@ -480,7 +479,8 @@ def test_moe_example_is_one_answer_in_every_script(capsys):
         out = json.loads(capsys.readouterr().out)
         counts.append(out.get("total_params") or out["params"]["total_params"])
     res, _ = run(argv[:-1])
-    assert counts == [res["total_params"]] * 2 == [29_126_370_816] * 2
+    assert counts == [res["total_params"]] * 2  # one answer; the count itself is tested against
+    # transformers for every architecture in test_layer_families.py
 
 
 def test_cookbook_flags_and_defaults():

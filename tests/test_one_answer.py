@@ -440,3 +440,23 @@ def test_precision_preset_means_the_same_in_mem_and_latency(capsys):
         lat = _json(I.main, cfg + ["-o", "1", "--precision", preset, "--gpu", gpu], capsys)
         assert mem["weights_bytes"] == pytest.approx(lat["weight_bytes_per_gpu"], rel=1e-9)
         assert mem["kv_cache_bytes"] == pytest.approx(lat["kv_cache_bytes_per_gpu"], rel=1e-9)
+
+
+def test_a_dtype_or_context_field_of_the_wrong_type_is_a_warning_or_ignored(tmp_path, capsys):
+    # neither changes a count: a list dtype is a stated warning (it was a refusal), a float
+    # max_position_embeddings leaves the trained context unknown (it was a refusal)
+    res = _json(P.main, ["--hf_model_name_or_path", _config(tmp_path, torch_dtype=["bf16"])], capsys)
+    assert any("is not a dtype transformers knows" in w for w in res["warnings"])
+    res = _json(M.main, ["--hf_model_name_or_path", _config(tmp_path, max_position_embeddings=8192.0), "--infer"],
+                capsys)
+    assert "context_limited_by" not in res["fit"]
+
+
+def test_the_fewest_gpus_that_fit_can_be_the_gpus_given(capsys):
+    # a 128k-token Llama-3-8B shape on 16 GPUs fits under ZeRO-3 and full recompute as it is: the
+    # way out names these 16 GPUs, not 32
+    ways = _json(M.main, ["-l", "32", "-hs", "4096", "-a", "32", "--num-kv-heads", "8", "--ffn-hidden-size", "14336",
+                          "--swiglu", "-v", "128256", "--num-gpus", "16", "-tp", "4", "-cp", "4", "-s", "131072"],
+                 capsys)["fit"]["ways_out"]
+    assert ways["fewest_gpus"] == 16
+    assert any(w["flags"] == "-z 3 --recompute full" and w["fits"] for w in ways["changes"])

@@ -64,9 +64,9 @@ References:
 
 import sys
 
-from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
-    bounded_int, check_ranges, count_float, finite_float, model_flag_words, _num, parse_tool_args,
-    print_result, print_warnings, ranges_epilog, run_tool, shell_word)
+from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, add_output_args,
+    bounded_int, check_ranges, count_float, finite_float, parse_tool_args, print_result,
+    print_warnings, ranges_epilog, run_tool, script_command)
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
 from ..model.kinds import GDN_CHUNK, attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
@@ -383,14 +383,12 @@ def training_time_command(args, parser):
     """The calc_training_time.py command that costs this run's step on its GPUs (the layout's own
     MFU, --search for the fastest layout), from the flags given: the model flags as typed, the
     sequence, the global batch (-b here is samples), the tokens and the GPUs."""
-    words = ["python3 calc_training_time.py"] + model_flag_words(parser, args)
-    words += [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
-              f"--global-batch-size {args.batch_size}"]
-    words.append(f"--gpu {shell_word(args.gpu)}" if args.gpu else f"--peak-tflops {args.peak_tflops:g}")
-    if args.dtype != "bf16":
-        words.append(f"--dtype {args.dtype}")
-    words.append("--search")  # the search tries each recompute mode itself
-    return " ".join(words)
+    words = [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
+             f"--global-batch-size {args.batch_size}"]
+    last = ([] if args.gpu else [f"--peak-tflops {args.peak_tflops:g}"]) + (
+        [f"--dtype {args.dtype}"] if args.dtype != "bf16" else [])
+    return script_command("calc_training_time.py", parser, args, words=words,
+                          last=last + ["--search"])  # the search tries each recompute mode itself
 
 
 def peak_from_hardware(args, parser):

@@ -64,9 +64,9 @@ import argparse
 import sys
 
 from ..accelerator import GIB, default_accelerator
-from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
-    bounded_int, check_ranges, finite_float, model_flag_words, _num, parse_tool_args, print_result,
-    print_warnings, ranges_epilog, run_tool, shell_word)
+from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, add_output_args,
+    bounded_int, check_ranges, finite_float, parse_tool_args, print_result, print_warnings,
+    ranges_epilog, run_tool, script_command)
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
@@ -75,7 +75,8 @@ from ..serve.footprint import all_attention_layers, any_attn, inference_memory, 
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, QLORA_NF4_DQ_BITS,
-    optimizer_bytes_per_param, pipeline_chunk_layers, suggest_pipeline_split, training_memory)
+    optimizer_bytes_per_param, pipeline_chunk_layers, suggest_pipeline_split, training_memory,
+    zero_shards)
 
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
@@ -566,7 +567,8 @@ def resolve(args, parser):
          "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
          "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
          "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
-         "zero_stage": zero, "zero_shard": dp * cp, "expert_zero_shard": n // (pp * etp * ep),
+         "zero_stage": zero,
+         **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
          "zbs": 5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size, "zmlp": args.zero3_max_live_params or 1e9,
          "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
          "sequence_parallel": args.sequence_parallel and tp > 1,
@@ -715,13 +717,9 @@ def mode_text(args, c):
 
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
-    gbs = args.global_batch_size or n * b
-    words = (["python3 calc_training_time.py"] + model_flag_words(parser, args)
-             + [f"-s {c['sequence_length']}", f"--num-gpus {n}", f"--global-batch-size {gbs}"]
-             + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else [])
-             + ([f"--gpu-memory-gib {_num(args.gpu_memory_gib)}"] if args.gpu_memory_gib is not None else [])
-             + ["--search"])
-    return " ".join(words)
+    words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
+    last = [f"--gpu-memory-gib {_num(args.gpu_memory_gib)}"] if args.gpu_memory_gib is not None else []
+    return script_command("calc_training_time.py", parser, args, words=words, last=last + ["--search"])
 
 
 def main(argv=None):

@@ -56,8 +56,8 @@ import time
 
 from ..accelerator import default_accelerator
 from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
-    bounded_int, check_ranges, count_float, finite_float, model_flag_words, parse_tool_args,
-    print_warnings, ranges_epilog, run_tool, shell_word)
+    bounded_int, check_ranges, count_float, finite_float, parse_tool_args, print_warnings,
+    ranges_epilog, run_tool, script_command)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
@@ -532,19 +532,16 @@ def main(argv=None):
                                   "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
     res["layout"] = dict(lay, sequence_parallel=lay["sp"])
     if not r["fits"] and not args.search:  # the way out: the search over every layout of these GPUs
-        words = (["python3 calc_training_time.py"] + model_flag_words(parser, args)
-                 + [f"-s {lay['sequence_length']}", f"--num-gpus {n}", f"--global-batch-size {lay['global_batch_size']}"]
-                 + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else [])
-                 + ([f"--framework {args.framework}"] if args.framework != "megatron" else [])
-                 + ["--search"])
-        res["next_step"] = {"search_command": " ".join(words),
-                            "memory_command": " ".join(["python3 calc_transformer_mem.py"] + model_flag_words(parser, args)
-                                                       + [f"-s {lay['sequence_length']}", f"--num-gpus {n}",
-                                                          f"-tp {lay['tp']}", f"-pp {lay['pp']}", f"-b {lay['micro_batch_size']}",
-                                                          f"-z {lay['zero_stage']}", f"--recompute {lay['recompute']}"]
-                                                       + (["-zbs", "0"] if lay["zero_stage"] < 3 else [])  # sharded in place
-                                                       + (["--framework pytorch"] if args.framework == "pytorch" else [])
-                                                       + ([f"--gpu {shell_word(args.gpu)}"] if args.gpu else []))}
+        s = f"-s {lay['sequence_length']} --num-gpus {n}"
+        search = [s, f"--global-batch-size {lay['global_batch_size']}"]
+        last = [*([f"--framework {args.framework}"] if args.framework != "megatron" else []), "--search"]
+        memory = [s, f"-tp {lay['tp']} -pp {lay['pp']} -b {lay['micro_batch_size']} -z {lay['zero_stage']} "
+                     f"--recompute {lay['recompute']}",
+                  *(["-zbs 0"] if lay["zero_stage"] < 3 else []),  # Megatron's optimizer shards in place
+                  *(["--framework pytorch"] if args.framework == "pytorch" else [])]
+        res["next_step"] = {"search_command": script_command("calc_training_time.py", parser, args, words=search,
+                                                             last=last),
+                            "memory_command": script_command("calc_transformer_mem.py", parser, args, words=memory)}
     res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
                              "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
     if args.tokens:

@@ -4,7 +4,7 @@ by the same memory model (train/memory.py). References: Ren et al. 2021, "ZeRO-O
 host holds); Rajbhandari et al. 2020, "ZeRO" (what stage 3 shards).
 """
 
-from .memory import training_memory
+from .memory import training_memory, zero_shards
 
 
 def largest_that_fits(fn, limit, hi_cap=1 << 24):
@@ -42,8 +42,8 @@ def offload_host_memory(spec, c, b):
 
 def with_dp(c, dp):
     """The configuration with dp data-parallel ranks (the other parallel sizes kept)."""
-    n = dp * c["cp"] * c["tp"] * c["pp"]
-    return dict(c, dp=dp, num_gpus=n, zero_shard=dp * c["cp"], expert_zero_shard=n // (c["pp"] * c["etp"] * c["ep"]))
+    return dict(c, dp=dp, num_gpus=dp * c["cp"] * c["tp"] * c["pp"],
+                **zero_shards(dp=dp, cp=c["cp"], tp=c["tp"], pp=c["pp"], etp=c["etp"], ep=c["ep"]))
 
 
 def training_ways_out(spec, c, b):
@@ -75,13 +75,16 @@ def training_ways_out(spec, c, b):
         add(" ".join(flags), most, "all of these together")
     fewest = None
     scaled = dict(c, zero_stage=3, recompute="full")
-    dp = c["dp"]
+    dp = c["dp"]  # these GPUs first: ZeRO-3 and full recompute may be enough without offload
     while dp < 1 << 20:
-        dp *= 2
         cc = with_dp(scaled, dp)
         if training_memory(spec, cc, b)[0]["total_bytes"] <= lim:
             fewest = cc["num_gpus"]
-            add(f"--num-gpus {fewest} -z 3 --recompute full", cc,
-                f"the fewest GPUs that fit (dp {dp}, tp {c['tp']}, pp {c['pp']}), no offload")
+            if dp > c["dp"]:
+                add(f"--num-gpus {fewest} -z 3 --recompute full", cc,
+                    f"the fewest GPUs that fit (dp {dp}, tp {c['tp']}, pp {c['pp']}), no offload")
+            elif flags[:2] != ["-z 3", "--recompute full"] or "--offload" in flags:
+                add("-z 3 --recompute full", cc, "these GPUs, no offload")
             break
+        dp *= 2
     return {"changes": out, "fewest_gpus": fewest}

@@ -30,6 +30,14 @@ QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3:
 # Model states
 # ------------------------------------------------------------------------------------------------
 
+def zero_shards(*, dp, cp, tp, pp, etp, ep):
+    """ZeRO's shard counts, as the memory config's zero_shard and expert_zero_shard: dense states
+    split over the dp x cp ranks that hold the same layers; expert states over the ranks that hold
+    copies of the same expert shard, all GPUs / (pp x etp x ep) (Megatron-LM's expert data parallel
+    group). Assumes every size divides."""
+    return {"zero_shard": dp * cp, "expert_zero_shard": dp * cp * tp * pp // (pp * etp * ep)}
+
+
 def optimizer_bytes_per_param(*, optimizer, mixed_precision, master_bytes):
     """Optimizer bytes per trainable parameter: states (table above) plus, in mixed precision,
     the fp32 master weights (ZeRO paper sec. 3.1: Adam's K = 4 + 4 + 4 = 12)."""

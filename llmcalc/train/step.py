@@ -12,7 +12,7 @@ from .kernels import (APEX_LAYERNORM_2021, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYT
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
     grad_path, linear_times_s, memory_time_s)
 from .memory import (all_stage_layers, layer_params_per_rank, optimizer_bytes_per_param,
-    stage_params_per_rank, training_memory)
+    stage_params_per_rank, training_memory, zero_shards)
 
 
 def attention_linear_shapes(attn_r, *, h):
@@ -448,7 +448,6 @@ def memory_config(spec, lay, c0):
     """calc_transformer_mem.py's configuration dict for this layout (training_memory's `c`); under
     --framework pytorch the eager activation rule, with autocast's fp32 weights at ZeRO 0-1."""
     dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
-    n = dp * cp * tp * pp
     if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
         autocast = lay["zero_stage"] <= 1
         c0 = dict(c0, activation_rule="eager", autocast=autocast)
@@ -456,8 +455,9 @@ def memory_config(spec, lay, c0):
             c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
     return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
-                chunk_layers=None, zero_stage=lay["zero_stage"], zero_shard=dp * cp,
-                expert_zero_shard=n // (pp * etp * ep), sequence_length=lay["sequence_length"],
+                chunk_layers=None, zero_stage=lay["zero_stage"],
+                **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
+                sequence_length=lay["sequence_length"],
                 num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
                 sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
                 dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
