@@ -28,6 +28,7 @@ sys.path.insert(0, ROOT)
 import calc_inference_latency as I  # noqa: E402
 import calc_training_time as T  # noqa: E402
 from llmcalc.model.spec import resolve_model_spec  # noqa: E402
+from llmcalc.train.attention_rates import HOPPER_TABLE_PEAK_FLOPS, hopper_attention_fractions  # noqa: E402
 from llmcalc.serve.forward import forward_pass  # noqa: E402
 from llmcalc.serve.stacks import resolve_hardware as serve_hardware  # noqa: E402
 
@@ -155,17 +156,18 @@ def test_flash_backend_within_15_percent_of_the_fa2_rate(row):
 
 
 # SDPA without a backend named (what HF models and torchtitan call) runs cuDNN's wgmma kernel on
-# Hopper (the profiler's kernel names in the rows' default_kernels, head dim 64, 128 and 256):
-# 540-596 TFLOP/s forward at head dim 128 and 4k+ tokens, against the FA2 rate the script
-# applies to every flash-attention layout. Issue 33 models the kernel.
-SDPA_ROWS = [r for r in ATTN if r["backend"] == "default" and r["head_dim"] == 128 and r["seq"] >= 4096]
+# Hopper (the profiler's kernel names in the rows' default_kernels, head dim 64, 128 and 256). The
+# script's cuDNN rates were set from the "cudnn" rows of the same file (train/attention_rates.py),
+# so this is a repeat run of the calibration kernel, not an independent check: it shows the rate
+# holds from one run to the next (15%) at every head dim and sequence measured.
+SDPA_ROWS = [r for r in ATTN if r["backend"] == "default" and "fwd_s" in r]
 
 
-@pytest.mark.parametrize("row", [pytest.param(r, id=f"s{r['seq']}") for r in SDPA_ROWS])
-@pytest.mark.xfail(strict=True, reason="+61-81%: SDPA's default is cuDNN's kernel, ~1.7x the FA2 rate assumed")
-def test_sdpa_default_within_15_percent_of_the_script(row):
-    ff, fb = _flash_rate()
-    assert row["fwd_flops"] / ff + row["bwd_flops"] / fb == pytest.approx(row["fwd_bwd_s"], rel=0.15)
+@pytest.mark.parametrize("row", [pytest.param(r, id=f"d{r['head_dim']}-s{r['seq']}") for r in SDPA_ROWS])
+def test_sdpa_default_within_15_percent_of_the_cudnn_rate(row):
+    ff, fb = hopper_attention_fractions("cudnn", head_dim=row["head_dim"], seq=row["seq"])
+    t = row["fwd_flops"] / (HOPPER_TABLE_PEAK_FLOPS * ff) + row["bwd_flops"] / (HOPPER_TABLE_PEAK_FLOPS * fb)
+    assert t == pytest.approx(row["fwd_bwd_s"], rel=0.15)
 
 
 # --- FSDP2 training steps: what the script expresses ----------------------------------------------
@@ -176,7 +178,9 @@ def _expressed(r):
     return r["mode"] == "eager" and r["recompute"] in ("none", "full") and r["float8"] == "none" and "error" not in r
 
 
-STEP_MISS = {(16384, 1, "full"): "+19%: attention is a third of the 16k step and SDPA ran cuDNN at ~1.8x FA2"}
+# (The 16,384 x 1 full-recompute row missed by +19% while the script costed FlashAttention-2 for
+# SDPA; with cuDNN's measured rate, the pytorch framework's default on Hopper, it is +0.9%.)
+STEP_MISS = {}
 # Per-block checkpointing under FSDP2 (checkpoint wrapper inside fully_shard, torchtitan's order)
 # peaked 11 GiB above no recompute at 8,192 tokens: cause not established. The excess fits the
 # recomputed activations held to the end of the backward beside the gradients (17.6 + 10.4 GiB over

@@ -61,6 +61,7 @@ from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_o
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
+from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_OVER_BF16_MAMF, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
@@ -176,7 +177,7 @@ def resolve_hardware(args, parser):
     hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
           "matmul_ceiling": ceiling, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
           "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
-          "flash": FLASH_EFFICIENCY[fam], "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
+          "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
           "gpus_per_node": int(gpn)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
@@ -253,6 +254,10 @@ def build_parser():
     k.add_argument("--flash-attention", action=bo, default=None,
                    help="fused attention kernel (default on, off under megatron-2021/2022); off: eager matmuls + "
                         "softmax over s x s")
+    k.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default=None,
+                   help="fused attention kernel: fa2 (FlashAttention-2) or cudnn (cuDNN's, SDPA's default and "
+                        "Transformer Engine's on Hopper); rates by head dim and sequence measured on an H200 "
+                        "(default: cudnn on Hopper under megatron and pytorch, else fa2)")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
                    help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
@@ -345,7 +350,10 @@ def assumptions(hw, lay):
     out = [f"matmuls at {hw['matmul_ceiling']:.3f} of peak ({hw['ceiling_source']}) x tile/wave quantization "
            f"({GEMM_TILE[0]}x{GEMM_TILE[1]} tiles over {hw['sms'] or 'unknown (no wave term)'} SMs), "
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
-           (f"attention: fused kernel at {ff:.2f} (fwd) / {fb:.2f} (bwd) of the 16-bit peak, causal pairs"
+           (f"attention: {lay['attention_kernel']} kernel, "
+            + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
+               if hw["family"] == "h100" else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak")
+            + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
             + (" and dropout" if lay["dropout"] else "")),
            f"memory-bound work at {hw['mem_bw'] / 1e9:,.0f} GB/s achievable",
@@ -464,6 +472,8 @@ def main(argv=None):
             "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
             "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
             "flash_attention": args.flash_attention, "dropout": args.dropout,
+            "attention_kernel": args.attention_kernel or default_attention_kernel(
+                args.framework, hopper=hw["family"] == "h100"),
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],

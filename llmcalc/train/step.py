@@ -7,6 +7,7 @@ from ..model.formulas import (attention_core_flops, attention_head_dims,
     attention_linear_flops_per_token, expected_real_experts, mixer_widths, mlp_flops_per_token,
     query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
+from .attention_rates import hopper_attention_fractions
 from .kernels import (APEX_LAYERNORM_2021, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
@@ -31,6 +32,18 @@ def attention_linear_shapes(attn_r, *, h):
     if n_in <= 0:
         return flops / (2 * h), 0
     return n_in, out
+
+
+def kernel_attention_fractions(attn, *, lay, hw):
+    """(forward, backward) fraction of the 16-bit peak of the layout's fused attention kernel for
+    this layer: its head dim (the score product's) and the sequence one kernel call sees (the
+    rank's s / cp queries, or the sliding window when shorter)."""
+    if hw.get("family") != "h100":
+        return hw["flash"]  # FlashAttention-2's published fraction (kernels.FLASH_EFFICIENCY)
+    seq = lay["sequence_length"] // lay["cp"]
+    if attn.get("window"):
+        seq = min(seq, attn["window"])
+    return hopper_attention_fractions(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
 
 
 def layer_compute_s(layer, *, h, lay, hw):
@@ -74,7 +87,7 @@ def layer_compute_s(layer, *, h, lay, hw):
         elif lay["flash_attention"]:
             pairs = query_key_pairs(attn, seq_len=s, attention="causal")
             core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
-            ff, fb = hw["flash"]
+            ff, fb = kernel_attention_fractions(attn, lay=lay, hw=hw)
             tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
             tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
             _add(parts, "attention_core", tf, tb, tf if full else 0.0)
