@@ -4152,6 +4152,26 @@ def memory_time_s(nbytes, kernels, *, hw):
 # read + written per token (per parameter for the gradient copies); a = 2 (bf16), 4 = fp32.
 # ------------------------------------------------------------------------------------------------
 
+# torch.compile of each block (--framework pytorch --compile): Inductor fuses the norms, rotary,
+# activation and residual kernels into Triton kernels. Measured on our H200
+# (validation/h200/results/layers.jsonl, measure_layers.py: Llama blocks of width 4096 and 2048 at
+# 2 x 4096 and 1 x 8192 tokens, forward + backward, profiler kernel time): the non-matmul,
+# non-attention kernels took 0.46, 0.47, 0.45 and 0.47 of their eager time (mean 0.46). The head
+# (final norm and cross-entropy over fp32 logits, vocabulary 128256, 8192 tokens; head.jsonl): 3.89
+# of 14.71 ms (0.26). FSDP's gradient casts and copies run outside the compiled blocks: unchanged.
+COMPILE_LAYER_FACTOR = 0.46
+COMPILE_LOSS_FACTOR = 0.26
+
+# float8 training's casts (--dtype fp8 --framework pytorch, torchao's Float8Linear, compiled): the
+# scale (amax), cast and transposed copies of each linear's input, weight and output gradient, in
+# bytes per element of every operand (m k + k n + m n per linear), at achievable bandwidth. Set on
+# our H200's 8B-shaped layer (validation/h200/results/layers.jsonl: width 4096, FFN 14336, 2 x 4096
+# tokens, compiled, float8 Triton kernel time above bf16's): tensorwise +2.11 and +2.31 ms per layer
+# (two runs; mean 2.21 ms x 4.08 TB/s / 788 M elements = 11.4 B), rowwise +5.42 ms (28.0 B). Judged
+# on the 1B-shaped layer's rows (+0.93 / +2.47 ms measured) and the FSDP2 float8 steps.
+FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": 11.4, "rowwise": 28.0}
+FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_ELEMENT)
+
 FRAMEWORKS = ("megatron", "megatron-2021", "megatron-2022", "pytorch", "llm-foundry")
 LEGACY_MEGATRON = ("megatron-2021", "megatron-2022")  # no distributed optimizer, flash, CP or EP then
 
@@ -4928,6 +4948,21 @@ def attention_linear_shapes(attn_r, *, h):
     return n_in, out
 
 
+def linear_operand_elements(m, n, k):
+    """Elements of one linear's three operands: input m x k, weight k x n, output (gradient) m x n."""
+    return m * k + k * n + m * n
+
+
+def fp8_cast_time_s(elements, *, recipe, hw):
+    """(forward, backward) seconds of float8 training's scale, cast and transpose kernels for
+    linears with `elements` operand elements (linear_operand_elements), at the recipe's measured
+    bytes per element (kernels.FP8_CAST_BYTES_PER_ELEMENT, torchao compiled). Split a third
+    forward (input and weight), two thirds backward (output gradient and the transposed copies):
+    an assumption."""
+    t = elements * FP8_CAST_BYTES_PER_ELEMENT[recipe] / hw["mem_bw"]
+    return t / 3, 2 * t / 3
+
+
 def kernel_attention_fractions(attn, *, lay, hw):
     """(forward, backward) fraction of the 16-bit peak of the layout's fused attention kernel for
     this layer: its head dim (the score product's) and the sequence one kernel call sees (the
@@ -4955,6 +4990,7 @@ def layer_compute_s(layer, *, h, lay, hw):
     parts, overlap = {}, {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
     full = lay["recompute"] == "full"
     ew_bytes, ew_kernels = 0.0, 0
+    fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
     other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
     blocks = bool(layer["attention"]) + len(layer["mlp"])
     for attn in layer["attention"]:
@@ -4963,6 +4999,7 @@ def layer_compute_s(layer, *, h, lay, hw):
         f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
         f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=wb) if n_out else (0.0, 0.0)
         _add(parts, "attention_linear", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+        fp8_elems += linear_operand_elements(m, n_in, h) + (linear_operand_elements(m, h, n_out) if n_out else 0)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
         overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
         overlap["col_fwd"] += f1
@@ -5008,6 +5045,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+            fp8_elems += linear_operand_elements(m, n_in, h) + linear_operand_elements(m, h, w)
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
             overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
             overlap["col_fwd"] += f1
@@ -5025,6 +5063,7 @@ def layer_compute_s(layer, *, h, lay, hw):
         local = E // ep
         f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
         f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
+        fp8_elems += local * (linear_operand_elements(m_e, n_in, h) + linear_operand_elements(m_e, h, w))
         g = lay["moe_imbalance"]
         _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if full else 0.0)
         if mlp["shared_width"]:
@@ -5032,6 +5071,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             n_s = fl["shared_experts"] / (2 * h) - sw
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
+            fp8_elems += linear_operand_elements(m, n_s, h) + linear_operand_elements(m, h, sw)
             _add(parts, "mlp", f3 + f4, b3 + b4, (f3 + f4) if full else 0.0)
             ew_bytes += a * m * (n_s + sw)
             other_bytes += a * m * (n_s + sw)
@@ -5059,7 +5099,12 @@ def layer_compute_s(layer, *, h, lay, hw):
         if other_bytes:
             ef += memory_time_s(other_bytes, other_kernels, hw=hw)
             eb += memory_time_s(2 * other_bytes, 2 * other_kernels, hw=hw)
+        if lay.get("compile"):  # Inductor's fused kernels at their measured share of the eager time
+            ef, eb = ef * COMPILE_LAYER_FACTOR, eb * COMPILE_LAYER_FACTOR
         _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+        if wb == 1 and lay["framework"] == "pytorch":  # torchao's casts (TE fuses its own: not costed)
+            cf, cb = fp8_cast_time_s(fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
+            _add(parts, "fp8_casts", cf, cb, cf if full else 0.0)
         return parts, overlap, blocks
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
@@ -5194,7 +5239,12 @@ def head_and_embedding_s(spec, *, lay, hw, net):
                      2 * emb + comm_time_s("all_gather", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G))
         else:
             first = (emb + comm_time_s("all_reduce", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G), 2 * emb)
-    lf, lb = linear_times_s(m, V // tp, p, hw=hw, dtype_bytes=lay["matmul_bytes"])
+    # the output layer stays 16-bit under fp8 training: Megatron-LM's output_layer is a plain
+    # ColumnParallelLinear, not a Transformer Engine module; torchtitan's float8 converter skips
+    # "output" (filter_fqns) and torchao's examples filter the head out
+    hw16 = dict(hw, peak=hw["peak16"], matmul_ceiling=hw.get("matmul_ceiling16", hw["matmul_ceiling"])) \
+        if lay["matmul_bytes"] == 1 else hw
+    lf, lb = linear_times_s(m, V // tp, p, hw=hw16)
     ce = memory_time_s(3 * 4 * m * V / tp, 3, hw=hw)
     ce_b = ce
     norm = memory_time_s(4 * m * h / (tp if lay["sp"] else 1), 1, hw=hw)
@@ -5220,6 +5270,8 @@ def head_and_embedding_s(spec, *, lay, hw, net):
         cf, cb = eager_loss_kernels(style=fw, vocab=V / tp)
         tf = eager_kernels_time_s([(x, "mt") for x in nf] + [(x, "m") for x in cf], tokens=m, tokens_sp=mt, hw=hw)
         tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
+        if lay.get("compile"):
+            tf, tb = tf * COMPILE_LOSS_FACTOR, tb * COMPILE_LOSS_FACTOR
         return first, (lf + tf + red, lb + tb + red)
     last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
     return first, last
@@ -5743,24 +5795,29 @@ def resolve_hardware(args, parser):
     if args.peak_tflops and dt != "fp8":
         peak16 = peak
     amf = (base.get("achievable_matmul_flops_per_s") or {})
-    if args.matmul_ceiling is not None:
-        ceiling, ceiling_src = args.matmul_ceiling, "--matmul-ceiling"
-    elif amf.get(dt):
-        ceiling, ceiling_src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
-    elif dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
-        ceiling, ceiling_src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
-    elif amf.get("bf16") and peaks.get("bf16"):
-        r = amf["bf16"] / peaks["bf16"]
-        ceiling = r * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
-        ceiling_src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
-    else:
-        ceiling = UNMEASURED_MATMUL_CEILING * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
-        ceiling_src = f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement for this GPU)"
     gpu_key = base.get("name")
-    sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
-    if args.matmul_ceiling is None and sustained:
-        ceiling *= sustained
-        ceiling_src += f" x {sustained:.3f} sustained (H100 grid)"
+
+    def ceiling_for(dt):
+        """(fraction of dt's peak a large matmul reaches, where that figure comes from)."""
+        if args.matmul_ceiling is not None:
+            return args.matmul_ceiling, "--matmul-ceiling"
+        if amf.get(dt):
+            ceiling, src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
+        elif dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
+            ceiling, src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
+        elif amf.get("bf16") and peaks.get("bf16"):
+            ceiling = amf["bf16"] / peaks["bf16"] * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+            src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
+        else:
+            ceiling = UNMEASURED_MATMUL_CEILING * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+            src = f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement for this GPU)"
+        sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
+        if sustained:
+            ceiling *= sustained
+            src += f" x {sustained:.3f} sustained (H100 grid)"
+        return ceiling, src
+    ceiling, ceiling_src = ceiling_for(dt)
+    ceiling16 = ceiling_for("bf16")[0] if dt == "fp8" else ceiling
     bw = args.hbm_bandwidth_GBps * 1e9 if args.hbm_bandwidth_GBps else base.get("memory_bandwidth_bytes_per_s")
     if not bw:
         parser.error(f"{base.get('name')} has no memory bandwidth in hardware.py; pass --hbm-bandwidth-GBps")
@@ -5788,7 +5845,7 @@ def resolve_hardware(args, parser):
     else:
         mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
     hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
-          "matmul_ceiling": ceiling, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
+          "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
           "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
           "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
           "gpus_per_node": int(gpn)}
@@ -5871,6 +5928,12 @@ def build_parser():
                    help="fused attention kernel: fa2 (FlashAttention-2) or cudnn (cuDNN's, SDPA's default and "
                         "Transformer Engine's on Hopper); rates by head dim and sequence measured on an H200 "
                         "(default: cudnn on Hopper under megatron and pytorch, else fa2)")
+    k.add_argument("--compile", action=bo, default=False,
+                   help="torch.compile of each block (--framework pytorch): the non-matmul kernels at the "
+                        "share of their eager time measured on an H200 (0.46 per layer, 0.26 for the loss)")
+    k.add_argument("--fp8-recipe", choices=FP8_RECIPES, default=None,
+                   help="with --dtype fp8 --framework pytorch: torchao float8 scaling, tensorwise (default) or "
+                        "rowwise; its casts cost the bytes per operand element measured on an H200")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
                    help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
@@ -6006,9 +6069,17 @@ def assumptions(hw, lay):
         out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
                    "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
                    f"micro-batch, gradients reduced in {'fp32' if lay['grad_bytes'] == 4 else 'bf16'}; "
-                   "CPU launch overhead and host syncs not costed")
+                   "CPU launch overhead and host syncs not costed"
+                   + ("; torch.compile'd blocks: their non-matmul kernels at 0.46 of eager, the loss's at 0.26 "
+                      "(measured on an H200)" if lay.get("compile") else ""))
     if lay["matmul_bytes"] == 1:
-        out.append("fp8: matmuls at the fp8 rate and ceiling; the casts to fp8 and their scales are not costed")
+        if lay["framework"] == "pytorch":
+            r = lay.get("fp8_recipe") or "tensorwise"
+            out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; torchao {r} casts at "
+                       f"{FP8_CAST_BYTES_PER_ELEMENT[r]:g} B per operand element (measured on an H200)")
+        else:
+            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's "
+                       "casts and scales (fused into its kernels) are not costed")
     return out
 
 
@@ -6034,6 +6105,13 @@ def resolve_framework_defaults(args, parser):
     """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
     line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
     fw = args.framework
+    if args.fp8_recipe and (args.dtype != "fp8" or fw != "pytorch"):
+        parser.error("--fp8-recipe names torchao's float8 scaling: it needs --dtype fp8 and --framework pytorch "
+                     "(Transformer Engine's casts under megatron are fused into its kernels and not costed)")
+    if args.compile and fw != "pytorch":
+        parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with --framework pytorch "
+                     f"(--framework {fw} " + ("has fused kernels already)" if fw != "llm-foundry" else
+                                              "ran composer's eager modules)"))
     if fw in LEGACY_MEGATRON:
         y2021 = fw == "megatron-2021"
         bad = [(args.zero_stage not in (None, 0), f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
@@ -6091,7 +6169,7 @@ def main(argv=None):
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
-            "framework": args.framework,
+            "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
             "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),

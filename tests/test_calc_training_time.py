@@ -301,6 +301,35 @@ def test_bad_layouts_exit_2_in_one_line():
         assert code == 2 and err.count("\n") == 1, (argv, err)
 
 
+@pytest.mark.parametrize("argv,text", [
+    (["--compile"], "--compile costs torch.compile of an eager PyTorch stack"),
+    (["--compile", "--framework", "llm-foundry"], "--compile costs torch.compile"),
+    (["--fp8-recipe", "rowwise", "--framework", "pytorch"], "--fp8-recipe names torchao's float8 scaling"),
+    (["--fp8-recipe", "rowwise", "--dtype", "fp8"], "--fp8-recipe names torchao's float8 scaling"),
+    (["--attention-kernel", "fa3"], "invalid choice")])
+def test_stack_flags_refused_where_they_mean_nothing(argv, text):
+    from conftest import exit_code_and_stderr
+    code, err = exit_code_and_stderr(T.main, argv)
+    assert code == 2 and text in err and err.count("\n") == 1, err
+
+
+def test_compile_and_fp8_casts_move_the_step_as_measured(capsys):
+    # the directions the H200 rows show (tests/test_h200_measurements.py has the values): compile
+    # shortens an eager step, tensorwise fp8 shortens it more, rowwise scaling costs more than
+    # tensorwise (on the 1B-shaped layer it was slower than bf16), and the output layer stays bf16
+    # under fp8 (its time does not halve)
+    base = gpt(8, 4096, 32) + ["--framework", "pytorch", "--gpu", "h100", "--num-gpus", "8", "-z", "3",
+                               "-s", "4096", "-b", "2", "--global-batch-size", "16", "--recompute", "none"]
+    eager = run(base, capsys)
+    comp = run(base + ["--compile"], capsys)
+    tw = run(base + ["--compile", "--dtype", "fp8"], capsys)
+    rw = run(base + ["--compile", "--dtype", "fp8", "--fp8-recipe", "rowwise"], capsys)
+    assert eager["step_time_s"] > comp["step_time_s"] > tw["step_time_s"] and rw["step_time_s"] > tw["step_time_s"]
+    assert tw["breakdown_s"]["compute_fp8_casts"] > 0 and "compute_fp8_casts" not in comp["breakdown_s"]
+    head16, head8 = comp["breakdown_s"]["compute_output_head_and_loss"], tw["breakdown_s"]["compute_output_head_and_loss"]
+    assert head8 == pytest.approx(head16, rel=0.02)
+
+
 def test_tokens_give_days_gpu_hours_and_cost(capsys):
     res = run(["--hf_model_name_or_path", config_path("llama-2-7b"), "--gpu", "h100", "--num-gpus", "64",
                "--global-batch-size", "512", "-s", "4096", "-tp", "1", "--tokens", "2e12",

@@ -63,7 +63,7 @@ from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PC
 from ..model.spec import resolve_model_spec, spec_summary
 from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel
 from ..train.flops import SECONDS_PER_DAY
-from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_OVER_BF16_MAMF, FRAMEWORKS,
+from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
     PCIE_BYTES_PER_S, RECOMPUTE, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
@@ -130,24 +130,29 @@ def resolve_hardware(args, parser):
     if args.peak_tflops and dt != "fp8":
         peak16 = peak
     amf = (base.get("achievable_matmul_flops_per_s") or {})
-    if args.matmul_ceiling is not None:
-        ceiling, ceiling_src = args.matmul_ceiling, "--matmul-ceiling"
-    elif amf.get(dt):
-        ceiling, ceiling_src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
-    elif dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
-        ceiling, ceiling_src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
-    elif amf.get("bf16") and peaks.get("bf16"):
-        r = amf["bf16"] / peaks["bf16"]
-        ceiling = r * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
-        ceiling_src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
-    else:
-        ceiling = UNMEASURED_MATMUL_CEILING * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
-        ceiling_src = f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement for this GPU)"
     gpu_key = base.get("name")
-    sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
-    if args.matmul_ceiling is None and sustained:
-        ceiling *= sustained
-        ceiling_src += f" x {sustained:.3f} sustained (H100 grid)"
+
+    def ceiling_for(dt):
+        """(fraction of dt's peak a large matmul reaches, where that figure comes from)."""
+        if args.matmul_ceiling is not None:
+            return args.matmul_ceiling, "--matmul-ceiling"
+        if amf.get(dt):
+            ceiling, src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
+        elif dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
+            ceiling, src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
+        elif amf.get("bf16") and peaks.get("bf16"):
+            ceiling = amf["bf16"] / peaks["bf16"] * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+            src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
+        else:
+            ceiling = UNMEASURED_MATMUL_CEILING * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
+            src = f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement for this GPU)"
+        sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
+        if sustained:
+            ceiling *= sustained
+            src += f" x {sustained:.3f} sustained (H100 grid)"
+        return ceiling, src
+    ceiling, ceiling_src = ceiling_for(dt)
+    ceiling16 = ceiling_for("bf16")[0] if dt == "fp8" else ceiling
     bw = args.hbm_bandwidth_GBps * 1e9 if args.hbm_bandwidth_GBps else base.get("memory_bandwidth_bytes_per_s")
     if not bw:
         parser.error(f"{base.get('name')} has no memory bandwidth in hardware.py; pass --hbm-bandwidth-GBps")
@@ -175,7 +180,7 @@ def resolve_hardware(args, parser):
     else:
         mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
     hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
-          "matmul_ceiling": ceiling, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
+          "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
           "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
           "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
           "gpus_per_node": int(gpn)}
@@ -258,6 +263,12 @@ def build_parser():
                    help="fused attention kernel: fa2 (FlashAttention-2) or cudnn (cuDNN's, SDPA's default and "
                         "Transformer Engine's on Hopper); rates by head dim and sequence measured on an H200 "
                         "(default: cudnn on Hopper under megatron and pytorch, else fa2)")
+    k.add_argument("--compile", action=bo, default=False,
+                   help="torch.compile of each block (--framework pytorch): the non-matmul kernels at the "
+                        "share of their eager time measured on an H200 (0.46 per layer, 0.26 for the loss)")
+    k.add_argument("--fp8-recipe", choices=FP8_RECIPES, default=None,
+                   help="with --dtype fp8 --framework pytorch: torchao float8 scaling, tensorwise (default) or "
+                        "rowwise; its casts cost the bytes per operand element measured on an H200")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
                    help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
@@ -393,9 +404,17 @@ def assumptions(hw, lay):
         out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
                    "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
                    f"micro-batch, gradients reduced in {'fp32' if lay['grad_bytes'] == 4 else 'bf16'}; "
-                   "CPU launch overhead and host syncs not costed")
+                   "CPU launch overhead and host syncs not costed"
+                   + ("; torch.compile'd blocks: their non-matmul kernels at 0.46 of eager, the loss's at 0.26 "
+                      "(measured on an H200)" if lay.get("compile") else ""))
     if lay["matmul_bytes"] == 1:
-        out.append("fp8: matmuls at the fp8 rate and ceiling; the casts to fp8 and their scales are not costed")
+        if lay["framework"] == "pytorch":
+            r = lay.get("fp8_recipe") or "tensorwise"
+            out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; torchao {r} casts at "
+                       f"{FP8_CAST_BYTES_PER_ELEMENT[r]:g} B per operand element (measured on an H200)")
+        else:
+            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's "
+                       "casts and scales (fused into its kernels) are not costed")
     return out
 
 
@@ -421,6 +440,13 @@ def resolve_framework_defaults(args, parser):
     """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
     line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
     fw = args.framework
+    if args.fp8_recipe and (args.dtype != "fp8" or fw != "pytorch"):
+        parser.error("--fp8-recipe names torchao's float8 scaling: it needs --dtype fp8 and --framework pytorch "
+                     "(Transformer Engine's casts under megatron are fused into its kernels and not costed)")
+    if args.compile and fw != "pytorch":
+        parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with --framework pytorch "
+                     f"(--framework {fw} " + ("has fused kernels already)" if fw != "llm-foundry" else
+                                              "ran composer's eager modules)"))
     if fw in LEGACY_MEGATRON:
         y2021 = fw == "megatron-2021"
         bad = [(args.zero_stage not in (None, 0), f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
@@ -478,7 +504,7 @@ def main(argv=None):
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
-            "framework": args.framework,
+            "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
             "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),

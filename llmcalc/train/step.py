@@ -8,7 +8,7 @@ from ..model.formulas import (attention_core_flops, attention_head_dims,
     query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from .attention_rates import hopper_attention_fractions
-from .kernels import (APEX_LAYERNORM_2021, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
+from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
     grad_path, linear_times_s, memory_time_s)
@@ -32,6 +32,21 @@ def attention_linear_shapes(attn_r, *, h):
     if n_in <= 0:
         return flops / (2 * h), 0
     return n_in, out
+
+
+def linear_operand_elements(m, n, k):
+    """Elements of one linear's three operands: input m x k, weight k x n, output (gradient) m x n."""
+    return m * k + k * n + m * n
+
+
+def fp8_cast_time_s(elements, *, recipe, hw):
+    """(forward, backward) seconds of float8 training's scale, cast and transpose kernels for
+    linears with `elements` operand elements (linear_operand_elements), at the recipe's measured
+    bytes per element (kernels.FP8_CAST_BYTES_PER_ELEMENT, torchao compiled). Split a third
+    forward (input and weight), two thirds backward (output gradient and the transposed copies):
+    an assumption."""
+    t = elements * FP8_CAST_BYTES_PER_ELEMENT[recipe] / hw["mem_bw"]
+    return t / 3, 2 * t / 3
 
 
 def kernel_attention_fractions(attn, *, lay, hw):
@@ -61,6 +76,7 @@ def layer_compute_s(layer, *, h, lay, hw):
     parts, overlap = {}, {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
     full = lay["recompute"] == "full"
     ew_bytes, ew_kernels = 0.0, 0
+    fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
     other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
     blocks = bool(layer["attention"]) + len(layer["mlp"])
     for attn in layer["attention"]:
@@ -69,6 +85,7 @@ def layer_compute_s(layer, *, h, lay, hw):
         f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
         f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=wb) if n_out else (0.0, 0.0)
         _add(parts, "attention_linear", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+        fp8_elems += linear_operand_elements(m, n_in, h) + (linear_operand_elements(m, h, n_out) if n_out else 0)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
         overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
         overlap["col_fwd"] += f1
@@ -114,6 +131,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+            fp8_elems += linear_operand_elements(m, n_in, h) + linear_operand_elements(m, h, w)
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
             overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
             overlap["col_fwd"] += f1
@@ -131,6 +149,7 @@ def layer_compute_s(layer, *, h, lay, hw):
         local = E // ep
         f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
         f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
+        fp8_elems += local * (linear_operand_elements(m_e, n_in, h) + linear_operand_elements(m_e, h, w))
         g = lay["moe_imbalance"]
         _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if full else 0.0)
         if mlp["shared_width"]:
@@ -138,6 +157,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             n_s = fl["shared_experts"] / (2 * h) - sw
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
+            fp8_elems += linear_operand_elements(m, n_s, h) + linear_operand_elements(m, h, sw)
             _add(parts, "mlp", f3 + f4, b3 + b4, (f3 + f4) if full else 0.0)
             ew_bytes += a * m * (n_s + sw)
             other_bytes += a * m * (n_s + sw)
@@ -165,7 +185,12 @@ def layer_compute_s(layer, *, h, lay, hw):
         if other_bytes:
             ef += memory_time_s(other_bytes, other_kernels, hw=hw)
             eb += memory_time_s(2 * other_bytes, 2 * other_kernels, hw=hw)
+        if lay.get("compile"):  # Inductor's fused kernels at their measured share of the eager time
+            ef, eb = ef * COMPILE_LAYER_FACTOR, eb * COMPILE_LAYER_FACTOR
         _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+        if wb == 1 and lay["framework"] == "pytorch":  # torchao's casts (TE fuses its own: not costed)
+            cf, cb = fp8_cast_time_s(fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
+            _add(parts, "fp8_casts", cf, cb, cf if full else 0.0)
         return parts, overlap, blocks
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
@@ -300,7 +325,12 @@ def head_and_embedding_s(spec, *, lay, hw, net):
                      2 * emb + comm_time_s("all_gather", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G))
         else:
             first = (emb + comm_time_s("all_reduce", 2 * m * p, n=tp, stride=1, net=net, gpus_per_node=G), 2 * emb)
-    lf, lb = linear_times_s(m, V // tp, p, hw=hw, dtype_bytes=lay["matmul_bytes"])
+    # the output layer stays 16-bit under fp8 training: Megatron-LM's output_layer is a plain
+    # ColumnParallelLinear, not a Transformer Engine module; torchtitan's float8 converter skips
+    # "output" (filter_fqns) and torchao's examples filter the head out
+    hw16 = dict(hw, peak=hw["peak16"], matmul_ceiling=hw.get("matmul_ceiling16", hw["matmul_ceiling"])) \
+        if lay["matmul_bytes"] == 1 else hw
+    lf, lb = linear_times_s(m, V // tp, p, hw=hw16)
     ce = memory_time_s(3 * 4 * m * V / tp, 3, hw=hw)
     ce_b = ce
     norm = memory_time_s(4 * m * h / (tp if lay["sp"] else 1), 1, hw=hw)
@@ -326,6 +356,8 @@ def head_and_embedding_s(spec, *, lay, hw, net):
         cf, cb = eager_loss_kernels(style=fw, vocab=V / tp)
         tf = eager_kernels_time_s([(x, "mt") for x in nf] + [(x, "m") for x in cf], tokens=m, tokens_sp=mt, hw=hw)
         tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
+        if lay.get("compile"):
+            tf, tb = tf * COMPILE_LOSS_FACTOR, tb * COMPILE_LOSS_FACTOR
         return first, (lf + tf + red, lb + tb + red)
     last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
     return first, last
