@@ -189,7 +189,11 @@ def _expressed_memory(r):
 
 STEP_MISS = {}
 # Per-block checkpointing under FSDP2 (checkpoint wrapper inside fully_shard, torchtitan's order)
-# peaked 11 GiB above no recompute at 8,192 tokens: cause not established. The excess fits the
+# peaked 11 GiB above no recompute at 8,192 tokens. Located in the second session
+# (recompute_memory.jsonl): checkpointing frees the activations the model says (16.3 -> 6.5 GiB
+# without FSDP2, 18.2 -> 8.5 under it), but under FSDP2 at world size 1 10.4 GiB more (4 B per
+# parameter, embedding and head included) stays allocated between steps; what holds it inside
+# torch is not established. The excess fits the
 # recomputed activations held to the end of the backward beside the gradients (17.6 + 10.4 GiB over
 # the states, 28.7 measured); transformers' own checkpointing without FSDP matched within 0.4% on
 # the H100.
