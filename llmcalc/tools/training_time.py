@@ -64,8 +64,9 @@ from ..model.spec import resolve_model_spec, spec_summary
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_OVER_BF16_MAMF, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
-    PCIE_BYTES_PER_S, RECOMPUTE, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
+    PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
+from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, limiter, search_layouts,
     sequence_flops)
 from ..train.step import evaluate
@@ -90,7 +91,7 @@ FLAG_RANGES = {
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
     "gpu_memory_gib": (1e-3, 1e6), "cost_per_gpu_hour": (0, 1e6), "moe_imbalance": (1, 100),
     "matmul_ceiling": (1e-3, 1), "overlap_slowdown": (0, 1), "framework_mem_gib": (0, 1e6),
-    "dp_bucket_mparams": (1e-3, 1e6)}
+    "dp_bucket_mparams": (1e-3, 1e6), "recompute_every": (1, 10 ** 6)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -231,8 +232,15 @@ def build_parser():
     lay.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                      help="sequences per step (default: dp x micro-batch)")
     lay.add_argument("--sequence-length", "-s", type=bounded_int, default=2048)
-    lay.add_argument("--recompute", choices=RECOMPUTE, default=None,
-                     help="activation recompute (default selective; full under --framework megatron-2021)")
+    lay.add_argument("--recompute", choices=RECOMPUTE_MODES, default=None,
+                     help="activation recompute (default selective; full under --framework megatron-2021): "
+                          "selective = Megatron-LM's --recompute-modules (default core_attn), op-sac = torchtitan's "
+                          "per-op selective checkpointing (every second matmul and all elementwise work again)")
+    lay.add_argument("--recompute-modules", nargs="+", choices=RECOMPUTE_MODULES, default=None, metavar="MODULE",
+                     help="with --recompute selective: Megatron-LM's modules to recompute (default core_attn; one of " + ", ".join(RECOMPUTE_MODULES) + ")")
+    lay.add_argument("--recompute-every", type=bounded_int, default=None, metavar="K",
+                     help="apply --recompute to every k-th layer only, the others none (torchtitan's "
+                          "selective_ac_option = k)")
     lay.add_argument("--offload", action=bo, default=False,
                      help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
     k = p.add_argument_group("framework")
@@ -357,7 +365,8 @@ def assumptions(hw, lay):
            f"MoE load imbalance {lay['moe_imbalance']:g}",
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
            + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
-           "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model"]
+           "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model",
+           recompute_text(lay)]
     fw = lay.get("framework", "megatron")
     if fw == "pytorch":
         out.append("memory: calc_transformer_mem.py's eager rule (what autograd saves in transformers' modules; "
@@ -422,6 +431,8 @@ def resolve_framework_defaults(args, parser):
                 "forward collectives)"),
                (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
                (y2021 and args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
+               (args.recompute == "op-sac", "--recompute op-sac (torchtitan's per-op checkpointing)"),
+               (bool(args.recompute_modules), "--recompute-modules (Megatron-Core's selective modules)"),
                (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
                (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
                (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
@@ -456,6 +467,11 @@ def main(argv=None):
     except ValueError as exc:
         parser.error(str(exc))
     resolve_framework_defaults(args, parser)
+    if args.recompute_modules and args.recompute != "selective":
+        parser.error(f"--recompute-modules needs --recompute selective, not --recompute {args.recompute}")
+    if args.search and (args.recompute_modules or (args.recompute_every or 1) > 1 or args.recompute == "op-sac"):
+        parser.error("--search chooses among --recompute none, selective and full itself: drop --recompute-modules, "
+                     "--recompute-every and --recompute op-sac, or drop --search")
     hw, net, hw_notes = resolve_hardware(args, parser)
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
@@ -463,6 +479,8 @@ def main(argv=None):
             "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
             "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
             "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
+            "recompute_modules": tuple(dict.fromkeys(args.recompute_modules)) if args.recompute_modules else None,
+            "recompute_every": args.recompute_every or 1,
             "flash_attention": args.flash_attention, "dropout": args.dropout,
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
@@ -543,7 +561,7 @@ def main(argv=None):
                                                              last=last),
                             "memory_command": script_command("calc_transformer_mem.py", parser, args, words=memory)}
     res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
-                             "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
+                             "hardware": r["hardware_flops_per_step"]}
     if args.tokens:
         steps = args.tokens / (lay["global_batch_size"] * lay["sequence_length"])
         wall = steps * r["step_time_s"]
