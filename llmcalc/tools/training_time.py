@@ -66,6 +66,7 @@ from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_OVER_BF1
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
     PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
+from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, limiter, search_layouts,
     sequence_flops)
@@ -91,7 +92,7 @@ FLAG_RANGES = {
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
     "gpu_memory_gib": (1e-3, 1e6), "cost_per_gpu_hour": (0, 1e6), "moe_imbalance": (1, 100),
     "matmul_ceiling": (1e-3, 1), "overlap_slowdown": (0, 1), "framework_mem_gib": (0, 1e6),
-    "dp_bucket_mparams": (1e-3, 1e6), "recompute_every": (1, 10 ** 6)}
+    "dp_bucket_mparams": (1e-3, 1e6), "recompute_every": (1, 10 ** 6), "nvme_gbps": (1e-3, 1e5)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ def build_parser():
     lay.add_argument("--offload", action=bo, default=False,
                      help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
     k = p.add_argument_group("framework")
-    k.add_argument("--framework", choices=FRAMEWORKS, default="megatron",
+    k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default="megatron",
                    help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
                         "(Megatron-LM as Narayanan et al. 2021 ran it: no TP-overlap, no distributed "
                         "optimizer, apex LayerNorm, 16-bit gradients), megatron-2022 (as Korthikanti et al. "
@@ -252,7 +253,18 @@ def build_parser():
                         "DDP's divide at any dp), pytorch (eager "
                         "torchtitan / HF Llama modules: unfused norms, rope, activations, fp32 loss, FSDP's "
                         "gradient casts and copies), llm-foundry (eager MPT modules: flash-attn varlen "
-                        "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD")
+                        "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD; deepspeed "
+                        "(DeepSpeed's engine over Megatron-DeepSpeed's fused kernels: ZeRO 0-3 with its bucket, "
+                        "overlap and gather rules, the pipeline engine's blocking 1F1B without interleaving, "
+                        "offload to CPU or NVMe)")
+    k.add_argument("--offload-device", choices=("cpu", "nvme"), default=None,
+                   help="with --offload under --framework deepspeed: where the optimizer states live "
+                        "(offload_optimizer.device, default cpu; nvme needs --nvme-gbps)")
+    k.add_argument("--offload-param", choices=("cpu", "nvme"), default=None,
+                   help="--framework deepspeed -z 3: the 16-bit weights on the host or NVMe "
+                        "(offload_param.device), fetched per layer")
+    k.add_argument("--nvme-gbps", type=finite_float, default=None,
+                   help="NVMe read/write bandwidth per GPU, GB/s (no default: your drives' measured rate)")
     k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16", "fp16"), default=None,
                    help="dtype gradients are accumulated and reduced in (default fp32; bf16 = composer's FSDP "
                         "PURE; megatron-2021: the 16-bit --dtype for fp16, fp32 = its "
@@ -269,8 +281,9 @@ def build_parser():
                    help="gradient reduction bucketed under the last backward (default on; off under "
                         "megatron-2021/2022, whose local DDP reduces after the backward: pass --dp-overlap for "
                         "its --DDP-impl torch)")
-    k.add_argument("--dp-bucket-mparams", type=finite_float, default=40.0,
-                   help="gradient bucket, millions of parameters (default 40, Megatron-LM's)")
+    k.add_argument("--dp-bucket-mparams", type=finite_float, default=None,
+                   help="gradient bucket, millions of parameters (default 40, Megatron-LM's; 500 under "
+                        "--framework deepspeed, its reduce_bucket_size)")
     k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
                    help="busiest expert rank's tokens / mean (default 1.0)")
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
@@ -390,6 +403,19 @@ def assumptions(hw, lay):
                       "16-bit main gradients added by local DDP's hook and cast to fp32 at the step")
                    + ", local DDP dividing the buffer by dp after the backward (dp = 1 too), no distributed "
                    "optimizer; host syncs of its timers not costed")
+    elif fw == DEEPSPEED:
+        z = lay["zero_stage"]
+        out.append("framework deepspeed: DeepSpeed's engine over Megatron-DeepSpeed's fused kernels; "
+                   + (f"pipeline engine: blocking sends and receives (each stage waits out both), gradients "
+                      f"all-reduced after the last backward" if lay["pp"] > 1 else
+                      f"ZeRO {z}: gradients reduced in {lay['dp_bucket_params'] / 1e6:g}M-element buckets "
+                      + ("every micro-batch" if z >= 2 else "on the last micro-batch")
+                      + (" beside the backward (overlap_comm)" if lay["dp_overlap"] else " on the compute stream, exposed"))
+                   + ("; updated 16-bit weights all-gathered after the step" if z in (1, 2) else "")
+                   + (f"; optimizer on the {lay['offload_device']} (CPU-Adam"
+                      + (f", NVMe at {lay['nvme_bytes_per_s'] / 1e9:g} GB/s, not overlapped" if lay["offload_device"] == "nvme" else "")
+                      + ")" if lay["offload"] else "")
+                   + (f"; weights on the {lay['offload_param']}, fetched per layer over PCIe" if lay.get("offload_param") else ""))
     else:
         out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
                    "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
@@ -415,7 +441,11 @@ FRAMEWORK_DEFAULTS = {
     "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
                       "recompute": "selective", "dp_overlap": False},
     "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
-                "recompute": "selective", "dp_overlap": True}}
+                "recompute": "selective", "dp_overlap": True},
+    # DeepSpeed (deepspeed/runtime/zero/config.py): ZeRO stage 0 unless configured, overlap_comm on
+    # only at stage 3 (set in resolve_framework_defaults), reduce_bucket_size 5e8; Megatron-DeepSpeed's
+    # tensor parallelism all-reduces synchronously; no recompute unless asked
+    DEEPSPEED: {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": True, "recompute": "none"}}
 
 
 def resolve_framework_defaults(args, parser):
@@ -444,9 +474,37 @@ def resolve_framework_defaults(args, parser):
         why = [w for b, w in bad if b]
         if why:
             parser.error(f"--framework {fw} has no {why[0]}")
+    ds = fw == DEEPSPEED
+    if ds:
+        bad = [(args.virtual_pipeline_size > 1, "-vp > 1 (its pipeline engine runs 1F1B without interleaving)"),
+               (args.pipeline_parallel_size > 1 and (args.zero_stage or 0) >= 2,
+                f"-z {args.zero_stage} with -pp > 1 (ZeRO-2 and ZeRO-3 are incompatible with its pipeline engine)"),
+               (args.context_parallel_size > 1, "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
+               (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
+               (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
+               (args.search, "--search (one layout at a time)")]
+        why = [w for b, w in bad if b]
+        if why:
+            parser.error(f"--framework {fw} has no {why[0]}")
+    else:
+        for flag, val in (("--offload-device", args.offload_device), ("--offload-param", args.offload_param),
+                          ("--nvme-gbps", args.nvme_gbps)):
+            if val is not None:
+                parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
     for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    if ds:
+        if args.dp_overlap is None:
+            args.dp_overlap = args.zero_stage == 3  # overlap_comm's default (zero/config.py overlap_comm_valid)
+        if args.offload_device and not args.offload:
+            parser.error("--offload-device needs --offload (the optimizer states are offloaded)")
+        if args.offload_param and args.zero_stage != 3:
+            parser.error(f"--offload-param needs -z 3 (DeepSpeed offloads parameters at stage 3 only), not -z {args.zero_stage}")
+        if "nvme" in (args.offload_device, args.offload_param) and args.nvme_gbps is None:
+            parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU (none is assumed)")
+    if args.dp_bucket_mparams is None:
+        args.dp_bucket_mparams = REDUCE_BUCKET_ELEMENTS / 1e6 if ds else 40.0
     if args.grad_reduce_dtype is None:
         args.grad_reduce_dtype = "fp16" if fw == "megatron-2021" and args.dtype == "fp16" else "fp32"
 
@@ -487,6 +545,9 @@ def main(argv=None):
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
             "framework": args.framework,
+            "offload_device": (args.offload_device or "cpu") if args.offload else None,
+            "offload_param": args.offload_param,
+            "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,
             "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),

@@ -541,6 +541,8 @@ def training_memory(spec, c, b):
                                                 grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
                                                 zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
             w, g, o = w1 + w2, g1 + g2, o1 + o2
+            if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights live on the host
+                w = 0
             trainable = ne + ex
         buffers = 0
         if c["zero_stage"] >= 1 and c["zero_shard"] > 1:

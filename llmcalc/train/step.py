@@ -11,6 +11,8 @@ from .kernels import (APEX_LAYERNORM_2021, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYT
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
     grad_path, linear_times_s, memory_time_s)
+from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
+    offload_param_fetch_s)
 from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
     sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, optimizer_bytes_per_param,
@@ -449,7 +451,7 @@ def optimizer_s(params_local, *, lay, hw):
     shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
     p = params_local / shard
     if lay["offload"]:
-        return p * 6 / hw["pcie"] + p / CPU_ADAM_PARAMS_PER_S
+        return offload_optimizer_s(p, lay=lay, hw=hw, cpu_adam_params_per_s=CPU_ADAM_PARAMS_PER_S)
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
     path = grad_path(lay)
     if path:
@@ -475,6 +477,7 @@ def memory_config(spec, lay, c0):
                 recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
                 sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
                 dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
+                offload_param=bool(lay.get("offload_param")),
                 # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
                 # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
                 zbs=5e8 if lay["zero_stage"] == 3 else 0)
@@ -504,7 +507,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
         act *= spec.get("residual_streams", 1)
         p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
-                          net=net, gpus_per_node=G)
+                          net=net, gpus_per_node=G) * deepspeed_p2p_factor(lay)
         if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
             # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
             # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
@@ -548,16 +551,18 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         stage_b.append(bwd)
         stage_parts.append((comp, comm))
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
-    dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b,
-                                   lay=lay, net=net)
+    dp_rule = deepspeed_dp_exposed_s if lay.get("framework") == DEEPSPEED else dp_exposed_s
+    dp_exp, dp_sync = dp_rule(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay, net=net)
     # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
     # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
     z3 = 0.0
     eager = eager_framework(lay)
-    if lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] > 1 and not eager:
+    if lay["zero_stage"] == 3 and (lay["dp"] * lay["cp"] > 1 or lay.get("offload_param")) and not eager:
         ne, ex = params_by_stage[0]
         per_layer = (ne + ex) / max(len(by_stage[0]), 1)
         ag = comm_time_s("all_gather", per_layer * 2, n=lay["dp"] * lay["cp"], stride=lay["tp"], net=net, gpus_per_node=G)
+        if lay.get("offload_param"):  # DeepSpeed offload_param: the shard comes from the host first
+            ag += offload_param_fetch_s(per_layer / (lay["dp"] * lay["cp"]), lay=lay, hw=hw)
         comp = stage_parts[0][0]
         nl = max(len(by_stage[0]), 1)
         f_layer = sum(v[0] for v in comp.values()) / nl
