@@ -304,6 +304,8 @@ def _train_issue33():
         f"{small} --framework deepspeed -z 2", f"{small} --framework deepspeed -z 3 --offload --offload-param cpu",
         f"{small} --framework deepspeed -z 3 --offload --offload-device nvme --nvme-gbps 6",
         f"{small} --framework deepspeed -pp 4 -z 1",
+        f"{cfg('deepseek-v3')} --gpu h800 --num-gpus 256 -ep 32 -s 4096 --global-batch-size 256 -b 1 --dtype fp8 "
+        "--recompute full --moe-dispatcher flex",
     ], 2) + _runs(MEM, [f"{LLAMA} -b 2 -s 4096 --recompute op-sac",
                         f"{LLAMA} -b 2 -s 4096 --recompute full --recompute-every 4"], 2)
 

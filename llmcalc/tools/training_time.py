@@ -67,6 +67,7 @@ from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_OVER_BF1
     PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
+from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, limiter, search_layouts,
     sequence_flops)
@@ -179,7 +180,7 @@ def resolve_hardware(args, parser):
           "matmul_ceiling": ceiling, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
           "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
           "flash": FLASH_EFFICIENCY[fam], "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
-          "gpus_per_node": int(gpn)}
+          "gpus_per_node": int(gpn), "link_bytes_per_s": (intra, inter or intra / 8)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
                     in_network_reduction=bool(base.get("scale_up_in_network_reduction")) and not own_link,
@@ -284,6 +285,10 @@ def build_parser():
     k.add_argument("--dp-bucket-mparams", type=finite_float, default=None,
                    help="gradient bucket, millions of parameters (default 40, Megatron-LM's; 500 under "
                         "--framework deepspeed, its reduce_bucket_size)")
+    k.add_argument("--moe-dispatcher", choices=MOE_DISPATCHERS, default="alltoall",
+                   help="MoE token dispatch (Megatron-Core --moe-token-dispatcher-type): alltoall (NCCL all-to-all of "
+                        "each token's k copies, default) or flex (DeepEP: once per destination GPU and node, FP8 "
+                        "dispatch under --dtype fp8, at DeepEP's measured bandwidths)")
     k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
                    help="busiest expert rank's tokens / mean (default 1.0)")
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
@@ -375,7 +380,9 @@ def assumptions(hw, lay):
               and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1
               else "bucketed under the last backward" if lay["dp_overlap"] else "after the backward, exposed"),
            f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
-           f"MoE load imbalance {lay['moe_imbalance']:g}",
+           f"MoE load imbalance {lay['moe_imbalance']:g}"
+           + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
+              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
            + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
            "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model",
@@ -544,7 +551,7 @@ def main(argv=None):
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
-            "framework": args.framework,
+            "framework": args.framework, "moe_dispatcher": args.moe_dispatcher,
             "offload_device": (args.offload_device or "cpu") if args.offload else None,
             "offload_param": args.offload_param,
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,

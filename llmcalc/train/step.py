@@ -13,6 +13,7 @@ from .kernels import (APEX_LAYERNORM_2021, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYT
     grad_path, linear_times_s, memory_time_s)
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
+from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
 from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
     sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, optimizer_bytes_per_param,
@@ -258,9 +259,22 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
         out["tp"] = [f, b, f if rec_on else 0.0]
     moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
     if ep > 1 and moe:
-        k = sum(expected_real_experts(x) for x in moe)
-        a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
-        out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_on or "moe" in modules_of(lay) else 0.0]
+        rec_ep = rec_on or "moe" in modules_of(lay)
+        if lay.get("moe_dispatcher") == "flex" and hw.get("link_bytes_per_s"):
+            # DeepEP (train/moe.py): forward dispatch (FP8 under fp8 matmuls) and combine (BF16);
+            # the backward sends the gradients both ways in BF16
+            intra, inter = hw["link_bytes_per_s"]
+            f = b = 0.0
+            for x in moe:
+                kw = dict(tokens=m / (tp if sp else 1), h=h, experts=x["num_experts"], picks=expected_real_experts(x),
+                          ep=ep, gpus_per_node=G, intra_bytes_per_s=intra, inter_bytes_per_s=inter, combine_bytes=2)
+                f += sum(deepep_time_s(dispatch_bytes=1 + FP8_SCALE_BYTES_PER_VALUE if lay["matmul_bytes"] == 1 else 2, **kw))
+                b += sum(deepep_time_s(dispatch_bytes=2, **kw))
+            out["ep"] = [f, b, f if rec_ep else 0.0]
+        else:
+            k = sum(expected_real_experts(x) for x in moe)
+            a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
+            out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_ep else 0.0]
     soft = [x for x in layer["attention"] if x["span"] != "state"]
     if cp > 1 and soft:
         t = 0.0
@@ -487,7 +501,7 @@ def memory_config(spec, lay, c0):
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
-                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules")
+                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
