@@ -105,7 +105,8 @@ def block_matmuls(layer, *, h, tp, etp):
             d, dv = attention_head_dims(ar)
             gate = ar.get("output_gate", "none")
             q = a * d * (2 if gate == "elementwise" else 1) + (a if gate == "headwise" else 0)
-            proj = [(h, q)] + ([(h, kv * d), (h, kv * dv)] if ar.get("kv_proj", 1) else []) + [(a * dv, h)]
+            kvp = ar.get("kv_proj", 2)  # 2: k and v; 1: one projection for both (k = v); 0: reused K/V
+            proj = [(h, q)] + [(h, kv * d), (h, kv * dv)][:kvp] + [(a * dv, h)]
         else:
             n_in, n_out = attention_linear_shapes(ar, h=h)
             proj = [(h, n_in)] + ([(n_out, h)] if n_out else [])
