@@ -292,7 +292,22 @@ def _bad():
 def grid_commands():
     """The flag and config combinations, script by script, then the bad input."""
     return ([(script, ["--help"]) for script in SCRIPTS] + _params() + _flops() + _mem() + _train() + _infer()
-            + _comm() + _hardware() + _bad())
+            + _comm() + _hardware() + _bad() + _train_issue33())
+
+
+def _train_issue33():
+    """Recompute modes and DeepSpeed's engine (issue 33), after the rest so earlier indices stay."""
+    small = f"{LLAMA} --gpu h100 --num-gpus 8 --global-batch-size 64"
+    return _runs(TRAIN, [
+        f"{small} --recompute op-sac", f"{small} --recompute full --recompute-every 2",
+        f"{small} --recompute selective --recompute-modules core_attn mlp layernorm",
+        f"{small} --framework deepspeed -z 2", f"{small} --framework deepspeed -z 3 --offload --offload-param cpu",
+        f"{small} --framework deepspeed -z 3 --offload --offload-device nvme --nvme-gbps 6",
+        f"{small} --framework deepspeed -pp 4 -z 1",
+        f"{cfg('deepseek-v3')} --gpu h800 --num-gpus 256 -ep 32 -s 4096 --global-batch-size 256 -b 1 --dtype fp8 "
+        "--recompute full --moe-dispatcher flex",
+    ], 2) + _runs(MEM, [f"{LLAMA} -b 2 -s 4096 --recompute op-sac",
+                        f"{LLAMA} -b 2 -s 4096 --recompute full --recompute-every 4"], 2)
 
 
 def _unique(commands):

@@ -72,6 +72,7 @@ from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.footprint import all_attention_layers, any_attn, inference_memory, kv_cache_by_kind
+from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, QLORA_NF4_DQ_BITS,
@@ -91,7 +92,7 @@ FLAG_RANGES = {
     "zero_allgather_bucket_size": (0, 1e12), "zero3_max_live_params": (1, 1e15),
     "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
     "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
-    "low_prec_bytes_per_val": (1, 8), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
+    "low_prec_bytes_per_val": (1, 8), "recompute_every": (1, 10 ** 6), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
     "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "state_bits": (1, 64), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
     "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
 
@@ -240,8 +241,15 @@ def build_parser():
     t.add_argument("--checkpoint-activations", "-ca", action="store_true",
                    help="turns full activation recomputation ON (the cookbook's meaning; same as "
                    "--recompute full)")
-    t.add_argument("--recompute", choices=("none", "selective", "full"), default=None,
-                   help="activation recomputation (default none; -ca means full)")
+    t.add_argument("--recompute", choices=RECOMPUTE_MODES, default=None,
+                   help="activation recomputation (default none; -ca means full): selective = Megatron-LM's "
+                   "--recompute-modules (default core_attn), op-sac = torchtitan's per-op selective checkpointing "
+                   "(keeps attention outputs and every odd-numbered matmul's output)")
+    t.add_argument("--recompute-modules", nargs="+", choices=RECOMPUTE_MODULES, default=None, metavar="MODULE",
+                   help="with --recompute selective: Megatron-LM's modules whose activations are dropped "
+                   "(default core_attn; one of " + ", ".join(RECOMPUTE_MODULES) + ")")
+    t.add_argument("--recompute-every", type=bounded_int, default=None, metavar="K",
+                   help="apply --recompute to every k-th layer only, the others keep everything")
     t.add_argument("--batch-size-per-gpu", "-b", "--micro-batch-size", type=bounded_int, default=None,
                    help="micro-batch per GPU, or the inference batch (default 1)")
     t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
@@ -505,6 +513,8 @@ def resolve(args, parser):
     recompute = args.recompute or ("full" if args.checkpoint_activations else "none")
     if args.checkpoint_activations and args.recompute not in (None, "full"):
         parser.error(f"--checkpoint-activations means full recompute, but --recompute {args.recompute} was given")
+    if args.recompute_modules and recompute != "selective":
+        parser.error(f"--recompute-modules needs --recompute selective, not --recompute {recompute}")
     if args.partition_activations and recompute != "full":
         notes.append("--partition-activations splits checkpointed layer inputs; it changes "
                      "nothing without --recompute full")
@@ -571,6 +581,8 @@ def resolve(args, parser):
          **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
          "zbs": 5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size, "zmlp": args.zero3_max_live_params or 1e9,
          "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
+         "recompute_modules": tuple(dict.fromkeys(args.recompute_modules)) if args.recompute_modules else None,
+         "recompute_every": args.recompute_every or 1,
          "sequence_parallel": args.sequence_parallel and tp > 1,
          "partition_activations": args.partition_activations, "flash_attention": args.flash_attention,
          "dropout": args.dropout, "mixed_precision": mixed, "high_bytes": high,
@@ -678,7 +690,7 @@ def assumptions(c, spec):
                    "per logit at the backward's start); gradients zeroed with set_to_none, so the peak is "
                    "the backward's start or its end; no allocator fragmentation")
     out.append(f"activations ({'settings' if c['activation_rule'] == 'eager' else 'Korthikanti 2022'}): "
-               f"recompute {c['recompute']}, sequence parallel "
+               f"{recompute_text(c, brief=True)}, sequence parallel "
                f"{'on' if c['sequence_parallel'] else 'off'}, flash attention "
                f"{'on' if c['flash_attention'] else 'off'}, dropout {'on' if c['dropout'] else 'off'}, "
                f"{c['act_bytes']} B/element, "

@@ -65,8 +65,11 @@ from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, d
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
-    PCIE_BYTES_PER_S, RECOMPUTE, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
+    PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
+from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
+from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
+from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, limiter, search_layouts,
     sequence_flops)
 from ..train.step import evaluate
@@ -91,7 +94,7 @@ FLAG_RANGES = {
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
     "gpu_memory_gib": (1e-3, 1e6), "cost_per_gpu_hour": (0, 1e6), "moe_imbalance": (1, 100),
     "matmul_ceiling": (1e-3, 1), "overlap_slowdown": (0, 1), "framework_mem_gib": (0, 1e6),
-    "dp_bucket_mparams": (1e-3, 1e6)}
+    "dp_bucket_mparams": (1e-3, 1e6), "recompute_every": (1, 10 ** 6), "nvme_gbps": (1e-3, 1e5)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -183,7 +186,7 @@ def resolve_hardware(args, parser):
           "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
           "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
           "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
-          "gpus_per_node": int(gpn)}
+          "gpus_per_node": int(gpn), "link_bytes_per_s": (intra, inter or intra / 8)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
                     in_network_reduction=bool(base.get("scale_up_in_network_reduction")) and not own_link,
@@ -237,12 +240,19 @@ def build_parser():
     lay.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                      help="sequences per step (default: dp x micro-batch)")
     lay.add_argument("--sequence-length", "-s", type=bounded_int, default=2048)
-    lay.add_argument("--recompute", choices=RECOMPUTE, default=None,
-                     help="activation recompute (default selective; full under --framework megatron-2021)")
+    lay.add_argument("--recompute", choices=RECOMPUTE_MODES, default=None,
+                     help="activation recompute (default selective; full under --framework megatron-2021): "
+                          "selective = Megatron-LM's --recompute-modules (default core_attn), op-sac = torchtitan's "
+                          "per-op selective checkpointing (every second matmul and all elementwise work again)")
+    lay.add_argument("--recompute-modules", nargs="+", choices=RECOMPUTE_MODULES, default=None, metavar="MODULE",
+                     help="with --recompute selective: Megatron-LM's modules to recompute (default core_attn; one of " + ", ".join(RECOMPUTE_MODULES) + ")")
+    lay.add_argument("--recompute-every", type=bounded_int, default=None, metavar="K",
+                     help="apply --recompute to every k-th layer only, the others none (torchtitan's "
+                          "selective_ac_option = k)")
     lay.add_argument("--offload", action=bo, default=False,
                      help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
     k = p.add_argument_group("framework")
-    k.add_argument("--framework", choices=FRAMEWORKS, default="megatron",
+    k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default="megatron",
                    help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
                         "(Megatron-LM as Narayanan et al. 2021 ran it: no TP-overlap, no distributed "
                         "optimizer, apex LayerNorm, 16-bit gradients), megatron-2022 (as Korthikanti et al. "
@@ -250,7 +260,18 @@ def build_parser():
                         "DDP's divide at any dp), pytorch (eager "
                         "torchtitan / HF Llama modules: unfused norms, rope, activations, fp32 loss, FSDP's "
                         "gradient casts and copies), llm-foundry (eager MPT modules: flash-attn varlen "
-                        "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD")
+                        "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD; deepspeed "
+                        "(DeepSpeed's engine over Megatron-DeepSpeed's fused kernels: ZeRO 0-3 with its bucket, "
+                        "overlap and gather rules, the pipeline engine's blocking 1F1B without interleaving, "
+                        "offload to CPU or NVMe)")
+    k.add_argument("--offload-device", choices=("cpu", "nvme"), default=None,
+                   help="with --offload under --framework deepspeed: where the optimizer states live "
+                        "(offload_optimizer.device, default cpu; nvme needs --nvme-gbps)")
+    k.add_argument("--offload-param", choices=("cpu", "nvme"), default=None,
+                   help="--framework deepspeed -z 3: the 16-bit weights on the host or NVMe "
+                        "(offload_param.device), fetched per layer")
+    k.add_argument("--nvme-gbps", type=finite_float, default=None,
+                   help="NVMe read/write bandwidth per GPU, GB/s (no default: your drives' measured rate)")
     k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16", "fp16"), default=None,
                    help="dtype gradients are accumulated and reduced in (default fp32; bf16 = composer's FSDP "
                         "PURE; megatron-2021: the 16-bit --dtype for fp16, fp32 = its "
@@ -277,8 +298,13 @@ def build_parser():
                    help="gradient reduction bucketed under the last backward (default on; off under "
                         "megatron-2021/2022, whose local DDP reduces after the backward: pass --dp-overlap for "
                         "its --DDP-impl torch)")
-    k.add_argument("--dp-bucket-mparams", type=finite_float, default=40.0,
-                   help="gradient bucket, millions of parameters (default 40, Megatron-LM's)")
+    k.add_argument("--dp-bucket-mparams", type=finite_float, default=None,
+                   help="gradient bucket, millions of parameters (default 40, Megatron-LM's; 500 under "
+                        "--framework deepspeed, its reduce_bucket_size)")
+    k.add_argument("--moe-dispatcher", choices=MOE_DISPATCHERS, default="alltoall",
+                   help="MoE token dispatch (Megatron-Core --moe-token-dispatcher-type): alltoall (NCCL all-to-all of "
+                        "each token's k copies, default) or flex (DeepEP: once per destination GPU and node, FP8 "
+                        "dispatch under --dtype fp8, at DeepEP's measured bandwidths)")
     k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
                    help="busiest expert rank's tokens / mean (default 1.0)")
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
@@ -373,10 +399,13 @@ def assumptions(hw, lay):
               and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1
               else "bucketed under the last backward" if lay["dp_overlap"] else "after the backward, exposed"),
            f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
-           f"MoE load imbalance {lay['moe_imbalance']:g}",
+           f"MoE load imbalance {lay['moe_imbalance']:g}"
+           + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
+              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
            + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
-           "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model"]
+           "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model",
+           recompute_text(lay)]
     fw = lay.get("framework", "megatron")
     if fw == "pytorch":
         out.append("memory: calc_transformer_mem.py's eager rule (what autograd saves in transformers' modules; "
@@ -400,6 +429,19 @@ def assumptions(hw, lay):
                       "16-bit main gradients added by local DDP's hook and cast to fp32 at the step")
                    + ", local DDP dividing the buffer by dp after the backward (dp = 1 too), no distributed "
                    "optimizer; host syncs of its timers not costed")
+    elif fw == DEEPSPEED:
+        z = lay["zero_stage"]
+        out.append("framework deepspeed: DeepSpeed's engine over Megatron-DeepSpeed's fused kernels; "
+                   + (f"pipeline engine: blocking sends and receives (each stage waits out both), gradients "
+                      f"all-reduced after the last backward" if lay["pp"] > 1 else
+                      f"ZeRO {z}: gradients reduced in {lay['dp_bucket_params'] / 1e6:g}M-element buckets "
+                      + ("every micro-batch" if z >= 2 else "on the last micro-batch")
+                      + (" beside the backward (overlap_comm)" if lay["dp_overlap"] else " on the compute stream, exposed"))
+                   + ("; updated 16-bit weights all-gathered after the step" if z in (1, 2) else "")
+                   + (f"; optimizer on the {lay['offload_device']} (CPU-Adam"
+                      + (f", NVMe at {lay['nvme_bytes_per_s'] / 1e9:g} GB/s, not overlapped" if lay["offload_device"] == "nvme" else "")
+                      + ")" if lay["offload"] else "")
+                   + (f"; weights on the {lay['offload_param']}, fetched per layer over PCIe" if lay.get("offload_param") else ""))
     else:
         out.append(f"framework {fw}: eager PyTorch, each unfused kernel of the modules' source at achievable bandwidth "
                    "and at least the kernel floor; FSDP (-z 2/3) gathers and reduce-scatters every layer every "
@@ -433,7 +475,11 @@ FRAMEWORK_DEFAULTS = {
     "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
                       "recompute": "selective", "dp_overlap": False},
     "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
-                "recompute": "selective", "dp_overlap": True}}
+                "recompute": "selective", "dp_overlap": True},
+    # DeepSpeed (deepspeed/runtime/zero/config.py): ZeRO stage 0 unless configured, overlap_comm on
+    # only at stage 3 (set in resolve_framework_defaults), reduce_bucket_size 5e8; Megatron-DeepSpeed's
+    # tensor parallelism all-reduces synchronously; no recompute unless asked
+    DEEPSPEED: {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": True, "recompute": "none"}}
 
 
 def resolve_framework_defaults(args, parser):
@@ -456,6 +502,8 @@ def resolve_framework_defaults(args, parser):
                 "forward collectives)"),
                (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
                (y2021 and args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
+               (args.recompute == "op-sac", "--recompute op-sac (torchtitan's per-op checkpointing)"),
+               (bool(args.recompute_modules), "--recompute-modules (Megatron-Core's selective modules)"),
                (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
                (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
                (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
@@ -467,9 +515,37 @@ def resolve_framework_defaults(args, parser):
         why = [w for b, w in bad if b]
         if why:
             parser.error(f"--framework {fw} has no {why[0]}")
+    ds = fw == DEEPSPEED
+    if ds:
+        bad = [(args.virtual_pipeline_size > 1, "-vp > 1 (its pipeline engine runs 1F1B without interleaving)"),
+               (args.pipeline_parallel_size > 1 and (args.zero_stage or 0) >= 2,
+                f"-z {args.zero_stage} with -pp > 1 (ZeRO-2 and ZeRO-3 are incompatible with its pipeline engine)"),
+               (args.context_parallel_size > 1, "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
+               (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
+               (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
+               (args.search, "--search (one layout at a time)")]
+        why = [w for b, w in bad if b]
+        if why:
+            parser.error(f"--framework {fw} has no {why[0]}")
+    else:
+        for flag, val in (("--offload-device", args.offload_device), ("--offload-param", args.offload_param),
+                          ("--nvme-gbps", args.nvme_gbps)):
+            if val is not None:
+                parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
     for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    if ds:
+        if args.dp_overlap is None:
+            args.dp_overlap = args.zero_stage == 3  # overlap_comm's default (zero/config.py overlap_comm_valid)
+        if args.offload_device and not args.offload:
+            parser.error("--offload-device needs --offload (the optimizer states are offloaded)")
+        if args.offload_param and args.zero_stage != 3:
+            parser.error(f"--offload-param needs -z 3 (DeepSpeed offloads parameters at stage 3 only), not -z {args.zero_stage}")
+        if "nvme" in (args.offload_device, args.offload_param) and args.nvme_gbps is None:
+            parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU (none is assumed)")
+    if args.dp_bucket_mparams is None:
+        args.dp_bucket_mparams = REDUCE_BUCKET_ELEMENTS / 1e6 if ds else 40.0
     if args.grad_reduce_dtype is None:
         args.grad_reduce_dtype = "fp16" if fw == "megatron-2021" and args.dtype == "fp16" else "fp32"
 
@@ -490,6 +566,11 @@ def main(argv=None):
     except ValueError as exc:
         parser.error(str(exc))
     resolve_framework_defaults(args, parser)
+    if args.recompute_modules and args.recompute != "selective":
+        parser.error(f"--recompute-modules needs --recompute selective, not --recompute {args.recompute}")
+    if args.search and (args.recompute_modules or (args.recompute_every or 1) > 1 or args.recompute == "op-sac"):
+        parser.error("--search chooses among --recompute none, selective and full itself: drop --recompute-modules, "
+                     "--recompute-every and --recompute op-sac, or drop --search")
     hw, net, hw_notes = resolve_hardware(args, parser)
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
@@ -497,6 +578,8 @@ def main(argv=None):
             "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
             "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
             "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
+            "recompute_modules": tuple(dict.fromkeys(args.recompute_modules)) if args.recompute_modules else None,
+            "recompute_every": args.recompute_every or 1,
             "flash_attention": args.flash_attention, "dropout": args.dropout,
             "attention_kernel": args.attention_kernel or default_attention_kernel(
                 args.framework, hopper=hw["family"] == "h100"),
@@ -505,6 +588,10 @@ def main(argv=None):
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
             "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
+            "moe_dispatcher": args.moe_dispatcher,
+            "offload_device": (args.offload_device or "cpu") if args.offload else None,
+            "offload_param": args.offload_param,
+            "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,
             "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
@@ -579,7 +666,7 @@ def main(argv=None):
                                                              last=last),
                             "memory_command": script_command("calc_transformer_mem.py", parser, args, words=memory)}
     res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
-                             "hardware": lay["global_batch_size"] * flops["hardware"][lay["recompute"]]}
+                             "hardware": r["hardware_flops_per_step"]}
     if args.tokens:
         steps = args.tokens / (lay["global_batch_size"] * lay["sequence_length"])
         wall = steps * r["step_time_s"]

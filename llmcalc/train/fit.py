@@ -61,9 +61,9 @@ def training_ways_out(spec, c, b):
         add("-z 3", dict(c, zero_stage=3), f"weights, gradients and optimizer states over dp*cp = {c['zero_shard']}")
         most["zero_stage"] = 3
         flags.append("-z 3")
-    if c["recompute"] != "full":
-        add("--recompute full", dict(c, recompute="full"), "keep only each layer's input")
-        most["recompute"] = "full"
+    if c["recompute"] != "full" or (c.get("recompute_every") or 1) > 1:
+        add("--recompute full", dict(c, recompute="full", recompute_every=1), "keep only each layer's input")
+        most.update(recompute="full", recompute_every=1)
         flags.append("--recompute full")
     if not c["offload"] and c["opt_bytes"]:
         off = dict(c, offload=True, host_opt_bytes=c["opt_bytes"], opt_bytes=0)
@@ -74,7 +74,7 @@ def training_ways_out(spec, c, b):
     if len(flags) > 1:
         add(" ".join(flags), most, "all of these together")
     fewest = None
-    scaled = dict(c, zero_stage=3, recompute="full")
+    scaled = dict(c, zero_stage=3, recompute="full", recompute_every=1)
     dp = c["dp"]  # these GPUs first: ZeRO-3 and full recompute may be enough without offload
     while dp < 1 << 20:
         cc = with_dp(scaled, dp)

@@ -5,6 +5,7 @@ pipeline stages and LoRA."""
 from ..model.formulas import (attention_head_dims, expected_real_experts, layer_params,
     mixer_widths, norm_params)
 from ..model.sharding import attention_on_rank, mlp_on_rank
+from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_mode
 
 
 # Optimizer state bytes per trainable parameter, EXCLUDING the fp32 master copy that mixed
@@ -213,6 +214,9 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
     B, sb = act_bytes, s * b
     mask = 1 if dropout else 0
     outside = inside = scores = 0
+    # what each of Megatron-LM's selective recompute modules drops (train/recompute.py)
+    by = dict.fromkeys(("norm_out", "mla_up", "mlp_inside", "moe_outside", "moe_inside", "moe_act",
+                        "shared_inside"), 0)
     # DeepSeek-V4's hyper-connections: each block's mixing module also keeps its hc_mult input streams
     hc_in = sb * streams * h * B if streams > 1 else 0
     for attn in layer["attention"]:
@@ -220,12 +224,15 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
         at, kvt = x["heads"], x["kv_heads"]
         d, d_v = attention_head_dims(x)
         outside += sb * h * (2 * B + mask) + hc_in
+        by["norm_out"] += B * sb * h
         if x["span"] == "state":
             inside += linear_mixer_activation_bytes(x, sb=sb, act_bytes=B)
             continue
         if x["kind"] == "mla":
             outside += B * sb * (x["q_lora_rank"] + x["kv_lora_rank"] + x["qk_rope_head_dim"])
         inside += B * sb * (at * d + kvt * d + kvt * d_v + at * d_v)
+        if x["kind"] == "mla":  # q, k, v at every head, rebuilt from the latents
+            by["mla_up"] += B * sb * (at * d + kvt * d + kvt * d_v)
         if x["kind"] == "dsv4":  # its q latent and grouped output latent
             inside += B * sb * (x["q_lora_rank"] + x["o_groups"] * x["o_lora_rank"])
         if x["index_topk"]:
@@ -237,13 +244,23 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
             scores += at * s * s * b * (B + (mask + B if dropout else 0))
     for m in layer["mlp"]:
         outside += sb * h * (2 * B + mask) + hc_in
+        by["norm_out"] += B * sb * h
         if m["kind"] == "dense":
             inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
+            by["mlp_inside"] += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
         else:
             mo = moe_activation_bytes(m, s=s, b=b, h=h, tp=tp, etp=etp, act_bytes=B)
             outside += mo["replicated"]
             inside += mo["sharded"]
-    return {"outside": outside / (tp if sp else 1), "inside": inside, "scores": scores}
+            shared = B * sb * m["shared_width"] * _mlp_stored_widths(m["linears"]) // tp
+            by["moe_outside"] += mo["replicated"]
+            by["moe_inside"] += mo["sharded"]
+            by["shared_inside"] += shared
+            by["moe_act"] += B * expected_real_experts(m) * sb * m["width"] // etp  # the product fed to fc2
+    div = tp if sp else 1
+    by["norm_out"] /= div
+    by["moe_outside"] /= div
+    return {"outside": outside / div, "inside": inside, "scores": scores, **by}
 
 
 def linear_mixer_activation_bytes(attn, *, sb, act_bytes):
@@ -280,14 +297,54 @@ def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
     return {"replicated": replicated, "sharded": sharded}
 
 
-def stored_layer_bytes(parts, *, recompute, sp_or_pa, tp, s, b, h, act_bytes, streams=1):
+def selective_dropped_bytes(parts, modules):
+    """Bytes of one layer's stored activations (layer_activation_bytes) that Megatron-LM's selective
+    recompute modules drop: core_attn the score terms (Korthikanti sec. 5; under a fused kernel its
+    fp32 log-sum-exp only), layernorm each block's norm output, mla_up_proj MLA's q, k, v at all
+    heads, mlp the dense MLP's internals, moe the whole MoE block's (router, dispatched copies,
+    experts, shared experts), moe_act the routed experts' activation output, shared_experts the
+    shared experts' internals. Each module keeps its input."""
+    out = parts["scores"] if "core_attn" in modules else 0
+    keys = {"layernorm": "norm_out", "mla_up_proj": "mla_up", "mlp": "mlp_inside"}
+    out += sum(parts[v] for k, v in keys.items() if k in modules)
+    if "moe" in modules:
+        out += parts["moe_outside"] + parts["moe_inside"]
+    else:
+        out += (parts["moe_act"] if "moe_act" in modules else 0) + (
+            parts["shared_inside"] if "shared_experts" in modules else 0)
+    return out
+
+
+def op_sac_layer_bytes(layer, *, s, b, h, tp, etp, sp_or_pa, flash, act_bytes, residual_bytes, streams=1):
+    """What one layer keeps per micro-batch under torchtitan's per-op selective checkpointing
+    (train/recompute.py): the checkpoint's input (the residual, in its dtype; /tp with sequence
+    parallelism), the outputs of the matmuls it saves (block_matmuls: every odd-numbered one) at the
+    activation width, and each attention block's kernel outputs (SDPA/flash: the output and an fp32
+    log-sum-exp per head; eager attention its s x s score matmul output too). Routed experts and the
+    router are recomputed and keep nothing (an assumption under ep > 1, where the all-to-all
+    outputs are saved as communication ops)."""
+    B, sb = act_bytes, s * b
+    out = residual_bytes * sb * h * streams / (tp if sp_or_pa else 1)
+    out += B * sb * sum(n for _, n, rec, _ in block_matmuls(layer, h=h, tp=tp, etp=etp) if not rec)
+    for attn in layer["attention"]:
+        x = attention_on_rank(attn, tp=tp)
+        if x["span"] == "state":
+            continue
+        out += B * sb * x["heads"] * attention_head_dims(x)[1] + 4 * sb * x["heads"]
+        if not flash:
+            out += B * x["heads"] * s * s * b
+    return out
+
+
+def stored_layer_bytes(parts, *, recompute, sp_or_pa, tp, s, b, h, act_bytes, streams=1, modules=("core_attn",)):
     """What one layer keeps per micro-batch under a recompute mode (Korthikanti Table 2): none
-    keeps everything; selective drops the score terms (recomputed in backward, sec. 5); full keeps
-    only the layer input, 2 sbh (/tp with sequence parallelism or partitioned activations)."""
+    keeps everything; selective drops what its modules recompute (selective_dropped_bytes; the
+    default core_attn the score terms, sec. 5); full keeps only the layer input, 2 sbh (/tp with
+    sequence parallelism or partitioned activations)."""
     if recompute == "full":  # the layer input: hc_mult streams with DeepSeek-V4's hyper-connections
         return act_bytes * s * b * h * streams / (tp if sp_or_pa else 1)
     if recompute == "selective":
-        return parts["outside"] + parts["inside"]
+        return parts["outside"] + parts["inside"] + parts["scores"] - selective_dropped_bytes(parts, modules)
     return parts["outside"] + parts["inside"] + parts["scores"]
 
 
@@ -452,6 +509,12 @@ def training_memory(spec, c, b):
             return None
         return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
                                             act_bytes=ab, autocast=autocast)
+    mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
+
+    def sac_of(layer):
+        return op_sac_layer_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp_or_pa=sp_or_pa, flash=c["flash_attention"],
+                                  act_bytes=ab, residual_bytes=4 if autocast else ab,
+                                  streams=spec.get("residual_streams", 1))
     stages = []
     chunks = c["chunk_layers"]
     by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
@@ -478,6 +541,8 @@ def training_memory(spec, c, b):
                                                 grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
                                                 zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
             w, g, o = w1 + w2, g1 + g2, o1 + o2
+            if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights live on the host
+                w = 0
             trainable = ne + ex
         buffers = 0
         if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
@@ -486,12 +551,17 @@ def training_memory(spec, c, b):
             buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
         parts = _per_kind(all_layers, layers, parts_of)
         eager_parts = _per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
+        modes = [layer_mode(c, i) for i in layers]  # --recompute-every: the others keep everything
+        sacs = _per_kind(all_layers, layers, sac_of) if "op-sac" in modes else [0] * len(parts)
         per_mb = 0
-        for x, e in zip(parts, eager_parts):
-            if e is None:
-                per_mb += stored_layer_bytes(x, recompute=c["recompute"], sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
-                                             h=h, act_bytes=ab, streams=spec.get("residual_streams", 1))
-            elif c["recompute"] == "full":
+        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+            if md == "op-sac":
+                per_mb += sac
+            elif e is None:
+                per_mb += stored_layer_bytes(x, recompute=md, sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
+                                             h=h, act_bytes=ab, streams=spec.get("residual_streams", 1),
+                                             modules=mods)
+            elif md == "full":
                 per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=sp_or_pa,
                                                          act_bytes=ab, autocast=autocast)
             else:
@@ -501,13 +571,17 @@ def training_memory(spec, c, b):
             emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
         flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
         stored = (per_mb + emb_mb) * flight
-        if c["recompute"] == "full":  # the stage's largest layer rebuilt during its backward
-            working = max((x["outside"] + x["inside"] + x["scores"] if e is None else e
-                           for x, e in zip(parts, eager_parts)), default=0)
-        elif c["recompute"] == "selective":
-            working = max((x["scores"] for x in parts), default=0)
-        else:
-            working = 0
+        # the stage's largest layer rebuilt during its backward: all of it under full, what op-SAC did not
+        # keep, what the selective modules dropped
+        working = 0
+        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+            whole = x["outside"] + x["inside"] + x["scores"] if e is None else e
+            if md == "full":
+                working = max(working, whole)
+            elif md == "op-sac":
+                working = max(working, whole - sac)
+            elif md == "selective":
+                working = max(working, selective_dropped_bytes(x, mods))
         logits = casts = 0
         if st == pp - 1:
             if eager:
@@ -520,7 +594,7 @@ def training_memory(spec, c, b):
         if eager:  # the larger of the backward's start and end (training_memory's docstring)
             if autocast:  # 16-bit weight copies saved by the linears whose forward is kept, and the head's
                 # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
-                casts = ab * ((ne - emb) if c["recompute"] != "full" else 0)
+                casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
                 casts += ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp if st == pp - 1 else 0
             g_start = g if m > 1 else 0  # accumulation: the earlier micro-batches' gradients
             tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]

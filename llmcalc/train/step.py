@@ -12,26 +12,13 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
     grad_path, linear_times_s, memory_time_s)
+from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
+    offload_param_fetch_s)
+from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
+from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
+    sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, optimizer_bytes_per_param,
     stage_params_per_rank, training_memory, zero_shards)
-
-
-def attention_linear_shapes(attn_r, *, h):
-    """(input width, output width) of one rank's attention projections as two matmuls with k = h
-    and n = h: the output projection's input width (query heads x value dim, or a mixer's out_proj
-    width), and everything else the block counts for the layer (q/k/v, gates, MLA's down and up
-    projections, a lightning indexer's projections) folded into one matmul of the same FLOPs
-    (attention_linear_flops_per_token). Exact in FLOPs; the shape of the folded part is approximate
-    (MLA's up-projections reduce over their latent rank, not h)."""
-    flops = attention_linear_flops_per_token(attn_r, h=h)
-    if attn_r["span"] == "state":
-        out = mixer_widths(attn_r)[1]
-    else:
-        out = attn_r["heads"] * attention_head_dims(attn_r)[1]
-    n_in = flops / (2 * h) - out
-    if n_in <= 0:
-        return flops / (2 * h), 0
-    return n_in, out
 
 
 def linear_operand_elements(m, n, k):
@@ -66,7 +53,9 @@ def layer_compute_s(layer, *, h, lay, hw):
     rank, and the matmul pairs TP communication can overlap with. Tokens on the rank: m = b s / cp;
     every tensor-parallel rank runs all m through its 1/tp slice of each weight (Shoeybi et al.
     2019); with sequence parallelism norms, dropouts and residuals run on m / tp (Korthikanti et
-    al. 2022 sec. 4.2.2). Recompute: full repeats the forward, selective the attention core."""
+    al. 2022 sec. 4.2.2). Recompute (train/recompute.py): full repeats the forward; selective its
+    modules (core_attn the attention core, a fused kernel's forward included); op-sac every second
+    matmul of the layer, the routed experts, router and all memory-bound work."""
     tp, cp, ep, etp, sp = lay["tp"], lay["cp"], lay["ep"], lay["etp"], lay["sp"]
     b, s = lay["micro_batch_size"], lay["sequence_length"]
     m = b * s // cp
@@ -75,6 +64,14 @@ def layer_compute_s(layer, *, h, lay, hw):
     mt = m / tp if sp else m
     parts, overlap = {}, {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
     full = lay["recompute"] == "full"
+    sac = lay["recompute"] == "op-sac"
+    mods = modules_of(lay)
+    rec_core = full or "core_attn" in mods
+    if sac:  # the matmuls op-SAC recomputes, charged to their block
+        for k_, n_, rec, owner in block_matmuls(layer, h=h, tp=tp, etp=etp):
+            if rec:
+                _add(parts, owner, 0.0, 0.0, gemm_time_s(m, n_, k_, hw=hw, dtype_bytes=wb))
+    ew_rec_bytes, ew_rec_kernels = 0.0, 0  # memory-bound work a selective module repeats
     ew_bytes, ew_kernels = 0.0, 0
     fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
     other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
@@ -84,7 +81,13 @@ def layer_compute_s(layer, *, h, lay, hw):
         n_in, n_out = attention_linear_shapes(ar, h=h)
         f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
         f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=wb) if n_out else (0.0, 0.0)
-        _add(parts, "attention_linear", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+        rec_lin = (f1 + f2) if full else 0.0
+        if "mla_up_proj" in mods and attn["kind"] == "mla":  # the up-projections' share of the folded matmul
+            d_nope, d_rope, d_v = ar["qk_nope_head_dim"], ar["qk_rope_head_dim"], ar["v_head_dim"]
+            up = ar["kv_lora_rank"] * ar["heads"] * (d_nope + d_v)
+            up += ar["q_lora_rank"] * ar["heads"] * (d_nope + d_rope) if ar["q_lora_rank"] else 0
+            rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
+        _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
         fp8_elems += linear_operand_elements(m, n_in, h) + (linear_operand_elements(m, h, n_out) if n_out else 0)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
         overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
@@ -96,7 +99,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
             ff, fb = hw["flash"]
             tf, tb = core / (hw["peak16"] * ff), 2 * core / (hw["peak16"] * fb)
-            _add(parts, "attention_core", tf, tb, tf if full else 0.0)
+            _add(parts, "attention_core", tf, tb, tf if full or sac else 0.0)
             ew_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
             ew_kernels += 4
             other_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
@@ -107,7 +110,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             ff, fb = kernel_attention_fractions(attn, lay=lay, hw=hw)
             tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
             tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
-            _add(parts, "attention_core", tf, tb, tf if full else 0.0)
+            _add(parts, "attention_core", tf, tb, tf if rec_core else 0.0)
         else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
             dq, dv = attention_head_dims(ar)
             bh = b * ar["heads"]
@@ -118,7 +121,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             sm_f = memory_time_s(probs * (2 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
             sm_b = memory_time_s(probs * (3 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
             tf, tb = f_qk + f_av + sm_f, b_qk + b_av + sm_b
-            _add(parts, "attention_core", tf, tb, tf if lay["recompute"] in ("full", "selective") else 0.0)
+            _add(parts, "attention_core", tf, tb, tf if rec_core else 0.0)
         if ar.get("rope", True) and ar["span"] != "state":
             ew_bytes += 2 * a * m * (ar["heads"] + ar["kv_heads"]) * attention_head_dims(ar)[0]
             ew_kernels += 1
@@ -130,7 +133,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             n_in = fl["dense_mlp"] / (2 * h) - w
             f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
-            _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full else 0.0)
+            _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full or "mlp" in mods else 0.0)
             fp8_elems += linear_operand_elements(m, n_in, h) + linear_operand_elements(m, h, w)
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
             overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
@@ -138,6 +141,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             overlap["row_fwd"] += f2
             ew_bytes += a * m * (n_in + w)  # activation (and gate): read n_in, write w
             ew_kernels += 1
+            if "mlp" in mods:
+                ew_rec_bytes, ew_rec_kernels = ew_rec_bytes + a * m * (n_in + w), ew_rec_kernels + 1
             continue
         E, k_real = mlp["num_experts"], expected_real_experts(mlp)
         # routed experts: the ep group's m*ep tokens x k spread over E experts, E/ep on this rank;
@@ -151,27 +156,37 @@ def layer_compute_s(layer, *, h, lay, hw):
         f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
         fp8_elems += local * (linear_operand_elements(m_e, n_in, h) + linear_operand_elements(m_e, h, w))
         g = lay["moe_imbalance"]
-        _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if full else 0.0)
+        moe_rec = full or sac or "moe" in mods
+        _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if moe_rec else 0.0)
         if mlp["shared_width"]:
             sw = mr["shared_width"]
             n_s = fl["shared_experts"] / (2 * h) - sw
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
             fp8_elems += linear_operand_elements(m, n_s, h) + linear_operand_elements(m, h, sw)
-            _add(parts, "mlp", f3 + f4, b3 + b4, (f3 + f4) if full else 0.0)
+            _add(parts, "mlp", f3 + f4, b3 + b4,
+                 (f3 + f4) if full or "moe" in mods or "shared_experts" in mods else 0.0)
             ew_bytes += a * m * (n_s + sw)
             other_bytes += a * m * (n_s + sw)
         fr, br = linear_times_s(m, E + mlp["zero_experts"], h, hw=hw)
-        _add(parts, "router", fr, br, fr if full else 0.0)
+        _add(parts, "router", fr, br, fr if moe_rec else 0.0)
         # activation, and the permutation into and out of expert order (read + write, twice)
         ew_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
         ew_kernels += 6
         other_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
         other_kernels += 6
+        if "moe" in mods:  # activation, permutations (and the shared experts' activation)
+            ew_rec_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h + (
+                a * m * (n_s + sw) if mlp["shared_width"] else 0)
+            ew_rec_kernels += 6
+        elif "moe_act" in mods:
+            ew_rec_bytes, ew_rec_kernels = ew_rec_bytes + g * a * m * k_real * (n_in + w), ew_rec_kernels + 1
     # norms (one per block), residual add (+ bias, dropout mask) per block: Korthikanti Table 2's tensors
     y2021 = lay.get("framework", "megatron") == "megatron-2021"
     ew_bytes += blocks * ((0 if y2021 else 2 * a * mt * h) + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
     ew_kernels += (1 if y2021 else 2) * blocks
+    if "layernorm" in mods:  # each block's norm: read x, write y
+        ew_rec_bytes, ew_rec_kernels = ew_rec_bytes + blocks * 2 * a * mt * h, ew_rec_kernels + blocks
     if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: their hc x h residual streams
         # are read and written once per block (small matmuls, memory-bound; an assumption)
         ew_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
@@ -187,10 +202,10 @@ def layer_compute_s(layer, *, h, lay, hw):
             eb += memory_time_s(2 * other_bytes, 2 * other_kernels, hw=hw)
         if lay.get("compile"):  # Inductor's fused kernels at their measured share of the eager time
             ef, eb = ef * COMPILE_LAYER_FACTOR, eb * COMPILE_LAYER_FACTOR
-        _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+        _add(parts, "memory_bound", ef, eb, ef if full or sac else 0.0)
         if wb == 1 and lay["framework"] == "pytorch":  # torchao's casts (TE fuses its own: not costed)
             cf, cb = fp8_cast_time_s(fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
-            _add(parts, "fp8_casts", cf, cb, cf if full else 0.0)
+            _add(parts, "fp8_casts", cf, cb, cf if full or sac else 0.0)
         return parts, overlap, blocks
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
@@ -218,7 +233,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             qb = bool(attn.get("qkv_bias"))
             ef += memory_time_s(a * m * ((2 * qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
             eb += memory_time_s(a * m * ((qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
-    _add(parts, "memory_bound", ef, eb, ef if full else 0.0)
+    rec_ew = ef if full or sac else (memory_time_s(ew_rec_bytes, ew_rec_kernels, hw=hw) if ew_rec_bytes else 0.0)
+    _add(parts, "memory_bound", ef, eb, rec_ew)
     ne, ex = layer_params_per_rank(layer, h=h, norm=lay["norm"], tp=tp, etp=etp, ep=ep)
     _add(parts, "grad_accumulation", 0.0, (ne + ex) * accum / hw["mem_bw"])
     return parts, overlap, blocks
@@ -281,9 +297,22 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
         out["tp"] = [f, b, f if rec_on else 0.0]
     moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
     if ep > 1 and moe:
-        k = sum(expected_real_experts(x) for x in moe)
-        a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
-        out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_on else 0.0]
+        rec_ep = rec_on or "moe" in modules_of(lay)
+        if lay.get("moe_dispatcher") == "flex" and hw.get("link_bytes_per_s"):
+            # DeepEP (train/moe.py): forward dispatch (FP8 under fp8 matmuls) and combine (BF16);
+            # the backward sends the gradients both ways in BF16
+            intra, inter = hw["link_bytes_per_s"]
+            f = b = 0.0
+            for x in moe:
+                kw = dict(tokens=m / (tp if sp else 1), h=h, experts=x["num_experts"], picks=expected_real_experts(x),
+                          ep=ep, gpus_per_node=G, intra_bytes_per_s=intra, inter_bytes_per_s=inter, combine_bytes=2)
+                f += sum(deepep_time_s(dispatch_bytes=1 + FP8_SCALE_BYTES_PER_VALUE if lay["matmul_bytes"] == 1 else 2, **kw))
+                b += sum(deepep_time_s(dispatch_bytes=2, **kw))
+            out["ep"] = [f, b, f if rec_ep else 0.0]
+        else:
+            k = sum(expected_real_experts(x) for x in moe)
+            a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
+            out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_ep else 0.0]
     soft = [x for x in layer["attention"] if x["span"] != "state"]
     if cp > 1 and soft:
         t = 0.0
@@ -446,7 +475,7 @@ def eager_grad_s(params_local, num_layers, *, lay, hw):
                                     fsdp=fsdp, regather=lay["zero_stage"] == 3, microbatches=lay["num_microbatches"])
     tf = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in f)
     tb = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in b)
-    return [tf, tb, tf if lay["recompute"] == "full" and not fsdp else 0.0]
+    return [tf, tb, tf if lay["recompute"] in ("full", "op-sac") and not fsdp else 0.0]
 
 
 def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
@@ -481,7 +510,7 @@ def optimizer_s(params_local, *, lay, hw):
     shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
     p = params_local / shard
     if lay["offload"]:
-        return p * 6 / hw["pcie"] + p / CPU_ADAM_PARAMS_PER_S
+        return offload_optimizer_s(p, lay=lay, hw=hw, cpu_adam_params_per_s=CPU_ADAM_PARAMS_PER_S)
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
     path = grad_path(lay)
     if path:
@@ -504,8 +533,10 @@ def memory_config(spec, lay, c0):
                 **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
                 sequence_length=lay["sequence_length"],
                 num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
+                recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
                 sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
                 dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
+                offload_param=bool(lay.get("offload_param")),
                 # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
                 # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
                 zbs=5e8 if lay["zero_stage"] == 3 else 0)
@@ -515,7 +546,7 @@ def memory_config(spec, lay, c0):
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
-                   "gpus_per_node", "matmul_bytes", "framework")
+                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
@@ -526,7 +557,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
     by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp)
     first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
-    key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
+    lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
     stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
     m = lay["num_microbatches"]
     G = lay["gpus_per_node"]
@@ -535,7 +566,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
         act *= spec.get("residual_streams", 1)
         p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
-                          net=net, gpus_per_node=G)
+                          net=net, gpus_per_node=G) * deepspeed_p2p_factor(lay)
         if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
             # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
             # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
@@ -545,14 +576,19 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     for st in range(pp):
         comp, comm, kinds = {}, {}, {}
         for i in by_stage[st]:
-            kinds[id(layers[i])] = kinds.get(id(layers[i]), 0) + 1
-            kinds.setdefault(("layer", id(layers[i])), layers[i])
+            lid = (id(layers[i]), layer_mode(lay, i))
+            kinds[lid] = kinds.get(lid, 0) + 1
+            kinds.setdefault(("layer", lid), layers[i])
         for lid, count in kinds.items():
-            if isinstance(lid, tuple):
+            if lid[0] == "layer":
                 continue
-            k = (lid, key_lay)
+            if lid[1] not in lays:
+                ly = lay if lid[1] == lay["recompute"] else dict(lay, recompute=lid[1])
+                lays[lid[1]] = (ly, tuple(ly.get(k) for k in LAYER_COST_KEYS))
+            ly, key_lay = lays[lid[1]]
+            k = (lid[0], key_lay)
             if k not in cache:
-                cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=lay, hw=hw, net=net)
+                cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=ly, hw=hw, net=net)
             _sum_into(comp, cache[k]["compute"], count)
             _sum_into(comm, cache[k]["comm"], count)
         if st == 0:
@@ -574,16 +610,18 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         stage_b.append(bwd)
         stage_parts.append((comp, comm))
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
-    dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b,
-                                   lay=lay, net=net)
+    dp_rule = deepspeed_dp_exposed_s if lay.get("framework") == DEEPSPEED else dp_exposed_s
+    dp_exp, dp_sync = dp_rule(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay, net=net)
     # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
     # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
     z3 = 0.0
     eager = eager_framework(lay)
-    if lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] > 1 and not eager:
+    if lay["zero_stage"] == 3 and (lay["dp"] * lay["cp"] > 1 or lay.get("offload_param")) and not eager:
         ne, ex = params_by_stage[0]
         per_layer = (ne + ex) / max(len(by_stage[0]), 1)
         ag = comm_time_s("all_gather", per_layer * 2, n=lay["dp"] * lay["cp"], stride=lay["tp"], net=net, gpus_per_node=G)
+        if lay.get("offload_param"):  # DeepSpeed offload_param: the shard comes from the host first
+            ag += offload_param_fetch_s(per_layer / (lay["dp"] * lay["cp"]), lay=lay, hw=hw)
         comp = stage_parts[0][0]
         nl = max(len(by_stage[0]), 1)
         f_layer = sum(v[0] for v in comp.values()) / nl
@@ -626,7 +664,11 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     gbs = lay["global_batch_size"]
     n = lay["num_gpus"]
     model_flops = gbs * flops["model"]
-    hw_flops = gbs * flops["hardware"][lay["recompute"]]
+    rkey = recompute_key(lay)
+    if rkey not in flops["hardware"]:
+        flops["hardware"][rkey] = flops["model"] + sequence_recompute_flops(spec, seq_len=lay["sequence_length"],
+                                                                          lay=lay)
+    hw_flops = gbs * flops["hardware"][rkey]
     tokens = gbs * lay["sequence_length"]
     if memory is None:
         memory, _ = training_memory(spec, memory_config(spec, lay, c0), lay["micro_batch_size"])
@@ -640,7 +682,8 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             "total_bytes": total_bytes, "memory": stage_mem,
             "fits": hw["memory_bytes"] is None or total_bytes <= hw["memory_bytes"],
             "headroom_bytes": None if hw["memory_bytes"] is None else hw["memory_bytes"] - total_bytes,
-            "slowest_stage": worst, "stage_time_s": stage_s, "dp_sync_s": dp_sync}
+            "slowest_stage": worst, "stage_time_s": stage_s, "dp_sync_s": dp_sync,
+            "hardware_flops_per_step": hw_flops}
 
 
 def _add(parts, key, fwd, bwd, rec=0.0):
