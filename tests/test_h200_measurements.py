@@ -343,3 +343,35 @@ def test_fp8_cast_time_of_the_1b_layer_within_15_percent(recipe):
     hw, _, _ = T.resolve_hardware(p.parse_args(["--gpu", "h200"]), p)
     f, b = fp8_cast_time_s(_operand_elements(8192, 2048, 2048, 512, 8192), recipe=recipe, hw=hw)
     assert f + b == pytest.approx(measured, rel=0.15)
+
+
+# --- MoE expert matmuls: torch's grouped GEMM (measure_moe.py, second H200 session) ----------------
+# The step model costs a rank's routed experts as one batched matmul per projection (local experts x
+# tokens per expert, tiles and waves over the SMs; train/kernels.gemm_time_s) with no constant of
+# its own. Judged here on torch._grouped_mm (CUTLASS's grouped kernel, what torchtitan's MoE runs),
+# bf16, balanced routing, the expert shapes of Qwen3-30B-A3B, GPT-OSS-120B, DeepSeek-V3 and
+# Mixtral-8x7B at 4k and 16k tokens per rank and two expert-parallel sizes: 57 of 64 within 15%
+# (median 6.3%). The misses are the smallest groups (128-256 tokens per expert, and the down
+# projections at 2,048), where the grouped kernel runs 16-21% below the batched estimate.
+MOE = _rows(os.path.join(RESULTS, "moe.jsonl"))
+MOE_SHAPES = {"grouped_fwd_gate_up": lambda n, h, f: (n, 2 * f, h), "grouped_fwd_down": lambda n, h, f: (n, h, f),
+              "grouped_dgrad_down": lambda n, h, f: (n, f, h), "grouped_dgrad_gate_up": lambda n, h, f: (n, h, 2 * f)}
+MOE_MISS = {("qwen3-30b-a3b", 1, 4096, "grouped_fwd_down"): "-21.0%", ("qwen3-30b-a3b", 1, 4096, "grouped_dgrad_down"): "-21.2%",
+            ("qwen3-30b-a3b", 8, 4096, "grouped_fwd_down"): "-16.4%", ("qwen3-30b-a3b", 8, 4096, "grouped_dgrad_down"): "-15.8%",
+            ("gpt-oss-120b", 1, 4096, "grouped_fwd_gate_up"): "-16.1%", ("gpt-oss-120b", 1, 4096, "grouped_fwd_down"): "-18.5%",
+            ("gpt-oss-120b", 1, 4096, "grouped_dgrad_down"): "-20.2%"}
+
+
+def _moe_param(r, case):
+    key = (r["model"], r["ep"], r["tokens_per_rank"], case)
+    marks = [pytest.mark.xfail(strict=True, reason=f"ours {MOE_MISS[key]}: small groups")] if key in MOE_MISS else []
+    return pytest.param(r, case, marks=marks, id="{}-ep{}-T{}-{}".format(*key))
+
+
+@pytest.mark.parametrize("row,case", [_moe_param(r, c) for r in MOE for c in MOE_SHAPES])
+def test_grouped_expert_matmul_within_15_percent_of_the_h200(row, case):
+    from llmcalc.train.kernels import gemm_time_s
+    p = T.build_parser()
+    hw, _, _ = T.resolve_hardware(p.parse_args(["--gpu", "h200"]), p)
+    m, n, k = MOE_SHAPES[case](row["tokens_per_expert"], row["hidden"], row["expert_ffn"])
+    assert gemm_time_s(m, n, k, hw=hw, batch=row["local_experts"]) == pytest.approx(row[case + "_s"], rel=0.15)
