@@ -1,0 +1,352 @@
+"""calc_training_time.py against today's published training runs: the issue 33 validation set.
+
+Every row here is a VALIDATION row. The split was made up front: the model's constants were set
+from kernel-level measurements only (VALIDATION.md, "calc_training_time.py": MAMF matmul maxima,
+our H100/H200 matmul and attention grids, gpu-stream bandwidth, nccl-tests tables), never from an
+end-to-end training row, so no row below set anything and nothing was tuned to them.
+
+Each row carries its source, the facts the source states, and what it does not state (the value
+the script then used: its default, or the convention named in the row, fixed before any error was
+seen). Rows past 15% are strict xfails carrying their signed error. The summary test documents the
+set against the issue's bar (85% of rows within 15%, median |error| within 8%) and asserts the
+numbers VALIDATION.md reports; the bar is not met.
+
+Sources (all read at the commits named):
+- MLM: NVIDIA/Megatron-LM README.md @d98e8a6, "Performance Benchmarking" (images/model_table.png,
+  Megatron-Core r0.8.0 per the weak-scaling figure): H100, vocabulary 131072, sequence 4096, DP/TP/
+  PP overlap flags on; per row heads, hidden, layers, TP, PP, DP, GPUs, batch, TFLOP/s per GPU.
+- MB: NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @067f987, "25.11 NeMo
+  Container" pre-training tables: per row GPUs, precision, GBS, MBS, sequence, FSDP, TP, PP, CP,
+  VP, EP, GA, tokens/s per GPU (MoE routing force-balanced, dropless).
+- TT: pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md @b5bcd76 (the tables of the
+  TorchTitan paper, arXiv 2410.06511): H100 with 96 GB HBM2e at 2.4 TB/s, 500 W, 400 Gb/s per GPU.
+- ATP: pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md @b5bcd76 (same
+  machines).
+- MLPERF: mlcommons/training_results_v5.1 @HEAD of the stored snapshot (2025-11), llama31_8b: the
+  submitter's config script (layout, micro-batch, FP8 recipe, overlap flags), its system JSON
+  (accelerator, nodes) and result_0.txt's MLLOG (global_batch_size, max_sequence_length, and the
+  median of the logged `train_step_time` values, the measured figure; tokens/s per GPU = GBS x s /
+  (GPUs x step)).
+- TRAINY: pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md @b5bcd76.
+- MB26: Megatron-Bridge's "26.04.01 NeMo Container" Llama3 70B rows (same page; the latest release
+  holding each 70B layout; its NVFP4 rows are not expressible: the script has no fp4 matmul dtype).
+- NEMO-CP: NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @a2c4cc8 (2025-05),
+  "LLAMA2-7B (FP8) - H100", NeMo 24.03.01 container, DGX-H100: per row sequence, GPUs, batch,
+  TP, PP, DP, CP and TFLOP/s per GPU with CP (the page's B200 table is not used: its TP x PP x DP x
+  CP is a quarter of its GPU count on every row, so its layout cannot be taken as stated).
+- FOUNDRY: the 21 llm-foundry rows of tests/test_calc_training_time.py (tested there; counted in
+  the summary here).
+"""
+import os
+import statistics
+
+import pytest
+
+from conftest import ROOT, run_main
+import calc_training_time as T
+from test_calc_training_time import FOUNDRY, foundry_argv
+
+CFG = os.path.join(ROOT, "tests", "fixtures", "configs")
+TOL = 0.15
+
+# Llama 3 / 3.1 shapes (Meta's params.json: 70B 80 x 8192, 64 heads, 8 kv, ffn 28672; V 128256)
+LLAMA3_70B = ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "--ffn-hidden-size", "28672",
+              "--swiglu", "--norm", "rmsnorm", "--no-bias", "-v", "128256", "--no-tied-embeddings"]
+LLAMA3_8B = ["--hf_model_name_or_path", os.path.join(CFG, "llama-3-8b.json")]
+LLAMA31_8B = ["--hf_model_name_or_path", os.path.join(CFG, "llama-3.1-8b.json")]
+# torchtitan's Grand Teton H100s: the page states 2.4 TB/s HBM2e; their peak under 500 W is not
+# stated (the page's footnote: between SXM and NVL), so the SXM H100's peak is used.
+TT_H100 = ["--gpu", "h100", "--hbm-bandwidth-GBps", "2400", "--framework", "pytorch"]
+
+
+def _row(rid, source, facts, unstated, argv, metric, measured, err_pct):
+    """One published run: `err_pct` is our signed error (ours / measured - 1, %) as recorded in
+    VALIDATION.md; rows past 15% are strict xfails carrying it."""
+    return dict(id=rid, source=source, facts=facts, unstated=unstated, argv=argv, metric=metric,
+                measured=measured, err_pct=err_pct)
+
+
+ROWS = []
+
+# --- Megatron-LM README (Megatron-Core r0.8.0, H100). The page's TFLOP/s is Megatron's count,
+# 72 B s L h^2 (1 + s/6h + V/12Lh) for these GELU, MHA models, which equals our model FLOPs
+# (test_megatron_readme_flops_convention), so our model TFLOP/s per GPU compares with theirs as
+# the step time does. Not stated: precision (bf16, the default; the README's MFU = TFLOP/s / 989),
+# MLP (the default: 4h, GELU, biases), micro-batch (the default: the fastest that fits),
+# recompute (the default: selective), VP (1), distributed optimizer (the default, -z 1).
+MLM_UNSTATED = "bf16, 4h GELU MLP, micro-batch: fastest that fits, recompute selective, vp 1, -z 1 (defaults)"
+for name, a, h, L, tp, pp, n, gbs, tflops, err in [
+        ("1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8, +37.7), ("7.1B", 32, 4096, 30, 2, 1, 96, 192, 465.9, +25.9),
+        ("16B", 48, 6144, 32, 4, 1, 192, 192, 489.1, +16.0), ("32B", 56, 7168, 48, 8, 1, 384, 192, 459.6, +2.0),
+        ("70B", 64, 8192, 84, 8, 2, 768, 384, 419.7, -3.2), ("119B", 80, 10240, 92, 8, 4, 1536, 768, 420.5, -4.1),
+        ("177B", 96, 12288, 96, 8, 6, 2304, 1152, 432.8, -4.1), ("314B", 128, 16384, 96, 8, 8, 3072, 1536, 474.4, -8.1),
+        ("462B", 144, 18432, 112, 8, 16, 6144, 3072, 459.9, -6.7)]:
+    ROWS.append(_row(f"mlm-{name}", "Megatron-LM README (r0.8.0)",
+                     f"H100, {a} heads, h {h}, L {L}, V 131072, s 4096, TP {tp} PP {pp} DP 48, {n} GPUs, "
+                     f"batch {gbs}, DP/TP overlap", MLM_UNSTATED,
+                     ["-a", str(a), "-hs", str(h), "-l", str(L), "-v", "131072", "-s", "4096", "--gpu", "h100",
+                      "--num-gpus", str(n), "-tp", str(tp), "-pp", str(pp), "--global-batch-size", str(gbs),
+                      "--tp-comm-overlap", "full"],
+                     "model_tflops_per_gpu", tflops, err))
+
+# --- Megatron-Bridge 25.11 (dense and MoE rows whose layout the script can express). Not stated:
+# recompute and dispatcher; as tests/test_moe_training_rows.py (the same page, decided before any
+# row was run): --recompute none, -z 1 unless FSDP, the alltoall dispatcher, balanced routing.
+# FP8-CS (per-tensor current scaling) and FP8-MX (32-element blocks) both run --dtype fp8: under
+# --framework megatron the script costs no cast (Transformer Engine fuses them), so the two are one.
+MB_UNSTATED = "recompute none, -z 1 (FSDP rows -z 3), dispatcher alltoall; FP8-CS and FP8-MX alike"
+for rid, facts, argv, measured, err in [
+        ("mb-h100-llama3-8b", "DGX-H100, Llama3 8B, 8 GPUs, FP8-CS, GBS 128, MBS 1, s 8192, FSDP 8",
+         LLAMA3_8B + ["--gpu", "h100", "--num-gpus", "8", "--dtype", "fp8", "--global-batch-size", "128", "-b", "1",
+                      "-s", "8192", "-z", "3"], 14451, +9.1),
+        ("mb-h100-llama3-70b", "DGX-H100, Llama3 70B, 64 GPUs, FP8-CS, GBS 128, MBS 1, s 8192, TP 4 PP 8 VP 5",
+         LLAMA3_70B + ["--gpu", "h100", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "128", "-b", "1",
+                       "-s", "8192", "-tp", "4", "-pp", "8", "-vp", "5"], 1602, -8.2),
+        ("mb-b200-llama3-8b", "DGX-B200, Llama3 8B, 8 GPUs, FP8-CS, GBS 128, MBS 2, s 8192, TP/PP/CP 1",
+         LLAMA3_8B + ["--gpu", "b200", "--num-gpus", "8", "--dtype", "fp8", "--global-batch-size", "128", "-b", "2",
+                      "-s", "8192"], 30624, +36.1),
+        ("mb-gb200-llama3-8b", "DGX-GB200, Llama3 8B, 8 GPUs, FP8-CS, GBS 128, MBS 2, s 8192, TP/PP/CP 1",
+         LLAMA3_8B + ["--gpu", "gb200", "--num-gpus", "8", "--dtype", "fp8", "--global-batch-size", "128", "-b", "2",
+                      "-s", "8192"], 31508, +42.0),
+        ("mb-gb200-llama3-70b", "DGX-GB200, Llama3 70B, 64 GPUs, FP8-CS, GBS 256, MBS 2, s 8192, FSDP 64",
+         LLAMA3_70B + ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "2",
+                       "-s", "8192", "-z", "3"], 4312, +34.9),
+        ("mb-gb200-gpt-oss-120b", "DGX-GB200, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 1280, MBS 1, s 8192, EP 64",
+         ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "gb200", "--num-gpus", "64",
+          "--global-batch-size", "1280", "-b", "1", "-s", "8192", "-ep", "64"], 15876, -29.1),
+        ("mb-gb200-qwen3-30b-a3b", "DGX-GB200, Qwen3-30B-A3B (MoE), 8 GPUs, FP8-MX, GBS 512, MBS 4, s 4096, EP 8",
+         ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "gb200", "--num-gpus", "8",
+          "--dtype", "fp8", "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 23766, +81.0),
+        ("mb-h100-gpt-oss-120b", "DGX-H100, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 512, MBS 4, s 4096, PP 4, EP 8",
+         ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "h100", "--num-gpus", "64",
+          "--global-batch-size", "512", "-b", "4", "-s", "4096", "-pp", "4", "-ep", "8"], 5630, +42.8),
+        ("mb-h100-qwen3-30b-a3b", "DGX-H100, Qwen3-30B-A3B (MoE), 16 GPUs, FP8-CS, GBS 512, MBS 2, s 4096, PP 2 VP 24, EP 8",
+         ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "h100", "--num-gpus", "16",
+          "--dtype", "fp8", "--global-batch-size", "512", "-b", "2", "-s", "4096", "-pp", "2", "-vp", "24", "-ep", "8"],
+         5275, +169.4),
+        ("mb-b200-gpt-oss-120b", "DGX-B200, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 512, MBS 4, s 4096, EP 8",
+         ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "b200", "--num-gpus", "64",
+          "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 8213, +124.7),
+        ("mb-b200-qwen3-30b-a3b", "DGX-B200, Qwen3-30B-A3B (MoE), 8 GPUs, FP8-MX, GBS 512, MBS 1, s 4096, EP 8",
+         ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "b200", "--num-gpus", "8",
+          "--dtype", "fp8", "--global-batch-size", "512", "-b", "1", "-s", "4096", "-ep", "8"], 9299, +311.2)]:
+    ROWS.append(_row(rid, "Megatron-Bridge 25.11", facts, MB_UNSTATED, argv + ["--recompute", "none"],
+                     "tokens_per_s_per_gpu", measured, err))
+
+# --- Megatron-Bridge 26.04.01, Llama3 70B (FP8 = per-tensor; MXFP8 = --dtype fp8, default recipe).
+for rid, facts, argv, measured, err in [
+        ("mb26-gb200-llama3-70b-fp8", "DGX-GB200, Llama3 70B, 64 GPUs, FP8, GBS 256, MBS 2, s 8192, FSDP 64",
+         ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "2", "-s", "8192",
+          "-z", "3"], 4224, +37.8),
+        ("mb26-gb200-llama3-70b-mxfp8", "DGX-GB200, Llama3 70B, 64 GPUs, MXFP8, GBS 256, MBS 1, s 8192, TP 2 PP 4 VP 5",
+         ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
+          "-tp", "2", "-pp", "4", "-vp", "5"], 3712, +33.2),
+        ("mb26-h100-llama3-70b-fp8", "DGX-H100, Llama3 70B, 64 GPUs, FP8, GBS 256, MBS 1, s 8192, TP 4 PP 8 VP 5",
+         ["--gpu", "h100", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
+          "-tp", "4", "-pp", "8", "-vp", "5"], 1664, -10.7)]:
+    ROWS.append(_row(rid, "Megatron-Bridge 26.04.01", facts, MB_UNSTATED, LLAMA3_70B + argv + ["--recompute", "none"],
+                     "tokens_per_s_per_gpu", measured, err))
+
+# --- NeMo long-sequence table, Llama 2 7B FP8 on DGX-H100 (NeMo 24.03.01). The page's TFLOP/s is
+# NeMo's llama2 count (nemo/utils/flops_formulas.py @a2c4cc8: 12 + 12 kv/a + 18 f/h + 12 s/h +
+# 6 V/(L h), per token-layer x h^2), which equals our model FLOPs (test_nemo_flops_convention).
+# Not stated: micro-batch (the default: the fastest that fits), recompute (the default, selective).
+NEMO_UNSTATED = "micro-batch: fastest that fits, recompute selective, -z 1 (defaults); 2024 container"
+LLAMA2_7B = ["--hf_model_name_or_path", os.path.join(CFG, "llama-2-7b.json")]
+for k, n, gbs, tp, pp, dp, cp, tflops, err in [
+        (4, 4, 1024, 1, 1, 4, 1, 768, +13.7), (8, 8, 512, 1, 2, 4, 1, 730, +20.3), (16, 16, 256, 2, 1, 8, 1, 660, +22.4),
+        (32, 32, 128, 2, 1, 8, 2, 610, +29.2), (64, 64, 64, 4, 1, 8, 2, 574, +26.5), (128, 128, 32, 4, 1, 8, 4, 555, +32.1),
+        (256, 256, 16, 4, 1, 8, 8, 549, +34.3), (512, 512, 8, 8, 1, 4, 16, 549, +22.9),
+        (1024, 1024, 4, 8, 1, 4, 32, 536, +27.0)]:
+    ROWS.append(_row(f"nemo-cp-{k}k", "NeMo long-sequence (24.03.01)",
+                     f"DGX-H100, Llama 2 7B, FP8, s {k}K, {n} GPUs, batch {gbs}, TP {tp} PP {pp} DP {dp} CP {cp}",
+                     NEMO_UNSTATED,
+                     LLAMA2_7B + ["--gpu", "h100", "--num-gpus", str(n), "--dtype", "fp8", "--global-batch-size", str(gbs),
+                                  "-s", str(k * 1024), "-tp", str(tp), "-pp", str(pp), "-cp", str(cp)],
+                     "model_tflops_per_gpu", tflops, err))
+
+# --- MLPerf Training v5.1, Llama 3.1 8B pre-training (NeMo 25.09 / Megatron-Core), FP8 rows only
+# (fp4 rows not expressible). Stated by the configs: FP8 (tensorwise, hybrid), distributed
+# optimizer, DP overlap, TP comm overlap where TP > 1, no recompute flag (NeMo's default: none);
+# CUDA graphs (Dell) are not modelled. Inter-node network where the system JSON gives none: the
+# record's default (50 GB/s per GPU, the 400 Gb/s NIC of DGX-class B200 nodes).
+MLPERF_UNSTATED = "recompute none (no flag in the config); Dell: network not stated (default); CUDA graphs not modelled"
+for rid, facts, argv, gbs, n, step, err in [
+        ("mlperf-cisco-h100-64", "Cisco hpf_n8: 8 x 8 H100-SXM5-80GB, 400 Gb/s per GPU; TP 1, MBS 1, GBS 64, s 8192, FP8",
+         ["--gpu", "h100", "--num-gpus", "64", "-b", "1", "--global-batch-size", "64"], 64, 64, 0.7198491096496582, +42.4),
+        ("mlperf-cisco-h100-128", "Cisco hpf_n16: 16 x 8 H100-SXM5-80GB, 400 Gb/s per GPU; TP 2 (comm overlap), MBS 1, GBS 64, s 8192, FP8",
+         ["--gpu", "h100", "--num-gpus", "128", "-tp", "2", "-b", "1", "--global-batch-size", "64",
+          "--tp-comm-overlap", "full"], 64, 128, 0.48305177688598633, +78.3),
+        ("mlperf-dell-b200-16-xe9680l", "Dell 2 x XE9680L, 8 B200-SXM-180GB each; TP 1, MBS 2, GBS 32, s 8192, FP8",
+         ["--gpu", "b200", "--num-gpus", "16", "-b", "2", "--global-batch-size", "32"], 32, 16, 0.5813993215560913, +46.9),
+        ("mlperf-dell-b200-16-xe9685l", "Dell 2 x XE9685L, 8 B200-SXM-180GB each; TP 1, MBS 2, GBS 32, s 8192, FP8",
+         ["--gpu", "b200", "--num-gpus", "16", "-b", "2", "--global-batch-size", "32"], 32, 16, 0.573096752166748, +44.8),
+        ("mlperf-dell-b300-8", "Dell 1 x XE9780, 8 B300-SXM-270GB; TP 1, MBS 2, GBS 16, s 8192, FP8",
+         ["--gpu", "b300", "--num-gpus", "8", "-b", "2", "--global-batch-size", "16"], 16, 8, 0.5479872226715088, +37.9)]:
+    ROWS.append(_row(rid, "MLPerf Training v5.1 (llama31_8b)", facts, MLPERF_UNSTATED,
+                     LLAMA31_8B + argv + ["-s", "8192", "--dtype", "fp8", "--recompute", "none"],
+                     "tokens_per_s_per_gpu", gbs * 8192 / (n * step), err))
+
+# University of Florida, hpg.dgxb200x8 (DGX B200, InfiniBand): one config per node count
+# (implementations/hpg.dgxb200x8/config_DGXB200_<nodes>x8x<mbs>xtp1pp1cp<cp>_8b.sh), FP8 tensorwise.
+for nodes, mbs, cp, gbs, step, err in [(1, 2, 1, 16, 0.5435372591018677, +36.3), (2, 2, 1, 32, 0.5711098909378052, +44.3),
+                                       (4, 1, 2, 16, 0.18745708465576172, +60.0), (8, 1, 2, 32, 0.18923211097717285, +60.6),
+                                       (16, 1, 2, 64, 0.19268274307250977, +62.7), (32, 1, 2, 128, 0.22122597694396973, +85.6)]:
+    n = 8 * nodes
+    ROWS.append(_row(f"mlperf-uf-b200-{n}", "MLPerf Training v5.1 (llama31_8b)",
+                     f"Univ. of Florida hpg.dgxb200x8.n{nodes}: {nodes} x 8 B200-SXM-180GB; TP 1, CP {cp}, MBS {mbs}, "
+                     f"GBS {gbs}, s 8192, FP8", MLPERF_UNSTATED,
+                     LLAMA31_8B + ["--gpu", "b200", "--num-gpus", str(n), "-cp", str(cp), "-b", str(mbs),
+                                   "--global-batch-size", str(gbs), "-s", "8192", "--dtype", "fp8", "--recompute", "none"],
+                     "tokens_per_s_per_gpu", gbs * 8192 / (n * step), err))
+
+# Oracle 8 x BM.GPU.B200.8 (RoCE v2) and Verda b200_8x8 ("100GbE InfiniBand", per-GPU rate not
+# clear): their result_0.txt dumps the run's config (TP 1, PP 1, CP 2, micro-batch 1, GBS 32, fp8
+# tensorwise, activation checkpointing null); network: the record's default.
+for rid, facts, step, err in [
+        ("mlperf-oracle-b200-64", "Oracle 8 x BM.GPU.B200.8 (RoCE v2); TP 1, CP 2, MBS 1, GBS 32, s 8192, FP8",
+         0.19109845161437988, +62.2),
+        ("mlperf-verda-b200-64", "Verda 8 x 8 B200 (100GbE InfiniBand); TP 1, CP 2, MBS 1, GBS 32, s 8192, FP8",
+         0.190787672996521, +61.9)]:
+    ROWS.append(_row(rid, "MLPerf Training v5.1 (llama31_8b)", facts, MLPERF_UNSTATED,
+                     LLAMA31_8B + ["--gpu", "b200", "--num-gpus", "64", "-cp", "2", "-b", "1", "--global-batch-size", "32",
+                                   "-s", "8192", "--dtype", "fp8", "--recompute", "none"],
+                     "tokens_per_s_per_gpu", 32 * 8192 / (64 * step), err))
+
+# --- torchtitan, end of 2024 (the TorchTitan paper's H100 tables). Sequence 8192 and selective
+# AC = per-op SAC are the llama3_8b / llama3_70b tomls of the torchtitan commit the page names
+# (9dec370: seq_len 8192, selective_ac_option 'op'); Float8 = torchao's dynamic tensorwise scaling
+# (the only recipe then); FSDP = -z 3; AsyncTP = --tp-comm-overlap full.
+TT_UNSTATED = "peak: the SXM H100's (500 W part not stated); s 8192 and op-SAC from the named commit's toml"
+for tag, extra, m8, e8, m128, e128 in [
+        ("fsdp", [], 5762, +28.7, 5605, +33.1),
+        ("compile", ["--compile"], 6667, +34.0, 6514, +38.1),
+        ("compile-float8", ["--compile", "--dtype", "fp8", "--fp8-recipe", "tensorwise"], 8532, +14.8, 8380, +17.8)]:
+    for n, m, err, table in ((8, m8, e8, 1), (128, m128, e128, 3)):
+        ROWS.append(_row(f"tt-8b-{n}gpu-{tag}", f"torchtitan 2024-12, Table {table}",
+                         f"Llama 3.1 8B, {n} H100, FSDP, local batch 2, selective AC, {tag}", TT_UNSTATED,
+                         LLAMA31_8B + TT_H100 + ["--num-gpus", str(n), "-z", "3", "-b", "2", "--global-batch-size",
+                                                 str(2 * n), "-s", "8192", "--recompute", "op-sac"] + extra,
+                         "tokens_per_s_per_gpu", m, err))
+for cp, s, m, err in [(1, 32768, 3890, +62.0), (2, 65536, 2540, +73.1), (4, 131072, 1071, +155.8),
+                      (8, 262144, 548, +185.0)]:
+    ROWS.append(_row(f"tt-8b-cp{cp}", "torchtitan 2024-12, Table 2",
+                     f"Llama 3.1 8B, 8 H100, FSDP {8 // cp} CP {cp}, s {s}, local batch 1, full AC, compile, Float8",
+                     TT_UNSTATED,
+                     LLAMA31_8B + TT_H100 + ["--num-gpus", "8", "-z", "3", "-cp", str(cp), "-b", "1",
+                                             "--global-batch-size", str(8 // cp), "-s", str(s), "--recompute", "full",
+                                             "--compile", "--dtype", "fp8", "--fp8-recipe", "tensorwise"],
+                     "tokens_per_s_per_gpu", m, err))
+for tag, overlap, m, err in [("2d", "none", 829, -19.3), ("2d-asynctp", "full", 876, -16.7)]:
+    ROWS.append(_row(f"tt-70b-{tag}", "torchtitan 2024-12, Table 4",
+                     f"Llama 3.1 70B, 256 H100, FSDP 32 TP 8, local batch 16, full AC, compile, Float8, {tag}",
+                     TT_UNSTATED,
+                     LLAMA3_70B + TT_H100 + ["--num-gpus", "256", "-z", "3", "-tp", "8", "-b", "16",
+                                             "--global-batch-size", "512", "-s", "8192", "--recompute", "full",
+                                             "--compile", "--dtype", "fp8", "--fp8-recipe", "tensorwise",
+                                             "--tp-comm-overlap", overlap],
+                     "tokens_per_s_per_gpu", m, err))
+
+# --- torchtitan async TP, 2025-06 (same machines). Sequence and SAC as above (toml @820504e).
+for quant, flags, v70, ev70, a70, ea70, v8, ev8, a8, ea8 in [
+        ("bf16", [], 597.3, +3.6, 652.4, +6.5, 4378, +2.5, 4809.4, +1.8),
+        ("float8-tensorwise", ["--dtype", "fp8", "--fp8-recipe", "tensorwise"],
+         809.8, -17.3, 942.4, -22.6, 5078.1, -16.4, 5570.1, -20.3),
+        ("float8-rowwise", ["--dtype", "fp8", "--fp8-recipe", "rowwise"],
+         599.6, -8.3, 624.8, -5.6, 3708.5, -10.2, 3914.9, -11.9)]:
+    for overlap, m70, e70, m8, e8 in (("none", v70, ev70, v8, ev8), ("full", a70, ea70, a8, ea8)):
+        tp_name = "vanilla TP" if overlap == "none" else "async TP"
+        ROWS.append(_row(f"atp-70b-{quant}-{overlap}", "torchtitan async TP 2025-06",
+                         f"Llama 3 70B, 256 H100, FSDP 32 TP 8, compile, full AC, local batch 16, {quant}, {tp_name}",
+                         TT_UNSTATED,
+                         LLAMA3_70B + TT_H100 + ["--num-gpus", "256", "-z", "3", "-tp", "8", "-b", "16",
+                                                 "--global-batch-size", "512", "-s", "8192", "--recompute", "full",
+                                                 "--compile", "--tp-comm-overlap", overlap] + flags,
+                         "tokens_per_s_per_gpu", m70, e70))
+        ROWS.append(_row(f"atp-8b-{quant}-{overlap}", "torchtitan async TP 2025-06",
+                         f"Llama 3 8B, 64 H100, FSDP 8 TP 8, compile, per-op SAC, local batch 12, {quant}, {tp_name}",
+                         TT_UNSTATED,
+                         LLAMA31_8B + TT_H100 + ["--num-gpus", "64", "-z", "3", "-tp", "8", "-b", "12",
+                                                 "--global-batch-size", "96", "-s", "8192", "--recompute", "op-sac",
+                                                 "--compile", "--tp-comm-overlap", overlap] + flags,
+                         "tokens_per_s_per_gpu", m8, e8))
+
+# --- Trainy on WhiteFiber H200s, 2025-06: the command line given (local batch 2, compile, float8
+# with FSDP float8 all-gather, which the script does not model) over the llama3_8b toml @e7c0cae
+# (s 8192, per-op SAC); 400 Gb/s per GPU (the H200 record's default).
+for nodes, m, err in [(4, 10938, +17.0), (8, 10753, +18.8)]:
+    n = 8 * nodes
+    ROWS.append(_row(f"trainy-h200-{nodes}nodes", "torchtitan Trainy/WhiteFiber H200 2025-06",
+                     f"Llama 3.1 8B, {n} H200, FSDP, local batch 2, compile, float8, op-SAC (toml)",
+                     "float8 recipe: tensorwise (torchao's default); FSDP float8 all-gather not modelled",
+                     LLAMA31_8B + ["--gpu", "h200", "--framework", "pytorch", "--num-gpus", str(n), "-z", "3", "-b",
+                                   "2", "--global-batch-size", str(2 * n), "-s", "8192", "--recompute", "op-sac",
+                                   "--compile", "--dtype", "fp8", "--fp8-recipe", "tensorwise"],
+                     "tokens_per_s_per_gpu", m, err))
+
+
+def _ours(row):
+    res, _, _ = run_main(T.main, row["argv"] + ["--json"])
+    return res[row["metric"]], res
+
+
+def _param(row):
+    marks = ()
+    if abs(row["err_pct"]) > TOL * 100:
+        marks = pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"ours {row['err_pct']:+.1f}%")
+    return pytest.param(row, id=row["id"], marks=marks)
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in ROWS])
+def test_todays_run_within_15_percent(row):
+    ours, _ = _ours(row)
+    assert ours == pytest.approx(row["measured"], rel=TOL)
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["id"].startswith("mlm-")], ids=lambda r: r["id"])
+def test_megatron_readme_flops_convention(row):
+    # Megatron-LM's count for a GELU, MHA GPT (training.py num_floating_point_operations without
+    # recompute): 72 B s L h^2 (1 + s / 6h + V / 12 L h). Ours equals it, so TFLOP/s compare.
+    _, res = _ours(row)
+    a = dict(zip(row["argv"][0::2], row["argv"][1::2]))
+    L, h, s, V, B = (int(a[k]) for k in ("-l", "-hs", "-s", "-v", "--global-batch-size"))
+    megatron = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h))
+    assert res["flops_per_step"]["model"] == pytest.approx(megatron, rel=1e-3)
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["id"].startswith("nemo-cp-")], ids=lambda r: r["id"])
+def test_nemo_flops_convention(row):
+    # NeMo's llama2 count (flops_formulas.llama2) for Llama 2 7B: L 32, h 4096, kv = a, f 11008, V 32000
+    _, res = _ours(row)
+    a = dict(zip(row["argv"][0::2], row["argv"][1::2]))
+    s, B, L, h = int(a["-s"]), int(a["--global-batch-size"]), 32, 4096
+    nemo = B * s * L * h * h * (12 + 12 + 18 * 11008 / h + 12 * s / h + 6 * 32000 / (L * h))
+    assert res["flops_per_step"]["model"] == pytest.approx(nemo, rel=1e-3)
+
+
+# What VALIDATION.md reports for the whole set (these rows + the 21 llm-foundry rows).
+REPORTED = dict(rows=92, within=31, median_abs_pct=22.3)
+
+
+def _signed_errors():
+    errs = {}
+    for r in ROWS:
+        ours, _ = _ours(r)
+        errs[r["id"]] = ours / r["measured"] - 1
+    for i, f in enumerate(FOUNDRY):
+        res, _, _ = run_main(T.main, foundry_argv(f, "llm-foundry") + ["--json"])
+        errs[f"foundry-{i}"] = res["mfu"] * 100 / f[-1] - 1
+    return errs
+
+
+def test_the_validation_set_against_the_issue_bar():
+    errs = _signed_errors()
+    # each row's recorded error is the one the script gives now (the table is current)
+    for r in ROWS:
+        assert errs[r["id"]] * 100 == pytest.approx(r["err_pct"], abs=0.06), r["id"]
+    within = sum(abs(e) <= TOL for e in errs.values())
+    median = statistics.median(abs(e) for e in errs.values()) * 100
+    assert (len(errs), within, round(median, 1)) == (REPORTED["rows"], REPORTED["within"],
+                                                      REPORTED["median_abs_pct"])
+    # the issue's bar (85% within 15%, median within 8%) is missed; this documents by how much
+    assert within / len(errs) < 0.85 and median > 8
