@@ -26,6 +26,17 @@ def linear_operand_elements(m, n, k):
     return m * k + k * n + m * n
 
 
+def pair_operand_elements(m, m_h, *, h, n_up, n_down):
+    """Operand elements of a tensor-parallel pair of linears on one rank: the column-parallel one
+    (input h wide, n_up out) and the row-parallel one (n_down in, h out). The h-wide activations
+    (the first's input, the second's output gradient) count m_h rows: m / tp under sequence
+    parallelism, where float8 casts the sequence shard before its all-gather (torchao's
+    Float8ColwiseParallel / Float8RowwiseParallel), else all m."""
+    up = m_h * h + h * n_up + m * n_up
+    down = (m * n_down + n_down * h + m_h * h) if n_down else 0
+    return up + down
+
+
 def fp8_cast_time_s(elements, *, recipe, hw):
     """(forward, backward) seconds of float8 training's scale, cast and transpose kernels for
     linears with `elements` operand elements (linear_operand_elements), at the recipe's measured
@@ -88,7 +99,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             up += ar["q_lora_rank"] * ar["heads"] * (d_nope + d_rope) if ar["q_lora_rank"] else 0
             rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
         _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
-        fp8_elems += linear_operand_elements(m, n_in, h) + (linear_operand_elements(m, h, n_out) if n_out else 0)
+        fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=n_out)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
         overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
         overlap["col_fwd"] += f1
@@ -134,7 +145,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full or "mlp" in mods else 0.0)
-            fp8_elems += linear_operand_elements(m, n_in, h) + linear_operand_elements(m, h, w)
+            fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=w)
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
             overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
             overlap["col_fwd"] += f1
@@ -163,7 +174,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             n_s = fl["shared_experts"] / (2 * h) - sw
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
-            fp8_elems += linear_operand_elements(m, n_s, h) + linear_operand_elements(m, h, sw)
+            fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_s, n_down=sw)
             _add(parts, "mlp", f3 + f4, b3 + b4,
                  (f3 + f4) if full or "moe" in mods or "shared_experts" in mods else 0.0)
             ew_bytes += a * m * (n_s + sw)
