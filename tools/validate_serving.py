@@ -260,6 +260,30 @@ def _compare(rs):
             if r["metric"] in keys:
                 k, unit = keys[r["metric"]]
                 yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, res["serving"][k] if res else None, err
+    elif r0["input_len"].startswith("ShareGPT") and r0["row_id"].startswith(("SGL060", "VLLMBK-SRV", "VLLMBK-THR")):
+        # ShareGPT runs: the lengths as the ShareGPT-shaped mix draws them (--dataset sharegpt), the
+        # request count and rate the source states (vLLM CI: 200 prompts; SGLang's v0.6 comparison:
+        # 1,200 online, 5,000 offline); SGLang's rows with its preset, the rest vLLM's
+        count = re.search(r"num prompts (\d+)", r0["notes"]) or re.search(r"\((\d+) prompts\)", r0["input_len"])
+        stack = "sglang" if r0["stack"] == "SGLang" else "vllm"
+        rate = r0["request_rate"] if r0["request_rate"] != "NOT FOUND" else "inf"
+        res, err = run(base + ["-tp", tp, "--serving-stack", stack, "--dataset", "sharegpt",
+                               "--num-requests", count.group(1), "--request-rate", rate])
+        stat = {"mean": "_s", "median": "_median_s", "p99": "_p99_s"}
+        keys = {"TTFT": "ttft", "TPOT": "tpot", "E2E_latency": "e2e"}
+        if stack == "sglang":  # SGLang's ITL is its TPOT (no multi-step bursts); vLLM 0.6's ITL is a burst's
+            keys["ITL"] = "tpot"
+        if r0["row_id"].startswith("VLLMBK-SRV"):
+            keys["ITL"] = "tpot"  # vLLM CI's ITL: per-token gaps; mean and median compared with TPOT's
+        for r in rs:
+            m = r["metric"]
+            if m in keys and r["stat"] in stat and not (m == "ITL" and r["stat"] == "p99"):
+                yield ("ShareGPT mixes (vLLM CI, SGLang v0.6)", r, f"{m} {r['stat']}", float(r["value"]) * 1e-3,
+                       res["serving"][keys[m] + stat[r["stat"]]] if res else None, err)
+            elif m in ("request_throughput", "output_throughput"):
+                k = "requests_per_s" if m == "request_throughput" else "output_tokens_per_s"
+                yield ("ShareGPT mixes (vLLM CI, SGLang v0.6)", r, m, float(r["value"]),
+                       res["serving"][k] if res else None, err)
     elif "buildkite" in src and r0["metric"] == "E2E_latency" and "benchmark_latency" in r0["stack"]:
         res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"], "-o", r0["output_len"],
                                "-b", r0["batch_or_concurrency"]])

@@ -64,6 +64,9 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     base = dict(token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool, kv_bytes_per_request_per_gpu=per_req,
                 kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=args.concurrency,
                 request_rate=args.request_rate)
+    if getattr(args, "requests", None):
+        return serve_mix(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, pool=pool, per_req=per_req,
+                         context=s + o, seqs=seqs, base=base)
     if args.num_requests is not None:
         from .simulate import SimulationTooLong, simulate_benchmark  # only --num-requests
         try:
@@ -112,4 +115,64 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                 kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
                 max_num_seqs=seqs, running_requests=min(c, run_cap),
                 output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
+                tokens_per_s_per_user=1.0 / st["tpot_s"])
+
+
+def workload_requests(args, parser):
+    """The requests of a --num-requests run that are not all alike, or None when they are: a
+    --trace file, a drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
+    --prefix-hit-rate a share of them keep the shared prefix (workload.py)."""
+    from .workload import (apply_hit_rate, fixed_requests, random_requests, read_trace,
+        sharegpt_requests)  # only a mix needs them
+    n, p, seed = args.num_requests, args.prefix_tokens or 0, args.seed
+    if args.trace:
+        try:
+            reqs = read_trace(args.trace)
+        except ValueError as exc:
+            parser.error(str(exc))
+        reqs = reqs[:n] if n is not None else reqs
+    elif args.dataset == "random":
+        reqs = random_requests(n=n, input_len=args.random_input_len, output_len=args.random_output_len,
+                               range_ratio=args.random_range_ratio, prefix_tokens=p, seed=seed)
+    elif args.dataset == "sharegpt":
+        reqs = sharegpt_requests(n=n, prefix_tokens=p, seed=seed)
+    elif p and n is not None:
+        reqs = fixed_requests(n=n, input_len=args.prompt_tokens, output_len=args.output_tokens, prefix_tokens=p)
+    else:
+        return None
+    return apply_hit_rate(reqs, hit_rate=args.prefix_hit_rate, seed=seed)
+
+
+def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, seqs, base):
+    """--num-requests over a mix of requests (workload_requests): simulate_requests with the KV
+    pool in tokens (the pool over one request's cache at the mix's mean s + o, per token), as the
+    dict main reports under "serving"."""
+    from .simulate import SimulationTooLong, simulate_requests  # only a mix
+    from .workload import length_summary
+    dp, ep = args.data_parallel_size, args.expert_parallel_size
+    reqs = args.requests
+    pool_tokens = dp * pool * context / per_req if per_req > 0 else 10.0 ** 15
+    budget = hw["token_budget"] or math.inf
+    try:
+        st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=budget, pool_tokens=pool_tokens,
+                               max_running=seqs, bits=bits, rate=args.request_rate, concurrency=args.concurrency,
+                               arrivals=args.arrivals, seed=args.seed, pp=pp, dp=dp, ep=ep,
+                               progress=lambda m: print(m, file=sys.stderr))
+    except SimulationTooLong as exc:
+        left, done, n = exc.args
+        parser.error(f"{n:,} requests would take about {left / 60:,.0f} more minutes to simulate ({done:,} done); "
+                     "run fewer (--num-requests)")
+    except ValueError as exc:
+        parser.error(f"{exc}: cut the longest requests, raise -tp/-pp or cut --kv-cache-bits")
+    rps = st["requests_per_s"]
+    at_once = args.request_rate is not None and math.isinf(args.request_rate)
+    base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)
+    mix = length_summary(reqs)
+    mix.update(dataset=args.dataset or ("trace" if args.trace else "fixed"), trace=args.trace,
+               random_range_ratio=args.random_range_ratio if args.dataset == "random" else None,
+               prefix_tokens=args.prefix_tokens, prefix_hit_rate=args.prefix_hit_rate,
+               trace_arrivals=bool(args.trace) and args.request_rate is None and args.concurrency is None)
+    return dict(st, **base, benchmark=True, mix=mix, arrivals=args.arrivals, seed=args.seed,
+                running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
+                output_tokens_per_s_per_gpu=st["output_tokens_per_s"] / (tp * dp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])

@@ -161,7 +161,8 @@ FLAG_RANGES = {
     "request_overhead_ms": (0, 1e6), "state_bits": (1, 64), "concurrency": (1, 10 ** 7),
     "request_rate": (1e-6, 1e7), "num_requests": (1, 10 ** 6), "seed": (0, 10 ** 9),
     "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
-    "step_overhead_ms": (0, 1e6),
+    "step_overhead_ms": (0, 1e6), "random_input_len": (1, 10 ** 9), "random_output_len": (1, 10 ** 9),
+    "random_range_ratio": (0, 0.999999), "prefix_tokens": (1, 10 ** 9), "prefix_hit_rate": (0, 1),
     "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins
 COMPUTE_DTYPE = {32: ("tf32", "fp32"), 16: ("bf16", "fp16"), 8: ("fp8", "int8"), 4: ("fp4",)}

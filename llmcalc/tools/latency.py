@@ -79,6 +79,15 @@ Conventions and assumptions:
     past what the engine sustains (no steady state needed) and the drain; mean, median and p99
     TTFT/TPOT/end-to-end, and throughput over the run's duration as those clients report it.
     Admission reserves a request's whole cache (TensorRT-LLM's GUARANTEED_NO_EVICT).
+  * Mixes (workload.py, simulate_requests): --dataset random (vLLM's RandomDataset: uniform within
+    --random-range-ratio of --random-input-len / --random-output-len), --dataset sharegpt (a
+    lognormal mix with the means of vLLM's ShareGPT runs, sigma 1.0 assumed) or --trace FILE (JSON
+    lines or CSV: arrival_s, input_tokens, output_tokens, optional prefix_id / prefix_tokens) run
+    request by request, the pool counted in tokens; mean, median, p90 and p99 over the mix.
+    --prefix-tokens N: the prompt's first N tokens shared and, once computed, cached (prefix
+    caching): a request that finds them computes only the rest over that context; cached prefixes
+    hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
+    finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -130,6 +139,9 @@ Examples:
       --serving-stack tensorrt-llm
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 -s 467 -o 256 \\
       --request-rate 32 --num-requests 500 --serving-stack tensorrt-llm   # a benchmark run past capacity
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --dataset random \\
+      --random-range-ratio 0.5 --num-requests 1000 --request-rate 8 --prefix-tokens 512
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --trace requests.jsonl
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --search --num-gpus 8 \\
@@ -212,19 +224,35 @@ def benchmark_report_lines(r):
     """The simulated benchmark's part of the report: per-request statistics, the run, the pool."""
     sv = r["serving"]
     gib = 2 ** 30
-    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in ("_s", "_median_s", "_p99_s")])
+    mix = sv.get("mix")
+    stats = ("_s", "_median_s", "_p90_s", "_p99_s") if mix else ("_s", "_median_s", "_p99_s")
+    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in stats])
             for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
-                              (f"End-to-end ({r['output_tokens']} output tokens)", "e2e"))]
+                              ("End-to-end" + (" (the mix)" if mix else f" ({r['output_tokens']} output tokens)"),
+                               "e2e"))]
     w = max(12, 2 + max(len(c) for _, cells in rows for c in cells))  # columns apart at any magnitude
-    lines = ["", f"{'per request':<34}{'mean':>{w}}{'median':>{w}}{'p99':>{w}}"]
+    heads = ("mean", "median", "p90", "p99") if mix else ("mean", "median", "p99")
+    lines = ["", f"{'per request' + (' (over the mix)' if mix else ''):<34}" + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
               f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
-              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-              "", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
+              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}"]
+    if mix:
+        a, b = mix["input_tokens"], mix["output_tokens"]
+        lines += ["", f"{'the mix (tokens)':<34}{'mean':>10}{'median':>10}{'p99':>10}{'min':>10}{'max':>10}"]
+        for name, x in (("input (prompt)", a), ("output", b)):
+            lines.append(f"{name:<34}{x['mean']:>10,.1f}{x['median']:>10,}{x['p99']:>10,}{x['min']:>10,}{x['max']:>10,}")
+        done = sv["prompt_tokens_computed"] + sv["prompt_tokens_cached"]
+        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["dataset"] == "trace":
+            lines.append(f"prefix cache: {sv['prefix_hits']:,} hits, {sv['prompt_tokens_cached']:,} of {done:,} prompt "
+                         f"tokens cached ({100 * sv['prompt_tokens_cached'] / max(done, 1):.1f}%, not computed), "
+                         f"{sv['prefix_evictions']:,} evictions, at most {sv['prefix_tokens_held_most']:,} tokens "
+                         "of cached prefixes held in one group's pool of "
+                         f"{sv['kv_pool_tokens'] / max(1, r['data_parallel_size']):,.0f}")
+    lines += ["", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
               f"{sv['prompt_tokens_per_step']:.0f} prompt tokens on average; {sv['mean_in_flight']:.1f} requests "
               f"in the server on average, at most {sv['most_running']:,} running at once",
               f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
@@ -443,6 +471,32 @@ def build_parser():
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
+    g = parser.add_argument_group("request mixes, traces and prefix caching (a --num-requests benchmark; "
+                                  "spelled as `vllm bench serve` spells them)")
+    g.add_argument("--dataset", "--dataset-name", choices=("random", "sharegpt"), default=None,
+                   help="draw each request's lengths: random = vLLM's RandomDataset (uniform within "
+                        "--random-range-ratio of --random-input-len and --random-output-len), sharegpt = a "
+                        "lognormal mix with the means of vLLM's ShareGPT runs (215 input, 197 output tokens; "
+                        "sigma 1.0 assumed); default: every request -s and -o")
+    g.add_argument("--random-input-len", type=bounded_int, default=None,
+                   help="--dataset random: the mean prompt tokens (default 1024, vLLM's)")
+    g.add_argument("--random-output-len", type=bounded_int, default=None,
+                   help="--dataset random: the mean output tokens (default 128, vLLM's)")
+    g.add_argument("--random-range-ratio", type=finite_float, default=None,
+                   help="--dataset random: lengths uniform over [len (1 - r), len (1 + r)], 0 <= r < 1 "
+                        "(default 0: every request alike)")
+    g.add_argument("--trace", default=None, metavar="FILE",
+                   help="requests from a file: JSON lines or CSV with arrival_s, input_tokens, output_tokens "
+                        "and optionally prefix_id, prefix_tokens (a conversation's turns share their history "
+                        "this way); its arrivals are used unless --request-rate or -c is given")
+    g.add_argument("--prefix-tokens", "--random-prefix-len", type=bounded_int, default=None,
+                   help="the first N prompt tokens are shared by every request and cached once computed "
+                        "(vLLM's prefix caching, SGLang's RadixAttention): the others compute only the rest. "
+                        "With -s, part of s; with --dataset, prepended to the drawn prompt (vLLM's "
+                        "--random-prefix-len). Without a load (-b), the prefix's cache is taken as there")
+    g.add_argument("--prefix-hit-rate", type=finite_float, default=None,
+                   help="share of requests that find the shared prefix (0-1; the others compute theirs "
+                        "whole; default 1 with --prefix-tokens, a trace's own prefix_id otherwise)")
     g = parser.add_argument_group("search for the serving layout")
     g.add_argument("--search", action="store_true",
                    help="every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), weight and "
@@ -513,7 +567,8 @@ def validate(args, parser, spec):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
     all_at_once = args.request_rate is not None and math.isinf(args.request_rate)  # needs --num-requests (below)
     check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if not (all_at_once and k == "request_rate")})
-    if args.num_requests is not None and args.concurrency is None and args.request_rate is None:
+    if (args.num_requests is not None and args.concurrency is None and args.request_rate is None
+            and not args.trace):
         parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
     if args.request_rate is not None and math.isinf(args.request_rate) and args.num_requests is None:
         parser.error("--request-rate inf sends every request at once: add --num-requests N (a steady "
@@ -539,6 +594,7 @@ def validate(args, parser, spec):
         parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
     if args.plot is not None:
         check_plot_path(args.plot, parser)
+    validate_workload(args, parser)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
     if unused and args.num_requests is None:
@@ -546,6 +602,40 @@ def validate(args, parser, spec):
                                "--num-requests benchmark; without it there are none to draw")
     args.seed = 0 if args.seed is None else args.seed
     args.arrivals = args.arrivals or "poisson"
+
+
+def validate_workload(args, parser):
+    """One-line errors for the request-mix, trace and prefix-cache flags."""
+    rnd = [f for f, v in (("--random-input-len", args.random_input_len), ("--random-output-len", args.random_output_len),
+                          ("--random-range-ratio", args.random_range_ratio)) if v is not None]
+    if rnd and args.dataset != "random":
+        parser.error(f"{', '.join(rnd)} belong{'s' if len(rnd) == 1 else ''} to --dataset random; add it")
+    if args.trace and args.dataset:
+        parser.error("--trace and --dataset both give the requests; give one")
+    if args.random_range_ratio is not None and not 0 <= args.random_range_ratio < 1:
+        parser.error(f"--random-range-ratio must be at least 0 and below 1 (vLLM's rule), got {args.random_range_ratio:g}")
+    if args.prefix_hit_rate is not None:
+        if not 0 <= args.prefix_hit_rate <= 1:
+            parser.error(f"--prefix-hit-rate must be between 0 and 1, got {args.prefix_hit_rate:g}")
+        if not args.prefix_tokens and not args.trace:
+            parser.error("--prefix-hit-rate is the share of requests that find the shared prefix: add "
+                         "--prefix-tokens N (or a --trace with prefix_id)")
+    mix = bool(args.dataset or args.trace)
+    if (mix or args.prefix_tokens) and args.search:
+        parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
+    if args.dataset and args.num_requests is None:
+        parser.error(f"--dataset {args.dataset} draws --num-requests N requests; add it (and --request-rate or -c)")
+    if args.trace and args.batch_size_given:
+        parser.error("--trace is a served load; leave out -b")
+    if args.prefix_tokens and not mix and args.num_requests is None and (
+            args.concurrency is not None or args.request_rate is not None):
+        parser.error("prefix caching under a load is simulated: add --num-requests N (a benchmark run)")
+    if args.prefix_tokens and not args.dataset and not args.trace and args.prefix_tokens >= args.prompt_tokens:
+        parser.error(f"--prefix-tokens {args.prefix_tokens} must be fewer than the prompt's -s {args.prompt_tokens} "
+                     "(the prefix is its first tokens; a request computes at least one of its own)")
+    args.random_input_len = 1024 if args.random_input_len is None else args.random_input_len
+    args.random_output_len = 128 if args.random_output_len is None else args.random_output_len
+    args.random_range_ratio = 0.0 if args.random_range_ratio is None else args.random_range_ratio
 
 
 def mode_text(*, b, s, o, tp, pp, gpus=None):
@@ -558,6 +648,28 @@ def mode_text(*, b, s, o, tp, pp, gpus=None):
             f"GPU{'s' if (gpus or tp * pp) > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
 
 
+def mix_text(mix):
+    """The requests of a mix in words."""
+    if mix["dataset"] == "random":
+        text = (f"lengths drawn as vLLM's random dataset draws them (uniform within {mix['random_range_ratio']:g} of "
+                "the means)")
+    elif mix["dataset"] == "sharegpt":
+        text = ("lengths drawn from a ShareGPT-shaped lognormal mix (vLLM's ShareGPT runs' means, sigma 1.0 "
+                "assumed, clipped to 1,024 input and 2,048 in all)")
+    elif mix["dataset"] == "trace":
+        text = f"lengths from the trace {mix['trace']}"
+    else:
+        text = "every request alike"
+    if mix["prefix_tokens"]:
+        text += f", the first {mix['prefix_tokens']:,} prompt tokens shared"
+    if mix["prefix_hit_rate"] is not None:
+        text += f" by a share {mix['prefix_hit_rate']:g} of them (the others' prefixes their own)"
+    if mix["prefix_tokens"] or mix["dataset"] == "trace":
+        text += ("; a cached prefix's prompt tokens are not computed (prefix caching), cached prefixes held in the "
+                 "KV pool until evicted, least recently used first")
+    return text
+
+
 def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
     """The continuous-batching regime in words (the report's first line)."""
     budget = sv["token_budget"]
@@ -566,8 +678,15 @@ def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
         load = ("all sent at once" if sv["sent_at_once"] else
                 f"{sv['concurrency']} clients, each sending its next request when the last returns"
                 if rate is None else f"sent at {rate:g} requests/s ({sv['arrivals']} arrivals, seed {sv['seed']})")
+        mix = sv.get("mix")
+        if mix and mix["trace_arrivals"]:
+            load = f"sent at the trace's own times ({mix['trace']})"
+        lengths = f"each with s = {s} prompt and o = {o} output tokens"
+        if mix:
+            lengths = (mix_text(mix) + f" (means s = {mix['input_tokens']['mean']:,.1f}, o = "
+                       f"{mix['output_tokens']['mean']:,.1f})")
         return (f"a benchmark run of {sv['num_requests']:,} requests simulated step by step, {stack} stack: "
-                f"{load}, each with s = {s} prompt and o = {o} output tokens; an engine step runs every decode "
+                f"{load}, {lengths}; an engine step runs every decode "
                 "and " + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
                 + f"; tp {tp} pp {pp}" + (f" ({sv['micro_batches']} micro-batches in flight, one per stage at a "
                                          "time)" if pp > 1 else "")
@@ -653,6 +772,13 @@ def main(argv=None):
     if args.kv_cache_bits is None:
         args.kv_cache_bits = kvb if kvb is not None else max(args.activation_bits, 8)
     validate(args, parser, spec)
+    args.requests = None
+    if args.num_requests is not None or args.trace:
+        from ..serve.engine import workload_requests  # only a benchmark run
+        args.requests = workload_requests(args, parser)
+    if args.requests:  # the mean request stands for s and o in the breakdown and the memory check
+        args.prompt_tokens = max(1, round(sum(r[1] for r in args.requests) / len(args.requests)))
+        args.output_tokens = max(1, round(sum(r[2] for r in args.requests) / len(args.requests)))
     hw, hw_notes = resolve_hardware(args, parser)
     # notes and warnings go to stderr once the answer stands: an input refused further on gets
     # its one error line alone
@@ -707,7 +833,7 @@ def main(argv=None):
         return res
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"], ep=ep, etp=etp)
     serving = None
-    if args.concurrency is not None or args.request_rate is not None:
+    if args.concurrency is not None or args.request_rate is not None or args.requests:
         serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
                                      w_bytes=w_bytes)
         # the memory check holds the requests in service (queued ones hold no KV cache)
@@ -725,7 +851,8 @@ def main(argv=None):
         req_s = hw["request_overhead_s"]
     else:
         lay = dict(tp=tp, pp=pp, dp=dp, ep=ep)
-        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s, context_before=0, absorbed=False,
+        cached = args.prefix_tokens or 0  # -b with --prefix-tokens: the prefix's cache is there already
+        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
         first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
                                        **lay, **bits))
