@@ -5679,8 +5679,8 @@ def layout_problem(spec, *, tp, pp, dp, ep):
 
 def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     """--concurrency / --request-rate: the KV pool's limit (exit 2 past it, saying what fits) and
-    steady_state's times, as the dict main reports under "serving". With --queue-past-pool a
-    closed-loop concurrency C past the pool's cap runs cap requests and queues the other C - cap
+    steady_state's times, as the dict main reports under "serving". By default (unless
+    --refuse-past-pool) a closed-loop concurrency C past the pool's cap runs cap requests and queues the other C - cap
     in the server (vLLM's waiting queue, TensorRT-LLM's and NIM's request queue): the pool's
     throughput X = cap / E2E(cap) is unchanged, and each request first waits (C - cap) / X for a
     slot (Little's law), added to its TTFT and end-to-end time. The stack's running-request cap
@@ -5738,11 +5738,12 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                          "rate or add GPUs")
     else:
         c = args.concurrency
-        if c > cap and run_cap == cap and not args.queue_past_pool:
+        if c > cap and run_cap == cap and args.refuse_past_pool:
             parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
                          f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
                          f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
-                         "raise -tp or -dp, or cut --kv-cache-bits or s + o (or --queue-past-pool)")
+                         "raise -tp or -dp, or cut --kv-cache-bits or s + o (or drop --refuse-past-pool: "
+                         "the server queues them)")
         st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
     req = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
@@ -6546,8 +6547,10 @@ def build_parser():
     g.add_argument("--step-overhead-ms", type=finite_float, default=None,
                    help="fixed host cost per engine step (scheduling, sampling), ms (default: the stack's)")
     g.add_argument("--queue-past-pool", action="store_true",
-                   help="a --concurrency past what the KV pool holds waits in the server's queue (as "
-                        "vLLM, TensorRT-LLM and NIM queue) instead of exiting 2")
+                   help="kept for old commands: a --concurrency past what the KV pool holds waits in the "
+                        "server's queue (as vLLM, TensorRT-LLM and NIM queue it), now the default")
+    g.add_argument("--refuse-past-pool", action="store_true",
+                   help="exit 2 when a --concurrency does not fit the KV pool instead of queueing the rest")
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")

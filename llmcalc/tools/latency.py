@@ -466,8 +466,10 @@ def build_parser():
     g.add_argument("--step-overhead-ms", type=finite_float, default=None,
                    help="fixed host cost per engine step (scheduling, sampling), ms (default: the stack's)")
     g.add_argument("--queue-past-pool", action="store_true",
-                   help="a --concurrency past what the KV pool holds waits in the server's queue (as "
-                        "vLLM, TensorRT-LLM and NIM queue) instead of exiting 2")
+                   help="kept for old commands: a --concurrency past what the KV pool holds waits in the "
+                        "server's queue (as vLLM, TensorRT-LLM and NIM queue it), now the default")
+    g.add_argument("--refuse-past-pool", action="store_true",
+                   help="exit 2 when a --concurrency does not fit the KV pool instead of queueing the rest")
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
