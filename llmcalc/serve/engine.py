@@ -70,8 +70,10 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     if args.num_requests is not None:
         from .simulate import SimulationTooLong, simulate_benchmark  # only --num-requests
         try:
+            sp = hw.get("speculative")
+            steps = 1 + math.ceil((o - 1) / sp["tokens_per_step"]) if sp and o > 1 else None
             st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
-                                    token_budget=budget, run_cap=run_cap, bits=bits,
+                                    token_budget=budget, run_cap=run_cap, bits=bits, output_steps=steps,
                                     rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
                                     seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
         except SimulationTooLong as exc:
@@ -85,7 +87,9 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                     running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
                     output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                     tokens_per_s_per_user=1.0 / st["tpot_s"])
-    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits, dp=dp, ep=ep)
+    sp = hw.get("speculative")  # a request's decode steps at the accepted tokens per step
+    o_steps = 1 + (o - 1) / sp["tokens_per_step"] if sp else o
+    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)
         if c is None:  # st: the steady state of a full KV pool (or of the running cap)
@@ -105,6 +109,8 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
         st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
     req = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
+    if sp:  # a step's time over the tokens it yields
+        st = dict(st, tpot_s=st["tpot_s"] / sp["tokens_per_step"])
     queued = max(0, c - run_cap) if args.request_rate is None else 0
     wait = queued * e2e / run_cap  # (C - cap) / X with X = cap / E2E(cap)
     ttft, e2e = ttft + wait, e2e + wait

@@ -4,6 +4,7 @@ drain, with the statistics benchmark clients report."""
 import math
 
 from .forward import forward_pass
+from .speculative import draft_step_s
 from .steady import mixed_step
 
 
@@ -41,7 +42,7 @@ class SimulationTooLong(Exception):
 
 def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
                        bits, rate=None, concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1,
-                       progress=None):
+                       progress=None, output_steps=None):
     """A finite benchmark run stepped through, as a client such as vLLM's benchmark_serving.py or
     TensorRT-LLM's Triton benchmark measures one: num_requests requests of s prompt and o output
     tokens, sent at `rate` per second (benchmark_arrivals) or by `concurrency` clients that each
@@ -75,6 +76,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     request, the duration, the throughputs and the mean step's composition."""
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them: start-up time)
     s, o = prompt_tokens, output_tokens
+    o_run = output_steps or o  # speculative decoding: a request's decode steps + 1, fewer than o
     K = token_budget if math.isfinite(token_budget) else 10 ** 18  # inf: every prompt whole
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
@@ -142,12 +144,12 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         ctx = s + step - first_sum / d if d else s  # a decoder's context: s + its tokens out - 1
         k = 1
         if not chunks:  # decode only: unchanged until a finish or an arrival that can be admitted
-            k = o - (step - cohorts[0][0] + 1)
+            k = o_run - (step - cohorts[0][0] + 1)
             if pending and n_run < run_cap:
                 k = min(k, max(1, math.ceil((pending[0] - t) / step_s(d, ctx, 0))))
         t += k * step_s(d, ctx + (k - 1) / 2, p)
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
-        while cohorts and step - cohorts[0][0] + 1 >= o:
+        while cohorts and step - cohorts[0][0] + 1 >= o_run:
             finish(*cohorts.popleft())
         new = []
         for c in chunks:
@@ -157,7 +159,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             new.append(prefilling.popleft()[0])
         if new:
             d, first_sum = d + len(new), first_sum + len(new) * step
-            if o == 1:
+            if o_run == 1:
                 finish(step, t, new)
             else:
                 cohorts.append((step, t, new))
@@ -236,6 +238,10 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     units = dp * engines
     reqs = requests[::units] if units > 1 else requests
     n = len(reqs)
+    sp = hw.get("speculative")
+    # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
+    # the expected tokens per verification step (rounded up)
+    o_run = [r[2] if not sp or r[2] == 1 else 1 + math.ceil((r[2] - 1) / sp["tokens_per_step"]) for r in reqs]
     run_cap = max(1, min(max_running // units if max_running else 10 ** 9, K))
     free = pool_tokens / units  # tokens of the unit's pool
     req_s, step_oh = hw["request_overhead_s"], hw["step_overhead_s"]
@@ -258,10 +264,13 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
                          also=tuple((dp * g[0],) + g[1:] for g in also), **kw)
         return r["time_s"], r["components_s"]["attention_core"]
 
+    vt = sp["k"] + 1 if sp else 1  # tokens a decode runs per step (the verification of K drafts)
+
     def step_s(d, ctx, chunks, p, pctx):
         """One step: the weights' and the stack's part, set by the step's tokens and logit rows,
-        plus each group's attention (forward_pass sums them, a roofline per group)."""
-        key = (_bucket(d + p), _bucket(d + chunks), p > 0)
+        plus each group's attention (forward_pass sums them, a roofline per group), plus a
+        speculative draft's passes."""
+        key = (_bucket(d * vt + p), _bucket(d + chunks), p > 0)
         t = memo.get(key)
         if t is None:  # rows - 1 decodes and one sequence carrying the other tokens, attention aside
             n, rows = _grid_value(key[0]), _grid_value(key[1])
@@ -273,7 +282,10 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             key = ("d", _bucket(d), _bucket(ctx))
             a = memo.get(key)
             if a is None:
-                a = memo[key] = pass_s(_grid_value(key[1]), 1, _grid_value(key[2]), True)[1]
+                dd, cc = _grid_value(key[1]), _grid_value(key[2])
+                a = memo[key] = pass_s(dd, vt, cc, True)[1] + (
+                    draft_step_s(sp, hw, batch=dp * dd, context=cc, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
+                    if sp else 0.0)
             t += a
         if chunks:
             key = ("p", _bucket(chunks), _bucket(p / chunks), _bucket(pctx))
@@ -408,7 +420,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             first_t[i], first_step[i] = t, step
             if reqs[i][3] is not None and reqs[i][4]:  # its prefix is computed: cached from now on
                 grow(i, reqs[i][4])
-            if reqs[i][2] == 1:
+            if o_run[i] == 1:
                 n_run, done = n_run - 1, done + 1
                 ttft.append(t - arrival[i] + req_s)
                 e2e.append(t - arrival[i] + req_s)
@@ -419,7 +431,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
                     sent += 1
             else:
                 d, base = d + 1, base + reqs[i][1] - step
-                heapq.heappush(finishing, (step + reqs[i][2] - 1, i))
+                heapq.heappush(finishing, (step + o_run[i] - 1, i))
         if progress and time.monotonic() - last_shown > 1.0:
             now = time.monotonic()
             left = (n - done) * (now - started) / max(done, 1)

@@ -59,8 +59,8 @@ Conventions and assumptions:
     k/E)^n) of them in expectation under uniform independent routing (with Z zero-computation
     experts, LongCat-Flash: E (1 - (1 - k/(E+Z))^n)); FLOPs follow the k (k E / (E + Z)) real
     experts per token.
-  * The logits are computed for the last position only (b rows per pass). No speculative
-    decoding.
+  * The logits are computed for the last position only (b rows per pass; a speculative
+    verification adds K rows per sequence).
   * --serving-stack (default vllm, the open-source engine most deployments run) sets what the
     stack adds to the kernels: launch gap per kernel, the all-reduce kernel (NCCL ring, or a
     custom one-shot kernel: fixed cost + bytes at its measured rate), host time per engine step,
@@ -88,6 +88,12 @@ Conventions and assumptions:
     caching): a request that finds them computes only the rest over that context; cached prefixes
     hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
     finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
+  * --speculative-tokens K (speculative.py): each decoding sequence verifies K draft tokens in one
+    pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
+    costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
+    EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
+    (verification + draft) / tokens per step. --acceptance-rate defaults only for mtp (0.875,
+    DeepSeek-V3's 85-90%). A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -142,6 +148,8 @@ Examples:
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --dataset random \\
       --random-range-ratio 0.5 --num-requests 1000 --request-rate 8 --prefix-tokens 512
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --trace requests.jsonl
+  python calc_inference_latency.py --hf_model_name_or_path deepseek-v3.json --gpu h800 --precision fp8 -tp 1 \\
+      -dp 32 -ep 32 -b 2048 --speculative-tokens 1   # MTP at DeepSeek's 85-90% acceptance
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --search --num-gpus 8 \\
@@ -179,6 +187,7 @@ from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.engine import layout_problem, serve_steady_state
+from .latency_mix import add_mix_args, mix_text, validate_speculative, validate_workload
 from ..serve.forward import forward_pass
 from ..serve.memory import (cache_bytes_per_gpu, layer_cache_bytes, layer_weight_bytes,
     weight_bytes_per_gpu)
@@ -207,6 +216,14 @@ def format_report(res):
     lines = [gpu_line(hw), f"Model: {r['model']['described']}"] + textwrap.wrap(
         f"mode: {r['mode']}", width=100, subsequent_indent="      ")
     lines += [f"WARNING: {w}" for w in r["warnings"]]
+    sp = r.get("speculative")
+    if sp:
+        rates = ", ".join(f"{a:g}" for a in sp["acceptance_rates"])
+        lines += textwrap.wrap(
+            f"speculative decoding: {sp['method']} draft, K = {sp['k']} tokens per step, acceptance {rates} "
+            f"({sp['acceptance_source']}): {sp['tokens_per_step']:.3f} tokens per verification step; a decode step "
+            f"below verifies K + 1 tokens per sequence and runs the draft's passes, TPOT = step / tokens per step",
+            width=100, subsequent_indent="      ")
     if r["serving"]:
         lines += serving_report_lines(r)
     else:
@@ -473,32 +490,7 @@ def build_parser():
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
-    g = parser.add_argument_group("request mixes, traces and prefix caching (a --num-requests benchmark; "
-                                  "spelled as `vllm bench serve` spells them)")
-    g.add_argument("--dataset", "--dataset-name", choices=("random", "sharegpt"), default=None,
-                   help="draw each request's lengths: random = vLLM's RandomDataset (uniform within "
-                        "--random-range-ratio of --random-input-len and --random-output-len), sharegpt = a "
-                        "lognormal mix with the means of vLLM's ShareGPT runs (215 input, 197 output tokens; "
-                        "sigma 1.0 assumed); default: every request -s and -o")
-    g.add_argument("--random-input-len", type=bounded_int, default=None,
-                   help="--dataset random: the mean prompt tokens (default 1024, vLLM's)")
-    g.add_argument("--random-output-len", type=bounded_int, default=None,
-                   help="--dataset random: the mean output tokens (default 128, vLLM's)")
-    g.add_argument("--random-range-ratio", type=finite_float, default=None,
-                   help="--dataset random: lengths uniform over [len (1 - r), len (1 + r)], 0 <= r < 1 "
-                        "(default 0: every request alike)")
-    g.add_argument("--trace", default=None, metavar="FILE",
-                   help="requests from a file: JSON lines or CSV with arrival_s, input_tokens, output_tokens "
-                        "and optionally prefix_id, prefix_tokens (a conversation's turns share their history "
-                        "this way); its arrivals are used unless --request-rate or -c is given")
-    g.add_argument("--prefix-tokens", "--random-prefix-len", type=bounded_int, default=None,
-                   help="the first N prompt tokens are shared by every request and cached once computed "
-                        "(vLLM's prefix caching, SGLang's RadixAttention): the others compute only the rest. "
-                        "With -s, part of s; with --dataset, prepended to the drawn prompt (vLLM's "
-                        "--random-prefix-len). Without a load (-b), the prefix's cache is taken as there")
-    g.add_argument("--prefix-hit-rate", type=finite_float, default=None,
-                   help="share of requests that find the shared prefix (0-1; the others compute theirs "
-                        "whole; default 1 with --prefix-tokens, a trace's own prefix_id otherwise)")
+    add_mix_args(parser)
     g = parser.add_argument_group("search for the serving layout")
     g.add_argument("--search", action="store_true",
                    help="every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), weight and "
@@ -597,6 +589,7 @@ def validate(args, parser, spec):
     if args.plot is not None:
         check_plot_path(args.plot, parser)
     validate_workload(args, parser)
+    validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
     if unused and args.num_requests is None:
@@ -604,40 +597,6 @@ def validate(args, parser, spec):
                                "--num-requests benchmark; without it there are none to draw")
     args.seed = 0 if args.seed is None else args.seed
     args.arrivals = args.arrivals or "poisson"
-
-
-def validate_workload(args, parser):
-    """One-line errors for the request-mix, trace and prefix-cache flags."""
-    rnd = [f for f, v in (("--random-input-len", args.random_input_len), ("--random-output-len", args.random_output_len),
-                          ("--random-range-ratio", args.random_range_ratio)) if v is not None]
-    if rnd and args.dataset != "random":
-        parser.error(f"{', '.join(rnd)} belong{'s' if len(rnd) == 1 else ''} to --dataset random; add it")
-    if args.trace and args.dataset:
-        parser.error("--trace and --dataset both give the requests; give one")
-    if args.random_range_ratio is not None and not 0 <= args.random_range_ratio < 1:
-        parser.error(f"--random-range-ratio must be at least 0 and below 1 (vLLM's rule), got {args.random_range_ratio:g}")
-    if args.prefix_hit_rate is not None:
-        if not 0 <= args.prefix_hit_rate <= 1:
-            parser.error(f"--prefix-hit-rate must be between 0 and 1, got {args.prefix_hit_rate:g}")
-        if not args.prefix_tokens and not args.trace:
-            parser.error("--prefix-hit-rate is the share of requests that find the shared prefix: add "
-                         "--prefix-tokens N (or a --trace with prefix_id)")
-    mix = bool(args.dataset or args.trace)
-    if (mix or args.prefix_tokens) and args.search:
-        parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
-    if args.dataset and args.num_requests is None:
-        parser.error(f"--dataset {args.dataset} draws --num-requests N requests; add it (and --request-rate or -c)")
-    if args.trace and args.batch_size_given:
-        parser.error("--trace is a served load; leave out -b")
-    if args.prefix_tokens and not mix and args.num_requests is None and (
-            args.concurrency is not None or args.request_rate is not None):
-        parser.error("prefix caching under a load is simulated: add --num-requests N (a benchmark run)")
-    if args.prefix_tokens and not args.dataset and not args.trace and args.prefix_tokens >= args.prompt_tokens:
-        parser.error(f"--prefix-tokens {args.prefix_tokens} must be fewer than the prompt's -s {args.prompt_tokens} "
-                     "(the prefix is its first tokens; a request computes at least one of its own)")
-    args.random_input_len = 1024 if args.random_input_len is None else args.random_input_len
-    args.random_output_len = 128 if args.random_output_len is None else args.random_output_len
-    args.random_range_ratio = 0.0 if args.random_range_ratio is None else args.random_range_ratio
 
 
 def mode_text(*, b, s, o, tp, pp, gpus=None):
@@ -648,28 +607,6 @@ def mode_text(*, b, s, o, tp, pp, gpus=None):
             f"an all-reduce after each block), pp {pp} = pipeline parallel ({pp} stage{'s' if pp > 1 else ''} "
             f"of consecutive layers run one after the other, one batch in flight); {gpus or tp * pp} "
             f"GPU{'s' if (gpus or tp * pp) > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
-
-
-def mix_text(mix):
-    """The requests of a mix in words."""
-    if mix["dataset"] == "random":
-        text = (f"lengths drawn as vLLM's random dataset draws them (uniform within {mix['random_range_ratio']:g} of "
-                "the means)")
-    elif mix["dataset"] == "sharegpt":
-        text = ("lengths drawn from a ShareGPT-shaped lognormal mix (vLLM's ShareGPT runs' means, sigma 1.0 "
-                "assumed, clipped to 1,024 input and 2,048 in all)")
-    elif mix["dataset"] == "trace":
-        text = f"lengths from the trace {mix['trace']}"
-    else:
-        text = "every request alike"
-    if mix["prefix_tokens"]:
-        text += f", the first {mix['prefix_tokens']:,} prompt tokens shared"
-    if mix["prefix_hit_rate"] is not None:
-        text += f" by a share {mix['prefix_hit_rate']:g} of them (the others' prefixes their own)"
-    if mix["prefix_tokens"] or mix["dataset"] == "trace":
-        text += ("; a cached prefix's prompt tokens are not computed (prefix caching), cached prefixes held in the "
-                 "KV pool until evicted, least recently used first")
-    return text
 
 
 def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
@@ -782,6 +719,8 @@ def main(argv=None):
         args.prompt_tokens = max(1, round(sum(r[1] for r in args.requests) / len(args.requests)))
         args.output_tokens = max(1, round(sum(r[2] for r in args.requests) / len(args.requests)))
     hw, hw_notes = resolve_hardware(args, parser)
+    if args.speculative:
+        hw["speculative"] = args.speculative
     # notes and warnings go to stderr once the answer stands: an input refused further on gets
     # its one error line alone
     trained = spec.get("trained_context")
@@ -856,12 +795,25 @@ def main(argv=None):
         cached = args.prefix_tokens or 0  # -b with --prefix-tokens: the prefix's cache is there already
         pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
-        first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
-                                       **lay, **bits))
-        last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
-                                      absorbed=True, **lay, **bits))
-        dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
-                     + step_s * (o - 1))
+        sp = args.speculative
+        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step
+            from ..serve.speculative import draft_step_s
+
+            def spec_step(ctx):
+                r = with_step(forward_pass(spec, hw, batch=b, new_tokens=sp["k"] + 1, context_before=ctx,
+                                           absorbed=True, **lay, **bits))
+                d = draft_step_s(sp, hw, batch=b, context=ctx, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
+                return dict(r, time_s=r["time_s"] + d, components_s=dict(r["components_s"], speculative_draft=d))
+            first, last = spec_step(s), spec_step(s + max(o - 2, 0))
+            pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
+            dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        else:
+            first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
+                                           **lay, **bits))
+            last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
+                                          absorbed=True, **lay, **bits))
+            dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
+                         + step_s * (o - 1))
         tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
         req_s = hw["request_overhead_s"]
         ttft = req_s + pre["time_s"]
@@ -911,7 +863,9 @@ def main(argv=None):
         "weight_bits": args.weight_bits, "weight_storage_bits": w_store, "activation_bits": args.activation_bits,
         "checkpoint_format": fmt,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
-        "hardware": hw,
+        "hardware": {k: v for k, v in hw.items() if k != "speculative"},
+        "speculative": ({k: v for k, v in args.speculative.items() if k not in ("draft_spec", "target_spec")}
+                        if args.speculative else None),
         "prefill_s": pre["time_s"], "ttft_s": ttft, "request_overhead_s": req_s, "prefill_bound": pre["bound"],
         "prefill_components_s": pre["components_s"], "prefill_flops_per_gpu": pre["flops"],
         "prefill_bytes_per_gpu": pre["bytes"],
