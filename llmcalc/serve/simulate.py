@@ -184,6 +184,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "ttft_median_s": _percentile(ttft, 50), "ttft_p99_s": _percentile(ttft, 99),
             "tpot_median_s": _percentile(tpots, 50), "tpot_p99_s": _percentile(tpots, 99),
             "e2e_median_s": _percentile(e2e, 50), "e2e_p99_s": _percentile(e2e, 99),
+            "ttft_p90_s": _percentile(ttft, 90), "tpot_p90_s": _percentile(tpots, 90), "e2e_p90_s": _percentile(e2e, 90),
             "num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
@@ -204,7 +205,7 @@ def _grid_value(i):
 
 
 def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_running, bits, rate=None,
-                      concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None):
+                      concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None, memo=None):
     """A benchmark run of requests that differ (workload.py: a drawn length mix or a trace), each
     (arrival_s, s_i, o_i, prefix_key, prefix_tokens), stepped through with simulate_benchmark's
     scheduler, per request instead of per cohort:
@@ -256,7 +257,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
         pending = [(times[i], i) for i in range(n)]
         sent = n
     heapq.heapify(pending)
-    memo = {}
+    memo = {} if memo is None else memo  # step costs: a caller running one layout again passes its own
     kw = dict(tp=tp, pp=pp, dp=dp, ep=ep, **bits)
 
     def pass_s(batch, new, before, absorbed, also=()):

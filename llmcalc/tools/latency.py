@@ -187,6 +187,7 @@ from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.engine import layout_problem, serve_steady_state
+from .latency_capacity import add_capacity_args, run_capacity, validate_capacity
 from .latency_mix import add_mix_args, mix_text, validate_speculative, validate_workload
 from ..serve.forward import forward_pass
 from ..serve.memory import (cache_bytes_per_gpu, layer_cache_bytes, layer_weight_bytes,
@@ -491,6 +492,7 @@ def build_parser():
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
     add_mix_args(parser)
+    add_capacity_args(parser)
     g = parser.add_argument_group("search for the serving layout")
     g.add_argument("--search", action="store_true",
                    help="every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), weight and "
@@ -562,7 +564,7 @@ def validate(args, parser, spec):
     all_at_once = args.request_rate is not None and math.isinf(args.request_rate)  # needs --num-requests (below)
     check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if not (all_at_once and k == "request_rate")})
     if (args.num_requests is not None and args.concurrency is None and args.request_rate is None
-            and not args.trace):
+            and not args.trace and args.target_request_rate is None):
         parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
     if args.request_rate is not None and math.isinf(args.request_rate) and args.num_requests is None:
         parser.error("--request-rate inf sends every request at once: add --num-requests N (a steady "
@@ -588,6 +590,7 @@ def validate(args, parser, spec):
         parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
     if args.plot is not None:
         check_plot_path(args.plot, parser)
+    validate_capacity(args, parser)
     validate_workload(args, parser)
     validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
@@ -754,6 +757,9 @@ def main(argv=None):
     w_store = fmt["linear_bits"] if fmt else args.weight_store_bits  # bits per stored weight, scales in
     bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
+    if args.capacity:
+        flush_pending()
+        return run_capacity(spec, args, parser, bits=bits)
     if args.search:
         from ..serve.search import plot_front, search_report, search_serving  # only --search
         res = search_serving(spec, args, parser, fmt)

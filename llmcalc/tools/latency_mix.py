@@ -125,7 +125,7 @@ def validate_workload(args, parser):
     mix = bool(args.dataset or args.trace)
     if (mix or args.prefix_tokens) and args.search:
         parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
-    if args.dataset and args.num_requests is None:
+    if args.dataset and args.num_requests is None and args.target_request_rate is None:
         parser.error(f"--dataset {args.dataset} draws --num-requests N requests; add it (and --request-rate or -c)")
     if args.trace and args.batch_size_given:
         parser.error("--trace is a served load; leave out -b")
