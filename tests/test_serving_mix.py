@@ -206,3 +206,45 @@ def test_sharegpt_mix_runs_and_says_its_source():
 ])
 def test_mix_flags_refused_in_one_line(argv, says, capsys):
     assert says in refused(L8 + argv, capsys)
+
+
+# --- KV offload to host memory ------------------------------------------------------------------
+def _conversations(tmp_path):
+    """60 three-turn conversations with 2,000-token first prompts, turns a minute apart: more
+    history than a pool of 0.3 x 80 GiB holds next to an 8B's weights."""
+    import random
+    rng, rows, t = random.Random(3), [], 0.0
+    for c in range(60):
+        t += rng.expovariate(1.0)
+        at, hist = t, 0
+        for turn in range(3):
+            s = hist + (rng.randint(1500, 2500) if turn == 0 else rng.randint(50, 200))
+            o = rng.randint(100, 300)
+            rows.append(dict(arrival_s=round(at, 3), input_tokens=s, output_tokens=o, prefix_id=f"c{c}",
+                             prefix_tokens=hist))
+            hist, at = s + o, at + 60
+    rows.sort(key=lambda r: r["arrival_s"])
+    return _write(tmp_path, "conv.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_host_tier_brings_evicted_histories_back_and_cuts_ttft(tmp_path):
+    base = L8 + ["--gpu", "h100", "--trace", _conversations(tmp_path), "--gpu-memory-utilization", "0.22"]
+    gpu_only = run(base)
+    tiered = run(base + ["--host-kv-cache-gib", "64"])
+    a, b = gpu_only["serving"], tiered["serving"]
+    assert a["prefix_evictions"] > 0 and b["host_hits"] > 0
+    assert b["prompt_tokens_cached"] > a["prompt_tokens_cached"] and b["ttft_s"] < a["ttft_s"]
+    ht = tiered["serving"]["mix"]["host_tier"]
+    # H100: PCIe 5.0 x16, 63.0 GB/s per direction at 0.8; Llama-3.1-8B bf16 KV: 2 x 8 heads x 128 x
+    # 2 bytes x 32 layers = 131,072 bytes per token
+    assert ht["host_bytes_per_s"] == pytest.approx(63.0e9 * 0.8)
+    assert ht["kv_bytes_per_token_per_gpu"] == pytest.approx(131072, rel=1e-6)
+    assert ht["pays"] and b["host_load_s"] == pytest.approx(b["host_tokens_loaded"] * ht["load_s_per_token"])
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--host-kv-cache-gib", "8", "-b", "1"], "a tier for cached prefixes"),
+    (["--prefix-tokens", "10", "-b", "1", "--host-kv-bandwidth-gbps", "50"], "add --host-kv-cache-gib"),
+])
+def test_host_tier_flags_refused_in_one_line(argv, says, capsys):
+    assert says in refused(L8 + argv, capsys)

@@ -160,8 +160,12 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
     reqs = args.requests
     pool_tokens = dp * pool * context / per_req if per_req > 0 else 10.0 ** 15
     budget = hw["token_budget"] or math.inf
+    host = host_tier(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, per_req=per_req, context=context,
+                     s_mean=sum(r[1] for r in reqs) / len(reqs)) if args.host_kv_cache_gib else None
     try:
         st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=budget, pool_tokens=pool_tokens,
+                               host_tokens=host["host_tokens"] if host else 0,
+                               host_s_per_token=host["load_s_per_token"] if host else 0.0,
                                max_running=seqs, bits=bits, rate=args.request_rate, concurrency=args.concurrency,
                                arrivals=args.arrivals, seed=args.seed, pp=pp, dp=dp, ep=ep,
                                progress=lambda m: print(m, file=sys.stderr))
@@ -178,8 +182,31 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
     mix.update(dataset=args.dataset or ("trace" if args.trace else "fixed"), trace=args.trace,
                random_range_ratio=args.random_range_ratio if args.dataset == "random" else None,
                prefix_tokens=args.prefix_tokens, prefix_hit_rate=args.prefix_hit_rate,
-               trace_arrivals=bool(args.trace) and args.request_rate is None and args.concurrency is None)
+               trace_arrivals=bool(args.trace) and args.request_rate is None and args.concurrency is None,
+               host_tier=host)
     return dict(st, **base, benchmark=True, mix=mix, arrivals=args.arrivals, seed=args.seed,
                 running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
                 output_tokens_per_s_per_gpu=st["output_tokens_per_s"] / (tp * dp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
+
+
+def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean):
+    """The host KV tier of a mix run (offload.py): its size in tokens (the GPU pool's bytes per token),
+    the seconds one token takes to come back, and what computing it again would take instead (a
+    prefill of the mix's mean prompt, per token)."""
+    from .forward import forward_pass
+    from .offload import host_link_bytes_per_s, load_vs_recompute
+    bw = (args.host_kv_bandwidth_gbps * 1e9 if args.host_kv_bandwidth_gbps is not None
+          else host_link_bytes_per_s(hw.get("gpu")))
+    if bw is None:
+        parser.error(f"the host link of {hw.get('gpu') or 'this GPU'} is not known here: give "
+                     "--host-kv-bandwidth-gbps")
+    per_token = per_req / context  # KV bytes per token on one GPU
+    n = max(1, round(s_mean))
+    pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=1, new_tokens=n, context_before=0, absorbed=False,
+                       dp=args.data_parallel_size, ep=args.expert_parallel_size, **bits)["time_s"] / n
+    out = load_vs_recompute(kv_bytes_per_token=per_token, host_bytes_per_s=bw, prefill_s_per_token=pre)
+    out.update(host_bytes_per_gpu=args.host_kv_cache_gib * 2 ** 30, host_bytes_per_s=bw,
+               kv_bytes_per_token_per_gpu=per_token,
+               host_tokens=args.data_parallel_size * args.host_kv_cache_gib * 2 ** 30 / per_token if per_token else 0)
+    return out

@@ -205,7 +205,8 @@ def _grid_value(i):
 
 
 def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_running, bits, rate=None,
-                      concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None, memo=None):
+                      concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None, memo=None,
+                      host_tokens=0, host_s_per_token=0.0):
     """A benchmark run of requests that differ (workload.py: a drawn length mix or a trace), each
     (arrival_s, s_i, o_i, prefix_key, prefix_tokens), stepped through with simulate_benchmark's
     scheduler, per request instead of per cohort:
@@ -226,6 +227,10 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
       * a step's prompt chunks are costed as one group of equal chunks at their mean length and
         mean cached context, its decodes at their mean context; step costs are memoised on a grid
         3% apart (_bucket);
+      * a host tier (host_tokens > 0, KV offload): a prefix the pool evicts moves to host memory
+        (least recently used dropped past host_tokens; the copy out is written behind, not timed);
+        a request whose key is only there brings it back into the pool, the step that starts its
+        prompt waiting host_s_per_token per token of it (not overlapped with the step's layers);
       * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
         `concurrency` clients each sending its next request when the last returns; with dp
         data-parallel groups and pp micro-batches every units-th request goes to the one unit
@@ -302,6 +307,9 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     uses = [None] * n   # the cached prefix a running request reads
     cache = collections.OrderedDict()  # prefix key -> [tokens cached, running readers]; oldest use first
     held = most_held = hits = evictions = 0
+    host = collections.OrderedDict()  # the host tier: prefix key -> tokens; oldest use first
+    host_held = host_hits = loaded = 0
+    load_wait = 0.0  # seconds of host loads the next step waits for
     computed = skipped = 0
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
@@ -310,21 +318,42 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
     started = last_shown = time.monotonic()
 
+    def evict(k):
+        """The pool drops prefix k: to the host tier when there is one."""
+        nonlocal free, held, evictions, host_held
+        n_k = cache.pop(k)[0]
+        free, held, evictions = free + n_k, held - n_k, evictions + 1
+        if host_tokens and n_k <= host_tokens:
+            host_held += n_k - host.pop(k, 0)
+            host[k] = n_k
+            while host_held > host_tokens:
+                host_held -= host.popitem(last=False)[1]
+
     def admit(i):
         """Admit request i if the pool has room (evicting unused prefixes); False if not."""
-        nonlocal free, held, hits, evictions, computed, skipped
+        nonlocal free, held, hits, computed, skipped, host_held, host_hits, loaded, load_wait, most_held
         _, s_i, o_i, key, p_i = reqs[i]
         entry = cache.get(key) if key is not None else None
-        h = min(p_i, entry[0], s_i - 1) if entry else 0  # cached tokens it finds (one of its own at least)
-        need = s_i + o_i - h
+        back = 0 if entry or key is None or key not in host else host[key]  # to bring back from the host
+        h = min(p_i, entry[0] if entry else back, s_i - 1)  # cached tokens it finds (one of its own at least)
+        need = s_i + o_i - h + back
+        if back:
+            host.move_to_end(key)  # the pool's evictions below push older prefixes out of the host first
         if need > free:
             for k in [k for k, e in cache.items() if e[1] == 0 and k != key]:
                 if need <= free:
                     break
-                free, held, evictions = free + cache[k][0], held - cache[k][0], evictions + 1
-                del cache[k]
+                evict(k)
         if need > free:
             return False
+        if back and key not in host:  # pushed out of a small host tier just now: computed instead
+            back, h, need = 0, 0, s_i + o_i
+        if back:  # the host's copy comes back into the pool as the key's cached sequence
+            host_held -= host.pop(key)
+            free, held, need = free - back, held + back, need - back
+            most_held = max(most_held, held)
+            entry = cache[key] = [back, 0]
+            host_hits, loaded, load_wait = host_hits + 1, loaded + back, load_wait + back * host_s_per_token
         free -= need
         reserved[i] = need
         if entry:
@@ -397,7 +426,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             if pending and not waiting and n_run < run_cap:
                 k = min(k, max(1, math.ceil((pending[0][0] - t) / step_s(d, ctx, 0, 0, 0))))
             k = max(k, 1)
-        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0)
+        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0) + load_wait
+        load_wait = 0.0
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
         while finishing and finishing[0][0] <= step:
             _, i = heapq.heappop(finishing)
@@ -459,7 +489,9 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
            "decode_step": dec, "prompt_step": pre,
            "prefix_hits": hits * units, "prompt_tokens_computed": computed * units,
            "prompt_tokens_cached": skipped * units, "prefix_evictions": evictions * units,
-           "prefix_tokens_held_most": most_held, "kv_pool_tokens": pool_tokens}
+           "prefix_tokens_held_most": most_held, "kv_pool_tokens": pool_tokens,
+           "host_hits": host_hits * units, "host_tokens_loaded": loaded * units,
+           "host_load_s": loaded * host_s_per_token, "host_tokens_held": host_held}
     for name, xs in (("ttft", ttft), ("tpot", tpots), ("e2e", e2e)):
         out[f"{name}_s"] = sum(xs) / len(xs)
         for q, label in ((50, "median"), (90, "p90"), (99, "p99")):

@@ -88,6 +88,8 @@ Conventions and assumptions:
     caching): a request that finds them computes only the rest over that context; cached prefixes
     hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
     finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
+    --host-kv-cache-gib G (offload.py): evicted prefixes move to a host tier and come back over the
+    host link (PCIe 4.0/5.0 x16 or NVLink-C2C at 0.8 of line rate) on a hit.
   * --speculative-tokens K (speculative.py): each decoding sequence verifies K draft tokens in one
     pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
     costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
@@ -270,6 +272,13 @@ def benchmark_report_lines(r):
                          f"{sv['prefix_evictions']:,} evictions, at most {sv['prefix_tokens_held_most']:,} tokens "
                          "of cached prefixes held in one group's pool of "
                          f"{sv['kv_pool_tokens'] / max(1, r['data_parallel_size']):,.0f}")
+        ht = mix.get("host_tier")
+        if ht:
+            lines.append(f"host KV tier: {ht['host_bytes_per_gpu'] / 2**30:,.1f} GiB per GPU ({ht['host_tokens']:,.0f} "
+                         f"tokens) at {ht['host_bytes_per_s'] / 1e9:,.1f} GB/s: {sv['host_hits']:,} prefixes brought back "
+                         f"({sv['host_tokens_loaded']:,} tokens, {fmt_s(sv['host_load_s'])} of loading); a token loads in "
+                         f"{ht['load_s_per_token'] * 1e6:,.2f} us against {ht['recompute_s_per_token'] * 1e6:,.2f} us to "
+                         f"compute it again: the tier {'pays' if ht['pays'] else 'does not pay'}")
     lines += ["", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
               f"{sv['prompt_tokens_per_step']:.0f} prompt tokens on average; {sv['mean_in_flight']:.1f} requests "
               f"in the server on average, at most {sv['most_running']:,} running at once",

@@ -35,6 +35,13 @@ def add_mix_args(parser):
     g.add_argument("--prefix-hit-rate", type=finite_float, default=None,
                    help="share of requests that find the shared prefix (0-1; the others compute theirs "
                         "whole; default 1 with --prefix-tokens, a trace's own prefix_id otherwise)")
+    g.add_argument("--host-kv-cache-gib", type=finite_float, default=None,
+                   help="host memory per GPU for a KV tier (vLLM CPU offload / LMCache, SGLang HiCache): "
+                        "prefixes the pool evicts move there and come back over the host link on a hit "
+                        "instead of being computed again (default: none)")
+    g.add_argument("--host-kv-bandwidth-gbps", type=finite_float, default=None,
+                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.8 of the GPU's host link: "
+                        "PCIe 4.0/5.0 x16, NVLink-C2C on Grace superchips)")
     g = parser.add_argument_group("speculative decoding and multi-token prediction")
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
                    help="K draft tokens proposed per decoding sequence and verified in one pass of K + 1 "
@@ -135,6 +142,17 @@ def validate_workload(args, parser):
     if args.prefix_tokens and not args.dataset and not args.trace and args.prefix_tokens >= args.prompt_tokens:
         parser.error(f"--prefix-tokens {args.prefix_tokens} must be fewer than the prompt's -s {args.prompt_tokens} "
                      "(the prefix is its first tokens; a request computes at least one of its own)")
+    host = [f for f, v in (("--host-kv-cache-gib", args.host_kv_cache_gib),
+                           ("--host-kv-bandwidth-gbps", args.host_kv_bandwidth_gbps)) if v is not None]
+    if host and not (args.prefix_tokens or args.trace):
+        parser.error(f"{host[0]} is a tier for cached prefixes: add --prefix-tokens N or a --trace with prefix_id "
+                     "(and --num-requests)")
+    if args.host_kv_bandwidth_gbps is not None and args.host_kv_cache_gib is None:
+        parser.error("--host-kv-bandwidth-gbps belongs to a host tier: add --host-kv-cache-gib G")
+    for f in ("host_kv_cache_gib", "host_kv_bandwidth_gbps"):
+        v = getattr(args, f)
+        if v is not None and not v > 0:
+            parser.error(f"--{f.replace('_', '-')} must be positive, got {v:g}")
     args.random_input_len = 1024 if args.random_input_len is None else args.random_input_len
     args.random_output_len = 128 if args.random_output_len is None else args.random_output_len
     args.random_range_ratio = 0.0 if args.random_range_ratio is None else args.random_range_ratio
