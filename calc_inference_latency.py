@@ -4009,7 +4009,7 @@ FLAG_RANGES = {
     "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
     "step_overhead_ms": (0, 1e6), "random_input_len": (1, 10 ** 9), "random_output_len": (1, 10 ** 9),
     "random_range_ratio": (0, 0.999999), "prefix_tokens": (1, 10 ** 9), "prefix_hit_rate": (0, 1),
-    "speculative_tokens": (1, 64), "target_request_rate": (1e-6, 1e7), "host_kv_cache_gib": (1e-3, 1e7),
+    "speculative_tokens": (1, 64), "target_request_rate": (1e-6, 1e7), "host_kv_cache_gib": (1e-3, 1e7), "num_scheduler_steps": (1, 1024),
     "host_kv_bandwidth_gbps": (1e-3, 1e6),
     "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins
@@ -5496,7 +5496,7 @@ def _grid_value(i):
 
 def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_running, bits, rate=None,
                       concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None, memo=None,
-                      host_tokens=0, host_s_per_token=0.0):
+                      host_tokens=0, host_s_per_token=0.0, scheduler_steps=1):
     """A benchmark run of requests that differ (workload.py: a drawn length mix or a trace), each
     (arrival_s, s_i, o_i, prefix_key, prefix_tokens), stepped through with simulate_benchmark's
     scheduler, per request instead of per cohort:
@@ -5521,6 +5521,9 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
         (least recently used dropped past host_tokens; the copy out is written behind, not timed);
         a request whose key is only there brings it back into the pool, the step that starts its
         prompt waiting host_s_per_token per token of it (not overlapped with the step's layers);
+      * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
+        runs N decode steps before it looks again, so an arrival waits for the window to end; a
+        step with prompt work opens a new window;
       * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
         `concurrency` clients each sending its next request when the last returns; with dp
         data-parallel groups and pp micro-batches every units-th request goes to the one unit
@@ -5600,6 +5603,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     host = collections.OrderedDict()  # the host tier: prefix key -> tokens; oldest use first
     host_held = host_hits = loaded = 0
     load_wait = 0.0  # seconds of host loads the next step waits for
+    since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
     computed = skipped = 0
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
@@ -5690,7 +5694,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             a, i = heapq.heappop(pending)
             arrival[i] = a
             waiting.append(i)
-        while waiting and n_run < run_cap and admit(waiting[0]):
+        looks = since >= scheduler_steps or not d  # the scheduler admits only between windows
+        while looks and waiting and n_run < run_cap and admit(waiting[0]):
             waiting.popleft()
             n_run += 1
         if not n_run:
@@ -5700,7 +5705,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             t = max(t, pending[0][0])
             continue
         most = max(most, n_run)
-        room, chunks, ctx_sum = K - d, [], 0
+        room, chunks, ctx_sum = (K - d if looks else 0), [], 0
         for r in prefilling:
             if room <= 0:
                 break
@@ -5713,9 +5718,15 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
         k = 1
         if not chunks:
             k = finishing[0][0] - step
-            if pending and not waiting and n_run < run_cap:
+            if scheduler_steps > 1:  # runs to the window's end (or a finish): arrivals wait for it
+                since = 0 if since >= scheduler_steps else since
+                k = min(k, scheduler_steps - since)
+            elif pending and not waiting and n_run < run_cap:
                 k = min(k, max(1, math.ceil((pending[0][0] - t) / step_s(d, ctx, 0, 0, 0))))
             k = max(k, 1)
+            since += k
+        else:
+            since = 0 if scheduler_steps > 1 else since
         t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0) + load_wait
         load_wait = 0.0
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
@@ -5960,7 +5971,7 @@ def workload_requests(args, parser):
                                range_ratio=args.random_range_ratio, prefix_tokens=p, seed=seed)
     elif args.dataset == "sharegpt":
         reqs = sharegpt_requests(n=n, prefix_tokens=p, seed=seed)
-    elif p and n is not None:
+    elif (p or (args.num_scheduler_steps or 1) > 1) and n is not None:  # prefixes or multi-step: per request
         reqs = fixed_requests(n=n, input_len=args.prompt_tokens, output_len=args.output_tokens, prefix_tokens=p)
     else:
         return None
@@ -5981,6 +5992,7 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
         st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=budget, pool_tokens=pool_tokens,
                                host_tokens=host["host_tokens"] if host else 0,
                                host_s_per_token=host["load_s_per_token"] if host else 0.0,
+                               scheduler_steps=args.num_scheduler_steps or 1,
                                max_running=seqs, bits=bits, rate=args.request_rate, concurrency=args.concurrency,
                                arrivals=args.arrivals, seed=args.seed, pp=pp, dp=dp, ep=ep,
                                progress=lambda m: print(m, file=sys.stderr))
@@ -6877,6 +6889,9 @@ def add_mix_args(parser):
     g.add_argument("--prefix-hit-rate", type=finite_float, default=None,
                    help="share of requests that find the shared prefix (0-1; the others compute theirs "
                         "whole; default 1 with --prefix-tokens, a trace's own prefix_id otherwise)")
+    g.add_argument("--num-scheduler-steps", type=bounded_int, default=None,
+                   help="vLLM 0.6's multi-step scheduling: N decode steps run before the scheduler looks "
+                        "again, so arrivals wait for the window (a --num-requests benchmark; default 1)")
     g.add_argument("--host-kv-cache-gib", type=finite_float, default=None,
                    help="host memory per GPU for a KV tier (vLLM CPU offload / LMCache, SGLang HiCache): "
                         "prefixes the pool evicts move there and come back over the host link on a hit "
@@ -6983,6 +6998,8 @@ def validate_workload(args, parser):
     if args.prefix_tokens and not args.dataset and not args.trace and args.prefix_tokens >= args.prompt_tokens:
         parser.error(f"--prefix-tokens {args.prefix_tokens} must be fewer than the prompt's -s {args.prompt_tokens} "
                      "(the prefix is its first tokens; a request computes at least one of its own)")
+    if args.num_scheduler_steps is not None and args.num_requests is None and not args.trace:
+        parser.error("--num-scheduler-steps is simulated: add --num-requests N (a benchmark run)")
     host = [f for f, v in (("--host-kv-cache-gib", args.host_kv_cache_gib),
                            ("--host-kv-bandwidth-gbps", args.host_kv_bandwidth_gbps)) if v is not None]
     if host and not (args.prefix_tokens or args.trace):

@@ -248,3 +248,24 @@ def test_a_host_tier_brings_evicted_histories_back_and_cuts_ttft(tmp_path):
 ])
 def test_host_tier_flags_refused_in_one_line(argv, says, capsys):
     assert says in refused(L8 + argv, capsys)
+
+
+# --- vLLM 0.6's multi-step scheduling -------------------------------------------------------------
+# SGLang's benchmark_vllm_060 README (sgl-project/sglang): vLLM 0.6.0 with --num-scheduler-steps 10,
+# sglang.bench_serving --dataset-name sharegpt at --request-rate 4 (1,200 prompts) and 8 (2,400);
+# median TTFT (ms). Llama-3.1-8B-Instruct on one A100 80G; the 70B at TP 4 on H100s. Tolerance 20%.
+SGL060_VLLM = [("llama-3.1-8b", "a100-80gb", "1", "4", "1200", 100.48), ("llama-3.1-8b", "a100-80gb", "1", "8", "2400", 120.39)]
+
+
+@pytest.mark.parametrize("model,gpu,tp,rate,n,ttft_ms", SGL060_VLLM)
+def test_multi_step_scheduling_gives_vllm_060s_median_ttft(model, gpu, tp, rate, n, ttft_ms):
+    base = ["--hf_model_name_or_path", os.path.join(HERE, "fixtures", "configs", model + ".json"), "--gpu", gpu,
+            "-tp", tp, "--dataset", "sharegpt", "--num-requests", n, "--request-rate", rate]
+    with_steps = run(base + ["--num-scheduler-steps", "10"])["serving"]
+    without = run(base)["serving"]
+    assert with_steps["ttft_median_s"] * 1e3 == pytest.approx(ttft_ms, rel=0.20)
+    assert without["ttft_median_s"] < 0.5 * with_steps["ttft_median_s"]  # the window is most of the wait
+
+
+def test_num_scheduler_steps_needs_a_benchmark(capsys):
+    assert "add --num-requests" in refused(L8 + ["-c", "4", "--num-scheduler-steps", "10"], capsys)

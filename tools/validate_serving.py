@@ -267,8 +267,10 @@ def _compare(rs):
         count = re.search(r"num prompts (\d+)", r0["notes"]) or re.search(r"\((\d+) prompts\)", r0["input_len"])
         stack = "sglang" if r0["stack"] == "SGLang" else "vllm"
         rate = r0["request_rate"] if r0["request_rate"] != "NOT FOUND" else "inf"
+        # vLLM 0.6.0 in SGLang's comparison ran --num-scheduler-steps 10 (its README's commands)
+        steps = ["--num-scheduler-steps", "10"] if r0["row_id"].startswith("SGL060") and stack == "vllm" else []
         res, err = run(base + ["-tp", tp, "--serving-stack", stack, "--dataset", "sharegpt",
-                               "--num-requests", count.group(1), "--request-rate", rate])
+                               "--num-requests", count.group(1), "--request-rate", rate] + steps)
         stat = {"mean": "_s", "median": "_median_s", "p99": "_p99_s"}
         keys = {"TTFT": "ttft", "TPOT": "tpot", "E2E_latency": "e2e"}
         if stack == "sglang":  # SGLang's ITL is its TPOT (no multi-step bursts); vLLM 0.6's ITL is a burst's

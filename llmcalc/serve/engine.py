@@ -143,7 +143,7 @@ def workload_requests(args, parser):
                                range_ratio=args.random_range_ratio, prefix_tokens=p, seed=seed)
     elif args.dataset == "sharegpt":
         reqs = sharegpt_requests(n=n, prefix_tokens=p, seed=seed)
-    elif p and n is not None:
+    elif (p or (args.num_scheduler_steps or 1) > 1) and n is not None:  # prefixes or multi-step: per request
         reqs = fixed_requests(n=n, input_len=args.prompt_tokens, output_len=args.output_tokens, prefix_tokens=p)
     else:
         return None
@@ -166,6 +166,7 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
         st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=budget, pool_tokens=pool_tokens,
                                host_tokens=host["host_tokens"] if host else 0,
                                host_s_per_token=host["load_s_per_token"] if host else 0.0,
+                               scheduler_steps=args.num_scheduler_steps or 1,
                                max_running=seqs, bits=bits, rate=args.request_rate, concurrency=args.concurrency,
                                arrivals=args.arrivals, seed=args.seed, pp=pp, dp=dp, ep=ep,
                                progress=lambda m: print(m, file=sys.stderr))

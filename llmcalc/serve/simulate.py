@@ -206,7 +206,7 @@ def _grid_value(i):
 
 def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_running, bits, rate=None,
                       concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None, memo=None,
-                      host_tokens=0, host_s_per_token=0.0):
+                      host_tokens=0, host_s_per_token=0.0, scheduler_steps=1):
     """A benchmark run of requests that differ (workload.py: a drawn length mix or a trace), each
     (arrival_s, s_i, o_i, prefix_key, prefix_tokens), stepped through with simulate_benchmark's
     scheduler, per request instead of per cohort:
@@ -231,6 +231,9 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
         (least recently used dropped past host_tokens; the copy out is written behind, not timed);
         a request whose key is only there brings it back into the pool, the step that starts its
         prompt waiting host_s_per_token per token of it (not overlapped with the step's layers);
+      * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
+        runs N decode steps before it looks again, so an arrival waits for the window to end; a
+        step with prompt work opens a new window;
       * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
         `concurrency` clients each sending its next request when the last returns; with dp
         data-parallel groups and pp micro-batches every units-th request goes to the one unit
@@ -310,6 +313,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     host = collections.OrderedDict()  # the host tier: prefix key -> tokens; oldest use first
     host_held = host_hits = loaded = 0
     load_wait = 0.0  # seconds of host loads the next step waits for
+    since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
     computed = skipped = 0
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
@@ -400,7 +404,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             a, i = heapq.heappop(pending)
             arrival[i] = a
             waiting.append(i)
-        while waiting and n_run < run_cap and admit(waiting[0]):
+        looks = since >= scheduler_steps or not d  # the scheduler admits only between windows
+        while looks and waiting and n_run < run_cap and admit(waiting[0]):
             waiting.popleft()
             n_run += 1
         if not n_run:
@@ -410,7 +415,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             t = max(t, pending[0][0])
             continue
         most = max(most, n_run)
-        room, chunks, ctx_sum = K - d, [], 0
+        room, chunks, ctx_sum = (K - d if looks else 0), [], 0
         for r in prefilling:
             if room <= 0:
                 break
@@ -423,9 +428,15 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
         k = 1
         if not chunks:
             k = finishing[0][0] - step
-            if pending and not waiting and n_run < run_cap:
+            if scheduler_steps > 1:  # runs to the window's end (or a finish): arrivals wait for it
+                since = 0 if since >= scheduler_steps else since
+                k = min(k, scheduler_steps - since)
+            elif pending and not waiting and n_run < run_cap:
                 k = min(k, max(1, math.ceil((pending[0][0] - t) / step_s(d, ctx, 0, 0, 0))))
             k = max(k, 1)
+            since += k
+        else:
+            since = 0 if scheduler_steps > 1 else since
         t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0) + load_wait
         load_wait = 0.0
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p

@@ -163,7 +163,7 @@ FLAG_RANGES = {
     "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
     "step_overhead_ms": (0, 1e6), "random_input_len": (1, 10 ** 9), "random_output_len": (1, 10 ** 9),
     "random_range_ratio": (0, 0.999999), "prefix_tokens": (1, 10 ** 9), "prefix_hit_rate": (0, 1),
-    "speculative_tokens": (1, 64), "target_request_rate": (1e-6, 1e7), "host_kv_cache_gib": (1e-3, 1e7),
+    "speculative_tokens": (1, 64), "target_request_rate": (1e-6, 1e7), "host_kv_cache_gib": (1e-3, 1e7), "num_scheduler_steps": (1, 1024),
     "host_kv_bandwidth_gbps": (1e-3, 1e6),
     "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins

@@ -35,6 +35,9 @@ def add_mix_args(parser):
     g.add_argument("--prefix-hit-rate", type=finite_float, default=None,
                    help="share of requests that find the shared prefix (0-1; the others compute theirs "
                         "whole; default 1 with --prefix-tokens, a trace's own prefix_id otherwise)")
+    g.add_argument("--num-scheduler-steps", type=bounded_int, default=None,
+                   help="vLLM 0.6's multi-step scheduling: N decode steps run before the scheduler looks "
+                        "again, so arrivals wait for the window (a --num-requests benchmark; default 1)")
     g.add_argument("--host-kv-cache-gib", type=finite_float, default=None,
                    help="host memory per GPU for a KV tier (vLLM CPU offload / LMCache, SGLang HiCache): "
                         "prefixes the pool evicts move there and come back over the host link on a hit "
@@ -142,6 +145,8 @@ def validate_workload(args, parser):
     if args.prefix_tokens and not args.dataset and not args.trace and args.prefix_tokens >= args.prompt_tokens:
         parser.error(f"--prefix-tokens {args.prefix_tokens} must be fewer than the prompt's -s {args.prompt_tokens} "
                      "(the prefix is its first tokens; a request computes at least one of its own)")
+    if args.num_scheduler_steps is not None and args.num_requests is None and not args.trace:
+        parser.error("--num-scheduler-steps is simulated: add --num-requests N (a benchmark run)")
     host = [f for f, v in (("--host-kv-cache-gib", args.host_kv_cache_gib),
                            ("--host-kv-bandwidth-gbps", args.host_kv_bandwidth_gbps)) if v is not None]
     if host and not (args.prefix_tokens or args.trace):
