@@ -115,6 +115,12 @@ SERVING_STACKS = {
     # perf-overview's 106 MoE rows (developer-guide/perf-overview.md @585c756; those rows are
     # calibration) and judged on the v1.0 table's 110 MoE rows
     "tensorrt-llm-pytorch": dict(_TRTLLM, moe_factor=True),
+    # TensorRT-LLM behind Triton's tensorrtllm_backend (HTTP/gRPC, the ensemble's pre- and
+    # post-processing models): as tensorrt-llm, plus 2.25 ms per request, the median of published
+    # TTFT less ours at the lightest load of perf-overview.md's v0.14 online table on H100 (QPS 2:
+    # Llama-3.1-8B 202/214, 467/16, 467/256 and 70B TP 4 the same: 3.8, 2.1, 2.4, 5.6, -0.8, 0.6
+    # ms; those six rows are calibration), judged on the table's other 210 rows (H200, QPS 4-inf)
+    "tensorrt-llm-triton": dict(_TRTLLM, request_overhead_ms=2.25),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
     # other than A100, else 2048 and 256 (vllm/engine/arg_utils.py, get_batch_defaults);
