@@ -6831,7 +6831,10 @@ def run_capacity(spec, args, parser, *, bits):
                          "the cost split into input and output by the share of a mean step's time its prompt "
                          "chunks take; cached input tokens take no prefill (priced 0, their pool space is in the "
                          "output share)"}
-    if args.json:
+    if args.brief:
+        print(f"{res['num_gpus']} x {res['gpu']}" + (f", ${res['cost_per_million_output_tokens']:.3f} per million output "
+                                                     "tokens" if res["cost_per_million_output_tokens"] is not None else ""))
+    elif args.json:
         import json
         print(json.dumps(res, indent=2))
     else:
