@@ -7041,7 +7041,7 @@ def mix_text(mix):
         text += f", the first {mix['prefix_tokens']:,} prompt tokens shared"
     if mix["prefix_hit_rate"] is not None:
         text += f" by a share {mix['prefix_hit_rate']:g} of them (the others' prefixes their own)"
-    if mix["prefix_tokens"] or mix["dataset"] == "trace":
+    if mix["prefix_tokens"] or mix["shared_prefix_requests"]:
         text += ("; a cached prefix's prompt tokens are not computed (prefix caching), cached prefixes held in the "
                  "KV pool until evicted, least recently used first")
     return text
@@ -7115,7 +7115,7 @@ def benchmark_report_lines(r):
         for name, x in (("input (prompt)", a), ("output", b)):
             lines.append(f"{name:<34}{x['mean']:>10,.1f}{x['median']:>10,}{x['p99']:>10,}{x['min']:>10,}{x['max']:>10,}")
         done = sv["prompt_tokens_computed"] + sv["prompt_tokens_cached"]
-        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["dataset"] == "trace":
+        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["shared_prefix_requests"]:
             lines.append(f"prefix cache: {sv['prefix_hits']:,} hits, {sv['prompt_tokens_cached']:,} of {done:,} prompt "
                          f"tokens cached ({100 * sv['prompt_tokens_cached'] / max(done, 1):.1f}%, not computed), "
                          f"{sv['prefix_evictions']:,} evictions, at most {sv['prefix_tokens_held_most']:,} tokens "

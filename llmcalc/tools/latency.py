@@ -266,7 +266,7 @@ def benchmark_report_lines(r):
         for name, x in (("input (prompt)", a), ("output", b)):
             lines.append(f"{name:<34}{x['mean']:>10,.1f}{x['median']:>10,}{x['p99']:>10,}{x['min']:>10,}{x['max']:>10,}")
         done = sv["prompt_tokens_computed"] + sv["prompt_tokens_cached"]
-        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["dataset"] == "trace":
+        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["shared_prefix_requests"]:
             lines.append(f"prefix cache: {sv['prefix_hits']:,} hits, {sv['prompt_tokens_cached']:,} of {done:,} prompt "
                          f"tokens cached ({100 * sv['prompt_tokens_cached'] / max(done, 1):.1f}%, not computed), "
                          f"{sv['prefix_evictions']:,} evictions, at most {sv['prefix_tokens_held_most']:,} tokens "

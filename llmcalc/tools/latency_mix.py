@@ -179,7 +179,7 @@ def mix_text(mix):
         text += f", the first {mix['prefix_tokens']:,} prompt tokens shared"
     if mix["prefix_hit_rate"] is not None:
         text += f" by a share {mix['prefix_hit_rate']:g} of them (the others' prefixes their own)"
-    if mix["prefix_tokens"] or mix["dataset"] == "trace":
+    if mix["prefix_tokens"] or mix["shared_prefix_requests"]:
         text += ("; a cached prefix's prompt tokens are not computed (prefix caching), cached prefixes held in the "
                  "KV pool until evicted, least recently used first")
     return text
