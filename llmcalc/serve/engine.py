@@ -176,7 +176,6 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
                      "run fewer (--num-requests)")
     except ValueError as exc:
         parser.error(f"{exc}: cut the longest requests, raise -tp/-pp or cut --kv-cache-bits")
-    rps = st["requests_per_s"]
     at_once = args.request_rate is not None and math.isinf(args.request_rate)
     base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)
     mix = length_summary(reqs)
