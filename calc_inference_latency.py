@@ -60,8 +60,8 @@ Conventions and assumptions:
     k/E)^n) of them in expectation under uniform independent routing (with Z zero-computation
     experts, LongCat-Flash: E (1 - (1 - k/(E+Z))^n)); FLOPs follow the k (k E / (E + Z)) real
     experts per token.
-  * The logits are computed for the last position only (b rows per pass). No speculative
-    decoding.
+  * The logits are computed for the last position only (b rows per pass; a speculative
+    verification adds K rows per sequence).
   * --serving-stack (default vllm, the open-source engine most deployments run) sets what the
     stack adds to the kernels: launch gap per kernel, the all-reduce kernel (NCCL ring, or a
     custom one-shot kernel: fixed cost + bytes at its measured rate), host time per engine step,
@@ -80,6 +80,23 @@ Conventions and assumptions:
     past what the engine sustains (no steady state needed) and the drain; mean, median and p99
     TTFT/TPOT/end-to-end, and throughput over the run's duration as those clients report it.
     Admission reserves a request's whole cache (TensorRT-LLM's GUARANTEED_NO_EVICT).
+  * Mixes (workload.py, simulate_requests): --dataset random (vLLM's RandomDataset: uniform within
+    --random-range-ratio of --random-input-len / --random-output-len), --dataset sharegpt (a
+    lognormal mix with the means of vLLM's ShareGPT runs, sigma 1.0 assumed) or --trace FILE (JSON
+    lines or CSV: arrival_s, input_tokens, output_tokens, optional prefix_id / prefix_tokens) run
+    request by request, the pool counted in tokens; mean, median, p90 and p99 over the mix.
+    --prefix-tokens N: the prompt's first N tokens shared and, once computed, cached (prefix
+    caching): a request that finds them computes only the rest over that context; cached prefixes
+    hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
+    finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
+    --host-kv-cache-gib G (offload.py): evicted prefixes move to a host tier and come back over the
+    host link (PCIe 4.0/5.0 x16 or NVLink-C2C at 0.8 of line rate) on a hit.
+  * --speculative-tokens K (speculative.py): each decoding sequence verifies K draft tokens in one
+    pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
+    costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
+    EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
+    (verification + draft) / tokens per step. --acceptance-rate defaults only for mtp (0.875,
+    DeepSeek-V3's 85-90%). A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -131,6 +148,11 @@ Examples:
       --serving-stack tensorrt-llm
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 -s 467 -o 256 \\
       --request-rate 32 --num-requests 500 --serving-stack tensorrt-llm   # a benchmark run past capacity
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --dataset random \\
+      --random-range-ratio 0.5 --num-requests 1000 --request-rate 8 --prefix-tokens 512
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --trace requests.jsonl
+  python calc_inference_latency.py --hf_model_name_or_path deepseek-v3.json --gpu h800 --precision fp8 -tp 1 \\
+      -dp 32 -ep 32 -b 2048 --speculative-tokens 1   # MTP at DeepSeek's 85-90% acceptance
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --search --num-gpus 8 \\
@@ -162,8 +184,10 @@ References:
 # llmcalc/model/families_dense.py, llmcalc/model/families_hybrid.py, llmcalc/model/config.py,
 # llmcalc/model/spec.py, llmcalc/precision.py, llmcalc/model/formulas.py, llmcalc/model/sharding.py,
 # llmcalc/comm/collectives.py, llmcalc/accelerator.py, llmcalc/serve/stacks.py,
-# llmcalc/serve/forward.py, llmcalc/serve/memory.py, llmcalc/serve/steady.py,
-# llmcalc/serve/simulate.py, llmcalc/serve/engine.py, llmcalc/serve/search.py,
+# llmcalc/serve/forward.py, llmcalc/serve/memory.py, llmcalc/serve/speculative.py,
+# llmcalc/serve/steady.py, llmcalc/serve/workload.py, llmcalc/serve/simulate.py,
+# llmcalc/serve/offload.py, llmcalc/serve/engine.py, llmcalc/serve/search.py,
+# llmcalc/serve/capacity.py, llmcalc/tools/latency_capacity.py, llmcalc/tools/latency_mix.py,
 # llmcalc/tools/latency.py. Do not edit this file: edit the source and run `python3
 # tools/build_scripts.py`.
 
@@ -3937,6 +3961,12 @@ SERVING_STACKS = {
     # perf-overview's 106 MoE rows (developer-guide/perf-overview.md @585c756; those rows are
     # calibration) and judged on the v1.0 table's 110 MoE rows
     "tensorrt-llm-pytorch": dict(_TRTLLM, moe_factor=True),
+    # TensorRT-LLM behind Triton's tensorrtllm_backend (HTTP/gRPC, the ensemble's pre- and
+    # post-processing models): as tensorrt-llm, plus 2.25 ms per request, the median of published
+    # TTFT less ours at the lightest load of perf-overview.md's v0.14 online table on H100 (QPS 2:
+    # Llama-3.1-8B 202/214, 467/16, 467/256 and 70B TP 4 the same: 3.8, 2.1, 2.4, 5.6, -0.8, 0.6
+    # ms; those six rows are calibration), judged on the table's other 210 rows (H200, QPS 4-inf)
+    "tensorrt-llm-triton": dict(_TRTLLM, request_overhead_ms=2.25),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
     # other than A100, else 2048 and 256 (vllm/engine/arg_utils.py, get_batch_defaults);
@@ -3983,7 +4013,10 @@ FLAG_RANGES = {
     "request_overhead_ms": (0, 1e6), "state_bits": (1, 64), "concurrency": (1, 10 ** 7),
     "request_rate": (1e-6, 1e7), "num_requests": (1, 10 ** 6), "seed": (0, 10 ** 9),
     "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
-    "step_overhead_ms": (0, 1e6),
+    "step_overhead_ms": (0, 1e6), "random_input_len": (1, 10 ** 9), "random_output_len": (1, 10 ** 9),
+    "random_range_ratio": (0, 0.999999), "prefix_tokens": (1, 10 ** 9), "prefix_hit_rate": (0, 1),
+    "speculative_tokens": (1, 64), "target_request_rate": (1e-6, 1e7), "host_kv_cache_gib": (1e-3, 1e7), "num_scheduler_steps": (1, 1024),
+    "host_kv_bandwidth_gbps": (1e-3, 1e6),
     "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins
 COMPUTE_DTYPE = {32: ("tf32", "fp32"), 16: ("bf16", "fp16"), 8: ("fp8", "int8"), 4: ("fp4",)}
@@ -4737,6 +4770,82 @@ def cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, a_bits=16, sta
     return max(stages, key=lambda st: st["kv"] + st["indexer"] + st["state"])
 
 
+# ======== llmcalc/serve/speculative.py ============================================================
+# Speculative decoding and multi-token prediction: a draft proposes K tokens per decoding
+# sequence, the target verifies them in one pass of K + 1 tokens, and the sequence keeps the
+# accepted run plus one token of the target's own (Leviathan et al. 2023, "Fast Inference from
+# Transformers via Speculative Decoding", sec. 3; Chen et al. 2023). Decode then runs at the speed of
+# accepted tokens: TPOT = (verification step + draft) / tokens per step.
+#
+# The draft's cost by method: `mtp` the model's own multi-token-prediction module (DeepSeek-V3's,
+# GLM-4.5's, Qwen3-Next's: one decoder layer of the model's last kind and the shared output head,
+# run K times per step, as vLLM and SGLang reuse one MTP layer for K > 1); `eagle` an EAGLE head
+# (one decoder layer of the target's shape and the output head, K times: EAGLE-3's draft for
+# Llama-3.1-8B is one LlamaDecoderLayer); `draft` a smaller model given by its config, K passes;
+# `ngram` prompt lookup on the host, no GPU work.
+
+# Measured acceptance rates the script defaults to, by method (the others need --acceptance-rate):
+# DeepSeek-V3 technical report (arXiv 2412.19437), sec. 5.4.3: "the acceptance rate of the second
+# token prediction ranges between 85% and 90% across various generation topics"; the midpoint.
+# The same section measures the result: 1.8 x the tokens per second (judged in VALIDATION.md).
+DEFAULT_ACCEPTANCE = {"mtp": (0.875, "DeepSeek-V3 technical report sec. 5.4.3: 85-90% for the second token "
+                                     "(midpoint)")}
+SPECULATIVE_METHODS = ("mtp", "eagle", "draft", "ngram")
+
+
+def tokens_per_step(rates):
+    """Expected tokens a sequence gains per verification step with per-position acceptance rates
+    a_1..a_K (a_i: the chance that draft token i is accepted given that the ones before it were):
+    1 + a_1 + a_1 a_2 + ... + a_1...a_K (the accepted run, then the target's own token; Leviathan
+    et al. 2023, eq. 1 with a_i = alpha)."""
+    out, run = 1.0, 1.0
+    for a in rates:
+        run *= a
+        out += run
+    return out
+
+
+def acceptance_rates(text, k):
+    """--acceptance-rate as K per-position rates: one value (every position alike, the i.i.d.
+    assumption of Leviathan et al.) or K comma-separated values. Raises ValueError (one line)."""
+    try:
+        vals = [float(x) for x in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"--acceptance-rate {text!r}: give one number or {k} comma-separated numbers") from None
+    if len(vals) not in (1, k):
+        raise ValueError(f"--acceptance-rate has {len(vals)} values; give one or {k} (one per speculative token)")
+    if any(not (0 <= v <= 1) or math.isnan(v) for v in vals):
+        raise ValueError(f"--acceptance-rate values must be between 0 and 1, got {text}")
+    return vals * k if len(vals) == 1 else vals
+
+
+def draft_layer_spec(spec):
+    """The model as one decoder layer of its last kind: what an MTP module or an EAGLE head runs
+    per draft token (their embedding projection, 2h x h, is not costed: under 1/10 of a layer)."""
+    return dict(spec, layers=[spec["layers"][-1]], num_layers=1)
+
+
+def draft_step_s(info, hw, *, batch, context, tp, pp, bits, dp=1, ep=1):
+    """The draft's time per verification step for `batch` decoding sequences at `context` cached
+    tokens: K forward passes of one token each through the draft (info["draft_spec"]; none for
+    ngram), plus the K extra logit rows the target's head computes to verify them (forward_pass
+    costs one row per sequence). One stage (the draft runs beside the last pipeline stage)."""
+    k = info["k"]
+    if not batch:
+        return 0.0
+    t = 0.0
+    if info["draft_spec"] is not None:
+        dbits = dict(bits, e_bits=None) if info["method"] == "draft" else bits
+        t = k * forward_pass(info["draft_spec"], hw, tp=tp, pp=1, batch=batch, new_tokens=1, context_before=context,
+                             absorbed=True, dp=dp, ep=ep if info["method"] != "draft" else 1, **dbits)["time_s"]
+    spec = info["target_spec"]
+    head = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
+    rows = k * batch / dp
+    t += roofline_time_s(flops=2 * rows * head, bytes_moved=rows * spec["vocab_size"] / tp * 4,
+                         flops_per_s=hw["flops_per_s"], bytes_per_s=hw["bytes_per_s"])
+    return t
+
+
 # ======== llmcalc/serve/steady.py =================================================================
 # Continuous batching in steady state: decode and prefill step times, the critical batch, mixed
 # steps, and the concurrency a request rate needs.
@@ -4875,13 +4984,19 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     run in the same step (chunked prefill: Agrawal et al. 2024, "Sarathi-Serve", sec. 4; vLLM and
     TensorRT-LLM put decodes and prompt chunks in one batch). The prompt tokens are costed as that
     fraction of whole prompts of prompt_tokens (their attention pairs add up to a whole prompt's
-    over its chunks); both may be fractional steady-state means. Returns forward_pass's dict plus
-    the stack's fixed cost per step (hw["step_overhead_s"]) in time_s."""
+    over its chunks); both may be fractional steady-state means. With speculative decoding
+    (hw["speculative"]) each decode verifies K + 1 tokens and the draft's K passes are added
+    (draft_step_s). Returns forward_pass's dict plus the stack's fixed cost per step
+    (hw["step_overhead_s"]) in time_s."""
     also = (((prefill_tokens / prompt_tokens, prompt_tokens, 0, False),) if prefill_tokens > 0 else ())
-    r = forward_pass(spec, hw, tp=tp, pp=pp, batch=decodes, new_tokens=1, context_before=decode_context,
-                     absorbed=True, also=also, dp=dp, ep=ep, **bits)
-    r = dict(r, time_s=r["time_s"] + hw["step_overhead_s"])
-    r["components_s"] = dict(r["components_s"], step_overhead=hw["step_overhead_s"])
+    sp = hw.get("speculative")
+    r = forward_pass(spec, hw, tp=tp, pp=pp, batch=decodes, new_tokens=sp["k"] + 1 if sp else 1,
+                     context_before=decode_context, absorbed=True, also=also, dp=dp, ep=ep, **bits)
+    draft = draft_step_s(sp, hw, batch=decodes, context=decode_context, tp=tp, pp=pp, bits=bits, dp=dp,
+                         ep=ep) if sp else 0.0
+    r = dict(r, time_s=r["time_s"] + hw["step_overhead_s"] + draft)
+    r["components_s"] = dict(r["components_s"], step_overhead=hw["step_overhead_s"],
+                             **({"speculative_draft": draft} if sp else {}))
     return r
 
 
@@ -4975,6 +5090,216 @@ def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens
     return hi, state(hi)
 
 
+# ======== llmcalc/serve/workload.py ===============================================================
+# The requests of a simulated benchmark when they are not all alike: lengths drawn as vLLM's
+# `vllm bench serve --dataset-name random` draws them, a lognormal mix shaped like its ShareGPT
+# runs, or a trace read from a file (arrival, prompt and output tokens, and a shared prefix).
+#
+# A request here is a tuple (arrival_s, input_tokens, output_tokens, prefix_key, prefix_tokens):
+# arrival_s None when the load sets it (a rate or closed-loop clients), prefix_key None when the
+# request shares nothing with another (its first prefix_tokens tokens are then its own).
+
+# The ShareGPT mix: the prompts and replies vLLM's benchmark draws from
+# ShareGPT_V3_unfiltered_cleaned_split.json (`--dataset-name sharegpt`, first turn's prompt, the
+# reply's length as the output; pairs with a prompt over 1,024 or a total over 2,048 tokens, or
+# fewer than 4 of either, are dropped). Means measured by `benchmark_serving.py --num-prompts 1000`
+# with Llama-3.1-8B-Instruct's tokenizer (seed 0): 215,196 input and 197,090 generated tokens
+# (vLLM users' runs, e.g. the A40 Triton run and the vllm-dlc run quoted in vLLM issues; the
+# input count repeats exactly across runs, the output count varies 185,671-198,532 with the
+# model's end-of-sequence). No published spread was found: the lognormal's sigma of 1.0 is an
+# assumption, stated with the mix. The means are of the clipped draws, mu solved for them.
+SHAREGPT_MEAN_INPUT_TOKENS = 215.196
+SHAREGPT_MEAN_OUTPUT_TOKENS = 197.090
+SHAREGPT_SIGMA = 1.0
+SHAREGPT_MAX_INPUT_TOKENS = 1024  # vLLM's sampler drops longer prompts
+SHAREGPT_MAX_TOTAL_TOKENS = 2048  # ... and longer prompt + reply pairs
+SHAREGPT_MIN_TOKENS = 4           # ... and shorter prompts or replies
+DATASETS = ("fixed", "random", "sharegpt")
+TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
+TRACE_LIMIT_TOKENS = 10 ** 9  # FLAG_RANGES' bound on -s and -o
+
+
+# --- formulas ------------------------------------------------------------------------------------
+def random_length_bounds(*, length, range_ratio, at_least=0):
+    """(low, high), both drawn, of vLLM's RandomDataset for a length and --random-range-ratio r:
+    floor(length (1 - r)) .. ceil(length (1 + r)) (vllm/benchmarks/datasets.py,
+    get_sampling_params; the output's low at least 1). vLLM subtracts the tokenizer's special
+    tokens from the input length first: not here (no tokenizer)."""
+    return max(math.floor(length * (1 - range_ratio)), at_least), math.ceil(length * (1 + range_ratio))
+
+
+def random_requests(*, n, input_len, output_len, range_ratio, prefix_tokens=0, seed=0):
+    """n requests of vLLM's random dataset: input and output lengths uniform integers over
+    random_length_bounds (numpy's integers(low, high + 1) there, Python's randint here: the same
+    distribution, other draws), the --prefix-tokens shared prefix prepended to every prompt (vLLM's
+    --random-prefix-len: the prompt is prefix + the drawn length)."""
+    import random  # only a drawn mix needs it (start-up time)
+    rng = random.Random(seed)
+    ilo, ihi = random_length_bounds(length=input_len, range_ratio=range_ratio, at_least=1)
+    olo, ohi = random_length_bounds(length=output_len, range_ratio=range_ratio, at_least=1)
+    key = "shared" if prefix_tokens else None
+    return [(None, prefix_tokens + rng.randint(ilo, ihi), rng.randint(olo, ohi), key, prefix_tokens)
+            for _ in range(n)]
+
+
+def clipped_lognormal_mean(*, mu, sigma, lo, hi):
+    """Mean of a lognormal(mu, sigma) clipped to [lo, hi] (values outside set to the bound): the
+    partial expectations of the lognormal (Johnson, Kotz & Balakrishnan 1994, ch. 14)."""
+    def phi(x):
+        return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+    a, b = (math.log(lo) - mu) / sigma, (math.log(hi) - mu) / sigma
+    inside = math.exp(mu + sigma ** 2 / 2) * (phi(b - sigma) - phi(a - sigma))
+    return lo * phi(a) + inside + hi * (1 - phi(b))
+
+
+def lognormal_mu_for_mean(*, mean, sigma, lo, hi):
+    """The mu whose lognormal clipped to [lo, hi] has the given mean (bisection: the clipped
+    mean grows with mu)."""
+    a, b = math.log(lo) - 10 * sigma, math.log(hi) + 10 * sigma
+    for _ in range(100):
+        m = (a + b) / 2
+        if clipped_lognormal_mean(mu=m, sigma=sigma, lo=lo, hi=hi) < mean:
+            a = m
+        else:
+            b = m
+    return (a + b) / 2
+
+
+def sharegpt_requests(*, n, prefix_tokens=0, seed=0):
+    """n requests of the ShareGPT-shaped mix: input and output lengths independent lognormals
+    (sigma SHAREGPT_SIGMA) clipped as vLLM's sampler keeps them (inputs 4 .. 1,024, outputs 4 ..
+    2,048 less the input: clipped rather than dropped), their means those vLLM's 1,000-prompt
+    ShareGPT runs count (SHAREGPT_MEAN_*); a --prefix-tokens prefix prepended to each prompt."""
+    import random  # only a drawn mix needs it
+    rng = random.Random(seed)
+    lo, s_hi = SHAREGPT_MIN_TOKENS, SHAREGPT_MAX_INPUT_TOKENS
+    o_hi = SHAREGPT_MAX_TOTAL_TOKENS - SHAREGPT_MAX_INPUT_TOKENS  # the typical room left (clip below)
+    mu_s = lognormal_mu_for_mean(mean=SHAREGPT_MEAN_INPUT_TOKENS, sigma=SHAREGPT_SIGMA, lo=lo, hi=s_hi)
+    mu_o = lognormal_mu_for_mean(mean=SHAREGPT_MEAN_OUTPUT_TOKENS, sigma=SHAREGPT_SIGMA, lo=lo, hi=o_hi)
+    key = "shared" if prefix_tokens else None
+    out = []
+    for _ in range(n):
+        s = min(max(round(rng.lognormvariate(mu_s, SHAREGPT_SIGMA)), lo), s_hi)
+        o = min(max(round(rng.lognormvariate(mu_o, SHAREGPT_SIGMA)), lo), SHAREGPT_MAX_TOTAL_TOKENS - s)
+        out.append((None, prefix_tokens + s, o, key, prefix_tokens))
+    return out
+
+
+def fixed_requests(*, n, input_len, output_len, prefix_tokens=0):
+    """n requests of input_len prompt (the first prefix_tokens of it shared by all) and
+    output_len output tokens."""
+    key = "shared" if prefix_tokens else None
+    return [(None, input_len, output_len, key, prefix_tokens)] * n
+
+
+def apply_hit_rate(requests, *, hit_rate, seed=0):
+    """The same requests with their shared prefix kept by a share hit_rate of them (seeded draw);
+    the others compute their prefix as their own."""
+    if hit_rate is None:
+        return requests
+    import random  # only a drawn mix needs it
+    rng = random.Random(seed + 1)
+    return [r if r[3] is None or rng.random() < hit_rate else r[:3] + (None, r[4]) for r in requests]
+
+
+def _trace_number(value, *, field, where, integer, lo):
+    """One trace field checked: a number (an integer for token counts), finite, at least lo."""
+    if type(value) is int and lo <= value <= TRACE_LIMIT_TOKENS:  # the common case, quickly
+        return value if integer else float(value)
+    if type(value) is float and not integer and lo <= value <= TRACE_LIMIT_TOKENS * 1e3:
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            if integer:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise ValueError(f"{where}: {field} {text!r} is not a number") from None
+            else:
+                raise ValueError(f"{where}: {field} {text!r} is not a number") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: {field} must be a number, got {value!r}")
+    if integer and (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{where}: {field} must be a whole number of tokens, got {value!r}")
+    if not math.isfinite(value) or value < lo or value > TRACE_LIMIT_TOKENS * (1 if integer else 1e3):
+        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} from {lo:g} "
+                         f"up, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def read_trace(path):
+    """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
+    header, each request with arrival_s (seconds from the start), input_tokens, output_tokens, and
+    optionally prefix_id (requests with the same id share their first prefix_tokens tokens, and a
+    finished request leaves its prompt and output cached under its id: give a conversation's
+    turns one id, prefix_tokens the history before each turn, 0 for the first) and prefix_tokens
+    (at most input_tokens).
+    Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
+    import csv, json, os  # noqa: E401 (only --trace needs them)
+    if not os.path.isfile(path):
+        raise ValueError(f"--trace {path}: no such file")
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".jsonl", ".json", ".csv"):
+        raise ValueError(f"--trace {path}: give a .jsonl (one JSON object per line) or a .csv file")
+    rows = []
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            if ext == ".csv":
+                reader = csv.DictReader(fh)
+                missing = [f for f in TRACE_FIELDS if f not in (reader.fieldnames or [])]
+                if missing:
+                    raise ValueError(f"--trace {path}: the header lacks {', '.join(missing)} (columns "
+                                     f"{', '.join(TRACE_FIELDS)}, optionally prefix_id, prefix_tokens)")
+                rows = [(i + 2, r) for i, r in enumerate(reader)]
+            else:
+                for i, line in enumerate(fh):
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise ValueError(f"--trace {path} line {i + 1}: not JSON ({exc.msg})") from None
+                    if not isinstance(obj, dict):
+                        raise ValueError(f"--trace {path} line {i + 1}: each line must be a JSON object")
+                    rows.append((i + 1, obj))
+    except UnicodeDecodeError:
+        raise ValueError(f"--trace {path}: not UTF-8 text") from None
+    if not rows:
+        raise ValueError(f"--trace {path}: no requests in it")
+    out = []
+    for line, r in rows:
+        where = f"--trace {path} line {line}"
+        for f in TRACE_FIELDS:
+            if r.get(f) in (None, ""):
+                raise ValueError(f"{where}: {f} is missing")
+        t = _trace_number(r["arrival_s"], field="arrival_s", where=where, integer=False, lo=0)
+        s = _trace_number(r["input_tokens"], field="input_tokens", where=where, integer=True, lo=1)
+        o = _trace_number(r["output_tokens"], field="output_tokens", where=where, integer=True, lo=1)
+        key, p = r.get("prefix_id"), r.get("prefix_tokens")
+        key = None if key in (None, "") else str(key)
+        p = 0 if p in (None, "") else _trace_number(p, field="prefix_tokens", where=where, integer=True, lo=0)
+        if p > s:
+            raise ValueError(f"{where}: prefix_tokens {p} is more than input_tokens {s}")
+        if p and key is None:
+            raise ValueError(f"{where}: prefix_tokens without a prefix_id (the id says who shares it)")
+        out.append((t, s, o, key, p))
+    out.sort(key=lambda x: x[0])
+    return out
+
+
+def length_summary(requests):
+    """Mean, median and p99 of the mix's input and output tokens, and its shared-prefix tokens."""
+    def stats(xs):
+        v = sorted(xs)
+        return {"mean": sum(v) / len(v), "median": v[len(v) // 2], "p99": v[min(len(v) - 1, int(0.99 * len(v)))],
+                "min": v[0], "max": v[-1]}
+    return {"input_tokens": stats([r[1] for r in requests]), "output_tokens": stats([r[2] for r in requests]),
+            "shared_prefix_requests": sum(r[3] is not None for r in requests)}
+
+
 # ======== llmcalc/serve/simulate.py ===============================================================
 # A finite benchmark run simulated step by step (--num-requests): arrivals, ramp-up, queueing and
 # drain, with the statistics benchmark clients report.
@@ -4995,9 +5320,9 @@ def benchmark_arrivals(*, n, rate, arrivals, seed):
     return times
 
 
-def _percentile(values, q):
+def _percentile(values, q, presorted=False):
     """The q-th percentile of values, linear between order statistics (numpy's default)."""
-    v = sorted(values)
+    v = values if presorted else sorted(values)
     x = (len(v) - 1) * q / 100
     lo = math.floor(x)
     return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (x - lo)
@@ -5013,7 +5338,7 @@ class SimulationTooLong(Exception):
 
 def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
                        bits, rate=None, concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1,
-                       progress=None):
+                       progress=None, output_steps=None):
     """A finite benchmark run stepped through, as a client such as vLLM's benchmark_serving.py or
     TensorRT-LLM's Triton benchmark measures one: num_requests requests of s prompt and o output
     tokens, sent at `rate` per second (benchmark_arrivals) or by `concurrency` clients that each
@@ -5047,6 +5372,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     request, the duration, the throughputs and the mean step's composition."""
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them: start-up time)
     s, o = prompt_tokens, output_tokens
+    o_run = output_steps or o  # speculative decoding: a request's decode steps + 1, fewer than o
     K = token_budget if math.isfinite(token_budget) else 10 ** 18  # inf: every prompt whole
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
@@ -5114,12 +5440,12 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         ctx = s + step - first_sum / d if d else s  # a decoder's context: s + its tokens out - 1
         k = 1
         if not chunks:  # decode only: unchanged until a finish or an arrival that can be admitted
-            k = o - (step - cohorts[0][0] + 1)
+            k = o_run - (step - cohorts[0][0] + 1)
             if pending and n_run < run_cap:
                 k = min(k, max(1, math.ceil((pending[0] - t) / step_s(d, ctx, 0))))
         t += k * step_s(d, ctx + (k - 1) / 2, p)
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
-        while cohorts and step - cohorts[0][0] + 1 >= o:
+        while cohorts and step - cohorts[0][0] + 1 >= o_run:
             finish(*cohorts.popleft())
         new = []
         for c in chunks:
@@ -5129,7 +5455,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             new.append(prefilling.popleft()[0])
         if new:
             d, first_sum = d + len(new), first_sum + len(new) * step
-            if o == 1:
+            if o_run == 1:
                 finish(step, t, new)
             else:
                 cohorts.append((step, t, new))
@@ -5154,11 +5480,377 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "ttft_median_s": _percentile(ttft, 50), "ttft_p99_s": _percentile(ttft, 99),
             "tpot_median_s": _percentile(tpots, 50), "tpot_p99_s": _percentile(tpots, 99),
             "e2e_median_s": _percentile(e2e, 50), "e2e_p99_s": _percentile(e2e, 99),
+            "ttft_p90_s": _percentile(ttft, 90), "tpot_p90_s": _percentile(tpots, 90), "e2e_p90_s": _percentile(e2e, 90),
             "num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
             "decode_step": dec, "prompt_step": pre}
+
+
+def _bucket(x, _log=math.log):
+    """x rounded for the step-cost memo: exact below 64, else to a grid 1/32 apart in log (3%
+    steps), so a mix's many contexts and chunk sizes cost a few hundred distinct passes. Returns
+    the grid index (x itself below 64); _grid_value gives the value back."""
+    return int(x + 0.5) if x < 63.5 else 100_000 + int(_log(x) * 32 + 0.5)
+
+
+def _grid_value(i):
+    """The value of a _bucket index."""
+    return i if i < 100_000 else round(math.exp((i - 100_000) / 32))
+
+
+def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_running, bits, rate=None,
+                      concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None, memo=None,
+                      host_tokens=0, host_s_per_token=0.0, scheduler_steps=1):
+    """A benchmark run of requests that differ (workload.py: a drawn length mix or a trace), each
+    (arrival_s, s_i, o_i, prefix_key, prefix_tokens), stepped through with simulate_benchmark's
+    scheduler, per request instead of per cohort:
+      * the KV pool counts tokens (pool_tokens per data-parallel group and micro-batch, a
+        request's cache at its s_i + o_i: reserved whole on admission, TensorRT-LLM's
+        GUARANTEED_NO_EVICT); at most max_running run at once; admission in arrival order stops at
+        the first request that does not fit (first come, first served);
+      * prefix caching (vLLM's automatic prefix caching, SGLang's RadixAttention): a prefix key
+        names a cached token sequence; a request finds min(prefix_tokens, its length) tokens of it
+        (at most s_i - 1), computes only the rest of its prompt, attending to the cached ones (its
+        chunks cost as prompt tokens after that context), and reserves only its own tokens. The
+        first request of a key caches its prefix from the end of its prompt, and every request of
+        a key leaves its whole sequence (prompt and output) cached under it when done, so the next
+        turn of a conversation finds its history. A key holds pool tokens until evicted, least
+        recently used first among those no running request reads, when an admission needs room
+        (one key per request: a system prompt shared across conversations and each conversation's
+        own history are not both expressed);
+      * a step's prompt chunks are costed as one group of equal chunks at their mean length and
+        mean cached context, its decodes at their mean context; step costs are memoised on a grid
+        3% apart (_bucket);
+      * a host tier (host_tokens > 0, KV offload): a prefix the pool evicts moves to host memory
+        (least recently used dropped past host_tokens; the copy out is written behind, not timed);
+        a request whose key is only there brings it back into the pool, the step that starts its
+        prompt waiting host_s_per_token per token of it (not overlapped with the step's layers);
+      * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
+        runs N decode steps before it looks again, so an arrival waits for the window to end; a
+        step with prompt work opens a new window;
+      * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
+        `concurrency` clients each sending its next request when the last returns; with dp
+        data-parallel groups and pp micro-batches every units-th request goes to the one unit
+        simulated (at rate / units), as simulate_benchmark splits alike requests.
+    Returns simulate_benchmark's statistics (means, medians, p90 and p99 over the mix) plus the
+    prefix cache's: hits, prompt tokens computed and skipped, evictions, most pool tokens held."""
+    import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
+    K = token_budget if math.isfinite(token_budget) else 10 ** 18
+    closed = concurrency is not None
+    engines = max(1, min(pp, (concurrency if closed else len(requests)) // dp))
+    units = dp * engines
+    reqs = requests[::units] if units > 1 else requests
+    n = len(reqs)
+    sp = hw.get("speculative")
+    # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
+    # the expected tokens per verification step (rounded up)
+    o_run = [r[2] if not sp or r[2] == 1 else 1 + math.ceil((r[2] - 1) / sp["tokens_per_step"]) for r in reqs]
+    run_cap = max(1, min(max_running // units if max_running else 10 ** 9, K))
+    free = pool_tokens / units  # tokens of the unit's pool
+    req_s, step_oh = hw["request_overhead_s"], hw["step_overhead_s"]
+    if closed:
+        pending = [(0.0, i) for i in range(min(max(1, math.ceil(concurrency / units)), n))]
+        sent = len(pending)
+    else:
+        if rate is not None:
+            times = benchmark_arrivals(n=n, rate=rate / units, arrivals=arrivals, seed=seed)
+        else:
+            times = [r[0] for r in reqs]
+        pending = [(times[i], i) for i in range(n)]
+        sent = n
+    heapq.heapify(pending)
+    memo = {} if memo is None else memo  # step costs: a caller running one layout again passes its own
+    kw = dict(tp=tp, pp=pp, dp=dp, ep=ep, **bits)
+
+    def pass_s(batch, new, before, absorbed, also=()):
+        r = forward_pass(spec, hw, batch=dp * batch, new_tokens=new, context_before=before, absorbed=absorbed,
+                         also=tuple((dp * g[0],) + g[1:] for g in also), **kw)
+        return r["time_s"], r["components_s"]["attention_core"]
+
+    vt = sp["k"] + 1 if sp else 1  # tokens a decode runs per step (the verification of K drafts)
+
+    grid = {}  # _bucket of whole numbers, looked up
+
+    def bucket(x):
+        x = int(x + 0.5)
+        b = grid.get(x)
+        if b is None:
+            b = grid[x] = _bucket(x)
+        return b
+
+    def step_s(d, ctx, chunks, p, pctx):
+        """One step: the weights' and the stack's part, set by the step's tokens and logit rows,
+        plus each group's attention (forward_pass sums them, a roofline per group), plus a
+        speculative draft's passes."""
+        key = (bucket(d * vt + p), bucket(d + chunks), p > 0)
+        t = memo.get(key)
+        if t is None:  # rows - 1 decodes and one sequence carrying the other tokens, attention aside
+            n, rows = _grid_value(key[0]), _grid_value(key[1])
+            one = max(1, n - rows + 1)
+            total, attn = pass_s(rows - 1, 1, 0, True, ((1, one, 0, one == 1),)) if rows > 1 else \
+                pass_s(1, n, 0, n == 1)
+            t = memo[key] = total - attn + step_oh
+        if d:
+            key = ("d", bucket(d), bucket(ctx))
+            a = memo.get(key)
+            if a is None:
+                dd, cc = _grid_value(key[1]), _grid_value(key[2])
+                a = memo[key] = pass_s(dd, vt, cc, True)[1] + (
+                    draft_step_s(sp, hw, batch=dp * dd, context=cc, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
+                    if sp else 0.0)
+            t += a
+        if chunks:
+            key = ("p", bucket(chunks), bucket(p / chunks), bucket(pctx))
+            a = memo.get(key)
+            if a is None:
+                a = memo[key] = pass_s(_grid_value(key[1]), max(1, _grid_value(key[2])), _grid_value(key[3]),
+                                       False)[1]
+            t += a
+        return t
+
+    arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    reserved = [0] * n  # pool tokens each running request holds
+    uses = [None] * n   # the cached prefix a running request reads
+    cache = collections.OrderedDict()  # prefix key -> [tokens cached, running readers]; oldest use first
+    held = most_held = hits = evictions = 0
+    host = collections.OrderedDict()  # the host tier: prefix key -> tokens; oldest use first
+    host_held = host_hits = loaded = 0
+    load_wait = 0.0  # seconds of host loads the next step waits for
+    since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
+    computed = skipped = 0
+    waiting = collections.deque()
+    prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
+    finishing = []  # heap of (step of the last token, index)
+    d = base = n_run = step = done = most = 0  # base: sum over decoders of s_i - their first step
+    t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
+    started = last_shown = time.monotonic()
+
+    def evict(k):
+        """The pool drops prefix k: to the host tier when there is one."""
+        nonlocal free, held, evictions, host_held
+        n_k = cache.pop(k)[0]
+        free, held, evictions = free + n_k, held - n_k, evictions + 1
+        if host_tokens and n_k <= host_tokens:
+            host_held += n_k - host.pop(k, 0)
+            host[k] = n_k
+            while host_held > host_tokens:
+                host_held -= host.popitem(last=False)[1]
+
+    def admit(i):
+        """Admit request i if the pool has room (evicting unused prefixes); False if not."""
+        nonlocal free, held, hits, computed, skipped, host_held, host_hits, loaded, load_wait, most_held
+        _, s_i, o_i, key, p_i = reqs[i]
+        entry = cache.get(key) if key is not None else None
+        back = 0 if entry or key is None or key not in host else host[key]  # to bring back from the host
+        h = min(p_i, entry[0] if entry else back, s_i - 1)  # cached tokens it finds (one of its own at least)
+        need = s_i + o_i - h + back
+        if back:
+            host.move_to_end(key)  # the pool's evictions below push older prefixes out of the host first
+        if need > free:
+            for k in [k for k, e in cache.items() if e[1] == 0 and k != key]:
+                if need <= free:
+                    break
+                evict(k)
+        if need > free:
+            return False
+        if back and key not in host:  # pushed out of a small host tier just now: computed instead
+            back, h, need = 0, 0, s_i + o_i
+        if back:  # the host's copy comes back into the pool as the key's cached sequence
+            host_held -= host.pop(key)
+            free, held, need = free - back, held + back, need - back
+            most_held = max(most_held, held)
+            entry = cache[key] = [back, 0]
+            host_hits, loaded, load_wait = host_hits + 1, loaded + back, load_wait + back * host_s_per_token
+        free -= need
+        reserved[i] = need
+        if entry:
+            entry[1] += 1
+            cache.move_to_end(key)
+            uses[i] = key
+        hits += h > 0
+        computed, skipped = computed + s_i - h, skipped + h
+        prefilling.append([i, s_i - h, h])
+        return True
+
+    def grow(i, upto):
+        """Request i's first `upto` tokens become its prefix key's cached sequence (from the pool
+        tokens it reserved) where the entry is shorter."""
+        nonlocal held, most_held
+        key = reqs[i][3]
+        entry = cache.get(key)
+        if entry is None:
+            entry = cache[key] = [0, 0]
+        if uses[i] is None:
+            entry[1] += 1
+            uses[i] = key
+        cache.move_to_end(key)
+        moved = min(max(0, upto - entry[0]), reserved[i])
+        if moved:
+            entry[0] += moved
+            reserved[i] -= moved
+            held += moved
+            most_held = max(most_held, held)
+
+    def release(i):
+        """Request i is done: its whole sequence stays cached under its prefix key (the next turn
+        of a conversation finds it), the rest of its tokens go back to the pool."""
+        nonlocal free
+        key = reqs[i][3]
+        if key is not None:
+            grow(i, reqs[i][1] + reqs[i][2])
+            cache[key][1] -= 1
+            uses[i] = None
+        free += reserved[i]
+
+    while done < n:
+        while pending and pending[0][0] <= t:
+            a, i = heapq.heappop(pending)
+            arrival[i] = a
+            waiting.append(i)
+        looks = since >= scheduler_steps or not d  # the scheduler admits only between windows
+        while looks and waiting and n_run < run_cap and admit(waiting[0]):
+            waiting.popleft()
+            n_run += 1
+        if not n_run:
+            if not pending:  # nothing runs and the head cannot fit: one request larger than the pool
+                raise ValueError(f"a request of {reqs[waiting[0]][1] + reqs[waiting[0]][2]:,} tokens does not fit "
+                                 f"the KV pool of {pool_tokens / units:,.0f} tokens")
+            t = max(t, pending[0][0])
+            continue
+        most = max(most, n_run)
+        room, chunks, ctx_sum = (K - d if looks else 0), [], 0
+        for r in prefilling:
+            if room <= 0:
+                break
+            c = min(r[1], room)
+            chunks.append(c)
+            ctx_sum += r[2]
+            room -= c
+        p = sum(chunks)
+        ctx = base / d + step if d else 0
+        k = 1
+        if not chunks:
+            k = finishing[0][0] - step
+            if scheduler_steps > 1:  # runs to the window's end (or a finish): arrivals wait for it
+                since = 0 if since >= scheduler_steps else since
+                k = min(k, scheduler_steps - since)
+            elif pending and not waiting and n_run < run_cap:
+                k = min(k, max(1, math.ceil((pending[0][0] - t) / step_s(d, ctx, 0, 0, 0))))
+            k = max(k, 1)
+            since += k
+        else:
+            since = 0 if scheduler_steps > 1 else since
+        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0) + load_wait
+        load_wait = 0.0
+        step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
+        while finishing and finishing[0][0] <= step:
+            _, i = heapq.heappop(finishing)
+            d, base, n_run, done = d - 1, base - (reqs[i][1] - first_step[i]), n_run - 1, done + 1
+            ttft.append(first_t[i] - arrival[i] + req_s)
+            e2e.append(t - arrival[i] + req_s)
+            tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
+            duration = t + req_s
+            release(i)
+            if closed and sent < n:
+                heapq.heappush(pending, (t + req_s, sent))
+                sent += 1
+        for c in chunks:
+            r = prefilling[0]
+            r[1] -= c
+            r[2] += c
+            if r[1] > 0:
+                break
+            prefilling.popleft()
+            i = r[0]
+            first_t[i], first_step[i] = t, step
+            if reqs[i][3] is not None and reqs[i][4]:  # its prefix is computed: cached from now on
+                grow(i, reqs[i][4])
+            if o_run[i] == 1:
+                n_run, done = n_run - 1, done + 1
+                ttft.append(t - arrival[i] + req_s)
+                e2e.append(t - arrival[i] + req_s)
+                duration = t + req_s
+                release(i)
+                if closed and sent < n:
+                    heapq.heappush(pending, (t + req_s, sent))
+                    sent += 1
+            else:
+                d, base = d + 1, base + reqs[i][1] - step
+                heapq.heappush(finishing, (step + o_run[i] - 1, i))
+        if progress and time.monotonic() - last_shown > 1.0:
+            now = time.monotonic()
+            left = (n - done) * (now - started) / max(done, 1)
+            if left > SIMULATION_LIMIT_S:
+                raise SimulationTooLong(left, done * units, n * units)
+            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
+                     f"about {left:,.0f} s left")
+            last_shown = now
+    total = n * units
+    s_mean = sum(r[1] for r in reqs) / n
+    o_mean = sum(r[2] for r in reqs) / n
+    mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
+    ctx = s_mean + max(o_mean - 2, 0) / 2
+    mk = dict(tp=tp, pp=pp, prompt_tokens=max(1, round(s_mean)), bits=bits, dp=dp, ep=ep)
+    dec = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx, prefill_tokens=dp * mean_pre, **mk)
+    pre = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx,
+                     prefill_tokens=dp * max(mean_pre, min(s_mean, K)), **mk)
+    tpots = tpot or [pre["time_s"]]
+    out = {"num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
+           "output_tokens_per_s": units * sum(r[2] for r in reqs) / duration,
+           "input_tokens_per_s": units * sum(r[1] for r in reqs) / duration,
+           "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
+           "micro_batches": engines, "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
+           "decode_step": dec, "prompt_step": pre,
+           "prefix_hits": hits * units, "prompt_tokens_computed": computed * units,
+           "prompt_tokens_cached": skipped * units, "prefix_evictions": evictions * units,
+           "prefix_tokens_held_most": most_held, "kv_pool_tokens": pool_tokens,
+           "host_hits": host_hits * units, "host_tokens_loaded": loaded * units,
+           "host_load_s": loaded * host_s_per_token, "host_tokens_held": host_held}
+    for name, xs in (("ttft", ttft), ("tpot", tpots), ("e2e", e2e)):
+        out[f"{name}_s"] = sum(xs) / len(xs)
+        xs = sorted(xs)
+        for q, label in ((50, "median"), (90, "p90"), (99, "p99")):
+            out[f"{name}_{label}_s"] = _percentile(xs, q, presorted=True)
+    return out
+
+
+# ======== llmcalc/serve/offload.py ================================================================
+# KV-cache offload to host memory (vLLM's CPU offloading and LMCache, SGLang's HiCache, Dynamo's
+# KVBM): cached prefixes the GPU pool evicts move to a host tier and come back over the host link
+# on a hit, instead of being computed again. The link, per GPU and direction, by GPU family: PCIe
+# 4.0 or 5.0 x16, or NVLink-C2C on Grace superchips; a share of its line rate is reached.
+
+# Host link line rate per GPU and direction (GB/s), first matching name prefix wins:
+# NVLink-C2C 900 GB/s in both directions on GH200/GB200/GB300 (hardware.py's GH200 notes; NVIDIA's
+# Grace Hopper and GB200 pages), so 450 each way; PCIe 5.0 x16 on Hopper and Blackwell HGX boards
+# (32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s); PCIe 4.0 x16 on Ampere and Ada (31.5 GB/s, as
+# hardware.py's _PCIE4_X16_GB_S).
+HOST_LINK_GBPS = (("gh200", 450.0), ("gb200", 450.0), ("gb300", 450.0),
+                  ("h100", 63.0), ("h200", 63.0), ("h800", 63.0), ("h20", 63.0), ("b200", 63.0), ("b300", 63.0),
+                  ("a100", 31.5), ("a800", 31.5), ("a10", 31.5), ("a40", 31.5), ("l40", 31.5), ("l4", 31.5))
+# Share of the line rate a pinned host-to-device copy reaches: assumed (no measurement here; copy
+# engines on PCIe commonly reach 80-90% of it). --host-kv-bandwidth-gbps sets the reached rate.
+HOST_LINK_EFFICIENCY = 0.8
+
+
+def host_link_bytes_per_s(gpu_name):
+    """The reached host-to-GPU bandwidth (bytes/s) for a hardware.py GPU name, or None when its
+    host link is not known here."""
+    name = (gpu_name or "").lower()
+    for prefix, gbps in HOST_LINK_GBPS:
+        if name.startswith(prefix):
+            return gbps * 1e9 * HOST_LINK_EFFICIENCY
+    return None
+
+
+def load_vs_recompute(*, kv_bytes_per_token, host_bytes_per_s, prefill_s_per_token):
+    """Seconds to bring one cached token back from the host against seconds to compute it again
+    in a prefill: the offload pays when the first is the smaller."""
+    load = kv_bytes_per_token / host_bytes_per_s
+    return {"load_s_per_token": load, "recompute_s_per_token": prefill_s_per_token,
+            "pays": load < prefill_s_per_token}
 
 
 # ======== llmcalc/serve/engine.py =================================================================
@@ -5191,8 +5883,8 @@ def layout_problem(spec, *, tp, pp, dp, ep):
 
 def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     """--concurrency / --request-rate: the KV pool's limit (exit 2 past it, saying what fits) and
-    steady_state's times, as the dict main reports under "serving". With --queue-past-pool a
-    closed-loop concurrency C past the pool's cap runs cap requests and queues the other C - cap
+    steady_state's times, as the dict main reports under "serving". By default (unless
+    --refuse-past-pool) a closed-loop concurrency C past the pool's cap runs cap requests and queues the other C - cap
     in the server (vLLM's waiting queue, TensorRT-LLM's and NIM's request queue): the pool's
     throughput X = cap / E2E(cap) is unchanged, and each request first waits (C - cap) / X for a
     slot (Little's law), added to its TTFT and end-to-end time. The stack's running-request cap
@@ -5219,10 +5911,15 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     base = dict(token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool, kv_bytes_per_request_per_gpu=per_req,
                 kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=args.concurrency,
                 request_rate=args.request_rate)
+    if getattr(args, "requests", None):
+        return serve_mix(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, pool=pool, per_req=per_req,
+                         context=s + o, seqs=seqs, base=base)
     if args.num_requests is not None:
         try:
+            sp = hw.get("speculative")
+            steps = 1 + math.ceil((o - 1) / sp["tokens_per_step"]) if sp and o > 1 else None
             st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
-                                    token_budget=budget, run_cap=run_cap, bits=bits,
+                                    token_budget=budget, run_cap=run_cap, bits=bits, output_steps=steps,
                                     rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
                                     seed=args.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
         except SimulationTooLong as exc:
@@ -5236,7 +5933,9 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                     running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
                     output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                     tokens_per_s_per_user=1.0 / st["tpot_s"])
-    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o, token_budget=budget, bits=bits, dp=dp, ep=ep)
+    sp = hw.get("speculative")  # a request's decode steps at the accepted tokens per step
+    o_steps = 1 + (o - 1) / sp["tokens_per_step"] if sp else o
+    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)
         if c is None:  # st: the steady state of a full KV pool (or of the running cap)
@@ -5247,14 +5946,17 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                          "rate or add GPUs")
     else:
         c = args.concurrency
-        if c > cap and run_cap == cap and not args.queue_past_pool:
+        if c > cap and run_cap == cap and args.refuse_past_pool:
             parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
                          f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
                          f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
-                         "raise -tp or -dp, or cut --kv-cache-bits or s + o (or --queue-past-pool)")
+                         "raise -tp or -dp, or cut --kv-cache-bits or s + o (or drop --refuse-past-pool: "
+                         "the server queues them)")
         st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
     req = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req, st["e2e_s"] + req
+    if sp:  # a step's time over the tokens it yields
+        st = dict(st, tpot_s=st["tpot_s"] / sp["tokens_per_step"])
     queued = max(0, c - run_cap) if args.request_rate is None else 0
     wait = queued * e2e / run_cap  # (C - cap) / X with X = cap / E2E(cap)
     ttft, e2e = ttft + wait, e2e + wait
@@ -5267,6 +5969,87 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                 max_num_seqs=seqs, running_requests=min(c, run_cap),
                 output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
+
+
+def workload_requests(args, parser):
+    """The requests of a --num-requests run that are not all alike, or None when they are: a
+    --trace file, a drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
+    --prefix-hit-rate a share of them keep the shared prefix (workload.py)."""
+    n, p, seed = args.num_requests, args.prefix_tokens or 0, args.seed
+    if args.trace:
+        try:
+            reqs = read_trace(args.trace)
+        except ValueError as exc:
+            parser.error(str(exc))
+        reqs = reqs[:n] if n is not None else reqs
+    elif args.dataset == "random":
+        reqs = random_requests(n=n, input_len=args.random_input_len, output_len=args.random_output_len,
+                               range_ratio=args.random_range_ratio, prefix_tokens=p, seed=seed)
+    elif args.dataset == "sharegpt":
+        reqs = sharegpt_requests(n=n, prefix_tokens=p, seed=seed)
+    elif (p or (args.num_scheduler_steps or 1) > 1) and n is not None:  # prefixes or multi-step: per request
+        reqs = fixed_requests(n=n, input_len=args.prompt_tokens, output_len=args.output_tokens, prefix_tokens=p)
+    else:
+        return None
+    return apply_hit_rate(reqs, hit_rate=args.prefix_hit_rate, seed=seed)
+
+
+def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, seqs, base):
+    """--num-requests over a mix of requests (workload_requests): simulate_requests with the KV
+    pool in tokens (the pool over one request's cache at the mix's mean s + o, per token), as the
+    dict main reports under "serving"."""
+    dp, ep = args.data_parallel_size, args.expert_parallel_size
+    reqs = args.requests
+    pool_tokens = dp * pool * context / per_req if per_req > 0 else 10.0 ** 15
+    budget = hw["token_budget"] or math.inf
+    host = host_tier(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, per_req=per_req, context=context,
+                     s_mean=sum(r[1] for r in reqs) / len(reqs)) if args.host_kv_cache_gib else None
+    try:
+        st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=budget, pool_tokens=pool_tokens,
+                               host_tokens=host["host_tokens"] if host else 0,
+                               host_s_per_token=host["load_s_per_token"] if host else 0.0,
+                               scheduler_steps=args.num_scheduler_steps or 1,
+                               max_running=seqs, bits=bits, rate=args.request_rate, concurrency=args.concurrency,
+                               arrivals=args.arrivals, seed=args.seed, pp=pp, dp=dp, ep=ep,
+                               progress=lambda m: print(m, file=sys.stderr))
+    except SimulationTooLong as exc:
+        left, done, n = exc.args
+        parser.error(f"{n:,} requests would take about {left / 60:,.0f} more minutes to simulate ({done:,} done); "
+                     "run fewer (--num-requests)")
+    except ValueError as exc:
+        parser.error(f"{exc}: cut the longest requests, raise -tp/-pp or cut --kv-cache-bits")
+    at_once = args.request_rate is not None and math.isinf(args.request_rate)
+    base.update(request_rate=None if at_once else args.request_rate, sent_at_once=at_once)
+    mix = length_summary(reqs)
+    mix.update(dataset=args.dataset or ("trace" if args.trace else "fixed"), trace=args.trace,
+               random_range_ratio=args.random_range_ratio if args.dataset == "random" else None,
+               prefix_tokens=args.prefix_tokens, prefix_hit_rate=args.prefix_hit_rate,
+               trace_arrivals=bool(args.trace) and args.request_rate is None and args.concurrency is None,
+               host_tier=host)
+    return dict(st, **base, benchmark=True, mix=mix, arrivals=args.arrivals, seed=args.seed,
+                running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
+                output_tokens_per_s_per_gpu=st["output_tokens_per_s"] / (tp * dp * pp),
+                tokens_per_s_per_user=1.0 / st["tpot_s"])
+
+
+def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean):
+    """The host KV tier of a mix run (offload.py): its size in tokens (the GPU pool's bytes per token),
+    the seconds one token takes to come back, and what computing it again would take instead (a
+    prefill of the mix's mean prompt, per token)."""
+    bw = (args.host_kv_bandwidth_gbps * 1e9 if args.host_kv_bandwidth_gbps is not None
+          else host_link_bytes_per_s(hw.get("gpu")))
+    if bw is None:
+        parser.error(f"the host link of {hw.get('gpu') or 'this GPU'} is not known here: give "
+                     "--host-kv-bandwidth-gbps")
+    per_token = per_req / context  # KV bytes per token on one GPU
+    n = max(1, round(s_mean))
+    pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=1, new_tokens=n, context_before=0, absorbed=False,
+                       dp=args.data_parallel_size, ep=args.expert_parallel_size, **bits)["time_s"] / n
+    out = load_vs_recompute(kv_bytes_per_token=per_token, host_bytes_per_s=bw, prefill_s_per_token=pre)
+    out.update(host_bytes_per_gpu=args.host_kv_cache_gib * 2 ** 30, host_bytes_per_s=bw,
+               kv_bytes_per_token_per_gpu=per_token,
+               host_tokens=args.data_parallel_size * args.host_kv_cache_gib * 2 ** 30 / per_token if per_token else 0)
+    return out
 
 
 # ======== llmcalc/serve/search.py =================================================================
@@ -5721,6 +6504,560 @@ def plot_front(res, path, *, parser, precision=None):
     return f"plot of the front written to {path}"
 
 
+# ======== llmcalc/serve/capacity.py ===============================================================
+# Capacity planning: how many GPUs, of which kind, serve a request rate within a TTFT and TPOT
+# target at a percentile, and what a million input and output tokens then cost; with the engine
+# command that sets the winner up.
+#
+# For each GPU kind and each replica layout that holds the model (tensor parallel inside a node;
+# data-parallel attention and expert parallelism for MoE models), the most requests per second one
+# replica serves while the simulated benchmark's TTFT and TPOT at the percentile stay within the
+# targets (bisection on the rate; each point a run of Poisson arrivals through simulate_requests,
+# the steady state's saturation rate as the upper bound); the fleet is then ceil(R / that) replicas.
+# The winner has the fewest GPUs, or with prices the lowest cost per hour.
+
+# Rate bisection steps per layout: the rate a replica sustains to 2^-7 (0.8%) of its saturation rate.
+CAPACITY_BISECTION_STEPS = 7
+
+
+def fleet_replicas(*, rate, replica_rate):
+    """Replicas that serve `rate` requests/s when one serves at most `replica_rate` (load balanced
+    evenly, as a round-robin router spreads Poisson arrivals: each replica sees rate / n)."""
+    return math.ceil(rate / replica_rate - 1e-9)
+
+
+def cost_per_million_tokens(*, dollars_per_hour, input_tokens_per_s, output_tokens_per_s, prefill_share):
+    """($ per million input tokens, $ per million output tokens): the fleet's cost per second split
+    by the share of engine time its steps spend on prompt tokens (prefill_share: a mean step's
+    time less the same step without its prompt chunks, over the mean step) and on decodes."""
+    per_s = dollars_per_hour / 3600
+    i = per_s * prefill_share / input_tokens_per_s * 1e6 if input_tokens_per_s else None
+    o = per_s * (1 - prefill_share) / output_tokens_per_s * 1e6 if output_tokens_per_s else None
+    return i, o
+
+
+def engine_command(*, stack, model, tp, dp, ep, replicas, kv_bits, mem_util, max_seqs, max_tokens,
+                   prefix_caching, speculative):
+    """The command that starts the winner's replica on its stack, with the flags that carry the
+    layout and the pool (vLLM's `vllm serve`, SGLang's launch_server, TensorRT-LLM's
+    trtllm-serve); replicas beyond one are the same command behind a router."""
+    fp8_kv = kv_bits == 8
+    if stack == "sglang":
+        cmd = [f"python -m sglang.launch_server --model-path {model}", f"--tp {tp * dp}"]
+        if dp > 1:
+            cmd += [f"--dp {dp}", "--enable-dp-attention"]
+        if ep > 1:
+            cmd.append(f"--ep-size {ep}")
+        cmd += [f"--mem-fraction-static {mem_util:g}"]
+        if max_tokens:
+            cmd.append(f"--chunked-prefill-size {max_tokens}")
+        if max_seqs:
+            cmd.append(f"--max-running-requests {max_seqs}")
+        if fp8_kv:
+            cmd.append("--kv-cache-dtype fp8_e5m2")
+        if not prefix_caching:
+            cmd.append("--disable-radix-cache")
+        if speculative:
+            cmd.append(f"--speculative-algorithm {'EAGLE' if speculative['method'] in ('mtp', 'eagle') else 'NGRAM' if speculative['method'] == 'ngram' else 'STANDALONE'} "
+                       f"--speculative-num-steps {speculative['k']} --speculative-eagle-topk 1 "
+                       f"--speculative-num-draft-tokens {speculative['k'] + 1}")
+    elif stack.startswith("tensorrt-llm"):
+        cmd = [f"trtllm-serve {model}", f"--tp_size {tp * dp}"]
+        if ep > 1:
+            cmd.append(f"--ep_size {ep}")
+        cmd += [f"--kv_cache_free_gpu_memory_fraction {mem_util:g}"]
+        if max_seqs:
+            cmd.append(f"--max_batch_size {max_seqs}")
+        if max_tokens:
+            cmd.append(f"--max_num_tokens {max_tokens}")
+        if dp > 1 or speculative:
+            cmd.append("--extra_llm_api_options extra.yaml  # " + "; ".join(
+                (["enable_attention_dp: true"] if dp > 1 else [])
+                + ([f"speculative_config: {{decoding_type: {speculative['method'].upper()}, "
+                    f"num_nextn_predict_layers: {speculative['k']}}}"] if speculative else [])))
+    else:  # vllm
+        cmd = [f"vllm serve {model}", f"--tensor-parallel-size {tp}"]
+        if dp > 1:
+            cmd.append(f"--data-parallel-size {dp}")
+        if ep > 1:
+            cmd.append("--enable-expert-parallel")
+        cmd += [f"--gpu-memory-utilization {mem_util:g}"]
+        if max_seqs:
+            cmd.append(f"--max-num-seqs {max_seqs}")
+        if max_tokens:
+            cmd.append(f"--max-num-batched-tokens {max_tokens}")
+        if fp8_kv:
+            cmd.append("--kv-cache-dtype fp8")
+        cmd.append("--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching")
+        if speculative:
+            method = {"mtp": "deepseek_mtp", "eagle": "eagle3", "ngram": "ngram", "draft": "draft_model"}[
+                speculative["method"]]
+            cmd.append(f"--speculative-config '{{\"method\": \"{method}\", \"num_speculative_tokens\": "
+                       f"{speculative['k']}}}'")
+    line = " \\\n    ".join(cmd)
+    return line + (f"\n# x {replicas} replicas behind a load balancer" if replicas > 1 else "")
+
+
+def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentile, rate, max_ttft, max_tpot,
+                  sim_requests, progress=None):
+    """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` that serve `rate` requests/s
+    of `requests`' mix within max_ttft / max_tpot (seconds, inf: none) at `percentile` (50, 90 or
+    99), at the bits given (`bits`, as forward_pass takes them). Returns
+    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall}."""
+    import time  # only a capacity plan times itself
+    t0 = shown = time.perf_counter()
+    q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
+    s_mean = sum(r[1] for r in requests) / len(requests)
+    o_mean = sum(r[2] for r in requests) / len(requests)
+    cands, by_gpu = [], {}
+    for g_i, gpu in enumerate(gpus):
+        a = argparse.Namespace(**vars(args))
+        a.gpu = gpu
+        one = resolve_hardware(a, parser)[0]
+        node = one.get("gpus_per_node") or 8
+        layouts = [lay for lay in serving_layouts(spec, node, max_tp=node, max_replica=node) if lay[1] == 1]
+        for tp, pp, dp, ep in layouts:
+            if time.perf_counter() - shown > 1.0 and progress:
+                progress(f"capacity: {gpu} layout tp {tp} dp {dp} ep {ep}, {time.perf_counter() - t0:.1f} s so far")
+                shown = time.perf_counter()
+            a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size = tp, pp, dp
+            a.expert_parallel_size = ep
+            hw = resolve_hardware(a, parser)[0]
+            if args.speculative:
+                hw["speculative"] = args.speculative
+            w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"], ep=ep,
+                                           etp=tp * dp // ep)
+            ctx = max(1, round(s_mean + o_mean))
+            pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=ctx, w_bytes=w_bytes,
+                                                  kv_bits=bits["kv_bits"], a_bits=bits["a_bits"],
+                                                  state_bits=bits["state_bits"], dp=dp)
+            longest = max(r[1] + r[2] for r in requests)
+            if cap < 1 or (per_req > 0 and pool * ctx / per_req < longest):
+                continue  # the weights leave no pool, or the longest request does not fit it
+            seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
+            run_cap = min(cap, seqs) if seqs else cap
+            budget = hw["token_budget"] or math.inf
+            pool_tokens = dp * pool * ctx / per_req if per_req > 0 else 1e15
+            sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
+                               prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
+                               token_budget=budget, bits=bits)
+            top = run_cap / (sat["e2e_s"] + hw["request_overhead_s"])  # the replica's saturation rate
+            memo = {}
+
+            def run(r):
+                return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
+                                         pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=args.seed,
+                                         pp=pp, dp=dp, ep=ep, memo=memo)
+
+            def meets(st):
+                return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
+
+            lo, hi, best = 0.0, 0.95 * top, None  # past ~95% of saturation the queue never settles
+            st = run(hi)
+            if meets(st):
+                lo, best = hi, st
+            else:
+                for _ in range(CAPACITY_BISECTION_STEPS):
+                    mid = (lo + hi) / 2
+                    st = run(mid)
+                    if meets(st):
+                        lo, best = mid, st
+                    else:
+                        hi = mid
+            if best is None:
+                continue  # even a light load misses the targets on this layout
+            n_gpus = tp * dp * pp
+            replicas = fleet_replicas(rate=rate, replica_rate=lo)
+            c = {"gpu": gpu, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "gpus_per_replica": n_gpus,
+                 "replica_request_rate": lo, "replicas": replicas, "num_gpus": replicas * n_gpus,
+                 "dollars_per_hour": prices[g_i] * replicas * n_gpus if prices else None,
+                 "hw": hw, "bits": bits, "budget": budget, "pool_tokens": pool_tokens, "max_num_seqs": seqs,
+                 "memory_utilization": hw["memory_utilization"], "token_budget": hw["token_budget"]}
+            cands.append(c)
+            key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
+                lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
+            if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
+                by_gpu[gpu] = c
+    if not by_gpu:
+        return {"candidates": cands, "by_gpu": by_gpu, "winner": None}
+    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
+        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
+    for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
+        hw, bits = c["hw"], c["bits"]
+        a_rate = rate / c["replicas"]
+        st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
+                               pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
+                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"])
+        mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
+                  decode_context=s_mean + o_mean / 2)
+        full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],
+                          prefill_tokens=c["dp"] * st["prompt_tokens_per_step"], **mk)["time_s"]
+        dec = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"], prefill_tokens=0, **mk)["time_s"]
+        share = max(0.0, min(1.0, (full - dec) / full))
+        cached = st["prompt_tokens_cached"] / max(1, st["prompt_tokens_computed"] + st["prompt_tokens_cached"])
+        c.update(operating_point={k: st[k] for k in ("ttft_s", "ttft" + q, "tpot_s", "tpot" + q, "e2e_s",
+                                                      "decodes_per_step", "prompt_tokens_per_step")},
+                 prefill_share=share, cached_input_share=cached)
+        if c["dollars_per_hour"] is not None:
+            computed = rate * s_mean * (1 - cached)
+            i, o = cost_per_million_tokens(dollars_per_hour=c["dollars_per_hour"], input_tokens_per_s=computed,
+                                           output_tokens_per_s=rate * o_mean, prefill_share=share)
+            c.update(cost_per_million_input_tokens=i, cost_per_million_output_tokens=o,
+                     cost_per_million_cached_input_tokens=0.0 if cached else None)
+        else:
+            c.update(cost_per_million_input_tokens=None, cost_per_million_output_tokens=None,
+                     cost_per_million_cached_input_tokens=None)
+    winner = min(by_gpu.values(), key=key)
+    if progress and time.perf_counter() - t0 > 1.0:
+        print(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner}
+
+
+# ======== llmcalc/tools/latency_capacity.py =======================================================
+# calc_inference_latency.py's capacity plan (issue 34): --target-request-rate R (or a trace's own
+# rate) under --max-ttft-ms / --max-tpot-ms at --slo-percentile, over the GPU kinds --gpu lists; the
+# fewest GPUs, or the cheapest with --cost-per-gpu-hour, the cost per million tokens and the engine
+# command. The search itself is serve/capacity.py.
+
+def add_capacity_args(parser):
+    """The capacity-planning argument group."""
+    g = parser.add_argument_group("capacity planning (how many GPUs, of which kind, for a load)")
+    g.add_argument("--target-request-rate", type=finite_float, default=None,
+                   help="requests/s the fleet must serve: the fewest GPUs (or the cheapest fleet) of each "
+                        "--gpu kind (a comma list: --gpu a100,h100,h200) that keeps --max-ttft-ms and "
+                        "--max-tpot-ms at --slo-percentile; with --trace, its mix at this rate (default: the "
+                        "trace's own rate)")
+    g.add_argument("--slo-percentile", type=bounded_int, choices=(50, 90, 99), default=None,
+                   help="percentile of TTFT and TPOT the targets hold at in the plan (default 90)")
+    g.add_argument("--cost-per-gpu-hour", default=None, metavar="$[,$...]",
+                   help="price of one GPU-hour, one value or one per --gpu kind: the plan then picks the "
+                        "cheapest fleet and prices a million input and output tokens")
+
+
+def validate_capacity(args, parser):
+    """One-line errors for the capacity flags; sets args.capacity (None outside a plan), the GPU
+    kinds (args.capacity_gpus; args.gpu keeps the first for the rest of main) and prices."""
+    args.capacity = False
+    trace_plan = args.trace and (args.max_ttft_ms is not None or args.max_tpot_ms is not None) and not args.search
+    if args.target_request_rate is None and not trace_plan:
+        for f, v in (("--slo-percentile", args.slo_percentile), ("--cost-per-gpu-hour", args.cost_per_gpu_hour)):
+            if v is not None:
+                parser.error(f"{f} belongs to a capacity plan; add --target-request-rate R")
+        if args.gpu and "," in args.gpu:
+            parser.error("--gpu takes one name outside a capacity plan (--target-request-rate R takes a list)")
+        return
+    args.capacity = True
+    if args.search:
+        parser.error("--target-request-rate plans a fleet; leave out --search (it fronts one GPU budget)")
+    load = [f for f, v in (("-c", args.concurrency), ("--request-rate", args.request_rate),
+                           ("-b", args.batch_size if args.batch_size_given else None)) if v is not None]
+    layout = [f for f, v in (("-tp", args.tensor_parallel_size), ("-pp", args.pipeline_parallel_size),
+                             ("-dp", args.data_parallel_size), ("-ep", args.expert_parallel_size)) if v != 1]
+    if load or layout:
+        parser.error(f"a capacity plan picks the layout and the load per replica itself; leave out "
+                     f"{', '.join(load + layout)}")
+    if args.target_request_rate is not None and not args.target_request_rate > 0:
+        parser.error(f"--target-request-rate must be positive, got {args.target_request_rate:g}")
+    for name in ("max_ttft_ms", "max_tpot_ms"):
+        v = getattr(args, name)
+        if v is not None and not v > 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {v:g}")
+    if args.max_ttft_ms is None and args.max_tpot_ms is None:
+        parser.error("a capacity plan needs a target: --max-ttft-ms and/or --max-tpot-ms")
+    names = [x.strip() for x in (args.gpu or "h100-sxm").split(",") if x.strip()]
+    if not names or len(set(names)) != len(names):
+        parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
+    for n in names:
+        accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+    args.capacity_gpus, args.gpu = names, names[0]
+    args.capacity_prices = None
+    if args.cost_per_gpu_hour is not None:
+        try:
+            prices = [float(x) for x in args.cost_per_gpu_hour.split(",")]
+        except ValueError:
+            parser.error(f"--cost-per-gpu-hour {args.cost_per_gpu_hour!r}: give dollars per GPU-hour, one value "
+                         "or one per --gpu kind")
+        if len(prices) not in (1, len(names)):
+            parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; give one or "
+                         f"{len(names)}")
+        if any(not (p > 0 and math.isfinite(p)) for p in prices):
+            parser.error(f"--cost-per-gpu-hour must be positive, got {args.cost_per_gpu_hour}")
+        args.capacity_prices = prices * len(names) if len(prices) == 1 else prices
+    args.slo_percentile = args.slo_percentile or 90
+    if args.num_requests is None:
+        args.num_requests = 500  # the simulated run at each candidate rate
+
+
+def run_capacity(spec, args, parser, *, bits):
+    """The plan, printed (report or --json) and returned as a dict."""
+    reqs = args.requests or fixed_requests(n=args.num_requests, input_len=args.prompt_tokens,
+                                           output_len=args.output_tokens, prefix_tokens=args.prefix_tokens or 0)
+    rate = args.target_request_rate
+    if rate is None:  # the trace's own mean rate
+        span = reqs[-1][0] - reqs[0][0]
+        if not span > 0:
+            parser.error("--trace: its arrivals span no time, so it has no rate; give --target-request-rate R")
+        rate = (len(reqs) - 1) / span
+    max_ttft = args.max_ttft_ms * 1e-3 if args.max_ttft_ms is not None else math.inf
+    max_tpot = args.max_tpot_ms * 1e-3 if args.max_tpot_ms is not None else math.inf
+    plan = capacity_plan(spec, args, parser, gpus=args.capacity_gpus, prices=args.capacity_prices, requests=reqs,
+                         bits=bits, percentile=args.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
+                         sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
+    w = plan["winner"]
+    if w is None:
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets TTFT <= "
+                     f"{args.max_ttft_ms} ms and TPOT <= {args.max_tpot_ms} ms at p{args.slo_percentile}, even "
+                     "lightly loaded: relax the targets, cut -s/-o or --precision, or add a GPU kind")
+    model = args.hf_model_name_or_path or "MODEL"
+    prefix = bool(args.prefix_tokens) or any(r[3] is not None for r in reqs)
+
+    def public(c):
+        out = {k: v for k, v in c.items() if k not in ("hw", "bits", "budget", "pool_tokens")}
+        out["engine_command"] = engine_command(
+            stack=c["hw"]["serving_stack"], model=model, tp=c["tp"], dp=c["dp"], ep=c["ep"], replicas=c["replicas"],
+            kv_bits=c["bits"]["kv_bits"], mem_util=c["memory_utilization"], max_seqs=c["max_num_seqs"] and
+            c["max_num_seqs"] // c["dp"], max_tokens=c["token_budget"], prefix_caching=prefix,
+            speculative=args.speculative)
+        return out
+    by_gpu = {g: public(c) for g, c in plan["by_gpu"].items()}
+    best = by_gpu[w["gpu"]]
+    res = {"target_request_rate": rate, "slo_percentile": args.slo_percentile, "max_ttft_ms": args.max_ttft_ms,
+           "max_tpot_ms": args.max_tpot_ms, "gpus_considered": args.capacity_gpus,
+           "prices_per_gpu_hour": args.capacity_prices, "serving_stack": w["hw"]["serving_stack"],
+           "mean_input_tokens": sum(r[1] for r in reqs) / len(reqs),
+           "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs), "requests_simulated": args.num_requests,
+           "num_gpus": best["num_gpus"], "gpu": best["gpu"], "replicas": best["replicas"],
+           "layout": {k: best[k] for k in ("tp", "pp", "dp", "ep", "gpus_per_replica")},
+           "dollars_per_hour": best["dollars_per_hour"],
+           "cost_per_million_input_tokens": best["cost_per_million_input_tokens"],
+           "cost_per_million_output_tokens": best["cost_per_million_output_tokens"],
+           "cost_per_million_cached_input_tokens": best["cost_per_million_cached_input_tokens"],
+           "engine_command": best["engine_command"], "by_gpu": by_gpu,
+           "layouts_sized": len(plan["candidates"]), "warnings": list(spec["warnings"]),
+           "convention": "each replica one node at most; its rate the most requests/s whose simulated run of "
+                         f"{args.num_requests} Poisson arrivals keeps TTFT and TPOT at p{args.slo_percentile} within "
+                         "the targets (bisection to 0.8% of the saturation rate); replicas = ceil(rate / that); "
+                         "the cost split into input and output by the share of a mean step's time its prompt "
+                         "chunks take; cached input tokens take no prefill (priced 0, their pool space is in the "
+                         "output share)"}
+    if args.brief:
+        print(f"{res['num_gpus']} x {res['gpu']}" + (f", ${res['cost_per_million_output_tokens']:.3f} per million output "
+                                                     "tokens" if res["cost_per_million_output_tokens"] is not None else ""))
+    elif args.json:
+        import json
+        print(json.dumps(res, indent=2))
+    else:
+        print(capacity_report(res))
+    return res
+
+
+def capacity_report(res):
+    """The plan as text: one line per GPU kind, the winner and its engine command."""
+    def money(x):
+        return "-" if x is None else f"${x:,.3f}"
+    lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
+             f"{res['mean_output_tokens']:,.0f} output tokens (means), TTFT <= {res['max_ttft_ms']} ms and TPOT <= "
+             f"{res['max_tpot_ms']} ms at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
+             f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
+             f"{'$/M in':>10}{'$/M out':>10}"]
+    for g, c in res["by_gpu"].items():
+        lay = f"tp {c['tp']}" + (f" dp {c['dp']}" if c["dp"] > 1 else "") + (f" ep {c['ep']}" if c["ep"] > 1 else "")
+        lines.append(f"{g:<14}{lay:<16}{c['replica_request_rate']:>11.2f}{c['replicas']:>9}{c['num_gpus']:>6}"
+                     f"{money(c['dollars_per_hour']):>11}{money(c['cost_per_million_input_tokens']):>10}"
+                     f"{money(c['cost_per_million_output_tokens']):>10}")
+    lines += ["", f"winner: {res['num_gpus']} x {res['gpu']} ({res['replicas']} replica(s) of "
+                  f"{res['layout']['gpus_per_replica']})"
+              + (f", {money(res['dollars_per_hour'])} per hour: {money(res['cost_per_million_input_tokens'])} per "
+                 f"million input tokens, {money(res['cost_per_million_output_tokens'])} per million output tokens"
+                 if res["dollars_per_hour"] is not None else " (give --cost-per-gpu-hour to price it)"),
+              "", res["engine_command"], "", "convention: " + res["convention"]]
+    return "\n".join(lines)
+
+
+# ======== llmcalc/tools/latency_mix.py ============================================================
+# calc_inference_latency.py's flags for request mixes, traces, prefix caching and speculative
+# decoding (issue 34): the argument groups, their one-line checks, and the mix in words. The
+# formulas live in serve/workload.py, serve/simulate.py and serve/speculative.py.
+
+def add_mix_args(parser):
+    """The request-mix, trace, prefix-cache and speculative-decoding argument groups."""
+    g = parser.add_argument_group("request mixes, traces and prefix caching (a --num-requests benchmark; "
+                                  "spelled as `vllm bench serve` spells them)")
+    g.add_argument("--dataset", "--dataset-name", choices=("random", "sharegpt"), default=None,
+                   help="draw each request's lengths: random = vLLM's RandomDataset (uniform within "
+                        "--random-range-ratio of --random-input-len and --random-output-len), sharegpt = a "
+                        "lognormal mix with the means of vLLM's ShareGPT runs (215 input, 197 output tokens; "
+                        "sigma 1.0 assumed); default: every request -s and -o")
+    g.add_argument("--random-input-len", type=bounded_int, default=None,
+                   help="--dataset random: the mean prompt tokens (default 1024, vLLM's)")
+    g.add_argument("--random-output-len", type=bounded_int, default=None,
+                   help="--dataset random: the mean output tokens (default 128, vLLM's)")
+    g.add_argument("--random-range-ratio", type=finite_float, default=None,
+                   help="--dataset random: lengths uniform over [len (1 - r), len (1 + r)], 0 <= r < 1 "
+                        "(default 0: every request alike)")
+    g.add_argument("--trace", default=None, metavar="FILE",
+                   help="requests from a file: JSON lines or CSV with arrival_s, input_tokens, output_tokens "
+                        "and optionally prefix_id, prefix_tokens (a conversation's turns share their history "
+                        "this way); its arrivals are used unless --request-rate or -c is given")
+    g.add_argument("--prefix-tokens", "--random-prefix-len", type=bounded_int, default=None,
+                   help="the first N prompt tokens are shared by every request and cached once computed "
+                        "(vLLM's prefix caching, SGLang's RadixAttention): the others compute only the rest. "
+                        "With -s, part of s; with --dataset, prepended to the drawn prompt (vLLM's "
+                        "--random-prefix-len). Without a load (-b), the prefix's cache is taken as there")
+    g.add_argument("--prefix-hit-rate", type=finite_float, default=None,
+                   help="share of requests that find the shared prefix (0-1; the others compute theirs "
+                        "whole; default 1 with --prefix-tokens, a trace's own prefix_id otherwise)")
+    g.add_argument("--num-scheduler-steps", type=bounded_int, default=None,
+                   help="vLLM 0.6's multi-step scheduling: N decode steps run before the scheduler looks "
+                        "again, so arrivals wait for the window (a --num-requests benchmark; default 1)")
+    g.add_argument("--host-kv-cache-gib", type=finite_float, default=None,
+                   help="host memory per GPU for a KV tier (vLLM CPU offload / LMCache, SGLang HiCache): "
+                        "prefixes the pool evicts move there and come back over the host link on a hit "
+                        "instead of being computed again (default: none)")
+    g.add_argument("--host-kv-bandwidth-gbps", type=finite_float, default=None,
+                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.8 of the GPU's host link: "
+                        "PCIe 4.0/5.0 x16, NVLink-C2C on Grace superchips)")
+    g = parser.add_argument_group("speculative decoding and multi-token prediction")
+    g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
+                   help="K draft tokens proposed per decoding sequence and verified in one pass of K + 1 "
+                        "(vLLM's num_speculative_tokens, SGLang's speculative-num-steps); default none")
+    g.add_argument("--speculative-method", choices=("mtp", "eagle", "draft", "ngram"), default=None,
+                   help="the draft: mtp = the model's own MTP module (read from the config), eagle = an EAGLE "
+                        "head (one decoder layer of the target's shape), draft = a smaller model "
+                        "(--draft-model), ngram = prompt lookup on the host (no GPU work); default mtp when "
+                        "the config has MTP layers")
+    g.add_argument("--acceptance-rate", default=None, metavar="A[,A2,...]",
+                   help="chance each draft token is accepted given the ones before it were: one value for "
+                        "every position or one per position (default for mtp: 0.875, DeepSeek-V3's measured "
+                        "85-90%%; the other methods need it)")
+    g.add_argument("--draft-model", default=None, metavar="CONFIG",
+                   help="--speculative-method draft: the draft model's config.json (or folder)")
+
+
+def validate_speculative(args, parser, spec):
+    """One-line errors for the speculative-decoding flags; resolves the method, the acceptance
+    rates and the draft's spec into args.speculative (None without --speculative-tokens)."""
+    args.speculative = None
+    given = [f for f, v in (("--speculative-method", args.speculative_method), ("--acceptance-rate",
+                                                                              args.acceptance_rate),
+                            ("--draft-model", args.draft_model)) if v is not None]
+    if args.speculative_tokens is None:
+        if given:
+            parser.error(f"{', '.join(given)} belong{'s' if len(given) == 1 else ''} to speculative decoding; "
+                         "add --speculative-tokens K")
+        return
+    k = args.speculative_tokens
+    if args.search:
+        parser.error("--search runs without speculative decoding; leave out --speculative-tokens")
+    mtp = spec.get("mtp_layers_not_built", 0)
+    method = args.speculative_method or ("mtp" if mtp else None)
+    if method is None:
+        parser.error("--speculative-tokens needs a draft: this model has no MTP layers (num_nextn_predict_layers), "
+                     "so give --speculative-method eagle, draft (with --draft-model) or ngram")
+    if method == "mtp" and not mtp:
+        parser.error("--speculative-method mtp: this model's config has no MTP layers (num_nextn_predict_layers); "
+                     "use eagle, draft or ngram")
+    if (method == "draft") != (args.draft_model is not None):
+        parser.error("--draft-model goes with --speculative-method draft, and draft needs it" if method == "draft"
+                     else f"--draft-model is the draft of --speculative-method draft, not {method}")
+    if args.acceptance_rate is None and method not in DEFAULT_ACCEPTANCE:
+        parser.error(f"--speculative-method {method} has no measured default acceptance rate here: give "
+                     "--acceptance-rate A (one value, or one per speculative token)")
+    try:
+        rates = acceptance_rates(args.acceptance_rate if args.acceptance_rate is not None
+                                 else DEFAULT_ACCEPTANCE[method][0], k)
+    except ValueError as exc:
+        parser.error(str(exc))
+    draft = None
+    if method in ("mtp", "eagle"):
+        draft = draft_layer_spec(spec)
+    elif method == "draft":
+        import types
+        try:
+            draft, _ = resolve_model_spec(types.SimpleNamespace(hf_model_name_or_path=args.draft_model),
+                                          defaults={"num_experts": 8})
+        except ValueError as exc:
+            parser.error(f"--draft-model: {exc}")
+        why = layout_problem(draft, tp=args.tensor_parallel_size, pp=1, dp=1, ep=1)
+        if why:
+            parser.error(f"--draft-model at the target's -tp {args.tensor_parallel_size}: {why}")
+    source = (DEFAULT_ACCEPTANCE[method][1] if args.acceptance_rate is None else "given")
+    args.speculative = {"k": k, "method": method, "acceptance_rates": rates, "acceptance_source": source,
+                        "tokens_per_step": tokens_per_step(rates), "draft_spec": draft, "target_spec": spec,
+                        "draft_model": args.draft_model}
+
+
+def validate_workload(args, parser):
+    """One-line errors for the request-mix, trace and prefix-cache flags."""
+    rnd = [f for f, v in (("--random-input-len", args.random_input_len), ("--random-output-len", args.random_output_len),
+                          ("--random-range-ratio", args.random_range_ratio)) if v is not None]
+    if rnd and args.dataset != "random":
+        parser.error(f"{', '.join(rnd)} belong{'s' if len(rnd) == 1 else ''} to --dataset random; add it")
+    if args.trace and args.dataset:
+        parser.error("--trace and --dataset both give the requests; give one")
+    if args.random_range_ratio is not None and not 0 <= args.random_range_ratio < 1:
+        parser.error(f"--random-range-ratio must be at least 0 and below 1 (vLLM's rule), got {args.random_range_ratio:g}")
+    if args.prefix_hit_rate is not None:
+        if not 0 <= args.prefix_hit_rate <= 1:
+            parser.error(f"--prefix-hit-rate must be between 0 and 1, got {args.prefix_hit_rate:g}")
+        if not args.prefix_tokens and not args.trace:
+            parser.error("--prefix-hit-rate is the share of requests that find the shared prefix: add "
+                         "--prefix-tokens N (or a --trace with prefix_id)")
+    mix = bool(args.dataset or args.trace)
+    if (mix or args.prefix_tokens) and args.search:
+        parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
+    if args.dataset and args.num_requests is None and args.target_request_rate is None:
+        parser.error(f"--dataset {args.dataset} draws --num-requests N requests; add it (and --request-rate or -c)")
+    if args.trace and args.batch_size_given:
+        parser.error("--trace is a served load; leave out -b")
+    if args.prefix_tokens and not mix and args.num_requests is None and (
+            args.concurrency is not None or args.request_rate is not None):
+        parser.error("prefix caching under a load is simulated: add --num-requests N (a benchmark run)")
+    if args.prefix_tokens and not args.dataset and not args.trace and args.prefix_tokens >= args.prompt_tokens:
+        parser.error(f"--prefix-tokens {args.prefix_tokens} must be fewer than the prompt's -s {args.prompt_tokens} "
+                     "(the prefix is its first tokens; a request computes at least one of its own)")
+    if args.num_scheduler_steps is not None and args.num_requests is None and not args.trace:
+        parser.error("--num-scheduler-steps is simulated: add --num-requests N (a benchmark run)")
+    host = [f for f, v in (("--host-kv-cache-gib", args.host_kv_cache_gib),
+                           ("--host-kv-bandwidth-gbps", args.host_kv_bandwidth_gbps)) if v is not None]
+    if host and not (args.prefix_tokens or args.trace):
+        parser.error(f"{host[0]} is a tier for cached prefixes: add --prefix-tokens N or a --trace with prefix_id "
+                     "(and --num-requests)")
+    if args.host_kv_bandwidth_gbps is not None and args.host_kv_cache_gib is None:
+        parser.error("--host-kv-bandwidth-gbps belongs to a host tier: add --host-kv-cache-gib G")
+    for f in ("host_kv_cache_gib", "host_kv_bandwidth_gbps"):
+        v = getattr(args, f)
+        if v is not None and not v > 0:
+            parser.error(f"--{f.replace('_', '-')} must be positive, got {v:g}")
+    args.random_input_len = 1024 if args.random_input_len is None else args.random_input_len
+    args.random_output_len = 128 if args.random_output_len is None else args.random_output_len
+    args.random_range_ratio = 0.0 if args.random_range_ratio is None else args.random_range_ratio
+
+
+def mix_text(mix):
+    """The requests of a mix in words."""
+    if mix["dataset"] == "random":
+        text = (f"lengths drawn as vLLM's random dataset draws them (uniform within {mix['random_range_ratio']:g} of "
+                "the means)")
+    elif mix["dataset"] == "sharegpt":
+        text = ("lengths drawn from a ShareGPT-shaped lognormal mix (vLLM's ShareGPT runs' means, sigma 1.0 "
+                "assumed, clipped to 1,024 input and 2,048 in all)")
+    elif mix["dataset"] == "trace":
+        text = f"lengths from the trace {mix['trace']}"
+    else:
+        text = "every request alike"
+    if mix["prefix_tokens"]:
+        text += f", the first {mix['prefix_tokens']:,} prompt tokens shared"
+    if mix["prefix_hit_rate"] is not None:
+        text += f" by a share {mix['prefix_hit_rate']:g} of them (the others' prefixes their own)"
+    if mix["prefix_tokens"] or mix["shared_prefix_requests"]:
+        text += ("; a cached prefix's prompt tokens are not computed (prefix caching), cached prefixes held in the "
+                 "KV pool until evicted, least recently used first")
+    return text
+
+
+
+
 # ======== llmcalc/tools/latency.py ================================================================
 # --- output --------------------------------------------------------------------------------------
 def fmt_s(t):
@@ -5740,6 +7077,14 @@ def format_report(res):
     lines = [gpu_line(hw), f"Model: {r['model']['described']}"] + textwrap.wrap(
         f"mode: {r['mode']}", width=100, subsequent_indent="      ")
     lines += [f"WARNING: {w}" for w in r["warnings"]]
+    sp = r.get("speculative")
+    if sp:
+        rates = ", ".join(f"{a:g}" for a in sp["acceptance_rates"])
+        lines += textwrap.wrap(
+            f"speculative decoding: {sp['method']} draft, K = {sp['k']} tokens per step, acceptance {rates} "
+            f"({sp['acceptance_source']}): {sp['tokens_per_step']:.3f} tokens per verification step; a decode step "
+            f"below verifies K + 1 tokens per sequence and runs the draft's passes, TPOT = step / tokens per step",
+            width=100, subsequent_indent="      ")
     if r["serving"]:
         lines += serving_report_lines(r)
     else:
@@ -5757,19 +7102,42 @@ def benchmark_report_lines(r):
     """The simulated benchmark's part of the report: per-request statistics, the run, the pool."""
     sv = r["serving"]
     gib = 2 ** 30
-    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in ("_s", "_median_s", "_p99_s")])
+    mix = sv.get("mix")
+    stats = ("_s", "_median_s", "_p90_s", "_p99_s") if mix else ("_s", "_median_s", "_p99_s")
+    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in stats])
             for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
-                              (f"End-to-end ({r['output_tokens']} output tokens)", "e2e"))]
+                              ("End-to-end" + (" (the mix)" if mix else f" ({r['output_tokens']} output tokens)"),
+                               "e2e"))]
     w = max(12, 2 + max(len(c) for _, cells in rows for c in cells))  # columns apart at any magnitude
-    lines = ["", f"{'per request':<34}{'mean':>{w}}{'median':>{w}}{'p99':>{w}}"]
+    heads = ("mean", "median", "p90", "p99") if mix else ("mean", "median", "p99")
+    lines = ["", f"{'per request' + (' (over the mix)' if mix else ''):<34}" + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
               f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
-              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-              "", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
+              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}"]
+    if mix:
+        a, b = mix["input_tokens"], mix["output_tokens"]
+        lines += ["", f"{'the mix (tokens)':<34}{'mean':>10}{'median':>10}{'p99':>10}{'min':>10}{'max':>10}"]
+        for name, x in (("input (prompt)", a), ("output", b)):
+            lines.append(f"{name:<34}{x['mean']:>10,.1f}{x['median']:>10,}{x['p99']:>10,}{x['min']:>10,}{x['max']:>10,}")
+        done = sv["prompt_tokens_computed"] + sv["prompt_tokens_cached"]
+        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["shared_prefix_requests"]:
+            lines.append(f"prefix cache: {sv['prefix_hits']:,} hits, {sv['prompt_tokens_cached']:,} of {done:,} prompt "
+                         f"tokens cached ({100 * sv['prompt_tokens_cached'] / max(done, 1):.1f}%, not computed), "
+                         f"{sv['prefix_evictions']:,} evictions, at most {sv['prefix_tokens_held_most']:,} tokens "
+                         "of cached prefixes held in one group's pool of "
+                         f"{sv['kv_pool_tokens'] / max(1, r['data_parallel_size']):,.0f}")
+        ht = mix.get("host_tier")
+        if ht:
+            lines.append(f"host KV tier: {ht['host_bytes_per_gpu'] / 2**30:,.1f} GiB per GPU ({ht['host_tokens']:,.0f} "
+                         f"tokens) at {ht['host_bytes_per_s'] / 1e9:,.1f} GB/s: {sv['host_hits']:,} prefixes brought back "
+                         f"({sv['host_tokens_loaded']:,} tokens, {fmt_s(sv['host_load_s'])} of loading); a token loads in "
+                         f"{ht['load_s_per_token'] * 1e6:,.2f} us against {ht['recompute_s_per_token'] * 1e6:,.2f} us to "
+                         f"compute it again: the tier {'pays' if ht['pays'] else 'does not pay'}")
+    lines += ["", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
               f"{sv['prompt_tokens_per_step']:.0f} prompt tokens on average; {sv['mean_in_flight']:.1f} requests "
               f"in the server on average, at most {sv['most_running']:,} running at once",
               f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
@@ -5983,11 +7351,15 @@ def build_parser():
     g.add_argument("--step-overhead-ms", type=finite_float, default=None,
                    help="fixed host cost per engine step (scheduling, sampling), ms (default: the stack's)")
     g.add_argument("--queue-past-pool", action="store_true",
-                   help="a --concurrency past what the KV pool holds waits in the server's queue (as "
-                        "vLLM, TensorRT-LLM and NIM queue) instead of exiting 2")
+                   help="kept for old commands: a --concurrency past what the KV pool holds waits in the "
+                        "server's queue (as vLLM, TensorRT-LLM and NIM queue it), now the default")
+    g.add_argument("--refuse-past-pool", action="store_true",
+                   help="exit 2 when a --concurrency does not fit the KV pool instead of queueing the rest")
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
+    add_mix_args(parser)
+    add_capacity_args(parser)
     g = parser.add_argument_group("search for the serving layout")
     g.add_argument("--search", action="store_true",
                    help="every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), weight and "
@@ -6058,7 +7430,8 @@ def validate(args, parser, spec):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
     all_at_once = args.request_rate is not None and math.isinf(args.request_rate)  # needs --num-requests (below)
     check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if not (all_at_once and k == "request_rate")})
-    if args.num_requests is not None and args.concurrency is None and args.request_rate is None:
+    if (args.num_requests is not None and args.concurrency is None and args.request_rate is None
+            and not args.trace and args.target_request_rate is None):
         parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
     if args.request_rate is not None and math.isinf(args.request_rate) and args.num_requests is None:
         parser.error("--request-rate inf sends every request at once: add --num-requests N (a steady "
@@ -6084,6 +7457,9 @@ def validate(args, parser, spec):
         parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
     if args.plot is not None:
         check_plot_path(args.plot, parser)
+    validate_capacity(args, parser)
+    validate_workload(args, parser)
+    validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
     if unused and args.num_requests is None:
@@ -6111,8 +7487,15 @@ def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
         load = ("all sent at once" if sv["sent_at_once"] else
                 f"{sv['concurrency']} clients, each sending its next request when the last returns"
                 if rate is None else f"sent at {rate:g} requests/s ({sv['arrivals']} arrivals, seed {sv['seed']})")
+        mix = sv.get("mix")
+        if mix and mix["trace_arrivals"]:
+            load = f"sent at the trace's own times ({mix['trace']})"
+        lengths = f"each with s = {s} prompt and o = {o} output tokens"
+        if mix:
+            lengths = (mix_text(mix) + f" (means s = {mix['input_tokens']['mean']:,.1f}, o = "
+                       f"{mix['output_tokens']['mean']:,.1f})")
         return (f"a benchmark run of {sv['num_requests']:,} requests simulated step by step, {stack} stack: "
-                f"{load}, each with s = {s} prompt and o = {o} output tokens; an engine step runs every decode "
+                f"{load}, {lengths}; an engine step runs every decode "
                 "and " + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
                 + f"; tp {tp} pp {pp}" + (f" ({sv['micro_batches']} micro-batches in flight, one per stage at a "
                                          "time)" if pp > 1 else "")
@@ -6198,7 +7581,15 @@ def main(argv=None):
     if args.kv_cache_bits is None:
         args.kv_cache_bits = kvb if kvb is not None else max(args.activation_bits, 8)
     validate(args, parser, spec)
+    args.requests = None
+    if args.num_requests is not None or args.trace:
+        args.requests = workload_requests(args, parser)
+    if args.requests:  # the mean request stands for s and o in the breakdown and the memory check
+        args.prompt_tokens = max(1, round(sum(r[1] for r in args.requests) / len(args.requests)))
+        args.output_tokens = max(1, round(sum(r[2] for r in args.requests) / len(args.requests)))
     hw, hw_notes = resolve_hardware(args, parser)
+    if args.speculative:
+        hw["speculative"] = args.speculative
     # notes and warnings go to stderr once the answer stands: an input refused further on gets
     # its one error line alone
     trained = spec.get("trained_context")
@@ -6232,6 +7623,9 @@ def main(argv=None):
     w_store = fmt["linear_bits"] if fmt else args.weight_store_bits  # bits per stored weight, scales in
     bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
+    if args.capacity:
+        flush_pending()
+        return run_capacity(spec, args, parser, bits=bits)
     if args.search:
         res = search_serving(spec, args, parser, fmt)
         flush_pending()
@@ -6251,7 +7645,7 @@ def main(argv=None):
         return res
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"], ep=ep, etp=etp)
     serving = None
-    if args.concurrency is not None or args.request_rate is not None:
+    if args.concurrency is not None or args.request_rate is not None or args.requests:
         serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
                                      w_bytes=w_bytes)
         # the memory check holds the requests in service (queued ones hold no KV cache)
@@ -6269,14 +7663,27 @@ def main(argv=None):
         req_s = hw["request_overhead_s"]
     else:
         lay = dict(tp=tp, pp=pp, dp=dp, ep=ep)
-        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s, context_before=0, absorbed=False,
+        cached = args.prefix_tokens or 0  # -b with --prefix-tokens: the prefix's cache is there already
+        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
-        first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
-                                       **lay, **bits))
-        last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
-                                      absorbed=True, **lay, **bits))
-        dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
-                     + step_s * (o - 1))
+        sp = args.speculative
+        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step
+
+            def spec_step(ctx):
+                r = with_step(forward_pass(spec, hw, batch=b, new_tokens=sp["k"] + 1, context_before=ctx,
+                                           absorbed=True, **lay, **bits))
+                d = draft_step_s(sp, hw, batch=b, context=ctx, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
+                return dict(r, time_s=r["time_s"] + d, components_s=dict(r["components_s"], speculative_draft=d))
+            first, last = spec_step(s), spec_step(s + max(o - 2, 0))
+            pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
+            dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        else:
+            first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
+                                           **lay, **bits))
+            last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
+                                          absorbed=True, **lay, **bits))
+            dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
+                         + step_s * (o - 1))
         tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
         req_s = hw["request_overhead_s"]
         ttft = req_s + pre["time_s"]
@@ -6326,7 +7733,9 @@ def main(argv=None):
         "weight_bits": args.weight_bits, "weight_storage_bits": w_store, "activation_bits": args.activation_bits,
         "checkpoint_format": fmt,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
-        "hardware": hw,
+        "hardware": {k: v for k, v in hw.items() if k != "speculative"},
+        "speculative": ({k: v for k, v in args.speculative.items() if k not in ("draft_spec", "target_spec")}
+                        if args.speculative else None),
         "prefill_s": pre["time_s"], "ttft_s": ttft, "request_overhead_s": req_s, "prefill_bound": pre["bound"],
         "prefill_components_s": pre["components_s"], "prefill_flops_per_gpu": pre["flops"],
         "prefill_bytes_per_gpu": pre["bytes"],

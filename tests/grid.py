@@ -339,6 +339,8 @@ _TIMINGS = [
     # how many and what they count depend on the machine's speed
     (re.compile(r"^searching: layout [0-9]+ of [0-9]+, [0-9]+ points so far\n", re.M), ""),
     (re.compile(r"^simulating the benchmark: [0-9,]+ of [0-9,]+ requests done\n", re.M), ""),
+    (re.compile(r"^capacity: .*, [0-9.]+ s so far\n", re.M), ""),  # a capacity plan's progress and time
+    (re.compile(r"^capacity: [0-9]+ layouts sized in [0-9.]+ s\n", re.M), ""),
 ]
 # calc_inference_latency's --search report opens with a paragraph wrapped at 100 columns that holds
 # the search's run time, so a longer or shorter time can move the line breaks after it.

@@ -1159,7 +1159,7 @@ def test_token_budget_makes_requests_queue(capsys):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["-c", "500"], "use -c"),
+    (["-c", "500", "--refuse-past-pool"], "use -c"),
     (["--request-rate", "1000"], "sustains"),
     (["-c", "2", "-b", "2"], "static batch"),
     (["-c", "2", "--request-rate", "1"], "give one"),
@@ -1750,11 +1750,14 @@ def test_queue_past_the_kv_pool_matches_nim(c, ttft_ms, itl_ms, tput):
     assert sv["output_tokens_per_s"] == pytest.approx(tput, rel=0.20)
 
 
-def test_concurrency_past_the_pool_still_exits_2_without_the_queue_flag(capsys):
+def test_concurrency_past_the_pool_queues_by_default_and_exits_2_when_refused(capsys):
+    # issue 34: "by default, concurrency past the pool queues as a server does"
+    argv = L3_70B + ["--gpu", "h100", "-tp", "2", "--precision", "fp8", "-s", "5000", "-o", "500", "-c", "150"]
+    assert run(argv)["serving"] == run(argv + ["--queue-past-pool"])["serving"]
     with pytest.raises(SystemExit) as e:
-        main(L3_70B + ["--gpu", "h100", "-tp", "2", "--precision", "fp8", "-s", "5000", "-o", "500", "-c", "150"])
+        main(argv + ["--refuse-past-pool"])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and "--queue-past-pool" in err
+    assert e.value.code == 2 and "--refuse-past-pool" in err
 
 
 # The running-request cap (vLLM's max_num_seqs, TensorRT-LLM's max_batch_size). vLLM's OpenAI

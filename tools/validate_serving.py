@@ -114,6 +114,8 @@ def bench_load(r0):
 
 # the rows that set tensorrt-llm-pytorch's MoE factor (tools/fit_trtllm_moe_factor.py): listed, not judged
 CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
+# the rows that set tensorrt-llm-triton's per-request cost (stacks.py): listed, not judged
+TRITON_CALIBRATION = "calibration: TensorRT-LLM v0.14 H100 QPS 2 TTFT"
 
 
 def is_moe(model):
@@ -176,14 +178,18 @@ def _compare(rs):
         # "500 requests" per run (the section's text); QPS INF sends them all at once. The
         # benchmark is simulated step by step (--num-requests): its throughput is over the run's
         # duration, ramp-up and drain included, and past what the engine sustains requests queue
-        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+        # served through Triton's tensorrtllm_backend: the tensorrt-llm-triton preset, whose
+        # per-request cost the H100 TTFT rows at QPS 2 set (listed as calibration, not judged)
+        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm-triton", "-s", r0["input_len"],
                                "-o", r0["output_len"], "--request-rate", r0["request_rate"],
                                "--num-requests", "500"])
         keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "output_throughput": ("output_tokens_per_s", 1)}
         for r in rs:
             if r["metric"] in keys:
                 k, unit = keys[r["metric"]]
-                yield ("TensorRT-LLM v0.14 online", r, r["metric"], float(r["value"]) * unit,
+                sets = r["metric"] == "TTFT" and r0["request_rate"] == "2" and r0["gpu"].startswith("H100")
+                yield (TRITON_CALIBRATION if sets else "TensorRT-LLM v0.14 online", r, r["metric"],
+                       float(r["value"]) * unit,
                        res["serving"][k] if res else None, err)
     elif "performance.md @77d24" in src:
         res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
@@ -260,6 +266,32 @@ def _compare(rs):
             if r["metric"] in keys:
                 k, unit = keys[r["metric"]]
                 yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, res["serving"][k] if res else None, err
+    elif r0["input_len"].startswith("ShareGPT") and r0["row_id"].startswith(("SGL060", "VLLMBK-SRV", "VLLMBK-THR")):
+        # ShareGPT runs: the lengths as the ShareGPT-shaped mix draws them (--dataset sharegpt), the
+        # request count and rate the source states (vLLM CI: 200 prompts; SGLang's v0.6 comparison:
+        # 1,200 online, 5,000 offline); SGLang's rows with its preset, the rest vLLM's
+        count = re.search(r"num prompts (\d+)", r0["notes"]) or re.search(r"\((\d+) prompts\)", r0["input_len"])
+        stack = "sglang" if r0["stack"] == "SGLang" else "vllm"
+        rate = r0["request_rate"] if r0["request_rate"] != "NOT FOUND" else "inf"
+        # vLLM 0.6.0 in SGLang's comparison ran --num-scheduler-steps 10 (its README's commands)
+        steps = ["--num-scheduler-steps", "10"] if r0["row_id"].startswith("SGL060") and stack == "vllm" else []
+        res, err = run(base + ["-tp", tp, "--serving-stack", stack, "--dataset", "sharegpt",
+                               "--num-requests", count.group(1), "--request-rate", rate] + steps)
+        stat = {"mean": "_s", "median": "_median_s", "p99": "_p99_s"}
+        keys = {"TTFT": "ttft", "TPOT": "tpot", "E2E_latency": "e2e"}
+        if stack == "sglang":  # SGLang's ITL is its TPOT (no multi-step bursts); vLLM 0.6's ITL is a burst's
+            keys["ITL"] = "tpot"
+        if r0["row_id"].startswith("VLLMBK-SRV"):
+            keys["ITL"] = "tpot"  # vLLM CI's ITL: per-token gaps; mean and median compared with TPOT's
+        for r in rs:
+            m = r["metric"]
+            if m in keys and r["stat"] in stat and not (m == "ITL" and r["stat"] == "p99"):
+                yield ("ShareGPT mixes (vLLM CI, SGLang v0.6)", r, f"{m} {r['stat']}", float(r["value"]) * 1e-3,
+                       res["serving"][keys[m] + stat[r["stat"]]] if res else None, err)
+            elif m in ("request_throughput", "output_throughput"):
+                k = "requests_per_s" if m == "request_throughput" else "output_tokens_per_s"
+                yield ("ShareGPT mixes (vLLM CI, SGLang v0.6)", r, m, float(r["value"]),
+                       res["serving"][k] if res else None, err)
     elif "buildkite" in src and r0["metric"] == "E2E_latency" and "benchmark_latency" in r0["stack"]:
         res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"], "-o", r0["output_len"],
                                "-b", r0["batch_or_concurrency"]])
@@ -285,7 +317,7 @@ def main():
         out.append({"group": group, "row_id": r["row_id"], "source": r["source"], "model": r["model"], "gpu": r["gpu"],
                     "metric": metric, "published": pub, "ours": "" if ours is None else f"{ours:.6g}",
                     "error": "" if err is None else f"{err:+.4f}",
-                    "used_for_calibration": "yes" if group == CALIBRATION else "no",
+                    "used_for_calibration": "yes" if group.startswith("calibration:") else "no",
                     "note": note or ""})
         if "-v" in sys.argv and group != "not run":
             print(f"{group:32} {r['row_id']:16} {metric:18} {float(pub):>12.5g} {out[-1]['ours']:>12} "
@@ -297,7 +329,7 @@ def main():
         w.writeheader()
         w.writerows(out)
     print(f"{'group':32}{'rows':>6}{'refused':>9}{'within 20%':>12}{'median |err|':>14}")
-    judged = [x for x in out if x["group"] not in ("not run", CALIBRATION)]
+    judged = [x for x in out if x["group"] != "not run" and not x["group"].startswith("calibration:")]
     for g in dict.fromkeys(x["group"] for x in out if x["group"] != "not run"):
         items = [x for x in out if x["group"] == g]
         errs = [abs(float(x["error"])) for x in items if x["error"]]

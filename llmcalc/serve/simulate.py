@@ -3,6 +3,8 @@ drain, with the statistics benchmark clients report."""
 
 import math
 
+from .forward import forward_pass
+from .speculative import draft_step_s
 from .steady import mixed_step
 
 
@@ -22,9 +24,9 @@ def benchmark_arrivals(*, n, rate, arrivals, seed):
     return times
 
 
-def _percentile(values, q):
+def _percentile(values, q, presorted=False):
     """The q-th percentile of values, linear between order statistics (numpy's default)."""
-    v = sorted(values)
+    v = values if presorted else sorted(values)
     x = (len(v) - 1) * q / 100
     lo = math.floor(x)
     return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (x - lo)
@@ -40,7 +42,7 @@ class SimulationTooLong(Exception):
 
 def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
                        bits, rate=None, concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1,
-                       progress=None):
+                       progress=None, output_steps=None):
     """A finite benchmark run stepped through, as a client such as vLLM's benchmark_serving.py or
     TensorRT-LLM's Triton benchmark measures one: num_requests requests of s prompt and o output
     tokens, sent at `rate` per second (benchmark_arrivals) or by `concurrency` clients that each
@@ -74,6 +76,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     request, the duration, the throughputs and the mean step's composition."""
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them: start-up time)
     s, o = prompt_tokens, output_tokens
+    o_run = output_steps or o  # speculative decoding: a request's decode steps + 1, fewer than o
     K = token_budget if math.isfinite(token_budget) else 10 ** 18  # inf: every prompt whole
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
@@ -141,12 +144,12 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         ctx = s + step - first_sum / d if d else s  # a decoder's context: s + its tokens out - 1
         k = 1
         if not chunks:  # decode only: unchanged until a finish or an arrival that can be admitted
-            k = o - (step - cohorts[0][0] + 1)
+            k = o_run - (step - cohorts[0][0] + 1)
             if pending and n_run < run_cap:
                 k = min(k, max(1, math.ceil((pending[0] - t) / step_s(d, ctx, 0))))
         t += k * step_s(d, ctx + (k - 1) / 2, p)
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
-        while cohorts and step - cohorts[0][0] + 1 >= o:
+        while cohorts and step - cohorts[0][0] + 1 >= o_run:
             finish(*cohorts.popleft())
         new = []
         for c in chunks:
@@ -156,7 +159,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             new.append(prefilling.popleft()[0])
         if new:
             d, first_sum = d + len(new), first_sum + len(new) * step
-            if o == 1:
+            if o_run == 1:
                 finish(step, t, new)
             else:
                 cohorts.append((step, t, new))
@@ -181,8 +184,337 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "ttft_median_s": _percentile(ttft, 50), "ttft_p99_s": _percentile(ttft, 99),
             "tpot_median_s": _percentile(tpots, 50), "tpot_p99_s": _percentile(tpots, 99),
             "e2e_median_s": _percentile(e2e, 50), "e2e_p99_s": _percentile(e2e, 99),
+            "ttft_p90_s": _percentile(ttft, 90), "tpot_p90_s": _percentile(tpots, 90), "e2e_p90_s": _percentile(e2e, 90),
             "num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
             "decode_step": dec, "prompt_step": pre}
+
+
+def _bucket(x, _log=math.log):
+    """x rounded for the step-cost memo: exact below 64, else to a grid 1/32 apart in log (3%
+    steps), so a mix's many contexts and chunk sizes cost a few hundred distinct passes. Returns
+    the grid index (x itself below 64); _grid_value gives the value back."""
+    return int(x + 0.5) if x < 63.5 else 100_000 + int(_log(x) * 32 + 0.5)
+
+
+def _grid_value(i):
+    """The value of a _bucket index."""
+    return i if i < 100_000 else round(math.exp((i - 100_000) / 32))
+
+
+def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_running, bits, rate=None,
+                      concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1, progress=None, memo=None,
+                      host_tokens=0, host_s_per_token=0.0, scheduler_steps=1):
+    """A benchmark run of requests that differ (workload.py: a drawn length mix or a trace), each
+    (arrival_s, s_i, o_i, prefix_key, prefix_tokens), stepped through with simulate_benchmark's
+    scheduler, per request instead of per cohort:
+      * the KV pool counts tokens (pool_tokens per data-parallel group and micro-batch, a
+        request's cache at its s_i + o_i: reserved whole on admission, TensorRT-LLM's
+        GUARANTEED_NO_EVICT); at most max_running run at once; admission in arrival order stops at
+        the first request that does not fit (first come, first served);
+      * prefix caching (vLLM's automatic prefix caching, SGLang's RadixAttention): a prefix key
+        names a cached token sequence; a request finds min(prefix_tokens, its length) tokens of it
+        (at most s_i - 1), computes only the rest of its prompt, attending to the cached ones (its
+        chunks cost as prompt tokens after that context), and reserves only its own tokens. The
+        first request of a key caches its prefix from the end of its prompt, and every request of
+        a key leaves its whole sequence (prompt and output) cached under it when done, so the next
+        turn of a conversation finds its history. A key holds pool tokens until evicted, least
+        recently used first among those no running request reads, when an admission needs room
+        (one key per request: a system prompt shared across conversations and each conversation's
+        own history are not both expressed);
+      * a step's prompt chunks are costed as one group of equal chunks at their mean length and
+        mean cached context, its decodes at their mean context; step costs are memoised on a grid
+        3% apart (_bucket);
+      * a host tier (host_tokens > 0, KV offload): a prefix the pool evicts moves to host memory
+        (least recently used dropped past host_tokens; the copy out is written behind, not timed);
+        a request whose key is only there brings it back into the pool, the step that starts its
+        prompt waiting host_s_per_token per token of it (not overlapped with the step's layers);
+      * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
+        runs N decode steps before it looks again, so an arrival waits for the window to end; a
+        step with prompt work opens a new window;
+      * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
+        `concurrency` clients each sending its next request when the last returns; with dp
+        data-parallel groups and pp micro-batches every units-th request goes to the one unit
+        simulated (at rate / units), as simulate_benchmark splits alike requests.
+    Returns simulate_benchmark's statistics (means, medians, p90 and p99 over the mix) plus the
+    prefix cache's: hits, prompt tokens computed and skipped, evictions, most pool tokens held."""
+    import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
+    K = token_budget if math.isfinite(token_budget) else 10 ** 18
+    closed = concurrency is not None
+    engines = max(1, min(pp, (concurrency if closed else len(requests)) // dp))
+    units = dp * engines
+    reqs = requests[::units] if units > 1 else requests
+    n = len(reqs)
+    sp = hw.get("speculative")
+    # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
+    # the expected tokens per verification step (rounded up)
+    o_run = [r[2] if not sp or r[2] == 1 else 1 + math.ceil((r[2] - 1) / sp["tokens_per_step"]) for r in reqs]
+    run_cap = max(1, min(max_running // units if max_running else 10 ** 9, K))
+    free = pool_tokens / units  # tokens of the unit's pool
+    req_s, step_oh = hw["request_overhead_s"], hw["step_overhead_s"]
+    if closed:
+        pending = [(0.0, i) for i in range(min(max(1, math.ceil(concurrency / units)), n))]
+        sent = len(pending)
+    else:
+        if rate is not None:
+            times = benchmark_arrivals(n=n, rate=rate / units, arrivals=arrivals, seed=seed)
+        else:
+            times = [r[0] for r in reqs]
+        pending = [(times[i], i) for i in range(n)]
+        sent = n
+    heapq.heapify(pending)
+    memo = {} if memo is None else memo  # step costs: a caller running one layout again passes its own
+    kw = dict(tp=tp, pp=pp, dp=dp, ep=ep, **bits)
+
+    def pass_s(batch, new, before, absorbed, also=()):
+        r = forward_pass(spec, hw, batch=dp * batch, new_tokens=new, context_before=before, absorbed=absorbed,
+                         also=tuple((dp * g[0],) + g[1:] for g in also), **kw)
+        return r["time_s"], r["components_s"]["attention_core"]
+
+    vt = sp["k"] + 1 if sp else 1  # tokens a decode runs per step (the verification of K drafts)
+
+    grid = {}  # _bucket of whole numbers, looked up
+
+    def bucket(x):
+        x = int(x + 0.5)
+        b = grid.get(x)
+        if b is None:
+            b = grid[x] = _bucket(x)
+        return b
+
+    def step_s(d, ctx, chunks, p, pctx):
+        """One step: the weights' and the stack's part, set by the step's tokens and logit rows,
+        plus each group's attention (forward_pass sums them, a roofline per group), plus a
+        speculative draft's passes."""
+        key = (bucket(d * vt + p), bucket(d + chunks), p > 0)
+        t = memo.get(key)
+        if t is None:  # rows - 1 decodes and one sequence carrying the other tokens, attention aside
+            n, rows = _grid_value(key[0]), _grid_value(key[1])
+            one = max(1, n - rows + 1)
+            total, attn = pass_s(rows - 1, 1, 0, True, ((1, one, 0, one == 1),)) if rows > 1 else \
+                pass_s(1, n, 0, n == 1)
+            t = memo[key] = total - attn + step_oh
+        if d:
+            key = ("d", bucket(d), bucket(ctx))
+            a = memo.get(key)
+            if a is None:
+                dd, cc = _grid_value(key[1]), _grid_value(key[2])
+                a = memo[key] = pass_s(dd, vt, cc, True)[1] + (
+                    draft_step_s(sp, hw, batch=dp * dd, context=cc, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
+                    if sp else 0.0)
+            t += a
+        if chunks:
+            key = ("p", bucket(chunks), bucket(p / chunks), bucket(pctx))
+            a = memo.get(key)
+            if a is None:
+                a = memo[key] = pass_s(_grid_value(key[1]), max(1, _grid_value(key[2])), _grid_value(key[3]),
+                                       False)[1]
+            t += a
+        return t
+
+    arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    reserved = [0] * n  # pool tokens each running request holds
+    uses = [None] * n   # the cached prefix a running request reads
+    cache = collections.OrderedDict()  # prefix key -> [tokens cached, running readers]; oldest use first
+    held = most_held = hits = evictions = 0
+    host = collections.OrderedDict()  # the host tier: prefix key -> tokens; oldest use first
+    host_held = host_hits = loaded = 0
+    load_wait = 0.0  # seconds of host loads the next step waits for
+    since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
+    computed = skipped = 0
+    waiting = collections.deque()
+    prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
+    finishing = []  # heap of (step of the last token, index)
+    d = base = n_run = step = done = most = 0  # base: sum over decoders of s_i - their first step
+    t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
+    started = last_shown = time.monotonic()
+
+    def evict(k):
+        """The pool drops prefix k: to the host tier when there is one."""
+        nonlocal free, held, evictions, host_held
+        n_k = cache.pop(k)[0]
+        free, held, evictions = free + n_k, held - n_k, evictions + 1
+        if host_tokens and n_k <= host_tokens:
+            host_held += n_k - host.pop(k, 0)
+            host[k] = n_k
+            while host_held > host_tokens:
+                host_held -= host.popitem(last=False)[1]
+
+    def admit(i):
+        """Admit request i if the pool has room (evicting unused prefixes); False if not."""
+        nonlocal free, held, hits, computed, skipped, host_held, host_hits, loaded, load_wait, most_held
+        _, s_i, o_i, key, p_i = reqs[i]
+        entry = cache.get(key) if key is not None else None
+        back = 0 if entry or key is None or key not in host else host[key]  # to bring back from the host
+        h = min(p_i, entry[0] if entry else back, s_i - 1)  # cached tokens it finds (one of its own at least)
+        need = s_i + o_i - h + back
+        if back:
+            host.move_to_end(key)  # the pool's evictions below push older prefixes out of the host first
+        if need > free:
+            for k in [k for k, e in cache.items() if e[1] == 0 and k != key]:
+                if need <= free:
+                    break
+                evict(k)
+        if need > free:
+            return False
+        if back and key not in host:  # pushed out of a small host tier just now: computed instead
+            back, h, need = 0, 0, s_i + o_i
+        if back:  # the host's copy comes back into the pool as the key's cached sequence
+            host_held -= host.pop(key)
+            free, held, need = free - back, held + back, need - back
+            most_held = max(most_held, held)
+            entry = cache[key] = [back, 0]
+            host_hits, loaded, load_wait = host_hits + 1, loaded + back, load_wait + back * host_s_per_token
+        free -= need
+        reserved[i] = need
+        if entry:
+            entry[1] += 1
+            cache.move_to_end(key)
+            uses[i] = key
+        hits += h > 0
+        computed, skipped = computed + s_i - h, skipped + h
+        prefilling.append([i, s_i - h, h])
+        return True
+
+    def grow(i, upto):
+        """Request i's first `upto` tokens become its prefix key's cached sequence (from the pool
+        tokens it reserved) where the entry is shorter."""
+        nonlocal held, most_held
+        key = reqs[i][3]
+        entry = cache.get(key)
+        if entry is None:
+            entry = cache[key] = [0, 0]
+        if uses[i] is None:
+            entry[1] += 1
+            uses[i] = key
+        cache.move_to_end(key)
+        moved = min(max(0, upto - entry[0]), reserved[i])
+        if moved:
+            entry[0] += moved
+            reserved[i] -= moved
+            held += moved
+            most_held = max(most_held, held)
+
+    def release(i):
+        """Request i is done: its whole sequence stays cached under its prefix key (the next turn
+        of a conversation finds it), the rest of its tokens go back to the pool."""
+        nonlocal free
+        key = reqs[i][3]
+        if key is not None:
+            grow(i, reqs[i][1] + reqs[i][2])
+            cache[key][1] -= 1
+            uses[i] = None
+        free += reserved[i]
+
+    while done < n:
+        while pending and pending[0][0] <= t:
+            a, i = heapq.heappop(pending)
+            arrival[i] = a
+            waiting.append(i)
+        looks = since >= scheduler_steps or not d  # the scheduler admits only between windows
+        while looks and waiting and n_run < run_cap and admit(waiting[0]):
+            waiting.popleft()
+            n_run += 1
+        if not n_run:
+            if not pending:  # nothing runs and the head cannot fit: one request larger than the pool
+                raise ValueError(f"a request of {reqs[waiting[0]][1] + reqs[waiting[0]][2]:,} tokens does not fit "
+                                 f"the KV pool of {pool_tokens / units:,.0f} tokens")
+            t = max(t, pending[0][0])
+            continue
+        most = max(most, n_run)
+        room, chunks, ctx_sum = (K - d if looks else 0), [], 0
+        for r in prefilling:
+            if room <= 0:
+                break
+            c = min(r[1], room)
+            chunks.append(c)
+            ctx_sum += r[2]
+            room -= c
+        p = sum(chunks)
+        ctx = base / d + step if d else 0
+        k = 1
+        if not chunks:
+            k = finishing[0][0] - step
+            if scheduler_steps > 1:  # runs to the window's end (or a finish): arrivals wait for it
+                since = 0 if since >= scheduler_steps else since
+                k = min(k, scheduler_steps - since)
+            elif pending and not waiting and n_run < run_cap:
+                k = min(k, max(1, math.ceil((pending[0][0] - t) / step_s(d, ctx, 0, 0, 0))))
+            k = max(k, 1)
+            since += k
+        else:
+            since = 0 if scheduler_steps > 1 else since
+        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0) + load_wait
+        load_wait = 0.0
+        step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
+        while finishing and finishing[0][0] <= step:
+            _, i = heapq.heappop(finishing)
+            d, base, n_run, done = d - 1, base - (reqs[i][1] - first_step[i]), n_run - 1, done + 1
+            ttft.append(first_t[i] - arrival[i] + req_s)
+            e2e.append(t - arrival[i] + req_s)
+            tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
+            duration = t + req_s
+            release(i)
+            if closed and sent < n:
+                heapq.heappush(pending, (t + req_s, sent))
+                sent += 1
+        for c in chunks:
+            r = prefilling[0]
+            r[1] -= c
+            r[2] += c
+            if r[1] > 0:
+                break
+            prefilling.popleft()
+            i = r[0]
+            first_t[i], first_step[i] = t, step
+            if reqs[i][3] is not None and reqs[i][4]:  # its prefix is computed: cached from now on
+                grow(i, reqs[i][4])
+            if o_run[i] == 1:
+                n_run, done = n_run - 1, done + 1
+                ttft.append(t - arrival[i] + req_s)
+                e2e.append(t - arrival[i] + req_s)
+                duration = t + req_s
+                release(i)
+                if closed and sent < n:
+                    heapq.heappush(pending, (t + req_s, sent))
+                    sent += 1
+            else:
+                d, base = d + 1, base + reqs[i][1] - step
+                heapq.heappush(finishing, (step + o_run[i] - 1, i))
+        if progress and time.monotonic() - last_shown > 1.0:
+            now = time.monotonic()
+            left = (n - done) * (now - started) / max(done, 1)
+            if left > SIMULATION_LIMIT_S:
+                raise SimulationTooLong(left, done * units, n * units)
+            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
+                     f"about {left:,.0f} s left")
+            last_shown = now
+    total = n * units
+    s_mean = sum(r[1] for r in reqs) / n
+    o_mean = sum(r[2] for r in reqs) / n
+    mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
+    ctx = s_mean + max(o_mean - 2, 0) / 2
+    mk = dict(tp=tp, pp=pp, prompt_tokens=max(1, round(s_mean)), bits=bits, dp=dp, ep=ep)
+    dec = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx, prefill_tokens=dp * mean_pre, **mk)
+    pre = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx,
+                     prefill_tokens=dp * max(mean_pre, min(s_mean, K)), **mk)
+    tpots = tpot or [pre["time_s"]]
+    out = {"num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
+           "output_tokens_per_s": units * sum(r[2] for r in reqs) / duration,
+           "input_tokens_per_s": units * sum(r[1] for r in reqs) / duration,
+           "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
+           "micro_batches": engines, "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
+           "decode_step": dec, "prompt_step": pre,
+           "prefix_hits": hits * units, "prompt_tokens_computed": computed * units,
+           "prompt_tokens_cached": skipped * units, "prefix_evictions": evictions * units,
+           "prefix_tokens_held_most": most_held, "kv_pool_tokens": pool_tokens,
+           "host_hits": host_hits * units, "host_tokens_loaded": loaded * units,
+           "host_load_s": loaded * host_s_per_token, "host_tokens_held": host_held}
+    for name, xs in (("ttft", ttft), ("tpot", tpots), ("e2e", e2e)):
+        out[f"{name}_s"] = sum(xs) / len(xs)
+        xs = sorted(xs)
+        for q, label in ((50, "median"), (90, "p90"), (99, "p99")):
+            out[f"{name}_{label}_s"] = _percentile(xs, q, presorted=True)
+    return out

@@ -115,6 +115,12 @@ SERVING_STACKS = {
     # perf-overview's 106 MoE rows (developer-guide/perf-overview.md @585c756; those rows are
     # calibration) and judged on the v1.0 table's 110 MoE rows
     "tensorrt-llm-pytorch": dict(_TRTLLM, moe_factor=True),
+    # TensorRT-LLM behind Triton's tensorrtllm_backend (HTTP/gRPC, the ensemble's pre- and
+    # post-processing models): as tensorrt-llm, plus 2.25 ms per request, the median of published
+    # TTFT less ours at the lightest load of perf-overview.md's v0.14 online table on H100 (QPS 2:
+    # Llama-3.1-8B 202/214, 467/16, 467/256 and 70B TP 4 the same: 3.8, 2.1, 2.4, 5.6, -0.8, 0.6
+    # ms; those six rows are calibration), judged on the table's other 210 rows (H200, QPS 4-inf)
+    "tensorrt-llm-triton": dict(_TRTLLM, request_overhead_ms=2.25),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
     # other than A100, else 2048 and 256 (vllm/engine/arg_utils.py, get_batch_defaults);
@@ -161,7 +167,10 @@ FLAG_RANGES = {
     "request_overhead_ms": (0, 1e6), "state_bits": (1, 64), "concurrency": (1, 10 ** 7),
     "request_rate": (1e-6, 1e7), "num_requests": (1, 10 ** 6), "seed": (0, 10 ** 9),
     "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
-    "step_overhead_ms": (0, 1e6),
+    "step_overhead_ms": (0, 1e6), "random_input_len": (1, 10 ** 9), "random_output_len": (1, 10 ** 9),
+    "random_range_ratio": (0, 0.999999), "prefix_tokens": (1, 10 ** 9), "prefix_hit_rate": (0, 1),
+    "speculative_tokens": (1, 64), "target_request_rate": (1e-6, 1e7), "host_kv_cache_gib": (1e-3, 1e7), "num_scheduler_steps": (1, 1024),
+    "host_kv_bandwidth_gbps": (1e-3, 1e6),
     "gpu_memory_utilization": (1e-3, 1)}
 # activation bits -> hardware.py dtype keys, first present wins
 COMPUTE_DTYPE = {32: ("tf32", "fp32"), 16: ("bf16", "fp16"), 8: ("fp8", "int8"), 4: ("fp4",)}

@@ -5,6 +5,7 @@ from ..model.formulas import decode_keys_read
 from ..model.kinds import layer_groups
 from .forward import (attention_core_costs, cached_keys_read, forward_pass,
     linear_mixer_core_costs, roofline_time_s, sum_max_linear)
+from .speculative import draft_step_s
 
 
 def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, state_bits=32):
@@ -141,13 +142,19 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     run in the same step (chunked prefill: Agrawal et al. 2024, "Sarathi-Serve", sec. 4; vLLM and
     TensorRT-LLM put decodes and prompt chunks in one batch). The prompt tokens are costed as that
     fraction of whole prompts of prompt_tokens (their attention pairs add up to a whole prompt's
-    over its chunks); both may be fractional steady-state means. Returns forward_pass's dict plus
-    the stack's fixed cost per step (hw["step_overhead_s"]) in time_s."""
+    over its chunks); both may be fractional steady-state means. With speculative decoding
+    (hw["speculative"]) each decode verifies K + 1 tokens and the draft's K passes are added
+    (draft_step_s). Returns forward_pass's dict plus the stack's fixed cost per step
+    (hw["step_overhead_s"]) in time_s."""
     also = (((prefill_tokens / prompt_tokens, prompt_tokens, 0, False),) if prefill_tokens > 0 else ())
-    r = forward_pass(spec, hw, tp=tp, pp=pp, batch=decodes, new_tokens=1, context_before=decode_context,
-                     absorbed=True, also=also, dp=dp, ep=ep, **bits)
-    r = dict(r, time_s=r["time_s"] + hw["step_overhead_s"])
-    r["components_s"] = dict(r["components_s"], step_overhead=hw["step_overhead_s"])
+    sp = hw.get("speculative")
+    r = forward_pass(spec, hw, tp=tp, pp=pp, batch=decodes, new_tokens=sp["k"] + 1 if sp else 1,
+                     context_before=decode_context, absorbed=True, also=also, dp=dp, ep=ep, **bits)
+    draft = draft_step_s(sp, hw, batch=decodes, context=decode_context, tp=tp, pp=pp, bits=bits, dp=dp,
+                         ep=ep) if sp else 0.0
+    r = dict(r, time_s=r["time_s"] + hw["step_overhead_s"] + draft)
+    r["components_s"] = dict(r["components_s"], step_overhead=hw["step_overhead_s"],
+                             **({"speculative_draft": draft} if sp else {}))
     return r
 
 

@@ -59,8 +59,8 @@ Conventions and assumptions:
     k/E)^n) of them in expectation under uniform independent routing (with Z zero-computation
     experts, LongCat-Flash: E (1 - (1 - k/(E+Z))^n)); FLOPs follow the k (k E / (E + Z)) real
     experts per token.
-  * The logits are computed for the last position only (b rows per pass). No speculative
-    decoding.
+  * The logits are computed for the last position only (b rows per pass; a speculative
+    verification adds K rows per sequence).
   * --serving-stack (default vllm, the open-source engine most deployments run) sets what the
     stack adds to the kernels: launch gap per kernel, the all-reduce kernel (NCCL ring, or a
     custom one-shot kernel: fixed cost + bytes at its measured rate), host time per engine step,
@@ -79,6 +79,23 @@ Conventions and assumptions:
     past what the engine sustains (no steady state needed) and the drain; mean, median and p99
     TTFT/TPOT/end-to-end, and throughput over the run's duration as those clients report it.
     Admission reserves a request's whole cache (TensorRT-LLM's GUARANTEED_NO_EVICT).
+  * Mixes (workload.py, simulate_requests): --dataset random (vLLM's RandomDataset: uniform within
+    --random-range-ratio of --random-input-len / --random-output-len), --dataset sharegpt (a
+    lognormal mix with the means of vLLM's ShareGPT runs, sigma 1.0 assumed) or --trace FILE (JSON
+    lines or CSV: arrival_s, input_tokens, output_tokens, optional prefix_id / prefix_tokens) run
+    request by request, the pool counted in tokens; mean, median, p90 and p99 over the mix.
+    --prefix-tokens N: the prompt's first N tokens shared and, once computed, cached (prefix
+    caching): a request that finds them computes only the rest over that context; cached prefixes
+    hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
+    finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
+    --host-kv-cache-gib G (offload.py): evicted prefixes move to a host tier and come back over the
+    host link (PCIe 4.0/5.0 x16 or NVLink-C2C at 0.8 of line rate) on a hit.
+  * --speculative-tokens K (speculative.py): each decoding sequence verifies K draft tokens in one
+    pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
+    costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
+    EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
+    (verification + draft) / tokens per step. --acceptance-rate defaults only for mtp (0.875,
+    DeepSeek-V3's 85-90%). A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -130,6 +147,11 @@ Examples:
       --serving-stack tensorrt-llm
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 -s 467 -o 256 \\
       --request-rate 32 --num-requests 500 --serving-stack tensorrt-llm   # a benchmark run past capacity
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --dataset random \\
+      --random-range-ratio 0.5 --num-requests 1000 --request-rate 8 --prefix-tokens 512
+  python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --trace requests.jsonl
+  python calc_inference_latency.py --hf_model_name_or_path deepseek-v3.json --gpu h800 --precision fp8 -tp 1 \\
+      -dp 32 -ep 32 -b 2048 --speculative-tokens 1   # MTP at DeepSeek's 85-90% acceptance
   python calc_inference_latency.py -l 80 -hs 8192 -a 64 --num-kv-heads 8 -tp 4 -pp 2 --peak-tflops 989 \\
       --memory-bandwidth-gbps 3350 --gpu-memory-gib 80
   python calc_inference_latency.py --hf_model_name_or_path llama-3.1-8b.json --gpu h100 --search --num-gpus 8 \\
@@ -167,6 +189,8 @@ from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.engine import layout_problem, serve_steady_state
+from .latency_capacity import add_capacity_args, run_capacity, validate_capacity
+from .latency_mix import add_mix_args, mix_text, validate_speculative, validate_workload
 from ..serve.forward import forward_pass
 from ..serve.memory import (cache_bytes_per_gpu, layer_cache_bytes, layer_weight_bytes,
     weight_bytes_per_gpu)
@@ -195,6 +219,14 @@ def format_report(res):
     lines = [gpu_line(hw), f"Model: {r['model']['described']}"] + textwrap.wrap(
         f"mode: {r['mode']}", width=100, subsequent_indent="      ")
     lines += [f"WARNING: {w}" for w in r["warnings"]]
+    sp = r.get("speculative")
+    if sp:
+        rates = ", ".join(f"{a:g}" for a in sp["acceptance_rates"])
+        lines += textwrap.wrap(
+            f"speculative decoding: {sp['method']} draft, K = {sp['k']} tokens per step, acceptance {rates} "
+            f"({sp['acceptance_source']}): {sp['tokens_per_step']:.3f} tokens per verification step; a decode step "
+            f"below verifies K + 1 tokens per sequence and runs the draft's passes, TPOT = step / tokens per step",
+            width=100, subsequent_indent="      ")
     if r["serving"]:
         lines += serving_report_lines(r)
     else:
@@ -212,19 +244,42 @@ def benchmark_report_lines(r):
     """The simulated benchmark's part of the report: per-request statistics, the run, the pool."""
     sv = r["serving"]
     gib = 2 ** 30
-    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in ("_s", "_median_s", "_p99_s")])
+    mix = sv.get("mix")
+    stats = ("_s", "_median_s", "_p90_s", "_p99_s") if mix else ("_s", "_median_s", "_p99_s")
+    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in stats])
             for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
-                              (f"End-to-end ({r['output_tokens']} output tokens)", "e2e"))]
+                              ("End-to-end" + (" (the mix)" if mix else f" ({r['output_tokens']} output tokens)"),
+                               "e2e"))]
     w = max(12, 2 + max(len(c) for _, cells in rows for c in cells))  # columns apart at any magnitude
-    lines = ["", f"{'per request':<34}{'mean':>{w}}{'median':>{w}}{'p99':>{w}}"]
+    heads = ("mean", "median", "p90", "p99") if mix else ("mean", "median", "p99")
+    lines = ["", f"{'per request' + (' (over the mix)' if mix else ''):<34}" + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
               f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
-              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-              "", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
+              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}"]
+    if mix:
+        a, b = mix["input_tokens"], mix["output_tokens"]
+        lines += ["", f"{'the mix (tokens)':<34}{'mean':>10}{'median':>10}{'p99':>10}{'min':>10}{'max':>10}"]
+        for name, x in (("input (prompt)", a), ("output", b)):
+            lines.append(f"{name:<34}{x['mean']:>10,.1f}{x['median']:>10,}{x['p99']:>10,}{x['min']:>10,}{x['max']:>10,}")
+        done = sv["prompt_tokens_computed"] + sv["prompt_tokens_cached"]
+        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["shared_prefix_requests"]:
+            lines.append(f"prefix cache: {sv['prefix_hits']:,} hits, {sv['prompt_tokens_cached']:,} of {done:,} prompt "
+                         f"tokens cached ({100 * sv['prompt_tokens_cached'] / max(done, 1):.1f}%, not computed), "
+                         f"{sv['prefix_evictions']:,} evictions, at most {sv['prefix_tokens_held_most']:,} tokens "
+                         "of cached prefixes held in one group's pool of "
+                         f"{sv['kv_pool_tokens'] / max(1, r['data_parallel_size']):,.0f}")
+        ht = mix.get("host_tier")
+        if ht:
+            lines.append(f"host KV tier: {ht['host_bytes_per_gpu'] / 2**30:,.1f} GiB per GPU ({ht['host_tokens']:,.0f} "
+                         f"tokens) at {ht['host_bytes_per_s'] / 1e9:,.1f} GB/s: {sv['host_hits']:,} prefixes brought back "
+                         f"({sv['host_tokens_loaded']:,} tokens, {fmt_s(sv['host_load_s'])} of loading); a token loads in "
+                         f"{ht['load_s_per_token'] * 1e6:,.2f} us against {ht['recompute_s_per_token'] * 1e6:,.2f} us to "
+                         f"compute it again: the tier {'pays' if ht['pays'] else 'does not pay'}")
+    lines += ["", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
               f"{sv['prompt_tokens_per_step']:.0f} prompt tokens on average; {sv['mean_in_flight']:.1f} requests "
               f"in the server on average, at most {sv['most_running']:,} running at once",
               f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
@@ -438,11 +493,15 @@ def build_parser():
     g.add_argument("--step-overhead-ms", type=finite_float, default=None,
                    help="fixed host cost per engine step (scheduling, sampling), ms (default: the stack's)")
     g.add_argument("--queue-past-pool", action="store_true",
-                   help="a --concurrency past what the KV pool holds waits in the server's queue (as "
-                        "vLLM, TensorRT-LLM and NIM queue) instead of exiting 2")
+                   help="kept for old commands: a --concurrency past what the KV pool holds waits in the "
+                        "server's queue (as vLLM, TensorRT-LLM and NIM queue it), now the default")
+    g.add_argument("--refuse-past-pool", action="store_true",
+                   help="exit 2 when a --concurrency does not fit the KV pool instead of queueing the rest")
     g.add_argument("--gpu-memory-utilization", type=finite_float, default=None,
                    help="share of GPU memory the engine takes for weights and the KV pool (default: "
                         "the stack's)")
+    add_mix_args(parser)
+    add_capacity_args(parser)
     g = parser.add_argument_group("search for the serving layout")
     g.add_argument("--search", action="store_true",
                    help="every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas), weight and "
@@ -513,7 +572,8 @@ def validate(args, parser, spec):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
     all_at_once = args.request_rate is not None and math.isinf(args.request_rate)  # needs --num-requests (below)
     check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if not (all_at_once and k == "request_rate")})
-    if args.num_requests is not None and args.concurrency is None and args.request_rate is None:
+    if (args.num_requests is not None and args.concurrency is None and args.request_rate is None
+            and not args.trace and args.target_request_rate is None):
         parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
     if args.request_rate is not None and math.isinf(args.request_rate) and args.num_requests is None:
         parser.error("--request-rate inf sends every request at once: add --num-requests N (a steady "
@@ -539,6 +599,9 @@ def validate(args, parser, spec):
         parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
     if args.plot is not None:
         check_plot_path(args.plot, parser)
+    validate_capacity(args, parser)
+    validate_workload(args, parser)
+    validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
     if unused and args.num_requests is None:
@@ -566,8 +629,15 @@ def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
         load = ("all sent at once" if sv["sent_at_once"] else
                 f"{sv['concurrency']} clients, each sending its next request when the last returns"
                 if rate is None else f"sent at {rate:g} requests/s ({sv['arrivals']} arrivals, seed {sv['seed']})")
+        mix = sv.get("mix")
+        if mix and mix["trace_arrivals"]:
+            load = f"sent at the trace's own times ({mix['trace']})"
+        lengths = f"each with s = {s} prompt and o = {o} output tokens"
+        if mix:
+            lengths = (mix_text(mix) + f" (means s = {mix['input_tokens']['mean']:,.1f}, o = "
+                       f"{mix['output_tokens']['mean']:,.1f})")
         return (f"a benchmark run of {sv['num_requests']:,} requests simulated step by step, {stack} stack: "
-                f"{load}, each with s = {s} prompt and o = {o} output tokens; an engine step runs every decode "
+                f"{load}, {lengths}; an engine step runs every decode "
                 "and " + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
                 + f"; tp {tp} pp {pp}" + (f" ({sv['micro_batches']} micro-batches in flight, one per stage at a "
                                          "time)" if pp > 1 else "")
@@ -653,7 +723,16 @@ def main(argv=None):
     if args.kv_cache_bits is None:
         args.kv_cache_bits = kvb if kvb is not None else max(args.activation_bits, 8)
     validate(args, parser, spec)
+    args.requests = None
+    if args.num_requests is not None or args.trace:
+        from ..serve.engine import workload_requests  # only a benchmark run
+        args.requests = workload_requests(args, parser)
+    if args.requests:  # the mean request stands for s and o in the breakdown and the memory check
+        args.prompt_tokens = max(1, round(sum(r[1] for r in args.requests) / len(args.requests)))
+        args.output_tokens = max(1, round(sum(r[2] for r in args.requests) / len(args.requests)))
     hw, hw_notes = resolve_hardware(args, parser)
+    if args.speculative:
+        hw["speculative"] = args.speculative
     # notes and warnings go to stderr once the answer stands: an input refused further on gets
     # its one error line alone
     trained = spec.get("trained_context")
@@ -687,6 +766,9 @@ def main(argv=None):
     w_store = fmt["linear_bits"] if fmt else args.weight_store_bits  # bits per stored weight, scales in
     bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
                 e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
+    if args.capacity:
+        flush_pending()
+        return run_capacity(spec, args, parser, bits=bits)
     if args.search:
         from ..serve.search import plot_front, search_report, search_serving  # only --search
         res = search_serving(spec, args, parser, fmt)
@@ -707,7 +789,7 @@ def main(argv=None):
         return res
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"], ep=ep, etp=etp)
     serving = None
-    if args.concurrency is not None or args.request_rate is not None:
+    if args.concurrency is not None or args.request_rate is not None or args.requests:
         serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
                                      w_bytes=w_bytes)
         # the memory check holds the requests in service (queued ones hold no KV cache)
@@ -725,14 +807,28 @@ def main(argv=None):
         req_s = hw["request_overhead_s"]
     else:
         lay = dict(tp=tp, pp=pp, dp=dp, ep=ep)
-        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s, context_before=0, absorbed=False,
+        cached = args.prefix_tokens or 0  # -b with --prefix-tokens: the prefix's cache is there already
+        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
-        first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
-                                       **lay, **bits))
-        last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
-                                      absorbed=True, **lay, **bits))
-        dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
-                     + step_s * (o - 1))
+        sp = args.speculative
+        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step
+            from ..serve.speculative import draft_step_s
+
+            def spec_step(ctx):
+                r = with_step(forward_pass(spec, hw, batch=b, new_tokens=sp["k"] + 1, context_before=ctx,
+                                           absorbed=True, **lay, **bits))
+                d = draft_step_s(sp, hw, batch=b, context=ctx, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
+                return dict(r, time_s=r["time_s"] + d, components_s=dict(r["components_s"], speculative_draft=d))
+            first, last = spec_step(s), spec_step(s + max(o - 2, 0))
+            pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
+            dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        else:
+            first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
+                                           **lay, **bits))
+            last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
+                                          absorbed=True, **lay, **bits))
+            dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
+                         + step_s * (o - 1))
         tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
         req_s = hw["request_overhead_s"]
         ttft = req_s + pre["time_s"]
@@ -782,7 +878,9 @@ def main(argv=None):
         "weight_bits": args.weight_bits, "weight_storage_bits": w_store, "activation_bits": args.activation_bits,
         "checkpoint_format": fmt,
         "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
-        "hardware": hw,
+        "hardware": {k: v for k, v in hw.items() if k != "speculative"},
+        "speculative": ({k: v for k, v in args.speculative.items() if k not in ("draft_spec", "target_spec")}
+                        if args.speculative else None),
         "prefill_s": pre["time_s"], "ttft_s": ttft, "request_overhead_s": req_s, "prefill_bound": pre["bound"],
         "prefill_components_s": pre["components_s"], "prefill_flops_per_gpu": pre["flops"],
         "prefill_bytes_per_gpu": pre["bytes"],

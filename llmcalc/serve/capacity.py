@@ -1,0 +1,216 @@
+"""Capacity planning: how many GPUs, of which kind, serve a request rate within a TTFT and TPOT
+target at a percentile, and what a million input and output tokens then cost; with the engine
+command that sets the winner up.
+
+For each GPU kind and each replica layout that holds the model (tensor parallel inside a node;
+data-parallel attention and expert parallelism for MoE models), the most requests per second one
+replica serves while the simulated benchmark's TTFT and TPOT at the percentile stay within the
+targets (bisection on the rate; each point a run of Poisson arrivals through simulate_requests,
+the steady state's saturation rate as the upper bound); the fleet is then ceil(R / that) replicas.
+The winner has the fewest GPUs, or with prices the lowest cost per hour."""
+
+import argparse
+import math
+import sys
+
+from .memory import kv_pool_capacity, weight_bytes_per_gpu
+from .search import serving_layouts
+from .simulate import simulate_requests
+from .stacks import resolve_hardware
+from .steady import mixed_step, steady_state
+
+# Rate bisection steps per layout: the rate a replica sustains to 2^-7 (0.8%) of its saturation rate.
+CAPACITY_BISECTION_STEPS = 7
+
+
+def fleet_replicas(*, rate, replica_rate):
+    """Replicas that serve `rate` requests/s when one serves at most `replica_rate` (load balanced
+    evenly, as a round-robin router spreads Poisson arrivals: each replica sees rate / n)."""
+    return math.ceil(rate / replica_rate - 1e-9)
+
+
+def cost_per_million_tokens(*, dollars_per_hour, input_tokens_per_s, output_tokens_per_s, prefill_share):
+    """($ per million input tokens, $ per million output tokens): the fleet's cost per second split
+    by the share of engine time its steps spend on prompt tokens (prefill_share: a mean step's
+    time less the same step without its prompt chunks, over the mean step) and on decodes."""
+    per_s = dollars_per_hour / 3600
+    i = per_s * prefill_share / input_tokens_per_s * 1e6 if input_tokens_per_s else None
+    o = per_s * (1 - prefill_share) / output_tokens_per_s * 1e6 if output_tokens_per_s else None
+    return i, o
+
+
+def engine_command(*, stack, model, tp, dp, ep, replicas, kv_bits, mem_util, max_seqs, max_tokens,
+                   prefix_caching, speculative):
+    """The command that starts the winner's replica on its stack, with the flags that carry the
+    layout and the pool (vLLM's `vllm serve`, SGLang's launch_server, TensorRT-LLM's
+    trtllm-serve); replicas beyond one are the same command behind a router."""
+    fp8_kv = kv_bits == 8
+    if stack == "sglang":
+        cmd = [f"python -m sglang.launch_server --model-path {model}", f"--tp {tp * dp}"]
+        if dp > 1:
+            cmd += [f"--dp {dp}", "--enable-dp-attention"]
+        if ep > 1:
+            cmd.append(f"--ep-size {ep}")
+        cmd += [f"--mem-fraction-static {mem_util:g}"]
+        if max_tokens:
+            cmd.append(f"--chunked-prefill-size {max_tokens}")
+        if max_seqs:
+            cmd.append(f"--max-running-requests {max_seqs}")
+        if fp8_kv:
+            cmd.append("--kv-cache-dtype fp8_e5m2")
+        if not prefix_caching:
+            cmd.append("--disable-radix-cache")
+        if speculative:
+            cmd.append(f"--speculative-algorithm {'EAGLE' if speculative['method'] in ('mtp', 'eagle') else 'NGRAM' if speculative['method'] == 'ngram' else 'STANDALONE'} "
+                       f"--speculative-num-steps {speculative['k']} --speculative-eagle-topk 1 "
+                       f"--speculative-num-draft-tokens {speculative['k'] + 1}")
+    elif stack.startswith("tensorrt-llm"):
+        cmd = [f"trtllm-serve {model}", f"--tp_size {tp * dp}"]
+        if ep > 1:
+            cmd.append(f"--ep_size {ep}")
+        cmd += [f"--kv_cache_free_gpu_memory_fraction {mem_util:g}"]
+        if max_seqs:
+            cmd.append(f"--max_batch_size {max_seqs}")
+        if max_tokens:
+            cmd.append(f"--max_num_tokens {max_tokens}")
+        if dp > 1 or speculative:
+            cmd.append("--extra_llm_api_options extra.yaml  # " + "; ".join(
+                (["enable_attention_dp: true"] if dp > 1 else [])
+                + ([f"speculative_config: {{decoding_type: {speculative['method'].upper()}, "
+                    f"num_nextn_predict_layers: {speculative['k']}}}"] if speculative else [])))
+    else:  # vllm
+        cmd = [f"vllm serve {model}", f"--tensor-parallel-size {tp}"]
+        if dp > 1:
+            cmd.append(f"--data-parallel-size {dp}")
+        if ep > 1:
+            cmd.append("--enable-expert-parallel")
+        cmd += [f"--gpu-memory-utilization {mem_util:g}"]
+        if max_seqs:
+            cmd.append(f"--max-num-seqs {max_seqs}")
+        if max_tokens:
+            cmd.append(f"--max-num-batched-tokens {max_tokens}")
+        if fp8_kv:
+            cmd.append("--kv-cache-dtype fp8")
+        cmd.append("--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching")
+        if speculative:
+            method = {"mtp": "deepseek_mtp", "eagle": "eagle3", "ngram": "ngram", "draft": "draft_model"}[
+                speculative["method"]]
+            cmd.append(f"--speculative-config '{{\"method\": \"{method}\", \"num_speculative_tokens\": "
+                       f"{speculative['k']}}}'")
+    line = " \\\n    ".join(cmd)
+    return line + (f"\n# x {replicas} replicas behind a load balancer" if replicas > 1 else "")
+
+
+def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentile, rate, max_ttft, max_tpot,
+                  sim_requests, progress=None):
+    """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` that serve `rate` requests/s
+    of `requests`' mix within max_ttft / max_tpot (seconds, inf: none) at `percentile` (50, 90 or
+    99), at the bits given (`bits`, as forward_pass takes them). Returns
+    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall}."""
+    import time  # only a capacity plan times itself
+    t0 = shown = time.perf_counter()
+    q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
+    s_mean = sum(r[1] for r in requests) / len(requests)
+    o_mean = sum(r[2] for r in requests) / len(requests)
+    cands, by_gpu = [], {}
+    for g_i, gpu in enumerate(gpus):
+        a = argparse.Namespace(**vars(args))
+        a.gpu = gpu
+        one = resolve_hardware(a, parser)[0]
+        node = one.get("gpus_per_node") or 8
+        layouts = [lay for lay in serving_layouts(spec, node, max_tp=node, max_replica=node) if lay[1] == 1]
+        for tp, pp, dp, ep in layouts:
+            if time.perf_counter() - shown > 1.0 and progress:
+                progress(f"capacity: {gpu} layout tp {tp} dp {dp} ep {ep}, {time.perf_counter() - t0:.1f} s so far")
+                shown = time.perf_counter()
+            a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size = tp, pp, dp
+            a.expert_parallel_size = ep
+            hw = resolve_hardware(a, parser)[0]
+            if args.speculative:
+                hw["speculative"] = args.speculative
+            w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"], ep=ep,
+                                           etp=tp * dp // ep)
+            ctx = max(1, round(s_mean + o_mean))
+            pool, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=ctx, w_bytes=w_bytes,
+                                                  kv_bits=bits["kv_bits"], a_bits=bits["a_bits"],
+                                                  state_bits=bits["state_bits"], dp=dp)
+            longest = max(r[1] + r[2] for r in requests)
+            if cap < 1 or (per_req > 0 and pool * ctx / per_req < longest):
+                continue  # the weights leave no pool, or the longest request does not fit it
+            seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
+            run_cap = min(cap, seqs) if seqs else cap
+            budget = hw["token_budget"] or math.inf
+            pool_tokens = dp * pool * ctx / per_req if per_req > 0 else 1e15
+            sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
+                               prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
+                               token_budget=budget, bits=bits)
+            top = run_cap / (sat["e2e_s"] + hw["request_overhead_s"])  # the replica's saturation rate
+            memo = {}
+
+            def run(r):
+                return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
+                                         pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=args.seed,
+                                         pp=pp, dp=dp, ep=ep, memo=memo)
+
+            def meets(st):
+                return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
+
+            lo, hi, best = 0.0, 0.95 * top, None  # past ~95% of saturation the queue never settles
+            st = run(hi)
+            if meets(st):
+                lo, best = hi, st
+            else:
+                for _ in range(CAPACITY_BISECTION_STEPS):
+                    mid = (lo + hi) / 2
+                    st = run(mid)
+                    if meets(st):
+                        lo, best = mid, st
+                    else:
+                        hi = mid
+            if best is None:
+                continue  # even a light load misses the targets on this layout
+            n_gpus = tp * dp * pp
+            replicas = fleet_replicas(rate=rate, replica_rate=lo)
+            c = {"gpu": gpu, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "gpus_per_replica": n_gpus,
+                 "replica_request_rate": lo, "replicas": replicas, "num_gpus": replicas * n_gpus,
+                 "dollars_per_hour": prices[g_i] * replicas * n_gpus if prices else None,
+                 "hw": hw, "bits": bits, "budget": budget, "pool_tokens": pool_tokens, "max_num_seqs": seqs,
+                 "memory_utilization": hw["memory_utilization"], "token_budget": hw["token_budget"]}
+            cands.append(c)
+            key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
+                lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
+            if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
+                by_gpu[gpu] = c
+    if not by_gpu:
+        return {"candidates": cands, "by_gpu": by_gpu, "winner": None}
+    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
+        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
+    for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
+        hw, bits = c["hw"], c["bits"]
+        a_rate = rate / c["replicas"]
+        st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
+                               pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
+                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"])
+        mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
+                  decode_context=s_mean + o_mean / 2)
+        full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],
+                          prefill_tokens=c["dp"] * st["prompt_tokens_per_step"], **mk)["time_s"]
+        dec = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"], prefill_tokens=0, **mk)["time_s"]
+        share = max(0.0, min(1.0, (full - dec) / full))
+        cached = st["prompt_tokens_cached"] / max(1, st["prompt_tokens_computed"] + st["prompt_tokens_cached"])
+        c.update(operating_point={k: st[k] for k in ("ttft_s", "ttft" + q, "tpot_s", "tpot" + q, "e2e_s",
+                                                      "decodes_per_step", "prompt_tokens_per_step")},
+                 prefill_share=share, cached_input_share=cached)
+        if c["dollars_per_hour"] is not None:
+            computed = rate * s_mean * (1 - cached)
+            i, o = cost_per_million_tokens(dollars_per_hour=c["dollars_per_hour"], input_tokens_per_s=computed,
+                                           output_tokens_per_s=rate * o_mean, prefill_share=share)
+            c.update(cost_per_million_input_tokens=i, cost_per_million_output_tokens=o,
+                     cost_per_million_cached_input_tokens=0.0 if cached else None)
+        else:
+            c.update(cost_per_million_input_tokens=None, cost_per_million_output_tokens=None,
+                     cost_per_million_cached_input_tokens=None)
+    winner = min(by_gpu.values(), key=key)
+    if progress and time.perf_counter() - t0 > 1.0:
+        print(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner}

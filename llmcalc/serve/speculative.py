@@ -1,0 +1,78 @@
+"""Speculative decoding and multi-token prediction: a draft proposes K tokens per decoding
+sequence, the target verifies them in one pass of K + 1 tokens, and the sequence keeps the
+accepted run plus one token of the target's own (Leviathan et al. 2023, "Fast Inference from
+Transformers via Speculative Decoding", sec. 3; Chen et al. 2023). Decode then runs at the speed of
+accepted tokens: TPOT = (verification step + draft) / tokens per step.
+
+The draft's cost by method: `mtp` the model's own multi-token-prediction module (DeepSeek-V3's,
+GLM-4.5's, Qwen3-Next's: one decoder layer of the model's last kind and the shared output head,
+run K times per step, as vLLM and SGLang reuse one MTP layer for K > 1); `eagle` an EAGLE head
+(one decoder layer of the target's shape and the output head, K times: EAGLE-3's draft for
+Llama-3.1-8B is one LlamaDecoderLayer); `draft` a smaller model given by its config, K passes;
+`ngram` prompt lookup on the host, no GPU work."""
+
+import math
+
+from .forward import forward_pass, roofline_time_s
+
+
+# Measured acceptance rates the script defaults to, by method (the others need --acceptance-rate):
+# DeepSeek-V3 technical report (arXiv 2412.19437), sec. 5.4.3: "the acceptance rate of the second
+# token prediction ranges between 85% and 90% across various generation topics"; the midpoint.
+# The same section measures the result: 1.8 x the tokens per second (judged in VALIDATION.md).
+DEFAULT_ACCEPTANCE = {"mtp": (0.875, "DeepSeek-V3 technical report sec. 5.4.3: 85-90% for the second token "
+                                     "(midpoint)")}
+SPECULATIVE_METHODS = ("mtp", "eagle", "draft", "ngram")
+
+
+def tokens_per_step(rates):
+    """Expected tokens a sequence gains per verification step with per-position acceptance rates
+    a_1..a_K (a_i: the chance that draft token i is accepted given that the ones before it were):
+    1 + a_1 + a_1 a_2 + ... + a_1...a_K (the accepted run, then the target's own token; Leviathan
+    et al. 2023, eq. 1 with a_i = alpha)."""
+    out, run = 1.0, 1.0
+    for a in rates:
+        run *= a
+        out += run
+    return out
+
+
+def acceptance_rates(text, k):
+    """--acceptance-rate as K per-position rates: one value (every position alike, the i.i.d.
+    assumption of Leviathan et al.) or K comma-separated values. Raises ValueError (one line)."""
+    try:
+        vals = [float(x) for x in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"--acceptance-rate {text!r}: give one number or {k} comma-separated numbers") from None
+    if len(vals) not in (1, k):
+        raise ValueError(f"--acceptance-rate has {len(vals)} values; give one or {k} (one per speculative token)")
+    if any(not (0 <= v <= 1) or math.isnan(v) for v in vals):
+        raise ValueError(f"--acceptance-rate values must be between 0 and 1, got {text}")
+    return vals * k if len(vals) == 1 else vals
+
+
+def draft_layer_spec(spec):
+    """The model as one decoder layer of its last kind: what an MTP module or an EAGLE head runs
+    per draft token (their embedding projection, 2h x h, is not costed: under 1/10 of a layer)."""
+    return dict(spec, layers=[spec["layers"][-1]], num_layers=1)
+
+
+def draft_step_s(info, hw, *, batch, context, tp, pp, bits, dp=1, ep=1):
+    """The draft's time per verification step for `batch` decoding sequences at `context` cached
+    tokens: K forward passes of one token each through the draft (info["draft_spec"]; none for
+    ngram), plus the K extra logit rows the target's head computes to verify them (forward_pass
+    costs one row per sequence). One stage (the draft runs beside the last pipeline stage)."""
+    k = info["k"]
+    if not batch:
+        return 0.0
+    t = 0.0
+    if info["draft_spec"] is not None:
+        dbits = dict(bits, e_bits=None) if info["method"] == "draft" else bits
+        t = k * forward_pass(info["draft_spec"], hw, tp=tp, pp=1, batch=batch, new_tokens=1, context_before=context,
+                             absorbed=True, dp=dp, ep=ep if info["method"] != "draft" else 1, **dbits)["time_s"]
+    spec = info["target_spec"]
+    head = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
+    rows = k * batch / dp
+    t += roofline_time_s(flops=2 * rows * head, bytes_moved=rows * spec["vocab_size"] / tp * 4,
+                         flops_per_s=hw["flops_per_s"], bytes_per_s=hw["bytes_per_s"])
+    return t

@@ -1,0 +1,210 @@
+"""The requests of a simulated benchmark when they are not all alike: lengths drawn as vLLM's
+`vllm bench serve --dataset-name random` draws them, a lognormal mix shaped like its ShareGPT
+runs, or a trace read from a file (arrival, prompt and output tokens, and a shared prefix).
+
+A request here is a tuple (arrival_s, input_tokens, output_tokens, prefix_key, prefix_tokens):
+arrival_s None when the load sets it (a rate or closed-loop clients), prefix_key None when the
+request shares nothing with another (its first prefix_tokens tokens are then its own)."""
+
+import math
+
+
+# The ShareGPT mix: the prompts and replies vLLM's benchmark draws from
+# ShareGPT_V3_unfiltered_cleaned_split.json (`--dataset-name sharegpt`, first turn's prompt, the
+# reply's length as the output; pairs with a prompt over 1,024 or a total over 2,048 tokens, or
+# fewer than 4 of either, are dropped). Means measured by `benchmark_serving.py --num-prompts 1000`
+# with Llama-3.1-8B-Instruct's tokenizer (seed 0): 215,196 input and 197,090 generated tokens
+# (vLLM users' runs, e.g. the A40 Triton run and the vllm-dlc run quoted in vLLM issues; the
+# input count repeats exactly across runs, the output count varies 185,671-198,532 with the
+# model's end-of-sequence). No published spread was found: the lognormal's sigma of 1.0 is an
+# assumption, stated with the mix. The means are of the clipped draws, mu solved for them.
+SHAREGPT_MEAN_INPUT_TOKENS = 215.196
+SHAREGPT_MEAN_OUTPUT_TOKENS = 197.090
+SHAREGPT_SIGMA = 1.0
+SHAREGPT_MAX_INPUT_TOKENS = 1024  # vLLM's sampler drops longer prompts
+SHAREGPT_MAX_TOTAL_TOKENS = 2048  # ... and longer prompt + reply pairs
+SHAREGPT_MIN_TOKENS = 4           # ... and shorter prompts or replies
+DATASETS = ("fixed", "random", "sharegpt")
+TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
+TRACE_LIMIT_TOKENS = 10 ** 9  # FLAG_RANGES' bound on -s and -o
+
+
+# --- formulas ------------------------------------------------------------------------------------
+def random_length_bounds(*, length, range_ratio, at_least=0):
+    """(low, high), both drawn, of vLLM's RandomDataset for a length and --random-range-ratio r:
+    floor(length (1 - r)) .. ceil(length (1 + r)) (vllm/benchmarks/datasets.py,
+    get_sampling_params; the output's low at least 1). vLLM subtracts the tokenizer's special
+    tokens from the input length first: not here (no tokenizer)."""
+    return max(math.floor(length * (1 - range_ratio)), at_least), math.ceil(length * (1 + range_ratio))
+
+
+def random_requests(*, n, input_len, output_len, range_ratio, prefix_tokens=0, seed=0):
+    """n requests of vLLM's random dataset: input and output lengths uniform integers over
+    random_length_bounds (numpy's integers(low, high + 1) there, Python's randint here: the same
+    distribution, other draws), the --prefix-tokens shared prefix prepended to every prompt (vLLM's
+    --random-prefix-len: the prompt is prefix + the drawn length)."""
+    import random  # only a drawn mix needs it (start-up time)
+    rng = random.Random(seed)
+    ilo, ihi = random_length_bounds(length=input_len, range_ratio=range_ratio, at_least=1)
+    olo, ohi = random_length_bounds(length=output_len, range_ratio=range_ratio, at_least=1)
+    key = "shared" if prefix_tokens else None
+    return [(None, prefix_tokens + rng.randint(ilo, ihi), rng.randint(olo, ohi), key, prefix_tokens)
+            for _ in range(n)]
+
+
+def clipped_lognormal_mean(*, mu, sigma, lo, hi):
+    """Mean of a lognormal(mu, sigma) clipped to [lo, hi] (values outside set to the bound): the
+    partial expectations of the lognormal (Johnson, Kotz & Balakrishnan 1994, ch. 14)."""
+    def phi(x):
+        return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+    a, b = (math.log(lo) - mu) / sigma, (math.log(hi) - mu) / sigma
+    inside = math.exp(mu + sigma ** 2 / 2) * (phi(b - sigma) - phi(a - sigma))
+    return lo * phi(a) + inside + hi * (1 - phi(b))
+
+
+def lognormal_mu_for_mean(*, mean, sigma, lo, hi):
+    """The mu whose lognormal clipped to [lo, hi] has the given mean (bisection: the clipped
+    mean grows with mu)."""
+    a, b = math.log(lo) - 10 * sigma, math.log(hi) + 10 * sigma
+    for _ in range(100):
+        m = (a + b) / 2
+        if clipped_lognormal_mean(mu=m, sigma=sigma, lo=lo, hi=hi) < mean:
+            a = m
+        else:
+            b = m
+    return (a + b) / 2
+
+
+def sharegpt_requests(*, n, prefix_tokens=0, seed=0):
+    """n requests of the ShareGPT-shaped mix: input and output lengths independent lognormals
+    (sigma SHAREGPT_SIGMA) clipped as vLLM's sampler keeps them (inputs 4 .. 1,024, outputs 4 ..
+    2,048 less the input: clipped rather than dropped), their means those vLLM's 1,000-prompt
+    ShareGPT runs count (SHAREGPT_MEAN_*); a --prefix-tokens prefix prepended to each prompt."""
+    import random  # only a drawn mix needs it
+    rng = random.Random(seed)
+    lo, s_hi = SHAREGPT_MIN_TOKENS, SHAREGPT_MAX_INPUT_TOKENS
+    o_hi = SHAREGPT_MAX_TOTAL_TOKENS - SHAREGPT_MAX_INPUT_TOKENS  # the typical room left (clip below)
+    mu_s = lognormal_mu_for_mean(mean=SHAREGPT_MEAN_INPUT_TOKENS, sigma=SHAREGPT_SIGMA, lo=lo, hi=s_hi)
+    mu_o = lognormal_mu_for_mean(mean=SHAREGPT_MEAN_OUTPUT_TOKENS, sigma=SHAREGPT_SIGMA, lo=lo, hi=o_hi)
+    key = "shared" if prefix_tokens else None
+    out = []
+    for _ in range(n):
+        s = min(max(round(rng.lognormvariate(mu_s, SHAREGPT_SIGMA)), lo), s_hi)
+        o = min(max(round(rng.lognormvariate(mu_o, SHAREGPT_SIGMA)), lo), SHAREGPT_MAX_TOTAL_TOKENS - s)
+        out.append((None, prefix_tokens + s, o, key, prefix_tokens))
+    return out
+
+
+def fixed_requests(*, n, input_len, output_len, prefix_tokens=0):
+    """n requests of input_len prompt (the first prefix_tokens of it shared by all) and
+    output_len output tokens."""
+    key = "shared" if prefix_tokens else None
+    return [(None, input_len, output_len, key, prefix_tokens)] * n
+
+
+def apply_hit_rate(requests, *, hit_rate, seed=0):
+    """The same requests with their shared prefix kept by a share hit_rate of them (seeded draw);
+    the others compute their prefix as their own."""
+    if hit_rate is None:
+        return requests
+    import random  # only a drawn mix needs it
+    rng = random.Random(seed + 1)
+    return [r if r[3] is None or rng.random() < hit_rate else r[:3] + (None, r[4]) for r in requests]
+
+
+def _trace_number(value, *, field, where, integer, lo):
+    """One trace field checked: a number (an integer for token counts), finite, at least lo."""
+    if type(value) is int and lo <= value <= TRACE_LIMIT_TOKENS:  # the common case, quickly
+        return value if integer else float(value)
+    if type(value) is float and not integer and lo <= value <= TRACE_LIMIT_TOKENS * 1e3:
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            if integer:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise ValueError(f"{where}: {field} {text!r} is not a number") from None
+            else:
+                raise ValueError(f"{where}: {field} {text!r} is not a number") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: {field} must be a number, got {value!r}")
+    if integer and (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{where}: {field} must be a whole number of tokens, got {value!r}")
+    if not math.isfinite(value) or value < lo or value > TRACE_LIMIT_TOKENS * (1 if integer else 1e3):
+        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} from {lo:g} "
+                         f"up, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def read_trace(path):
+    """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
+    header, each request with arrival_s (seconds from the start), input_tokens, output_tokens, and
+    optionally prefix_id (requests with the same id share their first prefix_tokens tokens, and a
+    finished request leaves its prompt and output cached under its id: give a conversation's
+    turns one id, prefix_tokens the history before each turn, 0 for the first) and prefix_tokens
+    (at most input_tokens).
+    Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
+    import csv, json, os  # noqa: E401 (only --trace needs them)
+    if not os.path.isfile(path):
+        raise ValueError(f"--trace {path}: no such file")
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".jsonl", ".json", ".csv"):
+        raise ValueError(f"--trace {path}: give a .jsonl (one JSON object per line) or a .csv file")
+    rows = []
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            if ext == ".csv":
+                reader = csv.DictReader(fh)
+                missing = [f for f in TRACE_FIELDS if f not in (reader.fieldnames or [])]
+                if missing:
+                    raise ValueError(f"--trace {path}: the header lacks {', '.join(missing)} (columns "
+                                     f"{', '.join(TRACE_FIELDS)}, optionally prefix_id, prefix_tokens)")
+                rows = [(i + 2, r) for i, r in enumerate(reader)]
+            else:
+                for i, line in enumerate(fh):
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise ValueError(f"--trace {path} line {i + 1}: not JSON ({exc.msg})") from None
+                    if not isinstance(obj, dict):
+                        raise ValueError(f"--trace {path} line {i + 1}: each line must be a JSON object")
+                    rows.append((i + 1, obj))
+    except UnicodeDecodeError:
+        raise ValueError(f"--trace {path}: not UTF-8 text") from None
+    if not rows:
+        raise ValueError(f"--trace {path}: no requests in it")
+    out = []
+    for line, r in rows:
+        where = f"--trace {path} line {line}"
+        for f in TRACE_FIELDS:
+            if r.get(f) in (None, ""):
+                raise ValueError(f"{where}: {f} is missing")
+        t = _trace_number(r["arrival_s"], field="arrival_s", where=where, integer=False, lo=0)
+        s = _trace_number(r["input_tokens"], field="input_tokens", where=where, integer=True, lo=1)
+        o = _trace_number(r["output_tokens"], field="output_tokens", where=where, integer=True, lo=1)
+        key, p = r.get("prefix_id"), r.get("prefix_tokens")
+        key = None if key in (None, "") else str(key)
+        p = 0 if p in (None, "") else _trace_number(p, field="prefix_tokens", where=where, integer=True, lo=0)
+        if p > s:
+            raise ValueError(f"{where}: prefix_tokens {p} is more than input_tokens {s}")
+        if p and key is None:
+            raise ValueError(f"{where}: prefix_tokens without a prefix_id (the id says who shares it)")
+        out.append((t, s, o, key, p))
+    out.sort(key=lambda x: x[0])
+    return out
+
+
+def length_summary(requests):
+    """Mean, median and p99 of the mix's input and output tokens, and its shared-prefix tokens."""
+    def stats(xs):
+        v = sorted(xs)
+        return {"mean": sum(v) / len(v), "median": v[len(v) // 2], "p99": v[min(len(v) - 1, int(0.99 * len(v)))],
+                "min": v[0], "max": v[-1]}
+    return {"input_tokens": stats([r[1] for r in requests]), "output_tokens": stats([r[2] for r in requests]),
+            "shared_prefix_requests": sum(r[3] is not None for r in requests)}

@@ -1,0 +1,166 @@
+"""calc_inference_latency.py's capacity plan (issue 34): --target-request-rate R (or a trace's own
+rate) under --max-ttft-ms / --max-tpot-ms at --slo-percentile, over the GPU kinds --gpu lists; the
+fewest GPUs, or the cheapest with --cost-per-gpu-hour, the cost per million tokens and the engine
+command. The search itself is serve/capacity.py."""
+
+import math
+import sys
+
+from ..cli import accelerator_record, bounded_int, finite_float
+
+
+def add_capacity_args(parser):
+    """The capacity-planning argument group."""
+    g = parser.add_argument_group("capacity planning (how many GPUs, of which kind, for a load)")
+    g.add_argument("--target-request-rate", type=finite_float, default=None,
+                   help="requests/s the fleet must serve: the fewest GPUs (or the cheapest fleet) of each "
+                        "--gpu kind (a comma list: --gpu a100,h100,h200) that keeps --max-ttft-ms and "
+                        "--max-tpot-ms at --slo-percentile; with --trace, its mix at this rate (default: the "
+                        "trace's own rate)")
+    g.add_argument("--slo-percentile", type=bounded_int, choices=(50, 90, 99), default=None,
+                   help="percentile of TTFT and TPOT the targets hold at in the plan (default 90)")
+    g.add_argument("--cost-per-gpu-hour", default=None, metavar="$[,$...]",
+                   help="price of one GPU-hour, one value or one per --gpu kind: the plan then picks the "
+                        "cheapest fleet and prices a million input and output tokens")
+
+
+def validate_capacity(args, parser):
+    """One-line errors for the capacity flags; sets args.capacity (None outside a plan), the GPU
+    kinds (args.capacity_gpus; args.gpu keeps the first for the rest of main) and prices."""
+    args.capacity = False
+    trace_plan = args.trace and (args.max_ttft_ms is not None or args.max_tpot_ms is not None) and not args.search
+    if args.target_request_rate is None and not trace_plan:
+        for f, v in (("--slo-percentile", args.slo_percentile), ("--cost-per-gpu-hour", args.cost_per_gpu_hour)):
+            if v is not None:
+                parser.error(f"{f} belongs to a capacity plan; add --target-request-rate R")
+        if args.gpu and "," in args.gpu:
+            parser.error("--gpu takes one name outside a capacity plan (--target-request-rate R takes a list)")
+        return
+    args.capacity = True
+    if args.search:
+        parser.error("--target-request-rate plans a fleet; leave out --search (it fronts one GPU budget)")
+    load = [f for f, v in (("-c", args.concurrency), ("--request-rate", args.request_rate),
+                           ("-b", args.batch_size if args.batch_size_given else None)) if v is not None]
+    layout = [f for f, v in (("-tp", args.tensor_parallel_size), ("-pp", args.pipeline_parallel_size),
+                             ("-dp", args.data_parallel_size), ("-ep", args.expert_parallel_size)) if v != 1]
+    if load or layout:
+        parser.error(f"a capacity plan picks the layout and the load per replica itself; leave out "
+                     f"{', '.join(load + layout)}")
+    if args.target_request_rate is not None and not args.target_request_rate > 0:
+        parser.error(f"--target-request-rate must be positive, got {args.target_request_rate:g}")
+    for name in ("max_ttft_ms", "max_tpot_ms"):
+        v = getattr(args, name)
+        if v is not None and not v > 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {v:g}")
+    if args.max_ttft_ms is None and args.max_tpot_ms is None:
+        parser.error("a capacity plan needs a target: --max-ttft-ms and/or --max-tpot-ms")
+    names = [x.strip() for x in (args.gpu or "h100-sxm").split(",") if x.strip()]
+    if not names or len(set(names)) != len(names):
+        parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
+    for n in names:
+        accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+    args.capacity_gpus, args.gpu = names, names[0]
+    args.capacity_prices = None
+    if args.cost_per_gpu_hour is not None:
+        try:
+            prices = [float(x) for x in args.cost_per_gpu_hour.split(",")]
+        except ValueError:
+            parser.error(f"--cost-per-gpu-hour {args.cost_per_gpu_hour!r}: give dollars per GPU-hour, one value "
+                         "or one per --gpu kind")
+        if len(prices) not in (1, len(names)):
+            parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; give one or "
+                         f"{len(names)}")
+        if any(not (p > 0 and math.isfinite(p)) for p in prices):
+            parser.error(f"--cost-per-gpu-hour must be positive, got {args.cost_per_gpu_hour}")
+        args.capacity_prices = prices * len(names) if len(prices) == 1 else prices
+    args.slo_percentile = args.slo_percentile or 90
+    if args.num_requests is None:
+        args.num_requests = 500  # the simulated run at each candidate rate
+
+
+def run_capacity(spec, args, parser, *, bits):
+    """The plan, printed (report or --json) and returned as a dict."""
+    from ..serve.capacity import capacity_plan, engine_command
+    from ..serve.workload import fixed_requests
+    reqs = args.requests or fixed_requests(n=args.num_requests, input_len=args.prompt_tokens,
+                                           output_len=args.output_tokens, prefix_tokens=args.prefix_tokens or 0)
+    rate = args.target_request_rate
+    if rate is None:  # the trace's own mean rate
+        span = reqs[-1][0] - reqs[0][0]
+        if not span > 0:
+            parser.error("--trace: its arrivals span no time, so it has no rate; give --target-request-rate R")
+        rate = (len(reqs) - 1) / span
+    max_ttft = args.max_ttft_ms * 1e-3 if args.max_ttft_ms is not None else math.inf
+    max_tpot = args.max_tpot_ms * 1e-3 if args.max_tpot_ms is not None else math.inf
+    plan = capacity_plan(spec, args, parser, gpus=args.capacity_gpus, prices=args.capacity_prices, requests=reqs,
+                         bits=bits, percentile=args.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
+                         sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
+    w = plan["winner"]
+    if w is None:
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets TTFT <= "
+                     f"{args.max_ttft_ms} ms and TPOT <= {args.max_tpot_ms} ms at p{args.slo_percentile}, even "
+                     "lightly loaded: relax the targets, cut -s/-o or --precision, or add a GPU kind")
+    model = args.hf_model_name_or_path or "MODEL"
+    prefix = bool(args.prefix_tokens) or any(r[3] is not None for r in reqs)
+
+    def public(c):
+        out = {k: v for k, v in c.items() if k not in ("hw", "bits", "budget", "pool_tokens")}
+        out["engine_command"] = engine_command(
+            stack=c["hw"]["serving_stack"], model=model, tp=c["tp"], dp=c["dp"], ep=c["ep"], replicas=c["replicas"],
+            kv_bits=c["bits"]["kv_bits"], mem_util=c["memory_utilization"], max_seqs=c["max_num_seqs"] and
+            c["max_num_seqs"] // c["dp"], max_tokens=c["token_budget"], prefix_caching=prefix,
+            speculative=args.speculative)
+        return out
+    by_gpu = {g: public(c) for g, c in plan["by_gpu"].items()}
+    best = by_gpu[w["gpu"]]
+    res = {"target_request_rate": rate, "slo_percentile": args.slo_percentile, "max_ttft_ms": args.max_ttft_ms,
+           "max_tpot_ms": args.max_tpot_ms, "gpus_considered": args.capacity_gpus,
+           "prices_per_gpu_hour": args.capacity_prices, "serving_stack": w["hw"]["serving_stack"],
+           "mean_input_tokens": sum(r[1] for r in reqs) / len(reqs),
+           "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs), "requests_simulated": args.num_requests,
+           "num_gpus": best["num_gpus"], "gpu": best["gpu"], "replicas": best["replicas"],
+           "layout": {k: best[k] for k in ("tp", "pp", "dp", "ep", "gpus_per_replica")},
+           "dollars_per_hour": best["dollars_per_hour"],
+           "cost_per_million_input_tokens": best["cost_per_million_input_tokens"],
+           "cost_per_million_output_tokens": best["cost_per_million_output_tokens"],
+           "cost_per_million_cached_input_tokens": best["cost_per_million_cached_input_tokens"],
+           "engine_command": best["engine_command"], "by_gpu": by_gpu,
+           "layouts_sized": len(plan["candidates"]), "warnings": list(spec["warnings"]),
+           "convention": "each replica one node at most; its rate the most requests/s whose simulated run of "
+                         f"{args.num_requests} Poisson arrivals keeps TTFT and TPOT at p{args.slo_percentile} within "
+                         "the targets (bisection to 0.8% of the saturation rate); replicas = ceil(rate / that); "
+                         "the cost split into input and output by the share of a mean step's time its prompt "
+                         "chunks take; cached input tokens take no prefill (priced 0, their pool space is in the "
+                         "output share)"}
+    if args.brief:
+        print(f"{res['num_gpus']} x {res['gpu']}" + (f", ${res['cost_per_million_output_tokens']:.3f} per million output "
+                                                     "tokens" if res["cost_per_million_output_tokens"] is not None else ""))
+    elif args.json:
+        import json
+        print(json.dumps(res, indent=2))
+    else:
+        print(capacity_report(res))
+    return res
+
+
+def capacity_report(res):
+    """The plan as text: one line per GPU kind, the winner and its engine command."""
+    def money(x):
+        return "-" if x is None else f"${x:,.3f}"
+    lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
+             f"{res['mean_output_tokens']:,.0f} output tokens (means), TTFT <= {res['max_ttft_ms']} ms and TPOT <= "
+             f"{res['max_tpot_ms']} ms at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
+             f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
+             f"{'$/M in':>10}{'$/M out':>10}"]
+    for g, c in res["by_gpu"].items():
+        lay = f"tp {c['tp']}" + (f" dp {c['dp']}" if c["dp"] > 1 else "") + (f" ep {c['ep']}" if c["ep"] > 1 else "")
+        lines.append(f"{g:<14}{lay:<16}{c['replica_request_rate']:>11.2f}{c['replicas']:>9}{c['num_gpus']:>6}"
+                     f"{money(c['dollars_per_hour']):>11}{money(c['cost_per_million_input_tokens']):>10}"
+                     f"{money(c['cost_per_million_output_tokens']):>10}")
+    lines += ["", f"winner: {res['num_gpus']} x {res['gpu']} ({res['replicas']} replica(s) of "
+                  f"{res['layout']['gpus_per_replica']})"
+              + (f", {money(res['dollars_per_hour'])} per hour: {money(res['cost_per_million_input_tokens'])} per "
+                 f"million input tokens, {money(res['cost_per_million_output_tokens'])} per million output tokens"
+                 if res["dollars_per_hour"] is not None else " (give --cost-per-gpu-hour to price it)"),
+              "", res["engine_command"], "", "convention: " + res["convention"]]
+    return "\n".join(lines)

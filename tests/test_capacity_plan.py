@@ -1,0 +1,103 @@
+"""The capacity plan of calc_inference_latency.py (issue 34): --target-request-rate over a list of
+GPU kinds under TTFT/TPOT targets at a percentile; its answer keys, its engine commands, its
+consistency with the simulated benchmark it is built from, and the exit-2 rules. The plan is built
+from the simulator (validated in tests/test_serving_mix.py and VALIDATION.md); no published fleet
+size was found to judge it against as a whole."""
+import contextlib
+import io
+import json
+import os
+
+import pytest
+
+import calc_inference_latency as cil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CFG = os.path.join(HERE, "fixtures", "configs")
+L8 = ["--hf_model_name_or_path", os.path.join(CFG, "llama-3.1-8b.json")]
+PLAN = L8 + ["--gpu", "a100-80gb,h100,h200", "--target-request-rate", "20", "-s", "1000", "-o", "200",
+             "--max-ttft-ms", "500", "--max-tpot-ms", "30"]
+
+
+def run(argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        cil.main(argv + ["--json"])
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def priced():
+    return run(PLAN + ["--cost-per-gpu-hour", "1.5,2.5,3.5"])
+
+
+def test_plan_answers_with_the_issue_keys(priced):
+    for k in ("num_gpus", "gpu", "cost_per_million_input_tokens", "cost_per_million_output_tokens", "engine_command"):
+        assert priced[k] is not None, k
+    assert set(priced["by_gpu"]) == {"a100-80gb", "h100", "h200"}
+    best = priced["by_gpu"][priced["gpu"]]
+    assert priced["num_gpus"] == best["replicas"] * best["gpus_per_replica"]
+    assert priced["dollars_per_hour"] == min(c["dollars_per_hour"] for c in priced["by_gpu"].values())
+    assert priced["engine_command"].startswith("vllm serve ") and "--tensor-parallel-size" in priced["engine_command"]
+
+
+def test_the_two_prices_add_up_to_the_fleets_hourly_cost(priced):
+    # input and output prices split the fleet's cost; together they bill every second of it
+    rate = priced["target_request_rate"]
+    per_s = (priced["cost_per_million_input_tokens"] * rate * priced["mean_input_tokens"]
+             + priced["cost_per_million_output_tokens"] * rate * priced["mean_output_tokens"]) / 1e6
+    assert per_s == pytest.approx(priced["dollars_per_hour"] / 3600, rel=1e-9)
+
+
+def test_each_replica_meets_the_targets_at_its_share_of_the_load(priced):
+    # the plan's own check, redone through the benchmark simulator: each replica at rate / replicas
+    for gpu, c in priced["by_gpu"].items():
+        sv = run(L8 + ["--gpu", gpu, "-tp", str(c["tp"]), "-s", "1000", "-o", "200", "--num-requests", "500",
+                       "--request-rate", str(20 / c["replicas"])])["serving"]
+        # the cohort simulator here, the per-request one in the plan: within 2% of each other
+        assert sv["ttft_p90_s"] <= 0.5 * 1.03 and sv["tpot_p90_s"] <= 0.030 * 1.03, gpu
+
+
+def test_more_load_never_needs_fewer_gpus():
+    base = L8 + ["--gpu", "h100", "-s", "1000", "-o", "200", "--max-ttft-ms", "500", "--max-tpot-ms", "30"]
+    n = [run(base + ["--target-request-rate", str(r)])["num_gpus"] for r in (5, 20, 80)]
+    assert n == sorted(n) and n[-1] > n[0]
+
+
+def test_without_prices_the_fewest_gpus_win():
+    res = run(PLAN)
+    assert res["num_gpus"] == min(c["num_gpus"] for c in res["by_gpu"].values())
+    assert res["cost_per_million_output_tokens"] is None
+
+
+@pytest.mark.parametrize("stack,start,flag", [("sglang", "python -m sglang.launch_server --model-path", "--tp "),
+                                              ("tensorrt-llm", "trtllm-serve ", "--tp_size ")])
+def test_engine_command_follows_the_stack(stack, start, flag):
+    res = run(L8 + ["--gpu", "h100", "--target-request-rate", "5", "-s", "500", "-o", "100", "--max-tpot-ms", "40",
+                    "--serving-stack", stack])
+    assert res["engine_command"].startswith(start) and flag in res["engine_command"]
+
+
+def test_a_trace_plans_at_its_own_rate():
+    res = run(L8 + ["--gpu", "h100,h200", "--trace", os.path.join(HERE, "fixtures", "traces", "chat.jsonl"),
+                    "--max-ttft-ms", "200", "--max-tpot-ms", "25"])
+    assert 0.5 < res["target_request_rate"] < 2 and "--enable-prefix-caching" in res["engine_command"]
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--target-request-rate", "5"], "needs a target"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "-tp", "2"], "leave out -tp"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "-c", "4"], "leave out -c"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "--gpu", "h100,h200", "--cost-per-gpu-hour", "1,2,3"],
+     "3 prices for 2 GPU kinds"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "--gpu", "h100,nosuchgpu"], "nosuchgpu"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "--cost-per-gpu-hour", "-1"], "must be positive"),
+    (["--slo-percentile", "99", "-b", "1"], "add --target-request-rate"),
+    (["--gpu", "h100,h200", "-b", "1"], "takes one name"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "0.001", "--gpu", "h100"], "no layout"),
+])
+def test_capacity_flags_refused_in_one_line(argv, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cil.main(L8 + argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and says in err[-1] and "Traceback" not in "".join(err)

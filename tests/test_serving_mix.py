@@ -1,0 +1,271 @@
+"""Request mixes, traces and prefix caching in calc_inference_latency.py's simulated benchmark
+(issue 34): vLLM's random dataset's draw, the ShareGPT-shaped mix against the token counts of
+vLLM's ShareGPT runs, trace files, prefix caching against our H200's cached-prefix prefill, the
+pool that cached prefixes hold, and the exit-2 rules of the new flags."""
+import contextlib
+import io
+import json
+import os
+
+import pytest
+
+import calc_inference_latency as cil
+from llmcalc.serve.workload import (random_length_bounds, random_requests, read_trace, sharegpt_requests)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+L8 = ["--hf_model_name_or_path", os.path.join(HERE, "fixtures", "configs", "llama-3.1-8b.json")]
+H200 = os.path.join(os.path.dirname(HERE), "validation", "h200", "results", "prefix.jsonl")
+
+
+def run(argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        cil.main(argv + ["--json"])
+    return json.loads(out.getvalue())
+
+
+def refused(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cil.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and err and "Traceback" not in "".join(err)
+    return err[-1]
+
+
+# --- the draws ---------------------------------------------------------------------------------------
+def test_random_dataset_bounds_are_vllms():
+    # vllm/benchmarks/datasets.py RandomDataset.get_sampling_params: floor(len (1 - r)) ..
+    # ceil(len (1 + r)), the output's low at least 1; --random-input-len 1024, -output-len 128, r 0.5
+    assert random_length_bounds(length=1024, range_ratio=0.5) == (512, 1536)
+    assert random_length_bounds(length=128, range_ratio=0.5, at_least=1) == (64, 192)
+    assert random_length_bounds(length=1, range_ratio=0.9, at_least=1) == (1, 2)
+    reqs = random_requests(n=4000, input_len=1024, output_len=128, range_ratio=0.5, prefix_tokens=100, seed=3)
+    s = [r[1] for r in reqs]
+    assert min(s) >= 612 and max(s) <= 1636  # the prefix is prepended (vLLM's --random-prefix-len)
+    assert sum(s) / len(s) == pytest.approx(1124, rel=0.01)
+    assert len({r[1] for r in random_requests(n=50, input_len=1024, output_len=128, range_ratio=0.0)}) == 1
+
+
+def test_sharegpt_mix_has_the_token_counts_of_vllms_sharegpt_runs():
+    # vLLM benchmark_serving.py --dataset-name sharegpt --num-prompts 1000 (seed 0, Llama-3.1-8B-
+    # Instruct's tokenizer): 215,196 input tokens; 197,090 generated (the output count varies
+    # 185,671-198,532 between runs with the model's end of sequence). Draws of 1,000 as vLLM's run
+    # has: within 6% (sampling spread of a sigma-1 lognormal over 1,000 draws, ~3%, twice)
+    for seed in (0, 1, 2):
+        reqs = sharegpt_requests(n=1000, seed=seed)
+        assert sum(r[1] for r in reqs) == pytest.approx(215196, rel=0.06)
+        assert sum(r[2] for r in reqs) == pytest.approx(197090, rel=0.06)
+        assert all(4 <= r[1] <= 1024 and 4 <= r[2] and r[1] + r[2] <= 2048 for r in reqs)
+
+
+# --- traces ------------------------------------------------------------------------------------------
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_trace_jsonl_and_csv_read_alike(tmp_path):
+    rows = [(0.5, 100, 10, "a", 50), (0.0, 200, 20, None, 0), (1.0, 300, 5, "a", 50)]
+    jl = _write(tmp_path, "t.jsonl", "".join(json.dumps(dict(arrival_s=t, input_tokens=s, output_tokens=o,
+                                                             **({"prefix_id": k, "prefix_tokens": p} if k else {})))
+                                             + "\n" for t, s, o, k, p in rows))
+    cs = _write(tmp_path, "t.csv", "arrival_s,input_tokens,output_tokens,prefix_id,prefix_tokens\n"
+                + "".join(f"{t},{s},{o},{k or ''},{p or ''}\n" for t, s, o, k, p in rows))
+    assert read_trace(jl) == read_trace(cs) == sorted(rows)
+
+
+@pytest.mark.parametrize("text,says", [
+    ('{"arrival_s": 0, "input_tokens": 10}\n', "output_tokens is missing"),
+    ('{"arrival_s": -1, "input_tokens": 10, "output_tokens": 5}\n', "arrival_s must be"),
+    ('{"arrival_s": 0, "input_tokens": 10.5, "output_tokens": 5}\n', "whole number"),
+    ('{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5, "prefix_id": "a", "prefix_tokens": 11}\n',
+     "more than input_tokens"),
+    ('{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5, "prefix_tokens": 4}\n', "without a prefix_id"),
+    ('not json\n', "not JSON"),
+    ('{"arrival_s": "x", "input_tokens": 10, "output_tokens": 5}\n', "not a number"),
+])
+def test_bad_trace_is_one_line_exit_2(tmp_path, capsys, text, says):
+    path = _write(tmp_path, "bad.jsonl", text)
+    line = refused(L8 + ["--trace", path], capsys)
+    assert says in line and "line 1" in line
+
+
+def test_trace_runs_at_its_own_times_and_a_conversation_reuses_its_history(tmp_path):
+    # a two-turn conversation per user: turn 2's prompt is turn 1's prompt and reply plus 100 new
+    # tokens, prefix_id the conversation: its history is cached and only the new tokens computed
+    lines = []
+    for u in range(20):
+        lines.append(dict(arrival_s=u * 2.0, input_tokens=1000, output_tokens=100, prefix_id=f"c{u}", prefix_tokens=1000))
+        lines.append(dict(arrival_s=u * 2.0 + 1.5, input_tokens=1200, output_tokens=100, prefix_id=f"c{u}",
+                          prefix_tokens=1000))
+    path = _write(tmp_path, "conv.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    sv = run(L8 + ["--gpu", "h100", "--trace", path])["serving"]
+    assert sv["num_requests"] == 40 and sv["prefix_hits"] == 20
+    assert sv["prompt_tokens_cached"] == 20 * 1000
+    assert sv["duration_s"] > 39.5  # the trace's arrivals, not all at once
+    assert sv["mix"]["trace_arrivals"] is True
+
+
+# --- prefix caching ----------------------------------------------------------------------------------
+H200_ROWS = [json.loads(x) for x in open(H200)]
+
+
+def test_prefix_tokens_static_prefill_is_the_h200s_warm_prefill():
+    # validation/h200/results/prefix.jsonl (our H200, transformers eager, bf16, SDPA): Llama-3.1-8B
+    # shape, a 4,096-token prefix kept in a DynamicCache, the 2,048-token suffix run over it: 83.6 ms
+    # (cold, all 6,144: 191.7 ms). Judged where the GPU sets the pace (2,048 new tokens; the shorter
+    # suffixes are host-bound, VALIDATION.md): within 20%.
+    row = next(r for r in H200_ROWS if r["batch"] == 1 and r["suffix_tokens"] == 2048)
+    base = L8 + ["--gpu", "h200", "--serving-stack", "hf-eager", "-b", "1", "-s", "6144", "-o", "1"]
+    warm = run(base + ["--prefix-tokens", "4096"])["ttft_s"]
+    cold = run(base)["ttft_s"]
+    assert warm == pytest.approx(row["warm_s"], rel=0.20)
+    assert cold == pytest.approx(row["cold_s"], rel=0.20)
+    assert cold / warm == pytest.approx(row["cold_s"] / row["warm_s"], rel=0.20)
+
+
+def test_prefix_cache_under_a_light_load_gives_the_warm_prefill_after_the_first_request():
+    # the same H200 row through the simulated benchmark: requests 2 s apart (none overlap), each a
+    # 4,096-token shared prefix and 2,048 of its own; the first computes the prefix, the rest find it
+    row = next(r for r in H200_ROWS if r["batch"] == 1 and r["suffix_tokens"] == 2048)
+    sv = run(L8 + ["--gpu", "h200", "--serving-stack", "hf-eager", "-s", "6144", "-o", "2", "--prefix-tokens",
+                   "4096", "--num-requests", "20", "--request-rate", "0.5", "--arrivals", "uniform"])["serving"]
+    assert sv["prefix_hits"] == 19 and sv["prompt_tokens_cached"] == 19 * 4096
+    assert sv["ttft_median_s"] == pytest.approx(row["warm_s"], rel=0.20)
+    assert sv["ttft_p99_s"] == pytest.approx(row["cold_s"], rel=0.25)  # the first request, cold
+
+
+def test_prefix_hit_rate_sets_the_share_of_cached_prompt_tokens():
+    base = L8 + ["--gpu", "h100", "-s", "2048", "-o", "16", "--prefix-tokens", "1024", "--num-requests", "2000",
+                 "--request-rate", "20"]
+    full = run(base)["serving"]
+    half = run(base + ["--prefix-hit-rate", "0.5"])["serving"]
+    none = run(base + ["--prefix-hit-rate", "0"])["serving"]
+    assert full["prompt_tokens_cached"] == 1999 * 1024  # all but the first
+    assert half["prompt_tokens_cached"] / full["prompt_tokens_cached"] == pytest.approx(0.5, abs=0.04)
+    assert none["prompt_tokens_cached"] == 0
+    assert full["ttft_s"] < half["ttft_s"] < none["ttft_s"]
+
+
+def test_cached_prefixes_hold_the_pool_and_are_evicted_when_it_is_full(tmp_path):
+    # 100 distinct 3,000-token prefixes, each asked for twice in a row, then all again: a pool that
+    # holds a few of them keeps the recent ones (second asks hit) and evicts the old (third asks miss)
+    lines = [dict(arrival_s=0.2 * i, input_tokens=3100, output_tokens=4, prefix_id=f"p{i // 2}", prefix_tokens=3000)
+             for i in range(200)]
+    lines += [dict(arrival_s=50 + 0.2 * i, input_tokens=3100, output_tokens=4, prefix_id=f"p{i}",
+                   prefix_tokens=3000) for i in range(100)]
+    path = _write(tmp_path, "evict.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    # 18 GiB at 0.9 less 15 GiB of weights: ~1.2 GiB of pool at 128 KiB per token, ~10,000 tokens;
+    # the H100's 80 GiB: ~460,000, all 300,000 prefix tokens
+    small = run(L8 + ["--gpu", "h100", "--trace", path, "--gpu-memory-gib", "18"])["serving"]
+    big = run(L8 + ["--gpu", "h100", "--trace", path])["serving"]
+    assert big["prefix_evictions"] == 0 and big["prefix_hits"] == 100 + 100
+    assert small["prefix_evictions"] > 90 and small["prefix_hits"] < big["prefix_hits"]
+    assert small["prefix_tokens_held_most"] <= small["kv_pool_tokens"]
+
+
+# --- the mix through the simulator ---------------------------------------------------------------------
+def test_a_mix_of_equal_requests_matches_the_cohort_simulator():
+    # --dataset random at range ratio 0 is -s 1024 -o 128 for every request: the per-request
+    # simulator and the cohort one (simulate_benchmark) agree within 2% (the step-cost grid)
+    for load in (["--request-rate", "8", "--num-requests", "500"], ["-c", "64", "--num-requests", "1000"],
+                 ["--request-rate", "inf", "--num-requests", "2000"]):
+        base = L8 + ["--gpu", "h100"] + load
+        a = run(base + ["-s", "1024", "-o", "128"])["serving"]
+        b = run(base + ["--dataset", "random"])["serving"]
+        for k in ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s"):
+            assert b[k] == pytest.approx(a[k], rel=0.02), (load, k)
+
+
+def test_a_wider_mix_has_wider_percentiles():
+    base = L8 + ["--gpu", "h100", "--dataset", "random", "--num-requests", "1000", "--request-rate", "10"]
+    narrow = run(base)["serving"]
+    wide = run(base + ["--random-range-ratio", "0.9"])["serving"]
+    assert wide["e2e_p99_s"] / wide["e2e_median_s"] > narrow["e2e_p99_s"] / narrow["e2e_median_s"]
+    assert wide["mix"]["output_tokens"]["max"] > 200 and wide["mix"]["input_tokens"]["min"] < 200
+    assert wide["ttft_p90_s"] <= wide["ttft_p99_s"]
+
+
+def test_sharegpt_mix_runs_and_says_its_source():
+    res = run(L8 + ["--gpu", "h100", "--dataset", "sharegpt", "--num-requests", "300", "--request-rate", "inf"])
+    assert res["serving"]["mix"]["dataset"] == "sharegpt"
+    assert "ShareGPT" in res["mode"] and "sigma 1.0 assumed" in res["mode"]
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--random-input-len", "100", "--num-requests", "5", "-c", "2"], "belongs to --dataset random"),
+    (["--dataset", "random", "--random-range-ratio", "1", "--num-requests", "5", "-c", "2"], "between 0 and 0.999999"),
+    (["--dataset", "random", "-c", "2"], "draws --num-requests"),
+    (["--dataset", "random", "--num-requests", "5"], "at a load"),
+    (["--prefix-hit-rate", "0.5", "-b", "1"], "add --prefix-tokens"),
+    (["--prefix-tokens", "10", "--prefix-hit-rate", "1.5", "-b", "1"], "between 0 and 1"),
+    (["--prefix-tokens", "600", "-s", "512"], "fewer than the prompt"),
+    (["--prefix-tokens", "100", "-c", "4"], "add --num-requests"),
+    (["--prefix-tokens", "100", "--search"], "--search runs every request alike"),
+])
+def test_mix_flags_refused_in_one_line(argv, says, capsys):
+    assert says in refused(L8 + argv, capsys)
+
+
+# --- KV offload to host memory ------------------------------------------------------------------
+def _conversations(tmp_path):
+    """60 three-turn conversations with 2,000-token first prompts, turns a minute apart: more
+    history than a pool of 0.3 x 80 GiB holds next to an 8B's weights."""
+    import random
+    rng, rows, t = random.Random(3), [], 0.0
+    for c in range(60):
+        t += rng.expovariate(1.0)
+        at, hist = t, 0
+        for turn in range(3):
+            s = hist + (rng.randint(1500, 2500) if turn == 0 else rng.randint(50, 200))
+            o = rng.randint(100, 300)
+            rows.append(dict(arrival_s=round(at, 3), input_tokens=s, output_tokens=o, prefix_id=f"c{c}",
+                             prefix_tokens=hist))
+            hist, at = s + o, at + 60
+    rows.sort(key=lambda r: r["arrival_s"])
+    return _write(tmp_path, "conv.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_host_tier_brings_evicted_histories_back_and_cuts_ttft(tmp_path):
+    base = L8 + ["--gpu", "h100", "--trace", _conversations(tmp_path), "--gpu-memory-utilization", "0.22"]
+    gpu_only = run(base)
+    tiered = run(base + ["--host-kv-cache-gib", "64"])
+    a, b = gpu_only["serving"], tiered["serving"]
+    assert a["prefix_evictions"] > 0 and b["host_hits"] > 0
+    assert b["prompt_tokens_cached"] > a["prompt_tokens_cached"] and b["ttft_s"] < a["ttft_s"]
+    ht = tiered["serving"]["mix"]["host_tier"]
+    # H100: PCIe 5.0 x16, 63.0 GB/s per direction at 0.8; Llama-3.1-8B bf16 KV: 2 x 8 heads x 128 x
+    # 2 bytes x 32 layers = 131,072 bytes per token
+    assert ht["host_bytes_per_s"] == pytest.approx(63.0e9 * 0.8)
+    assert ht["kv_bytes_per_token_per_gpu"] == pytest.approx(131072, rel=1e-6)
+    assert ht["pays"] and b["host_load_s"] == pytest.approx(b["host_tokens_loaded"] * ht["load_s_per_token"])
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--host-kv-cache-gib", "8", "-b", "1"], "a tier for cached prefixes"),
+    (["--prefix-tokens", "10", "-b", "1", "--host-kv-bandwidth-gbps", "50"], "add --host-kv-cache-gib"),
+])
+def test_host_tier_flags_refused_in_one_line(argv, says, capsys):
+    assert says in refused(L8 + argv, capsys)
+
+
+# --- vLLM 0.6's multi-step scheduling -------------------------------------------------------------
+# SGLang's benchmark_vllm_060 README (sgl-project/sglang): vLLM 0.6.0 with --num-scheduler-steps 10,
+# sglang.bench_serving --dataset-name sharegpt at --request-rate 4 (1,200 prompts) and 8 (2,400);
+# median TTFT (ms). Llama-3.1-8B-Instruct on one A100 80G; the 70B at TP 4 on H100s. Tolerance 20%.
+SGL060_VLLM = [("llama-3.1-8b", "a100-80gb", "1", "4", "1200", 100.48), ("llama-3.1-8b", "a100-80gb", "1", "8", "2400", 120.39)]
+
+
+@pytest.mark.parametrize("model,gpu,tp,rate,n,ttft_ms", SGL060_VLLM)
+def test_multi_step_scheduling_gives_vllm_060s_median_ttft(model, gpu, tp, rate, n, ttft_ms):
+    base = ["--hf_model_name_or_path", os.path.join(HERE, "fixtures", "configs", model + ".json"), "--gpu", gpu,
+            "-tp", tp, "--dataset", "sharegpt", "--num-requests", n, "--request-rate", rate]
+    with_steps = run(base + ["--num-scheduler-steps", "10"])["serving"]
+    without = run(base)["serving"]
+    assert with_steps["ttft_median_s"] * 1e3 == pytest.approx(ttft_ms, rel=0.20)
+    assert without["ttft_median_s"] < 0.5 * with_steps["ttft_median_s"]  # the window is most of the wait
+
+
+def test_num_scheduler_steps_needs_a_benchmark(capsys):
+    assert "add --num-requests" in refused(L8 + ["-c", "4", "--num-scheduler-steps", "10"], capsys)

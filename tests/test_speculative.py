@@ -1,0 +1,101 @@
+"""Speculative decoding and MTP in calc_inference_latency.py (issue 34): the expected tokens per
+verification step against Leviathan et al.'s closed form, DeepSeek-V3's measured MTP speedup at its
+stated acceptance rate, the draft's cost by method, and the exit-2 rules of the new flags."""
+import contextlib
+import io
+import json
+import os
+
+import pytest
+
+import calc_inference_latency as cil
+from llmcalc.serve.speculative import acceptance_rates, tokens_per_step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CFG = os.path.join(HERE, "fixtures", "configs")
+L8 = ["--hf_model_name_or_path", os.path.join(CFG, "llama-3.1-8b.json")]
+DSV3 = ["--hf_model_name_or_path", os.path.join(CFG, "deepseek-v3.json")]
+
+
+def run(argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        cil.main(argv + ["--json"])
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("a,k", [(0.6, 1), (0.8, 3), (0.9, 5), (0.5, 8)])
+def test_tokens_per_step_is_leviathans_closed_form(a, k):
+    # Leviathan, Kalman & Matias 2023, eq. (1): E[tokens per step] = (1 - a^(K+1)) / (1 - a) for an
+    # i.i.d. acceptance rate a and K draft tokens
+    assert tokens_per_step(acceptance_rates(str(a), k)) == pytest.approx((1 - a ** (k + 1)) / (1 - a), rel=1e-12)
+
+
+@pytest.mark.parametrize("a", [0.85, 0.90])
+def test_deepseek_v3_mtp_speedup_matches_the_technical_report(a):
+    # DeepSeek-V3 technical report (arXiv 2412.19437) sec. 5.4.3: one MTP module predicting the
+    # second token, accepted 85-90% of the time, gives 1.8x the tokens per second. Its decode
+    # instances run decode-only steps (prefill and decode are deployed apart, sec. 3.4) with
+    # data-parallel attention and expert parallelism: here FP8 on H800s, -tp 1 -dp 32 -ep 32, a
+    # decode batch of 2,048. Tolerance 10% (the report's single figure over its deployment)
+    base = DSV3 + ["--gpu", "h800", "--precision", "fp8", "-tp", "1", "-dp", "32", "-ep", "32", "-b", "2048",
+                   "-s", "1000", "-o", "200"]
+    plain = run(base)["decode_per_token_s"]
+    mtp = run(base + ["--speculative-tokens", "1", "--acceptance-rate", str(a)])
+    assert mtp["speculative"]["method"] == "mtp"  # read from the config's num_nextn_predict_layers
+    assert plain / mtp["decode_per_token_s"] == pytest.approx(1.8, rel=0.10)
+
+
+def test_mtp_default_acceptance_is_deepseeks_and_named():
+    res = run(DSV3 + ["--gpu", "h100", "--precision", "fp8", "-tp", "8", "-s", "100", "-o", "20",
+                      "--speculative-tokens", "1"])
+    assert res["speculative"]["acceptance_rates"] == [0.875]
+    assert "DeepSeek-V3" in res["speculative"]["acceptance_source"]
+
+
+def test_draft_cost_by_method():
+    # ngram drafts on the host: the step is the verification alone; an EAGLE head costs a layer per
+    # draft token; a draft model (Qwen3-0.6B's shape) its whole forward pass per draft token
+    base = L8 + ["--gpu", "h100", "-b", "4", "-s", "1000", "-o", "100", "--speculative-tokens", "3",
+                 "--acceptance-rate", "0.7"]
+    ngram = run(base + ["--speculative-method", "ngram"])
+    eagle = run(base + ["--speculative-method", "eagle"])
+    draft = run(base + ["--speculative-method", "draft", "--draft-model", os.path.join(CFG, "qwen3-0.6b.json")])
+    d = {n: r["decode_first_step_components_s"]["speculative_draft"] for n, r in
+         (("ngram", ngram), ("eagle", eagle), ("draft", draft))}
+    assert d["ngram"] < d["eagle"] < d["draft"]
+    assert d["ngram"] < 0.05 * ngram["decode_first_step_s"]  # only the 3 extra logit rows per sequence
+    plain = run(L8 + ["--gpu", "h100", "-b", "4", "-s", "1000", "-o", "100"])["decode_per_token_s"]
+    e = 1 + 0.7 + 0.49 + 0.343
+    assert ngram["decode_per_token_s"] == pytest.approx(ngram["decode_first_step_s"] / e, rel=0.02)
+    assert plain / eagle["decode_per_token_s"] > 1.5  # memory-bound at batch 4: close to e / (1 + draft)
+
+
+def test_speculative_decoding_under_load_keeps_the_output_and_cuts_tpot():
+    base = L8 + ["--gpu", "h100", "-s", "1000", "-o", "200"]
+    spec = ["--speculative-tokens", "2", "--speculative-method", "eagle", "--acceptance-rate", "0.8,0.6"]
+    for load in (["-c", "16"], ["-c", "16", "--num-requests", "200"],
+                 ["--dataset", "random", "--num-requests", "200", "--request-rate", "4"]):
+        a, b = run(base + load)["serving"], run(base + load + spec)["serving"]
+        assert b["tpot_s"] < 0.75 * a["tpot_s"], load
+        if "--num-requests" in load:
+            assert b["num_requests"] == a["num_requests"]
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--acceptance-rate", "0.8", "-b", "1"], "add --speculative-tokens"),
+    (["--speculative-tokens", "2"], "no MTP layers"),
+    (["--speculative-tokens", "2", "--speculative-method", "mtp"], "no MTP layers"),
+    (["--speculative-tokens", "2", "--speculative-method", "eagle"], "no measured default"),
+    (["--speculative-tokens", "2", "--speculative-method", "draft", "--acceptance-rate", "0.7"], "needs it"),
+    (["--speculative-tokens", "2", "--speculative-method", "eagle", "--acceptance-rate", "0.7,0.6,0.5"],
+     "give one or 2"),
+    (["--speculative-tokens", "2", "--speculative-method", "eagle", "--acceptance-rate", "1.5"], "between 0 and 1"),
+    (["--speculative-tokens", "2", "--speculative-method", "ngram", "--acceptance-rate", "0.5", "--search"],
+     "--search runs without"),
+])
+def test_speculative_flags_refused_in_one_line(argv, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cil.main(L8 + argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and says in err[-1] and "Traceback" not in "".join(err)
