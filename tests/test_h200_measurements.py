@@ -375,3 +375,34 @@ def test_grouped_expert_matmul_within_15_percent_of_the_h200(row, case):
     hw, _, _ = T.resolve_hardware(p.parse_args(["--gpu", "h200"]), p)
     m, n, k = MOE_SHAPES[case](row["tokens_per_expert"], row["hidden"], row["expert_ffn"])
     assert gemm_time_s(m, n, k, hw=hw, batch=row["local_experts"]) == pytest.approx(row[case + "_s"], rel=0.15)
+
+
+# --- speculative verification steps (measure_decode.py --pack-gqa, second H200 session) ------------
+# One decode step of a Llama-3.1-8B shape in a CUDA graph (GPU time only), each sequence adding q
+# tokens (a verification step of K = q - 1 drafted tokens) over 1,024 or 4,096 cached tokens. Ours:
+# --serving-stack kernels (no host cost) with --speculative-method ngram (no draft on the GPU), the
+# step = TPOT x tokens per step. 20%, the serving table's tolerance. Misses: the two largest
+# batch x context rows, where our decode attention over 4k cached tokens is slower than the packed
+# SDPA kernel (the q = 1 step of the same batch misses alike).
+DECODE = _rows(os.path.join(RESULTS, "decode.jsonl"))
+VERIFY_MISS = {(64, 1, 4096): "+24%", (64, 2, 4096): "+23%", (64, 3, 4096): "+22%", (64, 4, 4096): "+21%"}
+
+
+def _verify_step_s(configs, b, q, ctx):
+    argv = ["--hf_model_name_or_path", configs["llama-8b"], "--gpu", "h200", "--serving-stack", "kernels",
+            "-b", str(b), "--prompt-tokens", str(ctx), "--output-tokens", "2", "--json"]
+    if q > 1:
+        argv += ["--speculative-tokens", str(q - 1), "--acceptance-rate", "0.5", "--speculative-method", "ngram"]
+    res = _run_json(I.main, argv)
+    return res["decode_per_token_s"] * (res["speculative"]["tokens_per_step"] if q > 1 else 1)
+
+
+def _verify_param(r):
+    key = (r["batch"], r["q_tokens"], r["context"])
+    marks = [pytest.mark.xfail(strict=True, reason=VERIFY_MISS[key])] if key in VERIFY_MISS else []
+    return pytest.param(r, marks=marks, id="b{}-q{}-c{}".format(*key))
+
+
+@pytest.mark.parametrize("row", [_verify_param(r) for r in DECODE])
+def test_verification_step_within_20_percent_of_the_h200(row, configs):
+    assert _verify_step_s(configs, row["batch"], row["q_tokens"], row["context"]) == pytest.approx(row["step_s"], rel=0.20)
