@@ -11,6 +11,7 @@ from .families_hybrid import (_nemotron_blocks, _read_falcon_h1, _read_granitemo
 from .families_moe import (_read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
+from .families_more import MORE_READERS, SAME_AS
 from .reader import ConfigReader, _layer_pattern
 
 
@@ -19,10 +20,40 @@ from .reader import ConfigReader, _layer_pattern
 _TIED_BY_DEFAULT = set("gpt2 opt bloom falcon gemma gemma2 starcoder2 gemma3_text gemma4_text "
                        "cohere2 exaone4 smollm3 granitemoe olmo3 seed_oss llama4_text lfm3".split())
 
-# model_types that are real transformers families whose layers these readers cannot describe yet:
-# exit 2 rather than print a Llama-style count (linear attention and state-space layers).
-_NOT_YET = set("lfm2 lfm2_moe mamba mamba2 falcon_mamba zamba zamba2 bamba rwkv recurrent_gemma "
-               "minimax plamo2".split())
+# model_types that transformers builds but these readers do not describe: exit 2 with the reason
+# (one line each) rather than print a Llama-style count. tests/test_all_types.py holds every type
+# transformers 5.24 builds to this list.
+_SSM = "has linear-attention or state-space layers, which this script does not count yet"
+_ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
+_ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
+_NOT_YET = {
+    **dict.fromkeys("lfm2_moe mamba mamba2 falcon_mamba zamba zamba2 bamba rwkv recurrent_gemma "
+                    "minimax plamo2 xlstm".split(), _SSM),
+    **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
+                    "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
+                    "blip_text_model".split(), _ENCODER),
+    **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
+                    "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
+    "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
+    **dict.fromkeys("bailing_hybrid glm5_next_text lara_mini".split(), _SSM),
+    **dict.fromkeys("axk2 dots3_note_text hy_v4 hy_v4_vl_text".split(),
+                    "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
+                    "does not count yet"),
+    **dict.fromkeys("zaya inkling_text inkling2_text inkling2_loop_text".split(),
+                    "has hybrid layers (attention and a linear mixer side by side in one layer, its own "
+                    "kind), which this script does not count yet"),
+    "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
+    "unlimited_ocr_text": "has reference_sliding_attention layers, which this script does not count yet",
+    "gemma3n_text": "has Gemma 3n's per-layer MLP widths, AltUp and Laurel blocks, which this script does not "
+                    "count yet",
+    "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
+           "this script does not count yet",
+    **dict.fromkeys("kosmos_2_text_model kosmos_2_5_text_model xglm".split(),
+                    "is an XGLM-style decoder (sinusoidal positions, d_model / attention_heads fields), which "
+                    "this script does not count yet"),
+    "mpt": "nests its attention in attn_config (d_model / n_layers / n_heads fields), which this script does "
+           "not read yet",
+}
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
 _FOREIGN_LAYER_FIELDS = tuple("linear_num_key_heads linear_num_value_heads linear_key_head_dim "
                               "linear_conv_kernel_dim mamba_d_state mamba_n_heads mamba_d_conv "
@@ -115,8 +146,7 @@ def spec_from_hf_config(cfg, num_layers=None):
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
     if mt in _NOT_YET:
-        raise ValueError(f"{where}: model_type {mt!r} has linear-attention or state-space layers, "
-                         "which this script does not count yet")
+        raise ValueError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
     known = mt in _FAMILY_READERS
     if not known:
         foreign = [k for k in _FOREIGN_LAYER_FIELDS if r.has(k)]
@@ -172,7 +202,9 @@ def spec_from_hf_config(cfg, num_layers=None):
         s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
         _read_generic_moe(r, s, notes)
     else:
+        s["model_type"] = SAME_AS.get(mt, mt)  # a wrapper's text model read as its family
         read(r, s, llama_like, notes, warnings)
+        s["model_type"] = mt
     if "layer_types" not in s:
         s["layer_types"] = _layer_pattern(r, L, s)
     s["sliding_window"] = s.get("sliding_window", (r.int("sliding_window", lo=0) or None))
@@ -356,4 +388,5 @@ _FAMILY_READERS = {
     "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
     "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
     "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5}
+    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS}
+_FAMILY_READERS.update({mt: _FAMILY_READERS[base] for mt, base in SAME_AS.items()})

@@ -349,6 +349,9 @@ def _read_mistral_large4(r, s, ll, notes, warnings):
         if a:
             over[i] = {"attention": a}
     s["layer_overrides"] = over
+    # LeRoPE (transformers 5.24): a learned log-scale per rotary frequency, d_rope / 2 of them, one
+    # table for the model (MistralLarge4TextRotaryEmbedding.alpha)
+    s["other_params"] = {"rotary_alpha": d_rope // 2}
     _note_mtp(r, s)
 
 

@@ -128,7 +128,8 @@ def attention_params(attn, *, h):
     directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to r_kv + d_rope
     with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
     a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
-    (Mistral Large 4); plus any indexer."""
+    (Mistral Large 4); plus any indexer. extra_weights: a family's non-matmul weights in the block
+    (DiffLlama's lambdas, BitNet's norm before o_proj)."""
     if attn["span"] == "state":
         return linear_mixer_params(attn, h=h)
     if attn["kind"] == "dsv4":
@@ -154,7 +155,7 @@ def attention_params(attn, *, h):
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
     qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
     return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
-            + norm_params(width=qk, norm=nm) + a * attn["sinks"])
+            + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
 def mlp_params(*, h, f, num_linears, bias):
@@ -169,8 +170,9 @@ def mlp_block_params(mlp, *, h):
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
     is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
     Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
-    if mlp["kind"] == "dense":
-        return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
+    if mlp["kind"] == "dense":  # + a learned activation's scalars (Apertus' xIELU: 2)
+        return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
+                + mlp.get("act_params", 0),
                 "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
     one = mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
     f_sh = mlp["shared_width"]

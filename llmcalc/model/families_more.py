@@ -1,0 +1,282 @@
+"""Family readers for the decoders transformers 5.24 builds that are a known block with a few
+switches changed: Llama-style blocks with other norms, biases, MLPs or q/k norms (GLM, GLM-4,
+OLMo, OLMoE, FlexOlmo, Hunyuan, HyperCLOVA X, Granite SWA, Arcee, Jais 2, Nemotron, Apertus,
+Cohere, StableLM, Persimmon, Phi-1/2, GPT-J, CodeGen, GPT-Neo, ...), and the text models of the
+vision-language wrappers that reuse a text family (Qwen2-VL, Qwen3-VL, GLM-4V, ...). Each reader
+is a few lines: the switches its modeling_<family>.py sets (checked against the meta-device build,
+tests/test_all_types.py)."""
+
+from .families_dense import _read_generic_moe, _read_llama_like
+from .families_moe import _mlp_pattern, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
+
+
+def _llama(r, s, ll, notes, warnings, base, **over):
+    """The Llama-style reading of `base` (a model_type _read_llama_like knows), then `over`."""
+    mt = s["model_type"]
+    s["model_type"] = base
+    _read_llama_like(r, s, ll, notes, warnings)
+    s["model_type"] = mt
+    s.update(over)
+
+
+def _bias(r, key="attention_bias", default=False):
+    return r.bool(key, default=default)
+
+
+def _read_glm(r, s, ll, notes, warnings):
+    """GLM / GLM-4 (and GLM-4V's text model): biased q/k/v, unbiased o, a fused gate/up MLP; GLM-4
+    adds a norm after attention and after the MLP (4 per layer)."""
+    _llama(r, s, ll, notes, warnings, "llama", qkv_bias=_bias(r, default=True), attn_out_bias=False)
+    if s["model_type"] != "glm":
+        s["norms_per_layer"] = 4
+
+
+def _read_glm4v_moe(r, s, ll, notes, warnings):
+    """GLM-4.5V's text model: GLM-4.5's MoE block with biased q/k/v (attention_bias)."""
+    _read_glm4_moe(r, s, ll, notes, warnings)
+    s["qkv_bias"] = _bias(r, default=True)
+
+
+def _read_olmoe(r, s, ll, notes, warnings):
+    """OLMoE / FlexOlmo: q/k RMSNorms over all heads, every layer a MoE of num_experts gated experts
+    of width intermediate_size (FlexOlmo: OLMo-2's post-norms, the same count of norms)."""
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="full")
+    _read_generic_moe(r, s, notes)
+    notes.pop()
+
+
+def _read_hunyuan(r, s, ll, notes, warnings):
+    """Hunyuan V1 dense and MoE: per-head q/k RMSNorms (query_layernorm / key_layernorm with
+    use_qk_norm); the MoE layer has num_experts experts of width moe_intermediate_size (else
+    intermediate_size), a router h -> E (no bias), and num_shared_expert shared MLPs of width
+    intermediate_size. Per-layer lists are read when every layer has the same value."""
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head" if r.bool("use_qk_norm", default=True) else "none")
+    if s["model_type"] != "hunyuan_v1_moe":
+        return
+    f = s["ffn_hidden_size"]
+    E = _same_int(r, "num_experts", 1)
+    k = _same_int(r, "moe_topk", 1)
+    n_sh = _same_int(r, "num_shared_expert", 1)
+    f_e = _same_int(r, "moe_intermediate_size", f)
+    s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=f_e, num_shared_experts=n_sh,
+             shared_expert_ffn_hidden_size=n_sh * f)
+
+
+def _same_int(r, key, default):
+    """An integer field that a family may also write as a per-layer list of one value."""
+    v = r.cfg.get(key)
+    if isinstance(v, list) and v and all(x == v[0] for x in v):
+        r.used.add(key)
+        v = v[0]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            r.fail(key, "must list non-negative integers", r.cfg.get(key))
+        return v
+    if isinstance(v, list):
+        r.fail(key, "differs between layers, which this script does not describe", v)
+    return r.int(key, default=default, lo=0)
+
+
+def _read_post_norm(r, s, ll, notes, warnings):
+    """HyperCLOVA X: a Llama block with a norm after attention and after the MLP (use_post_norm)."""
+    _llama(r, s, ll, notes, warnings, "llama")
+    if r.bool("use_post_norm", default=True):
+        s["norms_per_layer"] = 4
+
+
+def _read_sinks(r, s, ll, notes, warnings):
+    """Granite SWA (dense and MoE): a Granite block with a learned sink logit per head, sliding and full layers
+    as layer_types lists them."""
+    if s["model_type"] == "granitemoe_swa":
+        _read_granitemoe(r, s, ll, notes, warnings)
+    else:
+        _llama(r, s, ll, notes, warnings, "llama")
+    s["attention_sinks"] = True
+    r.used.add("layer_rope_theta")
+
+
+def _read_two_linear(r, s, ll, notes, warnings):
+    """Llama-style blocks whose MLP is two matrices (up, down; ReLU^2 or xIELU): Arcee, Nemotron
+    (LayerNorm1p, weight and bias), Jais 2 (LayerNorm, biases on attention with attention_bias and
+    on the MLP with mlp_bias), Apertus (per-head q/k RMSNorms, two learned xIELU scalars per MLP)."""
+    mt = s["model_type"]
+    _llama(r, s, ll, notes, warnings, "llama", num_mlp_linears=2)
+    bias = _bias(r)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
+    if mt in ("nemotron", "jais2"):
+        s["norm"] = "layernorm"
+    if mt == "apertus":
+        s.update(qk_norm="head", mlp_act_params=2)
+
+
+def _read_olmo(r, s, ll, notes, warnings):
+    """OLMo (1): LayerNorms without weights or bias; no biases."""
+    _llama(r, s, ll, notes, warnings, "llama", norm="none")
+
+
+def _read_cohere(r, s, ll, notes, warnings):
+    """Cohere (Command R): one weight-only LayerNorm per layer feeding attention and MLP in
+    parallel; per-head q/k LayerNorms (weights only) with use_qk_norm; Cohere 2 MoE: every layer a
+    MoE of num_experts gated experts."""
+    _llama(r, s, ll, notes, warnings, "llama", norms_per_layer=1, parallel_attention=True)
+    if r.bool("use_qk_norm", default=False):
+        s["qk_norm"] = "full"  # one weight per head and channel
+    if s["model_type"] == "cohere2_moe":
+        _read_generic_moe(r, s, notes)
+        notes.pop()
+
+
+def _read_stablelm(r, s, ll, notes, warnings):
+    """StableLM: LayerNorms, q/k/v biases with use_qkv_bias, a gated MLP without biases; one norm
+    with use_parallel_residual."""
+    bias = r.bool("use_qkv_bias", default=False)
+    par = r.bool("use_parallel_residual", default=False)
+    _llama(r, s, ll, notes, warnings, "llama", norm="layernorm", qkv_bias=bias, attn_out_bias=False,
+           parallel_attention=par, norms_per_layer=1 if par else 2)
+    if r.bool("qk_layernorm", default=False):
+        s.update(qk_norm="full", attn_norm="layernorm")  # a LayerNorm per head
+
+
+def _read_persimmon(r, s, ll, notes, warnings):
+    """Persimmon (and Fuyu's text model): LayerNorms, biases everywhere, a two-matrix ReLU^2 MLP,
+    per-head q/k LayerNorms with qk_layernorm."""
+    _llama(r, s, ll, notes, warnings, "llama", norm="layernorm", num_mlp_linears=2, qkv_bias=True,
+           attn_out_bias=True, mlp_bias=True, attn_norm="layernorm",
+           qk_norm="head" if r.bool("qk_layernorm", default=True) else "none")
+
+
+def _read_phi(r, s, ll, notes, warnings):
+    """Phi-1/1.5/2: one LayerNorm per layer feeding attention and MLP in parallel, biases
+    everywhere, a two-matrix GELU MLP, per-head q/k LayerNorms with qk_layernorm."""
+    _llama(r, s, ll, notes, warnings, "llama", norm="layernorm", num_mlp_linears=2, qkv_bias=True,
+           attn_out_bias=True, mlp_bias=True, norms_per_layer=1, parallel_attention=True,
+           attn_norm="layernorm", qk_norm="head" if r.bool("qk_layernorm", default=False) else "none",
+           other_params={"lm_head_bias": s["vocab_size"]})
+
+
+def _read_gptj(r, s, ll, notes, warnings):
+    """GPT-J / CodeGen: one LayerNorm per layer feeding attention and MLP in parallel, no
+    attention biases, a two-matrix GELU MLP of n_inner (default 4 h) with biases, rotary on
+    rotary_dim of each head, an untied biased head."""
+    h = s["hidden_size"]
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, mlp_bias=True,
+             position_embedding="rope", norms_per_layer=1, parallel_attention=True,
+             num_kv_heads=s["num_attention_heads"], head_dim=h // s["num_attention_heads"],
+             ffn_hidden_size=r.int("n_inner", default=4 * h),
+             other_params={"lm_head_bias": s["vocab_size"]})
+    r.int("rotary_dim", default=None)
+    r.used.update(("n_positions", "n_ctx"))
+
+
+def _read_gpt_neo(r, s, ll, notes, warnings):
+    """GPT-Neo: GPT-2's block (learned positions, LayerNorms, MLP of intermediate_size, default 4 h)
+    with unbiased q/k/v, a biased output, and local layers attending within window_size
+    (attention_layers: global / local)."""
+    h, L = s["hidden_size"], s["num_layers"]
+    rows = r.int("max_position_embeddings")
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=False, attn_out_bias=True, mlp_bias=True,
+             position_embedding="learned", position_embedding_rows=rows, num_kv_heads=s["num_attention_heads"],
+             head_dim=h // s["num_attention_heads"], ffn_hidden_size=r.int("intermediate_size", default=4 * h))
+    kinds = r.str_list("attention_layers", choices={"global", "local"}, length=L)
+    r.used.add("attention_types")
+    if kinds and "local" in kinds:
+        s["layer_types"] = ["sliding" if k == "local" else "full" for k in kinds]
+        s["sliding_window"] = r.int("window_size", default=256)
+
+
+def _read_mellum(r, s, ll, notes, warnings):
+    """Mellum: a Qwen3-MoE block (per-head q/k RMSNorms) whose MoE and dense layers
+    mlp_layer_types lists (sparse / dense), experts of moe_intermediate_size."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    moe = _mlp_pattern(r, L, default_dense=())
+    s.update(moe=bool(moe), num_experts=r.int("num_local_experts", "num_experts"),
+             topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=r.int("moe_intermediate_size"),
+             moe_layer_set=moe)
+
+
+def _read_mla_family(r, s, ll, notes, warnings):
+    """MLA decoders outside DeepSeek's own types (GLM-4.7-Flash `glm4_moe_lite`, Youtu, MiniCPM3):
+    DeepSeek-V2's latent attention (kv_lora_rank, q_lora_rank), and where experts are given,
+    routed + shared experts on the MoE layers of mlp_layer_types (else from first_k_dense_replace)."""
+    _llama(r, s, ll, notes, warnings, "llama")
+    _read_mla(r, s)
+    if r.has("n_routed_experts") or r.has("num_experts"):
+        _read_routed_shared(r, s, s["num_layers"], dense=range(r.int("first_k_dense_replace", lo=0, default=0)))
+
+
+def _read_routed_moe(r, s, ll, notes, warnings):
+    """Llama-style MoE decoders with per-head q/k norms, dense layers first and routed + shared
+    experts (EXAONE MoE, AFMoE): the MoE layers from mlp_layer_types, else after
+    first_k_dense_replace / num_dense_layers; AFMoE's attention has a sigmoid output gate (h -> a d),
+    four norms per layer and a per-expert bias parameter in its router."""
+    mt = s["model_type"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    n_dense = r.int("first_k_dense_replace", "num_dense_layers", lo=0, default=0)
+    _read_routed_shared(r, s, s["num_layers"], dense=range(n_dense))
+    if mt == "afmoe":  # + norms after attention and MLP, and a learned per-expert routing bias
+        s.update(attn_output_gate="elementwise", norms_per_layer=4, router_has_bias=True)
+        r.used.update(("global_attn_every_n_layers", "mup_enabled"))
+
+
+def _read_bitnet(r, s, ll, notes, warnings):
+    """BitNet b1.58: a Llama block with an RMSNorm before o_proj (h) and before down_proj (f)."""
+    _llama(r, s, ll, notes, warnings, "llama", attn_extra_weights=s["hidden_size"],
+           mlp_act_params=ll["ffn_hidden_size"])
+
+
+def _read_diffllama(r, s, ll, notes, warnings):
+    """DiffLlama (differential attention): a Llama block with four learned lambda vectors of
+    head_dim per attention (lambda_q1, k1, q2, k2)."""
+    _llama(r, s, ll, notes, warnings, "llama")
+    s["attn_extra_weights"] = 4 * s["head_dim"]
+
+
+def _read_lfm2(r, s, ll, notes, warnings):
+    """LFM2: short-convolution blocks (in_proj h -> 3h, a depthwise conv of conv_L_cache taps,
+    out_proj; biases with conv_bias) and attention layers (per-head q/k RMSNorms, no biases) as
+    layer_types lists them (else full_attn_idxs), each with a gated MLP whose width, with
+    block_auto_adjust_ff_dim, is int(2 f / 3) x block_ffn_dim_multiplier rounded up to
+    block_multiple_of (Lfm2MLP); 2 norms per layer; the final norm is `embedding_norm`."""
+    L, h = s["num_layers"], s["hidden_size"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    lt = r.str_list("layer_types", choices={"conv", "full_attention"}, length=L)
+    if lt is None:
+        full = set(r.int_list("full_attn_idxs", default=[]))
+        lt = ["full_attention" if i in full else "conv" for i in range(L)]
+    r.used.add("full_attn_idxs")
+    s["layer_types"] = ["full" if t == "full_attention" else "linear" for t in lt]
+    f = ll["ffn_hidden_size"]
+    if r.bool("block_auto_adjust_ff_dim", default=True):
+        f = int(2 * f / 3)
+        mult = r.num("block_ffn_dim_multiplier", default=1.0)
+        if mult:
+            f = int(mult * f)
+        m = r.int("block_multiple_of", default=256)
+        f = m * ((f + m - 1) // m)
+    s["ffn_hidden_size"] = f
+    s["linear_mixer"] = {"kind": "shortconv", "heads": h, "kv_heads": h, "head_dim": 1, "v_head_dim": 1,
+                         "conv_kernel": r.int("conv_L_cache", default=3), "state_chunk": 0,
+                         "conv_bias": r.bool("conv_bias", default=False)}
+
+
+# model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
+MORE_READERS = {
+    "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
+    "glm4v_moe_text": _read_glm4v_moe,
+    "olmoe": _read_olmoe, "flex_olmo": _read_olmoe,
+    "hunyuan_v1_dense": _read_hunyuan, "hunyuan_v1_moe": _read_hunyuan, "hunyuan_vl_text": _read_hunyuan,
+    "hyperclovax": _read_post_norm, "granite_swa": _read_sinks, "granitemoe_swa": _read_sinks,
+    "arcee": _read_two_linear, "nemotron": _read_two_linear, "jais2": _read_two_linear,
+    "apertus": _read_two_linear, "olmo": _read_olmo, "cohere": _read_cohere, "cohere2_moe": _read_cohere,
+    "stablelm": _read_stablelm, "persimmon": _read_persimmon, "phi": _read_phi,
+    "gptj": _read_gptj, "codegen": _read_gptj, "gpt_neo": _read_gpt_neo, "mellum": _read_mellum,
+    "glm4_moe_lite": _read_mla_family, "youtu": _read_mla_family, "minicpm3": _read_mla_family,
+    "exaone_moe": _read_routed_moe, "afmoe": _read_routed_moe, "bitnet": _read_bitnet,
+    "diffllama": _read_diffllama, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2,
+}
+
+# Text models of wrappers (and renamed families) that transformers builds with a known family's
+# block: read as that family.
+SAME_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2", "qwen2_5_omni_text": "qwen2",
+           "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "qwen3_omni_moe_text": "qwen3_moe",
+           "sarvam_moe": "glm4_moe", "sarvam_mla": "deepseek_v3"}
