@@ -11,7 +11,7 @@ from .families_hybrid import (_nemotron_blocks, _read_falcon_h1, _read_granitemo
 from .families_moe import (_read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
-from .families_more import MORE_READERS, SAME_AS
+from .families_more import ATTENTION_FREE, MORE_READERS, SAME_AS
 from .reader import ConfigReader, _layer_pattern
 
 
@@ -27,7 +27,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe mamba mamba2 falcon_mamba zamba zamba2 bamba rwkv recurrent_gemma "
+    **dict.fromkeys("lfm2_moe zamba zamba2 bamba rwkv recurrent_gemma "
                     "minimax plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
@@ -160,7 +160,7 @@ def spec_from_hf_config(cfg, num_layers=None):
         L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers")
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
-    a = r.int("num_attention_heads", "n_head", "num_heads")
+    a = r.int("num_attention_heads", "n_head", "num_heads", default=1 if mt in ATTENTION_FREE else None)
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:
@@ -182,10 +182,6 @@ def spec_from_hf_config(cfg, num_layers=None):
          "tied_embeddings": r.bool("tie_word_embeddings", default=mt in _TIED_BY_DEFAULT)}
     if mm:
         s["multimodal"] = mm
-    if not known:
-        warnings.append(f"model_type {mt!r} is not one this script knows; read as Llama-style "
-                        "(RMSNorm, gated 3-matrix MLP, no biases, rotary, num_key_value_heads/"
-                        "head_dim/intermediate_size as given): the count may be wrong")
     llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
                       mlp_bias=False, position_embedding="rope",
                       num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a),
@@ -225,10 +221,36 @@ def spec_from_hf_config(cfg, num_layers=None):
     s.pop("_layers_from_flag", None)
     s["trained_context"] = _trained_context(r)
     s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
+    if not known:
+        skipped = _unread_fields(r)
+        warnings.append(f"model_type {mt!r} is not one this script knows; read as Llama-style "
+                        "(RMSNorm, gated 3-matrix MLP, no biases, rotary, num_key_value_heads/"
+                        "head_dim/intermediate_size as given): the count may be wrong"
+                        + (f"; fields not read: {', '.join(skipped)}" if skipped else ""))
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+# Config fields that never describe weights: bookkeeping transformers writes into every config.
+_BOOKKEEPING = set("architectures auto_map bos_token_id eos_token_id pad_token_id sep_token_id "
+                   "decoder_start_token_id id2label label2id dtype torch_dtype transformers_version "
+                   "output_attentions output_hidden_states return_dict use_cache initializer_range "
+                   "chunk_size_feed_forward is_encoder_decoder is_decoder problem_type tie_encoder_decoder "
+                   "add_cross_attention cross_attention_hidden_size tokenizer_class prefix task_specific_params "
+                   "finetuning_task torchscript pruned_heads tf_legacy_loss use_bfloat16 "
+                   "max_position_embeddings rope_parameters rope_scaling rope_theta model_type "
+                   "tie_word_embeddings pretraining_tp".split())
+
+
+def _unread_fields(r):
+    """Every field of the config the generic reading did not read, less bookkeeping, dropouts,
+    epsilons and initialiser scales (none of them describes a weight): what a family reader
+    would have to look at."""
+    return sorted(k for k, v in r.cfg.items() if k not in r.used and k not in _BOOKKEEPING
+                  and not k.startswith("_") and v is not None
+                  and not any(x in k for x in ("dropout", "_eps", "epsilon", "initializer", "_pdrop")))
 
 
 # The dtype names transformers writes as a config's dtype / torch_dtype (torch's, with "auto").

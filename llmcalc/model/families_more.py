@@ -7,6 +7,7 @@ is a few lines: the switches its modeling_<family>.py sets (checked against the 
 tests/test_all_types.py)."""
 
 from .families_dense import _read_generic_moe, _read_llama_like
+from .families_hybrid import _mamba2_mixer
 from .families_moe import _mlp_pattern, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
 
 
@@ -26,7 +27,8 @@ def _bias(r, key="attention_bias", default=False):
 def _read_glm(r, s, ll, notes, warnings):
     """GLM / GLM-4 (and GLM-4V's text model): biased q/k/v, unbiased o, a fused gate/up MLP; GLM-4
     adds a norm after attention and after the MLP (4 per layer)."""
-    _llama(r, s, ll, notes, warnings, "llama", qkv_bias=_bias(r, default=True), attn_out_bias=False)
+    _llama(r, s, ll, notes, warnings, "llama", attn_out_bias=False,
+           qkv_bias=_bias(r, default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
 
@@ -259,6 +261,98 @@ def _read_lfm2(r, s, ll, notes, warnings):
                          "conv_bias": r.bool("conv_bias", default=False)}
 
 
+def _read_mamba(r, s, ll, notes, warnings):
+    """Mamba and Falcon-Mamba (attention-free): every layer one RMSNorm and a Mamba-1 mixer of inner
+    width intermediate_size (else expand x h), dt rank time_step_rank ("auto": ceil(h / 16)),
+    state_size N, a conv of conv_kernel taps (bias with use_conv_bias), in/out projection biases
+    with use_bias; no MLP. Falcon-Mamba's B, C, dt RMSNorms have no weights."""
+    L, h = s["num_layers"], s["hidden_size"]
+    E = r.int("intermediate_size", default=int(r.num("expand", default=2) * h))
+    rank = r.cfg.get("time_step_rank", "auto")
+    R = -(-h // 16) if rank == "auto" else r.int("time_step_rank")
+    r.used.add("time_step_rank")
+    bias = r.bool("use_bias", default=False)
+    s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="none", norms_per_layer=1, layer_types=["linear"] * L,
+             layer_blocks=["mixer"] * L, num_kv_heads=s["num_attention_heads"], head_dim=1, ffn_hidden_size=1)
+    s["linear_mixer"] = {"kind": "mamba1", "heads": E, "kv_heads": E, "head_dim": 1, "v_head_dim": 1,
+                         "state_size": r.int("state_size", default=16), "dt_rank": R,
+                         "conv_kernel": r.int("conv_kernel", default=4), "state_chunk": 0,
+                         "in_bias": bias, "mixer_out_bias": bias,
+                         "conv_bias": r.bool("use_conv_bias", default=True), "dt_norms": False}
+
+
+def _read_mamba2(r, s, ll, notes, warnings):
+    """Mamba-2 (attention-free): every layer one RMSNorm and a Mamba-2 mixer of num_heads heads of
+    head_dim (inner width = their product), n_groups groups of state_size, a conv of conv_kernel
+    taps (bias with use_conv_bias), projection biases with use_bias, a gated RMSNorm; no MLP."""
+    L = s["num_layers"]
+    H, P = r.int("num_heads", default=128), r.int("head_dim", default=64)
+    bias = r.bool("use_bias", default=False)
+    s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="none", norms_per_layer=1, layer_types=["linear"] * L,
+             layer_blocks=["mixer"] * L, num_kv_heads=s["num_attention_heads"], head_dim=1, ffn_hidden_size=1)
+    _mamba2_mixer(r, s, d_in=H * P, heads=H, head_dim=P, groups=r.int("n_groups", default=8),
+                  state=r.int("state_size", default=128), conv=r.int("conv_kernel", default=4),
+                  chunk=r.int("chunk_size", default=256), in_bias=bias, out_bias=bias,
+                  conv_bias=r.bool("use_conv_bias", default=True), gated_norm=True)
+    r.used.update(("expand", "time_step_rank"))
+
+
+def _read_phi4mm(r, s, ll, notes, warnings):
+    """Phi-4-multimodal's language model: Phi-3's block (fused qkv and gate/up, no biases); its
+    causal-LM class also holds the image and audio embedders (embed_tokens_extend), not counted."""
+    _llama(r, s, ll, notes, warnings, "phi3")
+    warnings.append("multimodal 'phi4_multimodal': the language model is counted; the image and audio "
+                    "embedders (embed_tokens_extend) are not counted")
+
+
+def _read_mllama(r, s, ll, notes, warnings):
+    """Llama 3.2 Vision's text model: a Llama block, and on cross_attention_layers a cross-attention
+    block of the same projections with per-head q/k RMSNorms and two tanh gates (attention, MLP);
+    the token table has 8 more rows than the head (vocab_size + 8, MllamaTextModel)."""
+    L, h = s["num_layers"], s["hidden_size"]
+    _llama(r, s, ll, notes, warnings, "llama")
+    cross = [i for i in r.int_list("cross_attention_layers", default=[]) if i < L]
+    s["layer_overrides"] = {i: {"attention": {"qk_norm": "head", "extra_weights": 2}} for i in cross}
+    s["other_params"] = {"image_token_rows": 8 * h}
+    if cross:
+        warnings.append(f"{len(cross)} cross-attention layers (cross_attention_layers) attend to the image "
+                        "tokens: counted as weights; their FLOPs and cache are taken as self-attention's")
+
+
+def _read_ernie45_vl(r, s, ll, notes, warnings):
+    """ERNIE-4.5-VL MoE's text model: on the sparse layers of mlp_layer_types a text MoE and a vision
+    MoE side by side (moe_num_experts each, widths moe_intermediate_size [text, vision], top
+    moe_k, routers with a learned score-correction bias), shared experts of the text width; gated
+    dense MLPs elsewhere; tied head."""
+    L, h = s["num_layers"], s["hidden_size"]
+    _llama(r, s, ll, notes, warnings, "llama")
+    widths = r.int_list("moe_intermediate_size", lo=1, length=2)
+    E, k, n_sh = r.int("moe_num_experts"), r.int("moe_k"), r.int("moe_num_shared_experts", lo=0, default=0)
+    moe = _mlp_pattern(r, L, default_dense=(0,))
+    s.update(moe=bool(moe), num_experts=E, topk=k, moe_ffn_hidden_size=widths[0], num_shared_experts=n_sh,
+             shared_expert_ffn_hidden_size=n_sh * widths[0], router_has_bias=True, moe_layer_set=moe)
+    vision = {"kind": "moe", "width": widths[1], "linears": 3, "bias": False, "num_experts": E, "topk": k,
+              "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False, "router_bias": True}
+    s["layer_overrides"] = {i: {"more_mlp": (vision,)} for i in moe}
+    r.bool("use_bias", default=False)
+    if moe:
+        warnings.append("ERNIE-4.5-VL: each sparse layer also holds a vision MoE (counted); active counts k of "
+                        "its experts, as an image token runs them (a text token runs none)")
+
+
+def _read_molmo2(r, s, ll, notes, warnings):
+    """Molmo 2's text model: a Llama block with per-head q/k RMSNorms (qk_norm_type qwen3; over all
+    heads for olmo) and additional_vocab_size more token rows than the head."""
+    _llama(r, s, ll, notes, warnings, "llama",
+           qk_norm="full" if r.str("qk_norm_type", default="qwen3") == "olmo" else "head")
+    extra = r.int("additional_vocab_size", lo=0, default=0)
+    if extra:
+        s["other_params"] = {"additional_vocab": extra * s["hidden_size"]}
+    r.used.update(("rope_scaling_layers", "norm_after"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -273,7 +367,10 @@ MORE_READERS = {
     "glm4_moe_lite": _read_mla_family, "youtu": _read_mla_family, "minicpm3": _read_mla_family,
     "exaone_moe": _read_routed_moe, "afmoe": _read_routed_moe, "bitnet": _read_bitnet,
     "diffllama": _read_diffllama, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2,
+    "ernie4_5_vl_moe_text": _read_ernie45_vl, "molmo2_text": _read_molmo2, "phi4_multimodal": _read_phi4mm, "mllama_text_model": _read_mllama, "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
+# Attention-free families: their configs have no attention-head field.
+ATTENTION_FREE = {"mamba", "falcon_mamba"}
 
 # Text models of wrappers (and renamed families) that transformers builds with a known family's
 # block: read as that family.
