@@ -74,6 +74,8 @@ def expected(mt):
     if "moe" in r:
         tc = _text_config(mt)
         k = 2 if r["text_model_type"] == "phimoe" else r["moe"]["k"]
+        if k is None:  # the class defaults leave top-k unset (REFUSED_DEFAULTS)
+            return total, None
         Z = tc.get("zero_expert_num") or 0
         for E, one, n in r["moe"]["layers"]:
             active -= round((E - k * E / (E + Z)) * one * n)
