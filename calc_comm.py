@@ -1070,10 +1070,11 @@ def attention_params(attn, *, h):
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias
-    kv_out = attn["kv_proj"] * kv * d
+    dv = attn.get("v_dim", d)  # value heads narrower than key heads (MiMo-V2-Flash)
+    kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
     qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
-    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
+    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
             + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
@@ -1142,7 +1143,7 @@ def attention_head_dims(attn):
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":
         return attn["head_dim"], attn.get("v_head_dim") or attn["head_dim"]
-    return attn["head_dim"], attn["head_dim"]
+    return attn["head_dim"], attn.get("v_dim", attn["head_dim"])
 
 
 def attention_linear_flops_per_token(attn, *, h):
@@ -1170,8 +1171,9 @@ def attention_linear_flops_per_token(attn, *, h):
         macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
-        kv_out = attn["kv_proj"] * kv * d
-        macs = h * (q_out + kv_out) + a * d * h
+        dv = attn.get("v_dim", d)
+        kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
+        macs = h * (q_out + kv_out) + a * dv * h
     return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
 
 
@@ -1370,7 +1372,7 @@ def mlp_flops_per_token(mlp, *, h):
 
 def cache_elements_per_token(attn, *, mla_cache="latent"):
     """Cached numbers per token per sequence for one attention block, {"kv", "indexer"}. MHA/GQA/
-    MQA: K and V, 2 kv d. MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
+    MQA: K and V, 2 kv d (kv (d + d_v) where value heads are narrower, MiMo-V2-Flash). MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
     vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
     a d_v (what transformers' cache holds for DeepSeek-V2/V3). Layers that reuse another layer's
     K/V or latent hold none of it. A lightning indexer caches one d_I key per token (its own, also
@@ -1389,7 +1391,7 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
         a = attn["heads"]
         return {"kv": a * (attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"]) + a * attn["v_head_dim"],
                 "indexer": ind}
-    return {"kv": 2 * attn["kv_heads"] * attn["head_dim"], "indexer": ind}
+    return {"kv": attn["kv_heads"] * (attn["head_dim"] + attn.get("v_dim", attn["head_dim"])), "indexer": ind}
 
 
 def cached_tokens(attn, *, context):
@@ -2961,13 +2963,7 @@ def _read_granitemoehybrid(r, s, ll, notes, warnings):
     lt = r.str_list(key, choices={"linear_attention", "mamba", "full_attention", "attention"}, length=L)
     s["layer_types"] = (["linear" if t in ("linear_attention", "mamba") else "full" for t in lt] if lt
                         else ["linear"] * L)
-    d_in = int(r.num("mamba_expand", default=2) * h)
-    H = r.int("mamba_n_heads", default=128)
-    pb = r.bool("mamba_proj_bias", default=False)
-    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
-                  groups=r.int("mamba_n_groups", default=1), state=r.int("mamba_d_state", default=256),
-                  conv=r.int("mamba_d_conv", default=4), chunk=r.int("mamba_chunk_size", default=256),
-                  in_bias=pb, out_bias=pb, conv_bias=r.bool("mamba_conv_bias", default=True), gated_norm=True)
+    _granite_mamba2(r, s)
     E = r.int("num_local_experts", "num_experts", lo=0, default=8)
     sh = r.int("shared_intermediate_size", default=1024)
     if E:
@@ -2977,6 +2973,19 @@ def _read_granitemoehybrid(r, s, ll, notes, warnings):
     else:
         s["ffn_hidden_size"] = sh  # the shared MLP is the layer's only MLP
     r.used.add("intermediate_size")
+
+
+def _granite_mamba2(r, s):
+    """The Mamba-2 mixer of Granite 4 hybrids and Bamba: inner width int(mamba_expand x h) in
+    mamba_n_heads heads of mamba_d_head, mamba_n_groups groups of mamba_d_state, projection biases
+    with mamba_proj_bias, a gated RMSNorm."""
+    d_in = int(r.num("mamba_expand", default=2) * s["hidden_size"])
+    H = r.int("mamba_n_heads", default=128)
+    pb = r.bool("mamba_proj_bias", default=False)
+    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
+                  groups=r.int("mamba_n_groups", default=1), state=r.int("mamba_d_state", default=256),
+                  conv=r.int("mamba_d_conv", default=4), chunk=r.int("mamba_chunk_size", default=256),
+                  in_bias=pb, out_bias=pb, conv_bias=r.bool("mamba_conv_bias", default=True), gated_norm=True)
 
 
 def _read_falcon_h1(r, s, ll, notes, warnings):
@@ -3213,7 +3222,7 @@ def _read_two_linear(r, s, ll, notes, warnings):
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
     if mt in ("nemotron", "jais2"):
         s["norm"] = "layernorm"
-    if mt == "apertus":
+    if mt in ("apertus", "apertus1p5_text"):
         s.update(qk_norm="head", mlp_act_params=2)
 
 
@@ -3460,6 +3469,172 @@ def _read_molmo2(r, s, ll, notes, warnings):
     r.used.update(("rope_scaling_layers", "norm_after"))
 
 
+def _read_bamba(r, s, ll, notes, warnings):
+    """Bamba: a Mamba-2 mixer (Granite 4's) on every layer but attn_layer_indices (attention: no
+    biases), then a gated dense MLP; 2 norms per layer."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", mlp_bias=r.bool("mlp_bias", default=False))
+    attn = set(r.int_list("attn_layer_indices", default=[]))
+    s["layer_types"] = ["full" if i in attn else "linear" for i in range(L)]
+    _granite_mamba2(r, s)
+
+
+def _read_mpt(r, s, ll, notes, warnings):
+    """MPT: ALiBi (or learned positions with learned_pos_emb and no alibi), a fused q/k/v and an
+    output projection, a two-matrix GELU MLP of expansion_ratio x d_model, LayerNorms; no biases
+    and weight-only norms with no_bias; attention settings in attn_config (qk_ln: LayerNorms over
+    q and k of width d_model each)."""
+    h = s["hidden_size"]
+    sub = r.sub("attn_config") or {}
+    alibi = sub.get("alibi", False) is True
+    no_bias = r.bool("no_bias", default=True)
+    s.update(norm="rmsnorm" if no_bias else "layernorm", num_mlp_linears=2, qkv_bias=not no_bias,
+             attn_out_bias=not no_bias, mlp_bias=not no_bias, num_kv_heads=s["num_attention_heads"],
+             head_dim=h // s["num_attention_heads"],
+             ffn_hidden_size=int(r.num("expansion_ratio", default=4) * h),
+             position_embedding="alibi" if alibi else "learned")
+    if not alibi:
+        s["position_embedding_rows"] = r.int("max_seq_len", default=2048)
+    if sub.get("qk_ln"):
+        s.update(qk_norm="full", attn_norm="layernorm" if not no_bias else "rmsnorm")
+    r.used.update(("learned_pos_emb", "max_seq_len", "norm_type"))
+
+
+def _read_mimo_v2(r, s, ll, notes, warnings):
+    """MiMo-V2-Flash: keys of head_dim and values of v_head_dim (narrower); sliding layers have twice
+    num_key_value_heads and a sink logit per head (modeling_mimo_v2_flash); dense layers and MoE
+    layers (routed experts, a router whose score correction is a buffer) from mlp_layer_types."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama")
+    dv = r.int("v_head_dim", default=s["head_dim"])
+    _read_routed_shared(r, s, L, dense=())
+    lt = s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    over = {}
+    for i in range(L):
+        a = {"v_dim": dv}
+        if lt[i] == "sliding":
+            a.update(kv_heads=2 * s["num_kv_heads"], sinks=True)
+        over[i] = {"attention": a}
+    s["layer_overrides"] = over
+    r.used.add("attention_value_scale")
+
+
+def _read_minimax_m3(r, s, ll, notes, warnings):
+    """MiniMax-M3 (VL text model): per-head q/k RMSNorms; MoE layers of mlp_layer_types with
+    num_local_experts experts of intermediate_size and one shared expert of
+    shared_intermediate_size; dense layers of dense_intermediate_size. Layers listed as
+    indexed_attention are refused (their indexer is not described)."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    lt = r.str_list("layer_types", choices={"full_attention", "sliding_attention", "indexed_attention"}, length=L)
+    if lt and "indexed_attention" in lt:
+        raise ValueError(f"{r.where}: indexed_attention layers (a top-k block indexer) are not counted by this "
+                         "script yet")
+    moe = _mlp_pattern(r, L, default_dense=())
+    sh = r.int("shared_intermediate_size", lo=0, default=0)
+    s.update(moe=bool(moe), num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=ll["ffn_hidden_size"], num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=moe,
+             ffn_hidden_size=r.int("dense_intermediate_size", default=ll["ffn_hidden_size"]))
+    r.used.update(("rotary_dim", "swiglu_alpha", "swiglu_limit") + tuple(k for k in r.cfg if k.startswith("index_")))
+
+
+def _read_gpt1_family(r, s, ll, notes, warnings):
+    """GPT-2's block read from GPT-2's fields, with a family's changes: GPT-BigCode (StarCoder 1,
+    SantaCoder) one K/V head with multi_query; GPT-1 (openai-gpt) norms after each block and no
+    final norm, MLP 4 h."""
+    _read_gpt2(r, s, ll, notes, warnings)
+    mt = s["model_type"]
+    if mt == "gpt_bigcode" and r.bool("multi_query", default=True):
+        s["num_kv_heads"] = 1
+        r.used.add("num_key_value_heads")
+    if mt == "openai-gpt":
+        s.update(final_norm=False, ffn_hidden_size=4 * s["hidden_size"])
+        r.used.update(("afn",) + tuple(k for k in r.cfg if k.startswith("summary_")))
+
+
+def _read_biogpt(r, s, ll, notes, warnings):
+    """BioGPT: OPT's block (learned positions offset by 2 rows, LayerNorms, biases everywhere, a
+    two-matrix GELU MLP, a final LayerNorm), tied head."""
+    rows = r.int("max_position_embeddings", default=1024)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="learned", position_embedding_rows=rows + 2,
+             num_kv_heads=s["num_attention_heads"], head_dim=s["hidden_size"] // s["num_attention_heads"],
+             ffn_hidden_size=ll["ffn_hidden_size"])
+
+
+def _read_nanochat(r, s, ll, notes, warnings):
+    """nanochat: RMSNorms without weights, a two-matrix ReLU^2 MLP, no biases (attention_bias)."""
+    _llama(r, s, ll, notes, warnings, "llama", norm="none", num_mlp_linears=2)
+    r.used.add("final_logit_softcapping")
+
+
+def _read_kolibri(r, s, ll, notes, warnings):
+    """Kolibri 1: per-head q/k RMSNorms, norms after attention and MLP (4 per layer), every layer a
+    MoE of num_local_experts experts of moe_intermediate_size with one shared expert of
+    shared_expert_intermediate_size; sliding and full layers as layer_types lists them."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", norms_per_layer=4)
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+
+
+def _read_axk1(r, s, ll, notes, warnings):
+    """A.X K1: DeepSeek-V3's block (MLA, routed + shared experts on the sparse layers of
+    mlp_layer_types) with one more RMSNorm after each MoE block (post_mlp_layernorm)."""
+    _read_mla_family(r, s, ll, notes, warnings)
+    s["layer_overrides"] = {i: {"norms": 3} for i in s.get("moe_layer_set") or ()}
+
+
+def _read_laguna(r, s, ll, notes, warnings):
+    """Laguna: per-head q/k RMSNorms and a per-head sigmoid output gate (g_proj h -> a, with
+    gating); dense and MoE layers from mlp_layer_types, experts of moe_intermediate_size, one shared
+    expert of shared_expert_intermediate_size, a learned score-correction bias in the router."""
+    L = s["num_layers"]
+    heads = r.int_list("num_attention_heads_per_layer", lo=1, length=L, default=None)
+    if heads and any(x != s["num_attention_heads"] for x in heads):
+        raise ValueError(f"{r.where}: num_attention_heads_per_layer differs between layers, which this "
+                         "script does not describe yet")
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head",
+           attn_output_gate="headwise" if r.bool("gating", default=True) else "none")
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, router_has_bias=True,
+             moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    r.used.update(("moe_routed_scaling_factor", "moe_apply_router_weight_on_input", "moe_router_logit_softcapping"))
+
+
+def _read_flint(r, s, ll, notes, warnings):
+    """Flint: a Qwen3-MoE block (per-head q/k RMSNorms) with a sink logit per head, dense layers
+    mlp_only_layers, MoE on the others every decoder_sparse_step-th with one ungated shared expert
+    of shared_expert_intermediate_size."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", attention_sinks=True)
+    step = r.int("decoder_sparse_step", default=1)
+    only = set(r.int_list("mlp_only_layers", default=[]))
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh,
+             moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
+
+
+def _read_beam(r, s, ll, notes, warnings):
+    """Beam: per-head q/k RMSNorms, an elementwise sigmoid output gate (gate_proj h -> a d) with a
+    learned bias per head, four norms per layer; dense and MoE layers from mlp_layer_types (routed
+    experts only)."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", attn_output_gate="elementwise",
+           norms_per_layer=4)
+    s["attn_extra_weights"] = s["num_attention_heads"]
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    r.used.add("final_logit_softcapping")
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -3474,7 +3649,13 @@ MORE_READERS = {
     "glm4_moe_lite": _read_mla_family, "youtu": _read_mla_family, "minicpm3": _read_mla_family,
     "exaone_moe": _read_routed_moe, "afmoe": _read_routed_moe, "bitnet": _read_bitnet,
     "diffllama": _read_diffllama, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2,
-    "ernie4_5_vl_moe_text": _read_ernie45_vl, "molmo2_text": _read_molmo2, "phi4_multimodal": _read_phi4mm, "mllama_text_model": _read_mllama, "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
+    "ernie4_5_vl_moe_text": _read_ernie45_vl, "molmo2_text": _read_molmo2, "phi4_multimodal": _read_phi4mm,
+    "mllama_text_model": _read_mllama, "mimo_v2_flash": _read_mimo_v2,
+    "minimax_m3_vl_text": _read_minimax_m3, "apertus1p5_text": _read_two_linear,
+    "gpt_bigcode": _read_gpt1_family, "openai-gpt": _read_gpt1_family, "biogpt": _read_biogpt,
+    "nanochat": _read_nanochat, "kolibri1": _read_kolibri, "axk1": _read_axk1, "laguna": _read_laguna,
+    "flint": _read_flint, "beam": _read_beam, "bamba": _read_bamba, "mpt": _read_mpt,
+    "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Attention-free families: their configs have no attention-head field.
 ATTENTION_FREE = {"mamba", "falcon_mamba"}
@@ -3503,7 +3684,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe zamba zamba2 bamba rwkv recurrent_gemma "
+    **dict.fromkeys("lfm2_moe zamba zamba2 rwkv recurrent_gemma "
                     "minimax plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
@@ -3527,8 +3708,6 @@ _NOT_YET = {
     **dict.fromkeys("kosmos_2_text_model kosmos_2_5_text_model xglm".split(),
                     "is an XGLM-style decoder (sinusoidal positions, d_model / attention_heads fields), which "
                     "this script does not count yet"),
-    "mpt": "nests its attention in attn_config (d_model / n_layers / n_heads fields), which this script does "
-           "not read yet",
 }
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
 _FOREIGN_LAYER_FIELDS = tuple("linear_num_key_heads linear_num_value_heads linear_key_head_dim "
@@ -3633,10 +3812,10 @@ def spec_from_hf_config(cfg, num_layers=None):
     if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
         L_cfg = r.int("num_layers") or (r.int("num_hidden_layers", hi=200_000) or 0) // 2 or None
     else:
-        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers")
+        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
-    a = r.int("num_attention_heads", "n_head", "num_heads", default=1 if mt in ATTENTION_FREE else None)
+    a = r.int("num_attention_heads", "n_head", "num_heads", "n_heads", default=1 if mt in ATTENTION_FREE else None)
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:

@@ -27,7 +27,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe zamba zamba2 bamba rwkv recurrent_gemma "
+    **dict.fromkeys("lfm2_moe zamba zamba2 rwkv recurrent_gemma "
                     "minimax plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
@@ -51,8 +51,6 @@ _NOT_YET = {
     **dict.fromkeys("kosmos_2_text_model kosmos_2_5_text_model xglm".split(),
                     "is an XGLM-style decoder (sinusoidal positions, d_model / attention_heads fields), which "
                     "this script does not count yet"),
-    "mpt": "nests its attention in attn_config (d_model / n_layers / n_heads fields), which this script does "
-           "not read yet",
 }
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
 _FOREIGN_LAYER_FIELDS = tuple("linear_num_key_heads linear_num_value_heads linear_key_head_dim "
@@ -157,10 +155,10 @@ def spec_from_hf_config(cfg, num_layers=None):
     if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
         L_cfg = r.int("num_layers") or (r.int("num_hidden_layers", hi=200_000) or 0) // 2 or None
     else:
-        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers")
+        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
-    a = r.int("num_attention_heads", "n_head", "num_heads", default=1 if mt in ATTENTION_FREE else None)
+    a = r.int("num_attention_heads", "n_head", "num_heads", "n_heads", default=1 if mt in ATTENTION_FREE else None)
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:

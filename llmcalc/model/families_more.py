@@ -6,8 +6,9 @@ vision-language wrappers that reuse a text family (Qwen2-VL, Qwen3-VL, GLM-4V, .
 is a few lines: the switches its modeling_<family>.py sets (checked against the meta-device build,
 tests/test_all_types.py)."""
 
-from .families_dense import _read_generic_moe, _read_llama_like
-from .families_hybrid import _mamba2_mixer
+from .families_dense import _read_generic_moe, _read_gpt2, _read_llama_like
+from .families_hybrid import _granite_mamba2, _mamba2_mixer
+from .reader import _layer_pattern
 from .families_moe import _mlp_pattern, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
 
 
@@ -106,7 +107,7 @@ def _read_two_linear(r, s, ll, notes, warnings):
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
     if mt in ("nemotron", "jais2"):
         s["norm"] = "layernorm"
-    if mt == "apertus":
+    if mt in ("apertus", "apertus1p5_text"):
         s.update(qk_norm="head", mlp_act_params=2)
 
 
@@ -353,6 +354,172 @@ def _read_molmo2(r, s, ll, notes, warnings):
     r.used.update(("rope_scaling_layers", "norm_after"))
 
 
+def _read_bamba(r, s, ll, notes, warnings):
+    """Bamba: a Mamba-2 mixer (Granite 4's) on every layer but attn_layer_indices (attention: no
+    biases), then a gated dense MLP; 2 norms per layer."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", mlp_bias=r.bool("mlp_bias", default=False))
+    attn = set(r.int_list("attn_layer_indices", default=[]))
+    s["layer_types"] = ["full" if i in attn else "linear" for i in range(L)]
+    _granite_mamba2(r, s)
+
+
+def _read_mpt(r, s, ll, notes, warnings):
+    """MPT: ALiBi (or learned positions with learned_pos_emb and no alibi), a fused q/k/v and an
+    output projection, a two-matrix GELU MLP of expansion_ratio x d_model, LayerNorms; no biases
+    and weight-only norms with no_bias; attention settings in attn_config (qk_ln: LayerNorms over
+    q and k of width d_model each)."""
+    h = s["hidden_size"]
+    sub = r.sub("attn_config") or {}
+    alibi = sub.get("alibi", False) is True
+    no_bias = r.bool("no_bias", default=True)
+    s.update(norm="rmsnorm" if no_bias else "layernorm", num_mlp_linears=2, qkv_bias=not no_bias,
+             attn_out_bias=not no_bias, mlp_bias=not no_bias, num_kv_heads=s["num_attention_heads"],
+             head_dim=h // s["num_attention_heads"],
+             ffn_hidden_size=int(r.num("expansion_ratio", default=4) * h),
+             position_embedding="alibi" if alibi else "learned")
+    if not alibi:
+        s["position_embedding_rows"] = r.int("max_seq_len", default=2048)
+    if sub.get("qk_ln"):
+        s.update(qk_norm="full", attn_norm="layernorm" if not no_bias else "rmsnorm")
+    r.used.update(("learned_pos_emb", "max_seq_len", "norm_type"))
+
+
+def _read_mimo_v2(r, s, ll, notes, warnings):
+    """MiMo-V2-Flash: keys of head_dim and values of v_head_dim (narrower); sliding layers have twice
+    num_key_value_heads and a sink logit per head (modeling_mimo_v2_flash); dense layers and MoE
+    layers (routed experts, a router whose score correction is a buffer) from mlp_layer_types."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama")
+    dv = r.int("v_head_dim", default=s["head_dim"])
+    _read_routed_shared(r, s, L, dense=())
+    lt = s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    over = {}
+    for i in range(L):
+        a = {"v_dim": dv}
+        if lt[i] == "sliding":
+            a.update(kv_heads=2 * s["num_kv_heads"], sinks=True)
+        over[i] = {"attention": a}
+    s["layer_overrides"] = over
+    r.used.add("attention_value_scale")
+
+
+def _read_minimax_m3(r, s, ll, notes, warnings):
+    """MiniMax-M3 (VL text model): per-head q/k RMSNorms; MoE layers of mlp_layer_types with
+    num_local_experts experts of intermediate_size and one shared expert of
+    shared_intermediate_size; dense layers of dense_intermediate_size. Layers listed as
+    indexed_attention are refused (their indexer is not described)."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    lt = r.str_list("layer_types", choices={"full_attention", "sliding_attention", "indexed_attention"}, length=L)
+    if lt and "indexed_attention" in lt:
+        raise ValueError(f"{r.where}: indexed_attention layers (a top-k block indexer) are not counted by this "
+                         "script yet")
+    moe = _mlp_pattern(r, L, default_dense=())
+    sh = r.int("shared_intermediate_size", lo=0, default=0)
+    s.update(moe=bool(moe), num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=ll["ffn_hidden_size"], num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=moe,
+             ffn_hidden_size=r.int("dense_intermediate_size", default=ll["ffn_hidden_size"]))
+    r.used.update(("rotary_dim", "swiglu_alpha", "swiglu_limit") + tuple(k for k in r.cfg if k.startswith("index_")))
+
+
+def _read_gpt1_family(r, s, ll, notes, warnings):
+    """GPT-2's block read from GPT-2's fields, with a family's changes: GPT-BigCode (StarCoder 1,
+    SantaCoder) one K/V head with multi_query; GPT-1 (openai-gpt) norms after each block and no
+    final norm, MLP 4 h."""
+    _read_gpt2(r, s, ll, notes, warnings)
+    mt = s["model_type"]
+    if mt == "gpt_bigcode" and r.bool("multi_query", default=True):
+        s["num_kv_heads"] = 1
+        r.used.add("num_key_value_heads")
+    if mt == "openai-gpt":
+        s.update(final_norm=False, ffn_hidden_size=4 * s["hidden_size"])
+        r.used.update(("afn",) + tuple(k for k in r.cfg if k.startswith("summary_")))
+
+
+def _read_biogpt(r, s, ll, notes, warnings):
+    """BioGPT: OPT's block (learned positions offset by 2 rows, LayerNorms, biases everywhere, a
+    two-matrix GELU MLP, a final LayerNorm), tied head."""
+    rows = r.int("max_position_embeddings", default=1024)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="learned", position_embedding_rows=rows + 2,
+             num_kv_heads=s["num_attention_heads"], head_dim=s["hidden_size"] // s["num_attention_heads"],
+             ffn_hidden_size=ll["ffn_hidden_size"])
+
+
+def _read_nanochat(r, s, ll, notes, warnings):
+    """nanochat: RMSNorms without weights, a two-matrix ReLU^2 MLP, no biases (attention_bias)."""
+    _llama(r, s, ll, notes, warnings, "llama", norm="none", num_mlp_linears=2)
+    r.used.add("final_logit_softcapping")
+
+
+def _read_kolibri(r, s, ll, notes, warnings):
+    """Kolibri 1: per-head q/k RMSNorms, norms after attention and MLP (4 per layer), every layer a
+    MoE of num_local_experts experts of moe_intermediate_size with one shared expert of
+    shared_expert_intermediate_size; sliding and full layers as layer_types lists them."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", norms_per_layer=4)
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+
+
+def _read_axk1(r, s, ll, notes, warnings):
+    """A.X K1: DeepSeek-V3's block (MLA, routed + shared experts on the sparse layers of
+    mlp_layer_types) with one more RMSNorm after each MoE block (post_mlp_layernorm)."""
+    _read_mla_family(r, s, ll, notes, warnings)
+    s["layer_overrides"] = {i: {"norms": 3} for i in s.get("moe_layer_set") or ()}
+
+
+def _read_laguna(r, s, ll, notes, warnings):
+    """Laguna: per-head q/k RMSNorms and a per-head sigmoid output gate (g_proj h -> a, with
+    gating); dense and MoE layers from mlp_layer_types, experts of moe_intermediate_size, one shared
+    expert of shared_expert_intermediate_size, a learned score-correction bias in the router."""
+    L = s["num_layers"]
+    heads = r.int_list("num_attention_heads_per_layer", lo=1, length=L, default=None)
+    if heads and any(x != s["num_attention_heads"] for x in heads):
+        raise ValueError(f"{r.where}: num_attention_heads_per_layer differs between layers, which this "
+                         "script does not describe yet")
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head",
+           attn_output_gate="headwise" if r.bool("gating", default=True) else "none")
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, router_has_bias=True,
+             moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    r.used.update(("moe_routed_scaling_factor", "moe_apply_router_weight_on_input", "moe_router_logit_softcapping"))
+
+
+def _read_flint(r, s, ll, notes, warnings):
+    """Flint: a Qwen3-MoE block (per-head q/k RMSNorms) with a sink logit per head, dense layers
+    mlp_only_layers, MoE on the others every decoder_sparse_step-th with one ungated shared expert
+    of shared_expert_intermediate_size."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", attention_sinks=True)
+    step = r.int("decoder_sparse_step", default=1)
+    only = set(r.int_list("mlp_only_layers", default=[]))
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh,
+             moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
+
+
+def _read_beam(r, s, ll, notes, warnings):
+    """Beam: per-head q/k RMSNorms, an elementwise sigmoid output gate (gate_proj h -> a d) with a
+    learned bias per head, four norms per layer; dense and MoE layers from mlp_layer_types (routed
+    experts only)."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", attn_output_gate="elementwise",
+           norms_per_layer=4)
+    s["attn_extra_weights"] = s["num_attention_heads"]
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    r.used.add("final_logit_softcapping")
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -367,7 +534,13 @@ MORE_READERS = {
     "glm4_moe_lite": _read_mla_family, "youtu": _read_mla_family, "minicpm3": _read_mla_family,
     "exaone_moe": _read_routed_moe, "afmoe": _read_routed_moe, "bitnet": _read_bitnet,
     "diffllama": _read_diffllama, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2,
-    "ernie4_5_vl_moe_text": _read_ernie45_vl, "molmo2_text": _read_molmo2, "phi4_multimodal": _read_phi4mm, "mllama_text_model": _read_mllama, "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
+    "ernie4_5_vl_moe_text": _read_ernie45_vl, "molmo2_text": _read_molmo2, "phi4_multimodal": _read_phi4mm,
+    "mllama_text_model": _read_mllama, "mimo_v2_flash": _read_mimo_v2,
+    "minimax_m3_vl_text": _read_minimax_m3, "apertus1p5_text": _read_two_linear,
+    "gpt_bigcode": _read_gpt1_family, "openai-gpt": _read_gpt1_family, "biogpt": _read_biogpt,
+    "nanochat": _read_nanochat, "kolibri1": _read_kolibri, "axk1": _read_axk1, "laguna": _read_laguna,
+    "flint": _read_flint, "beam": _read_beam, "bamba": _read_bamba, "mpt": _read_mpt,
+    "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Attention-free families: their configs have no attention-head field.
 ATTENTION_FREE = {"mamba", "falcon_mamba"}

@@ -151,10 +151,11 @@ def attention_params(attn, *, h):
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias
-    kv_out = attn["kv_proj"] * kv * d
+    dv = attn.get("v_dim", d)  # value heads narrower than key heads (MiMo-V2-Flash)
+    kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
     qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
-    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
+    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
             + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
@@ -223,7 +224,7 @@ def attention_head_dims(attn):
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":
         return attn["head_dim"], attn.get("v_head_dim") or attn["head_dim"]
-    return attn["head_dim"], attn["head_dim"]
+    return attn["head_dim"], attn.get("v_dim", attn["head_dim"])
 
 
 def attention_linear_flops_per_token(attn, *, h):
@@ -251,8 +252,9 @@ def attention_linear_flops_per_token(attn, *, h):
         macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
-        kv_out = attn["kv_proj"] * kv * d
-        macs = h * (q_out + kv_out) + a * d * h
+        dv = attn.get("v_dim", d)
+        kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
+        macs = h * (q_out + kv_out) + a * dv * h
     return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
 
 
@@ -451,7 +453,7 @@ def mlp_flops_per_token(mlp, *, h):
 
 def cache_elements_per_token(attn, *, mla_cache="latent"):
     """Cached numbers per token per sequence for one attention block, {"kv", "indexer"}. MHA/GQA/
-    MQA: K and V, 2 kv d. MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
+    MQA: K and V, 2 kv d (kv (d + d_v) where value heads are narrower, MiMo-V2-Flash). MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
     vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
     a d_v (what transformers' cache holds for DeepSeek-V2/V3). Layers that reuse another layer's
     K/V or latent hold none of it. A lightning indexer caches one d_I key per token (its own, also
@@ -470,7 +472,7 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
         a = attn["heads"]
         return {"kv": a * (attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"]) + a * attn["v_head_dim"],
                 "indexer": ind}
-    return {"kv": 2 * attn["kv_heads"] * attn["head_dim"], "indexer": ind}
+    return {"kv": attn["kv_heads"] * (attn["head_dim"] + attn.get("v_dim", attn["head_dim"])), "indexer": ind}
 
 
 def cached_tokens(attn, *, context):
