@@ -2936,6 +2936,92 @@ def _read_beam(r, s, ll, notes, warnings):
     r.used.add("final_logit_softcapping")
 
 
+def _read_xglm(r, s, ll, notes, warnings):
+    """XGLM and the Kosmos-2 / 2.5 text models: sinusoidal positions (no weights), LayerNorms,
+    biases everywhere, a two-matrix GELU MLP of ffn_dim, a final LayerNorm, tied head. Kosmos-2
+    adds a LayerNorm inside attention (over h) and inside the MLP (over ffn_dim); Kosmos-2.5 the
+    LayerNorm inside the MLP and a 2-row segment embedding."""
+    mt, h = s["model_type"], s["hidden_size"]
+    f = r.int("ffn_dim")
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="none", num_kv_heads=s["num_attention_heads"],
+             head_dim=h // s["num_attention_heads"], ffn_hidden_size=f)
+    if mt == "kosmos_2_text_model":
+        s.update(attn_extra_weights=2 * h, mlp_act_params=2 * f)
+    if mt == "kosmos_2_5_text_model":
+        s.update(mlp_act_params=2 * f, other_params={"segment_embedding": 2 * h})
+    r.used.update(("scale_embedding", "activation_function"))
+
+
+def _read_ctrl(r, s, ll, notes, warnings):
+    """CTRL: sinusoidal positions, LayerNorms, biases everywhere, a two-matrix ReLU MLP of dff, a
+    final LayerNorm, a tied head with its own bias (V)."""
+    h = s["hidden_size"]
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="none", num_kv_heads=s["num_attention_heads"],
+             head_dim=h // s["num_attention_heads"], ffn_hidden_size=r.int("dff"),
+             other_params={"lm_head_bias": s["vocab_size"]})
+    r.used.add("n_positions")
+
+
+def _read_neox_japanese(r, s, ll, notes, warnings):
+    """GPT-NeoX-Japanese: GPT-NeoX's block without biases but on the last layer's attention output,
+    an MLP of intermediate_multiple_size x h, LayerNorms, rotary."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="rope", num_kv_heads=s["num_attention_heads"],
+             head_dim=h // s["num_attention_heads"],
+             ffn_hidden_size=r.int("intermediate_multiple_size", default=4) * h)
+    s["layer_overrides"] = {L - 1: {"attention": {"out_bias": True}}}
+
+
+def _read_aria(r, s, ll, notes, warnings):
+    """Aria's text model: every layer a MoE of moe_num_experts experts of intermediate_size (top
+    moe_topk) and moe_num_shared_experts shared experts of that width, router without bias."""
+    L, f = s["num_layers"], ll["ffn_hidden_size"]
+    _llama(r, s, ll, notes, warnings, "llama")
+    n_sh = r.int("moe_num_shared_experts", lo=0, default=2)
+    s.update(moe=True, num_experts=r.int("moe_num_experts"), topk=r.int("moe_topk"), moe_ffn_hidden_size=f,
+             num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f, moe_layer_set=list(range(L)))
+
+
+def _read_gemma4_unified(r, s, ll, notes, warnings):
+    """Gemma 4 unified's text model: Gemma 4's block (per_layer_config head dims) without per-layer
+    embeddings unless hidden_size_per_layer_input says so."""
+    r.cfg = {**r.cfg, "hidden_size_per_layer_input": r.cfg.get("hidden_size_per_layer_input") or 0}
+    _read_gemma4(r, s, ll, notes, warnings)
+    r.used.add("use_bidirectional_attention")
+
+
+def _read_reference_sliding(r, s, ll, notes, warnings):
+    """Unlimited-OCR's text model: DeepSeek-V2's MoE layout without MLA (routed + shared experts on
+    the sparse layers of mlp_layer_types), reference_sliding_attention layers counted as sliding
+    ones (same weights; their cache and FLOPs as a sliding window's, stated)."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama")
+    _read_routed_shared(r, s, L, dense=(0,))
+    lt = r.str_list("layer_types", choices={"reference_sliding_attention", "sliding_attention", "full_attention"},
+                    length=L)
+    if lt:
+        s["layer_types"] = ["full" if t == "full_attention" else "sliding" for t in lt]
+        if "reference_sliding_attention" in lt:
+            warnings.append("reference_sliding_attention layers: weights counted; their cache and FLOPs are "
+                            "taken as a sliding window's (the reference tokens they also see are not modelled)")
+
+
+def _read_modernbert_decoder(r, s, ll, notes, warnings):
+    """ModernBERT decoder: bias-free LayerNorms (weights only) after the embedding, before attention
+    (not on layer 0) and before the MLP; a fused gated MLP (Wi h -> 2 f, Wo f -> h); no biases;
+    sliding and full layers (layer_types); a head transform (dense h x h and a norm) before the tied
+    decoder, which has a bias (V)."""
+    h = s["hidden_size"]
+    _llama(r, s, ll, notes, warnings, "llama", embedding_norm=True, layer_overrides={0: {"norms": 1}},
+           other_params={"head_dense": h * h, "head_norm": h, "decoder_bias": s["vocab_size"] * r.bool("decoder_bias", default=True)})
+    if r.bool("norm_bias", default=False):
+        s["norm"] = "layernorm"
+    r.used.update(("local_attention", "classifier_bias", "classifier_activation", "initializer_cutoff_factor"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -2955,9 +3041,16 @@ MORE_READERS = {
     "minimax_m3_vl_text": _read_minimax_m3, "apertus1p5_text": _read_two_linear,
     "gpt_bigcode": _read_gpt1_family, "openai-gpt": _read_gpt1_family, "biogpt": _read_biogpt,
     "nanochat": _read_nanochat, "kolibri1": _read_kolibri, "axk1": _read_axk1, "laguna": _read_laguna,
-    "flint": _read_flint, "beam": _read_beam, "bamba": _read_bamba, "mpt": _read_mpt,
+    "flint": _read_flint, "beam": _read_beam, "xglm": _read_xglm, "kosmos_2_text_model": _read_xglm,
+    "kosmos_2_5_text_model": _read_xglm, "ctrl": _read_ctrl, "gpt_neox_japanese": _read_neox_japanese,
+    "aria_text": _read_aria, "gemma4_unified_text": _read_gemma4_unified,
+    "unlimited_ocr_text": _read_reference_sliding, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
+# Families whose configs name the basic sizes otherwise: read as the usual names.
+FIELD_ALIASES = {"attention_heads": "num_attention_heads", "layers": "num_hidden_layers",
+                 "embed_dim": "hidden_size"}
+ALIASED = {"xglm", "kosmos_2_text_model", "kosmos_2_5_text_model"}
 # Attention-free families: their configs have no attention-head field.
 ATTENTION_FREE = {"mamba", "falcon_mamba"}
 
@@ -3001,14 +3094,10 @@ _NOT_YET = {
                     "has hybrid layers (attention and a linear mixer side by side in one layer, its own "
                     "kind), which this script does not count yet"),
     "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
-    "unlimited_ocr_text": "has reference_sliding_attention layers, which this script does not count yet",
     "gemma3n_text": "has Gemma 3n's per-layer MLP widths, AltUp and Laurel blocks, which this script does not "
                     "count yet",
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
-    **dict.fromkeys("kosmos_2_text_model kosmos_2_5_text_model xglm".split(),
-                    "is an XGLM-style decoder (sinusoidal positions, d_model / attention_heads fields), which "
-                    "this script does not count yet"),
 }
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
 _FOREIGN_LAYER_FIELDS = tuple("linear_num_key_heads linear_num_value_heads linear_key_head_dim "
@@ -3101,6 +3190,10 @@ def spec_from_hf_config(cfg, num_layers=None):
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
+    if mt in ALIASED:  # XGLM / Kosmos-2 name the basic sizes otherwise
+        cfg = {**{FIELD_ALIASES[k]: v for k, v in cfg.items() if k in FIELD_ALIASES}, **cfg}
+        r = ConfigReader(cfg, r.where, warnings)
+        r.used.update(k for k in FIELD_ALIASES if k in cfg)
     if mt in _NOT_YET:
         raise ValueError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
     known = mt in _FAMILY_READERS

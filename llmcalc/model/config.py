@@ -11,7 +11,7 @@ from .families_hybrid import (_nemotron_blocks, _read_falcon_h1, _read_granitemo
 from .families_moe import (_read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
-from .families_more import ATTENTION_FREE, MORE_READERS, SAME_AS
+from .families_more import ALIASED, ATTENTION_FREE, FIELD_ALIASES, MORE_READERS, SAME_AS
 from .reader import ConfigReader, _layer_pattern
 
 
@@ -43,14 +43,10 @@ _NOT_YET = {
                     "has hybrid layers (attention and a linear mixer side by side in one layer, its own "
                     "kind), which this script does not count yet"),
     "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
-    "unlimited_ocr_text": "has reference_sliding_attention layers, which this script does not count yet",
     "gemma3n_text": "has Gemma 3n's per-layer MLP widths, AltUp and Laurel blocks, which this script does not "
                     "count yet",
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
-    **dict.fromkeys("kosmos_2_text_model kosmos_2_5_text_model xglm".split(),
-                    "is an XGLM-style decoder (sinusoidal positions, d_model / attention_heads fields), which "
-                    "this script does not count yet"),
 }
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
 _FOREIGN_LAYER_FIELDS = tuple("linear_num_key_heads linear_num_value_heads linear_key_head_dim "
@@ -143,6 +139,10 @@ def spec_from_hf_config(cfg, num_layers=None):
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
+    if mt in ALIASED:  # XGLM / Kosmos-2 name the basic sizes otherwise
+        cfg = {**{FIELD_ALIASES[k]: v for k, v in cfg.items() if k in FIELD_ALIASES}, **cfg}
+        r = ConfigReader(cfg, r.where, warnings)
+        r.used.update(k for k in FIELD_ALIASES if k in cfg)
     if mt in _NOT_YET:
         raise ValueError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
     known = mt in _FAMILY_READERS
