@@ -439,8 +439,8 @@ def attention_kind(attn):
     a linear mixer by its kind and heads, gdn(16k/32v)."""
     if attn["kind"] == "mamba2":
         return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
-    if attn["kind"] == "kda":
-        return f"kda({attn['heads']}x{attn['head_dim']})"
+    if attn["kind"] in ("kda", "lightning"):
+        return f"{attn['kind']}({attn['heads']}x{attn['head_dim']})"
     if attn["kind"] == "mamba1":
         return f"mamba(E={attn['heads']}, N={attn['state_size']})"
     if attn["kind"] == "shortconv":
@@ -510,7 +510,12 @@ def mixer_widths(attn):
     B, C, dt = 2 H P + 2 G N + H; H P; H P + 2 G N. Mamba-1 (Gu & Dao 2023, arXiv 2312.00752;
     E inner channels, "heads" here): x, z = 2 E; E; E. A short convolution (LFM2/3; D channels):
     B, C, x = 3 D; D; D. Kimi Delta Attention (KDA; H heads of d, D = H d): q, k, v, the low-rank
-    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D."""
+    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D. Lightning attention
+    (MiniMax-01, arXiv 2501.08313; H heads of d, D = H d): q, k, v and the sigmoid output gate from
+    the layer input = 4 D; D; no conv."""
+    if attn["kind"] == "lightning":
+        D = attn["heads"] * attn["head_dim"]
+        return 4 * D, D, 0
     if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
         D = attn["heads"] * attn["head_dim"]
         return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
@@ -543,6 +548,8 @@ def linear_mixer_params(attn, *, h):
     output gate (h -> d -> D), a gated RMSNorm over d shared by the heads, o_proj D x h."""
     w_in, w_out, conv_dim = mixer_widths(attn)
     K = attn["conv_kernel"]
+    if attn["kind"] == "lightning":  # + the RMSNorm over the D-wide output (MiniMaxLightningAttention)
+        return h * w_in + w_out * h + w_out
     if attn["kind"] == "shortconv":
         return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
     if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
@@ -861,6 +868,8 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     has no core beyond its conv (counted with the projections)."""
     if attn["kind"] == "shortconv":
         return 0
+    if attn["kind"] == "lightning":
+        return lightning_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "kda":
         return kda_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "mamba1":
@@ -868,6 +877,17 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     if attn["kind"] == "mamba2":
         return mamba2_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     return gdn_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+
+
+def lightning_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a lightning-attention core (MiniMax-01, arXiv 2501.08313 sec. 2.2, its Algorithm 1;
+    transformers' MiniMaxLightningAttention), blocks of B positions (the last one shorter), H heads
+    of d: per block of b positions the intra-block Q K^T and its decayed product with V (4 H b^2 d)
+    and the inter-block read-out of the d x d state by Q and the state's update K^T V (4 H b d^2);
+    per decode step the update and the read-out (4 H d^2). The decays are elementwise, not counted."""
+    H, d, B = attn["heads"], attn["head_dim"], attn["state_chunk"]
+    n, r = divmod(chunked_tokens, B)
+    return 4 * H * d * (n * B * B + r * r) + 4 * H * d * d * chunked_tokens + steps * 4 * H * d * d
 
 
 def mamba2_core_flops(attn, *, chunked_tokens, steps):
@@ -998,7 +1018,7 @@ def state_elements(attn):
     conv = mixer_widths(attn)[2] * attn["conv_kernel"]
     if attn["kind"] == "shortconv":
         return {"conv": conv, "recurrent": 0}
-    if attn["kind"] == "kda":  # H x d x d
+    if attn["kind"] in ("kda", "lightning"):  # H x d x d
         return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] ** 2}
     if attn["kind"] == "mamba1":  # E x N (Gu & Dao 2023 sec. 3)
         return {"conv": conv, "recurrent": attn["heads"] * attn["state_size"]}
@@ -2682,7 +2702,7 @@ def _read_two_linear(r, s, ll, notes, warnings):
     _llama(r, s, ll, notes, warnings, "llama", num_mlp_linears=2)
     bias = _bias(r)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
-    if mt in ("nemotron", "jais2"):
+    if mt in ("nemotron", "jais2"):  # (Cosmos 3 Edge's text model: RMSNorms, no biases)
         s["norm"] = "layernorm"
     if mt in ("apertus", "apertus1p5_text"):
         s.update(qk_norm="head", mlp_act_params=2)
@@ -3183,6 +3203,88 @@ def _read_modernbert_decoder(r, s, ll, notes, warnings):
     r.used.update(("local_attention", "classifier_bias", "classifier_activation", "initializer_cutoff_factor"))
 
 
+def _read_lara(r, s, ll, notes, warnings):
+    """Lara-mini: Gated DeltaNet layers (Qwen3-Next's mixer: linear_* heads and dims), sliding and
+    full attention layers with per-head q/k RMSNorms and no output gate, as layer_types lists
+    them; every layer a MoE with one ungated shared expert of shared_expert_intermediate_size."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads"),
+                         "kv_heads": r.int("linear_num_key_heads"), "head_dim": r.int("linear_key_head_dim"),
+                         "v_head_dim": r.int("linear_value_head_dim"),
+                         "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
+    s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+
+
+def _read_minimax01(r, s, ll, notes, warnings):
+    """MiniMax-01 (MiniMax-Text-01): lightning-attention layers (linear attention with a per-head
+    decay over blocks of block_size: qkv and a sigmoid output gate from the input, an RMSNorm, no
+    positions; a H x d x d state per sequence) and softmax attention layers, as layer_types lists
+    them; every layer a MoE of num_local_experts gated experts (Mixtral's block)."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "mixtral")
+    s["linear_mixer"] = {"kind": "lightning", "heads": s["num_attention_heads"],
+                         "kv_heads": s["num_attention_heads"], "head_dim": s["head_dim"],
+                         "v_head_dim": s["head_dim"], "conv_kernel": 0,
+                         "state_chunk": r.int("block_size", default=256),
+                         "state_dtype": "model"}  # MiniMaxCache keeps the state at the model's dtype
+    s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    r.used.update(k for k in r.cfg if k.endswith(("_alpha_factor", "_beta_factor")))
+
+
+def _read_muse_glimmer(r, s, ll, notes, warnings):
+    """Muse Glimmer's text model: an elementwise sigmoid output gate (gate_proj h -> a d), norms
+    before and after attention and MLP (4 per layer), sliding and full layers (layer_types)."""
+    _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="elementwise", norms_per_layer=4)
+    r.used.update(("layer_rope_theta", "qk_scale_factor", "output_multiplier", "final_logit_softcapping"))
+
+
+def _read_muse_spark(r, s, ll, notes, warnings):
+    """Muse Spark's text model: an elementwise sigmoid output gate, three norms and two learned
+    residual gates (h each) per layer, sliding and full layers; MoE layers (mlp_layer_types) whose
+    experts work in a latent of moe_hidden_size m: a projection h -> m with a norm, E gated experts
+    m -> f -> m, a norm and a projection m -> h; the router reads h. The experts' weights 3 m f equal
+    a gated expert of width m f / h on h (so counted, FLOPs alike); the latent projections are
+    matmuls every token runs (extra_params); the latent norms and residual gates are counted with
+    the attention block's weights."""
+    L, h = s["num_layers"], s["hidden_size"]
+    m, f = r.int("moe_hidden_size"), r.int("moe_intermediate_size")
+    if (m * f) % h:
+        raise ValueError(f"{r.where}: moe_hidden_size x moe_intermediate_size is not a multiple of hidden_size")
+    _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="elementwise", norms_per_layer=3)
+    moe = _mlp_pattern(r, L, default_dense=())
+    s.update(moe=bool(moe), num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=m * f // h, moe_layer_set=moe, attn_extra_weights=2 * h,
+             layer_overrides={i: {"extra_params": 2 * h * m, "attention": {"extra_weights": 2 * h + 2 * m}}
+                              for i in moe})
+    r.used.update(("layer_rope_theta", "qk_scale_factor", "output_multiplier", "final_logit_softcapping",
+                   "residual_gate_temperature"))
+
+
+def _read_hy_v4(r, s, ll, notes, warnings):
+    """Hunyuan V4: GLM-5's sparse attention (MLA with a lightning indexer, shared-indexer layers from
+    indexer_types) with a sink logit per head and an elementwise sigmoid output gate (gate_proj
+    h -> a d_v); dense then MoE layers (mlp_layer_types, one shared expert); hyper-connections over
+    hc_mult streams without DeepSeek-V4's combination matrix (HYV4HyperConnection: per module a
+    projection 4 h x 2 hc, 2 hc biases and 2 scales; one head module, hc x hc h + hc + 1). The gate
+    and the hyper-connection projections are matmuls every token runs (extra_params, their FLOPs
+    counted: 2 per weight for the gate, 2 x 2 hc x hc h per module)."""
+    h = s["hidden_size"]
+    _read_dsa(r, s, ll, notes, warnings)
+    a, dv, hc = s["num_attention_heads"], s["v_head_dim"], r.int("hc_mult", default=4, hi=1024)
+    s["attention_sinks"] = True
+    gate = h * a * dv
+    s.update(extra_params_per_layer=gate + 2 * (2 * hc * hc * h + 2 * hc + 2),
+             extra_flops_per_layer=2 * gate + 2 * (2 * 2 * hc * hc * h),
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
+             residual_streams=hc)
+    r.used.update(("hc_magnitude", "hc_eps", "learnable_sink_init", "swiglu_limit"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -3205,7 +3307,9 @@ MORE_READERS = {
     "flint": _read_flint, "beam": _read_beam, "xglm": _read_xglm, "kosmos_2_text_model": _read_xglm,
     "kosmos_2_5_text_model": _read_xglm, "ctrl": _read_ctrl, "gpt_neox_japanese": _read_neox_japanese,
     "aria_text": _read_aria, "gemma4_unified_text": _read_gemma4_unified,
-    "unlimited_ocr_text": _read_reference_sliding, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
+    "unlimited_ocr_text": _read_reference_sliding, "lara_mini": _read_lara, "minimax": _read_minimax01,
+    "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
+    "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.
@@ -3219,7 +3323,7 @@ ATTENTION_FREE = {"mamba", "falcon_mamba"}
 # block: read as that family.
 SAME_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2", "qwen2_5_omni_text": "qwen2",
            "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "qwen3_omni_moe_text": "qwen3_moe",
-           "sarvam_moe": "glm4_moe", "sarvam_mla": "deepseek_v3"}
+           "sarvam_moe": "glm4_moe", "sarvam_mla": "deepseek_v3", "hy_v4_vl_text": "hy_v4"}
 
 
 # ======== llmcalc/model/config.py =================================================================
@@ -3240,15 +3344,15 @@ _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts 
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
     **dict.fromkeys("lfm2_moe zamba zamba2 rwkv recurrent_gemma "
-                    "minimax plamo2 xlstm".split(), _SSM),
+                    "plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
                     "blip_text_model".split(), _ENCODER),
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    **dict.fromkeys("bailing_hybrid glm5_next_text lara_mini".split(), _SSM),
-    **dict.fromkeys("axk2 dots3_note_text hy_v4 hy_v4_vl_text".split(),
+    **dict.fromkeys("bailing_hybrid glm5_next_text".split(), _SSM),
+    **dict.fromkeys("axk2 dots3_note_text".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
     **dict.fromkeys("zaya inkling_text inkling2_text inkling2_loop_text".split(),

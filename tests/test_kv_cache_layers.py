@@ -43,7 +43,8 @@ def _ours(layer, *, context, batch, dtype_bytes):
         el = cache_elements_per_token(attn, mla_cache="latent")
         total += (el["kv"] + el["indexer"]) * cached_tokens(attn, context=context) * dtype_bytes
         st = state_elements(attn)  # a linear mixer: conv window in the model dtype, state in fp32
-        total += st["conv"] * dtype_bytes + st["recurrent"] * 4
+        state_bytes = dtype_bytes if attn.get("state_dtype") == "model" else 4  # MiniMax's lightning state
+        total += st["conv"] * dtype_bytes + st["recurrent"] * state_bytes
     return total * batch
 
 

@@ -8,8 +8,9 @@ tests/test_all_types.py)."""
 
 from .families_dense import _read_gemma4, _read_generic_moe, _read_gpt2, _read_llama_like
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
+from .kinds import GDN_CHUNK
 from .reader import _layer_pattern
-from .families_moe import _mlp_pattern, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
+from .families_moe import _mlp_pattern, _read_dsa, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
 
 
 def _llama(r, s, ll, notes, warnings, base, **over):
@@ -105,7 +106,7 @@ def _read_two_linear(r, s, ll, notes, warnings):
     _llama(r, s, ll, notes, warnings, "llama", num_mlp_linears=2)
     bias = _bias(r)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
-    if mt in ("nemotron", "jais2"):
+    if mt in ("nemotron", "jais2"):  # (Cosmos 3 Edge's text model: RMSNorms, no biases)
         s["norm"] = "layernorm"
     if mt in ("apertus", "apertus1p5_text"):
         s.update(qk_norm="head", mlp_act_params=2)
@@ -606,6 +607,88 @@ def _read_modernbert_decoder(r, s, ll, notes, warnings):
     r.used.update(("local_attention", "classifier_bias", "classifier_activation", "initializer_cutoff_factor"))
 
 
+def _read_lara(r, s, ll, notes, warnings):
+    """Lara-mini: Gated DeltaNet layers (Qwen3-Next's mixer: linear_* heads and dims), sliding and
+    full attention layers with per-head q/k RMSNorms and no output gate, as layer_types lists
+    them; every layer a MoE with one ungated shared expert of shared_expert_intermediate_size."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads"),
+                         "kv_heads": r.int("linear_num_key_heads"), "head_dim": r.int("linear_key_head_dim"),
+                         "v_head_dim": r.int("linear_value_head_dim"),
+                         "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
+    s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+
+
+def _read_minimax01(r, s, ll, notes, warnings):
+    """MiniMax-01 (MiniMax-Text-01): lightning-attention layers (linear attention with a per-head
+    decay over blocks of block_size: qkv and a sigmoid output gate from the input, an RMSNorm, no
+    positions; a H x d x d state per sequence) and softmax attention layers, as layer_types lists
+    them; every layer a MoE of num_local_experts gated experts (Mixtral's block)."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "mixtral")
+    s["linear_mixer"] = {"kind": "lightning", "heads": s["num_attention_heads"],
+                         "kv_heads": s["num_attention_heads"], "head_dim": s["head_dim"],
+                         "v_head_dim": s["head_dim"], "conv_kernel": 0,
+                         "state_chunk": r.int("block_size", default=256),
+                         "state_dtype": "model"}  # MiniMaxCache keeps the state at the model's dtype
+    s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    r.used.update(k for k in r.cfg if k.endswith(("_alpha_factor", "_beta_factor")))
+
+
+def _read_muse_glimmer(r, s, ll, notes, warnings):
+    """Muse Glimmer's text model: an elementwise sigmoid output gate (gate_proj h -> a d), norms
+    before and after attention and MLP (4 per layer), sliding and full layers (layer_types)."""
+    _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="elementwise", norms_per_layer=4)
+    r.used.update(("layer_rope_theta", "qk_scale_factor", "output_multiplier", "final_logit_softcapping"))
+
+
+def _read_muse_spark(r, s, ll, notes, warnings):
+    """Muse Spark's text model: an elementwise sigmoid output gate, three norms and two learned
+    residual gates (h each) per layer, sliding and full layers; MoE layers (mlp_layer_types) whose
+    experts work in a latent of moe_hidden_size m: a projection h -> m with a norm, E gated experts
+    m -> f -> m, a norm and a projection m -> h; the router reads h. The experts' weights 3 m f equal
+    a gated expert of width m f / h on h (so counted, FLOPs alike); the latent projections are
+    matmuls every token runs (extra_params); the latent norms and residual gates are counted with
+    the attention block's weights."""
+    L, h = s["num_layers"], s["hidden_size"]
+    m, f = r.int("moe_hidden_size"), r.int("moe_intermediate_size")
+    if (m * f) % h:
+        raise ValueError(f"{r.where}: moe_hidden_size x moe_intermediate_size is not a multiple of hidden_size")
+    _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="elementwise", norms_per_layer=3)
+    moe = _mlp_pattern(r, L, default_dense=())
+    s.update(moe=bool(moe), num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=m * f // h, moe_layer_set=moe, attn_extra_weights=2 * h,
+             layer_overrides={i: {"extra_params": 2 * h * m, "attention": {"extra_weights": 2 * h + 2 * m}}
+                              for i in moe})
+    r.used.update(("layer_rope_theta", "qk_scale_factor", "output_multiplier", "final_logit_softcapping",
+                   "residual_gate_temperature"))
+
+
+def _read_hy_v4(r, s, ll, notes, warnings):
+    """Hunyuan V4: GLM-5's sparse attention (MLA with a lightning indexer, shared-indexer layers from
+    indexer_types) with a sink logit per head and an elementwise sigmoid output gate (gate_proj
+    h -> a d_v); dense then MoE layers (mlp_layer_types, one shared expert); hyper-connections over
+    hc_mult streams without DeepSeek-V4's combination matrix (HYV4HyperConnection: per module a
+    projection 4 h x 2 hc, 2 hc biases and 2 scales; one head module, hc x hc h + hc + 1). The gate
+    and the hyper-connection projections are matmuls every token runs (extra_params, their FLOPs
+    counted: 2 per weight for the gate, 2 x 2 hc x hc h per module)."""
+    h = s["hidden_size"]
+    _read_dsa(r, s, ll, notes, warnings)
+    a, dv, hc = s["num_attention_heads"], s["v_head_dim"], r.int("hc_mult", default=4, hi=1024)
+    s["attention_sinks"] = True
+    gate = h * a * dv
+    s.update(extra_params_per_layer=gate + 2 * (2 * hc * hc * h + 2 * hc + 2),
+             extra_flops_per_layer=2 * gate + 2 * (2 * 2 * hc * hc * h),
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
+             residual_streams=hc)
+    r.used.update(("hc_magnitude", "hc_eps", "learnable_sink_init", "swiglu_limit"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -628,7 +711,9 @@ MORE_READERS = {
     "flint": _read_flint, "beam": _read_beam, "xglm": _read_xglm, "kosmos_2_text_model": _read_xglm,
     "kosmos_2_5_text_model": _read_xglm, "ctrl": _read_ctrl, "gpt_neox_japanese": _read_neox_japanese,
     "aria_text": _read_aria, "gemma4_unified_text": _read_gemma4_unified,
-    "unlimited_ocr_text": _read_reference_sliding, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
+    "unlimited_ocr_text": _read_reference_sliding, "lara_mini": _read_lara, "minimax": _read_minimax01,
+    "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
+    "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.
@@ -642,4 +727,4 @@ ATTENTION_FREE = {"mamba", "falcon_mamba"}
 # block: read as that family.
 SAME_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2", "qwen2_5_omni_text": "qwen2",
            "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "qwen3_omni_moe_text": "qwen3_moe",
-           "sarvam_moe": "glm4_moe", "sarvam_mla": "deepseek_v3"}
+           "sarvam_moe": "glm4_moe", "sarvam_mla": "deepseek_v3", "hy_v4_vl_text": "hy_v4"}

@@ -34,7 +34,12 @@ def mixer_widths(attn):
     B, C, dt = 2 H P + 2 G N + H; H P; H P + 2 G N. Mamba-1 (Gu & Dao 2023, arXiv 2312.00752;
     E inner channels, "heads" here): x, z = 2 E; E; E. A short convolution (LFM2/3; D channels):
     B, C, x = 3 D; D; D. Kimi Delta Attention (KDA; H heads of d, D = H d): q, k, v, the low-rank
-    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D."""
+    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D. Lightning attention
+    (MiniMax-01, arXiv 2501.08313; H heads of d, D = H d): q, k, v and the sigmoid output gate from
+    the layer input = 4 D; D; no conv."""
+    if attn["kind"] == "lightning":
+        D = attn["heads"] * attn["head_dim"]
+        return 4 * D, D, 0
     if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
         D = attn["heads"] * attn["head_dim"]
         return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
@@ -67,6 +72,8 @@ def linear_mixer_params(attn, *, h):
     output gate (h -> d -> D), a gated RMSNorm over d shared by the heads, o_proj D x h."""
     w_in, w_out, conv_dim = mixer_widths(attn)
     K = attn["conv_kernel"]
+    if attn["kind"] == "lightning":  # + the RMSNorm over the D-wide output (MiniMaxLightningAttention)
+        return h * w_in + w_out * h + w_out
     if attn["kind"] == "shortconv":
         return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
     if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
@@ -385,6 +392,8 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     has no core beyond its conv (counted with the projections)."""
     if attn["kind"] == "shortconv":
         return 0
+    if attn["kind"] == "lightning":
+        return lightning_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "kda":
         return kda_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "mamba1":
@@ -392,6 +401,17 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     if attn["kind"] == "mamba2":
         return mamba2_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     return gdn_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+
+
+def lightning_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a lightning-attention core (MiniMax-01, arXiv 2501.08313 sec. 2.2, its Algorithm 1;
+    transformers' MiniMaxLightningAttention), blocks of B positions (the last one shorter), H heads
+    of d: per block of b positions the intra-block Q K^T and its decayed product with V (4 H b^2 d)
+    and the inter-block read-out of the d x d state by Q and the state's update K^T V (4 H b d^2);
+    per decode step the update and the read-out (4 H d^2). The decays are elementwise, not counted."""
+    H, d, B = attn["heads"], attn["head_dim"], attn["state_chunk"]
+    n, r = divmod(chunked_tokens, B)
+    return 4 * H * d * (n * B * B + r * r) + 4 * H * d * d * chunked_tokens + steps * 4 * H * d * d
 
 
 def mamba2_core_flops(attn, *, chunked_tokens, steps):
@@ -522,7 +542,7 @@ def state_elements(attn):
     conv = mixer_widths(attn)[2] * attn["conv_kernel"]
     if attn["kind"] == "shortconv":
         return {"conv": conv, "recurrent": 0}
-    if attn["kind"] == "kda":  # H x d x d
+    if attn["kind"] in ("kda", "lightning"):  # H x d x d
         return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] ** 2}
     if attn["kind"] == "mamba1":  # E x N (Gu & Dao 2023 sec. 3)
         return {"conv": conv, "recurrent": attn["heads"] * attn["state_size"]}

@@ -44,8 +44,8 @@ def attention_kind(attn):
     a linear mixer by its kind and heads, gdn(16k/32v)."""
     if attn["kind"] == "mamba2":
         return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
-    if attn["kind"] == "kda":
-        return f"kda({attn['heads']}x{attn['head_dim']})"
+    if attn["kind"] in ("kda", "lightning"):
+        return f"{attn['kind']}({attn['heads']}x{attn['head_dim']})"
     if attn["kind"] == "mamba1":
         return f"mamba(E={attn['heads']}, N={attn['state_size']})"
     if attn["kind"] == "shortconv":
