@@ -628,6 +628,10 @@ def attention_kind(attn):
     a linear mixer by its kind and heads, gdn(16k/32v)."""
     if attn["kind"] == "mamba2":
         return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
+    if attn["kind"] == "rwkv":
+        return f"rwkv(D={attn['heads']})"
+    if attn["kind"] == "rglru":
+        return f"rglru(W={attn['heads']}, K={attn['conv_kernel']})"
     if attn["kind"] in ("kda", "lightning"):
         return f"{attn['kind']}({attn['heads']}x{attn['head_dim']})"
     if attn["kind"] == "mamba1":
@@ -701,10 +705,16 @@ def mixer_widths(attn):
     B, C, x = 3 D; D; D. Kimi Delta Attention (KDA; H heads of d, D = H d): q, k, v, the low-rank
     inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D. Lightning attention
     (MiniMax-01, arXiv 2501.08313; H heads of d, D = H d): q, k, v and the sigmoid output gate from
-    the layer input = 4 D; D; no conv."""
+    the layer input = 4 D; D; no conv. Griffin's recurrent block (De et al. 2024, arXiv 2402.19427
+    sec. 2.4; RecurrentGemma; W = lru_width): x and gate branches 2 W; W; W. RWKV-4 time mixing (Peng et al. 2023, arXiv 2305.13048; D =
+    attention_hidden_size): key, value, receptance = 3 D; D; no conv."""
     if attn["kind"] == "lightning":
         D = attn["heads"] * attn["head_dim"]
         return 4 * D, D, 0
+    if attn["kind"] == "rwkv":  # RWKV-4 time mixing: key, value, receptance (D each); output D -> h
+        return 3 * attn["heads"], attn["heads"], 0
+    if attn["kind"] == "rglru":  # Griffin's recurrent block: x and gate branches (W each); W -> h; conv over x
+        return 2 * attn["heads"], attn["heads"], attn["heads"]
     if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
         D = attn["heads"] * attn["head_dim"]
         return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
@@ -739,6 +749,11 @@ def linear_mixer_params(attn, *, h):
     K = attn["conv_kernel"]
     if attn["kind"] == "lightning":  # + the RMSNorm over the D-wide output (MiniMaxLightningAttention)
         return h * w_in + w_out * h + w_out
+    if attn["kind"] == "rwkv":  # + time_decay and time_first (D each), the three time_mix vectors (h each)
+        return h * w_in + w_out * h + 2 * w_out + 3 * h
+    if attn["kind"] == "rglru":  # biases on x, gate, out and conv; the RG-LRU's block-diagonal input and
+        W, G = attn["heads"], attn["gate_blocks"]  # recurrence gates (G blocks of W/G, + biases) and its a
+        return h * w_in + w_in + conv_dim * K + conv_dim + w_out * h + h + 2 * (W * W // G + W) + W
     if attn["kind"] == "shortconv":
         return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
     if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
@@ -915,6 +930,8 @@ def attention_linear_flops_per_token(attn, *, h):
         inner = E * (attn["dt_rank"] + 2 * attn["state_size"]) + attn["dt_rank"] * E if attn["kind"] == "mamba1" else 0
         if attn["kind"] == "kda":  # the decay's and the gate's d -> D up-projections
             inner = 2 * attn["head_dim"] * attn["heads"] * attn["head_dim"]
+        if attn["kind"] == "rglru":  # the RG-LRU's two block-diagonal gates (baddbmm)
+            inner = 2 * attn["heads"] * attn["heads"] // attn["gate_blocks"]
         return 2 * (h * w_in + conv_dim * attn["conv_kernel"] + w_out * h + inner)  # mamba1: x_proj, dt_proj
     if attn["kind"] == "mla":
         r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
@@ -1055,7 +1072,7 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     scan (Gu & Dao 2023 sec. 3.3) per token and channel updates an N-wide state with dt x B and
     reads it with C, 4 E N (the discretisation is elementwise, not counted); a short convolution
     has no core beyond its conv (counted with the projections)."""
-    if attn["kind"] == "shortconv":
+    if attn["kind"] in ("shortconv", "rwkv", "rglru"):  # RWKV's WKV and the RG-LRU recurrence are elementwise
         return 0
     if attn["kind"] == "lightning":
         return lightning_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
@@ -1207,6 +1224,10 @@ def state_elements(attn):
     conv = mixer_widths(attn)[2] * attn["conv_kernel"]
     if attn["kind"] == "shortconv":
         return {"conv": conv, "recurrent": 0}
+    if attn["kind"] == "rglru":  # the conv's last K - 1 inputs (model dtype) and the W-wide state (fp32)
+        return {"conv": attn["heads"] * (attn["conv_kernel"] - 1), "recurrent": attn["heads"]}
+    if attn["kind"] == "rwkv":  # the two token-shift vectors (time and channel mixing, h each, model dtype)
+        return {"conv": 2 * attn["model_width"], "recurrent": 3 * attn["heads"]}  # and num, den, max (fp32)
     if attn["kind"] in ("kda", "lightning"):  # H x d x d
         return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] ** 2}
     if attn["kind"] == "mamba1":  # E x N (Gu & Dao 2023 sec. 3)
@@ -3474,6 +3495,47 @@ def _read_hy_v4(r, s, ll, notes, warnings):
     r.used.update(("hc_magnitude", "hc_eps", "learnable_sink_init", "swiglu_limit"))
 
 
+def _read_rwkv(r, s, ll, notes, warnings):
+    """RWKV (v4, transformers' RwkvForCausalLM; Peng et al. 2023, arXiv 2305.13048): no positions,
+    every layer a time-mixing block (key, value, receptance h -> D, output D -> h, per-channel decay
+    and bonus, three token-shift mixes; D = attention_hidden_size) and a channel-mixing block (key
+    h -> f with squared ReLU, value f -> h, a receptance gate h -> h, two token-shift mixes; f =
+    intermediate_size, else 4 h), LayerNorms (two per layer, one more before layer 0), a final
+    LayerNorm, an untied head. State per sequence: the two shifted inputs and num, den, max."""
+    L, h = s["num_layers"], s["hidden_size"]
+    D = r.int("attention_hidden_size", default=h)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="none", norms_per_layer=2, layer_types=["linear"] * L,
+             num_kv_heads=s["num_attention_heads"], head_dim=1,
+             ffn_hidden_size=r.int("intermediate_size", default=4 * h), mlp_act_params=2 * h,
+             extra_params_per_layer=h * h,  # the channel mix's receptance gate: a matmul every token runs
+             layer_overrides={0: {"norms": 3}})
+    s["linear_mixer"] = {"kind": "rwkv", "heads": D, "kv_heads": D, "head_dim": 1, "v_head_dim": 1,
+                         "conv_kernel": 0, "state_chunk": 0, "model_width": h}
+    r.used.update(("context_length", "rescale_every"))
+
+
+def _read_recurrent_gemma(r, s, ll, notes, warnings):
+    """RecurrentGemma (Griffin, De et al. 2024): block_types repeated over the layers, a recurrent
+    block (x and gate branches h -> W with biases, a conv of conv1d_width taps, the RG-LRU with
+    block-diagonal input and recurrence gates of num_attention_heads blocks, W -> h with a bias;
+    W = lru_width) or local attention within attention_window_size (MHA or GQA of head_dim, biased
+    output only); a gated GELU MLP of intermediate_size / 2 with biases; two RMSNorms per layer."""
+    L, h = s["num_layers"], s["hidden_size"]
+    kinds = r.str_list("block_types", choices={"recurrent", "attention"}) or ["recurrent", "recurrent", "attention"]
+    if not kinds:
+        r.fail("block_types", "must list at least one block", kinds)
+    _llama(r, s, ll, notes, warnings, "llama", mlp_bias=True, qkv_bias=False, attn_out_bias=True,
+           ffn_hidden_size=ll["ffn_hidden_size"] // 2, head_dim=r.int("head_dim", default=h // s["num_attention_heads"]))
+    s["layer_types"] = ["linear" if kinds[i % len(kinds)] == "recurrent" else "sliding" for i in range(L)]
+    s["sliding_window"] = r.int("attention_window_size", default=2048)
+    W = r.int("lru_width", default=h)
+    s["linear_mixer"] = {"kind": "rglru", "heads": W, "kv_heads": W, "head_dim": 1, "v_head_dim": 1,
+                         "conv_kernel": r.int("conv1d_width", default=4), "state_chunk": 0,
+                         "gate_blocks": s["num_attention_heads"]}
+    r.used.update(("logits_soft_cap", "w_init_variance_scale", "final_w_init_variance_scale"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -3498,7 +3560,8 @@ MORE_READERS = {
     "aria_text": _read_aria, "gemma4_unified_text": _read_gemma4_unified,
     "unlimited_ocr_text": _read_reference_sliding, "lara_mini": _read_lara, "minimax": _read_minimax01,
     "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
-    "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
+    "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4,
+    "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.
@@ -3506,7 +3569,7 @@ FIELD_ALIASES = {"attention_heads": "num_attention_heads", "layers": "num_hidden
                  "embed_dim": "hidden_size"}
 ALIASED = {"xglm", "kosmos_2_text_model", "kosmos_2_5_text_model"}
 # Attention-free families: their configs have no attention-head field.
-ATTENTION_FREE = {"mamba", "falcon_mamba"}
+ATTENTION_FREE = {"mamba", "falcon_mamba", "rwkv"}
 
 # Text models of wrappers (and renamed families) that transformers builds with a known family's
 # block: read as that family.
@@ -3532,7 +3595,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe zamba zamba2 rwkv recurrent_gemma "
+    **dict.fromkeys("lfm2_moe zamba zamba2 "
                     "plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
@@ -4061,7 +4124,7 @@ def resolve_model_spec(args, defaults=None):
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
                       ("checkpoint_format", None), ("input_matmul_params", 0),
                       ("attn_position_scaling", False), ("indexer_input_norm", False),
-                      ("linear_mixer", None), ("layer_blocks", None), ):
+                      ("linear_mixer", None), ("layer_blocks", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:

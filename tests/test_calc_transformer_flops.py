@@ -56,6 +56,7 @@ GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwe
 # families with linear-attention / state-space layers: their own tests below, each eager artefact named
 LINEAR_MIXER_TYPES = ("qwen3_next", "qwen3_5_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1",
                       "jamba", "lfm3", "kimi_linear", "mamba", "mamba2", "bamba", "lfm2", "minimax",
+                      "recurrent_gemma",
                       "deepseek_v4")  # compressed attention: its own test too
 
 
@@ -218,7 +219,8 @@ def test_mamba2_matches_pytorch_flop_counter(name):
 
 
 @pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items()
-                                        if m.get("model_type") in ("jamba", "lfm3", "mamba", "lfm2")))
+                                        if m.get("model_type") in ("jamba", "lfm3", "mamba", "lfm2",
+                                                                   "recurrent_gemma")))
 def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
     # Source: FlopCounterMode on transformers 5.23's JambaForCausalLM / Lfm3ForCausalLM, eager
     # (mamba_selective_scan's per-token loop, causal_conv1d_fn's torch fallback), eager attention
@@ -243,12 +245,15 @@ def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
         conv_dim, update = E, 2 * s * E * N
         assert m["forward_by_op"]["bmm"] - (res["forward_breakdown_flops"]["attention_scores"]
                                             + res["forward_breakdown_flops"]["attention_context"]) == n * 2 * s * E * N
+    elif cfg["model_type"] == "recurrent_gemma":  # Griffin's recurrent block: a conv over the W-wide x branch
+        conv_dim, K, update = cfg["lru_width"], cfg["conv1d_width"], 0
     else:
         conv_dim, K, update = cfg["hidden_size"], cfg["conv_L_cache"], 0
     assert m["forward_by_op"]["convolution"] == n * 2 * conv_dim * K * (s + K - 1)
     assert res["forward_flops"] == m["forward_flops"] + n * (update - 2 * conv_dim * K * (K - 1))
     bwd = m["backward_by_op"]
-    assert bwd["mm"] == 2 * m["forward_by_op"]["mm"]
+    # every linear's two gradients (RecurrentGemma's biased linears run as addmm forward, mm backward)
+    assert bwd["mm"] == 2 * (m["forward_by_op"]["mm"] + m["forward_by_op"].get("addmm", 0))
     assert bwd["convolution_backward"] > 100 * m["forward_by_op"]["convolution"]  # dense count (groups ignored)
 
 

@@ -689,6 +689,47 @@ def _read_hy_v4(r, s, ll, notes, warnings):
     r.used.update(("hc_magnitude", "hc_eps", "learnable_sink_init", "swiglu_limit"))
 
 
+def _read_rwkv(r, s, ll, notes, warnings):
+    """RWKV (v4, transformers' RwkvForCausalLM; Peng et al. 2023, arXiv 2305.13048): no positions,
+    every layer a time-mixing block (key, value, receptance h -> D, output D -> h, per-channel decay
+    and bonus, three token-shift mixes; D = attention_hidden_size) and a channel-mixing block (key
+    h -> f with squared ReLU, value f -> h, a receptance gate h -> h, two token-shift mixes; f =
+    intermediate_size, else 4 h), LayerNorms (two per layer, one more before layer 0), a final
+    LayerNorm, an untied head. State per sequence: the two shifted inputs and num, den, max."""
+    L, h = s["num_layers"], s["hidden_size"]
+    D = r.int("attention_hidden_size", default=h)
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="none", norms_per_layer=2, layer_types=["linear"] * L,
+             num_kv_heads=s["num_attention_heads"], head_dim=1,
+             ffn_hidden_size=r.int("intermediate_size", default=4 * h), mlp_act_params=2 * h,
+             extra_params_per_layer=h * h,  # the channel mix's receptance gate: a matmul every token runs
+             layer_overrides={0: {"norms": 3}})
+    s["linear_mixer"] = {"kind": "rwkv", "heads": D, "kv_heads": D, "head_dim": 1, "v_head_dim": 1,
+                         "conv_kernel": 0, "state_chunk": 0, "model_width": h}
+    r.used.update(("context_length", "rescale_every"))
+
+
+def _read_recurrent_gemma(r, s, ll, notes, warnings):
+    """RecurrentGemma (Griffin, De et al. 2024): block_types repeated over the layers, a recurrent
+    block (x and gate branches h -> W with biases, a conv of conv1d_width taps, the RG-LRU with
+    block-diagonal input and recurrence gates of num_attention_heads blocks, W -> h with a bias;
+    W = lru_width) or local attention within attention_window_size (MHA or GQA of head_dim, biased
+    output only); a gated GELU MLP of intermediate_size / 2 with biases; two RMSNorms per layer."""
+    L, h = s["num_layers"], s["hidden_size"]
+    kinds = r.str_list("block_types", choices={"recurrent", "attention"}) or ["recurrent", "recurrent", "attention"]
+    if not kinds:
+        r.fail("block_types", "must list at least one block", kinds)
+    _llama(r, s, ll, notes, warnings, "llama", mlp_bias=True, qkv_bias=False, attn_out_bias=True,
+           ffn_hidden_size=ll["ffn_hidden_size"] // 2, head_dim=r.int("head_dim", default=h // s["num_attention_heads"]))
+    s["layer_types"] = ["linear" if kinds[i % len(kinds)] == "recurrent" else "sliding" for i in range(L)]
+    s["sliding_window"] = r.int("attention_window_size", default=2048)
+    W = r.int("lru_width", default=h)
+    s["linear_mixer"] = {"kind": "rglru", "heads": W, "kv_heads": W, "head_dim": 1, "v_head_dim": 1,
+                         "conv_kernel": r.int("conv1d_width", default=4), "state_chunk": 0,
+                         "gate_blocks": s["num_attention_heads"]}
+    r.used.update(("logits_soft_cap", "w_init_variance_scale", "final_w_init_variance_scale"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -713,7 +754,8 @@ MORE_READERS = {
     "aria_text": _read_aria, "gemma4_unified_text": _read_gemma4_unified,
     "unlimited_ocr_text": _read_reference_sliding, "lara_mini": _read_lara, "minimax": _read_minimax01,
     "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
-    "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
+    "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4,
+    "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.
@@ -721,7 +763,7 @@ FIELD_ALIASES = {"attention_heads": "num_attention_heads", "layers": "num_hidden
                  "embed_dim": "hidden_size"}
 ALIASED = {"xglm", "kosmos_2_text_model", "kosmos_2_5_text_model"}
 # Attention-free families: their configs have no attention-head field.
-ATTENTION_FREE = {"mamba", "falcon_mamba"}
+ATTENTION_FREE = {"mamba", "falcon_mamba", "rwkv"}
 
 # Text models of wrappers (and renamed families) that transformers builds with a known family's
 # block: read as that family.

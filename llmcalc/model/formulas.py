@@ -36,10 +36,16 @@ def mixer_widths(attn):
     B, C, x = 3 D; D; D. Kimi Delta Attention (KDA; H heads of d, D = H d): q, k, v, the low-rank
     inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D. Lightning attention
     (MiniMax-01, arXiv 2501.08313; H heads of d, D = H d): q, k, v and the sigmoid output gate from
-    the layer input = 4 D; D; no conv."""
+    the layer input = 4 D; D; no conv. Griffin's recurrent block (De et al. 2024, arXiv 2402.19427
+    sec. 2.4; RecurrentGemma; W = lru_width): x and gate branches 2 W; W; W. RWKV-4 time mixing (Peng et al. 2023, arXiv 2305.13048; D =
+    attention_hidden_size): key, value, receptance = 3 D; D; no conv."""
     if attn["kind"] == "lightning":
         D = attn["heads"] * attn["head_dim"]
         return 4 * D, D, 0
+    if attn["kind"] == "rwkv":  # RWKV-4 time mixing: key, value, receptance (D each); output D -> h
+        return 3 * attn["heads"], attn["heads"], 0
+    if attn["kind"] == "rglru":  # Griffin's recurrent block: x and gate branches (W each); W -> h; conv over x
+        return 2 * attn["heads"], attn["heads"], attn["heads"]
     if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
         D = attn["heads"] * attn["head_dim"]
         return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
@@ -74,6 +80,11 @@ def linear_mixer_params(attn, *, h):
     K = attn["conv_kernel"]
     if attn["kind"] == "lightning":  # + the RMSNorm over the D-wide output (MiniMaxLightningAttention)
         return h * w_in + w_out * h + w_out
+    if attn["kind"] == "rwkv":  # + time_decay and time_first (D each), the three time_mix vectors (h each)
+        return h * w_in + w_out * h + 2 * w_out + 3 * h
+    if attn["kind"] == "rglru":  # biases on x, gate, out and conv; the RG-LRU's block-diagonal input and
+        W, G = attn["heads"], attn["gate_blocks"]  # recurrence gates (G blocks of W/G, + biases) and its a
+        return h * w_in + w_in + conv_dim * K + conv_dim + w_out * h + h + 2 * (W * W // G + W) + W
     if attn["kind"] == "shortconv":
         return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
     if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
@@ -250,6 +261,8 @@ def attention_linear_flops_per_token(attn, *, h):
         inner = E * (attn["dt_rank"] + 2 * attn["state_size"]) + attn["dt_rank"] * E if attn["kind"] == "mamba1" else 0
         if attn["kind"] == "kda":  # the decay's and the gate's d -> D up-projections
             inner = 2 * attn["head_dim"] * attn["heads"] * attn["head_dim"]
+        if attn["kind"] == "rglru":  # the RG-LRU's two block-diagonal gates (baddbmm)
+            inner = 2 * attn["heads"] * attn["heads"] // attn["gate_blocks"]
         return 2 * (h * w_in + conv_dim * attn["conv_kernel"] + w_out * h + inner)  # mamba1: x_proj, dt_proj
     if attn["kind"] == "mla":
         r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
@@ -390,7 +403,7 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     scan (Gu & Dao 2023 sec. 3.3) per token and channel updates an N-wide state with dt x B and
     reads it with C, 4 E N (the discretisation is elementwise, not counted); a short convolution
     has no core beyond its conv (counted with the projections)."""
-    if attn["kind"] == "shortconv":
+    if attn["kind"] in ("shortconv", "rwkv", "rglru"):  # RWKV's WKV and the RG-LRU recurrence are elementwise
         return 0
     if attn["kind"] == "lightning":
         return lightning_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
@@ -542,6 +555,10 @@ def state_elements(attn):
     conv = mixer_widths(attn)[2] * attn["conv_kernel"]
     if attn["kind"] == "shortconv":
         return {"conv": conv, "recurrent": 0}
+    if attn["kind"] == "rglru":  # the conv's last K - 1 inputs (model dtype) and the W-wide state (fp32)
+        return {"conv": attn["heads"] * (attn["conv_kernel"] - 1), "recurrent": attn["heads"]}
+    if attn["kind"] == "rwkv":  # the two token-shift vectors (time and channel mixing, h each, model dtype)
+        return {"conv": 2 * attn["model_width"], "recurrent": 3 * attn["heads"]}  # and num, den, max (fp32)
     if attn["kind"] in ("kda", "lightning"):  # H x d x d
         return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] ** 2}
     if attn["kind"] == "mamba1":  # E x N (Gu & Dao 2023 sec. 3)

@@ -44,6 +44,10 @@ def attention_kind(attn):
     a linear mixer by its kind and heads, gdn(16k/32v)."""
     if attn["kind"] == "mamba2":
         return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
+    if attn["kind"] == "rwkv":
+        return f"rwkv(D={attn['heads']})"
+    if attn["kind"] == "rglru":
+        return f"rglru(W={attn['heads']}, K={attn['conv_kernel']})"
     if attn["kind"] in ("kda", "lightning"):
         return f"{attn['kind']}({attn['heads']}x{attn['head_dim']})"
     if attn["kind"] == "mamba1":

@@ -146,7 +146,7 @@ def resolve_model_spec(args, defaults=None):
                       ("zero_experts", 0), ("expert_bias", None), ("router_has_bias", False),
                       ("checkpoint_format", None), ("input_matmul_params", 0),
                       ("attn_position_scaling", False), ("indexer_input_norm", False),
-                      ("linear_mixer", None), ("layer_blocks", None), ):
+                      ("linear_mixer", None), ("layer_blocks", None)):
         s.setdefault(name, val)
     if s["position_embedding"] == "learned":
         if flag("max_position_embeddings") is not None:
