@@ -527,8 +527,9 @@ def mixer_widths(attn):
     if attn["kind"] == "rglru":  # Griffin's recurrent block: x and gate branches (W each); W -> h; conv over x
         return 2 * attn["heads"], attn["heads"], attn["heads"]
     if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
-        D = attn["heads"] * attn["head_dim"]
-        return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
+        D = attn["heads"] * attn["head_dim"]  # (full-rank decay and gate, Bailing: 2 D)
+        r = D if attn.get("full_rank_gates") else attn["head_dim"]
+        return 3 * D + 2 * r + attn["heads"], D, 3 * D
     if attn["kind"] in ("mamba1", "shortconv"):
         E = attn["heads"]
         return (2 if attn["kind"] == "mamba1" else 3) * E, E, E
@@ -569,7 +570,8 @@ def linear_mixer_params(attn, *, h):
         return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
     if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
         H, d = attn["heads"], attn["head_dim"]
-        return h * w_in + 2 * d * H * d + conv_dim * K + H * d + H + d + w_out * h
+        ups = 0 if attn.get("full_rank_gates") else 2 * d * H * d
+        return h * w_in + ups + conv_dim * K + H * d + H + d + w_out * h
     if attn["kind"] == "mamba1":
         E, R, N = attn["heads"], attn["dt_rank"], attn["state_size"]
         return (h * w_in + attn["in_bias"] * w_in + conv_dim * K + attn["conv_bias"] * conv_dim
@@ -627,7 +629,8 @@ def attention_params(attn, *, h):
     with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
     a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
     (Mistral Large 4); plus any indexer. extra_weights: a family's non-matmul weights in the block
-    (DiffLlama's lambdas, BitNet's norm before o_proj)."""
+    (DiffLlama's lambdas, BitNet's norm before o_proj). in_width: the width q, k and v read (2 h in
+    Zamba's shared block); tied: the weights belong to a block an earlier layer holds (0 here)."""
     if attn["span"] == "state":
         return linear_mixer_params(attn, h=h)
     if attn["kind"] == "dsv4":
@@ -646,6 +649,7 @@ def attention_params(attn, *, h):
                                                 + norm_params(width=r_kv, norm=nm))
         kv_up = r_kv * a * (d_nope + d_v)
         return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
+                + h * a * (attn["output_gate"] == "headwise")  # Bailing's per-head gate on MLA
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias
@@ -653,7 +657,10 @@ def attention_params(attn, *, h):
     kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
     qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
-    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
+    if attn.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
+        return 0
+    h_in = attn.get("in_width", h)  # Zamba's shared attention reads [hidden, embedding], 2 h wide
+    return (h_in * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
             + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
@@ -669,6 +676,8 @@ def mlp_block_params(mlp, *, h):
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
     is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
     Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
+    if mlp.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
+        return {"dense": 0, "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
     if mlp["kind"] == "dense":  # + a learned activation's scalars (Apertus' xIELU: 2)
         return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
                 + mlp.get("act_params", 0),
@@ -739,7 +748,7 @@ def attention_linear_flops_per_token(attn, *, h):
         w_in, w_out, conv_dim = mixer_widths(attn)
         E = attn["heads"]
         inner = E * (attn["dt_rank"] + 2 * attn["state_size"]) + attn["dt_rank"] * E if attn["kind"] == "mamba1" else 0
-        if attn["kind"] == "kda":  # the decay's and the gate's d -> D up-projections
+        if attn["kind"] == "kda" and not attn.get("full_rank_gates"):  # the decay's and gate's d -> D ups
             inner = 2 * attn["head_dim"] * attn["heads"] * attn["head_dim"]
         if attn["kind"] == "rglru":  # the RG-LRU's two block-diagonal gates (baddbmm)
             inner = 2 * attn["heads"] * attn["heads"] // attn["gate_blocks"]
@@ -749,12 +758,12 @@ def attention_linear_flops_per_token(attn, *, h):
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
         q = h * r_q + r_q * a * (d_nope + d_rope) if r_q else h * a * (d_nope + d_rope)
         kv_down = 0 if attn["kv_shared"] else h * (r_kv + d_rope)
-        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
+        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h + h * a * (attn["output_gate"] == "headwise")
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
         dv = attn.get("v_dim", d)
         kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
-        macs = h * (q_out + kv_out) + a * dv * h
+        macs = attn.get("in_width", h) * (q_out + kv_out) + a * dv * h
     return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
 
 
@@ -3347,6 +3356,96 @@ def _read_recurrent_gemma(r, s, ll, notes, warnings):
     r.used.update(("logits_soft_cap", "w_init_variance_scale", "final_w_init_variance_scale"))
 
 
+def _read_bailing_hybrid(r, s, ll, notes, warnings):
+    """Bailing hybrid (Ling 2.5 / Ring): Kimi Delta Attention layers with full-rank decay and output
+    gate projections (h -> D each; linear_num_heads of linear_head_dim, conv of
+    linear_conv_kernel_dim) and MLA layers (no query bottleneck) with a per-head sigmoid gate
+    (g_proj h -> a), as layer_types lists them; dense then MoE layers (mlp_layer_types) with
+    num_shared_experts shared experts; the MTP layer is not built."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="headwise")
+    _read_mla(r, s)
+    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
+                         "conv_kernel": r.int("linear_conv_kernel_dim", "short_conv_kernel_size", default=4),
+                         "state_chunk": GDN_CHUNK, "full_rank_gates": True}
+    s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    n_sh = r.int("num_shared_experts", lo=0, default=0)
+    f_e = r.int("moe_intermediate_size")
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_token", "num_experts_per_tok"),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
+             moe_layer_set=_mlp_pattern(r, L, default_dense=range(r.int("first_k_dense_replace", lo=0, default=0))))
+    r.used.update(("layer_group_size", "kda_safe_gate", "kda_lower_bound", "num_expert_group", "moe_renormalize",
+                   "model_max_length", "mtp_loss_scaling_factor"))
+    _note_mtp(r, s)
+
+
+def _read_moshi(r, s, ll, notes, warnings):
+    """Moshi's temporal transformer (MoshiForCausalLM): a Llama block whose MLP fuses gate and up
+    (fc1 h -> ffn_dim, fc2 ffn_dim / 2 -> h), no biases, a token table one row longer than the head;
+    the audio codec and depth decoder of the full Moshi are not part of this class."""
+    _llama(r, s, ll, notes, warnings, "llama", ffn_hidden_size=r.int("ffn_dim") // 2,
+           other_params={"extra_token_row": s["hidden_size"]})
+    r.used.update(("audio_vocab_size", "num_codebooks", "audio_encoder_config"))
+
+
+def _read_zamba(r, s, ll, notes, warnings):
+    """Zamba 1 and 2: Mamba layers (Zamba: Mamba-1 of inner width mamba_expand x h, n_mamba_heads
+    heads that split x_proj / dt_proj without changing their size; Zamba 2: Mamba-2) with, on the
+    hybrid layers (layers_block_type), a transformer block whose weights all hybrid layers share
+    (num_mem_blocks of them, used in turn): attention over the layer input concatenated with the
+    embedding (q, k, v read 2 h; attention_hidden_size wide, head attention_head_dim), an RMSNorm
+    over 2 h, a gated MLP with its norm; then a per-layer h x h linear; Zamba 2 adds a LoRA of rank
+    adapter_rank on the shared MLP's gate/up projection per hybrid layer. The shared blocks' weights
+    are counted on their first use (tied after), their FLOPs and K/V cache on every hybrid layer."""
+    L, h, mt = s["num_layers"], s["hidden_size"], s["model_type"]
+    blocks = r.str_list("layers_block_type", choices={"mamba", "linear_attention", "hybrid"}, length=L)
+    if blocks is None:
+        r.fail("layers_block_type", "is needed to place the shared blocks", None)
+    A = r.int("attention_hidden_size", default=2 * h)
+    a = s["num_attention_heads"]
+    d = r.int("attention_head_dim", default=A // a)
+    n_mem = r.int("num_mem_blocks", default=1) if mt == "zamba2" else 1
+    if mt == "zamba2" and r.bool("use_shared_attention_adapter", default=False):
+        raise ValueError(f"{r.where}: use_shared_attention_adapter (LoRA on the shared attention) is not counted "
+                         "by this script yet")
+    _llama(r, s, ll, notes, warnings, "llama", head_dim=d, num_kv_heads=r.int("num_key_value_heads", default=a),
+           norms_per_layer=1, layer_types=["hybrid" if b == "hybrid" else "linear" for b in blocks],
+           layer_blocks=["both" if b == "hybrid" else "mixer" for b in blocks])
+    E = int(r.num("mamba_expand", default=2) * h)
+    if mt == "zamba":
+        s["linear_mixer"] = {"kind": "mamba1", "heads": E, "kv_heads": E, "head_dim": 1, "v_head_dim": 1,
+                             "state_size": r.int("mamba_d_state", default=16),
+                             "dt_rank": r.int("mamba_dt_rank", default=-(-h // 16)),
+                             "conv_kernel": r.int("mamba_d_conv", default=4), "state_chunk": 0,
+                             "in_bias": r.bool("mamba_proj_bias", default=False),
+                             "mixer_out_bias": r.bool("mamba_proj_bias", default=False),
+                             "conv_bias": r.bool("mamba_conv_bias", default=True), "dt_norms": False}
+        r.int("n_mamba_heads", default=2)
+    else:
+        H = r.int("n_mamba_heads", default=8)
+        bias = r.bool("add_bias_linear", default=False)
+        _mamba2_mixer(r, s, d_in=E, heads=H, head_dim=r.int("mamba_headdim", default=E // H),
+                      groups=r.int("mamba_ngroups", default=1), state=r.int("mamba_d_state", default=64),
+                      conv=r.int("mamba_d_conv", default=4), chunk=r.int("chunk_size", default=256),
+                      in_bias=bias, out_bias=bias, conv_bias=r.bool("use_conv_bias", default=True), gated_norm=True)
+    rank = r.int("adapter_rank", default=128) if mt == "zamba2" else 0
+    f = ll["ffn_hidden_size"]
+    over, seen = {}, 0
+    for i, b in enumerate(blocks):
+        if b != "hybrid":
+            continue
+        tied = seen >= n_mem
+        over[i] = {"attention": {"in_width": 2 * h, "tied": tied}, "mlp": {"tied": tied},
+                   "norms": 1 + (0 if tied else 3),  # the Mamba layer's, and the shared block's 2 h + h
+                   "extra_params": h * h + rank * (h + 2 * f)}
+        seen += 1
+    s["layer_overrides"] = over
+    r.used.update(("hybrid_layer_ids", "attn_layer_period", "attn_layer_offset", "use_mamba_kernels",
+                   "use_mem_rope", "use_long_context", "kv_channels", "num_query_groups", "num_logits_to_keep",
+                   "hidden_mamba_act", "use_mem_eff_path", "use_associative_scan"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -3372,7 +3471,8 @@ MORE_READERS = {
     "unlimited_ocr_text": _read_reference_sliding, "lara_mini": _read_lara, "minimax": _read_minimax01,
     "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
     "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4,
-    "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
+    "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma, "bailing_hybrid": _read_bailing_hybrid,
+    "moshi": _read_moshi, "zamba": _read_zamba, "zamba2": _read_zamba, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.
@@ -3406,7 +3506,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe zamba zamba2 "
+    **dict.fromkeys("lfm2_moe "
                     "plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
@@ -3414,7 +3514,7 @@ _NOT_YET = {
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    **dict.fromkeys("bailing_hybrid glm5_next_text".split(), _SSM),
+    "glm5_next_text": _SSM,
     **dict.fromkeys("axk2 dots3_note_text".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),

@@ -55,7 +55,7 @@ def test_required_architectures_were_measured(name):
 GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwen3_next", "qwen3_5_text", "olmo_hybrid"))
 # families with linear-attention / state-space layers: their own tests below, each eager artefact named
 LINEAR_MIXER_TYPES = ("qwen3_next", "qwen3_5_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1",
-                      "jamba", "lfm3", "kimi_linear", "mamba", "mamba2", "bamba", "lfm2", "minimax",
+                      "jamba", "lfm3", "kimi_linear", "bailing_hybrid", "mamba", "mamba2", "bamba", "lfm2", "minimax",
                       "recurrent_gemma",
                       "deepseek_v4")  # compressed attention: its own test too
 
@@ -257,8 +257,11 @@ def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
     assert bwd["convolution_backward"] > 100 * m["forward_by_op"]["convolution"]  # dense count (groups ignored)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") == "kimi_linear"))
+@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("kimi_linear",
+                                                                                                "bailing_hybrid")))
 def test_kda_matches_pytorch_flop_counter(name):
+    # (Also transformers 5.24's BailingHybridForCausalLM: KDA with full-rank decay and gate
+    # projections, and an MLA layer with a per-head gate; the same eager artefacts.)
     # Source: FlopCounterMode on transformers 5.23's KimiLinearForCausalLM, eager
     # (chunk_kimi_delta_attention's torch fallback, chunk 64), eager attention and experts, fp32
     # CPU, 2 layers (KDA + dense MLP, NoPE MLA + MoE), sequence 128 (tests/fixtures/measure_flops.py).

@@ -27,7 +27,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe zamba zamba2 "
+    **dict.fromkeys("lfm2_moe "
                     "plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
@@ -35,7 +35,7 @@ _NOT_YET = {
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    **dict.fromkeys("bailing_hybrid glm5_next_text".split(), _SSM),
+    "glm5_next_text": _SSM,
     **dict.fromkeys("axk2 dots3_note_text".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),

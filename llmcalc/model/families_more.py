@@ -10,7 +10,7 @@ from .families_dense import _read_gemma4, _read_generic_moe, _read_gpt2, _read_l
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
 from .kinds import GDN_CHUNK
 from .reader import _layer_pattern
-from .families_moe import _mlp_pattern, _read_dsa, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
+from .families_moe import _mlp_pattern, _note_mtp, _read_dsa, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
 
 
 def _llama(r, s, ll, notes, warnings, base, **over):
@@ -730,6 +730,96 @@ def _read_recurrent_gemma(r, s, ll, notes, warnings):
     r.used.update(("logits_soft_cap", "w_init_variance_scale", "final_w_init_variance_scale"))
 
 
+def _read_bailing_hybrid(r, s, ll, notes, warnings):
+    """Bailing hybrid (Ling 2.5 / Ring): Kimi Delta Attention layers with full-rank decay and output
+    gate projections (h -> D each; linear_num_heads of linear_head_dim, conv of
+    linear_conv_kernel_dim) and MLA layers (no query bottleneck) with a per-head sigmoid gate
+    (g_proj h -> a), as layer_types lists them; dense then MoE layers (mlp_layer_types) with
+    num_shared_experts shared experts; the MTP layer is not built."""
+    L = s["num_layers"]
+    _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="headwise")
+    _read_mla(r, s)
+    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
+                         "conv_kernel": r.int("linear_conv_kernel_dim", "short_conv_kernel_size", default=4),
+                         "state_chunk": GDN_CHUNK, "full_rank_gates": True}
+    s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
+    n_sh = r.int("num_shared_experts", lo=0, default=0)
+    f_e = r.int("moe_intermediate_size")
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_token", "num_experts_per_tok"),
+             moe_ffn_hidden_size=f_e, num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * f_e,
+             moe_layer_set=_mlp_pattern(r, L, default_dense=range(r.int("first_k_dense_replace", lo=0, default=0))))
+    r.used.update(("layer_group_size", "kda_safe_gate", "kda_lower_bound", "num_expert_group", "moe_renormalize",
+                   "model_max_length", "mtp_loss_scaling_factor"))
+    _note_mtp(r, s)
+
+
+def _read_moshi(r, s, ll, notes, warnings):
+    """Moshi's temporal transformer (MoshiForCausalLM): a Llama block whose MLP fuses gate and up
+    (fc1 h -> ffn_dim, fc2 ffn_dim / 2 -> h), no biases, a token table one row longer than the head;
+    the audio codec and depth decoder of the full Moshi are not part of this class."""
+    _llama(r, s, ll, notes, warnings, "llama", ffn_hidden_size=r.int("ffn_dim") // 2,
+           other_params={"extra_token_row": s["hidden_size"]})
+    r.used.update(("audio_vocab_size", "num_codebooks", "audio_encoder_config"))
+
+
+def _read_zamba(r, s, ll, notes, warnings):
+    """Zamba 1 and 2: Mamba layers (Zamba: Mamba-1 of inner width mamba_expand x h, n_mamba_heads
+    heads that split x_proj / dt_proj without changing their size; Zamba 2: Mamba-2) with, on the
+    hybrid layers (layers_block_type), a transformer block whose weights all hybrid layers share
+    (num_mem_blocks of them, used in turn): attention over the layer input concatenated with the
+    embedding (q, k, v read 2 h; attention_hidden_size wide, head attention_head_dim), an RMSNorm
+    over 2 h, a gated MLP with its norm; then a per-layer h x h linear; Zamba 2 adds a LoRA of rank
+    adapter_rank on the shared MLP's gate/up projection per hybrid layer. The shared blocks' weights
+    are counted on their first use (tied after), their FLOPs and K/V cache on every hybrid layer."""
+    L, h, mt = s["num_layers"], s["hidden_size"], s["model_type"]
+    blocks = r.str_list("layers_block_type", choices={"mamba", "linear_attention", "hybrid"}, length=L)
+    if blocks is None:
+        r.fail("layers_block_type", "is needed to place the shared blocks", None)
+    A = r.int("attention_hidden_size", default=2 * h)
+    a = s["num_attention_heads"]
+    d = r.int("attention_head_dim", default=A // a)
+    n_mem = r.int("num_mem_blocks", default=1) if mt == "zamba2" else 1
+    if mt == "zamba2" and r.bool("use_shared_attention_adapter", default=False):
+        raise ValueError(f"{r.where}: use_shared_attention_adapter (LoRA on the shared attention) is not counted "
+                         "by this script yet")
+    _llama(r, s, ll, notes, warnings, "llama", head_dim=d, num_kv_heads=r.int("num_key_value_heads", default=a),
+           norms_per_layer=1, layer_types=["hybrid" if b == "hybrid" else "linear" for b in blocks],
+           layer_blocks=["both" if b == "hybrid" else "mixer" for b in blocks])
+    E = int(r.num("mamba_expand", default=2) * h)
+    if mt == "zamba":
+        s["linear_mixer"] = {"kind": "mamba1", "heads": E, "kv_heads": E, "head_dim": 1, "v_head_dim": 1,
+                             "state_size": r.int("mamba_d_state", default=16),
+                             "dt_rank": r.int("mamba_dt_rank", default=-(-h // 16)),
+                             "conv_kernel": r.int("mamba_d_conv", default=4), "state_chunk": 0,
+                             "in_bias": r.bool("mamba_proj_bias", default=False),
+                             "mixer_out_bias": r.bool("mamba_proj_bias", default=False),
+                             "conv_bias": r.bool("mamba_conv_bias", default=True), "dt_norms": False}
+        r.int("n_mamba_heads", default=2)
+    else:
+        H = r.int("n_mamba_heads", default=8)
+        bias = r.bool("add_bias_linear", default=False)
+        _mamba2_mixer(r, s, d_in=E, heads=H, head_dim=r.int("mamba_headdim", default=E // H),
+                      groups=r.int("mamba_ngroups", default=1), state=r.int("mamba_d_state", default=64),
+                      conv=r.int("mamba_d_conv", default=4), chunk=r.int("chunk_size", default=256),
+                      in_bias=bias, out_bias=bias, conv_bias=r.bool("use_conv_bias", default=True), gated_norm=True)
+    rank = r.int("adapter_rank", default=128) if mt == "zamba2" else 0
+    f = ll["ffn_hidden_size"]
+    over, seen = {}, 0
+    for i, b in enumerate(blocks):
+        if b != "hybrid":
+            continue
+        tied = seen >= n_mem
+        over[i] = {"attention": {"in_width": 2 * h, "tied": tied}, "mlp": {"tied": tied},
+                   "norms": 1 + (0 if tied else 3),  # the Mamba layer's, and the shared block's 2 h + h
+                   "extra_params": h * h + rank * (h + 2 * f)}
+        seen += 1
+    s["layer_overrides"] = over
+    r.used.update(("hybrid_layer_ids", "attn_layer_period", "attn_layer_offset", "use_mamba_kernels",
+                   "use_mem_rope", "use_long_context", "kv_channels", "num_query_groups", "num_logits_to_keep",
+                   "hidden_mamba_act", "use_mem_eff_path", "use_associative_scan"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -755,7 +845,8 @@ MORE_READERS = {
     "unlimited_ocr_text": _read_reference_sliding, "lara_mini": _read_lara, "minimax": _read_minimax01,
     "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
     "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4,
-    "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
+    "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma, "bailing_hybrid": _read_bailing_hybrid,
+    "moshi": _read_moshi, "zamba": _read_zamba, "zamba2": _read_zamba, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.

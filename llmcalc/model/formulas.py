@@ -47,8 +47,9 @@ def mixer_widths(attn):
     if attn["kind"] == "rglru":  # Griffin's recurrent block: x and gate branches (W each); W -> h; conv over x
         return 2 * attn["heads"], attn["heads"], attn["heads"]
     if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
-        D = attn["heads"] * attn["head_dim"]
-        return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
+        D = attn["heads"] * attn["head_dim"]  # (full-rank decay and gate, Bailing: 2 D)
+        r = D if attn.get("full_rank_gates") else attn["head_dim"]
+        return 3 * D + 2 * r + attn["heads"], D, 3 * D
     if attn["kind"] in ("mamba1", "shortconv"):
         E = attn["heads"]
         return (2 if attn["kind"] == "mamba1" else 3) * E, E, E
@@ -89,7 +90,8 @@ def linear_mixer_params(attn, *, h):
         return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
     if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
         H, d = attn["heads"], attn["head_dim"]
-        return h * w_in + 2 * d * H * d + conv_dim * K + H * d + H + d + w_out * h
+        ups = 0 if attn.get("full_rank_gates") else 2 * d * H * d
+        return h * w_in + ups + conv_dim * K + H * d + H + d + w_out * h
     if attn["kind"] == "mamba1":
         E, R, N = attn["heads"], attn["dt_rank"], attn["state_size"]
         return (h * w_in + attn["in_bias"] * w_in + conv_dim * K + attn["conv_bias"] * conv_dim
@@ -147,7 +149,8 @@ def attention_params(attn, *, h):
     with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
     a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
     (Mistral Large 4); plus any indexer. extra_weights: a family's non-matmul weights in the block
-    (DiffLlama's lambdas, BitNet's norm before o_proj)."""
+    (DiffLlama's lambdas, BitNet's norm before o_proj). in_width: the width q, k and v read (2 h in
+    Zamba's shared block); tied: the weights belong to a block an earlier layer holds (0 here)."""
     if attn["span"] == "state":
         return linear_mixer_params(attn, h=h)
     if attn["kind"] == "dsv4":
@@ -166,6 +169,7 @@ def attention_params(attn, *, h):
                                                 + norm_params(width=r_kv, norm=nm))
         kv_up = r_kv * a * (d_nope + d_v)
         return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
+                + h * a * (attn["output_gate"] == "headwise")  # Bailing's per-head gate on MLA
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias
@@ -173,7 +177,10 @@ def attention_params(attn, *, h):
     kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
     qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
-    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
+    if attn.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
+        return 0
+    h_in = attn.get("in_width", h)  # Zamba's shared attention reads [hidden, embedding], 2 h wide
+    return (h_in * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
             + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
@@ -189,6 +196,8 @@ def mlp_block_params(mlp, *, h):
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
     is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
     Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
+    if mlp.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
+        return {"dense": 0, "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
     if mlp["kind"] == "dense":  # + a learned activation's scalars (Apertus' xIELU: 2)
         return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
                 + mlp.get("act_params", 0),
@@ -259,7 +268,7 @@ def attention_linear_flops_per_token(attn, *, h):
         w_in, w_out, conv_dim = mixer_widths(attn)
         E = attn["heads"]
         inner = E * (attn["dt_rank"] + 2 * attn["state_size"]) + attn["dt_rank"] * E if attn["kind"] == "mamba1" else 0
-        if attn["kind"] == "kda":  # the decay's and the gate's d -> D up-projections
+        if attn["kind"] == "kda" and not attn.get("full_rank_gates"):  # the decay's and gate's d -> D ups
             inner = 2 * attn["head_dim"] * attn["heads"] * attn["head_dim"]
         if attn["kind"] == "rglru":  # the RG-LRU's two block-diagonal gates (baddbmm)
             inner = 2 * attn["heads"] * attn["heads"] // attn["gate_blocks"]
@@ -269,12 +278,12 @@ def attention_linear_flops_per_token(attn, *, h):
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
         q = h * r_q + r_q * a * (d_nope + d_rope) if r_q else h * a * (d_nope + d_rope)
         kv_down = 0 if attn["kv_shared"] else h * (r_kv + d_rope)
-        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
+        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h + h * a * (attn["output_gate"] == "headwise")
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
         dv = attn.get("v_dim", d)
         kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
-        macs = h * (q_out + kv_out) + a * dv * h
+        macs = attn.get("in_width", h) * (q_out + kv_out) + a * dv * h
     return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
 
 
