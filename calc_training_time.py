@@ -1446,7 +1446,7 @@ def _read_mla(r, s):
     if r_kv:
         s.update(kv_lora_rank=r_kv, q_lora_rank=r.int("q_lora_rank"),
                  qk_nope_head_dim=r.int("qk_nope_head_dim"),
-                 qk_rope_head_dim=r.int("qk_rope_head_dim"),
+                 qk_rope_head_dim=r.int("qk_rope_head_dim", lo=0),  # 0: no rotary slice (GLM-5-Next)
                  v_head_dim=r.int("v_head_dim"), head_dim=None)
         r.used.add("qk_head_dim")  # derived: qk_nope_head_dim + qk_rope_head_dim
 
@@ -3239,6 +3239,67 @@ def _read_zamba(r, s, ll, notes, warnings):
                    "hidden_mamba_act", "use_mem_eff_path", "use_associative_scan"))
 
 
+def _read_gemma3n(r, s, ll, notes, warnings):
+    """Gemma 3n's text model: Gemma 4's block with one head_dim on every layer (per-layer inputs,
+    the last num_kv_shared_layers reusing earlier K/V), plus per layer AltUp over altup_num_inputs
+    n streams (a modality router n x h and its norm, prediction n^2 x n and correction n x n
+    coefficients, an output scale h) and a Laurel low-rank residual (h -> laurel_rank -> h, a norm);
+    n - 1 AltUp projections in and n - 1 out (h x h each) for the model. The MLP width per layer
+    (intermediate_size, a list) must be one value. Activation sparsity has no weights."""
+    L, h = s["num_layers"], s["hidden_size"]
+    f = r.cfg.get("intermediate_size")
+    if isinstance(f, list):
+        r.used.add("intermediate_size")
+        if not f or any(x != f[0] for x in f) or isinstance(f[0], bool) or not isinstance(f[0], int):
+            r.fail("intermediate_size", "differs between layers, which this script does not describe yet", f)
+        ll = dict(ll, ffn_hidden_size=f[0])
+    r.cfg = {**r.cfg, "global_head_dim": r.cfg.get("head_dim") or 256, "attention_k_eq_v": False,
+             "use_double_wide_mlp": False}
+    _read_gemma4(r, s, ll, notes, warnings)
+    n, rank = r.int("altup_num_inputs", default=4), r.int("laurel_rank", default=64)
+    for o in s["layer_overrides"].values():
+        o["norms"] += 2  # AltUp's router norm, Laurel's post norm
+        o["extra_params"] = o.get("extra_params", 0) + 2 * rank * h + n * h + n ** 3 + n * n
+        o["attention"] = dict(o["attention"], extra_weights=h)  # AltUp's correct_output_scale
+    s["other_params"] = dict(s.get("other_params") or {}, altup_projections=2 * (n - 1) * h * h)
+    s["input_matmul_params"] = s.get("input_matmul_params", 0) + 2 * (n - 1) * h * h
+    r.used.update(("altup_active_idx", "altup_coef_clip", "altup_correct_scale", "activation_sparsity_pattern",
+                   "final_logit_softcapping"))
+
+
+def _read_glm5_next(r, s, ll, notes, warnings):
+    """GLM-5-Next's text model: Kimi Delta Attention layers (linear_num_heads of linear_head_dim,
+    low-rank decay and gate) and GLM-5's sparse-attention layers (MLA with a lightning indexer whose
+    keys are pooled over index_kpool positions: a learned position table index_kpool x d_I and a gate
+    h -> d_I), as layer_types lists them; dense then MoE layers (mlp_layer_types); DeepSeek-V4's
+    hyper-connections over hc_mult streams (two mixing modules per layer). The pooling gate's FLOPs
+    (2 h d_I per token on the sparse layers) are left out of the FLOP count."""
+    L, h = s["num_layers"], s["hidden_size"]
+    lt = r.str_list("layer_types", choices={"linear_attention", "indexed_attention"}, length=L)
+    if lt is None:
+        r.fail("layer_types", "must list linear_attention and indexed_attention layers", None)
+    orig = r.cfg
+    r.cfg = {**orig, "layer_types": ["indexed_attention"] * L}
+    _read_dsa(r, s, ll, notes, warnings)
+    r.cfg = orig
+    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
+                         "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
+    s["layer_types"] = ["linear" if t == "linear_attention" else "full" for t in lt]
+    hc, dI, kp = r.int("hc_mult", default=4, hi=1024), s["index_head_dim"], r.int("index_kpool", default=16)
+    over = s.get("layer_overrides") or {}
+    for i in range(L):
+        if lt[i] == "indexed_attention" and not over.get(i, {}).get("attention", {}).get("index_heads") == 0:
+            o = over.setdefault(i, {})
+            o["attention"] = dict(o.get("attention", {}), extra_weights=kp * dI)  # the pooling's position table
+            o["extra_params"] = 2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3) + dI * h  # + its gate
+    s.update(layer_overrides=over, extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
+             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h), residual_streams=hc)
+    r.used.update(("hc_eps", "hc_sinkhorn_iters", "swiglu_limit", "linear_lower_bound", "index_kpool_always_select_tail"))
+    warnings.append(f"GLM-5-Next's indexer pools its keys over index_kpool {kp} positions: the cache counts one "
+                    "indexer key per token (at most the pooled cache; not measured against transformers)")
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
@@ -3265,7 +3326,8 @@ MORE_READERS = {
     "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
     "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4,
     "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma, "bailing_hybrid": _read_bailing_hybrid,
-    "moshi": _read_moshi, "zamba": _read_zamba, "zamba2": _read_zamba, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
+    "moshi": _read_moshi, "zamba": _read_zamba, "zamba2": _read_zamba,
+    "gemma3n_text": _read_gemma3n, "glm5_next_text": _read_glm5_next, "modernbert-decoder": _read_modernbert_decoder, "bamba": _read_bamba, "mpt": _read_mpt,
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.
@@ -3307,7 +3369,6 @@ _NOT_YET = {
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    "glm5_next_text": _SSM,
     **dict.fromkeys("axk2 dots3_note_text".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
@@ -3315,8 +3376,6 @@ _NOT_YET = {
                     "has hybrid layers (attention and a linear mixer side by side in one layer, its own "
                     "kind), which this script does not count yet"),
     "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
-    "gemma3n_text": "has Gemma 3n's per-layer MLP widths, AltUp and Laurel blocks, which this script does not "
-                    "count yet",
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
 }
@@ -3455,8 +3514,10 @@ def spec_from_hf_config(cfg, num_layers=None):
     llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
                       mlp_bias=False, position_embedding="rope",
                       num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a),
-                      head_dim=r.int("head_dim") or h // a,
-                      ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size"))
+                      head_dim=r.int("head_dim", lo=0) or h // a,  # 0: unset (GLM-5-Next's MLA writes it so)
+                      # a per-layer list (Gemma 3n) is left to the family's reader
+                      ffn_hidden_size=None if known and isinstance(cfg.get("intermediate_size"), list)
+                      else r.int("intermediate_size", "ffn_hidden_size"))
     if not r.has("head_dim") and h % a:
         notes.append(f"no head_dim in the config and hidden_size {h} is not a multiple of {a} heads: "
                      f"head_dim {h // a} (h // a), as transformers computes it")
@@ -3766,8 +3827,8 @@ def resolve_model_spec(args, defaults=None):
     h, L = s["hidden_size"], s["num_layers"]
     for name in _POSITIVE:
         val = flag(name) if flag(name) is not None else s.get(name)
-        if val is not None and val <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+        if val is not None and val <= 0 and not (name == "qk_rope_head_dim" and val == 0 and flag(name) is None):
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")  # (a config's NoPE MLA: 0)
     if flag("ffn_expansion_factor") is not None and not 0 < flag("ffn_expansion_factor") <= 1024:
         raise ValueError(f"--ffn-expansion-factor must be in (0, 1024], got {flag('ffn_expansion_factor')}")
     if flag("kv_size_ratio") is not None and not 0 < flag("kv_size_ratio") <= 1:
@@ -3780,7 +3841,7 @@ def resolve_model_spec(args, defaults=None):
     a = s["num_attention_heads"]
     if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            if not s.get(name):
+            if s.get(name) is None or (not s[name] and name != "qk_rope_head_dim"):
                 raise ValueError(f"MLA (--kv-lora-rank) needs --{name.replace('_', '-')}")
         s["head_dim"] = s["qk_nope_head_dim"] + s["qk_rope_head_dim"]
         s["num_kv_heads"] = a  # MLA expands the latent into a full set of heads
@@ -4178,6 +4239,7 @@ def attention_params(attn, *, h):
         kv_up = r_kv * a * (d_nope + d_v)
         return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
                 + h * a * (attn["output_gate"] == "headwise")  # Bailing's per-head gate on MLA
+                + attn.get("extra_weights", 0)
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias

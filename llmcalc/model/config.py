@@ -35,7 +35,6 @@ _NOT_YET = {
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    "glm5_next_text": _SSM,
     **dict.fromkeys("axk2 dots3_note_text".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
@@ -43,8 +42,6 @@ _NOT_YET = {
                     "has hybrid layers (attention and a linear mixer side by side in one layer, its own "
                     "kind), which this script does not count yet"),
     "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
-    "gemma3n_text": "has Gemma 3n's per-layer MLP widths, AltUp and Laurel blocks, which this script does not "
-                    "count yet",
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
 }
@@ -183,8 +180,10 @@ def spec_from_hf_config(cfg, num_layers=None):
     llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
                       mlp_bias=False, position_embedding="rope",
                       num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a),
-                      head_dim=r.int("head_dim") or h // a,
-                      ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size"))
+                      head_dim=r.int("head_dim", lo=0) or h // a,  # 0: unset (GLM-5-Next's MLA writes it so)
+                      # a per-layer list (Gemma 3n) is left to the family's reader
+                      ffn_hidden_size=None if known and isinstance(cfg.get("intermediate_size"), list)
+                      else r.int("intermediate_size", "ffn_hidden_size"))
     if not r.has("head_dim") and h % a:
         notes.append(f"no head_dim in the config and hidden_size {h} is not a multiple of {a} heads: "
                      f"head_dim {h // a} (h // a), as transformers computes it")

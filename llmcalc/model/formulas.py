@@ -170,6 +170,7 @@ def attention_params(attn, *, h):
         kv_up = r_kv * a * (d_nope + d_v)
         return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
                 + h * a * (attn["output_gate"] == "headwise")  # Bailing's per-head gate on MLA
+                + attn.get("extra_weights", 0)
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias

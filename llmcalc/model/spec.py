@@ -84,8 +84,8 @@ def resolve_model_spec(args, defaults=None):
     h, L = s["hidden_size"], s["num_layers"]
     for name in _POSITIVE:
         val = flag(name) if flag(name) is not None else s.get(name)
-        if val is not None and val <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+        if val is not None and val <= 0 and not (name == "qk_rope_head_dim" and val == 0 and flag(name) is None):
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")  # (a config's NoPE MLA: 0)
     if flag("ffn_expansion_factor") is not None and not 0 < flag("ffn_expansion_factor") <= 1024:
         raise ValueError(f"--ffn-expansion-factor must be in (0, 1024], got {flag('ffn_expansion_factor')}")
     if flag("kv_size_ratio") is not None and not 0 < flag("kv_size_ratio") <= 1:
@@ -98,7 +98,7 @@ def resolve_model_spec(args, defaults=None):
     a = s["num_attention_heads"]
     if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            if not s.get(name):
+            if s.get(name) is None or (not s[name] and name != "qk_rope_head_dim"):
                 raise ValueError(f"MLA (--kv-lora-rank) needs --{name.replace('_', '-')}")
         s["head_dim"] = s["qk_nope_head_dim"] + s["qk_rope_head_dim"]
         s["num_kv_heads"] = a  # MLA expands the latent into a full set of heads
