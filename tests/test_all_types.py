@@ -34,8 +34,6 @@ VERSION = "5.24.0"
 _LLAMA = "read as Llama-style (the warning says so); its own block is not described yet"
 KNOWN_WRONG = {
     **dict.fromkeys("cpmant doge git hrm_text jetmoe".split(), _LLAMA),
-    "ernie4_5_vl_moe": "total exact; active: the fixture's expert detection does not see the text and vision "
-                       "MoE nested in one mlp (it counts every expert active), ours counts k of each",
     "moss_transcribe_diarize": "an audio wrapper whose language model is measured with its audio adapter",
 }
 # Types a family reader refuses with its own one-line check (not config._NOT_YET), and why.

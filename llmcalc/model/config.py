@@ -11,7 +11,8 @@ from .families_hybrid import (_nemotron_blocks, _read_falcon_h1, _read_granitemo
 from .families_moe import (_read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
-from .families_more import ALIASED, ATTENTION_FREE, FIELD_ALIASES, MORE_READERS, SAME_AS
+from .families_more import ALIASED, FIELD_ALIASES, MORE_READERS, SAME_AS
+from .families_state import ATTENTION_FREE, STATE_READERS
 from .reader import ConfigReader, _layer_pattern
 
 
@@ -407,5 +408,5 @@ _FAMILY_READERS = {
     "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
     "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
     "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS}
+    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS, **STATE_READERS}
 _FAMILY_READERS.update({mt: _FAMILY_READERS[base] for mt, base in SAME_AS.items()})

@@ -191,7 +191,7 @@ def _read_granitemoehybrid(r, s, ll, notes, warnings):
     norm, a MoE of gated experts of width intermediate_size plus an ungated shared MLP of
     shared_intermediate_size (a dense gated MLP of that width when num_local_experts is 0). Mamba
     inner width int(mamba_expand x h); the multipliers are scalars, not weights."""
-    L, h = s["num_layers"], s["hidden_size"]
+    L = s["num_layers"]
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
