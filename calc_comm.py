@@ -3787,8 +3787,79 @@ def _read_gemma3n(r, s, ll, notes, warnings):
                    "final_logit_softcapping"))
 
 
+def _read_git(r, s, ll, notes, warnings):
+    """GIT's text decoder (GitForCausalLM; its image encoder is not counted): BERT's post-norm block
+    (LayerNorms after attention and after the MLP, biases everywhere, a two-matrix GELU MLP), learned
+    positions and a LayerNorm on the embeddings, no final norm, an untied head with a bias."""
+    h = s["hidden_size"]
+    s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=True, attn_out_bias=True, mlp_bias=True,
+             position_embedding="learned", position_embedding_rows=r.int("max_position_embeddings", default=1024),
+             embedding_norm=True, final_norm=False, num_kv_heads=s["num_attention_heads"],
+             head_dim=h // s["num_attention_heads"], ffn_hidden_size=ll["ffn_hidden_size"],
+             other_params={"lm_head_bias": s["vocab_size"]})
+    if isinstance(r.cfg.get("vision_config"), dict):
+        warnings.append("GIT: the text decoder is counted; the image encoder and its projection are not counted")
+    r.used.update(("num_image_with_embedding", "vision_config"))
+
+
+def _read_cpmant(r, s, ll, notes, warnings):
+    """CPM-Ant: weight-only LayerNorms before attention and MLP, q/k/v/o without biases (heads of
+    dim_head), a gated GELU MLP of dim_ff, a final norm; the token table also holds
+    prompt_types x prompt_length prompt rows, a segment table (segment_types rows) and a relative
+    position bias per head over segment_types^2 + position_bias_num_buckets buckets; the head is its
+    own tensor of vocab_size rows."""
+    h, a = s["hidden_size"], s["num_attention_heads"]
+    seg = r.int("segment_types", default=32)
+    s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="none", num_kv_heads=a, head_dim=r.int("dim_head", default=h // a),
+             ffn_hidden_size=r.int("dim_ff"), tied_embeddings=False,
+             other_params={"prompt_rows": r.int("prompt_types", default=32) * r.int("prompt_length", default=32) * h,
+                           "segment_embedding": seg * h,
+                           "position_bias": (seg * seg + r.int("position_bias_num_buckets", default=512)) * a})
+    r.bool("tie_word_embeddings", default=True)  # the head cannot be tied: the tables differ in rows
+    r.used.update(("position_bias_max_distance",))
+
+
+def _read_dots3(r, s, ll, notes, warnings):
+    """dots3: MLA on every layer with a per-head sigmoid gate (g_proj h -> a) and a norm on the rotary
+    key slice (d_rope); indexed_attention layers add DeepSeek-V3.2's lightning indexer, sliding
+    layers (window sliding_window) have none; per_layer_config changes a layer's heads, latent rank
+    and d_nope; dense then MoE layers (mlp_layer_types) with shared experts."""
+    L = s["num_layers"]
+    lt = r.str_list("layer_types", choices={"indexed_attention", "sliding_attention"}, length=L)
+    if lt is None:
+        r.fail("layer_types", "must list indexed_attention and sliding_attention layers", None)
+    orig = r.cfg
+    r.cfg = {**orig, "layer_types": ["indexed_attention"] * L}
+    _read_dsa(r, s, ll, notes, warnings)
+    r.cfg = orig
+    s.update(attn_output_gate="headwise", attn_extra_weights=s["qk_rope_head_dim"],
+             layer_types=["sliding" if t == "sliding_attention" else "full" for t in lt],
+             sliding_window=r.int("sliding_window", default=512))
+    plc = r.sub("per_layer_config") or {}
+    over = s.get("layer_overrides") or {}
+    for i in range(L):
+        a = {}
+        cfg_i = plc.get(f"{i:02d}", plc.get(str(i)))
+        if isinstance(cfg_i, dict):
+            sub = ConfigReader(cfg_i, f"{r.where} (per_layer_config {i})")
+            heads = sub.int("num_attention_heads", default=s["num_attention_heads"])
+            a.update(heads=heads, kv_heads=heads, kv_lora_rank=sub.int("kv_lora_rank", default=s["kv_lora_rank"]),
+                     qk_nope_head_dim=sub.int("qk_nope_head_dim", default=s["qk_nope_head_dim"]))
+        if lt[i] == "sliding_attention":
+            a.update(index_heads=0, index_head_dim=0, index_topk=0)
+        if a:
+            o = over.setdefault(i, {})
+            o["attention"] = dict(o.get("attention", {}), **a)
+    s["layer_overrides"] = over
+    r.used.add("use_sliding_window")
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
+    "dots3_note_text": _read_dots3,
+    "cpmant": _read_cpmant,
+    "git": _read_git,
     "glm": _read_glm, "glm4": _read_glm, "glm4v_text": _read_glm, "glm_ocr_text": _read_glm,
     "glm4v_moe_text": _read_glm4v_moe, "olmoe": _read_olmoe, "flex_olmo": _read_olmoe,
     "hunyuan_v1_dense": _read_hunyuan, "hunyuan_v1_moe": _read_hunyuan, "hunyuan_vl_text": _read_hunyuan,
@@ -4132,7 +4203,7 @@ _NOT_YET = {
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    **dict.fromkeys("axk2 dots3_note_text".split(),
+    **dict.fromkeys("axk2".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
     **dict.fromkeys("zaya inkling_text inkling2_text inkling2_loop_text".split(),

@@ -36,7 +36,7 @@ _NOT_YET = {
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    **dict.fromkeys("axk2 dots3_note_text".split(),
+    **dict.fromkeys("axk2".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
     **dict.fromkeys("zaya inkling_text inkling2_text inkling2_loop_text".split(),
