@@ -55,7 +55,8 @@ def test_required_architectures_were_measured(name):
 GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwen3_next", "qwen3_5_text", "olmo_hybrid"))
 # families with linear-attention / state-space layers: their own tests below, each eager artefact named
 LINEAR_MIXER_TYPES = ("qwen3_next", "qwen3_5_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1",
-                      "jamba", "lfm3", "kimi_linear",
+                      "jamba", "lfm3", "kimi_linear", "bailing_hybrid", "mamba", "mamba2", "bamba", "lfm2", "minimax",
+                      "recurrent_gemma",
                       "deepseek_v4")  # compressed attention: its own test too
 
 
@@ -155,7 +156,7 @@ def test_gated_deltanet_matches_pytorch_flop_counter(name):
 
 
 MAMBA2_RUNS = sorted(n for n, m in HF_FLOPS.items()
-                     if m.get("model_type") in ("nemotron_h", "granitemoehybrid", "falcon_h1"))
+                     if m.get("model_type") in ("nemotron_h", "granitemoehybrid", "falcon_h1", "mamba2", "bamba"))
 
 
 def _mamba2_shape(cfg):
@@ -163,6 +164,9 @@ def _mamba2_shape(cfg):
     if cfg["model_type"] == "nemotron_h":
         H, P = cfg["mamba_num_heads"], cfg["mamba_head_dim"]
         return H * P, H, P, cfg["n_groups"], cfg["ssm_state_size"], cfg["conv_kernel"], cfg["chunk_size"]
+    if cfg["model_type"] == "mamba2":
+        H, P = cfg["num_heads"], cfg["head_dim"]
+        return H * P, H, P, cfg["n_groups"], cfg["state_size"], cfg["conv_kernel"], cfg["chunk_size"]
     d_in = cfg.get("mamba_d_ssm") or int(cfg["mamba_expand"] * cfg["hidden_size"])
     H = cfg["mamba_n_heads"]
     P = cfg["mamba_d_head"] if cfg["mamba_d_head"] != "auto" else d_in // H
@@ -192,8 +196,8 @@ def test_mamba2_matches_pytorch_flop_counter(name):
     res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
                   "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
     n_mamba = sum(1 for k in res["layer_kinds"] for _ in range(k["layers"]) if "mamba2" in k["attention"])
-    assert n_mamba == 1 or cfg["model_type"] == "falcon_h1"
-    n_mamba = cfg.get("num_hidden_layers", 2) if cfg["model_type"] == "falcon_h1" else 1
+    assert n_mamba == 1 or cfg["model_type"] in ("falcon_h1", "mamba2")
+    n_mamba = cfg.get("num_hidden_layers", 2) if cfg["model_type"] in ("falcon_h1", "mamba2") else 1
     c = -(-s // Q)
     conv_dim = d_in + 2 * G * N
     eager_minus_ours = n_mamba * (2 * c * Q * Q * N * (H - G) + 2 * H * P * N * ((c + 1) ** 2 - c)
@@ -214,7 +218,9 @@ def test_mamba2_matches_pytorch_flop_counter(name):
     assert res["backward_flops"] == 2 * res["forward_flops"]
 
 
-@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("jamba", "lfm3")))
+@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items()
+                                        if m.get("model_type") in ("jamba", "lfm3", "mamba", "lfm2",
+                                                                   "recurrent_gemma")))
 def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
     # Source: FlopCounterMode on transformers 5.23's JambaForCausalLM / Lfm3ForCausalLM, eager
     # (mamba_selective_scan's per-token loop, causal_conv1d_fn's torch fallback), eager attention
@@ -230,22 +236,32 @@ def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
         cfg = json.load(fh)
     res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
                   "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
-    if cfg["model_type"] == "jamba":
-        E, N, K = int(cfg["mamba_expand"] * cfg["hidden_size"]), cfg["mamba_d_state"], cfg["mamba_d_conv"]
+    n = 2 if cfg["model_type"] == "mamba" else 1  # mixer layers of the 2 (Mamba: both)
+    if cfg["model_type"] in ("jamba", "mamba"):
+        if cfg["model_type"] == "jamba":
+            E, N, K = int(cfg["mamba_expand"] * cfg["hidden_size"]), cfg["mamba_d_state"], cfg["mamba_d_conv"]
+        else:
+            E, N, K = cfg["intermediate_size"], cfg["state_size"], cfg["conv_kernel"]
         conv_dim, update = E, 2 * s * E * N
         assert m["forward_by_op"]["bmm"] - (res["forward_breakdown_flops"]["attention_scores"]
-                                            + res["forward_breakdown_flops"]["attention_context"]) == 2 * s * E * N
+                                            + res["forward_breakdown_flops"]["attention_context"]) == n * 2 * s * E * N
+    elif cfg["model_type"] == "recurrent_gemma":  # Griffin's recurrent block: a conv over the W-wide x branch
+        conv_dim, K, update = cfg["lru_width"], cfg["conv1d_width"], 0
     else:
         conv_dim, K, update = cfg["hidden_size"], cfg["conv_L_cache"], 0
-    assert m["forward_by_op"]["convolution"] == 2 * conv_dim * K * (s + K - 1)
-    assert res["forward_flops"] == m["forward_flops"] + update - 2 * conv_dim * K * (K - 1)
+    assert m["forward_by_op"]["convolution"] == n * 2 * conv_dim * K * (s + K - 1)
+    assert res["forward_flops"] == m["forward_flops"] + n * (update - 2 * conv_dim * K * (K - 1))
     bwd = m["backward_by_op"]
-    assert bwd["mm"] == 2 * m["forward_by_op"]["mm"]
+    # every linear's two gradients (RecurrentGemma's biased linears run as addmm forward, mm backward)
+    assert bwd["mm"] == 2 * (m["forward_by_op"]["mm"] + m["forward_by_op"].get("addmm", 0))
     assert bwd["convolution_backward"] > 100 * m["forward_by_op"]["convolution"]  # dense count (groups ignored)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") == "kimi_linear"))
+@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("kimi_linear",
+                                                                                                "bailing_hybrid")))
 def test_kda_matches_pytorch_flop_counter(name):
+    # (Also transformers 5.24's BailingHybridForCausalLM: KDA with full-rank decay and gate
+    # projections, and an MLA layer with a per-head gate; the same eager artefacts.)
     # Source: FlopCounterMode on transformers 5.23's KimiLinearForCausalLM, eager
     # (chunk_kimi_delta_attention's torch fallback, chunk 64), eager attention and experts, fp32
     # CPU, 2 layers (KDA + dense MLP, NoPE MLA + MoE), sequence 128 (tests/fixtures/measure_flops.py).
@@ -960,3 +976,23 @@ def test_chunked_layers_without_a_chunk_size_exit_2(tmp_path):
     path.write_text(json.dumps(cfg))
     code, err = exit_code_and_stderr(main, ["--hf_model_name_or_path", str(path)])
     assert code == 2 and "attention_chunk_size" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") == "minimax"))
+def test_lightning_attention_matches_pytorch_flop_counter(name):
+    # Source: FlopCounterMode on transformers 5.24's MiniMaxForCausalLM (MiniMax-01), eager
+    # (MiniMaxLightningAttention's block loop), eager attention and experts, fp32 CPU, 2 layers
+    # (lightning + MoE, softmax attention + MoE), sequence 128 in blocks of 48 (two full, one of 32),
+    # tests/fixtures/measure_flops.py. Ours: lightning_core_flops (MiniMax-01, arXiv 2501.08313,
+    # Algorithm 1): per block of b the intra-block Q K^T and its product with V (4 H b^2 d) and the
+    # state's read-out and update (4 H b d^2), which are the four matmuls the eager loop runs.
+    # Tolerance: exact (both sides count only matmuls); backward: every matmul's two gradients.
+    m = HF_FLOPS[name]
+    s, b = m["seq"], m["batch"]
+    res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
+                  "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
+    assert res["forward_flops"] == m["forward_flops"]
+    assert res["backward_flops"] == pytest.approx(m["backward_flops"], rel=1e-3)
+    parts = res["forward_breakdown_flops"]
+    assert parts["state_core"] + parts["attention_scores"] + parts["attention_context"] == \
+        m["forward_by_op"].get("bmm", 0) + m["forward_by_op"].get("matmul", 0)

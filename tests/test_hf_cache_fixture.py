@@ -121,7 +121,7 @@ def _expected(cfg, entry, i, context):
             if csa and context >= m:
                 shapes[f"overlap_kv.{name}"] = shapes[f"overlap_gate.{name}"] = [b, m, w]
         return shapes
-    if cfg["model_type"] == "kimi_linear" and kind == "linear_attention":  # KDA: 3 D x K window, H x d x d
+    if cfg["model_type"] in ("kimi_linear", "bailing_hybrid") and kind == "linear_attention":  # KDA: 3 D x K, H x d x d
         H, d = cfg["linear_num_heads"], cfg["linear_head_dim"]
         return {"conv_states.0": [b, 3 * H * d, cfg["linear_conv_kernel_dim"]], "recurrent_states.0": [b, H, d, d]}
     if cfg.get("kv_lora_rank"):  # MLA: the compressed latent and the shared rope key, one "head"
@@ -130,7 +130,39 @@ def _expected(cfg, entry, i, context):
             shapes["indexer_keys"] = [b, context, cfg["index_head_dim"]]
         return shapes
     mt = cfg["model_type"]
-    if mt in ("nemotron_h", "granitemoehybrid", "falcon_h1") and kind in ("linear_attention", "hybrid"):
+    if mt in ("mamba", "falcon_mamba"):  # Mamba-1 only: E x K conv window, E x N state
+        E = cfg["intermediate_size"]
+        return {"conv_states.0": [b, E, cfg["conv_kernel"]], "recurrent_states.0": [b, E, cfg["state_size"]]}
+    if mt in ("zamba", "zamba2"):  # Mamba (1: E x K window, heads x E/heads x N state; 2: as Nemotron-H's),
+        h = cfg["hidden_size"]  # and on hybrid layers the shared block's K and V as well
+        E = int(cfg["mamba_expand"] * h)
+        if mt == "zamba":
+            nh = cfg["n_mamba_heads"]
+            shapes = {"conv_states.0": [b, E, cfg["mamba_d_conv"]],
+                      "recurrent_states.0": [b, nh, E // nh, cfg["mamba_d_state"]]}
+        else:
+            H, G, N = cfg["n_mamba_heads"], cfg["mamba_ngroups"], cfg["mamba_d_state"]
+            shapes = {"conv_states.0": [b, E + 2 * G * N, cfg["mamba_d_conv"]],
+                      "recurrent_states.0": [b, H, cfg["mamba_headdim"], N]}
+        if kind == "hybrid":
+            kv, d = cfg["num_key_value_heads"], cfg["attention_head_dim"]
+            shapes.update(keys=[b, kv, context, d], values=[b, kv, context, d])
+        return shapes
+    if mt == "minimax" and kind == "linear_attention":  # lightning attention: an H x d x d state
+        H = cfg["num_attention_heads"]
+        d = cfg.get("head_dim") or cfg["hidden_size"] // H
+        return {"recurrent_states.0": [b, H, d, d]}
+    if mt == "mamba2":  # Mamba-2 only: conv over x, B, C and an H x P x N state
+        H, P, G, N = cfg["num_heads"], cfg["head_dim"], cfg["n_groups"], cfg["state_size"]
+        return {"conv_states.0": [b, H * P + 2 * G * N, cfg["conv_kernel"]], "recurrent_states.0": [b, H, P, N]}
+    if mt == "lfm2" and kind == "conv":  # short conv: h x L window
+        return {"conv_states.0": [b, cfg["hidden_size"], cfg["conv_L_cache"]]}
+    if mt == "mimo_v2_flash":  # values narrower than keys; sliding layers with twice the K/V heads
+        sliding = kind.startswith("sliding")
+        kv = cfg["num_key_value_heads"] * (2 if sliding else 1)
+        t = min(context, cfg["sliding_window"] - 1) if sliding else context
+        return {"keys": [b, kv, t, cfg["head_dim"]], "values": [b, kv, t, cfg["v_head_dim"]]}
+    if mt in ("nemotron_h", "granitemoehybrid", "falcon_h1", "bamba") and kind in ("linear_attention", "hybrid", "mamba"):
         # Mamba-2: conv window (K of d_in + 2 G N channels) and an H x P x N state
         if mt == "nemotron_h":
             H, P, G, N, K = (cfg["mamba_num_heads"], cfg["mamba_head_dim"], cfg["n_groups"], cfg["ssm_state_size"],

@@ -43,7 +43,8 @@ def _ours(layer, *, context, batch, dtype_bytes):
         el = cache_elements_per_token(attn, mla_cache="latent")
         total += (el["kv"] + el["indexer"]) * cached_tokens(attn, context=context) * dtype_bytes
         st = state_elements(attn)  # a linear mixer: conv window in the model dtype, state in fp32
-        total += st["conv"] * dtype_bytes + st["recurrent"] * 4
+        state_bytes = dtype_bytes if attn.get("state_dtype") == "model" else 4  # MiniMax's lightning state
+        total += st["conv"] * dtype_bytes + st["recurrent"] * state_bytes
     return total * batch
 
 
@@ -105,3 +106,26 @@ def test_deepseek_v4_cache_equals_transformers(name):
                 assert ours == window + rest, (name, run["N"], phase, measured["cache_layer_class"])
                 seen += 1
     assert seen >= 12
+
+
+STATE = load_json("hf_state_bytes.json")
+
+
+@pytest.mark.parametrize("name", sorted(STATE))
+def test_state_of_rwkv_and_recurrent_gemma_equals_transformers(name):
+    # Source: tests/fixtures/hf_state_bytes.json (tests/fixtures/measure_state.py; transformers 5.24,
+    # bf16, class defaults at small widths): RWKV's five (b, h) state tensors per layer (two token-shift
+    # vectors in the model dtype, num / den / max in fp32) and RecurrentGemma's per-block conv window
+    # (K - 1 inputs) and fp32 RG-LRU state, plus its local-attention layers' DynamicCache (window 16),
+    # after prefills of 12 and 40 tokens and as many decode steps. Tolerance: exact, per layer.
+    r = STATE[name]
+    spec = _spec(r["config_file"])
+    for run in r["runs"]:
+        for phase in ("prefill", "decode"):
+            ctx = run["N"] * (1 if phase == "prefill" else 2)
+            for i, (layer, measured) in enumerate(zip(spec["layers"], run[phase])):
+                got = sum(v[2] for v in measured.values())
+                if phase == "prefill" and got > sum(v[2] for v in run["decode"][i].values()):
+                    got = sum(v[2] for v in run["decode"][i].values())  # the windowed layer's transient, as above
+                assert _ours(layer, context=ctx, batch=r["batch"], dtype_bytes=r["dtype_bytes"]) == got, (
+                    name, run["N"], phase, i)

@@ -11,6 +11,8 @@ from .families_hybrid import (_nemotron_blocks, _read_falcon_h1, _read_granitemo
 from .families_moe import (_read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
+from .families_more import ALIASED, FIELD_ALIASES, MORE_READERS, SAME_AS
+from .families_state import ATTENTION_FREE, STATE_READERS
 from .reader import ConfigReader, _layer_pattern
 
 
@@ -19,10 +21,31 @@ from .reader import ConfigReader, _layer_pattern
 _TIED_BY_DEFAULT = set("gpt2 opt bloom falcon gemma gemma2 starcoder2 gemma3_text gemma4_text "
                        "cohere2 exaone4 smollm3 granitemoe olmo3 seed_oss llama4_text lfm3".split())
 
-# model_types that are real transformers families whose layers these readers cannot describe yet:
-# exit 2 rather than print a Llama-style count (linear attention and state-space layers).
-_NOT_YET = set("lfm2 lfm2_moe mamba mamba2 falcon_mamba zamba zamba2 bamba rwkv recurrent_gemma "
-               "minimax plamo2".split())
+# model_types that transformers builds but these readers do not describe: exit 2 with the reason
+# (one line each) rather than print a Llama-style count. tests/test_all_types.py holds every type
+# transformers 5.24 builds to this list.
+_SSM = "has linear-attention or state-space layers, which this script does not count yet"
+_ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
+_ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
+_NOT_YET = {
+    **dict.fromkeys("lfm2_moe "
+                    "plamo2 xlstm".split(), _SSM),
+    **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
+                    "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
+                    "blip_text_model".split(), _ENCODER),
+    **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
+                    "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
+    "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
+    **dict.fromkeys("axk2".split(),
+                    "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
+                    "does not count yet"),
+    **dict.fromkeys("zaya inkling_text inkling2_text inkling2_loop_text".split(),
+                    "has hybrid layers (attention and a linear mixer side by side in one layer, its own "
+                    "kind), which this script does not count yet"),
+    "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
+    "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
+           "this script does not count yet",
+}
 # Config fields that only layers of those kinds have: an unknown model_type showing them exits 2.
 _FOREIGN_LAYER_FIELDS = tuple("linear_num_key_heads linear_num_value_heads linear_key_head_dim "
                               "linear_conv_kernel_dim mamba_d_state mamba_n_heads mamba_d_conv "
@@ -114,9 +137,12 @@ def spec_from_hf_config(cfg, num_layers=None):
     cfg, mm = _read_multimodal(cfg, where, warnings)
     r = ConfigReader(cfg, where if mm is None else f"{where} (text_config)", warnings)
     mt = r.str("model_type", default=None)
+    if mt in ALIASED:  # XGLM / Kosmos-2 name the basic sizes otherwise
+        cfg = {**{FIELD_ALIASES[k]: v for k, v in cfg.items() if k in FIELD_ALIASES}, **cfg}
+        r = ConfigReader(cfg, r.where, warnings)
+        r.used.update(k for k in FIELD_ALIASES if k in cfg)
     if mt in _NOT_YET:
-        raise ValueError(f"{where}: model_type {mt!r} has linear-attention or state-space layers, "
-                         "which this script does not count yet")
+        raise ValueError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
     known = mt in _FAMILY_READERS
     if not known:
         foreign = [k for k in _FOREIGN_LAYER_FIELDS if r.has(k)]
@@ -127,10 +153,10 @@ def spec_from_hf_config(cfg, num_layers=None):
     if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
         L_cfg = r.int("num_layers") or (r.int("num_hidden_layers", hi=200_000) or 0) // 2 or None
     else:
-        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers")
+        L_cfg = r.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
-    a = r.int("num_attention_heads", "n_head", "num_heads")
+    a = r.int("num_attention_heads", "n_head", "num_heads", "n_heads", default=1 if mt in ATTENTION_FREE else None)
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:
@@ -152,15 +178,13 @@ def spec_from_hf_config(cfg, num_layers=None):
          "tied_embeddings": r.bool("tie_word_embeddings", default=mt in _TIED_BY_DEFAULT)}
     if mm:
         s["multimodal"] = mm
-    if not known:
-        warnings.append(f"model_type {mt!r} is not one this script knows; read as Llama-style "
-                        "(RMSNorm, gated 3-matrix MLP, no biases, rotary, num_key_value_heads/"
-                        "head_dim/intermediate_size as given): the count may be wrong")
     llama_like = dict(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
                       mlp_bias=False, position_embedding="rope",
                       num_kv_heads=r.int("num_key_value_heads", "num_kv_heads", default=a),
-                      head_dim=r.int("head_dim") or h // a,
-                      ffn_hidden_size=r.int("intermediate_size", "ffn_hidden_size"))
+                      head_dim=r.int("head_dim", lo=0) or h // a,  # 0: unset (GLM-5-Next's MLA writes it so)
+                      # a per-layer list (Gemma 3n) is left to the family's reader
+                      ffn_hidden_size=None if known and isinstance(cfg.get("intermediate_size"), list)
+                      else r.int("intermediate_size", "ffn_hidden_size"))
     if not r.has("head_dim") and h % a:
         notes.append(f"no head_dim in the config and hidden_size {h} is not a multiple of {a} heads: "
                      f"head_dim {h // a} (h // a), as transformers computes it")
@@ -172,7 +196,9 @@ def spec_from_hf_config(cfg, num_layers=None):
         s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
         _read_generic_moe(r, s, notes)
     else:
+        s["model_type"] = SAME_AS.get(mt, mt)  # a wrapper's text model read as its family
         read(r, s, llama_like, notes, warnings)
+        s["model_type"] = mt
     if "layer_types" not in s:
         s["layer_types"] = _layer_pattern(r, L, s)
     s["sliding_window"] = s.get("sliding_window", (r.int("sliding_window", lo=0) or None))
@@ -193,10 +219,36 @@ def spec_from_hf_config(cfg, num_layers=None):
     s.pop("_layers_from_flag", None)
     s["trained_context"] = _trained_context(r)
     s["checkpoint_format"] = _checkpoint_format(top_qc, where, warnings)
+    if not known:
+        skipped = _unread_fields(r)
+        warnings.append(f"model_type {mt!r} is not one this script knows; read as Llama-style "
+                        "(RMSNorm, gated 3-matrix MLP, no biases, rotary, num_key_value_heads/"
+                        "head_dim/intermediate_size as given): the count may be wrong"
+                        + (f"; fields not read: {', '.join(skipped)}" if skipped else ""))
     unread = r.unread_count_fields()
     if unread:
         warnings.append("config field(s) not read, which may change the count: " + ", ".join(unread))
     return {k: v for k, v in s.items() if v is not None}, notes, warnings
+
+
+# Config fields that never describe weights: bookkeeping transformers writes into every config.
+_BOOKKEEPING = set("architectures auto_map bos_token_id eos_token_id pad_token_id sep_token_id "
+                   "decoder_start_token_id id2label label2id dtype torch_dtype transformers_version "
+                   "output_attentions output_hidden_states return_dict use_cache initializer_range "
+                   "chunk_size_feed_forward is_encoder_decoder is_decoder problem_type tie_encoder_decoder "
+                   "add_cross_attention cross_attention_hidden_size tokenizer_class prefix task_specific_params "
+                   "finetuning_task torchscript pruned_heads tf_legacy_loss use_bfloat16 "
+                   "max_position_embeddings rope_parameters rope_scaling rope_theta model_type "
+                   "tie_word_embeddings pretraining_tp".split())
+
+
+def _unread_fields(r):
+    """Every field of the config the generic reading did not read, less bookkeeping, dropouts,
+    epsilons and initialiser scales (none of them describes a weight): what a family reader
+    would have to look at."""
+    return sorted(k for k, v in r.cfg.items() if k not in r.used and k not in _BOOKKEEPING
+                  and not k.startswith("_") and v is not None
+                  and not any(x in k for x in ("dropout", "_eps", "epsilon", "initializer", "_pdrop")))
 
 
 # The dtype names transformers writes as a config's dtype / torch_dtype (torch's, with "auto").
@@ -356,4 +408,5 @@ _FAMILY_READERS = {
     "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
     "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
     "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5}
+    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS, **STATE_READERS}
+_FAMILY_READERS.update({mt: _FAMILY_READERS[base] for mt, base in SAME_AS.items()})

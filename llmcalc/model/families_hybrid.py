@@ -191,7 +191,7 @@ def _read_granitemoehybrid(r, s, ll, notes, warnings):
     norm, a MoE of gated experts of width intermediate_size plus an ungated shared MLP of
     shared_intermediate_size (a dense gated MLP of that width when num_local_experts is 0). Mamba
     inner width int(mamba_expand x h); the multipliers are scalars, not weights."""
-    L, h = s["num_layers"], s["hidden_size"]
+    L = s["num_layers"]
     s.update(ll)
     bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias)
@@ -199,13 +199,7 @@ def _read_granitemoehybrid(r, s, ll, notes, warnings):
     lt = r.str_list(key, choices={"linear_attention", "mamba", "full_attention", "attention"}, length=L)
     s["layer_types"] = (["linear" if t in ("linear_attention", "mamba") else "full" for t in lt] if lt
                         else ["linear"] * L)
-    d_in = int(r.num("mamba_expand", default=2) * h)
-    H = r.int("mamba_n_heads", default=128)
-    pb = r.bool("mamba_proj_bias", default=False)
-    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
-                  groups=r.int("mamba_n_groups", default=1), state=r.int("mamba_d_state", default=256),
-                  conv=r.int("mamba_d_conv", default=4), chunk=r.int("mamba_chunk_size", default=256),
-                  in_bias=pb, out_bias=pb, conv_bias=r.bool("mamba_conv_bias", default=True), gated_norm=True)
+    _granite_mamba2(r, s)
     E = r.int("num_local_experts", "num_experts", lo=0, default=8)
     sh = r.int("shared_intermediate_size", default=1024)
     if E:
@@ -215,6 +209,19 @@ def _read_granitemoehybrid(r, s, ll, notes, warnings):
     else:
         s["ffn_hidden_size"] = sh  # the shared MLP is the layer's only MLP
     r.used.add("intermediate_size")
+
+
+def _granite_mamba2(r, s):
+    """The Mamba-2 mixer of Granite 4 hybrids and Bamba: inner width int(mamba_expand x h) in
+    mamba_n_heads heads of mamba_d_head, mamba_n_groups groups of mamba_d_state, projection biases
+    with mamba_proj_bias, a gated RMSNorm."""
+    d_in = int(r.num("mamba_expand", default=2) * s["hidden_size"])
+    H = r.int("mamba_n_heads", default=128)
+    pb = r.bool("mamba_proj_bias", default=False)
+    _mamba2_mixer(r, s, d_in=d_in, heads=H, head_dim=_mamba_head_dim(r, "mamba_d_head", d_in, H),
+                  groups=r.int("mamba_n_groups", default=1), state=r.int("mamba_d_state", default=256),
+                  conv=r.int("mamba_d_conv", default=4), chunk=r.int("mamba_chunk_size", default=256),
+                  in_bias=pb, out_bias=pb, conv_bias=r.bool("mamba_conv_bias", default=True), gated_norm=True)
 
 
 def _read_falcon_h1(r, s, ll, notes, warnings):

@@ -171,7 +171,7 @@ def _read_mla(r, s):
     if r_kv:
         s.update(kv_lora_rank=r_kv, q_lora_rank=r.int("q_lora_rank"),
                  qk_nope_head_dim=r.int("qk_nope_head_dim"),
-                 qk_rope_head_dim=r.int("qk_rope_head_dim"),
+                 qk_rope_head_dim=r.int("qk_rope_head_dim", lo=0),  # 0: no rotary slice (GLM-5-Next)
                  v_head_dim=r.int("v_head_dim"), head_dim=None)
         r.used.add("qk_head_dim")  # derived: qk_nope_head_dim + qk_rope_head_dim
 
@@ -349,6 +349,9 @@ def _read_mistral_large4(r, s, ll, notes, warnings):
         if a:
             over[i] = {"attention": a}
     s["layer_overrides"] = over
+    # LeRoPE (transformers 5.24): a learned log-scale per rotary frequency, d_rope / 2 of them, one
+    # table for the model (MistralLarge4TextRotaryEmbedding.alpha)
+    s["other_params"] = {"rotary_alpha": d_rope // 2}
     _note_mtp(r, s)
 
 

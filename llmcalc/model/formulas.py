@@ -34,10 +34,22 @@ def mixer_widths(attn):
     B, C, dt = 2 H P + 2 G N + H; H P; H P + 2 G N. Mamba-1 (Gu & Dao 2023, arXiv 2312.00752;
     E inner channels, "heads" here): x, z = 2 E; E; E. A short convolution (LFM2/3; D channels):
     B, C, x = 3 D; D; D. Kimi Delta Attention (KDA; H heads of d, D = H d): q, k, v, the low-rank
-    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D."""
-    if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
+    inputs of the decay and the output gate, beta = 3 D + 2 d + H; D; 3 D. Lightning attention
+    (MiniMax-01, arXiv 2501.08313; H heads of d, D = H d): q, k, v and the sigmoid output gate from
+    the layer input = 4 D; D; no conv. Griffin's recurrent block (De et al. 2024, arXiv 2402.19427
+    sec. 2.4; RecurrentGemma; W = lru_width): x and gate branches 2 W; W; W. RWKV-4 time mixing (Peng et al. 2023, arXiv 2305.13048; D =
+    attention_hidden_size): key, value, receptance = 3 D; D; no conv."""
+    if attn["kind"] == "lightning":
         D = attn["heads"] * attn["head_dim"]
-        return 3 * D + 2 * attn["head_dim"] + attn["heads"], D, 3 * D
+        return 4 * D, D, 0
+    if attn["kind"] == "rwkv":  # RWKV-4 time mixing: key, value, receptance (D each); output D -> h
+        return 3 * attn["heads"], attn["heads"], 0
+    if attn["kind"] == "rglru":  # Griffin's recurrent block: x and gate branches (W each); W -> h; conv over x
+        return 2 * attn["heads"], attn["heads"], attn["heads"]
+    if attn["kind"] == "kda":  # q, k, v (3 D), the decay's and the gate's low-rank inputs (2 d), beta
+        D = attn["heads"] * attn["head_dim"]  # (full-rank decay and gate, Bailing: 2 D)
+        r = D if attn.get("full_rank_gates") else attn["head_dim"]
+        return 3 * D + 2 * r + attn["heads"], D, 3 * D
     if attn["kind"] in ("mamba1", "shortconv"):
         E = attn["heads"]
         return (2 if attn["kind"] == "mamba1" else 3) * E, E, E
@@ -67,11 +79,19 @@ def linear_mixer_params(attn, *, h):
     output gate (h -> d -> D), a gated RMSNorm over d shared by the heads, o_proj D x h."""
     w_in, w_out, conv_dim = mixer_widths(attn)
     K = attn["conv_kernel"]
+    if attn["kind"] == "lightning":  # + the RMSNorm over the D-wide output (MiniMaxLightningAttention)
+        return h * w_in + w_out * h + w_out
+    if attn["kind"] == "rwkv":  # + time_decay and time_first (D each), the three time_mix vectors (h each)
+        return h * w_in + w_out * h + 2 * w_out + 3 * h
+    if attn["kind"] == "rglru":  # biases on x, gate, out and conv; the RG-LRU's block-diagonal input and
+        W, G = attn["heads"], attn["gate_blocks"]  # recurrence gates (G blocks of W/G, + biases) and its a
+        return h * w_in + w_in + conv_dim * K + conv_dim + w_out * h + h + 2 * (W * W // G + W) + W
     if attn["kind"] == "shortconv":
         return h * w_in + conv_dim * K + w_out * h + attn["conv_bias"] * (w_in + conv_dim + h)
     if attn["kind"] == "kda":  # + the decay's and gate's d -> D up-projections, dt_bias D, A_log H, norm d
         H, d = attn["heads"], attn["head_dim"]
-        return h * w_in + 2 * d * H * d + conv_dim * K + H * d + H + d + w_out * h
+        ups = 0 if attn.get("full_rank_gates") else 2 * d * H * d
+        return h * w_in + ups + conv_dim * K + H * d + H + d + w_out * h
     if attn["kind"] == "mamba1":
         E, R, N = attn["heads"], attn["dt_rank"], attn["state_size"]
         return (h * w_in + attn["in_bias"] * w_in + conv_dim * K + attn["conv_bias"] * conv_dim
@@ -128,7 +148,9 @@ def attention_params(attn, *, h):
     directly or via a rank-r_q bottleneck with a norm, a joint kv down-projection to r_kv + d_rope
     with a norm (none on a layer that reuses an earlier layer's latent), an up-projection to
     a (d_nope + d_v), and o (a d_v x h); a learned scale and bias per head with position scaling
-    (Mistral Large 4); plus any indexer."""
+    (Mistral Large 4); plus any indexer. extra_weights: a family's non-matmul weights in the block
+    (DiffLlama's lambdas, BitNet's norm before o_proj). in_width: the width q, k and v read (2 h in
+    Zamba's shared block); tied: the weights belong to a block an earlier layer holds (0 here)."""
     if attn["span"] == "state":
         return linear_mixer_params(attn, h=h)
     if attn["kind"] == "dsv4":
@@ -147,14 +169,20 @@ def attention_params(attn, *, h):
                                                 + norm_params(width=r_kv, norm=nm))
         kv_up = r_kv * a * (d_nope + d_v)
         return (q + kv_down + kv_up + a * d_v * h + o_b * h + a * attn["sinks"] + 2 * a * attn["position_scaling"]
+                + h * a * (attn["output_gate"] == "headwise")  # Bailing's per-head gate on MLA
+                + attn.get("extra_weights", 0)
                 + indexer_params(attn, h=h))
     q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1)
     gate = a * (attn["output_gate"] == "headwise")  # LFM3's g_proj: h -> a, no bias
-    kv_out = attn["kv_proj"] * kv * d
+    dv = attn.get("v_dim", d)  # value heads narrower than key heads (MiMo-V2-Flash)
+    kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
     has_k = attn["kv_proj"] > 0  # a layer that reuses another's K/V has no k norm either
     qk = {"none": 0, "l2": 0, "head": d * (1 + has_k), "full": (a + kv * has_k) * d}[attn["qk_norm"]]
-    return (h * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * d * h + o_b * h
-            + norm_params(width=qk, norm=nm) + a * attn["sinks"])
+    if attn.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
+        return 0
+    h_in = attn.get("in_width", h)  # Zamba's shared attention reads [hidden, embedding], 2 h wide
+    return (h_in * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
+            + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
 def mlp_params(*, h, f, num_linears, bias):
@@ -169,8 +197,11 @@ def mlp_block_params(mlp, *, h):
     as one MLP of their total width (+ an h -> 1 gate, Qwen-MoE), router h x E (+ E bias where it
     is a parameter; + router_extra, Gemma 4's router scale h and per-expert scale E, transformers'
     Gemma4TextRouter). Zero-computation experts (LongCat-Flash) have no weights."""
-    if mlp["kind"] == "dense":
-        return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"]),
+    if mlp.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
+        return {"dense": 0, "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
+    if mlp["kind"] == "dense":  # + a learned activation's scalars (Apertus' xIELU: 2)
+        return {"dense": mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
+                + mlp.get("act_params", 0),
                 "routed_experts": 0, "one_expert": 0, "shared_experts": 0, "router": 0}
     one = mlp_params(h=h, f=mlp["width"], num_linears=mlp["linears"], bias=mlp["bias"])
     f_sh = mlp["shared_width"]
@@ -221,7 +252,7 @@ def attention_head_dims(attn):
         return attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"], attn["v_head_dim"]
     if attn["span"] == "state":
         return attn["head_dim"], attn.get("v_head_dim") or attn["head_dim"]
-    return attn["head_dim"], attn["head_dim"]
+    return attn["head_dim"], attn.get("v_dim", attn["head_dim"])
 
 
 def attention_linear_flops_per_token(attn, *, h):
@@ -238,19 +269,22 @@ def attention_linear_flops_per_token(attn, *, h):
         w_in, w_out, conv_dim = mixer_widths(attn)
         E = attn["heads"]
         inner = E * (attn["dt_rank"] + 2 * attn["state_size"]) + attn["dt_rank"] * E if attn["kind"] == "mamba1" else 0
-        if attn["kind"] == "kda":  # the decay's and the gate's d -> D up-projections
+        if attn["kind"] == "kda" and not attn.get("full_rank_gates"):  # the decay's and gate's d -> D ups
             inner = 2 * attn["head_dim"] * attn["heads"] * attn["head_dim"]
+        if attn["kind"] == "rglru":  # the RG-LRU's two block-diagonal gates (baddbmm)
+            inner = 2 * attn["heads"] * attn["heads"] // attn["gate_blocks"]
         return 2 * (h * w_in + conv_dim * attn["conv_kernel"] + w_out * h + inner)  # mamba1: x_proj, dt_proj
     if attn["kind"] == "mla":
         r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
         q = h * r_q + r_q * a * (d_nope + d_rope) if r_q else h * a * (d_nope + d_rope)
         kv_down = 0 if attn["kv_shared"] else h * (r_kv + d_rope)
-        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h
+        macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h + h * a * (attn["output_gate"] == "headwise")
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
-        kv_out = attn["kv_proj"] * kv * d
-        macs = h * (q_out + kv_out) + a * d * h
+        dv = attn.get("v_dim", d)
+        kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
+        macs = attn.get("in_width", h) * (q_out + kv_out) + a * dv * h
     return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
 
 
@@ -379,8 +413,10 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     scan (Gu & Dao 2023 sec. 3.3) per token and channel updates an N-wide state with dt x B and
     reads it with C, 4 E N (the discretisation is elementwise, not counted); a short convolution
     has no core beyond its conv (counted with the projections)."""
-    if attn["kind"] == "shortconv":
+    if attn["kind"] in ("shortconv", "rwkv", "rglru"):  # RWKV's WKV and the RG-LRU recurrence are elementwise
         return 0
+    if attn["kind"] == "lightning":
+        return lightning_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "kda":
         return kda_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "mamba1":
@@ -388,6 +424,17 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
     if attn["kind"] == "mamba2":
         return mamba2_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     return gdn_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+
+
+def lightning_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of a lightning-attention core (MiniMax-01, arXiv 2501.08313 sec. 2.2, its Algorithm 1;
+    transformers' MiniMaxLightningAttention), blocks of B positions (the last one shorter), H heads
+    of d: per block of b positions the intra-block Q K^T and its decayed product with V (4 H b^2 d)
+    and the inter-block read-out of the d x d state by Q and the state's update K^T V (4 H b d^2);
+    per decode step the update and the read-out (4 H d^2). The decays are elementwise, not counted."""
+    H, d, B = attn["heads"], attn["head_dim"], attn["state_chunk"]
+    n, r = divmod(chunked_tokens, B)
+    return 4 * H * d * (n * B * B + r * r) + 4 * H * d * d * chunked_tokens + steps * 4 * H * d * d
 
 
 def mamba2_core_flops(attn, *, chunked_tokens, steps):
@@ -449,7 +496,7 @@ def mlp_flops_per_token(mlp, *, h):
 
 def cache_elements_per_token(attn, *, mla_cache="latent"):
     """Cached numbers per token per sequence for one attention block, {"kv", "indexer"}. MHA/GQA/
-    MQA: K and V, 2 kv d. MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
+    MQA: K and V, 2 kv d (kv (d + d_v) where value heads are narrower, MiMo-V2-Flash). MLA: the compressed latent r_kv + d_rope (DeepSeek-V2 sec. 2.1.3; what
     vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
     a d_v (what transformers' cache holds for DeepSeek-V2/V3). Layers that reuse another layer's
     K/V or latent hold none of it. A lightning indexer caches one d_I key per token (its own, also
@@ -468,7 +515,7 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
         a = attn["heads"]
         return {"kv": a * (attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"]) + a * attn["v_head_dim"],
                 "indexer": ind}
-    return {"kv": 2 * attn["kv_heads"] * attn["head_dim"], "indexer": ind}
+    return {"kv": attn["kv_heads"] * (attn["head_dim"] + attn.get("v_dim", attn["head_dim"])), "indexer": ind}
 
 
 def cached_tokens(attn, *, context):
@@ -518,7 +565,11 @@ def state_elements(attn):
     conv = mixer_widths(attn)[2] * attn["conv_kernel"]
     if attn["kind"] == "shortconv":
         return {"conv": conv, "recurrent": 0}
-    if attn["kind"] == "kda":  # H x d x d
+    if attn["kind"] == "rglru":  # the conv's last K - 1 inputs (model dtype) and the W-wide state (fp32)
+        return {"conv": attn["heads"] * (attn["conv_kernel"] - 1), "recurrent": attn["heads"]}
+    if attn["kind"] == "rwkv":  # the two token-shift vectors (time and channel mixing, h each, model dtype)
+        return {"conv": 2 * attn["model_width"], "recurrent": 3 * attn["heads"]}  # and num, den, max (fp32)
+    if attn["kind"] in ("kda", "lightning"):  # H x d x d
         return {"conv": conv, "recurrent": attn["heads"] * attn["head_dim"] ** 2}
     if attn["kind"] == "mamba1":  # E x N (Gu & Dao 2023 sec. 3)
         return {"conv": conv, "recurrent": attn["heads"] * attn["state_size"]}

@@ -9,7 +9,10 @@ latent attention), which keys a query sees ("span": full, sliding within "window
 "chunk"), and its extras (rope, sinks, output gate, q/k norms, biases, a lightning "indexer" that
 picks top-k keys, with its own weights or none when it reuses an earlier layer's top-k,
 "kv_shared" when it reuses an earlier layer's K/V or latent, Mistral Large 4's per-head
-"position_scaling" and "indexer_input_norm"). An MLP dict is "dense" (width, matrices, bias) or
+"position_scaling" and "indexer_input_norm", "v_dim" for values narrower than keys (MiMo-V2-Flash),
+"in_width" for q/k/v reading 2 h and "tied" for a block whose weights an earlier layer holds
+(Zamba's shared block), "extra_weights" for a family's non-matmul weights). Linear mixers by
+"kind": gdn, kda, mamba1, mamba2, shortconv, lightning (MiniMax-01), rwkv (RWKV-4), rglru (Griffin). An MLP dict is "dense" (width, matrices, bias) or
 "moe" (routed experts, top-k, shared experts, router, zero experts). Per kind there is one
 function per quantity (model/formulas.py): attention_params, mlp_block_params,
 attention_linear_flops_per_token, attention_core_flops, query_key_pairs, mlp_flops_per_token,
@@ -44,8 +47,12 @@ def attention_kind(attn):
     a linear mixer by its kind and heads, gdn(16k/32v)."""
     if attn["kind"] == "mamba2":
         return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
-    if attn["kind"] == "kda":
-        return f"kda({attn['heads']}x{attn['head_dim']})"
+    if attn["kind"] == "rwkv":
+        return f"rwkv(D={attn['heads']})"
+    if attn["kind"] == "rglru":
+        return f"rglru(W={attn['heads']}, K={attn['conv_kernel']})"
+    if attn["kind"] in ("kda", "lightning"):
+        return f"{attn['kind']}({attn['heads']}x{attn['head_dim']})"
     if attn["kind"] == "mamba1":
         return f"mamba(E={attn['heads']}, N={attn['state_size']})"
     if attn["kind"] == "shortconv":

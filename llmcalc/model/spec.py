@@ -84,8 +84,8 @@ def resolve_model_spec(args, defaults=None):
     h, L = s["hidden_size"], s["num_layers"]
     for name in _POSITIVE:
         val = flag(name) if flag(name) is not None else s.get(name)
-        if val is not None and val <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")
+        if val is not None and val <= 0 and not (name == "qk_rope_head_dim" and val == 0 and flag(name) is None):
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {val}")  # (a config's NoPE MLA: 0)
     if flag("ffn_expansion_factor") is not None and not 0 < flag("ffn_expansion_factor") <= 1024:
         raise ValueError(f"--ffn-expansion-factor must be in (0, 1024], got {flag('ffn_expansion_factor')}")
     if flag("kv_size_ratio") is not None and not 0 < flag("kv_size_ratio") <= 1:
@@ -98,7 +98,7 @@ def resolve_model_spec(args, defaults=None):
     a = s["num_attention_heads"]
     if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            if not s.get(name):
+            if s.get(name) is None or (not s[name] and name != "qk_rope_head_dim"):
                 raise ValueError(f"MLA (--kv-lora-rank) needs --{name.replace('_', '-')}")
         s["head_dim"] = s["qk_nope_head_dim"] + s["qk_rope_head_dim"]
         s["num_kv_heads"] = a  # MLA expands the latent into a full set of heads
@@ -269,7 +269,8 @@ def build_layers(s):
                 "rope": s["position_embedding"] == "rope" and i not in nope,
                 "heads": s["num_attention_heads"], "kv_heads": s["num_kv_heads"],
                 "head_dim": s["head_dim"], "qkv_bias": s["qkv_bias"], "out_bias": s["attn_out_bias"],
-                "qk_norm": s["qk_norm"], "norm": "rmsnorm" if s["norm"] == "layernorm" else s["norm"],
+                "qk_norm": s["qk_norm"],
+                "norm": s.get("attn_norm") or ("rmsnorm" if s["norm"] == "layernorm" else s["norm"]),
                 "sinks": s["attention_sinks"], "output_gate": s["attn_output_gate"],
                 "q_lora_rank": s["q_lora_rank"] or 0, "kv_lora_rank": s["kv_lora_rank"] or 0,
                 "qk_nope_head_dim": s["qk_nope_head_dim"] or 0, "qk_rope_head_dim": s["qk_rope_head_dim"] or 0,
@@ -277,6 +278,8 @@ def build_layers(s):
                 "index_heads": s["index_n_heads"], "index_head_dim": s["index_head_dim"],
                 "index_topk": s["index_topk"], "kv_proj": 2, "kv_shared": False,
                 "position_scaling": s["attn_position_scaling"], "indexer_input_norm": s["indexer_input_norm"]}
+        if s.get("attn_extra_weights"):  # a family's non-matmul attention weights (DiffLlama's lambdas)
+            attn["extra_weights"] = s["attn_extra_weights"]
         if span == "linear":
             # a linear-attention (state-space) mixer: no K/V cache, a constant state per sequence
             attn.update(dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))
@@ -291,6 +294,8 @@ def build_layers(s):
         else:
             mlp = {"kind": "dense", "width": s["ffn_hidden_size"], "linears": s["num_mlp_linears"],
                    "bias": s["mlp_bias"]}
+            if s.get("mlp_act_params"):  # a learned activation's or inner norm's weights (Apertus, BitNet)
+                mlp["act_params"] = s["mlp_act_params"]
         mlp.update(ov.get("mlp", {}))
         attn, mlp = _shared(cache, attn), _shared(cache, mlp)
         extra_attn = tuple(_shared(cache, dict(attn, **x)) for x in ov.get("more_attention", ()))
