@@ -6467,6 +6467,19 @@ class SimulationTooLong(Exception):
     """The run would take more than SIMULATION_LIMIT_S: (seconds left, requests done, requests)."""
 
 
+def report_progress(progress, *, started, done, n, units):
+    """Say how far a simulation is and how long it has left at the pace so far; raise
+    SimulationTooLong past SIMULATION_LIMIT_S. Returns the time it reported at."""
+    import time  # only a simulated benchmark needs it (start-up time)
+    now = time.monotonic()
+    left = (n - done) * (now - started) / max(done, 1)
+    if left > SIMULATION_LIMIT_S:
+        raise SimulationTooLong(left, done * units, n * units)
+    progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
+             f"about {left:,.0f} s left")
+    return now
+
+
 def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget, run_cap,
                        bits, rate=None, concurrency=None, arrivals="poisson", seed=0, pp=1, dp=1, ep=1,
                        progress=None, output_steps=None):
@@ -6591,13 +6604,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             else:
                 cohorts.append((step, t, new))
         if progress and time.monotonic() - last_shown > 1.0:
-            now = time.monotonic()
-            left = (n - done) * (now - started) / max(done, 1)  # at the pace so far
-            if left > SIMULATION_LIMIT_S:
-                raise SimulationTooLong(left, done * units, n * units)
-            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
-                     f"about {left:,.0f} s left")
-            last_shown = now
+            last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
     total = n * units
     mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
     ctx = s + max(o - 2, 0) // 2
@@ -6911,13 +6918,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
                 d, base = d + 1, base + reqs[i][1] - step
                 heapq.heappush(finishing, (step + o_run[i] - 1, i))
         if progress and time.monotonic() - last_shown > 1.0:
-            now = time.monotonic()
-            left = (n - done) * (now - started) / max(done, 1)
-            if left > SIMULATION_LIMIT_S:
-                raise SimulationTooLong(left, done * units, n * units)
-            progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
-                     f"about {left:,.0f} s left")
-            last_shown = now
+            last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
     total = n * units
     s_mean = sum(r[1] for r in reqs) / n
     o_mean = sum(r[2] for r in reqs) / n
