@@ -221,7 +221,7 @@ def build_parser():
     lay.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=1)
     lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                      help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
-    lay.add_argument("--sequence-parallel", "-sp", action=bo, default=False,
+    lay.add_argument("--sequence-parallel", "-sp", action=bo, default=None,
                      help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
     lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=None,
                      help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding; "
@@ -233,7 +233,7 @@ def build_parser():
     lay.add_argument("--sequence-length", "-s", type=bounded_int, default=2048)
     lay.add_argument("--recompute", choices=RECOMPUTE, default=None,
                      help="activation recompute (default selective; full under --framework megatron-2021)")
-    lay.add_argument("--offload", action=bo, default=False,
+    lay.add_argument("--offload", action=bo, default=None,
                      help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
     k = p.add_argument_group("framework")
     k.add_argument("--framework", choices=FRAMEWORKS, default="megatron",
@@ -289,17 +289,22 @@ def fmt_s(t):
     return f"{t * 1e6:.1f} us"
 
 
-def layout_text(lay):
+def layout_text(lay, knobs=True):
+    """One line of a layout; knobs: with its TP-overlap mode and a DP reduction left exposed (what
+    a search chooses besides the parallel shape)."""
     return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
             f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
-            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''} gbs {lay['global_batch_size']}")
+            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''} gbs {lay['global_batch_size']}"
+            + (f" tp-overlap {lay['tp_comm_overlap']}" if knobs and lay["tp"] > 1 else "")
+            + ("" if not knobs or lay.get("dp_overlap", True) or lay["dp"] * lay["cp"] == 1 else " no-dp-overlap"))
 
 
 def format_report(res):
     lines = []
     lay, r = res["layout"], res
     default = " (the default GPU; --gpu NAME for another)" if res.get("gpu_default") else ""
-    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): {layout_text(lay)}")
+    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): "
+                 f"{layout_text(lay, knobs=res.get('layouts') is not None)}")
     lines.append(f"  model: {res['model']['described']}")
     lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
@@ -444,6 +449,10 @@ def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
     check_ranges(args, parser, FLAG_RANGES)
+    # the execution knobs a search keeps as given (it searches the ones left out)
+    pinned = {k for k, d in (("tp_comm_overlap", "tp_comm_overlap"), ("dp_overlap", "dp_overlap"),
+                             ("offload", "offload"), ("sp", "sequence_parallel")) if getattr(args, d) is not None}
+    args.sequence_parallel, args.offload = bool(args.sequence_parallel), bool(args.offload)
     if args.rank_by == "cost" and args.cost_per_gpu_hour is None:
         parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
                      "adds the cost column)")
@@ -485,7 +494,7 @@ def main(argv=None):
         show = (lambda i, k: print(f"\rsearching: {i}/{k} parallel shapes", end="", file=sys.stderr)) \
             if sys.stderr.isatty() and not args.json else None
         rows, evaluated, ngroups = search_layouts(spec, base, hw=hw, net=net, c0=c0, flops=flops,
-                                                  progress=show)
+                                                  progress=show, pinned=pinned, keep=args.top)
         if show:
             print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
         elapsed = time.perf_counter() - t0
@@ -497,7 +506,8 @@ def main(argv=None):
         for _, ly, rr in rows[:args.top]:
             top.append(dict({k: ly[k] for k in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero_stage",
                                                   "micro_batch_size", "recompute", "offload", "num_microbatches",
-                                                  "global_batch_size", "sequence_length")},
+                                                  "global_batch_size", "sequence_length", "tp_comm_overlap",
+                                                  "dp_overlap")},
                             sequence_parallel=ly["sp"], sp=ly["sp"], step_time_s=rr["step_time_s"],
                             tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],
                             total_bytes=rr["total_bytes"], headroom_bytes=rr["headroom_bytes"],

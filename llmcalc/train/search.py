@@ -1,13 +1,14 @@
 """The training layout search: every tp/pp/cp/ep/dp, micro-batch and recompute split that fits,
 costed and ranked."""
 
+import heapq
 import math
 
 from ..model.kinds import layer_groups
 from .flops import backward_flops, recompute_flops, sequence_forward_flops
-from .kernels import LEGACY_MEGATRON, RECOMPUTE
+from .kernels import LEGACY_MEGATRON, RECOMPUTE, eager_framework
 from .memory import training_memory
-from .step import evaluate, memory_config
+from .step import LAYER_COST_KEYS, evaluate, layer_cost, memory_config, optimizer_s
 
 
 def sequence_flops(spec, *, seq_len):
@@ -91,29 +92,65 @@ def complete_layout(lay):
     return dict(lay, dp=dp, num_microbatches=lay["global_batch_size"] // (lay["micro_batch_size"] * dp))
 
 
-def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
-    """Every layout of base["num_gpus"] GPUs for base["global_batch_size"], pruned by memory first,
-    ranked by time per sequence (or cost, the same order at a fixed GPU count). Enumerated: tp (powers of two
-    dividing the heads, within a node), cp (powers of two, s / cp >= 4096), pp (dividing the layers),
-    vp (dividing the layers per stage), ep (dividing the experts and dp x cp; experts unsplit, etp 1),
-    sequence parallelism whenever tp > 1 (Korthikanti et al. 2022: same communication volume, less
-    memory), ZeRO-1 (distributed optimizer) or, without pipelining, ZeRO-3, micro-batch sizes
-    dividing the per-replica batch (<= 64), recompute none/selective/full; CPU offload of the
-    optimizer only when nothing fits without it. Memory is monotone in the micro-batch and recompute,
-    so each group stops at the first micro-batch that does not fit."""
+# The TP-overlap modes in the order the step model costs them, most overlap first, and the modes
+# each framework's code had (training_time.resolve_framework_defaults refuses the others).
+TP_OVERLAP_ORDER = ("full", "backward", "none")
+TP_OVERLAP_MODES = {"megatron-2021": ("none",), "megatron-2022": ("backward", "none")}
+SEARCH_MAX_MICRO_BATCH = 1024  # a bound on the enumeration, far above any micro-batch that fits
+
+
+def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
+    """What the search enumerates for these GPUs: the parallel shapes (tp, cp, pp, vp, ep, ZeRO
+    stage, dp) and the execution knobs costed on each (TP overlap modes, DP overlap, sequence
+    parallelism, optimizer offload). `pinned`: knobs the user fixed (their value in `base` kept).
+
+    Enumerated: tp any divisor of the GPUs and of every layer's heads, across nodes too (the
+    collectives cost the scale-out hop); cp powers of two with s / cp >= 4096 (ring attention needs
+    long shards to hide its K/V exchange: a stated scope, as today); pp dividing the layers; vp
+    dividing the layers per stage; ep dividing the experts and dp x cp; ZeRO 0-3 (3 only without a
+    pipeline); sequence parallelism on and off for tp > 1; optimizer offload on and off.
+
+    Dominance pruning (skipped with exhaustive=True; tests/test_calc_training_time.py checks that the
+    pruned search returns the exhaustive answer). A knob value is left out only where the step
+    model (train/step.py) makes another value at least as fast with at most the same memory:
+      * TP overlap: each mode only moves TP collectives from exposed to hidden, and a hidden
+        collective costs _hidden(c, x, sd) = max(0, c - x) + sd min(c, x) <= c for sd <= 1
+        (--overlap-slowdown is bounded to [0, 1]); nothing else reads the mode. So the most
+        overlapping mode the framework has is never slower: only it is costed.
+      * DP overlap: dp_exposed_s exposes max(bucket, t - backward) <= t with overlap and t without
+        (and drops the ZeRO-1/2 all-gather from t); memory does not read it. Only on is costed,
+        except under megatron-2021/2022, whose DDP choice is tied to the gradient dtype.
+      * ZeRO-1 under --framework megatron: every time term reads ZeRO 1 and 2 alike (dp_exposed_s,
+        optimizer_s; the FSDP paths are eager-only), and stage 2 also shards the gradients, so
+        ZeRO-2 is never slower and never larger: ZeRO-1 is not costed.
+    Memory pruning (always; search_layouts): memory grows with the micro-batch, so each
+    (shape, knobs, recompute) stops at the first micro-batch that does not fit."""
     n, L, s, gbs = base["num_gpus"], spec["num_layers"], base["sequence_length"], base["global_batch_size"]
+    fw = base.get("framework", "megatron")
+    legacy = fw in LEGACY_MEGATRON
+    y2021 = fw == "megatron-2021"
     heads = [x["heads"] for g in layer_groups(spec) for x in g[0]["attention"]] or [1]
     moe = [x for g in layer_groups(spec) for x in g[0]["mlp"] if x["kind"] == "moe"]
-    G = hw["gpus_per_node"]
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= G and n % t == 0 and all(hh % t == 0 for hh in heads)]
-    cps = [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= 4096)]
-    evaluated, rows, cache = 0, [], {}
-    groups = []
-    y2021 = base.get("framework") == "megatron-2021"  # no SP, ZeRO, selective recompute or offload then
-    legacy = base.get("framework") in LEGACY_MEGATRON  # 2022: SP and selective, still no ZeRO, CP, EP
+    tps = [t for t in _divisors(math.gcd(n, *heads))]
+    cps = [1] if legacy else [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= 4096)]
     if legacy:
-        cps = [1]
+        zeros = (0,)
+    elif exhaustive or eager_framework(base):
+        zeros = (0, 1, 2, 3)
+    else:
+        zeros = (0, 2, 3) if fw == "megatron" else (0, 1, 2, 3)
+    if "zero_stage" in pinned:
+        zeros = (base["zero_stage"],)
+    modes = TP_OVERLAP_MODES.get(fw, TP_OVERLAP_ORDER)
+    if "tp_comm_overlap" in pinned:
+        modes = (base["tp_comm_overlap"],)
+    elif not exhaustive:
+        modes = modes[:1]
+    dpo = (base["dp_overlap"],) if legacy or "dp_overlap" in pinned else (True,) if not exhaustive else (True, False)
+    offloads = (False,) if legacy else (base["offload"],) if "offload" in pinned else (False, True)
+    groups = []
     for tp in tps:
+        sps = (False,) if tp == 1 or y2021 else (base["sp"],) if "sp" in pinned else (True, False)
         for cp in cps:
             for pp in _divisors(L):
                 if n % (tp * cp * pp):
@@ -128,38 +165,132 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
                 for vp in vps:
                     for ep in eps:
-                        for zero in ((0,) if legacy else (1, 3) if pp == 1 else (1,)):
-                            groups.append((tp, cp, pp, vp, ep, zero, dp))
-    for offload in ((False,) if legacy else (False, True)):
-        for gi, (tp, cp, pp, vp, ep, zero, dp) in enumerate(groups):
-            if progress:
-                progress(gi + (len(groups) if offload else 0), 2 * len(groups) if offload else len(groups))
-            # the batch becomes the largest multiple of dp at most --global-batch-size (as Calculon's
-            # search does), so that a GPU count with a large prime factor still has layouts
-            gbs_dp = gbs // dp * dp
-            mbs_all = _divisors(gbs_dp // dp, 64)
-            for rc in RECOMPUTE:
-                if rc == "selective" and (base["flash_attention"] or y2021):
-                    continue  # a fused attention kernel stores no s x s scores: selective = none
-                for b in mbs_all:
-                    lay = dict(base, global_batch_size=gbs_dp, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep,
-                               etp=1 if ep > 1 else tp, sp=tp > 1 and not y2021,
-                               zero_stage=zero, micro_batch_size=b, recompute=rc, offload=offload)
-                    if check_layout(spec, lay):
-                        continue
-                    lay = complete_layout(lay)
-                    mem, _ = training_memory(spec, memory_config(spec, lay, c0), b)
-                    if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
-                        break  # a larger micro-batch only needs more
-                    res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=mem)
-                    evaluated += 1
-                    # rank by time per sequence (the same order as step time when every layout
-                    # runs the whole batch; fair when a batch was rounded down to a multiple of dp)
-                    rows.append((res["step_time_s"] / lay["global_batch_size"], lay, res))
-        if rows:
+                        for zero in zeros:
+                            if zero == 3 and pp > 1:
+                                continue
+                            groups.append({"tp": tp, "cp": cp, "pp": pp, "vp": vp, "ep": ep, "zero_stage": zero,
+                                           "dp": dp, "sps": sps})
+    return groups, {"tp_comm_overlap": modes, "dp_overlap": dpo, "offload": offloads}
+
+
+def _layer_time_s(spec, lay, *, hw, net, cache, kinds):
+    """Forward + backward + recompute seconds of all the model's layers for one micro-batch on one
+    rank (compute and exposed communication), from the same per-layer costs evaluate() sums (kept
+    in the shared cache under evaluate's own key)."""
+    key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
+    total = 0.0
+    for lid, (layer, count) in kinds.items():
+        k = (lid, key_lay)
+        if k not in cache:
+            cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
+        c = cache[k]
+        total += count * (sum(sum(v) for v in c["compute"].values()) + sum(sum(v) for v in c["comm"].values()))
+    return total
+
+
+def step_lower_bound_s(layers_s, *, pp, vp, m):
+    """A lower bound on evaluate()'s step time from the layers alone: the pipeline takes m t_max +
+    (p - 1) mean / vp (pipeline_time_s), each stage's time is at least its layers' time, the
+    slowest stage at least the mean and the mean at least layers_s / p; everything else evaluate()
+    adds (embedding, head and loss, pipeline sends, DP and ZeRO exposure, the optimizer) is >= 0.
+    So step >= layers_s / p x (m + (p - 1) / vp)."""
+    return layers_s / pp * (m + (pp - 1) / vp)
+
+
+def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), exhaustive=False, keep=5):
+    """The fastest layouts of base["num_gpus"] GPUs for base["global_batch_size"] (search_knobs),
+    ranked by time per sequence (or cost, the same order at a fixed GPU count). Per shape and knobs:
+    recompute none/selective/full (selective only without a fused attention kernel: with one,
+    selective stores what none stores), micro-batch sizes dividing the per-replica batch. The batch
+    becomes the largest multiple of dp at most --global-batch-size (as Calculon's search does), so
+    that a GPU count with a large prime factor still has layouts.
+
+    Branch and bound, each cut provably safe (exhaustive=True costs every candidate instead):
+      * every candidate gets step_lower_bound_s from its layers' cost (cheap: one cost per layer
+        kind and layer-level knobs, shared by all pp, vp, dp, ZeRO and offload choices), and the
+        candidates are costed in increasing order of that bound; once the bound exceeds the
+        `keep`-th best time found and the best time of a second parallel shape (what the report
+        shows), no later candidate can enter what is reported: the search stops;
+      * memory grows with the micro-batch: a (shape, knobs, recompute) whose micro-batch b does
+        not fit skips every larger one;
+      * an offloaded optimizer changes only the optimizer step (optimizer_s) and the memory: where
+        the same layout fits without offload and optimizer_s with offload is no faster, the
+        offloaded twin is never faster and is not costed.
+    Returns (rows best first, layouts costed, parallel shapes)."""
+    gbs = base["global_batch_size"]
+    y2021 = base.get("framework") == "megatron-2021"
+    groups, knobs = search_knobs(spec, base, hw=hw, pinned=pinned, exhaustive=exhaustive)
+    cache, kinds = {}, {}
+    for layer in spec["layers"]:
+        kinds[id(layer)] = (layer, kinds.get(id(layer), (layer, 0))[1] + 1)
+    rcs = [rc for rc in RECOMPUTE if ("recompute" in pinned and rc == base["recompute"])
+           or ("recompute" not in pinned and not (rc == "selective" and (base["flash_attention"] or y2021)))]
+    cands = []
+    for gi, g in enumerate(groups):
+        dp = g["dp"]
+        gbs_dp = gbs // dp * dp
+        for sp in g["sps"]:
+            for mode in knobs["tp_comm_overlap"] if g["tp"] > 1 else knobs["tp_comm_overlap"][:1]:
+                for dpo in knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]:
+                    for ri, rc in enumerate(rcs):
+                        for b in _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH):
+                            lay = dict(base, global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
+                                       micro_batch_size=b, recompute=rc, tp_comm_overlap=mode, dp_overlap=dpo,
+                                       **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage")})
+                            m = gbs_dp // (b * dp)
+                            lb = step_lower_bound_s(_layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds),
+                                                    pp=g["pp"], vp=g["vp"], m=m) / gbs_dp
+                            for offload in knobs["offload"]:
+                                cands.append((lb, offload, gi, sp, mode, dpo, ri, b, lay))
+    cands.sort(key=lambda c: c[:8])
+    evaluated, rows, too_big, fits = 0, [], {}, {}
+    kth = []  # the `keep` best times, negated (a max-heap)
+    best_by_shape = {}
+    limit = math.inf
+    for i, (lb, offload, gi, sp, mode, dpo, ri, b, lay) in enumerate(cands):
+        if progress and i % 256 == 0:
+            progress(i, len(cands))
+        if lb > limit and not exhaustive:
             break
+        mk = (gi, sp, mode, dpo, ri, offload)
+        if b >= too_big.get(mk, math.inf):
+            continue
+        lay = dict(lay, offload=offload)
+        if check_layout(spec, lay):
+            continue
+        lay = complete_layout(lay)
+        twin = fits.get((gi, sp, mode, dpo, ri, b)) if offload else None
+        if twin is not None and not exhaustive:
+            worst = twin["slowest_stage"]
+            held = cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], worst)]
+            if optimizer_s(sum(held), lay=lay, hw=hw) >= twin["breakdown_s"]["optimizer_step"]:
+                continue
+        mem, _ = training_memory(spec, memory_config(spec, lay, c0), b)
+        if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
+            too_big[mk] = min(b, too_big.get(mk, math.inf))  # a larger micro-batch only needs more
+            continue
+        res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=mem)
+        evaluated += 1
+        if not offload:
+            fits[(gi, sp, mode, dpo, ri, b)] = res
+        # rank by time per sequence (the same order as step time when every layout runs the whole
+        # batch; fair when a batch was rounded down to a multiple of dp)
+        t = res["step_time_s"] / lay["global_batch_size"]
+        rows.append((t, lay, res))
+        heapq.heappush(kth, -t)
+        if len(kth) > keep:
+            heapq.heappop(kth)
+        shape = layout_shape(lay)
+        best_by_shape[shape] = min(t, best_by_shape.get(shape, math.inf))
+        if len(kth) == keep and len(best_by_shape) > 1:
+            limit = max(-kth[0], heapq.nsmallest(2, best_by_shape.values())[1])
     rows.sort(key=lambda r: r[0])
     return rows, evaluated, len(groups)
+
+
+def layout_shape(lay):
+    """The parallel shape of a layout, as the report compares two: tp, pp, vp, cp, ep and ZeRO."""
+    return (lay["tp"], lay["pp"], lay["vp"], lay["cp"], lay["ep"], lay["zero_stage"])
 
 
 def limiter(res):
