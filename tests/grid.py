@@ -206,6 +206,9 @@ def _train():
         f"{MOE} --gpu h100 --num-gpus 16 --global-batch-size 128 --search --top 2",
         *[f"{cfg(c)} {job}" for c in SAMPLE[:20]],
         f"{cfg('mixtral-8x7b')} {search}", f"{cfg('qwen3-8b')} {search}",
+        f"{cfg('llama-2-7b')} -s 2048 --global-batch-size 64 --gpu h100,h200,b200,mi300x --num-gpus 16,32 --search "
+        "--top 3 --tokens 1T --cost-per-gpu-hour 2.5,3.5,5,2.2 --rank-by cost --deadline-days 30",
+        f"{cfg('llama-2-7b')} -s 2048 --global-batch-size 64 --gpu a100,h100 --num-gpus 16 --search --top 2",
     ], 2)
 
 
