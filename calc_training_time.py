@@ -5440,7 +5440,9 @@ def _add(parts, key, fwd, bwd, rec=0.0):
 # directions of the link at once: the forward moves max(weights in, activations out) and the
 # backward weights in plus activations in over one direction (Calculon's _get_fw_offload_size and
 # _get_bw_offload_size); what outlasts the layer's compute is exposed. Host memory capacity and the
-# host's DRAM bandwidth shared by its GPUs are not checked (stated in the report).
+# host's DRAM bandwidth shared by its GPUs are not checked (stated in the report). Costed for
+# Megatron-LM-style stacks at ZeRO 0-2 only (check_layout refuses the rest): ZeRO-3 already shards
+# the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimizer together.
 
 OFFLOAD_WEIGHT_BYTES = 2  # the 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
 
@@ -5647,6 +5649,9 @@ def check_layout(spec, lay):
         return "ZeRO-3 / FSDP with pipeline parallelism is not supported (DeepSpeed, Megatron-LM)"
     if lay.get("offload_params") and lay["zero_stage"] == 3:
         return "--offload-params with -z 3 (ZeRO-Infinity's sharded offload) is not modelled: use -z 0-2"
+    if (lay.get("offload_params") or lay.get("offload_activations")) and eager_framework(lay):
+        return ("--offload-params / --offload-activations are costed for Megatron-LM's kernels only (FSDP's "
+                "CPUOffload moves weights, gradients and optimizer together: not modelled)")
     return None
 
 
@@ -5719,7 +5724,8 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
     # (optimizer, parameters, activations) in host memory (offload.py); none under the dated stacks
     kinds = []
     for k in ("offload", "offload_params", "offload_activations"):
-        kinds.append((False,) if legacy else (bool(base.get(k)),) if k in pinned else (False, True))
+        none = legacy or (k != "offload" and eager_framework(base))  # check_layout's rules
+        kinds.append((False,) if none else (bool(base.get(k)),) if k in pinned else (False, True))
     offloads = [(o, p, a) for o in kinds[0] for p in kinds[1] for a in kinds[2]]
     groups = []
     for tp in tps:
@@ -6460,6 +6466,10 @@ def main(argv=None):
     except ValueError as exc:
         parser.error(str(exc))
     resolve_framework_defaults(args, parser)
+    if (args.offload_params or args.offload_activations) and eager_framework({"framework": args.framework}):
+        parser.error(f"--offload-params / --offload-activations are costed for Megatron-LM's kernels only, not "
+                     f"--framework {args.framework} (FSDP's CPUOffload moves weights, gradients and optimizer "
+                     "together: not modelled)")
     hw, net, hw_notes = resolve_hardware(args, parser)
     hw_notes = list(hw_notes)
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size

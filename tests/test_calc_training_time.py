@@ -562,6 +562,7 @@ def test_weights_and_activations_in_host_memory(capsys):
     assert m1["activations_layers_bytes"] == pytest.approx(m0["activations_layers_bytes"] * 2 / 24, rel=1e-9)
     assert m1["host_bytes"] == pytest.approx(m0["total_bytes"] - m1["total_bytes"], rel=1e-9)
     from conftest import exit_code_and_stderr
-    for argv in (["-z", "3", "--offload-params"], ["--framework", "megatron-2022", "--offload-activations"]):
+    for argv in (["-z", "3", "--offload-params"], ["--framework", "megatron-2022", "--offload-activations"],
+                 ["--framework", "pytorch", "--offload-params", "--search"]):
         code, err = exit_code_and_stderr(T.main, base[:-2] + argv)
         assert code == 2 and err.count("\n") == 1, (argv, err)

@@ -567,6 +567,10 @@ def main(argv=None):
     except ValueError as exc:
         parser.error(str(exc))
     resolve_framework_defaults(args, parser)
+    if (args.offload_params or args.offload_activations) and eager_framework({"framework": args.framework}):
+        parser.error(f"--offload-params / --offload-activations are costed for Megatron-LM's kernels only, not "
+                     f"--framework {args.framework} (FSDP's CPUOffload moves weights, gradients and optimizer "
+                     "together: not modelled)")
     hw, net, hw_notes = resolve_hardware(args, parser)
     hw_notes = list(hw_notes)
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size

@@ -17,7 +17,9 @@ Per layer and micro-batch the copies run on the copy engines beside the layer's 
 directions of the link at once: the forward moves max(weights in, activations out) and the
 backward weights in plus activations in over one direction (Calculon's _get_fw_offload_size and
 _get_bw_offload_size); what outlasts the layer's compute is exposed. Host memory capacity and the
-host's DRAM bandwidth shared by its GPUs are not checked (stated in the report).
+host's DRAM bandwidth shared by its GPUs are not checked (stated in the report). Costed for
+Megatron-LM-style stacks at ZeRO 0-2 only (check_layout refuses the rest): ZeRO-3 already shards
+the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimizer together.
 """
 
 from .memory import all_stage_layers, layer_params_per_rank, stage_params_per_rank, training_memory

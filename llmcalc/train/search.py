@@ -90,6 +90,9 @@ def check_layout(spec, lay):
         return "ZeRO-3 / FSDP with pipeline parallelism is not supported (DeepSpeed, Megatron-LM)"
     if lay.get("offload_params") and lay["zero_stage"] == 3:
         return "--offload-params with -z 3 (ZeRO-Infinity's sharded offload) is not modelled: use -z 0-2"
+    if (lay.get("offload_params") or lay.get("offload_activations")) and eager_framework(lay):
+        return ("--offload-params / --offload-activations are costed for Megatron-LM's kernels only (FSDP's "
+                "CPUOffload moves weights, gradients and optimizer together: not modelled)")
     return None
 
 
@@ -162,7 +165,8 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
     # (optimizer, parameters, activations) in host memory (offload.py); none under the dated stacks
     kinds = []
     for k in ("offload", "offload_params", "offload_activations"):
-        kinds.append((False,) if legacy else (bool(base.get(k)),) if k in pinned else (False, True))
+        none = legacy or (k != "offload" and eager_framework(base))  # check_layout's rules
+        kinds.append((False,) if none else (bool(base.get(k)),) if k in pinned else (False, True))
     offloads = [(o, p, a) for o in kinds[0] for p in kinds[1] for a in kinds[2]]
     groups = []
     for tp in tps:
