@@ -6519,12 +6519,14 @@ def main(argv=None):
             print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
         elapsed = time.perf_counter() - t0
         if not any(c["rows"] for c in found):
+            tried = "full recompute and offload" if not ({"offload", "offload_params", "offload_activations"} & pinned) \
+                else "full recompute and the offloads given"
             if len(found) > 1:
                 parser.error(f"no layout of any cluster ({', '.join(names if names != [None] else [hw['name']])} "
                              f"x {', '.join(map(str, counts))} GPUs) fits for global batch "
-                             f"{args.global_batch_size}, even with full recompute and offload")
+                             f"{args.global_batch_size}, even with {tried}")
             parser.error(f"no layout of {n} GPUs fits {hw['memory_bytes'] / GIB_:.1f} GiB per GPU "
-                         f"for global batch {args.global_batch_size}, even with full recompute and offload")
+                         f"for global batch {args.global_batch_size}, even with {tried}")
         clusters = rank_clusters(found, args)
         win = next(c for c in found if c["rows"] and c["rows"][0] is clusters[0]["row"])
         if many and len({layout_shape(x[1]) for x in win["rows"]}) < 2:  # the report's runner-up shape
