@@ -69,7 +69,6 @@ import math
 import os
 import sys
 import time
-from operator import itemgetter
 
 
 # ======== llmcalc/accelerator.py ==================================================================
@@ -5880,25 +5879,24 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
                                                          act_bytes=c0["act_bytes"])
                             layers_s, copies_s = lbs[lk]
                             m = gbs_dp // (b * dp)
-                            pipe = step_lower_bound_s(layers_s, pp=pp, vp=vp, m=m)
-                            copies = {k: step_lower_bound_s(layers_s + v, pp=pp, vp=vp, m=m) - pipe
-                                      for k, v in copies_s.items()}
-                            cands.append(((pipe + least_opt) / gbs_dp, len(cands), (pipe, copies, opt_floor), gi, sp,
-                                          mode, dpo, ri, b))
-    cands.sort(key=itemgetter(0, 1))
+                            f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
+                            cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
+                                          (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+    heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
     kth = []  # the `keep` best times, negated (a max-heap)
     best_by_shape = {}
     limit = math.inf
-    todo = ((c, o) for c in cands for o in offloads)  # each parent's offloads, fewest first
-    for i, ((lb0, _, (pipe, copies, opt_floor), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
+    n_cands = len(cands)
+    todo = ((c, o) for c in _popped(cands) for o in offloads)  # each parent's offloads, fewest first
+    for i, ((lb0, _, (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
         if progress and i % 1024 == 0:
-            progress(i, len(cands) * len(offloads))
+            progress(i, n_cands * len(offloads))
         if lb0 > limit and not exhaustive:
             break  # no later candidate can beat what is kept
         g = groups[gi]
         gbs_dp = gbs // g["dp"] * g["dp"]
-        if (pipe + copies[offload[1:]] + opt_floor[offload[0]]) / gbs_dp > limit and not exhaustive:
+        if ((layers_s + copies_s[offload[1:]]) * f + opt_floor[offload[0]]) / gbs_dp > limit and not exhaustive:
             continue
         mk = (gi, sp, mode, dpo, ri, offload)
         if b >= too_big.get(mk, math.inf):
@@ -5937,6 +5935,12 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
             limit = max(-kth[0], heapq.nsmallest(2, best_by_shape.values())[1])
     rows.sort(key=lambda r: r[0])
     return rows, evaluated, len(groups)
+
+
+def _popped(heap):
+    """The heap's items, smallest first, popped as they are asked for."""
+    while heap:
+        yield heapq.heappop(heap)
 
 
 def _dominates(t_off, twin, offload, lay, cache, hw):
