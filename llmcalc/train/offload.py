@@ -60,7 +60,11 @@ def layout_memory(spec, lay, c0, memo=None):
     not depend on the accelerator)."""
     c = memory_config(spec, lay, c0)
     b = lay["micro_batch_size"]
-    key = (b, tuple(sorted(c.items())))
+    try:
+        key = (b, tuple(sorted(c.items())))
+        hash(key)
+    except TypeError:  # a configuration value that is not hashable: no sharing
+        key, memo = None, None
     if memo is not None and key in memo:
         worst, stages = memo[key]
     else:
