@@ -206,6 +206,9 @@ def _train():
         f"{MOE} --gpu h100 --num-gpus 16 --global-batch-size 128 --search --top 2",
         *[f"{cfg(c)} {job}" for c in SAMPLE[:20]],
         f"{cfg('mixtral-8x7b')} {search}", f"{cfg('qwen3-8b')} {search}",
+        f"{cfg('llama-2-7b')} -s 2048 --global-batch-size 64 --gpu h100,h200,b200,mi300x --num-gpus 16,32 --search "
+        "--top 3 --tokens 1T --cost-per-gpu-hour 2.5,3.5,5,2.2 --rank-by cost --deadline-days 30",
+        f"{cfg('llama-2-7b')} -s 2048 --global-batch-size 64 --gpu a100,h100 --num-gpus 16 --search --top 2",
     ], 2)
 
 
@@ -301,7 +304,7 @@ def _train_issue33():
     return _runs(TRAIN, [
         f"{small} --recompute op-sac", f"{small} --recompute full --recompute-every 2",
         f"{small} --recompute selective --recompute-modules core_attn mlp layernorm",
-        f"{small} --framework deepspeed -z 2", f"{small} --framework deepspeed -z 3 --offload --offload-param cpu",
+        f"{small} --framework deepspeed -z 2", f"{small} --framework deepspeed -z 3 --offload --offload-params",
         f"{small} --framework deepspeed -z 3 --offload --offload-device nvme --nvme-gbps 6",
         f"{small} --framework deepspeed -pp 4 -z 1",
         f"{cfg('deepseek-v3')} --gpu h800 --num-gpus 256 -ep 32 -s 4096 --global-batch-size 256 -b 1 --dtype fp8 "

@@ -19,6 +19,9 @@ Usage:
       --global-batch-size 512 -s 8192 --search --top 5
   python calc_training_time.py --hf_model_name_or_path ./Llama-3.1-8B --gpu h100 --num-gpus 64 \\
       --global-batch-size 256 -s 8192 --search --tokens 2e12 --cost-per-gpu-hour 2.5 --json
+  python calc_training_time.py --hf_model_name_or_path ./Llama-3.1-8B --gpu h100,h200,b200,mi300x \\
+      --num-gpus 64,128 --global-batch-size 256 -s 8192 --search --tokens 2e12 \\
+      --cost-per-gpu-hour 2.5,3.5,5,2.2 --rank-by cost --deadline-days 30
 
 References:
   Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
@@ -51,6 +54,8 @@ Each kernel is counted from the module's source (the eager_* functions cite the 
 """
 
 import argparse
+import bisect
+import math
 import sys
 import time
 
@@ -70,9 +75,10 @@ from ..train.memory import optimizer_bytes_per_param
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
-from ..train.search import (_divisors, check_layout, complete_layout, limiter, search_layouts,
-    sequence_flops)
+from ..train.search import (_divisors, check_layout, complete_layout, layout_shape, limiter,
+    search_layouts, sequence_flops)
 from ..train.step import evaluate
+from ..train.offload import evaluate_layout
 
 
 # Expert load imbalance: the busiest expert-parallel rank's tokens over the mean. 1.0 = balanced
@@ -94,7 +100,28 @@ FLAG_RANGES = {
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
     "gpu_memory_gib": (1e-3, 1e6), "cost_per_gpu_hour": (0, 1e6), "moe_imbalance": (1, 100),
     "matmul_ceiling": (1e-3, 1), "overlap_slowdown": (0, 1), "framework_mem_gib": (0, 1e6),
-    "dp_bucket_mparams": (1e-3, 1e6), "recompute_every": (1, 10 ** 6), "nvme_gbps": (1e-3, 1e5)}
+    "dp_bucket_mparams": (1e-3, 1e6), "recompute_every": (1, 10 ** 6), "nvme_gbps": (1e-3, 1e5),
+    "deadline_days": (1e-6, 1e6)}
+
+# The hardware figures that describe one accelerator: refused beside a list of --gpu
+ONE_GPU_FLAGS = ("peak_tflops", "matmul_ceiling", "hbm_bandwidth_GBps", "intra_node_bw_GBps", "inter_node_bw_GBps",
+                 "gpu_memory_gib")
+
+
+def count_list(text):
+    """argparse type: one count or a comma-separated list of them (--num-gpus 256,512)."""
+    parts = str(text).split(",")
+    if any(not x.strip() for x in parts):
+        raise argparse.ArgumentTypeError(f"invalid list of counts: {text!r}")
+    return tuple(bounded_int(x) for x in parts)
+
+
+def price_list(text):
+    """argparse type: one price or a comma-separated list (--cost-per-gpu-hour 2.5,3.5)."""
+    parts = str(text).split(",")
+    if any(not x.strip() for x in parts):
+        raise argparse.ArgumentTypeError(f"invalid list of prices: {text!r}")
+    return tuple(finite_float(x) for x in parts)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -203,8 +230,10 @@ def build_parser():
     add_model_args(p)
     bo = argparse.BooleanOptionalAction
     h = p.add_argument_group("hardware")
-    h.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100, b200)")
-    h.add_argument("--num-gpus", type=bounded_int, default=None, help="GPUs in the job (default tp x pp x cp)")
+    h.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100, b200); with "
+                   "--search a comma-separated list (h100,h200,b200,mi300x) to compare clusters")
+    h.add_argument("--num-gpus", type=count_list, default=None,
+                   help="GPUs in the job (default tp x pp x cp); with --search a list (256,512,1024)")
     h.add_argument("--gpus-per-node", type=bounded_int, default=None, help="GPUs per scale-up domain (default: the GPU's, else 8)")
     h.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16",
                    help="matmul precision (fp16 adds loss scaling to the optimizer step; fp8: matmuls at the "
@@ -230,7 +259,7 @@ def build_parser():
     lay.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=1)
     lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                      help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
-    lay.add_argument("--sequence-parallel", "-sp", action=bo, default=False,
+    lay.add_argument("--sequence-parallel", "-sp", action=bo, default=None,
                      help="Megatron sequence parallelism with tp (Korthikanti et al. 2022)")
     lay.add_argument("--zero-stage", "-z", type=bounded_int, choices=[0, 1, 2, 3], default=None,
                      help="ZeRO stage / FSDP (1 = Megatron's distributed optimizer, 3 = full sharding; "
@@ -249,8 +278,14 @@ def build_parser():
     lay.add_argument("--recompute-every", type=bounded_int, default=None, metavar="K",
                      help="apply --recompute to every k-th layer only, the others none (torchtitan's "
                           "selective_ac_option = k)")
-    lay.add_argument("--offload", action=bo, default=False,
+    lay.add_argument("--offload", action=bo, default=None,
                      help="optimizer states on the CPU (ZeRO-Offload): PCIe transfers and CPU-Adam")
+    lay.add_argument("--offload-params", action=bo, default=None,
+                     help="the layers' 16-bit weights in host memory, copied in over PCIe before each layer's "
+                          "forward and backward, two layers on the GPU (ZeRO-Infinity; not with -z 3); under "
+                          "--framework deepspeed ZeRO-3's offload_param (needs -z 3; --offload-device)")
+    lay.add_argument("--offload-activations", action=bo, default=None,
+                     help="what each layer stores for its backward in host memory, two layers' worth on the GPU")
     k = p.add_argument_group("framework")
     k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default="megatron",
                    help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
@@ -265,11 +300,9 @@ def build_parser():
                         "overlap and gather rules, the pipeline engine's blocking 1F1B without interleaving, "
                         "offload to CPU or NVMe)")
     k.add_argument("--offload-device", choices=("cpu", "nvme"), default=None,
-                   help="with --offload under --framework deepspeed: where the optimizer states live "
-                        "(offload_optimizer.device, default cpu; nvme needs --nvme-gbps)")
-    k.add_argument("--offload-param", choices=("cpu", "nvme"), default=None,
-                   help="--framework deepspeed -z 3: the 16-bit weights on the host or NVMe "
-                        "(offload_param.device), fetched per layer")
+                   help="under --framework deepspeed: where --offload's optimizer states and --offload-params' "
+                        "weights live (offload_optimizer.device / offload_param.device, default cpu; nvme needs "
+                        "--nvme-gbps)")
     k.add_argument("--nvme-gbps", type=finite_float, default=None,
                    help="NVMe read/write bandwidth per GPU, GB/s (no default: your drives' measured rate)")
     k.add_argument("--grad-reduce-dtype", choices=("fp32", "bf16", "fp16"), default=None,
@@ -312,7 +345,10 @@ def build_parser():
     o = p.add_argument_group("question")
     o.add_argument("--tokens", type=count_float, default=None,
                    help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
-    o.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
+    o.add_argument("--cost-per-gpu-hour", type=price_list, default=None,
+                   help="price of one GPU-hour; with a list of --gpu, one price or one per GPU in the same order")
+    o.add_argument("--deadline-days", type=finite_float, default=None,
+                   help="with --tokens and a list of clusters: the run must finish within this many days")
     o.add_argument("--search", action="store_true", help="rank every layout of --num-gpus")
     o.add_argument("--top", type=bounded_int, default=5, help="layouts to print with --search (default 5)")
     o.add_argument("--rank-by", choices=("time", "cost"), default="time",
@@ -331,17 +367,24 @@ def fmt_s(t):
     return f"{t * 1e6:.1f} us"
 
 
-def layout_text(lay):
+def layout_text(lay, knobs=True):
+    """One line of a layout; knobs: with its TP-overlap mode and a DP reduction left exposed (what
+    a search chooses besides the parallel shape)."""
     return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
             f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
-            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''} gbs {lay['global_batch_size']}")
+            f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''}"
+            f"{' offload-params' if lay.get('offload_params') else ''}"
+            f"{' offload-activations' if lay.get('offload_activations') else ''} gbs {lay['global_batch_size']}"
+            + (f" tp-overlap {lay['tp_comm_overlap']}" if knobs and lay["tp"] > 1 else "")
+            + ("" if not knobs or lay.get("dp_overlap", True) or lay["dp"] * lay["cp"] == 1 else " no-dp-overlap"))
 
 
 def format_report(res):
     lines = []
     lay, r = res["layout"], res
     default = " (the default GPU; --gpu NAME for another)" if res.get("gpu_default") else ""
-    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): {layout_text(lay)}")
+    lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): "
+                 f"{layout_text(lay, knobs=res.get('layouts') is not None)}")
     lines.append(f"  model: {res['model']['described']}")
     lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
@@ -355,6 +398,9 @@ def format_report(res):
     fit = "" if cap is None else (f"  fits {cap / GIB_:.1f} GiB, headroom {r['headroom_bytes'] / GIB_:.1f} GiB"
                                   if r["fits"] else f"  DOES NOT FIT {cap / GIB_:.1f} GiB")
     lines.append(f"Memory per GPU     {mem:.2f} GiB on stage {r['memory']['stage']}{fit}")
+    if r["memory"].get("host_bytes"):
+        lines.append(f"  in host memory: {r['memory']['host_bytes'] / GIB_:.2f} GiB per GPU (offloaded weights "
+                     "and/or activations; host capacity not checked)")
     if res.get("next_step"):
         lines.append("  the fastest layout of these GPUs that fits (ZeRO stages, recompute, offload, tp/pp/cp; or none "
                      f"does): {res['next_step']['search_command']}")
@@ -369,17 +415,41 @@ def format_report(res):
         cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
         lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
                      f"{t['gpu_hours']:,.0f} GPU-hours{cost}")
+    if res.get("clusters"):
+        lines.extend(cluster_table(res))
     if res.get("layouts") is not None:
         lines.append(f"Search: {res['layouts_evaluated']} layouts costed ({res['layout_groups']} parallel "
                      f"shapes) in {res['search_time_s']:.2f} s; best first:")
         lines.append(f"  {'#':>2} {'layout':<66}{'step':>10}{'MFU':>7}{'GiB':>7}  limited by")
         for i, x in enumerate(res["layouts"]):
-            lines.append(f"  {i + 1:>2} {layout_text(x):<66}{fmt_s(x['step_time_s']):>10}{x['mfu']:>7.1%}"
+            where = f"{x['num_gpus']} x {x['gpu']}: " if res.get("clusters") else ""
+            lines.append(f"  {i + 1:>2} {where + layout_text(x):<66}{fmt_s(x['step_time_s']):>10}{x['mfu']:>7.1%}"
                          f"{x['total_bytes'] / GIB_:>7.1f}  {x['limited_by']}")
         if res.get("why"):
             lines.append("Why the winner wins: " + res["why"])
     lines.append("Assumes: " + "; ".join(res["assumptions"]))
     return "\n".join(lines)
+
+
+def cluster_table(res):
+    """The clusters a search compared, best first: each one's best layout, and with --tokens its
+    days, GPU-hours and cost."""
+    order = "cheapest" if res["rank_by"] == "cost" else "soonest"
+    w = max(len(c["gpu"]) for c in res["clusters"]) + 2
+    lines = [f"Clusters compared ({order} first; each with its best layout"
+             + ("" if res.get("training") else "; --tokens adds days, GPU-hours and cost") + "):",
+             f"  {'GPUs':>6} {'accelerator':<{w}}{'step':>10}{'MFU':>7}{'days':>10}{'GPU-hours':>13}{'cost':>14}  layout"]
+    for c in res["clusters"]:
+        if not c["fits"]:
+            lines.append(f"  {c['num_gpus']:>6} {c['gpu']:<{w}}  no layout fits")
+            continue
+        days = f"{c['days']:,.1f}" if c.get("days") is not None else "-"
+        gh = f"{c['gpu_hours']:,.0f}" if c.get("gpu_hours") is not None else "-"
+        cost = f"{c['cost']:,.0f}" if c.get("cost") is not None else "-"
+        late = "  misses the deadline" if c.get("meets_deadline") is False else ""
+        lines.append(f"  {c['num_gpus']:>6} {c['gpu']:<{w}}{fmt_s(c['step_time_s']):>10}{c['mfu']:>7.1%}{days:>10}"
+                     f"{gh:>13}{cost:>14}  {c['layout']}{late}")
+    return lines
 
 
 def assumptions(hw, lay):
@@ -402,6 +472,10 @@ def assumptions(hw, lay):
            f"MoE load imbalance {lay['moe_imbalance']:g}"
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
               f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
+           *([f"{' and '.join(x for x, on in (('layer weights', lay.get('offload_params')), ('stored activations', lay.get('offload_activations'))) if on)} "
+              f"in host memory, copied over PCIe at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
+              "(copy engines, no slowdown), two layers on the GPU; host memory not checked"]
+             if lay.get("offload_params") or lay.get("offload_activations") else []),
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")
            + ", slowest stage sets the pace, embedding on the first stage and the head and loss on the last",
            "mixed-precision Adam (fp32 grads, master weights and moments), memory from calc_transformer_mem.py's model",
@@ -507,6 +581,7 @@ def resolve_framework_defaults(args, parser):
                (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
                (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
                (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
+               (args.offload_params, "--offload-params"), (args.offload_activations, "--offload-activations"),
                (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
                 "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
                (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
@@ -523,13 +598,13 @@ def resolve_framework_defaults(args, parser):
                (args.context_parallel_size > 1, "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
                (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
                (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
-               (args.search, "--search (one layout at a time)")]
+               (args.search, "--search (one layout at a time)"),
+               (bool(args.offload_activations), "--offload-activations (its cpu_checkpointing is not costed here)")]
         why = [w for b, w in bad if b]
         if why:
             parser.error(f"--framework {fw} has no {why[0]}")
     else:
-        for flag, val in (("--offload-device", args.offload_device), ("--offload-param", args.offload_param),
-                          ("--nvme-gbps", args.nvme_gbps)):
+        for flag, val in (("--offload-device", args.offload_device), ("--nvme-gbps", args.nvme_gbps)):
             if val is not None:
                 parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
     for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
@@ -538,10 +613,13 @@ def resolve_framework_defaults(args, parser):
     if ds:
         if args.dp_overlap is None:
             args.dp_overlap = args.zero_stage == 3  # overlap_comm's default (zero/config.py overlap_comm_valid)
-        if args.offload_device and not args.offload:
-            parser.error("--offload-device needs --offload (the optimizer states are offloaded)")
+        if args.offload_device and not (args.offload or args.offload_params):
+            parser.error("--offload-device needs --offload (optimizer states) or --offload-params (weights)")
+        # one flag for weights in host memory: under DeepSpeed it is ZeRO-3's offload_param
+        args.offload_param = (args.offload_device or "cpu") if args.offload_params else None
         if args.offload_param and args.zero_stage != 3:
-            parser.error(f"--offload-param needs -z 3 (DeepSpeed offloads parameters at stage 3 only), not -z {args.zero_stage}")
+            parser.error(f"--offload-params under --framework deepspeed needs -z 3 (DeepSpeed offloads parameters "
+                         f"at stage 3 only), not -z {args.zero_stage}")
         if "nvme" in (args.offload_device, args.offload_param) and args.nvme_gbps is None:
             parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU (none is assumed)")
     if args.dp_bucket_mparams is None:
@@ -550,10 +628,47 @@ def resolve_framework_defaults(args, parser):
         args.grad_reduce_dtype = "fp16" if fw == "megatron-2021" and args.dtype == "fp16" else "fp32"
 
 
+def resolve_clusters(args, parser):
+    """The lists a search compares: GPU names (None: the default), GPU counts and one price per GPU
+    name (None without a price). Each count and price is range-checked as the single flag is;
+    args.gpu, args.num_gpus and args.cost_per_gpu_hour become the first of each, and every flag's
+    range is checked (FLAG_RANGES) before the rules between flags."""
+    names = [x.strip() for x in args.gpu.split(",")] if args.gpu is not None else [None]
+    if args.gpu is not None and not all(names):
+        parser.error(f"--gpu {args.gpu!r}: an empty name in the list")
+    counts = list(args.num_gpus or (None,))
+    prices = list(args.cost_per_gpu_hour or (None,))
+    for dest, vals in (("num_gpus", counts), ("cost_per_gpu_hour", prices)):
+        for v in vals:
+            setattr(args, dest, v)
+            check_ranges(args, parser, {dest: FLAG_RANGES[dest]})
+    args.gpu, args.num_gpus, args.cost_per_gpu_hour = names[0], counts[0], prices[0]
+    check_ranges(args, parser, FLAG_RANGES)
+    if (len(names) > 1 or len(counts) > 1) and not args.search:
+        parser.error("a list of --gpu or --num-gpus needs --search (one layout runs on one cluster)")
+    if len(prices) not in (1, len(names)):
+        parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPUs: give one, or one per "
+                     "--gpu in the same order")
+    if len(names) > 1:
+        given = [f for f in ONE_GPU_FLAGS if getattr(args, f) is not None]
+        if given:
+            parser.error(f"--{given[0].replace('_', '-')} describes one accelerator: pass one --gpu with it")
+    if args.deadline_days is not None and not args.tokens:
+        parser.error("--deadline-days needs --tokens (the run's length)")
+    return names, counts, prices * len(names) if len(prices) == 1 else prices
+
+
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
-    check_ranges(args, parser, FLAG_RANGES)
+    names, counts, prices = resolve_clusters(args, parser)
+    # the execution knobs a search keeps as given (it searches the ones left out)
+    pinned = {k for k, d in (("tp_comm_overlap", "tp_comm_overlap"), ("dp_overlap", "dp_overlap"),
+                             ("offload", "offload"), ("sp", "sequence_parallel"),
+                             ("offload_params", "offload_params"), ("offload_activations", "offload_activations"))
+              if getattr(args, d) is not None}
+    args.sequence_parallel, args.offload = bool(args.sequence_parallel), bool(args.offload)
+    args.offload_params, args.offload_activations = bool(args.offload_params), bool(args.offload_activations)
     if args.rank_by == "cost" and args.cost_per_gpu_hour is None:
         parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
                      "adds the cost column)")
@@ -571,7 +686,12 @@ def main(argv=None):
     if args.search and (args.recompute_modules or (args.recompute_every or 1) > 1 or args.recompute == "op-sac"):
         parser.error("--search chooses among --recompute none, selective and full itself: drop --recompute-modules, "
                      "--recompute-every and --recompute op-sac, or drop --search")
+    if (args.offload_params or args.offload_activations) and eager_framework({"framework": args.framework}):
+        parser.error(f"--offload-params / --offload-activations are costed for Megatron-LM's kernels only, not "
+                     f"--framework {args.framework} (FSDP's CPUOffload moves weights, gradients and optimizer "
+                     "together: not modelled)")
     hw, net, hw_notes = resolve_hardware(args, parser)
+    hw_notes = list(hw_notes)
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
     base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
@@ -580,6 +700,9 @@ def main(argv=None):
             "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
             "recompute_modules": tuple(dict.fromkeys(args.recompute_modules)) if args.recompute_modules else None,
             "recompute_every": args.recompute_every or 1,
+            # under deepspeed the weights' offload is ZeRO-3's offload_param, costed by its engine
+            "offload_params": args.offload_params and args.framework != DEEPSPEED,
+            "offload_activations": args.offload_activations,
             "flash_attention": args.flash_attention, "dropout": args.dropout,
             "attention_kernel": args.attention_kernel or default_attention_kernel(
                 args.framework, hopper=hw["family"] == "h100"),
@@ -590,7 +713,7 @@ def main(argv=None):
             "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
             "moe_dispatcher": args.moe_dispatcher,
             "offload_device": (args.offload_device or "cpu") if args.offload else None,
-            "offload_param": args.offload_param,
+            "offload_param": getattr(args, "offload_param", None),
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,
             "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
@@ -605,28 +728,63 @@ def main(argv=None):
             parser.error("--search needs --num-gpus and --global-batch-size")
         base["global_batch_size"] = args.global_batch_size
         t0 = time.perf_counter()
-        show = (lambda i, k: print(f"\rsearching: {i}/{k} parallel shapes", end="", file=sys.stderr)) \
+        show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
             if sys.stderr.isatty() and not args.json else None
-        rows, evaluated, ngroups = search_layouts(spec, base, hw=hw, net=net, c0=c0, flops=flops,
-                                                  progress=show)
+        found, evaluated, ngroups, memo = [], 0, 0, {}
+        many = len(names) * len(counts) > 1
+        best_keys = []  # the --top best rank keys over all clusters so far, ascending
+        for gi, name in enumerate(names):
+            if len(names) > 1:
+                hw, net, hw_notes_g = resolve_hardware(argparse.Namespace(**dict(vars(args), gpu=name)), parser)
+                hw_notes += [x for x in hw_notes_g if x not in hw_notes]
+            for count in counts:
+                c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
+                b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"])
+                wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
+                rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops, progress=show,
+                                              pinned=pinned, keep=args.top, memo=memo, wanted=wanted)
+                evaluated, ngroups = evaluated + ev, ngroups + ng
+                found.append(dict(c, rows=rows, base=b))
         if show:
             print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
         elapsed = time.perf_counter() - t0
-        if not rows:
+        if not any(c["rows"] for c in found):
+            tried = "full recompute and offload" if not ({"offload", "offload_params", "offload_activations"} & pinned) \
+                else "full recompute and the offloads given"
+            if len(found) > 1:
+                parser.error(f"no layout of any cluster ({', '.join(names if names != [None] else [hw['name']])} "
+                             f"x {', '.join(map(str, counts))} GPUs) fits for global batch "
+                             f"{args.global_batch_size}, even with {tried}")
             parser.error(f"no layout of {n} GPUs fits {hw['memory_bytes'] / GIB_:.1f} GiB per GPU "
-                         f"for global batch {args.global_batch_size}, even with full recompute and offload")
-        _, lay, r = rows[0]
+                         f"for global batch {args.global_batch_size}, even with {tried}")
+        clusters = rank_clusters(found, args)
+        win = next(c for c in found if c["rows"] and c["rows"][0] is clusters[0]["row"])
+        if many and len({layout_shape(x[1]) for x in win["rows"]}) < 2:  # the report's runner-up shape
+            win["rows"] = search_layouts(spec, win["base"], hw=win["hw"], net=win["net"], c0=c0, flops=flops,
+                                         pinned=pinned, keep=args.top, memo=memo)[0]
+        hw, net, n = win["hw"], win["net"], win["num_gpus"]
+        _, lay, r = win["rows"][0]
+        merged = sorted(((rank_key(c, row, args), c, row) for c in found for row in c["rows"][:args.top]),
+                        key=lambda x: x[0])
         top = []
-        for _, ly, rr in rows[:args.top]:
+        for _, c, (_, ly, rr) in merged[:args.top]:
             top.append(dict({k: ly[k] for k in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero_stage",
-                                                  "micro_batch_size", "recompute", "offload", "num_microbatches",
-                                                  "global_batch_size", "sequence_length")},
-                            sequence_parallel=ly["sp"], sp=ly["sp"], step_time_s=rr["step_time_s"],
+                                                  "micro_batch_size", "recompute", "offload", "offload_params",
+                                                  "offload_activations", "num_microbatches",
+                                                  "global_batch_size", "sequence_length", "tp_comm_overlap",
+                                                  "dp_overlap")},
+                            sequence_parallel=ly["sp"], sp=ly["sp"], gpu=c["hw"]["name"], num_gpus=c["num_gpus"],
+                            step_time_s=rr["step_time_s"],
                             tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],
                             total_bytes=rr["total_bytes"], headroom_bytes=rr["headroom_bytes"],
                             limited_by=limiter(rr)))
+        res.update(gpu=hw["name"], gpu_default=hw["default"], num_gpus=n, memory_bytes=hw["memory_bytes"])
+        args.cost_per_gpu_hour = win["price"]
         res.update(layouts=top, layouts_evaluated=evaluated, layout_groups=ngroups, search_time_s=elapsed,
-                   why=why_winner(rows))
+                   why=why_winner(win["rows"]))
+        if len(found) > 1:
+            res["clusters"] = [{k: v for k, v in c.items() if k != "row"} for c in clusters]
+            res["rank_by"] = args.rank_by
     else:
         dp = n // (tp * pp * cp) if n % (tp * pp * cp) == 0 else 0
         if not dp:
@@ -644,7 +802,7 @@ def main(argv=None):
                     parser.error(why)
                 continue
             lay = complete_layout(lay)
-            r = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops)
+            r = evaluate_layout(spec, lay, hw=hw, net=net, c0=c0, flops=flops)
             key = (not r["fits"], r["step_time_s"] if r["fits"] else x)
             if best is None or key < best[0]:
                 best = (key, lay, r)
@@ -686,6 +844,63 @@ def main(argv=None):
     else:
         print(format_report(res))
     return res
+
+
+def rank_key(cluster, row, args):
+    """Sort key of one layout of one cluster: a deadline met first (when given), then time per
+    sequence (--rank-by time: the soonest; a run's days are its tokens / s x this) or GPU-hours per
+    sequence x the price (--rank-by cost: the cheapest)."""
+    t = row[0]
+    late = False
+    if args.deadline_days is not None:
+        late = args.tokens / row[1]["sequence_length"] * t / SECONDS_PER_DAY > args.deadline_days
+    if args.rank_by == "cost":
+        return (late, t * cluster["num_gpus"] * cluster["price"] / 3600, t)
+    return (late, t, t * cluster["num_gpus"])
+
+
+def list_bound_s(cluster, t, best_keys, args):
+    """For a search among clusters: record a layout of `cluster` found at t seconds per sequence
+    among the --top best rank keys (best_keys, ascending), and return the time per sequence below
+    which another layout of this cluster would still enter them (inf while fewer are known)."""
+    key = rank_key(cluster, (t, {"sequence_length": args.sequence_length}), args)
+    bisect.insort(best_keys, key)
+    del best_keys[args.top:]
+    if len(best_keys) < args.top:
+        return math.inf
+    late, value = best_keys[-1][:2]
+    bound = value if args.rank_by == "time" else value * 3600 / (cluster["num_gpus"] * cluster["price"]) \
+        if cluster["price"] else math.inf
+    if args.deadline_days is not None:  # on time (t <= due) passes a late one; late passes late on value
+        due = args.deadline_days * SECONDS_PER_DAY * args.sequence_length / args.tokens
+        bound = max(bound, due) if late else min(bound, due)
+    return bound
+
+
+def rank_clusters(found, args):
+    """One entry per cluster (GPU kind x count) with its best layout: step time, MFU, and with
+    --tokens days, GPU-hours and cost (with a price), whether it meets --deadline-days; ranked by
+    rank_key, clusters where nothing fits last."""
+    out = []
+    for c in found:
+        e = {"gpu": c["hw"]["name"], "gpu_key": c["name"], "num_gpus": c["num_gpus"], "cost_per_gpu_hour": c["price"],
+             "fits": bool(c["rows"])}
+        if c["rows"]:
+            t, ly, r = c["rows"][0]
+            e.update(layout=layout_text(ly), step_time_s=r["step_time_s"], time_per_sequence_s=t, mfu=r["mfu"],
+                     global_batch_size=ly["global_batch_size"], row=c["rows"][0], key=rank_key(c, c["rows"][0], args))
+            if args.tokens:
+                wall = args.tokens / ly["sequence_length"] * t
+                gh = wall * c["num_gpus"] / 3600
+                e.update(days=wall / SECONDS_PER_DAY, gpu_hours=gh,
+                         cost=gh * c["price"] if c["price"] is not None else None,
+                         meets_deadline=None if args.deadline_days is None else
+                         wall / SECONDS_PER_DAY <= args.deadline_days)
+        out.append(e)
+    out.sort(key=lambda e: (not e["fits"], e.get("key", ())))
+    for e in out:
+        e.pop("key", None)
+    return out
 
 
 def why_winner(rows):

@@ -114,7 +114,7 @@ GRAD_PATH_2022 = {2: {"accumulate": 6, "sync_local": 4, "sync_torch": 8, "optimi
 # CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
 # host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
 # 64 GB/s on H100 hosts) and CPU-Adam updating 1e9 parameters per second per GPU's share of the
-# host cores. Offload is only chosen by --search when nothing fits without it.
+# host cores. --search costs offload beside every layout (search_layouts).
 PCIE_BYTES_PER_S = {"a100": 0.8 * 32e9, "h100": 0.8 * 64e9, "default": 0.8 * 32e9}
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 

@@ -1,13 +1,18 @@
-"""The training layout search: every tp/pp/cp/ep/dp, micro-batch and recompute split that fits,
-costed and ranked."""
+"""The training layout search: every tp/pp/cp/ep/dp split, ZeRO stage, micro-batch, recompute, TP
+and DP overlap and offload that fits, costed and ranked by branch and bound with provably safe cuts
+(search_knobs, search_layouts); a search among clusters (GPU kinds x counts) shares memory between
+them and stops each one once it cannot add to the answer (search_layouts' `wanted`)."""
 
+import heapq
 import math
 
 from ..model.kinds import layer_groups
 from .flops import backward_flops, recompute_flops, sequence_forward_flops
-from .kernels import LEGACY_MEGATRON, RECOMPUTE
-from .memory import training_memory
-from .step import evaluate, memory_config
+from .kernels import LEGACY_MEGATRON, RECOMPUTE, eager_framework
+from .memory import (all_stage_layers, layer_activation_bytes, layer_params_per_rank, stage_params_per_rank,
+    stored_layer_bytes)
+from .offload import OFFLOAD_WEIGHT_BYTES, evaluate_layout, layer_offload_exposed_s, layout_memory
+from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s
 
 
 def sequence_flops(spec, *, seq_len):
@@ -82,6 +87,11 @@ def check_layout(spec, lay):
         return f"the interleaved schedule needs micro-batches ({m}) divisible by pp {pp}"
     if lay["zero_stage"] == 3 and pp > 1:
         return "ZeRO-3 / FSDP with pipeline parallelism is not supported (DeepSpeed, Megatron-LM)"
+    if lay.get("offload_params") and lay["zero_stage"] == 3:
+        return "--offload-params with -z 3 (ZeRO-Infinity's sharded offload) is not modelled: use -z 0-2"
+    if (lay.get("offload_params") or lay.get("offload_activations")) and eager_framework(lay):
+        return ("--offload-params / --offload-activations are costed for Megatron-LM's kernels only (FSDP's "
+                "CPUOffload moves weights, gradients and optimizer together: not modelled)")
     return None
 
 
@@ -91,29 +101,75 @@ def complete_layout(lay):
     return dict(lay, dp=dp, num_microbatches=lay["global_batch_size"] // (lay["micro_batch_size"] * dp))
 
 
-def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
-    """Every layout of base["num_gpus"] GPUs for base["global_batch_size"], pruned by memory first,
-    ranked by time per sequence (or cost, the same order at a fixed GPU count). Enumerated: tp (powers of two
-    dividing the heads, within a node), cp (powers of two, s / cp >= 4096), pp (dividing the layers),
-    vp (dividing the layers per stage), ep (dividing the experts and dp x cp; experts unsplit, etp 1),
-    sequence parallelism whenever tp > 1 (Korthikanti et al. 2022: same communication volume, less
-    memory), ZeRO-1 (distributed optimizer) or, without pipelining, ZeRO-3, micro-batch sizes
-    dividing the per-replica batch (<= 64), recompute none/selective/full; CPU offload of the
-    optimizer only when nothing fits without it. Memory is monotone in the micro-batch and recompute,
-    so each group stops at the first micro-batch that does not fit."""
+# The TP-overlap modes in the order the step model costs them, most overlap first, and the modes
+# each framework's code had (training_time.resolve_framework_defaults refuses the others).
+TP_OVERLAP_ORDER = ("full", "backward", "none")
+TP_OVERLAP_MODES = {"megatron-2021": ("none",), "megatron-2022": ("backward", "none")}
+SEARCH_MAX_MICRO_BATCH = 1024  # a bound on the enumeration, far above any micro-batch that fits
+# The shortest sequence shard context parallelism is searched at: a scope, not a proven cut (the
+# K/V ring hides behind the attention core only on long shards). Measured: at 1024 the four
+# benchmarks/search_speed.py answers are unchanged and the search takes twice the time.
+CP_MIN_SHARD = 4096
+
+
+def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
+    """What the search enumerates for these GPUs: the parallel shapes (tp, cp, pp, vp, ep, ZeRO
+    stage, dp) and the execution knobs costed on each (TP overlap modes, DP overlap, sequence
+    parallelism, optimizer offload). `pinned`: knobs the user fixed (their value in `base` kept).
+
+    Enumerated: tp any divisor of the GPUs and of every layer's heads, across nodes too (the
+    collectives cost the scale-out hop); cp powers of two with s / cp >= CP_MIN_SHARD tokens; pp
+    dividing the layers; vp
+    dividing the layers per stage; ep dividing the experts and dp x cp; ZeRO 0-3 (3 only without a
+    pipeline); sequence parallelism on and off for tp > 1; the optimizer, the layers' weights (not
+    with ZeRO-3, which shards them already) and the stored activations in host memory or not.
+
+    Dominance pruning (skipped with exhaustive=True; tests/test_calc_training_time.py checks that the
+    pruned search returns the exhaustive answer). A knob value is left out only where the step
+    model (train/step.py) makes another value at least as fast with at most the same memory:
+      * TP overlap: each mode only moves TP collectives from exposed to hidden, and a hidden
+        collective costs _hidden(c, x, sd) = max(0, c - x) + sd min(c, x) <= c for sd <= 1
+        (--overlap-slowdown is bounded to [0, 1]); nothing else reads the mode. So the most
+        overlapping mode the framework has is never slower: only it is costed.
+      * DP overlap: dp_exposed_s exposes max(bucket, t - backward) <= t with overlap and t without
+        (and drops the ZeRO-1/2 all-gather from t); memory does not read it. Only on is costed,
+        except under megatron-2021/2022, whose DDP choice is tied to the gradient dtype.
+      * ZeRO-1 under --framework megatron: every time term reads ZeRO 1 and 2 alike (dp_exposed_s,
+        optimizer_s; the FSDP paths are eager-only), and stage 2 also shards the gradients, so
+        ZeRO-2 is never slower and never larger: ZeRO-1 is not costed.
+    Memory pruning (always; search_layouts): memory grows with the micro-batch, so each
+    (shape, knobs, recompute) stops at the first micro-batch that does not fit."""
     n, L, s, gbs = base["num_gpus"], spec["num_layers"], base["sequence_length"], base["global_batch_size"]
+    fw = base.get("framework", "megatron")
+    legacy = fw in LEGACY_MEGATRON
+    y2021 = fw == "megatron-2021"
     heads = [x["heads"] for g in layer_groups(spec) for x in g[0]["attention"]] or [1]
     moe = [x for g in layer_groups(spec) for x in g[0]["mlp"] if x["kind"] == "moe"]
-    G = hw["gpus_per_node"]
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= G and n % t == 0 and all(hh % t == 0 for hh in heads)]
-    cps = [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= 4096)]
-    evaluated, rows, cache = 0, [], {}
-    groups = []
-    y2021 = base.get("framework") == "megatron-2021"  # no SP, ZeRO, selective recompute or offload then
-    legacy = base.get("framework") in LEGACY_MEGATRON  # 2022: SP and selective, still no ZeRO, CP, EP
+    tps = [t for t in _divisors(math.gcd(n, *heads))]
+    cps = [1] if legacy else [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= CP_MIN_SHARD)]
     if legacy:
-        cps = [1]
+        zeros = (0,)
+    elif exhaustive or eager_framework(base):
+        zeros = (0, 1, 2, 3)
+    else:
+        zeros = (0, 2, 3) if fw == "megatron" else (0, 1, 2, 3)
+    if "zero_stage" in pinned:
+        zeros = (base["zero_stage"],)
+    modes = TP_OVERLAP_MODES.get(fw, TP_OVERLAP_ORDER)
+    if "tp_comm_overlap" in pinned:
+        modes = (base["tp_comm_overlap"],)
+    elif not exhaustive:
+        modes = modes[:1]
+    dpo = (base["dp_overlap"],) if legacy or "dp_overlap" in pinned else (True,) if not exhaustive else (True, False)
+    # (optimizer, parameters, activations) in host memory (offload.py); none under the dated stacks
+    kinds = []
+    for k in ("offload", "offload_params", "offload_activations"):
+        none = legacy or (k != "offload" and eager_framework(base))  # check_layout's rules
+        kinds.append((False,) if none else (bool(base.get(k)),) if k in pinned else (False, True))
+    offloads = [(o, p, a) for o in kinds[0] for p in kinds[1] for a in kinds[2]]
+    groups = []
     for tp in tps:
+        sps = (False,) if tp == 1 or y2021 else (base["sp"],) if "sp" in pinned else (True, False)
         for cp in cps:
             for pp in _divisors(L):
                 if n % (tp * cp * pp):
@@ -128,38 +184,223 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None):
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
                 for vp in vps:
                     for ep in eps:
-                        for zero in ((0,) if legacy else (1, 3) if pp == 1 else (1,)):
-                            groups.append((tp, cp, pp, vp, ep, zero, dp))
-    for offload in ((False,) if legacy else (False, True)):
-        for gi, (tp, cp, pp, vp, ep, zero, dp) in enumerate(groups):
-            if progress:
-                progress(gi + (len(groups) if offload else 0), 2 * len(groups) if offload else len(groups))
-            # the batch becomes the largest multiple of dp at most --global-batch-size (as Calculon's
-            # search does), so that a GPU count with a large prime factor still has layouts
-            gbs_dp = gbs // dp * dp
-            mbs_all = _divisors(gbs_dp // dp, 64)
-            for rc in RECOMPUTE:
-                if rc == "selective" and (base["flash_attention"] or y2021):
-                    continue  # a fused attention kernel stores no s x s scores: selective = none
-                for b in mbs_all:
-                    lay = dict(base, global_batch_size=gbs_dp, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep,
-                               etp=1 if ep > 1 else tp, sp=tp > 1 and not y2021,
-                               zero_stage=zero, micro_batch_size=b, recompute=rc, offload=offload)
-                    if check_layout(spec, lay):
-                        continue
-                    lay = complete_layout(lay)
-                    mem, _ = training_memory(spec, memory_config(spec, lay, c0), b)
-                    if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
-                        break  # a larger micro-batch only needs more
-                    res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=mem)
-                    evaluated += 1
-                    # rank by time per sequence (the same order as step time when every layout
-                    # runs the whole batch; fair when a batch was rounded down to a multiple of dp)
-                    rows.append((res["step_time_s"] / lay["global_batch_size"], lay, res))
-        if rows:
-            break
+                        for zero in zeros:
+                            if zero == 3 and pp > 1:
+                                continue
+                            groups.append({"tp": tp, "cp": cp, "pp": pp, "vp": vp, "ep": ep, "zero_stage": zero,
+                                           "dp": dp, "sps": sps})
+    return groups, {"tp_comm_overlap": modes, "dp_overlap": dpo, "offload": offloads}
+
+
+def _layer_time_s(spec, lay, *, hw, net, cache, kinds, act_bytes):
+    """(all layers, {(weights offloaded, activations offloaded): their exposed copies}): forward +
+    backward + recompute seconds of all the model's layers for one micro-batch on one rank (compute
+    and exposed communication), from the same per-layer costs evaluate() sums (kept in the shared
+    cache under evaluate's own key), plus the embedding and the head; and the copies
+    offload.with_offload_time adds with the layers' weights and/or stored activations in host
+    memory, each layer's activations taken as the fewest any layer kind stores (with_offload_time
+    charges every layer the stage's mean: a lower bound; 0 under the eager frameworks' rule)."""
+    key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
+    if ("layers_total", key_lay) in cache:
+        return cache[("layers_total", key_lay)]
+    total, per_kind = 0.0, []
+    h, s = spec["hidden_size"], lay["sequence_length"] // lay["cp"]
+    act = []
+    for lid, (layer, count) in kinds.items():
+        k = (lid, key_lay)
+        if k not in cache:
+            cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
+        c = cache[k]
+        fwd = sum(v[0] for v in c["compute"].values()) + sum(v[0] for v in c["comm"].values())
+        bwd = sum(v[1] + v[2] for v in c["compute"].values()) + sum(v[1] + v[2] for v in c["comm"].values())
+        total += count * (fwd + bwd)
+        ne, ex = layer_params_per_rank(layer, h=h, norm=spec["norm"], tp=lay["tp"], etp=lay["etp"], ep=lay["ep"])
+        per_kind.append((count, fwd, bwd, (ne + ex) * OFFLOAD_WEIGHT_BYTES))
+        if not eager_framework(lay):
+            streams = spec.get("residual_streams", 1)
+            parts = layer_activation_bytes(layer, s=s, b=lay["micro_batch_size"], h=h, tp=lay["tp"], etp=lay["etp"],
+                                           sp=lay["sp"], flash=lay["flash_attention"], dropout=lay["dropout"],
+                                           act_bytes=act_bytes, streams=streams)
+            act.append(stored_layer_bytes(parts, recompute=lay["recompute"], sp_or_pa=lay["sp"], tp=lay["tp"], s=s,
+                                          b=lay["micro_batch_size"], h=h, act_bytes=act_bytes, streams=streams))
+    a_min = min(act, default=0.0)
+    copies = {(p, a): sum(n * sum(layer_offload_exposed_s(weight_bytes=w if p else 0.0, act_bytes=a_min if a else 0.0,
+                                                          fwd_s=f, bwd_s=b, pcie_bytes_per_s=hw["pcie"]))
+                          for n, f, b, w in per_kind)
+              for p in (False, True) for a in (False, True)}
+    first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
+    total += sum(first) + sum(last)
+    cache[("layers_total", key_lay)] = total, copies
+    return total, copies
+
+
+def _optimizer_floor_s(spec, lay, *, hw, cache):
+    """The fastest optimizer step any stage of the layout can take (optimizer_s grows with the
+    parameters held, so the step's, set by its slowest stage, is at least this)."""
+    key = ("least_held", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"])
+    if key not in cache:
+        by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+        cache[key] = min(sum(stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"], etp=lay["etp"],
+                                                   ep=lay["ep"], stage=st, layers_held=held)[:2])
+                         for st, held in enumerate(by_stage))
+    return optimizer_s(cache[key], lay=lay, hw=hw)
+
+
+def step_lower_bound_s(layers_s, *, pp, vp, m):
+    """A lower bound on the pipeline part of evaluate()'s step from the layers, embedding and head
+    alone (layers_s: all of them, one micro-batch): the pipeline takes m t_max + (p - 1) mean / vp
+    (pipeline_time_s), each stage's time is at least its layers' time (plus the embedding on the
+    first, the head on the last), the slowest stage at least the mean and the mean at least
+    layers_s / p; what else evaluate() adds to a stage (pipeline sends, ZeRO-3 and FSDP exposure,
+    exposed offload copies beyond the weights') is >= 0. So pipeline >= layers_s / p x (m + (p - 1)
+    / vp); the step adds the optimizer (_optimizer_floor_s) and DP exposure (>= 0)."""
+    return layers_s / pp * (m + (pp - 1) / vp)
+
+
+def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), exhaustive=False, keep=5,
+                   memo=None, wanted=None):
+    """The fastest layouts of base["num_gpus"] GPUs for base["global_batch_size"] (search_knobs),
+    ranked by time per sequence (or cost, the same order at a fixed GPU count). Per shape and knobs:
+    recompute none/selective/full (selective only without a fused attention kernel: with one,
+    selective stores what none stores), micro-batch sizes dividing the per-replica batch. The batch
+    becomes the largest multiple of dp at most --global-batch-size (as Calculon's search does), so
+    that a GPU count with a large prime factor still has layouts.
+
+    Branch and bound, each cut provably safe (exhaustive=True costs every candidate instead):
+      * every candidate gets step_lower_bound_s from its layers' cost (cheap: one cost per layer
+        kind and layer-level knobs, shared by all pp, vp, dp, ZeRO and offload choices), and the
+        candidates are costed in increasing order of that bound; once the bound exceeds the
+        `keep`-th best time found and the best time of a second parallel shape (what the report
+        shows), no later candidate can enter what is reported: the search stops;
+      * memory grows with the micro-batch: a (shape, knobs, recompute) whose micro-batch b does
+        not fit skips every larger one;
+      * offload only adds time: weights and activations in host memory add their exposed copies
+        (offload.with_offload_time, >= 0) and change nothing else; an offloaded optimizer changes
+        only the optimizer step (optimizer_s). So where the same layout fits with a subset of the
+        offloads (and, if the optimizer is one of the differences, optimizer_s offloaded is no
+        faster than on the GPU), the layout with more offloads is never faster and is not costed.
+    `wanted`: for a search among clusters, a function of a found row's time per sequence that
+    returns the time per sequence below which a row still enters the list across all clusters; the
+    search then stops once the bound passes both that and its own best (its own table entry), in
+    place of the `keep` rows and second shape of a search alone.
+    `memo`: a dict shared by searches of other GPU kinds: memory per GPU does not depend on the
+    accelerator (training_memory reads only the model and the layout), so each layout's memory is
+    computed once and only the capacity it is checked against changes.
+    Returns (rows best first, layouts costed, parallel shapes)."""
+    gbs = base["global_batch_size"]
+    y2021 = base.get("framework") == "megatron-2021"
+    groups, knobs = search_knobs(spec, base, hw=hw, pinned=pinned, exhaustive=exhaustive)
+    cache, kinds = {}, {}
+    for layer in spec["layers"]:
+        kinds[id(layer)] = (layer, kinds.get(id(layer), (layer, 0))[1] + 1)
+    rcs = [rc for rc in RECOMPUTE if ("recompute" in pinned and rc == base["recompute"])
+           or ("recompute" not in pinned and not (rc == "selective" and (base["flash_attention"] or y2021)))]
+    cands, lbs = [], {}
+    offloads = sorted(knobs["offload"])  # a subset before its supersets (the twin cut needs it)
+    for gi, g in enumerate(groups):
+        dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
+        gbs_dp = gbs // dp * dp
+        etp = 1 if g["ep"] > 1 else tp
+        opt_floor = {o: _optimizer_floor_s(spec, dict(base, tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
+                                                      zero_stage=g["zero_stage"], offload=o), hw=hw,
+                                        cache=cache if memo is None else memo)
+                     for o in {x[0] for x in knobs["offload"]}}
+        least_opt = min(opt_floor.values())
+        mbs = _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH)
+        for sp in g["sps"]:
+            for mode in knobs["tp_comm_overlap"] if tp > 1 else knobs["tp_comm_overlap"][:1]:
+                for dpo in knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]:
+                    for ri, rc in enumerate(rcs):
+                        for b in mbs:
+                            lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
+                            if lk not in lbs:
+                                lay = dict(base, tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp, tp_comm_overlap=mode,
+                                           recompute=rc, micro_batch_size=b)
+                                lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
+                                                         act_bytes=c0["act_bytes"])
+                            layers_s, copies_s = lbs[lk]
+                            m = gbs_dp // (b * dp)
+                            f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
+                            cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
+                                          (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+    heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
+    evaluated, rows, too_big, fits = 0, [], {}, {}
+    kth = []  # the `keep` best times, negated (a max-heap)
+    best_by_shape = {}
+    limit = math.inf
+    n_cands = len(cands)
+    todo = ((c, o) for c in _popped(cands) for o in offloads)  # each parent's offloads, fewest first
+    for i, ((lb0, _, (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
+        if progress and i % 1024 == 0:
+            progress(i, n_cands * len(offloads))
+        if lb0 > limit and not exhaustive:
+            break  # no later candidate can beat what is kept
+        g = groups[gi]
+        gbs_dp = gbs // g["dp"] * g["dp"]
+        if ((layers_s + copies_s[offload[1:]]) * f + opt_floor[offload[0]]) / gbs_dp > limit and not exhaustive:
+            continue
+        mk = (gi, sp, mode, dpo, ri, offload)
+        if b >= too_big.get(mk, math.inf):
+            continue
+        lay = dict(base, global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
+                   micro_batch_size=b, recompute=rcs[ri], tp_comm_overlap=mode, dp_overlap=dpo, offload=offload[0],
+                   offload_params=offload[1], offload_activations=offload[2],
+                   **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage")})
+        if check_layout(spec, lay):
+            continue
+        lay = complete_layout(lay)
+        twins = fits.get((gi, sp, mode, dpo, ri, b), ())
+        if twins and not exhaustive and any(_dominates(t_off, res_t, offload, lay, cache, hw)
+                                            for t_off, res_t in twins):
+            continue
+        mem, act = layout_memory(spec, lay, c0, memo)
+        if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
+            too_big[mk] = min(b, too_big.get(mk, math.inf))  # a larger micro-batch only needs more
+            continue
+        res = evaluate_layout(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=(mem, act))
+        evaluated += 1
+        fits.setdefault((gi, sp, mode, dpo, ri, b), []).append((offload, res))
+        # rank by time per sequence (the same order as step time when every layout runs the whole
+        # batch; fair when a batch was rounded down to a multiple of dp)
+        t = res["step_time_s"] / lay["global_batch_size"]
+        rows.append((t, lay, res))
+        heapq.heappush(kth, -t)
+        if len(kth) > keep:
+            heapq.heappop(kth)
+        if wanted is not None:
+            limit = max(-heapq.nlargest(1, kth)[0], wanted(t))  # the best so far, or what the list needs
+            continue
+        shape = layout_shape(lay)
+        best_by_shape[shape] = min(t, best_by_shape.get(shape, math.inf))
+        if len(kth) == keep and len(best_by_shape) > 1:
+            limit = max(-kth[0], heapq.nsmallest(2, best_by_shape.values())[1])
     rows.sort(key=lambda r: r[0])
     return rows, evaluated, len(groups)
+
+
+def _popped(heap):
+    """The heap's items, smallest first, popped as they are asked for."""
+    while heap:
+        yield heapq.heappop(heap)
+
+
+def _dominates(t_off, twin, offload, lay, cache, hw):
+    """True if the costed layout `twin`, offloading t_off (optimizer, parameters, activations),
+    is never slower than the same layout offloading `offload` (search_layouts' third cut)."""
+    if t_off == offload or any(t and not o for t, o in zip(t_off, offload)):
+        return False
+    if offload[0] and not t_off[0]:  # whichever stage sets the optimizer step, offloaded it is no faster
+        for st in range(lay["pp"]):
+            held = sum(cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], st)])
+            if optimizer_s(held, lay=dict(lay, offload=True), hw=hw) < optimizer_s(held, lay=dict(lay, offload=False),
+                                                                                     hw=hw):
+                return False
+    return True
+
+
+def layout_shape(lay):
+    """The parallel shape of a layout, as the report compares two: tp, pp, vp, cp, ep and ZeRO."""
+    return (lay["tp"], lay["pp"], lay["vp"], lay["cp"], lay["ep"], lay["zero_stage"])
 
 
 def limiter(res):

@@ -1,0 +1,154 @@
+"""Weights and activations kept in host memory during training, streamed over PCIe layer by layer:
+what stays on the GPU and what the transfers add to the step. (The optimizer's offload,
+ZeRO-Offload, is costed in step.optimizer_s.)
+
+Parameter offload (ZeRO-Infinity, Rajbhandari et al. 2021, sec. 5; Calculon's weight_offload,
+Isaev et al. 2023): the 16-bit weights of the transformer layers live in host memory and each
+layer's weights are copied in before its forward and again before its backward, every micro-batch,
+prefetched while the previous layer computes; the GPU holds two layers' weights (the one computing
+and the one arriving). The embedding, the head and their gradients stay on the GPU, and so do the
+gradients (sharded under ZeRO-2) unless the optimizer is offloaded too.
+
+Activation offload (Calculon's activations_offload; the same double buffer): what each layer stores
+for its backward goes to the host during the forward and comes back before the backward; the GPU
+keeps two layers' worth of one micro-batch.
+
+Per layer and micro-batch the copies run on the copy engines beside the layer's compute, both
+directions of the link at once: the forward moves max(weights in, activations out) and the
+backward weights in plus activations in over one direction (Calculon's _get_fw_offload_size and
+_get_bw_offload_size); what outlasts the layer's compute is exposed. Host memory capacity and the
+host's DRAM bandwidth shared by its GPUs are not checked (stated in the report). Costed for
+Megatron-LM-style stacks at ZeRO 0-2 only (check_layout refuses the rest): ZeRO-3 already shards
+the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimizer together.
+"""
+
+from .memory import all_stage_layers, layer_params_per_rank, stage_params_per_rank, training_memory
+from .step import LAYER_COST_KEYS, evaluate, layer_cost, memory_config, pipeline_time_s
+
+OFFLOAD_WEIGHT_BYTES = 2  # the 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
+
+
+def offloaded_stage_memory(stage, *, emb_params, offload_params, offload_activations):
+    """One stage's training_memory breakdown with its layer weights and/or stored activations in
+    host memory: two layers' weights stay (the embedding and head's stay whole), and two layers'
+    stored activations of one micro-batch. Returns a new dict with the moved bytes as
+    host_bytes."""
+    st = dict(stage)
+    n = max(st["stage_layers"], 1)
+    moved = 0.0
+    if offload_params and st["params_per_gpu"]:
+        per_param = st["weights_bytes"] / st["params_per_gpu"]
+        layers_w = st["weights_bytes"] - emb_params * per_param
+        kept = min(n, 2) * layers_w / n
+        moved += layers_w - kept
+        st["weights_bytes"] -= layers_w - kept
+    if offload_activations and st["activations_layers_bytes"]:
+        per_layer = st["activations_layers_bytes"] / (n * max(st["in_flight_microbatches"], 1))
+        kept = min(st["activations_layers_bytes"], 2 * per_layer)
+        moved += st["activations_layers_bytes"] - kept
+        st["activations_stored_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_layers_bytes"] = kept
+    st["total_bytes"] -= moved
+    st["host_bytes"] = moved
+    return st
+
+
+def layout_memory(spec, lay, c0, memo=None):
+    """(the heaviest stage's memory, one layer's stored activations for one micro-batch) of a
+    layout, its offloads applied; `memo` shares training_memory's stages between searches (they do
+    not depend on the accelerator)."""
+    c = memory_config(spec, lay, c0)
+    b = lay["micro_batch_size"]
+    try:
+        key = (b, tuple(sorted(c.items())))
+        hash(key)
+    except TypeError:  # a configuration value that is not hashable: no sharing
+        key, memo = None, None
+    if memo is not None and key in memo:
+        worst, stages = memo[key]
+    else:
+        worst, stages = training_memory(spec, c, b)
+        if memo is not None:
+            memo[key] = worst, stages
+    if not (lay.get("offload_params") or lay.get("offload_activations")):
+        return worst, 0.0
+    act = worst["activations_layers_bytes"] / (max(worst["stage_layers"], 1) * max(worst["in_flight_microbatches"], 1))
+    return offloaded_memory(spec, lay, stages), act
+
+
+def evaluate_layout(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
+    """evaluate() with the layout's parameter and activation offload: memory from layout_memory
+    (or `memory`, its result), time from with_offload_time."""
+    cache = {} if cache is None else cache
+    mem, act = memory if memory is not None else layout_memory(spec, lay, c0)
+    res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=mem)
+    return with_offload_time(spec, lay, res, hw=hw, net=net, cache=cache, act_bytes_per_layer=act)
+
+
+def offloaded_memory(spec, lay, stages):
+    """The heaviest stage after offloaded_stage_memory on every stage (training_memory's list)."""
+    out = []
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+    for st in stages:
+        emb = stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"], etp=lay["etp"], ep=lay["ep"],
+                                    stage=st["stage"], layers_held=by_stage[st["stage"]])[2]
+        out.append(offloaded_stage_memory(st, emb_params=emb, offload_params=lay.get("offload_params"),
+                                          offload_activations=lay.get("offload_activations")))
+    return max(out, key=lambda x: x["total_bytes"])
+
+
+def layer_offload_exposed_s(*, weight_bytes, act_bytes, fwd_s, bwd_s, pcie_bytes_per_s):
+    """(forward, backward) seconds one layer's host copies add to one micro-batch: forward
+    max(weights, activations) / link, backward (weights + activations) / link, each less the
+    layer's compute of that pass (its recompute included), never below zero."""
+    f = max(weight_bytes, act_bytes) / pcie_bytes_per_s
+    b = (weight_bytes + act_bytes) / pcie_bytes_per_s
+    return max(0.0, f - fwd_s), max(0.0, b - bwd_s)
+
+
+def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
+    """evaluate()'s result with the exposed host copies added to each stage's micro-batch time and
+    the pipeline re-timed (pipeline_time_s); MFU, HFU and throughput scale with the step.
+    act_bytes_per_layer: what one layer stores for one micro-batch (layout_memory's)."""
+    if not (lay.get("offload_params") or lay.get("offload_activations")):
+        return res
+    layers = spec["layers"]
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+    key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
+    per_kind, added, stage_s = {}, [], []
+    for st, held in enumerate(by_stage):
+        extra = 0.0
+        for i in held:
+            layer = layers[i]
+            if id(layer) not in per_kind:
+                k = (id(layer), key_lay)
+                if k not in cache:
+                    cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
+                c = cache[k]
+                fwd = sum(v[0] for v in c["compute"].values()) + sum(v[0] for v in c["comm"].values())
+                bwd = sum(v[1] + v[2] for v in c["compute"].values()) + sum(v[1] + v[2] for v in c["comm"].values())
+                wb = 0.0
+                if lay.get("offload_params"):
+                    ne, ex = layer_params_per_rank(layer, h=spec["hidden_size"], norm=spec["norm"], tp=lay["tp"],
+                                                   etp=lay["etp"], ep=lay["ep"])
+                    wb = (ne + ex) * OFFLOAD_WEIGHT_BYTES
+                ab = act_bytes_per_layer if lay.get("offload_activations") else 0.0
+                per_kind[id(layer)] = sum(layer_offload_exposed_s(weight_bytes=wb, act_bytes=ab, fwd_s=fwd, bwd_s=bwd,
+                                                                  pcie_bytes_per_s=hw["pcie"]))
+            extra += per_kind[id(layer)]
+        added.append(extra)
+        stage_s.append(res["stage_time_s"][st] + extra)
+    m = lay["num_microbatches"]
+    old_pipe = pipeline_time_s(res["stage_time_s"], m=m, vp=lay["vp"])
+    step = res["step_time_s"] - old_pipe + pipeline_time_s(stage_s, m=m, vp=lay["vp"])
+    r = step / res["step_time_s"]
+    out = dict(res, step_time_s=step, stage_time_s=stage_s, mfu=res["mfu"] / r, hfu=res["hfu"] / r,
+               model_tflops_per_gpu=res["model_tflops_per_gpu"] / r, tokens_per_s=res["tokens_per_s"] / r,
+               tokens_per_s_per_gpu=res["tokens_per_s_per_gpu"] / r)
+    worst = max(range(len(stage_s)), key=lambda i: stage_s[i])
+    bd = dict(res["breakdown_s"])
+    bd["exposed_offload_copies"] = m * added[worst]
+    bd["pipeline_bubble"] = pipeline_time_s(stage_s, m=m, vp=lay["vp"]) - m * stage_s[worst]
+    out.update(breakdown_s=bd, slowest_stage=worst)
+    return out
