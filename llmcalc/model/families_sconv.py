@@ -1,0 +1,110 @@
+"""Family readers for attention decoders whose layers add short causal convolutions and a
+relative-position bias around softmax attention: Inkling, Inkling 2 and Inkling 2 Loop
+(transformers' modeling_inkling, modeling_inkling2, modeling_inkling2_loop). Each
+reader says what its modeling file builds, checked against the meta-device build
+(tests/test_all_types.py)."""
+
+from .families_moe import _mlp_pattern
+
+
+def _read_inkling(r, s, ll, notes, warnings):
+    """Inkling (text model and the multimodal wrapper's language model): layer_types "hybrid"
+    (full attention) and "hybrid_sliding" (sliding_window_size window, swa_* heads and head size);
+    no rotary (a relative-logit bias instead: r_proj h -> a d_rel, a matmul every token runs, and a
+    d_rel x rel_extent bank, rel_extent = the window on sliding layers); per-head q/k RMSNorms;
+    depthwise causal convolutions of conv_kernel_size taps (no bias) on k and v and on the
+    attention's and the MLP's outputs; an RMSNorm on the embedding. MoE layers of mlp_layer_types:
+    n_routed_experts of moe_intermediate_size, n_shared_experts of the same width, a router over
+    routed and shared experts (h x (E + S)) with a learned global scale; a dense layer's MLP of
+    intermediate_size has a global scale (1 weight)."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, qk_norm="head", position_embedding="none", embedding_norm=True, mlp_act_params=1)
+    K, d_rel = r.int("conv_kernel_size", default=4), r.int("d_rel", default=16)
+    ext = r.int("rel_extent", default=1024)
+    window = r.int("sliding_window_size", default=512)
+    swa = {"heads": r.int("swa_num_attention_heads", default=64),
+           "kv_heads": r.int("swa_num_key_value_heads", default=16), "head_dim": r.int("swa_head_dim", default=128)}
+    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
+    if lt is None:
+        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
+    s["layer_types"] = ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+    s["sliding_window"] = window
+    E, S, f_e = r.int("n_routed_experts"), r.int("n_shared_experts", lo=0, default=0), r.int("moe_intermediate_size")
+    moe = _mlp_pattern(r, L, default_dense=())
+    s.update(moe=bool(moe), num_experts=E, topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=f_e,
+             num_shared_experts=S, shared_expert_ffn_hidden_size=S * f_e, moe_layer_set=moe)
+    over = {}
+    for i in range(L):
+        sliding = s["layer_types"][i] == "sliding"
+        a, kv, d = ((swa["heads"], swa["kv_heads"], swa["head_dim"]) if sliding else
+                    (s["num_attention_heads"], s["num_kv_heads"], s["head_dim"]))
+        # k and v convolutions (kv d channels each), the relative-logit bank, the two residual convolutions
+        attn = {"heads": a, "kv_heads": kv, "head_dim": d,
+                "extra_weights": 2 * kv * d * K + d_rel * (window if sliding else ext) + 2 * h * K}
+        over[i] = {"attention": attn, "extra_params": h * a * d_rel,
+                   "mlp": {"router_extra": S * h + 1} if i in moe else {}}
+    s["layer_overrides"] = over
+    r.used.update(("local_layer_ids", "number_of_conv_states", "log_scaling_n_floor", "log_scaling_alpha",
+                   "route_scale", "shared_expert_sink", "mtp_hidden_states_first", "rms_norm_eps_moe_gate", "logits_mup_width_multiplier", "unpadded_vocab_size"))
+
+
+def _read_inkling2(r, s, ll, notes, warnings):
+    """Inkling 2 and Inkling 2 Loop (text models and the wrappers' language models): layer_types
+    "hybrid" (full attention) and "hybrid_sliding" (sliding_window_size window, swa_* heads). Every
+    attention: q with a learned per-head scale (a d; k's L2 clip and v's RMSNorm have no weights), an
+    elementwise sigmoid output gate (gate_proj h -> a d), a per-token sink logit per head (sink_proj
+    h -> a), a relative-logit bias (h -> a d_rel with a per-head scale a d_rel, a d_rel x rel_extent
+    bank; rel_extent = the window on sliding layers), no rotary. k and v run through depthwise causal
+    convolutions of conv_kernel_size taps (full layers add per-token taps from h -> kv K per
+    convolution). Per layer: block attention-residual queries (h before the MLP; h before attention
+    on a sliding layer, 3 h on a full one, none on layer 0), the RMSNorms (one before attention on a
+    sliding layer, one per q, k, v on a full one; one after), the convolutions on attention's and the
+    MLP's outputs (h K each); every layer an MoE of n_routed_experts (router h x E); an RMSNorm on the
+    embedding, a final attention-residual query (h), a head of unpadded_vocab_size rows. Inkling 2
+    Loop: layers loop_layer_index_start to loop_layer_index_end run loop_num_passes times and have
+    four message gates each (2 h -> r -> h, h; r = loop_gate_rank), plus message queries (4 h per
+    looped layer) on the model."""
+    L, h, V = s["num_layers"], s["hidden_size"], s["vocab_size"]
+    s.update(ll, qk_norm="none", position_embedding="none", embedding_norm=True,
+             attn_output_gate="elementwise")
+    K, d_rel = r.int("conv_kernel_size", default=4), r.int("d_rel", default=16)
+    ext, window = r.int("rel_extent", default=1024), r.int("sliding_window_size", default=1024)
+    swa = (r.int("swa_num_attention_heads", default=s["num_attention_heads"]),
+           r.int("swa_num_key_value_heads", default=s["num_kv_heads"]), r.int("swa_head_dim", default=s["head_dim"]))
+    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
+    if lt is None:
+        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
+    s["layer_types"] = ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+    s["sliding_window"] = window
+    s.update(moe=True, num_experts=r.int("n_routed_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), moe_layer_set=list(range(L)))
+    loop, rank = range(0), 0
+    if s["model_type"] == "inkling2_loop_text":
+        start, end = r.int("loop_layer_index_start", lo=0, default=6), r.int("loop_layer_index_end", default=18)
+        passes, rank = r.int("loop_num_passes", default=3), r.int("loop_gate_rank", default=64)
+        loop = range(start, end)
+        s["other_params"] = {"message_queries": 4 * h * len(loop)}
+        if passes > 1:
+            warnings.append(f"layers {start}-{end - 1} run {passes} passes per token (Inkling 2 Loop): the weights "
+                            "are counted once, as stored; the per-token FLOPs, activations and cache here count "
+                            "one pass")
+    s["other_params"] = dict(s.get("other_params", {}), final_attention_residual_query=h)
+    s["head_vocab_size"] = r.int("unpadded_vocab_size", default=V)
+    over = {}
+    for i in range(L):
+        full = s["layer_types"][i] == "full"
+        a, kv, d = (s["num_attention_heads"], s["num_kv_heads"], s["head_dim"]) if full else swa
+        queries = h + (3 * h if full else h) * (i > 0)
+        attn = {"heads": a, "kv_heads": kv, "head_dim": d,
+                "extra_weights": a * d + a * d_rel + d_rel * (ext if full else window) + 2 * kv * d * K
+                + 2 * h * K + queries}
+        extra = h * a * d_rel + h * a + 2 * h * kv * K * full + 16 * h * rank * (i in loop)
+        over[i] = {"attention": attn, "extra_params": extra, "norms": 4 if full else 2}
+    s["layer_overrides"] = over
+    r.used.update(("log_scaling_n_floor", "log_scaling_alpha", "route_scale", "qk_l2_clip_threshold",
+                   "rel_l2_clip_threshold", "n_layers_per_attn_res_block", "mlp_gate_softcap", "mlp_up_softcap",
+                   "final_logit_softcapping", "scoring_func", "loop_num_passes"))
+
+
+SCONV_READERS = {"inkling_text": _read_inkling, "inkling2_text": _read_inkling2,
+                 "inkling2_loop_text": _read_inkling2}
