@@ -1,6 +1,7 @@
 """Family readers for attention decoders whose layers add short causal convolutions and a
 relative-position bias around softmax attention: Inkling, Inkling 2 and Inkling 2 Loop
-(transformers' modeling_inkling, modeling_inkling2, modeling_inkling2_loop). Each
+(transformers' modeling_inkling, modeling_inkling2, modeling_inkling2_loop), and ZAYA's compressed
+convolutional attention (modeling_zaya). Each
 reader says what its modeling file builds, checked against the meta-device build
 (tests/test_all_types.py)."""
 
@@ -106,5 +107,46 @@ def _read_inkling2(r, s, ll, notes, warnings):
                    "final_logit_softcapping", "scoring_func", "loop_num_passes"))
 
 
-SCONV_READERS = {"inkling_text": _read_inkling, "inkling2_text": _read_inkling2,
+def _read_zaya(r, s, ll, notes, warnings):
+    """ZAYA (compressed convolutional attention, arXiv 2510.04476, as transformers' modeling_zaya
+    builds it): q (h -> a d), k (h -> kv d) and v as a current and a delayed half (h -> kv d / 2
+    each); q and k mixed by a depthwise causal convolution of cca_time0 taps and a grouped one of
+    cca_time1 taps (one group per q and k head, d -> d; both with biases) over C = (a + kv) d
+    channels; a temperature per kv head; no bias by default; partial rotary. Per layer: two RMSNorms
+    and two residual scalings (scale and bias on the branch and on the residual, 4 h each). Every
+    layer an MoE of num_experts experts of moe_intermediate_size, top num_experts_per_tok, and a
+    skip expert without weights; the router runs an MLP: h -> R (+ bias), an RMSNorm over R, two
+    R x R layers with biases, R -> E + 1; from layer 1 a learned scale R on the previous layer's
+    router state. Weights the routed expert count here: top-k real experts (the skip expert, when
+    chosen, runs none: an upper bound). The convolutions' weights and the router MLP's matmuls beyond
+    h x E are the layer's extra matmuls (their FLOPs 2 per weight per token); the model has an input
+    scale and bias (2 h)."""
+    L, h = s["num_layers"], s["hidden_size"]
+    s.update(ll, qkv_bias=r.bool("attention_bias", default=False))
+    s["attn_out_bias"] = s["qkv_bias"]
+    a, kv, d = s["num_attention_heads"], s["num_kv_heads"], s["head_dim"]
+    E, R = r.int("num_experts"), r.int("router_hidden_size", default=256)
+    t0, t1 = r.int("cca_time0", default=2), r.int("cca_time1", default=2)
+    C = (a + kv) * d
+    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
+    if lt is not None:
+        s["layer_types"] = ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+    s.update(moe=True, num_experts=E, topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), moe_layer_set=list(range(L)))
+    s["other_params"] = {"input_scale_and_bias": 2 * h}
+    if r.bool("lm_head_bias", default=False) and not s["tied_embeddings"]:
+        s["other_params"]["head_bias"] = s["vocab_size"]
+    router_matmuls = h * R + 2 * R * R + R * (E + 1)
+    over = {}
+    for i in range(L):
+        router_other = R + R + 2 * R + R * (i > 0)  # down_proj bias, norm, fc biases, state scale
+        over[i] = {"attention": {"extra_weights": 2 * C + kv + 8 * h},  # conv biases, temperatures, residual scalings
+                   "extra_params": C * t0 + C * d * t1 + router_matmuls - h * E,
+                   "mlp": {"router_extra": router_other}}
+    s["layer_overrides"] = over
+    notes.append("ZAYA's router may pick its skip expert (no weights): the active count takes top-k real "
+                 "experts, an upper bound")
+
+
+SCONV_READERS = {"zaya": _read_zaya, "inkling_text": _read_inkling, "inkling2_text": _read_inkling2,
                  "inkling2_loop_text": _read_inkling2}
