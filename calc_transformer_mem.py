@@ -3552,7 +3552,8 @@ SAME_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2", "qwen2_5_omni_t
 # Family readers for attention decoders whose layers add short causal convolutions and a
 # relative-position bias around softmax attention: Inkling, Inkling 2 and Inkling 2 Loop
 # (transformers' modeling_inkling, modeling_inkling2, modeling_inkling2_loop), and ZAYA's compressed
-# convolutional attention (modeling_zaya). Each
+# convolutional attention (modeling_zaya); and Dory (modeling_dory: an nGPT-style block whose released
+# configs list attention and MLP as separate entries of layer_types). Each
 # reader says what its modeling file builds, checked against the meta-device build
 # (tests/test_all_types.py).
 
@@ -3631,10 +3632,10 @@ def _read_inkling2(r, s, ll, notes, warnings):
     if s["model_type"] == "inkling2_loop_text":
         start, end = r.int("loop_layer_index_start", lo=0, default=6), r.int("loop_layer_index_end", default=18)
         passes, rank = r.int("loop_num_passes", default=3), r.int("loop_gate_rank", default=64)
-        loop = range(start, end)
+        loop = range(start, min(end, L))
         s["other_params"] = {"message_queries": 4 * h * len(loop)}
-        if passes > 1:
-            warnings.append(f"layers {start}-{end - 1} run {passes} passes per token (Inkling 2 Loop): the weights "
+        if passes > 1 and loop:
+            warnings.append(f"layers {start}-{loop[-1]} run {passes} passes per token (Inkling 2 Loop): the weights "
                             "are counted once, as stored; the per-token FLOPs, activations and cache here count "
                             "one pass")
     s["other_params"] = dict(s.get("other_params", {}), final_attention_residual_query=h)
@@ -3696,7 +3697,51 @@ def _read_zaya(r, s, ll, notes, warnings):
                  "experts, an upper bound")
 
 
-SCONV_READERS = {"zaya": _read_zaya, "inkling_text": _read_inkling, "inkling2_text": _read_inkling2,
+def _read_dory(r, s, ll, notes, warnings):
+    """Dory: a layer is attention then MLP on the unit sphere (nGPT; weightless L2 norms, no final
+    norm): GQA with L2-normed q and k (no weights), a per-channel query scale and output-gate scale
+    (a d each) and an elementwise sigmoid output gate (gate_proj h -> a d); a gated MLP with two
+    per-channel scales (2 f); two per-channel residual rates (2 h); a head with a per-row logit scale
+    (V). A config whose layer_types lists "mlp" entries lists each (attention, MLP) pair as two
+    entries: transformers folds them (layer_types[::2], num_hidden_layers // 2, and the input,
+    recurrent and output layer counts halved), as read here. The recurrent layers run
+    n_recurrent_loops times per token."""
+    s.update(ll, qk_norm="l2", attn_output_gate="elementwise", norm="none", final_norm=False)
+    bias = r.bool("attention_bias", default=False)
+    s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
+    names = {"full_attention": "full", "sliding_attention": "sliding", "mlp": "mlp"}
+    lt = r.str_list("layer_types", choices=set(names), default=None)
+    half = lt is not None and "mlp" in lt
+    # -l counts the folded layers (as transformers builds them); the config's count is halved
+    L = s["num_layers"] // 2 if half and not s.get("_layers_from_flag") else s["num_layers"]
+    if half:
+        lt = lt[::2]
+        if "mlp" in lt:
+            raise ValueError(f"{r.where}: layer_types lists 'mlp' where an attention entry belongs (pairs of "
+                             "attention, mlp)")
+        if L > len(lt):
+            raise ValueError(f"--num-layers {L} is more than the {len(lt)} layers (attention, mlp pairs) the "
+                             "config's layer_types describes")
+        s["num_layers"] = L = max(1, L)
+    if lt is None:
+        lt = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(L)]
+    s["layer_types"] = [names[x] for x in lt[:L]]
+    a, d, h = s["num_attention_heads"], s["head_dim"], s["hidden_size"]
+    s.update(attn_extra_weights=2 * a * d + 2 * h, mlp_act_params=2 * s["ffn_hidden_size"],
+             other_params={"logit_scale": s["vocab_size"]})
+    div = 2 if half else 1
+    n_in, n_out = r.int("n_input_layers", lo=0, default=8 * div) // div, r.int("n_output_layers", lo=0, default=8 * div) // div
+    n_rec = r.int("n_recurrent_layers", lo=0, default=None)
+    n_rec = L - n_in - n_out if n_rec is None else n_rec // div
+    loops = r.int("n_recurrent_loops", default=2)
+    n_rec = min(n_rec, L - n_in)
+    if loops > 1 and n_rec > 0:
+        warnings.append(f"layers {n_in}-{n_in + n_rec - 1} run {loops} loops per token (Dory): the weights are counted "
+                        "once, as stored; the per-token FLOPs, activations and cache here count one loop")
+    r.used.update(("ngpt_alpha_init", "recurrent_kv_cache_mode"))
+
+
+SCONV_READERS = {"dory": _read_dory, "zaya": _read_zaya, "inkling_text": _read_inkling, "inkling2_text": _read_inkling2,
                  "inkling2_loop_text": _read_inkling2}
 
 
@@ -4011,7 +4056,6 @@ _NOT_YET = {
     **dict.fromkeys("axk2".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
-    "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
 }

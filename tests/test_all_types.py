@@ -136,7 +136,7 @@ def summary():
 
 # The share of decoder-only types counted exactly, as measured at the last commit: a floor that
 # only rises (the target is 0.95; VALIDATION.md has the summary).
-EXACT_FLOOR = 0.95
+EXACT_FLOOR = 0.96
 
 
 def test_exact_share_of_decoder_types_does_not_fall():

@@ -40,7 +40,6 @@ _NOT_YET = {
     **dict.fromkeys("axk2".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
-    "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
 }
