@@ -12,6 +12,7 @@ from .families_moe import (_read_deepseek_v4, _read_dsa, _read_ernie45_moe, _rea
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
 from .families_more import ALIASED, FIELD_ALIASES, MORE_READERS, SAME_AS
+from .families_sconv import SCONV_READERS
 from .families_state import ATTENTION_FREE, STATE_READERS
 from .reader import ConfigReader, _layer_pattern
 
@@ -39,10 +40,6 @@ _NOT_YET = {
     **dict.fromkeys("axk2".split(),
                     "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
                     "does not count yet"),
-    **dict.fromkeys("zaya inkling_text inkling2_text inkling2_loop_text".split(),
-                    "has hybrid layers (attention and a linear mixer side by side in one layer, its own "
-                    "kind), which this script does not count yet"),
-    "dory": "lists mlp-only layers in layer_types, which this script does not count yet",
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
 }
@@ -408,5 +405,6 @@ _FAMILY_READERS = {
     "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
     "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
     "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS, **STATE_READERS}
+    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS, **STATE_READERS,
+    **SCONV_READERS}
 _FAMILY_READERS.update({mt: _FAMILY_READERS[base] for mt, base in SAME_AS.items()})

@@ -685,6 +685,42 @@ def _read_dots3(r, s, ll, notes, warnings):
     r.used.add("use_sliding_window")
 
 
+def _read_doge(r, s, ll, notes, warnings):
+    """Doge (dense; modeling_doge): Llama-style attention with per-head q/k RMSNorms and a dynamic
+    mask from the values (dt_proj kv d -> kv, a matmul every token runs, + bias with
+    attention_bias; a learned A per kv head), learned per-channel residual scales before attention
+    and before the MLP (2 h). Its cross-domain MoE (is_moe: product-key retrieval experts) is
+    refused."""
+    if r.bool("is_moe", default=False):
+        raise ValueError(f"{r.where}: Doge with is_moe (product-key retrieval experts) is not counted by this "
+                         "script yet")
+    _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
+    kv, d, h = s["num_kv_heads"], s["head_dim"], s["hidden_size"]
+    s.update(attn_extra_weights=kv + kv * s["qkv_bias"] + 2 * h, extra_params_per_layer=kv * d * kv)
+    r.used.update(("keep_window_size", "num_experts", "num_experts_per_tok"))
+
+
+def _read_hrm_text(r, s, ll, notes, warnings):
+    """HRM text (modeling_hrm_text): a low-level and a high-level stack of num_layers_per_stack
+    layers each (attention with an elementwise sigmoid output gate h -> a d, a gated MLP, weightless
+    RMSNorms), run as num_hidden_layers = num_layers_per_stack x H_cycles x (L_cycles + 1) slots: per
+    high cycle, L_cycles passes of the low stack, then one of the high stack (each slot its own
+    cache layer). The layer list here is the slots; a slot whose stack layer an earlier slot ran
+    holds no weights of its own (tied), so weights count once and FLOPs and cache per slot. The
+    frozen initial low-level state z_L_init (h) is a parameter."""
+    _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="elementwise", norm="none", final_norm=False)
+    n, H, Lc = r.int("num_layers_per_stack"), r.int("H_cycles", default=2), r.int("L_cycles", default=3)
+    L = s["num_layers"]
+    if not s.get("_layers_from_flag") and L != n * H * (Lc + 1):
+        raise ValueError(f"{r.where}: num_hidden_layers {L} is not num_layers_per_stack x H_cycles x (L_cycles + 1) "
+                         f"= {n * H * (Lc + 1)}; transformers' cache would not match it")
+    first_high = Lc * n  # the high stack first runs after L_cycles passes of the low one
+    s["layer_overrides"] = {i: {"attention": {"tied": True}, "mlp": {"tied": True}} for i in range(L)
+                            if not (i < n or first_high <= i < first_high + n)}
+    s["other_params"] = {"z_L_init": s["hidden_size"]}
+    r.used.update(("L_bp_cycles", "embedding_scale", "prefix_lm"))
+
+
 # model_type -> reader, for config.py's registry; the wrappers' text models read as their family.
 MORE_READERS = {
     "dots3_note_text": _read_dots3,
@@ -710,7 +746,7 @@ MORE_READERS = {
     "gemma4_unified_text": _read_gemma4_unified, "unlimited_ocr_text": _read_reference_sliding,
     "cosmos3_edge_text": _read_two_linear, "muse_glimmer_text": _read_muse_glimmer,
     "muse_spark_text": _read_muse_spark, "hy_v4": _read_hy_v4, "moshi": _read_moshi,
-    "gemma3n_text": _read_gemma3n, "modernbert-decoder": _read_modernbert_decoder, "mpt": _read_mpt,
+    "gemma3n_text": _read_gemma3n, "doge": _read_doge, "hrm_text": _read_hrm_text, "modernbert-decoder": _read_modernbert_decoder, "mpt": _read_mpt,
 }
 # Families whose configs name the basic sizes otherwise: read as the usual names.
 FIELD_ALIASES = {"attention_heads": "num_attention_heads", "layers": "num_hidden_layers",

@@ -610,7 +610,8 @@ def param_breakdown(spec):
         "layer_extra_params": sums["extra"],
         "other_params": sum(spec["other_params"].values()),
         "final_norm_params": norm_params(width=h, norm=nm) if spec["final_norm"] else 0,
-        "output_head_params": 0 if spec["tied_embeddings"] else V * p,
+        # a head of fewer rows than the embedding where the family says so (Inkling 2's unpadded_vocab_size)
+        "output_head_params": 0 if spec["tied_embeddings"] else spec.get("head_vocab_size", V) * p,
     }
     total = sum(out.values())
     inactive = int(round(sums["inactive"]))
