@@ -3789,7 +3789,7 @@ SCONV_READERS = {"dory": _read_dory, "zaya": _read_zaya, "inkling_text": _read_i
 # Delta Attention). Each turns its config into the flat spec's fields, checked against the meta-device
 # build (tests/test_all_types.py); their caches and FLOPs against transformers' own (VALIDATION.md).
 
-def _read_lfm2(r, s, ll, notes, warnings):
+def _read_lfm2(r, s, ll, notes, warnings, adjust=True):
     """LFM2: short-convolution blocks (in_proj h -> 3h, a depthwise conv of conv_L_cache taps,
     out_proj; biases with conv_bias) and attention layers (per-head q/k RMSNorms, no biases) as
     layer_types lists them (else full_attn_idxs), each with a gated MLP whose width, with
@@ -3804,7 +3804,7 @@ def _read_lfm2(r, s, ll, notes, warnings):
     r.used.add("full_attn_idxs")
     s["layer_types"] = ["full" if t == "full_attention" else "linear" for t in lt]
     f = ll["ffn_hidden_size"]
-    if r.bool("block_auto_adjust_ff_dim", default=True):
+    if adjust and r.bool("block_auto_adjust_ff_dim", default=True):
         f = int(2 * f / 3)
         mult = r.num("block_ffn_dim_multiplier", default=1.0)
         if mult:
@@ -3815,6 +3815,17 @@ def _read_lfm2(r, s, ll, notes, warnings):
     s["linear_mixer"] = {"kind": "shortconv", "heads": h, "kv_heads": h, "head_dim": 1, "v_head_dim": 1,
                          "conv_kernel": r.int("conv_L_cache", default=3), "state_chunk": 0,
                          "conv_bias": r.bool("conv_bias", default=False)}
+
+
+def _read_lfm2_moe(r, s, ll, notes, warnings):
+    """LFM2-MoE (lfm2_moe): LFM2's short-convolution and attention layers; a gated MLP of
+    intermediate_size as given (Lfm2MoeMLP: no auto-adjust) in the first num_dense_layers, then
+    num_experts routed experts of moe_intermediate_size, top num_experts_per_tok, behind a
+    bias-free router whose expert_bias is a buffer (not a parameter); no shared expert
+    (Lfm2MoeDecoderLayer, transformers 5.24)."""
+    _read_lfm2(r, s, ll, notes, warnings, adjust=False)
+    _read_routed_shared(r, s, s["num_layers"], dense=range(r.int("num_dense_layers", lo=0, default=2)))
+    r.used.update({"use_expert_bias", "routed_scaling_factor", "norm_topk_prob"})
 
 
 def _read_mamba(r, s, ll, notes, warnings):
@@ -4056,7 +4067,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
 # model_type -> reader, for config.py's registry
 STATE_READERS = {
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2, "bamba": _read_bamba,
-    "zamba": _read_zamba, "zamba2": _read_zamba, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2,
+    "zamba": _read_zamba, "zamba2": _read_zamba, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2, "lfm2_moe": _read_lfm2_moe,
     "minimax": _read_minimax01, "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma,
     "lara_mini": _read_lara, "bailing_hybrid": _read_bailing_hybrid, "glm5_next_text": _read_glm5_next,
 }
@@ -4081,8 +4092,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe "
-                    "plamo2 xlstm".split(), _SSM),
+    **dict.fromkeys("plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
                     "blip_text_model".split(), _ENCODER),

@@ -29,8 +29,7 @@ _SSM = "has linear-attention or state-space layers, which this script does not c
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
 _ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
 _NOT_YET = {
-    **dict.fromkeys("lfm2_moe "
-                    "plamo2 xlstm".split(), _SSM),
+    **dict.fromkeys("plamo2 xlstm".split(), _SSM),
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
                     "blip_text_model".split(), _ENCODER),

@@ -7,12 +7,12 @@ build (tests/test_all_types.py); their caches and FLOPs against transformers' ow
 
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
 from .families_more import _llama
-from .families_moe import _mlp_pattern, _note_mtp, _read_dsa, _read_mla
+from .families_moe import _mlp_pattern, _note_mtp, _read_dsa, _read_mla, _read_routed_shared
 from .kinds import GDN_CHUNK
 from .reader import _layer_pattern
 
 
-def _read_lfm2(r, s, ll, notes, warnings):
+def _read_lfm2(r, s, ll, notes, warnings, adjust=True):
     """LFM2: short-convolution blocks (in_proj h -> 3h, a depthwise conv of conv_L_cache taps,
     out_proj; biases with conv_bias) and attention layers (per-head q/k RMSNorms, no biases) as
     layer_types lists them (else full_attn_idxs), each with a gated MLP whose width, with
@@ -27,7 +27,7 @@ def _read_lfm2(r, s, ll, notes, warnings):
     r.used.add("full_attn_idxs")
     s["layer_types"] = ["full" if t == "full_attention" else "linear" for t in lt]
     f = ll["ffn_hidden_size"]
-    if r.bool("block_auto_adjust_ff_dim", default=True):
+    if adjust and r.bool("block_auto_adjust_ff_dim", default=True):
         f = int(2 * f / 3)
         mult = r.num("block_ffn_dim_multiplier", default=1.0)
         if mult:
@@ -38,6 +38,17 @@ def _read_lfm2(r, s, ll, notes, warnings):
     s["linear_mixer"] = {"kind": "shortconv", "heads": h, "kv_heads": h, "head_dim": 1, "v_head_dim": 1,
                          "conv_kernel": r.int("conv_L_cache", default=3), "state_chunk": 0,
                          "conv_bias": r.bool("conv_bias", default=False)}
+
+
+def _read_lfm2_moe(r, s, ll, notes, warnings):
+    """LFM2-MoE (lfm2_moe): LFM2's short-convolution and attention layers; a gated MLP of
+    intermediate_size as given (Lfm2MoeMLP: no auto-adjust) in the first num_dense_layers, then
+    num_experts routed experts of moe_intermediate_size, top num_experts_per_tok, behind a
+    bias-free router whose expert_bias is a buffer (not a parameter); no shared expert
+    (Lfm2MoeDecoderLayer, transformers 5.24)."""
+    _read_lfm2(r, s, ll, notes, warnings, adjust=False)
+    _read_routed_shared(r, s, s["num_layers"], dense=range(r.int("num_dense_layers", lo=0, default=2)))
+    r.used.update({"use_expert_bias", "routed_scaling_factor", "norm_topk_prob"})
 
 
 def _read_mamba(r, s, ll, notes, warnings):
@@ -279,7 +290,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
 # model_type -> reader, for config.py's registry
 STATE_READERS = {
     "mamba": _read_mamba, "falcon_mamba": _read_mamba, "mamba2": _read_mamba2, "bamba": _read_bamba,
-    "zamba": _read_zamba, "zamba2": _read_zamba, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2,
+    "zamba": _read_zamba, "zamba2": _read_zamba, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2, "lfm2_moe": _read_lfm2_moe,
     "minimax": _read_minimax01, "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma,
     "lara_mini": _read_lara, "bailing_hybrid": _read_bailing_hybrid, "glm5_next_text": _read_glm5_next,
 }
