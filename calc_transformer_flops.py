@@ -3435,6 +3435,8 @@ def _read_inkling(r, s, ll, notes, warnings):
     L, h = s["num_layers"], s["hidden_size"]
     s.update(ll, qk_norm="head", position_embedding="none", embedding_norm=True, mlp_act_params=1)
     K, d_rel = r.int("conv_kernel_size", default=4), r.int("d_rel", default=16)
+    warnings.append(f"the short convolutions' per-sequence windows ({K} taps per channel, fp32) that transformers' cache keeps beside each layer's K/V are not in the KV-cache figures: memory and "
+                    "latency undercount the cache by that constant per sequence")
     ext = r.int("rel_extent", default=1024)
     window = r.int("sliding_window_size", default=512)
     swa = {"heads": r.int("swa_num_attention_heads", default=64),
@@ -3483,6 +3485,8 @@ def _read_inkling2(r, s, ll, notes, warnings):
     s.update(ll, qk_norm="none", position_embedding="none", embedding_norm=True,
              attn_output_gate="elementwise")
     K, d_rel = r.int("conv_kernel_size", default=4), r.int("d_rel", default=16)
+    warnings.append(f"the short convolutions' per-sequence windows ({K} taps per channel, fp32) that transformers' cache keeps beside each layer's K/V are not in the KV-cache figures: memory and "
+                    "latency undercount the cache by that constant per sequence")
     ext, window = r.int("rel_extent", default=1024), r.int("sliding_window_size", default=1024)
     swa = (r.int("swa_num_attention_heads", default=s["num_attention_heads"]),
            r.int("swa_num_key_value_heads", default=s["num_kv_heads"]), r.int("swa_head_dim", default=s["head_dim"]))
@@ -3535,6 +3539,9 @@ def _read_zaya(r, s, ll, notes, warnings):
     chosen, runs none: an upper bound). The convolutions' weights and the router MLP's matmuls beyond
     h x E are the layer's extra matmuls (their FLOPs 2 per weight per token); the model has an input
     scale and bias (2 h)."""
+    warnings.append("ZAYA's per-sequence convolution windows and delayed-value state, which transformers' cache keeps "
+                    "beside the K/V, are not in the KV-cache figures: memory and latency undercount the cache by "
+                    "that constant per sequence")
     L, h = s["num_layers"], s["hidden_size"]
     s.update(ll, qkv_bias=r.bool("attention_bias", default=False))
     s["attn_out_bias"] = s["qkv_bias"]
