@@ -1354,7 +1354,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
              other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
              residual_streams=hc)
     f_e = r.int("moe_intermediate_size", default=2048)
-    mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
+    r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)  # checked: every layer MoE
     r.int("num_hash_layers", lo=0, default=3)  # hash routing: same weights as top-k routing
     r.int("n_shared_experts", lo=0, default=1)  # not read by transformers: one shared expert
     s.update(moe=True, num_experts=r.int("n_routed_experts", default=256),
@@ -1377,7 +1377,7 @@ def _read_step3p5(r, s, ll, notes, warnings):
     not built."""
     L = s["num_layers"]
     n_cfg = r.int("num_hidden_layers") or L
-    a, h = s["num_attention_heads"], s["hidden_size"]
+    a = s["num_attention_heads"]
     s.update(ll, qk_norm="head", attn_output_gate="headwise",
              num_kv_heads=r.int("num_key_value_heads", "num_attention_groups", default=a),
              head_dim=r.int("head_dim", default=128))
@@ -1543,6 +1543,18 @@ def _read_routed_shared(r, s, L, dense):
     s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=f_e,
              num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * (f_e or 0),
              moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
+
+
+def _read_dsa_every_layer(r, s, ll, notes, warnings):
+    """_read_dsa for a family whose layer_types mixes indexed layers with its own kinds (dots3,
+    GLM-5-Next): read the MLA and indexer fields as if every layer were indexed; the caller then
+    sets the layer kinds from its own layer_types."""
+    orig = r.cfg
+    r.cfg = {**orig, "layer_types": ["indexed_attention"] * s["num_layers"]}
+    try:
+        _read_dsa(r, s, ll, notes, warnings)
+    finally:
+        r.cfg = orig
 
 
 def _read_dsa(r, s, ll, notes, warnings):
@@ -2236,7 +2248,7 @@ def _read_nemotron_h(r, s, ll, notes, warnings):
     elif len(blocks) != s["num_layers"]:
         warnings.append(f"num_hidden_layers {s['num_layers']} differs from the {len(blocks)} layers of the "
                         "pattern: the pattern's count is used, as transformers does")
-    L = s["num_layers"] = len(blocks)
+    s["num_layers"] = len(blocks)
     s.update(ll, num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, norms_per_layer=1,
              head_dim=r.int("head_dim", default=128), tied_embeddings=False,
              mlp_bias=r.bool("mlp_bias", default=False))
@@ -3091,10 +3103,7 @@ def _read_dots3(r, s, ll, notes, warnings):
     lt = r.str_list("layer_types", choices={"indexed_attention", "sliding_attention"}, length=L)
     if lt is None:
         r.fail("layer_types", "must list indexed_attention and sliding_attention layers", None)
-    orig = r.cfg
-    r.cfg = {**orig, "layer_types": ["indexed_attention"] * L}
-    _read_dsa(r, s, ll, notes, warnings)
-    r.cfg = orig
+    _read_dsa_every_layer(r, s, ll, notes, warnings)
     s.update(attn_output_gate="headwise", attn_extra_weights=s["qk_rope_head_dim"],
              layer_types=["sliding" if t == "sliding_attention" else "full" for t in lt],
              sliding_window=r.int("sliding_window", default=512))
@@ -3658,10 +3667,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
     lt = r.str_list("layer_types", choices={"linear_attention", "indexed_attention"}, length=L)
     if lt is None:
         r.fail("layer_types", "must list linear_attention and indexed_attention layers", None)
-    orig = r.cfg
-    r.cfg = {**orig, "layer_types": ["indexed_attention"] * L}
-    _read_dsa(r, s, ll, notes, warnings)
-    r.cfg = orig
+    _read_dsa_every_layer(r, s, ll, notes, warnings)
     H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
@@ -8388,7 +8394,8 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "h100" else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak")
+               if hw["family"] == "h100" else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
+               + ("" if lay["attention_kernel"] == "fa2" else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
             + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
             + (" and dropout" if lay["dropout"] else "")),
@@ -8435,8 +8442,8 @@ def assumptions(hw, lay):
     elif fw == DEEPSPEED:
         z = lay["zero_stage"]
         out.append("framework deepspeed: DeepSpeed's engine over Megatron-DeepSpeed's fused kernels; "
-                   + (f"pipeline engine: blocking sends and receives (each stage waits out both), gradients "
-                      f"all-reduced after the last backward" if lay["pp"] > 1 else
+                   + ("pipeline engine: blocking sends and receives (each stage waits out both), gradients "
+                      "all-reduced after the last backward" if lay["pp"] > 1 else
                       f"ZeRO {z}: gradients reduced in {lay['dp_bucket_params'] / 1e6:g}M-element buckets "
                       + ("every micro-batch" if z >= 2 else "on the last micro-batch")
                       + (" beside the backward (overlap_comm)" if lay["dp_overlap"] else " on the compute stream, exposed"))
@@ -8668,7 +8675,9 @@ def main(argv=None):
                 hw_notes += [x for x in hw_notes_g if x not in hw_notes]
             for count in counts:
                 c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
-                b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"])
+                b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"],  # each GPU its default kernel
+                         attention_kernel=args.attention_kernel or default_attention_kernel(
+                             args.framework, hopper=hw["family"] == "h100"))
                 wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
                 rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops, progress=show,
                                               pinned=pinned, keep=args.top, memo=memo, wanted=wanted)

@@ -15,8 +15,6 @@ def training_step_collectives(*, spec, breakdown, tp, pp, dp, ep, cp, sequence_p
     al. 2022 sec. 4.2.2; Narayanan et al. 2021), ZeRO (Rajbhandari et al. 2020 sec. 7), GShard
     all-to-all, Ring Attention K/V exchange."""
     b, s, h, m = micro_batch_size, seq_length, spec["hidden_size"], grad_accum_steps
-    L = spec["num_layers"]
-    L_stage = math.ceil(L / pp)
     layers = spec["layers"]
     # blocks whose output TP reduces: a layer's mixer(s) (summed before the reduce when side by side,
     # Falcon-H1) and its MLP; Nemotron-H's layers hold one of the two

@@ -156,7 +156,7 @@ def _read_nemotron_h(r, s, ll, notes, warnings):
     elif len(blocks) != s["num_layers"]:
         warnings.append(f"num_hidden_layers {s['num_layers']} differs from the {len(blocks)} layers of the "
                         "pattern: the pattern's count is used, as transformers does")
-    L = s["num_layers"] = len(blocks)
+    s["num_layers"] = len(blocks)
     s.update(ll, num_mlp_linears=2, qkv_bias=False, attn_out_bias=False, norms_per_layer=1,
              head_dim=r.int("head_dim", default=128), tied_embeddings=False,
              mlp_bias=r.bool("mlp_bias", default=False))

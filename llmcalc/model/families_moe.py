@@ -68,7 +68,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
              other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
              residual_streams=hc)
     f_e = r.int("moe_intermediate_size", default=2048)
-    mlt = r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)
+    r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)  # checked: every layer MoE
     r.int("num_hash_layers", lo=0, default=3)  # hash routing: same weights as top-k routing
     r.int("n_shared_experts", lo=0, default=1)  # not read by transformers: one shared expert
     s.update(moe=True, num_experts=r.int("n_routed_experts", default=256),
@@ -91,7 +91,7 @@ def _read_step3p5(r, s, ll, notes, warnings):
     not built."""
     L = s["num_layers"]
     n_cfg = r.int("num_hidden_layers") or L
-    a, h = s["num_attention_heads"], s["hidden_size"]
+    a = s["num_attention_heads"]
     s.update(ll, qk_norm="head", attn_output_gate="headwise",
              num_kv_heads=r.int("num_key_value_heads", "num_attention_groups", default=a),
              head_dim=r.int("head_dim", default=128))
@@ -257,6 +257,18 @@ def _read_routed_shared(r, s, L, dense):
     s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=f_e,
              num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * (f_e or 0),
              moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
+
+
+def _read_dsa_every_layer(r, s, ll, notes, warnings):
+    """_read_dsa for a family whose layer_types mixes indexed layers with its own kinds (dots3,
+    GLM-5-Next): read the MLA and indexer fields as if every layer were indexed; the caller then
+    sets the layer kinds from its own layer_types."""
+    orig = r.cfg
+    r.cfg = {**orig, "layer_types": ["indexed_attention"] * s["num_layers"]}
+    try:
+        _read_dsa(r, s, ll, notes, warnings)
+    finally:
+        r.cfg = orig
 
 
 def _read_dsa(r, s, ll, notes, warnings):

@@ -10,7 +10,7 @@ tests/test_all_types.py)."""
 
 from .families_dense import _read_gemma4, _read_generic_moe, _read_gpt2, _read_llama_like
 from .reader import ConfigReader, _layer_pattern
-from .families_moe import _mlp_pattern, _read_dsa, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
+from .families_moe import _mlp_pattern, _read_dsa, _read_dsa_every_layer, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
 
 
 def _llama(r, s, ll, notes, warnings, base, **over):
@@ -659,10 +659,7 @@ def _read_dots3(r, s, ll, notes, warnings):
     lt = r.str_list("layer_types", choices={"indexed_attention", "sliding_attention"}, length=L)
     if lt is None:
         r.fail("layer_types", "must list indexed_attention and sliding_attention layers", None)
-    orig = r.cfg
-    r.cfg = {**orig, "layer_types": ["indexed_attention"] * L}
-    _read_dsa(r, s, ll, notes, warnings)
-    r.cfg = orig
+    _read_dsa_every_layer(r, s, ll, notes, warnings)
     s.update(attn_output_gate="headwise", attn_extra_weights=s["qk_rope_head_dim"],
              layer_types=["sliding" if t == "sliding_attention" else "full" for t in lt],
              sliding_window=r.int("sliding_window", default=512))

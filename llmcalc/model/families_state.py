@@ -7,7 +7,7 @@ build (tests/test_all_types.py); their caches and FLOPs against transformers' ow
 
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
 from .families_more import _llama
-from .families_moe import _mlp_pattern, _note_mtp, _read_dsa, _read_mla, _read_routed_shared
+from .families_moe import _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_routed_shared
 from .kinds import GDN_CHUNK
 from .reader import _layer_pattern
 
@@ -265,10 +265,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
     lt = r.str_list("layer_types", choices={"linear_attention", "indexed_attention"}, length=L)
     if lt is None:
         r.fail("layer_types", "must list linear_attention and indexed_attention layers", None)
-    orig = r.cfg
-    r.cfg = {**orig, "layer_types": ["indexed_attention"] * L}
-    _read_dsa(r, s, ll, notes, warnings)
-    r.cfg = orig
+    _read_dsa_every_layer(r, s, ll, notes, warnings)
     H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}

@@ -746,7 +746,7 @@ def main(argv=None):
         for line in pending:
             print(line, file=sys.stderr)
         pending.clear()
-    L, h = spec["num_layers"], spec["hidden_size"]
+    h = spec["hidden_size"]
     win_layers = [i for i, layer in enumerate(spec["layers"])
                   if any(a["span"] == "sliding" for a in layer["attention"])]
     win = (next(a["window"] for a in spec["layers"][win_layers[0]]["attention"] if a["span"] == "sliding")

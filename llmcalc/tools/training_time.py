@@ -77,7 +77,6 @@ from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, layout_shape, limiter,
     search_layouts, sequence_flops)
-from ..train.step import evaluate
 from ..train.offload import evaluate_layout
 
 
@@ -459,7 +458,8 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "h100" else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak")
+               if hw["family"] == "h100" else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
+               + ("" if lay["attention_kernel"] == "fa2" else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
             + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
             + (" and dropout" if lay["dropout"] else "")),
@@ -506,8 +506,8 @@ def assumptions(hw, lay):
     elif fw == DEEPSPEED:
         z = lay["zero_stage"]
         out.append("framework deepspeed: DeepSpeed's engine over Megatron-DeepSpeed's fused kernels; "
-                   + (f"pipeline engine: blocking sends and receives (each stage waits out both), gradients "
-                      f"all-reduced after the last backward" if lay["pp"] > 1 else
+                   + ("pipeline engine: blocking sends and receives (each stage waits out both), gradients "
+                      "all-reduced after the last backward" if lay["pp"] > 1 else
                       f"ZeRO {z}: gradients reduced in {lay['dp_bucket_params'] / 1e6:g}M-element buckets "
                       + ("every micro-batch" if z >= 2 else "on the last micro-batch")
                       + (" beside the backward (overlap_comm)" if lay["dp_overlap"] else " on the compute stream, exposed"))
@@ -739,7 +739,9 @@ def main(argv=None):
                 hw_notes += [x for x in hw_notes_g if x not in hw_notes]
             for count in counts:
                 c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
-                b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"])
+                b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"],  # each GPU its default kernel
+                         attention_kernel=args.attention_kernel or default_attention_kernel(
+                             args.framework, hopper=hw["family"] == "h100"))
                 wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
                 rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops, progress=show,
                                               pinned=pinned, keep=args.top, memo=memo, wanted=wanted)

@@ -3,9 +3,8 @@ overlaps, the pipeline schedule, data-parallel and FSDP exposure, the optimizer,
 evaluate() puts them together."""
 
 from ..comm.collectives import collective_time_s, group_placement
-from ..model.formulas import (attention_core_flops, attention_head_dims,
-    attention_linear_flops_per_token, expected_real_experts, mixer_widths, mlp_flops_per_token,
-    query_key_pairs)
+from ..model.formulas import (attention_core_flops, attention_head_dims, expected_real_experts,
+    mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from .attention_rates import hopper_attention_fractions
 from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
