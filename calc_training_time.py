@@ -6591,6 +6591,55 @@ def training_memory(spec, c, b):
     return worst_stage, stages
 
 
+OFFLOAD_WEIGHT_BYTES = 2  # offloaded 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
+
+
+def offloaded_stage_memory(stage, *, emb_params, offload_params, offload_activations):
+    """One stage's training_memory breakdown with its layer weights and/or stored activations in
+    host memory: two layers' weights stay (the embedding and head's stay whole), and two layers'
+    stored activations of one micro-batch. Returns a new dict with the moved bytes as
+    host_bytes."""
+    st = dict(stage)
+    n = max(st["stage_layers"], 1)
+    moved = 0.0
+    if offload_params and st["params_per_gpu"]:
+        per_param = st["weights_bytes"] / st["params_per_gpu"]
+        layers_w = st["weights_bytes"] - emb_params * per_param
+        kept = min(n, 2) * layers_w / n
+        moved += layers_w - kept
+        st["weights_bytes"] -= layers_w - kept
+    if offload_activations and st["activations_layers_bytes"]:
+        per_layer = st["activations_layers_bytes"] / (n * max(st["in_flight_microbatches"], 1))
+        kept = min(st["activations_layers_bytes"], 2 * per_layer)
+        moved += st["activations_layers_bytes"] - kept
+        st["activations_stored_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_layers_bytes"] = kept
+    st["total_bytes"] -= moved
+    st["host_bytes"] = moved
+    return st
+
+
+def offloaded_stages(spec, cfg, stages):
+    """offloaded_stage_memory on every stage of training_memory's list. cfg: a layout or mem's
+    configuration (tp, pp, vp, etp, ep, offload_params, offload_activations, and chunk_layers when
+    the pipeline split is uneven)."""
+    chunks = cfg.get("chunk_layers")
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=cfg["pp"], vp=cfg["vp"], chunk_layers=chunks)
+    out = []
+    for st in stages:
+        emb = stage_params_per_rank(spec, tp=cfg["tp"], pp=cfg["pp"], vp=cfg["vp"], etp=cfg["etp"], ep=cfg["ep"],
+                                    stage=st["stage"], layers_held=by_stage[st["stage"]])[2]
+        out.append(offloaded_stage_memory(st, emb_params=emb, offload_params=cfg.get("offload_params"),
+                                          offload_activations=cfg.get("offload_activations")))
+    return out
+
+
+def offloaded_memory(spec, cfg, stages):
+    """The heaviest stage of offloaded_stages."""
+    return max(offloaded_stages(spec, cfg, stages), key=lambda x: x["total_bytes"])
+
+
 # ======== llmcalc/train/deepspeed.py ==============================================================
 # DeepSpeed's training engine (--framework deepspeed): when its ZeRO stages reduce and gather,
 # what its pipeline engine exposes, and the time of its optimizer offload to CPU or NVMe. The layers'
@@ -7468,42 +7517,14 @@ def _add(parts, key, fwd, bwd, rec=0.0):
 # for its backward goes to the host during the forward and comes back before the backward; the GPU
 # keeps two layers' worth of one micro-batch.
 #
-# Per layer and micro-batch the copies run on the copy engines beside the layer's compute, both
+# What stays on the GPU is memory.offloaded_stages (shared with calc_transformer_mem.py's flags of
+# the same names). Per layer and micro-batch the copies run on the copy engines beside the layer's compute, both
 # directions of the link at once: the forward moves max(weights in, activations out) and the
 # backward weights in plus activations in over one direction (Calculon's _get_fw_offload_size and
 # _get_bw_offload_size); what outlasts the layer's compute is exposed. Host memory capacity and the
 # host's DRAM bandwidth shared by its GPUs are not checked (stated in the report). Costed for
 # Megatron-LM-style stacks at ZeRO 0-2 only (check_layout refuses the rest): ZeRO-3 already shards
 # the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimizer together.
-
-OFFLOAD_WEIGHT_BYTES = 2  # the 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
-
-
-def offloaded_stage_memory(stage, *, emb_params, offload_params, offload_activations):
-    """One stage's training_memory breakdown with its layer weights and/or stored activations in
-    host memory: two layers' weights stay (the embedding and head's stay whole), and two layers'
-    stored activations of one micro-batch. Returns a new dict with the moved bytes as
-    host_bytes."""
-    st = dict(stage)
-    n = max(st["stage_layers"], 1)
-    moved = 0.0
-    if offload_params and st["params_per_gpu"]:
-        per_param = st["weights_bytes"] / st["params_per_gpu"]
-        layers_w = st["weights_bytes"] - emb_params * per_param
-        kept = min(n, 2) * layers_w / n
-        moved += layers_w - kept
-        st["weights_bytes"] -= layers_w - kept
-    if offload_activations and st["activations_layers_bytes"]:
-        per_layer = st["activations_layers_bytes"] / (n * max(st["in_flight_microbatches"], 1))
-        kept = min(st["activations_layers_bytes"], 2 * per_layer)
-        moved += st["activations_layers_bytes"] - kept
-        st["activations_stored_bytes"] -= st["activations_layers_bytes"] - kept
-        st["activations_bytes"] -= st["activations_layers_bytes"] - kept
-        st["activations_layers_bytes"] = kept
-    st["total_bytes"] -= moved
-    st["host_bytes"] = moved
-    return st
-
 
 def layout_memory(spec, lay, c0, memo=None):
     """(the heaviest stage's memory, one layer's stored activations for one micro-batch) of a
@@ -7535,18 +7556,6 @@ def evaluate_layout(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     mem, act = memory if memory is not None else layout_memory(spec, lay, c0)
     res = evaluate(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=mem)
     return with_offload_time(spec, lay, res, hw=hw, net=net, cache=cache, act_bytes_per_layer=act)
-
-
-def offloaded_memory(spec, lay, stages):
-    """The heaviest stage after offloaded_stage_memory on every stage (training_memory's list)."""
-    out = []
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
-    for st in stages:
-        emb = stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"], etp=lay["etp"], ep=lay["ep"],
-                                    stage=st["stage"], layers_held=by_stage[st["stage"]])[2]
-        out.append(offloaded_stage_memory(st, emb_params=emb, offload_params=lay.get("offload_params"),
-                                          offload_activations=lay.get("offload_activations")))
-    return max(out, key=lambda x: x["total_bytes"])
 
 
 def layer_offload_exposed_s(*, weight_bytes, act_bytes, fwd_s, bwd_s, pcie_bytes_per_s):

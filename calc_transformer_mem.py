@@ -5679,6 +5679,55 @@ def training_memory(spec, c, b):
     return worst_stage, stages
 
 
+OFFLOAD_WEIGHT_BYTES = 2  # offloaded 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
+
+
+def offloaded_stage_memory(stage, *, emb_params, offload_params, offload_activations):
+    """One stage's training_memory breakdown with its layer weights and/or stored activations in
+    host memory: two layers' weights stay (the embedding and head's stay whole), and two layers'
+    stored activations of one micro-batch. Returns a new dict with the moved bytes as
+    host_bytes."""
+    st = dict(stage)
+    n = max(st["stage_layers"], 1)
+    moved = 0.0
+    if offload_params and st["params_per_gpu"]:
+        per_param = st["weights_bytes"] / st["params_per_gpu"]
+        layers_w = st["weights_bytes"] - emb_params * per_param
+        kept = min(n, 2) * layers_w / n
+        moved += layers_w - kept
+        st["weights_bytes"] -= layers_w - kept
+    if offload_activations and st["activations_layers_bytes"]:
+        per_layer = st["activations_layers_bytes"] / (n * max(st["in_flight_microbatches"], 1))
+        kept = min(st["activations_layers_bytes"], 2 * per_layer)
+        moved += st["activations_layers_bytes"] - kept
+        st["activations_stored_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_layers_bytes"] = kept
+    st["total_bytes"] -= moved
+    st["host_bytes"] = moved
+    return st
+
+
+def offloaded_stages(spec, cfg, stages):
+    """offloaded_stage_memory on every stage of training_memory's list. cfg: a layout or mem's
+    configuration (tp, pp, vp, etp, ep, offload_params, offload_activations, and chunk_layers when
+    the pipeline split is uneven)."""
+    chunks = cfg.get("chunk_layers")
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=cfg["pp"], vp=cfg["vp"], chunk_layers=chunks)
+    out = []
+    for st in stages:
+        emb = stage_params_per_rank(spec, tp=cfg["tp"], pp=cfg["pp"], vp=cfg["vp"], etp=cfg["etp"], ep=cfg["ep"],
+                                    stage=st["stage"], layers_held=by_stage[st["stage"]])[2]
+        out.append(offloaded_stage_memory(st, emb_params=emb, offload_params=cfg.get("offload_params"),
+                                          offload_activations=cfg.get("offload_activations")))
+    return out
+
+
+def offloaded_memory(spec, cfg, stages):
+    """The heaviest stage of offloaded_stages."""
+    return max(offloaded_stages(spec, cfg, stages), key=lambda x: x["total_bytes"])
+
+
 # ======== llmcalc/serve/footprint.py ==============================================================
 # Per-GPU memory to serve, as calc_transformer_mem.py --infer reports it: each layer kind's KV
 # cache (and DeepSeek's indexer keys) per token and per batch, linear-attention and state-space
@@ -6096,6 +6145,12 @@ def format_report(res):
         lines.append(f"offloaded optimizer (--offload): {off['host_bytes_per_gpu'] / 1e9:,.1f} GB of host memory "
                      f"per GPU, {off['host_bytes_per_host'] / 1e9:,.1f} GB per host of {off['gpus_per_host']} GPUs "
                      f"({off['bytes_per_param']:g} B per parameter it updates)")
+    if res.get("host_bytes"):
+        what = " and ".join(x for x, on in (("layer weights (--offload-params)", res["config"]["offload_params"]),
+                                            ("stored activations (--offload-activations)",
+                                             res["config"]["offload_activations"])) if on)
+        lines.append(f"in host memory: {what}, {res['host_bytes'] / 1e9:,.1f} GB per GPU on the heaviest stage "
+                     "(two layers' worth stays on the GPU; the copies' time: calc_training_time.py)")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)
@@ -6168,6 +6223,12 @@ def build_parser():
     t.add_argument("--offload", action=bo, default=False,
                    help="optimizer states, with the fp32 master copy, on the host (ZeRO-Offload, as "
                    "calc_training_time.py --offload): the host memory it needs is stated")
+    t.add_argument("--offload-params", action=bo, default=False,
+                   help="the layers' 16-bit weights in host memory, two layers' on the GPU (ZeRO-Infinity, "
+                   "as calc_training_time.py --offload-params; -z 0-2, --framework megatron)")
+    t.add_argument("--offload-activations", action=bo, default=False,
+                   help="what each layer stores for its backward in host memory, two layers' worth of one "
+                   "micro-batch on the GPU (as calc_training_time.py --offload-activations)")
     t.add_argument("--optimizer", choices=sorted(OPTIMIZER_STATE_BYTES), default="adamw",
                    help="optimizer (default adamw: 12 B/param with the fp32 master copy)")
     t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
@@ -6343,7 +6404,9 @@ def resolve(args, parser):
                                 "weights, gradients and states at the byte widths of its own flags")
     if args.infer:  # training-only layouts: say so in the result rather than drop them silently
         unused = [f for f, on in (("-cp", args.context_parallel_size > 1), ("--sequence-parallel", args.sequence_parallel),
-                                  ("-z", args.zero_stage is not None), ("--offload", args.offload)) if on]
+                                  ("-z", args.zero_stage is not None), ("--offload", args.offload),
+                                  ("--offload-params", args.offload_params),
+                                  ("--offload-activations", args.offload_activations)) if on]
         if unused:
             spec["warnings"].append(f"{', '.join(unused)} {'describes' if len(unused) == 1 else 'describe'} "
                                     "training; --infer does not model it (weights and cache per GPU come from "
@@ -6430,6 +6493,13 @@ def resolve(args, parser):
     eager = args.framework == "pytorch" and not args.infer
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
     autocast = eager and mixed and zero <= 1
+    layer_offload = (args.offload_params or args.offload_activations) and not args.infer
+    if layer_offload and (eager or args.finetune != "full"):
+        parser.error("--offload-params / --offload-activations are counted for full training on Megatron-LM's "
+                     "kernels only, as calc_training_time.py costs them (FSDP's CPUOffload moves weights, "
+                     "gradients and optimizer together: not modelled)")
+    if args.offload_params and zero == 3 and not args.infer:
+        parser.error("--offload-params with -z 3 (ZeRO-Infinity's sharded offload) is not modelled: use -z 0-2")
     if eager and args.finetune != "full":
         parser.error("--framework pytorch counts full training; what LoRA's frozen layers save is "
                      "not derived (use the default --framework megatron)")
@@ -6503,7 +6573,9 @@ def resolve(args, parser):
          "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
          "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
          "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default,
-         "memory_field": mem_field, "offload": args.offload and not args.infer}
+         "memory_field": mem_field, "offload": args.offload and not args.infer,
+         "offload_params": args.offload_params and not args.infer,
+         "offload_activations": args.offload_activations and not args.infer}
     if c["offload"]:  # the optimizer step runs on the host: its states leave the GPU
         c["host_opt_bytes"], c["opt_bytes"] = c["opt_bytes"], 0
     return spec, c, notes
@@ -6632,6 +6704,16 @@ def mode_text(args, c):
             "the micro-batch per GPU")
 
 
+def training_memory_offloaded(spec, c, b):
+    """training_memory with --offload-params / --offload-activations applied to every stage
+    (train/memory.offloaded_stages): (heaviest stage, stages), as calc_training_time.py counts them."""
+    worst, stages = training_memory(spec, c, b)
+    if not (c.get("offload_params") or c.get("offload_activations")):
+        return worst, stages
+    stages = offloaded_stages(spec, c, stages)
+    return max(stages, key=lambda x: x["total_bytes"]), stages
+
+
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
     words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
@@ -6684,12 +6766,12 @@ def main(argv=None):
             spec["warnings"].append(f"context {ctx:,} tokens is past the model's trained context "
                                     f"({spec['trained_context']:,}: max_position_embeddings or its rope scaling)")
     else:
-        worst, stages = training_memory(spec, c, b)
+        worst, stages = training_memory_offloaded(spec, c, b)
         res_extra = {"kv_cache_bytes": 0, "indexer_cache_bytes": 0, "state_cache_bytes": 0,
                      "offload": offload_host_memory(spec, c, b) if c["offload"] else None}
         if c["memory_bytes"] is not None:
             fit = {"max_micro_batch_size": largest_that_fits(
-                lambda x: training_memory(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
+                lambda x: training_memory_offloaded(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
             if worst["total_bytes"] > c["memory_bytes"]:
                 ways = training_ways_out(spec, c, b)
                 ways["search_command"] = search_command(parser, args, c, b, ways["fewest_gpus"] or c["num_gpus"])

@@ -460,3 +460,30 @@ def test_the_fewest_gpus_that_fit_can_be_the_gpus_given(capsys):
                  capsys)["fit"]["ways_out"]
     assert ways["fewest_gpus"] == 16
     assert any(w["flags"] == "-z 3 --recompute full" and w["fits"] for w in ways["changes"])
+
+
+@pytest.mark.parametrize("flags", (["--offload-params"], ["--offload-activations"],
+                                   ["--offload-params", "--offload-activations"]))
+def test_layer_offload_is_one_answer_in_mem_and_training_time(flags, capsys):
+    # the same layout through both tools: the same bytes on the GPU and in host memory (mem's ZeRO-1
+    # all-gather bucket is set to Megatron's, which training_time assumes)
+    base = ["-l", "32", "-hs", "4096", "-a", "32", "-s", "4096", "--num-gpus", "64", "-tp", "2", "-pp", "2",
+            "-b", "1", "--global-batch-size", "256", "-z", "1", "--recompute", "selective"]
+    m = _json(M.main, base + ["--zero-allgather-bucket-size", "0"] + flags, capsys)
+    t = _json(T.main, base + flags, capsys)["memory"]
+    assert m["host_bytes"] > 0
+    assert (m["total_bytes"], m["host_bytes"], m["stage"]) == (t["total_bytes"], t["host_bytes"], t["stage"])
+    plain = _json(M.main, base + ["--zero-allgather-bucket-size", "0"], capsys)
+    # what leaves the GPU is what goes to the host, stage by stage
+    for off, on in zip(m["stages"], plain["stages"]):
+        assert off["total_bytes"] + off["host_bytes"] == pytest.approx(on["total_bytes"])
+
+
+@pytest.mark.parametrize("argv, says", (
+    (["--offload-params", "-z", "3"], "-z 3"),
+    (["--offload-activations", "--framework", "pytorch"], "Megatron-LM"),
+    (["--offload-params", "--finetune", "lora"], "full training"),
+))
+def test_layer_offload_outside_what_is_modelled_is_refused_in_mem(argv, says):
+    code, err = exit_code_and_stderr(M.main, ["-l", "8", "-hs", "1024", "--num-gpus", "8"] + argv)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1

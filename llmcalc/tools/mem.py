@@ -76,8 +76,8 @@ from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, QLORA_NF4_DQ_BITS,
-    optimizer_bytes_per_param, pipeline_chunk_layers, suggest_pipeline_split, training_memory,
-    zero_shards)
+    offloaded_stages, optimizer_bytes_per_param, pipeline_chunk_layers, suggest_pipeline_split,
+    training_memory, zero_shards)
 
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
@@ -191,6 +191,12 @@ def format_report(res):
         lines.append(f"offloaded optimizer (--offload): {off['host_bytes_per_gpu'] / 1e9:,.1f} GB of host memory "
                      f"per GPU, {off['host_bytes_per_host'] / 1e9:,.1f} GB per host of {off['gpus_per_host']} GPUs "
                      f"({off['bytes_per_param']:g} B per parameter it updates)")
+    if res.get("host_bytes"):
+        what = " and ".join(x for x, on in (("layer weights (--offload-params)", res["config"]["offload_params"]),
+                                            ("stored activations (--offload-activations)",
+                                             res["config"]["offload_activations"])) if on)
+        lines.append(f"in host memory: {what}, {res['host_bytes'] / 1e9:,.1f} GB per GPU on the heaviest stage "
+                     "(two layers' worth stays on the GPU; the copies' time: calc_training_time.py)")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)
@@ -263,6 +269,12 @@ def build_parser():
     t.add_argument("--offload", action=bo, default=False,
                    help="optimizer states, with the fp32 master copy, on the host (ZeRO-Offload, as "
                    "calc_training_time.py --offload): the host memory it needs is stated")
+    t.add_argument("--offload-params", action=bo, default=False,
+                   help="the layers' 16-bit weights in host memory, two layers' on the GPU (ZeRO-Infinity, "
+                   "as calc_training_time.py --offload-params; -z 0-2, --framework megatron)")
+    t.add_argument("--offload-activations", action=bo, default=False,
+                   help="what each layer stores for its backward in host memory, two layers' worth of one "
+                   "micro-batch on the GPU (as calc_training_time.py --offload-activations)")
     t.add_argument("--optimizer", choices=sorted(OPTIMIZER_STATE_BYTES), default="adamw",
                    help="optimizer (default adamw: 12 B/param with the fp32 master copy)")
     t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
@@ -438,7 +450,9 @@ def resolve(args, parser):
                                 "weights, gradients and states at the byte widths of its own flags")
     if args.infer:  # training-only layouts: say so in the result rather than drop them silently
         unused = [f for f, on in (("-cp", args.context_parallel_size > 1), ("--sequence-parallel", args.sequence_parallel),
-                                  ("-z", args.zero_stage is not None), ("--offload", args.offload)) if on]
+                                  ("-z", args.zero_stage is not None), ("--offload", args.offload),
+                                  ("--offload-params", args.offload_params),
+                                  ("--offload-activations", args.offload_activations)) if on]
         if unused:
             spec["warnings"].append(f"{', '.join(unused)} {'describes' if len(unused) == 1 else 'describe'} "
                                     "training; --infer does not model it (weights and cache per GPU come from "
@@ -525,6 +539,13 @@ def resolve(args, parser):
     eager = args.framework == "pytorch" and not args.infer
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
     autocast = eager and mixed and zero <= 1
+    layer_offload = (args.offload_params or args.offload_activations) and not args.infer
+    if layer_offload and (eager or args.finetune != "full"):
+        parser.error("--offload-params / --offload-activations are counted for full training on Megatron-LM's "
+                     "kernels only, as calc_training_time.py costs them (FSDP's CPUOffload moves weights, "
+                     "gradients and optimizer together: not modelled)")
+    if args.offload_params and zero == 3 and not args.infer:
+        parser.error("--offload-params with -z 3 (ZeRO-Infinity's sharded offload) is not modelled: use -z 0-2")
     if eager and args.finetune != "full":
         parser.error("--framework pytorch counts full training; what LoRA's frozen layers save is "
                      "not derived (use the default --framework megatron)")
@@ -598,7 +619,9 @@ def resolve(args, parser):
          "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
          "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
          "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default,
-         "memory_field": mem_field, "offload": args.offload and not args.infer}
+         "memory_field": mem_field, "offload": args.offload and not args.infer,
+         "offload_params": args.offload_params and not args.infer,
+         "offload_activations": args.offload_activations and not args.infer}
     if c["offload"]:  # the optimizer step runs on the host: its states leave the GPU
         c["host_opt_bytes"], c["opt_bytes"] = c["opt_bytes"], 0
     return spec, c, notes
@@ -727,6 +750,16 @@ def mode_text(args, c):
             "the micro-batch per GPU")
 
 
+def training_memory_offloaded(spec, c, b):
+    """training_memory with --offload-params / --offload-activations applied to every stage
+    (train/memory.offloaded_stages): (heaviest stage, stages), as calc_training_time.py counts them."""
+    worst, stages = training_memory(spec, c, b)
+    if not (c.get("offload_params") or c.get("offload_activations")):
+        return worst, stages
+    stages = offloaded_stages(spec, c, stages)
+    return max(stages, key=lambda x: x["total_bytes"]), stages
+
+
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
     words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
@@ -779,12 +812,12 @@ def main(argv=None):
             spec["warnings"].append(f"context {ctx:,} tokens is past the model's trained context "
                                     f"({spec['trained_context']:,}: max_position_embeddings or its rope scaling)")
     else:
-        worst, stages = training_memory(spec, c, b)
+        worst, stages = training_memory_offloaded(spec, c, b)
         res_extra = {"kv_cache_bytes": 0, "indexer_cache_bytes": 0, "state_cache_bytes": 0,
                      "offload": offload_host_memory(spec, c, b) if c["offload"] else None}
         if c["memory_bytes"] is not None:
             fit = {"max_micro_batch_size": largest_that_fits(
-                lambda x: training_memory(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
+                lambda x: training_memory_offloaded(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
             if worst["total_bytes"] > c["memory_bytes"]:
                 ways = training_ways_out(spec, c, b)
                 ways["search_command"] = search_command(parser, args, c, b, ways["fewest_gpus"] or c["num_gpus"])

@@ -621,3 +621,52 @@ def training_memory(spec, c, b):
                        "in_flight_microbatches": flight, "total_bytes": total})
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
+
+
+OFFLOAD_WEIGHT_BYTES = 2  # offloaded 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
+
+
+def offloaded_stage_memory(stage, *, emb_params, offload_params, offload_activations):
+    """One stage's training_memory breakdown with its layer weights and/or stored activations in
+    host memory: two layers' weights stay (the embedding and head's stay whole), and two layers'
+    stored activations of one micro-batch. Returns a new dict with the moved bytes as
+    host_bytes."""
+    st = dict(stage)
+    n = max(st["stage_layers"], 1)
+    moved = 0.0
+    if offload_params and st["params_per_gpu"]:
+        per_param = st["weights_bytes"] / st["params_per_gpu"]
+        layers_w = st["weights_bytes"] - emb_params * per_param
+        kept = min(n, 2) * layers_w / n
+        moved += layers_w - kept
+        st["weights_bytes"] -= layers_w - kept
+    if offload_activations and st["activations_layers_bytes"]:
+        per_layer = st["activations_layers_bytes"] / (n * max(st["in_flight_microbatches"], 1))
+        kept = min(st["activations_layers_bytes"], 2 * per_layer)
+        moved += st["activations_layers_bytes"] - kept
+        st["activations_stored_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_bytes"] -= st["activations_layers_bytes"] - kept
+        st["activations_layers_bytes"] = kept
+    st["total_bytes"] -= moved
+    st["host_bytes"] = moved
+    return st
+
+
+def offloaded_stages(spec, cfg, stages):
+    """offloaded_stage_memory on every stage of training_memory's list. cfg: a layout or mem's
+    configuration (tp, pp, vp, etp, ep, offload_params, offload_activations, and chunk_layers when
+    the pipeline split is uneven)."""
+    chunks = cfg.get("chunk_layers")
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=cfg["pp"], vp=cfg["vp"], chunk_layers=chunks)
+    out = []
+    for st in stages:
+        emb = stage_params_per_rank(spec, tp=cfg["tp"], pp=cfg["pp"], vp=cfg["vp"], etp=cfg["etp"], ep=cfg["ep"],
+                                    stage=st["stage"], layers_held=by_stage[st["stage"]])[2]
+        out.append(offloaded_stage_memory(st, emb_params=emb, offload_params=cfg.get("offload_params"),
+                                          offload_activations=cfg.get("offload_activations")))
+    return out
+
+
+def offloaded_memory(spec, cfg, stages):
+    """The heaviest stage of offloaded_stages."""
+    return max(offloaded_stages(spec, cfg, stages), key=lambda x: x["total_bytes"])

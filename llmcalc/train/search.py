@@ -11,7 +11,8 @@ from .flops import backward_flops, recompute_flops, sequence_forward_flops
 from .kernels import LEGACY_MEGATRON, RECOMPUTE, eager_framework
 from .memory import (all_stage_layers, layer_activation_bytes, layer_params_per_rank, stage_params_per_rank,
     stored_layer_bytes)
-from .offload import OFFLOAD_WEIGHT_BYTES, evaluate_layout, layer_offload_exposed_s, layout_memory
+from .memory import OFFLOAD_WEIGHT_BYTES
+from .offload import evaluate_layout, layer_offload_exposed_s, layout_memory
 from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s
 
 
