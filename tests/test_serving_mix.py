@@ -235,9 +235,9 @@ def test_a_host_tier_brings_evicted_histories_back_and_cuts_ttft(tmp_path):
     assert a["prefix_evictions"] > 0 and b["host_hits"] > 0
     assert b["prompt_tokens_cached"] > a["prompt_tokens_cached"] and b["ttft_s"] < a["ttft_s"]
     ht = tiered["serving"]["mix"]["host_tier"]
-    # H100: PCIe 5.0 x16, 63.0 GB/s per direction at 0.8; Llama-3.1-8B bf16 KV: 2 x 8 heads x 128 x
-    # 2 bytes x 32 layers = 131,072 bytes per token
-    assert ht["host_bytes_per_s"] == pytest.approx(63.0e9 * 0.8)
+    # H100: PCIe 5.0 x16, 32 GT/s x 16 x 128/130 / 8 = 63.0 GB/s per direction at 0.8; Llama-3.1-8B
+    # bf16 KV: 2 x 8 heads x 128 x 2 bytes x 32 layers = 131,072 bytes per token
+    assert ht["host_bytes_per_s"] == pytest.approx(32e9 * 16 * 128 / 130 / 8 * 0.8)
     assert ht["kv_bytes_per_token_per_gpu"] == pytest.approx(131072, rel=1e-6)
     assert ht["pays"] and b["host_load_s"] == pytest.approx(b["host_tokens_loaded"] * ht["load_s_per_token"])
 
