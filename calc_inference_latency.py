@@ -95,8 +95,8 @@ Conventions and assumptions:
     pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
     costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
     EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
-    (verification + draft) / tokens per step. --acceptance-rate defaults only for mtp (0.875,
-    DeepSeek-V3's 85-90%). A decode's context grows one token per step (not K): stated.
+    (verification + draft) / tokens per step. --acceptance-rate defaults for mtp (0.875,
+    DeepSeek-V3's 85-90%) and eagle (0.75, EAGLE-3's acceptance lengths in vLLM issue #20780). A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -6191,12 +6191,21 @@ def cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, a_bits=16, sta
 # Llama-3.1-8B is one LlamaDecoderLayer); `draft` a smaller model given by its config, K passes;
 # `ngram` prompt lookup on the host, no GPU work.
 
-# Measured acceptance rates the script defaults to, by method (the others need --acceptance-rate):
-# DeepSeek-V3 technical report (arXiv 2412.19437), sec. 5.4.3: "the acceptance rate of the second
-# token prediction ranges between 85% and 90% across various generation topics"; the midpoint.
-# The same section measures the result: 1.8 x the tokens per second (judged in VALIDATION.md).
+# Measured acceptance rates the script defaults to, by method (draft and ngram need --acceptance-rate:
+# a draft model's rate depends on the pair, prompt lookup's on how much the output repeats the
+# prompt; no figure carries over):
+#   mtp: DeepSeek-V3 technical report (arXiv 2412.19437), sec. 5.4.3: "the acceptance rate of the
+#     second token prediction ranges between 85% and 90% across various generation topics"; the
+#     midpoint. The same section measures the result: 1.8 x the tokens per second.
+#   eagle: EAGLE-3's head for Llama-3.1-8B-Instruct in vLLM V1 on MT-bench (vLLM issue #20780, chain
+#     drafts at batch 1): mean acceptance lengths 2.36, 2.79, 3.08, 3.32, 3.46, 3.54 at K = 2..7, the
+#     i.i.d. rates 0.769, 0.763, 0.755, 0.754, 0.749, 0.744 give them exactly (Leviathan eq. 1); 0.75.
+#     EAGLE-1's head in the same runs: 2.10-2.47, i.e. 0.60-0.66 (give it with --acceptance-rate).
+# Both speedups are judged in VALIDATION.md (DeepSeek-V3's MTP; vLLM #20780's EAGLE-1 and EAGLE-3).
 DEFAULT_ACCEPTANCE = {"mtp": (0.875, "DeepSeek-V3 technical report sec. 5.4.3: 85-90% for the second token "
-                                     "(midpoint)")}
+                                     "(midpoint)"),
+                      "eagle": (0.75, "EAGLE-3, Llama-3.1-8B-Instruct on MT-bench in vLLM (issue #20780): "
+                                      "acceptance lengths 2.36-3.54 at K 2-7, i.e. 0.74-0.77 per token")}
 SPECULATIVE_METHODS = ("mtp", "eagle", "draft", "ngram")
 
 
@@ -8327,8 +8336,9 @@ def add_mix_args(parser):
                         "the config has MTP layers")
     g.add_argument("--acceptance-rate", default=None, metavar="A[,A2,...]",
                    help="chance each draft token is accepted given the ones before it were: one value for "
-                        "every position or one per position (default for mtp: 0.875, DeepSeek-V3's measured "
-                        "85-90%%; the other methods need it)")
+                        "every position or one per position (defaults: mtp 0.875, DeepSeek-V3's measured "
+                        "85-90%%; eagle 0.75, EAGLE-3's measured acceptance lengths for Llama-3.1-8B in vLLM; "
+                        "draft and ngram need it)")
     g.add_argument("--draft-model", default=None, metavar="CONFIG",
                    help="--speculative-method draft: the draft model's config.json (or folder)")
 
@@ -8360,8 +8370,9 @@ def validate_speculative(args, parser, spec):
         parser.error("--draft-model goes with --speculative-method draft, and draft needs it" if method == "draft"
                      else f"--draft-model is the draft of --speculative-method draft, not {method}")
     if args.acceptance_rate is None and method not in DEFAULT_ACCEPTANCE:
-        parser.error(f"--speculative-method {method} has no measured default acceptance rate here: give "
-                     "--acceptance-rate A (one value, or one per speculative token)")
+        parser.error(f"--speculative-method {method} has no measured default acceptance rate here (it depends "
+                     f"on the {'draft/target pair' if method == 'draft' else 'text repeating the prompt'}): "
+                     "give --acceptance-rate A (one value, or one per speculative token)")
     try:
         rates = acceptance_rates(args.acceptance_rate if args.acceptance_rate is not None
                                  else DEFAULT_ACCEPTANCE[method][0], k)

@@ -94,8 +94,8 @@ Conventions and assumptions:
     pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
     costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
     EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
-    (verification + draft) / tokens per step. --acceptance-rate defaults only for mtp (0.875,
-    DeepSeek-V3's 85-90%). A decode's context grows one token per step (not K): stated.
+    (verification + draft) / tokens per step. --acceptance-rate defaults for mtp (0.875,
+    DeepSeek-V3's 85-90%) and eagle (0.75, EAGLE-3's acceptance lengths in vLLM issue #20780). A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
