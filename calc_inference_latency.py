@@ -90,13 +90,15 @@ Conventions and assumptions:
     hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
     finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
     --host-kv-cache-gib G (offload.py): evicted prefixes move to a host tier and come back over the
-    host link (PCIe 4.0/5.0 x16 or NVLink-C2C at 0.8 of line rate) on a hit.
+    host link (hardware.py's PCIe x16 or NVLink-C2C, at 0.70 of line rate: LMCache's measured
+    reload) on a hit.
   * --speculative-tokens K (speculative.py): each decoding sequence verifies K draft tokens in one
     pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
     costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
     EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
     (verification + draft) / tokens per step. --acceptance-rate defaults for mtp (0.875,
-    DeepSeek-V3's 85-90%) and eagle (0.75, EAGLE-3's acceptance lengths in vLLM issue #20780). A decode's context grows one token per step (not K): stated.
+    DeepSeek-V3's 85-90%) and eagle (0.75, EAGLE-3's acceptance lengths in vLLM issue #20780).
+    A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -5099,10 +5101,10 @@ PCIE5_X16_GB_S = 32 * 16 * 128 / 130 / 8
 # NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s in both directions, 450
 # each way (NVIDIA GH200 Grace Hopper Superchip and GB200 NVL72 pages)
 NVLINK_C2C_GB_S = 450.0
-# Share of the line rate a pinned host<->device copy reaches: assumed (copy engines on PCIe
-# commonly reach 80-90% of it). Both uses read it: ZeRO-Offload's copies in training
-# (train/offload.py, train/deepspeed.py) and the serving KV tier (serve/offload.py). LMCache's own
-# log of a reload on a PCIe 5.0 server reached 0.65 of line rate (VALIDATION.md, KV offload).
+# Share of the line rate a bulk pinned host<->device copy reaches: assumed (copy engines on PCIe
+# commonly reach 80-90% of it); ZeRO-Offload's weight and optimizer copies in training
+# (train/offload.py, train/deepspeed.py). The serving KV tier's paged reloads reach less: measured,
+# serve/offload.KV_RELOAD_EFFICIENCY.
 HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------
@@ -7238,19 +7240,29 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
 # KVBM): cached prefixes the GPU pool evicts move to a host tier and come back over the host link
 # on a hit, instead of being computed again. The link is the GPU's own in hardware.py's table
 # (host_link_bandwidth_bytes_per_s: PCIe 3.0/4.0/5.0 x16, or NVLink-C2C on Grace superchips, per
-# direction), the one field training's ZeRO-Offload copies read too; HOST_LINK_EFFICIENCY of its line
+# direction), the one field training's ZeRO-Offload copies read too; KV_RELOAD_EFFICIENCY of its line
 # rate is reached.
+
+# Share of the host link's line rate a KV reload reaches: LMCache's own log of one (LMCache PR
+# #1740, its CPU-offload example on vLLM V1 with Qwen3-8B: "Retrieved 10010 ... tokens ... size:
+# 1.3747 gb, cost 33.4281 ms, throughput: 41.1230 GB/s"; 10,010 tokens x 147,456 bytes (36 layers x
+# 8 KV heads x 128 x 2 x 2 bytes) is 1.3747 GiB, so its units are GiB: 44.2e9 bytes/s). More than
+# PCIe 4.0's 31.5 GB/s, so a PCIe 5.0 x16 host: 44.2 / 63.0 = 0.70 (its store of 3,866 tokens in
+# the same log: 0.76). The GPU is not named there. Judged on the LMCache docs' 7.43x example
+# (VALIDATION.md, KV offload). --host-kv-bandwidth-gbps sets the reached rate instead.
+KV_RELOAD_EFFICIENCY = 0.70
+
 
 def host_link_bytes_per_s(gpu_name):
     """The reached host-to-GPU bandwidth (bytes/s) for a hardware.py GPU name: its table record's
-    host link line rate x HOST_LINK_EFFICIENCY; None when the table lists no host link for it
+    host link line rate x KV_RELOAD_EFFICIENCY; None when the table lists no host link for it
     (or the name is not in the table)."""
     try:
         rec = load_hardware().get_accelerator(gpu_name)
     except (ImportError, KeyError):  # no table beside the script: only the default accelerator is known
         rec = default_accelerator() if gpu_name == DEFAULT_ACCELERATOR else None
     line = (rec or {}).get("host_link_bandwidth_bytes_per_s")
-    return line * HOST_LINK_EFFICIENCY if line else None
+    return line * KV_RELOAD_EFFICIENCY if line else None
 
 
 def load_vs_recompute(*, kv_bytes_per_token, host_bytes_per_s, prefill_s_per_token):
@@ -8323,7 +8335,7 @@ def add_mix_args(parser):
                         "prefixes the pool evicts move there and come back over the host link on a hit "
                         "instead of being computed again (default: none)")
     g.add_argument("--host-kv-bandwidth-gbps", type=finite_float, default=None,
-                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.8 of the GPU's host link: "
+                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.70 of the GPU's host link, LMCache's measured reload: "
                         "PCIe 4.0/5.0 x16, NVLink-C2C on Grace superchips)")
     g = parser.add_argument_group("speculative decoding and multi-token prediction")
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,

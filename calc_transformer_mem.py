@@ -108,10 +108,10 @@ PCIE5_X16_GB_S = 32 * 16 * 128 / 130 / 8
 # NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s in both directions, 450
 # each way (NVIDIA GH200 Grace Hopper Superchip and GB200 NVL72 pages)
 NVLINK_C2C_GB_S = 450.0
-# Share of the line rate a pinned host<->device copy reaches: assumed (copy engines on PCIe
-# commonly reach 80-90% of it). Both uses read it: ZeRO-Offload's copies in training
-# (train/offload.py, train/deepspeed.py) and the serving KV tier (serve/offload.py). LMCache's own
-# log of a reload on a PCIe 5.0 server reached 0.65 of line rate (VALIDATION.md, KV offload).
+# Share of the line rate a bulk pinned host<->device copy reaches: assumed (copy engines on PCIe
+# commonly reach 80-90% of it); ZeRO-Offload's weight and optimizer copies in training
+# (train/offload.py, train/deepspeed.py). The serving KV tier's paged reloads reach less: measured,
+# serve/offload.KV_RELOAD_EFFICIENCY.
 HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------

@@ -2,23 +2,32 @@
 KVBM): cached prefixes the GPU pool evicts move to a host tier and come back over the host link
 on a hit, instead of being computed again. The link is the GPU's own in hardware.py's table
 (host_link_bandwidth_bytes_per_s: PCIe 3.0/4.0/5.0 x16, or NVLink-C2C on Grace superchips, per
-direction), the one field training's ZeRO-Offload copies read too; HOST_LINK_EFFICIENCY of its line
+direction), the one field training's ZeRO-Offload copies read too; KV_RELOAD_EFFICIENCY of its line
 rate is reached."""
 
-from ..accelerator import DEFAULT_ACCELERATOR, HOST_LINK_EFFICIENCY, default_accelerator
+from ..accelerator import DEFAULT_ACCELERATOR, default_accelerator
 from ..cli import load_hardware
+
+# Share of the host link's line rate a KV reload reaches: LMCache's own log of one (LMCache PR
+# #1740, its CPU-offload example on vLLM V1 with Qwen3-8B: "Retrieved 10010 ... tokens ... size:
+# 1.3747 gb, cost 33.4281 ms, throughput: 41.1230 GB/s"; 10,010 tokens x 147,456 bytes (36 layers x
+# 8 KV heads x 128 x 2 x 2 bytes) is 1.3747 GiB, so its units are GiB: 44.2e9 bytes/s). More than
+# PCIe 4.0's 31.5 GB/s, so a PCIe 5.0 x16 host: 44.2 / 63.0 = 0.70 (its store of 3,866 tokens in
+# the same log: 0.76). The GPU is not named there. Judged on the LMCache docs' 7.43x example
+# (VALIDATION.md, KV offload). --host-kv-bandwidth-gbps sets the reached rate instead.
+KV_RELOAD_EFFICIENCY = 0.70
 
 
 def host_link_bytes_per_s(gpu_name):
     """The reached host-to-GPU bandwidth (bytes/s) for a hardware.py GPU name: its table record's
-    host link line rate x HOST_LINK_EFFICIENCY; None when the table lists no host link for it
+    host link line rate x KV_RELOAD_EFFICIENCY; None when the table lists no host link for it
     (or the name is not in the table)."""
     try:
         rec = load_hardware().get_accelerator(gpu_name)
     except (ImportError, KeyError):  # no table beside the script: only the default accelerator is known
         rec = default_accelerator() if gpu_name == DEFAULT_ACCELERATOR else None
     line = (rec or {}).get("host_link_bandwidth_bytes_per_s")
-    return line * HOST_LINK_EFFICIENCY if line else None
+    return line * KV_RELOAD_EFFICIENCY if line else None
 
 
 def load_vs_recompute(*, kv_bytes_per_token, host_bytes_per_s, prefill_s_per_token):

@@ -43,7 +43,7 @@ def add_mix_args(parser):
                         "prefixes the pool evicts move there and come back over the host link on a hit "
                         "instead of being computed again (default: none)")
     g.add_argument("--host-kv-bandwidth-gbps", type=finite_float, default=None,
-                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.8 of the GPU's host link: "
+                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.70 of the GPU's host link, LMCache's measured reload: "
                         "PCIe 4.0/5.0 x16, NVLink-C2C on Grace superchips)")
     g = parser.add_argument_group("speculative decoding and multi-token prediction")
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,

@@ -112,8 +112,8 @@ GRAD_PATH_2022 = {2: {"accumulate": 6, "sync_local": 4, "sync_torch": 8, "optimi
                   4: {"accumulate": GRAD_ACCUM_BYTES, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
 
 # CPU offload (ZeRO-Offload, Ren et al. 2021): the host link per GPU is hardware.py's
-# host_link_bandwidth_bytes_per_s at accelerator.HOST_LINK_EFFICIENCY (the field the serving KV tier
-# reads too); CPU-Adam updating 1e9 parameters per second per GPU's share of the host cores is an
+# host_link_bandwidth_bytes_per_s at accelerator.HOST_LINK_EFFICIENCY (the line rate the serving KV
+# tier reads too); CPU-Adam updating 1e9 parameters per second per GPU's share of the host cores is an
 # assumption, not a measurement. --search costs offload beside every layout (search_layouts).
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 
