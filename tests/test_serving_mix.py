@@ -310,3 +310,39 @@ def test_lmcache_example_without_a_host_tier_gains_nothing_from_prefix_caching(t
     speedup, s = _lmcache_example(tmp_path, [])
     assert s["prefix_hits"] == 0 and s["prefix_evictions"] > 0
     assert speedup == pytest.approx(1.00, abs=0.02)
+
+
+# --- against a published prefix-cache on/off run ----------------------------------------------------
+# vLLM PR #1983 (sleepcoo, "[WIP] Prefix prompt cache", 2023-12-08): "llama 13B, A100 80G", every
+# request a 200-token shared prefix, 30 more input tokens and 50 output tokens, at 10, 15 and 25 QPS,
+# that PR's prefix cache against the same vLLM (0.2.x) without it: requests/s, average latency per
+# request, first-token time. The request count is not stated (1,000 here, Poisson arrivals as vLLM's
+# benchmark_serving sends them); LLaMA-13B's shape (40 layers, h 5120, 40 heads, FFN 13824, vocab
+# 32000) from flags. Judged: each ratio cache / base, within 20%. At 10 QPS both engines are below
+# capacity and the ratios land within 15%; at 15 and 25 QPS the 2023 engine (no CUDA graphs,
+# prompt steps that stall the decodes) was saturating at ~14 requests/s where ours, today's vLLM V1
+# with chunked prefill, holds 22.5: the ratios there measure the old engine's capacity, and miss.
+LLAMA_13B = ["-l", "40", "-hs", "5120", "-a", "40", "--ffn-hidden-size", "13824", "--swiglu", "-v", "32000",
+             "--no-bias", "--norm", "rmsnorm", "--position-embedding", "rope", "--no-tied-embeddings"]
+VLLM_1983 = {  # QPS: (requests/s, average latency s, first-token time s), prefix cache then base
+    10: ((9.83, 1.97, 0.29), (9.80, 2.87, 0.45)),
+    15: ((14.30, 2.98, 0.39), (13.24, 8.65, 1.02)),
+    25: ((19.81, 6.46, 0.84), (14.08, 13.67, 4.74)),
+}
+_MISS_1983 = {(15, "e2e_s"): "+83%", (15, "ttft_s"): "+21%", (25, "requests_per_s"): "-22%",
+              (25, "e2e_s"): "-66%", (25, "ttft_s"): "-76%"}
+
+
+@pytest.mark.parametrize("qps,metric", [
+    pytest.param(q, m, id=f"{q}qps-{m}", marks=[] if (q, m) not in _MISS_1983 else pytest.mark.xfail(
+        strict=True, reason=f"miss, ours {_MISS_1983[(q, m)]}: the 2023 engine's own capacity (~14 req/s "
+                            "without the cache) decides the ratio near saturation"))
+    for q in VLLM_1983 for m in ("requests_per_s", "e2e_s", "ttft_s")])
+def test_prefix_cache_ratios_against_vllm_pr_1983(qps, metric):
+    base = LLAMA_13B + ["--gpu", "a100-80gb", "-s", "230", "-o", "50", "--request-rate", str(qps),
+                        "--num-requests", "1000"]
+    plain, cached = run(base)["serving"], run(base + ["--prefix-tokens", "200"])["serving"]
+    assert cached["prefix_hits"] == 999  # every request but the first finds the prefix
+    col = ("requests_per_s", "e2e_s", "ttft_s").index(metric)
+    pub_cache, pub_base = VLLM_1983[qps]
+    assert cached[metric] / plain[metric] == pytest.approx(pub_cache[col] / pub_base[col], rel=0.20)
