@@ -90,13 +90,15 @@ Conventions and assumptions:
     hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
     finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
     --host-kv-cache-gib G (offload.py): evicted prefixes move to a host tier and come back over the
-    host link (PCIe 4.0/5.0 x16 or NVLink-C2C at 0.8 of line rate) on a hit.
+    host link (hardware.py's PCIe x16 or NVLink-C2C, at 0.70 of line rate: LMCache's measured
+    reload) on a hit.
   * --speculative-tokens K (speculative.py): each decoding sequence verifies K draft tokens in one
     pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
     costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
     EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
-    (verification + draft) / tokens per step. --acceptance-rate defaults only for mtp (0.875,
-    DeepSeek-V3's 85-90%). A decode's context grows one token per step (not K): stated.
+    (verification + draft) / tokens per step. --acceptance-rate defaults for mtp (0.875,
+    DeepSeek-V3's 85-90%) and eagle (0.75, EAGLE-3's acceptance lengths in vLLM issue #20780).
+    A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode
@@ -5080,7 +5082,8 @@ RECORD_KEYS = (
     "name", "full_name", "vendor", "aliases",
     "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
     "scale_up_link", "scale_up_topology", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
-    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "tdp_w",
+    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "host_link",
+    "host_link_bandwidth_bytes_per_s", "tdp_w",
     "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
     "achievable_source", "source", "notes",
 )
@@ -5088,6 +5091,21 @@ RECORD_KEYS = (
 TERA = 1e12
 GIGA = 1e9
 GIB = 2 ** 30
+
+# --- the host link: GPU <-> CPU memory, per GPU and direction ----------------------------------
+# PCIe x16 line data rate: GT/s x 16 lanes x 128/130 (the 128b/130b encoding of PCIe 3.0-5.0) / 8
+# bits (PCI-SIG, PCI Express Base Specification 3.0, 4.0, 5.0): 15.75, 31.5, 63.0 GB/s.
+PCIE3_X16_GB_S = 8 * 16 * 128 / 130 / 8
+PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
+PCIE5_X16_GB_S = 32 * 16 * 128 / 130 / 8
+# NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s in both directions, 450
+# each way (NVIDIA GH200 Grace Hopper Superchip and GB200 NVL72 pages)
+NVLINK_C2C_GB_S = 450.0
+# Share of the line rate a bulk pinned host<->device copy reaches: assumed (copy engines on PCIe
+# commonly reach 80-90% of it); ZeRO-Offload's weight and optimizer copies in training
+# (train/offload.py, train/deepspeed.py). The serving KV tier's paged reloads reach less: measured,
+# serve/offload.KV_RELOAD_EFFICIENCY.
+HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------
 MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
@@ -5163,7 +5181,7 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
          scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
          achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
-         pcie_peer_gb_per_s_unidir=None):
+         pcie_peer_gb_per_s_unidir=None, host_link=None, host_link_gb_per_s_unidir=None):
     """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
 
     Table rows are typed in the units the datasheets print so each figure can be checked against
@@ -5198,6 +5216,11 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
         # the slot's line rate per direction; None where there is a scale-up link or no P2P
         "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
                                             else pcie_peer_gb_per_s_unidir * GIGA),
+        # the GPU's link to host memory (PCIe x16 or NVLink-C2C), line rate per direction; None
+        # where not listed (TPU, Gaudi, Trainium hosts: not modelled)
+        "host_link": host_link,
+        "host_link_bandwidth_bytes_per_s": (None if host_link_gb_per_s_unidir is None
+                                            else host_link_gb_per_s_unidir * GIGA),
         "tdp_w": tdp_w,
         "achievable_matmul_flops_per_s": ach,
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
@@ -5220,6 +5243,7 @@ H100_SXM = accelerator_row(
     memory_gb=80, memory_tb_per_s=3.35, tflops=HOPPER_SXM_TFLOPS,
     scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
     domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
     source=NV_H100_SOURCE + " ; dense values: NVIDIA H100 Tensor Core GPU Architecture whitepaper",
     notes="Datasheet starred figures are sparse (BF16 1,979*, FP8 3,958*); dense halves. "
           "fp64 = tensor 67 (vector 34). NVLink 900 GB/s bidirectional. HGX H100: 8 GPUs, "
@@ -6169,12 +6193,21 @@ def cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, a_bits=16, sta
 # Llama-3.1-8B is one LlamaDecoderLayer); `draft` a smaller model given by its config, K passes;
 # `ngram` prompt lookup on the host, no GPU work.
 
-# Measured acceptance rates the script defaults to, by method (the others need --acceptance-rate):
-# DeepSeek-V3 technical report (arXiv 2412.19437), sec. 5.4.3: "the acceptance rate of the second
-# token prediction ranges between 85% and 90% across various generation topics"; the midpoint.
-# The same section measures the result: 1.8 x the tokens per second (judged in VALIDATION.md).
+# Measured acceptance rates the script defaults to, by method (draft and ngram need --acceptance-rate:
+# a draft model's rate depends on the pair, prompt lookup's on how much the output repeats the
+# prompt; no figure carries over):
+#   mtp: DeepSeek-V3 technical report (arXiv 2412.19437), sec. 5.4.3: "the acceptance rate of the
+#     second token prediction ranges between 85% and 90% across various generation topics"; the
+#     midpoint. The same section measures the result: 1.8 x the tokens per second.
+#   eagle: EAGLE-3's head for Llama-3.1-8B-Instruct in vLLM V1 on MT-bench (vLLM issue #20780, chain
+#     drafts at batch 1): mean acceptance lengths 2.36, 2.79, 3.08, 3.32, 3.46, 3.54 at K = 2..7, the
+#     i.i.d. rates 0.769, 0.763, 0.755, 0.754, 0.749, 0.744 give them exactly (Leviathan eq. 1); 0.75.
+#     EAGLE-1's head in the same runs: 2.10-2.47, i.e. 0.60-0.66 (give it with --acceptance-rate).
+# Both speedups are judged in VALIDATION.md (DeepSeek-V3's MTP; vLLM #20780's EAGLE-1 and EAGLE-3).
 DEFAULT_ACCEPTANCE = {"mtp": (0.875, "DeepSeek-V3 technical report sec. 5.4.3: 85-90% for the second token "
-                                     "(midpoint)")}
+                                     "(midpoint)"),
+                      "eagle": (0.75, "EAGLE-3, Llama-3.1-8B-Instruct on MT-bench in vLLM (issue #20780): "
+                                      "acceptance lengths 2.36-3.54 at K 2-7, i.e. 0.74-0.77 per token")}
 SPECULATIVE_METHODS = ("mtp", "eagle", "draft", "ngram")
 
 
@@ -7205,30 +7238,31 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
 # ======== llmcalc/serve/offload.py ================================================================
 # KV-cache offload to host memory (vLLM's CPU offloading and LMCache, SGLang's HiCache, Dynamo's
 # KVBM): cached prefixes the GPU pool evicts move to a host tier and come back over the host link
-# on a hit, instead of being computed again. The link, per GPU and direction, by GPU family: PCIe
-# 4.0 or 5.0 x16, or NVLink-C2C on Grace superchips; a share of its line rate is reached.
+# on a hit, instead of being computed again. The link is the GPU's own in hardware.py's table
+# (host_link_bandwidth_bytes_per_s: PCIe 3.0/4.0/5.0 x16, or NVLink-C2C on Grace superchips, per
+# direction), the one field training's ZeRO-Offload copies read too; KV_RELOAD_EFFICIENCY of its line
+# rate is reached.
 
-# Host link line rate per GPU and direction (GB/s), first matching name prefix wins:
-# NVLink-C2C 900 GB/s in both directions on GH200/GB200/GB300 (hardware.py's GH200 notes; NVIDIA's
-# Grace Hopper and GB200 pages), so 450 each way; PCIe 5.0 x16 on Hopper and Blackwell HGX boards
-# (32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s); PCIe 4.0 x16 on Ampere and Ada (31.5 GB/s, as
-# hardware.py's _PCIE4_X16_GB_S).
-HOST_LINK_GBPS = (("gh200", 450.0), ("gb200", 450.0), ("gb300", 450.0),
-                  ("h100", 63.0), ("h200", 63.0), ("h800", 63.0), ("h20", 63.0), ("b200", 63.0), ("b300", 63.0),
-                  ("a100", 31.5), ("a800", 31.5), ("a10", 31.5), ("a40", 31.5), ("l40", 31.5), ("l4", 31.5))
-# Share of the line rate a pinned host-to-device copy reaches: assumed (no measurement here; copy
-# engines on PCIe commonly reach 80-90% of it). --host-kv-bandwidth-gbps sets the reached rate.
-HOST_LINK_EFFICIENCY = 0.8
+# Share of the host link's line rate a KV reload reaches: LMCache's own log of one (LMCache PR
+# #1740, its CPU-offload example on vLLM V1 with Qwen3-8B: "Retrieved 10010 ... tokens ... size:
+# 1.3747 gb, cost 33.4281 ms, throughput: 41.1230 GB/s"; 10,010 tokens x 147,456 bytes (36 layers x
+# 8 KV heads x 128 x 2 x 2 bytes) is 1.3747 GiB, so its units are GiB: 44.2e9 bytes/s). More than
+# PCIe 4.0's 31.5 GB/s, so a PCIe 5.0 x16 host: 44.2 / 63.0 = 0.70 (its store of 3,866 tokens in
+# the same log: 0.76). The GPU is not named there. Judged on the LMCache docs' 7.43x example
+# (VALIDATION.md, KV offload). --host-kv-bandwidth-gbps sets the reached rate instead.
+KV_RELOAD_EFFICIENCY = 0.70
 
 
 def host_link_bytes_per_s(gpu_name):
-    """The reached host-to-GPU bandwidth (bytes/s) for a hardware.py GPU name, or None when its
-    host link is not known here."""
-    name = (gpu_name or "").lower()
-    for prefix, gbps in HOST_LINK_GBPS:
-        if name.startswith(prefix):
-            return gbps * 1e9 * HOST_LINK_EFFICIENCY
-    return None
+    """The reached host-to-GPU bandwidth (bytes/s) for a hardware.py GPU name: its table record's
+    host link line rate x KV_RELOAD_EFFICIENCY; None when the table lists no host link for it
+    (or the name is not in the table)."""
+    try:
+        rec = load_hardware().get_accelerator(gpu_name)
+    except (ImportError, KeyError):  # no table beside the script: only the default accelerator is known
+        rec = default_accelerator() if gpu_name == DEFAULT_ACCELERATOR else None
+    line = (rec or {}).get("host_link_bandwidth_bytes_per_s")
+    return line * KV_RELOAD_EFFICIENCY if line else None
 
 
 def load_vs_recompute(*, kv_bytes_per_token, host_bytes_per_s, prefill_s_per_token):
@@ -8301,7 +8335,7 @@ def add_mix_args(parser):
                         "prefixes the pool evicts move there and come back over the host link on a hit "
                         "instead of being computed again (default: none)")
     g.add_argument("--host-kv-bandwidth-gbps", type=finite_float, default=None,
-                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.8 of the GPU's host link: "
+                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.70 of the GPU's host link, LMCache's measured reload: "
                         "PCIe 4.0/5.0 x16, NVLink-C2C on Grace superchips)")
     g = parser.add_argument_group("speculative decoding and multi-token prediction")
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
@@ -8314,8 +8348,9 @@ def add_mix_args(parser):
                         "the config has MTP layers")
     g.add_argument("--acceptance-rate", default=None, metavar="A[,A2,...]",
                    help="chance each draft token is accepted given the ones before it were: one value for "
-                        "every position or one per position (default for mtp: 0.875, DeepSeek-V3's measured "
-                        "85-90%%; the other methods need it)")
+                        "every position or one per position (defaults: mtp 0.875, DeepSeek-V3's measured "
+                        "85-90%%; eagle 0.75, EAGLE-3's measured acceptance lengths for Llama-3.1-8B in vLLM; "
+                        "draft and ngram need it)")
     g.add_argument("--draft-model", default=None, metavar="CONFIG",
                    help="--speculative-method draft: the draft model's config.json (or folder)")
 
@@ -8347,8 +8382,9 @@ def validate_speculative(args, parser, spec):
         parser.error("--draft-model goes with --speculative-method draft, and draft needs it" if method == "draft"
                      else f"--draft-model is the draft of --speculative-method draft, not {method}")
     if args.acceptance_rate is None and method not in DEFAULT_ACCEPTANCE:
-        parser.error(f"--speculative-method {method} has no measured default acceptance rate here: give "
-                     "--acceptance-rate A (one value, or one per speculative token)")
+        parser.error(f"--speculative-method {method} has no measured default acceptance rate here (it depends "
+                     f"on the {'draft/target pair' if method == 'draft' else 'text repeating the prompt'}): "
+                     "give --acceptance-rate A (one value, or one per speculative token)")
     try:
         rates = acceptance_rates(args.acceptance_rate if args.acceptance_rate is not None
                                  else DEFAULT_ACCEPTANCE[method][0], k)

@@ -89,7 +89,8 @@ RECORD_KEYS = (
     "name", "full_name", "vendor", "aliases",
     "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
     "scale_up_link", "scale_up_topology", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
-    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "tdp_w",
+    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "host_link",
+    "host_link_bandwidth_bytes_per_s", "tdp_w",
     "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
     "achievable_source", "source", "notes",
 )
@@ -97,6 +98,21 @@ RECORD_KEYS = (
 TERA = 1e12
 GIGA = 1e9
 GIB = 2 ** 30
+
+# --- the host link: GPU <-> CPU memory, per GPU and direction ----------------------------------
+# PCIe x16 line data rate: GT/s x 16 lanes x 128/130 (the 128b/130b encoding of PCIe 3.0-5.0) / 8
+# bits (PCI-SIG, PCI Express Base Specification 3.0, 4.0, 5.0): 15.75, 31.5, 63.0 GB/s.
+PCIE3_X16_GB_S = 8 * 16 * 128 / 130 / 8
+PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
+PCIE5_X16_GB_S = 32 * 16 * 128 / 130 / 8
+# NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s in both directions, 450
+# each way (NVIDIA GH200 Grace Hopper Superchip and GB200 NVL72 pages)
+NVLINK_C2C_GB_S = 450.0
+# Share of the line rate a bulk pinned host<->device copy reaches: assumed (copy engines on PCIe
+# commonly reach 80-90% of it); ZeRO-Offload's weight and optimizer copies in training
+# (train/offload.py, train/deepspeed.py). The serving KV tier's paged reloads reach less: measured,
+# serve/offload.KV_RELOAD_EFFICIENCY.
+HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------
 MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
@@ -172,7 +188,7 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
          scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
          achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
-         pcie_peer_gb_per_s_unidir=None):
+         pcie_peer_gb_per_s_unidir=None, host_link=None, host_link_gb_per_s_unidir=None):
     """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
 
     Table rows are typed in the units the datasheets print so each figure can be checked against
@@ -207,6 +223,11 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
         # the slot's line rate per direction; None where there is a scale-up link or no P2P
         "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
                                             else pcie_peer_gb_per_s_unidir * GIGA),
+        # the GPU's link to host memory (PCIe x16 or NVLink-C2C), line rate per direction; None
+        # where not listed (TPU, Gaudi, Trainium hosts: not modelled)
+        "host_link": host_link,
+        "host_link_bandwidth_bytes_per_s": (None if host_link_gb_per_s_unidir is None
+                                            else host_link_gb_per_s_unidir * GIGA),
         "tdp_w": tdp_w,
         "achievable_matmul_flops_per_s": ach,
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
@@ -229,6 +250,7 @@ H100_SXM = accelerator_row(
     memory_gb=80, memory_tb_per_s=3.35, tflops=HOPPER_SXM_TFLOPS,
     scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
     domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
     source=NV_H100_SOURCE + " ; dense values: NVIDIA H100 Tensor Core GPU Architecture whitepaper",
     notes="Datasheet starred figures are sparse (BF16 1,979*, FP8 3,958*); dense halves. "
           "fp64 = tensor 67 (vector 34). NVLink 900 GB/s bidirectional. HGX H100: 8 GPUs, "
@@ -5443,11 +5465,10 @@ GRAD_PATH_2021 = {2: {"accumulate": 6, "sync_local": 12, "sync_torch": 8, "optim
 GRAD_PATH_2022 = {2: {"accumulate": 6, "sync_local": 4, "sync_torch": 8, "optimizer": 54},
                   4: {"accumulate": GRAD_ACCUM_BYTES, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
 
-# CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
-# host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
-# 64 GB/s on H100 hosts) and CPU-Adam updating 1e9 parameters per second per GPU's share of the
-# host cores. --search costs offload beside every layout (search_layouts).
-PCIE_BYTES_PER_S = {"a100": 0.8 * 32e9, "h100": 0.8 * 64e9, "default": 0.8 * 32e9}
+# CPU offload (ZeRO-Offload, Ren et al. 2021): the host link per GPU is hardware.py's
+# host_link_bandwidth_bytes_per_s at accelerator.HOST_LINK_EFFICIENCY (the line rate the serving KV
+# tier reads too); CPU-Adam updating 1e9 parameters per second per GPU's share of the host cores is an
+# assumption, not a measurement. --search costs offload beside every layout (search_layouts).
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 
 
@@ -8072,6 +8093,14 @@ def price_list(text):
 # Hardware, FLOPs, layouts
 # ------------------------------------------------------------------------------------------------
 
+def host_link_reached_bytes_per_s(rec):
+    """The host-to-GPU bandwidth ZeRO-Offload's copies reach per GPU: the record's host link line
+    rate (hardware.py; the field the serving KV tier reads too) x HOST_LINK_EFFICIENCY; a record
+    without one (TPU, Gaudi, Trainium, explicit figures) takes PCIe 4.0 x16."""
+    line = rec.get("host_link_bandwidth_bytes_per_s") or PCIE4_X16_GB_S * 1e9
+    return HOST_LINK_EFFICIENCY * line
+
+
 def _family(name):
     n = (name or "").lower()
     return "h100" if ("h100" in n or "h200" in n or "gh200" in n) else ("a100" if "a100" in n else "default")
@@ -8156,7 +8185,7 @@ def resolve_hardware(args, parser):
     hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
           "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
           "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
-          "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
+          "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": host_link_reached_bytes_per_s(base), "memory_bytes": mem,
           "gpus_per_node": int(gpn), "link_bytes_per_s": (intra, inter or intra / 8)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
@@ -8418,7 +8447,7 @@ def assumptions(hw, lay):
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
               f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
            *([f"{' and '.join(x for x, on in (('layer weights', lay.get('offload_params')), ('stored activations', lay.get('offload_activations'))) if on)} "
-              f"in host memory, copied over PCIe at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
+              f"in host memory, copied over the host link at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
               "(copy engines, no slowdown), two layers on the GPU; host memory not checked"]
              if lay.get("offload_params") or lay.get("offload_activations") else []),
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")

@@ -68,7 +68,8 @@ RECORD_KEYS = (
     "name", "full_name", "vendor", "aliases",
     "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
     "scale_up_link", "scale_up_topology", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
-    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "tdp_w",
+    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "host_link",
+    "host_link_bandwidth_bytes_per_s", "tdp_w",
     "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
     "achievable_source", "source", "notes",
 )
@@ -76,6 +77,21 @@ RECORD_KEYS = (
 TERA = 1e12
 GIGA = 1e9
 GIB = 2 ** 30
+
+# --- the host link: GPU <-> CPU memory, per GPU and direction ----------------------------------
+# PCIe x16 line data rate: GT/s x 16 lanes x 128/130 (the 128b/130b encoding of PCIe 3.0-5.0) / 8
+# bits (PCI-SIG, PCI Express Base Specification 3.0, 4.0, 5.0): 15.75, 31.5, 63.0 GB/s.
+PCIE3_X16_GB_S = 8 * 16 * 128 / 130 / 8
+PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
+PCIE5_X16_GB_S = 32 * 16 * 128 / 130 / 8
+# NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s in both directions, 450
+# each way (NVIDIA GH200 Grace Hopper Superchip and GB200 NVL72 pages)
+NVLINK_C2C_GB_S = 450.0
+# Share of the line rate a bulk pinned host<->device copy reaches: assumed (copy engines on PCIe
+# commonly reach 80-90% of it); ZeRO-Offload's weight and optimizer copies in training
+# (train/offload.py, train/deepspeed.py). The serving KV tier's paged reloads reach less: measured,
+# serve/offload.KV_RELOAD_EFFICIENCY.
+HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------
 MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
@@ -151,7 +167,7 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
          scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
          achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
-         pcie_peer_gb_per_s_unidir=None):
+         pcie_peer_gb_per_s_unidir=None, host_link=None, host_link_gb_per_s_unidir=None):
     """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
 
     Table rows are typed in the units the datasheets print so each figure can be checked against
@@ -186,6 +202,11 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
         # the slot's line rate per direction; None where there is a scale-up link or no P2P
         "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
                                             else pcie_peer_gb_per_s_unidir * GIGA),
+        # the GPU's link to host memory (PCIe x16 or NVLink-C2C), line rate per direction; None
+        # where not listed (TPU, Gaudi, Trainium hosts: not modelled)
+        "host_link": host_link,
+        "host_link_bandwidth_bytes_per_s": (None if host_link_gb_per_s_unidir is None
+                                            else host_link_gb_per_s_unidir * GIGA),
         "tdp_w": tdp_w,
         "achievable_matmul_flops_per_s": ach,
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
@@ -208,6 +229,7 @@ H100_SXM = accelerator_row(
     memory_gb=80, memory_tb_per_s=3.35, tflops=HOPPER_SXM_TFLOPS,
     scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
     domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
     source=NV_H100_SOURCE + " ; dense values: NVIDIA H100 Tensor Core GPU Architecture whitepaper",
     notes="Datasheet starred figures are sparse (BF16 1,979*, FP8 3,958*); dense halves. "
           "fp64 = tensor 67 (vector 34). NVLink 900 GB/s bidirectional. HGX H100: 8 GPUs, "
@@ -581,10 +603,10 @@ _GOOGLE = "https://cloud.google.com/tpu/docs/"
 _SCALING_BOOK = "Austin et al., How to Scale Your Model, 'How to think about TPUs' https://jax-ml.github.io/scaling-book/tpus/"
 _NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/"
 
-# PCIe 4.0 x16, one direction: 16 GT/s x 16 lanes x 128/130 (encoding) / 8 bits = 31.5 GB/s
-# (PCI-SIG, PCI Express Base Specification 4.0). The data-center cards below list "PCIe Gen4 x16"
-# on their datasheets and support peer-to-peer over it; GeForce drivers leave P2P off.
-_PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
+# PCIe 4.0 x16, one direction: 31.5 GB/s (accelerator.py derives it). The data-center cards below
+# list "PCIe Gen4 x16" on their datasheets and support peer-to-peer over it; GeForce drivers leave
+# P2P off.
+_PCIE4_X16_GB_S = PCIE4_X16_GB_S
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -1007,6 +1029,35 @@ _ROWS = [
                "Tbps per 16 chips = 200 Gb/s per chip."),
 ]
 
+# Each GPU's link to host memory, one field for every use (training's ZeRO-Offload copies, the
+# serving KV tier): (link, line rate per direction in GB/s) by row. Datasheets: V100 "PCIe Gen3";
+# A100 SXM/PCIe "PCIe Gen4: 64 GB/s" (both directions), A10, A10G, L4, L40S "PCIe Gen4 x16"; H100
+# SXM/PCIe/NVL, H800, H20, H200 "PCIe Gen5: 128 GB/s" (both directions); HGX B200 and B300 boards
+# put each GPU on PCIe Gen5 x16 to the host (B300's own Gen6 port meets Gen5 hosts: 5.0 taken);
+# GeForce RTX 3090/4090 PCIe 4.0 x16, RTX 5090 PCIe 5.0 x16; AMD MI250X "PCIe Gen4", MI300X,
+# MI325X, MI355X "PCIe Gen5 x16"; GH200 and GB200 reach their Grace CPU's LPDDR5X over NVLink-C2C
+# (900 GB/s bidirectional). TPU, Gaudi and Trainium hosts: not listed (None).
+_HOST_LINKS = {
+    **{n: ("PCIe 3.0 x16", PCIE3_X16_GB_S) for n in ("v100-16gb", "v100-32gb")},
+    **{n: ("PCIe 4.0 x16", PCIE4_X16_GB_S) for n in ("a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie",
+                                                    "a10", "a10g", "l4", "l40s", "rtx-3090", "rtx-4090",
+                                                    "mi250x")},
+    **{n: ("PCIe 5.0 x16", PCIE5_X16_GB_S) for n in ("h100-sxm", "h100-pcie", "h100-nvl", "h800", "h20", "h200",
+                                                    "b200", "b300", "rtx-5090", "mi300x", "mi325x", "mi355x")},
+    **{n: ("NVLink-C2C", NVLINK_C2C_GB_S) for n in ("gh200", "gh200-96gb", "gb200")},
+}
+
+
+def _add_host_links(rows):
+    """Fill each row's host_link fields from _HOST_LINKS (GB/s in, bytes/s out, as accelerator_row)."""
+    for rec in rows:
+        if rec["name"] in _HOST_LINKS:
+            link, gbps = _HOST_LINKS[rec["name"]]
+            rec["host_link"], rec["host_link_bandwidth_bytes_per_s"] = link, gbps * GIGA
+
+
+_add_host_links(_ROWS)
+
 _BY_NAME = {rec["name"]: rec for rec in _ROWS}
 
 
@@ -1156,6 +1207,8 @@ def _record_lines(rec):
                                                  f"({so * 8 / GIGA:,.0f} Gb/s)"),
         ("PCIe peer bw", "-" if not rec.get("pcie_peer_bandwidth_bytes_per_s")
          else f"{rec['pcie_peer_bandwidth_bytes_per_s'] / GIGA:,.1f} GB/s per direction (PCIe 4.0 x16, P2P)"),
+        ("host link", "-" if not rec.get("host_link_bandwidth_bytes_per_s")
+         else f"{rec['host_link']}, {rec['host_link_bandwidth_bytes_per_s'] / GIGA:,.2f} GB/s per direction"),
         ("TDP", "-" if rec["tdp_w"] is None else f"{rec['tdp_w']} W"),
         ("achievable mem bw", "-" if rec["achievable_memory_bandwidth_bytes_per_s"] is None
          else f"{rec['achievable_memory_bandwidth_bytes_per_s'] / TERA:,.2f} TB/s"),

@@ -13,7 +13,8 @@ RECORD_KEYS = (
     "name", "full_name", "vendor", "aliases",
     "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
     "scale_up_link", "scale_up_topology", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
-    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "tdp_w",
+    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "host_link",
+    "host_link_bandwidth_bytes_per_s", "tdp_w",
     "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
     "achievable_source", "source", "notes",
 )
@@ -21,6 +22,21 @@ RECORD_KEYS = (
 TERA = 1e12
 GIGA = 1e9
 GIB = 2 ** 30
+
+# --- the host link: GPU <-> CPU memory, per GPU and direction ----------------------------------
+# PCIe x16 line data rate: GT/s x 16 lanes x 128/130 (the 128b/130b encoding of PCIe 3.0-5.0) / 8
+# bits (PCI-SIG, PCI Express Base Specification 3.0, 4.0, 5.0): 15.75, 31.5, 63.0 GB/s.
+PCIE3_X16_GB_S = 8 * 16 * 128 / 130 / 8
+PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
+PCIE5_X16_GB_S = 32 * 16 * 128 / 130 / 8
+# NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s in both directions, 450
+# each way (NVIDIA GH200 Grace Hopper Superchip and GB200 NVL72 pages)
+NVLINK_C2C_GB_S = 450.0
+# Share of the line rate a bulk pinned host<->device copy reaches: assumed (copy engines on PCIe
+# commonly reach 80-90% of it); ZeRO-Offload's weight and optimizer copies in training
+# (train/offload.py, train/deepspeed.py). The serving KV tier's paged reloads reach less: measured,
+# serve/offload.KV_RELOAD_EFFICIENCY.
+HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------
 MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
@@ -96,7 +112,7 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
          scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
          achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
-         pcie_peer_gb_per_s_unidir=None):
+         pcie_peer_gb_per_s_unidir=None, host_link=None, host_link_gb_per_s_unidir=None):
     """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
 
     Table rows are typed in the units the datasheets print so each figure can be checked against
@@ -131,6 +147,11 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
         # the slot's line rate per direction; None where there is a scale-up link or no P2P
         "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
                                             else pcie_peer_gb_per_s_unidir * GIGA),
+        # the GPU's link to host memory (PCIe x16 or NVLink-C2C), line rate per direction; None
+        # where not listed (TPU, Gaudi, Trainium hosts: not modelled)
+        "host_link": host_link,
+        "host_link_bandwidth_bytes_per_s": (None if host_link_gb_per_s_unidir is None
+                                            else host_link_gb_per_s_unidir * GIGA),
         "tdp_w": tdp_w,
         "achievable_matmul_flops_per_s": ach,
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
@@ -153,6 +174,7 @@ H100_SXM = accelerator_row(
     memory_gb=80, memory_tb_per_s=3.35, tflops=HOPPER_SXM_TFLOPS,
     scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
     domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
     source=NV_H100_SOURCE + " ; dense values: NVIDIA H100 Tensor Core GPU Architecture whitepaper",
     notes="Datasheet starred figures are sparse (BF16 1,979*, FP8 3,958*); dense halves. "
           "fp64 = tensor 67 (vector 34). NVLink 900 GB/s bidirectional. HGX H100: 8 GPUs, "

@@ -47,7 +47,7 @@ TPU link figures cross-checked against Austin et al., "How to Scale Your Model" 
 import json
 
 from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, HOPPER_SXM_TFLOPS, MAMF_SOURCE,
-    NV_H100_SOURCE, TERA, accelerator_row)
+    NV_H100_SOURCE, NVLINK_C2C_GB_S, PCIE3_X16_GB_S, PCIE4_X16_GB_S, PCIE5_X16_GB_S, TERA, accelerator_row)
 from .cli import OneLineErrorParser, run_tool
 
 # --- shared source strings -------------------------------------------------------------------
@@ -68,10 +68,10 @@ _GOOGLE = "https://cloud.google.com/tpu/docs/"
 _SCALING_BOOK = "Austin et al., How to Scale Your Model, 'How to think about TPUs' https://jax-ml.github.io/scaling-book/tpus/"
 _NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/"
 
-# PCIe 4.0 x16, one direction: 16 GT/s x 16 lanes x 128/130 (encoding) / 8 bits = 31.5 GB/s
-# (PCI-SIG, PCI Express Base Specification 4.0). The data-center cards below list "PCIe Gen4 x16"
-# on their datasheets and support peer-to-peer over it; GeForce drivers leave P2P off.
-_PCIE4_X16_GB_S = 16 * 16 * 128 / 130 / 8
+# PCIe 4.0 x16, one direction: 31.5 GB/s (accelerator.py derives it). The data-center cards below
+# list "PCIe Gen4 x16" on their datasheets and support peer-to-peer over it; GeForce drivers leave
+# P2P off.
+_PCIE4_X16_GB_S = PCIE4_X16_GB_S
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -494,6 +494,35 @@ _ROWS = [
                "Tbps per 16 chips = 200 Gb/s per chip."),
 ]
 
+# Each GPU's link to host memory, one field for every use (training's ZeRO-Offload copies, the
+# serving KV tier): (link, line rate per direction in GB/s) by row. Datasheets: V100 "PCIe Gen3";
+# A100 SXM/PCIe "PCIe Gen4: 64 GB/s" (both directions), A10, A10G, L4, L40S "PCIe Gen4 x16"; H100
+# SXM/PCIe/NVL, H800, H20, H200 "PCIe Gen5: 128 GB/s" (both directions); HGX B200 and B300 boards
+# put each GPU on PCIe Gen5 x16 to the host (B300's own Gen6 port meets Gen5 hosts: 5.0 taken);
+# GeForce RTX 3090/4090 PCIe 4.0 x16, RTX 5090 PCIe 5.0 x16; AMD MI250X "PCIe Gen4", MI300X,
+# MI325X, MI355X "PCIe Gen5 x16"; GH200 and GB200 reach their Grace CPU's LPDDR5X over NVLink-C2C
+# (900 GB/s bidirectional). TPU, Gaudi and Trainium hosts: not listed (None).
+_HOST_LINKS = {
+    **{n: ("PCIe 3.0 x16", PCIE3_X16_GB_S) for n in ("v100-16gb", "v100-32gb")},
+    **{n: ("PCIe 4.0 x16", PCIE4_X16_GB_S) for n in ("a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie",
+                                                    "a10", "a10g", "l4", "l40s", "rtx-3090", "rtx-4090",
+                                                    "mi250x")},
+    **{n: ("PCIe 5.0 x16", PCIE5_X16_GB_S) for n in ("h100-sxm", "h100-pcie", "h100-nvl", "h800", "h20", "h200",
+                                                    "b200", "b300", "rtx-5090", "mi300x", "mi325x", "mi355x")},
+    **{n: ("NVLink-C2C", NVLINK_C2C_GB_S) for n in ("gh200", "gh200-96gb", "gb200")},
+}
+
+
+def _add_host_links(rows):
+    """Fill each row's host_link fields from _HOST_LINKS (GB/s in, bytes/s out, as accelerator_row)."""
+    for rec in rows:
+        if rec["name"] in _HOST_LINKS:
+            link, gbps = _HOST_LINKS[rec["name"]]
+            rec["host_link"], rec["host_link_bandwidth_bytes_per_s"] = link, gbps * GIGA
+
+
+_add_host_links(_ROWS)
+
 _BY_NAME = {rec["name"]: rec for rec in _ROWS}
 
 
@@ -643,6 +672,8 @@ def _record_lines(rec):
                                                  f"({so * 8 / GIGA:,.0f} Gb/s)"),
         ("PCIe peer bw", "-" if not rec.get("pcie_peer_bandwidth_bytes_per_s")
          else f"{rec['pcie_peer_bandwidth_bytes_per_s'] / GIGA:,.1f} GB/s per direction (PCIe 4.0 x16, P2P)"),
+        ("host link", "-" if not rec.get("host_link_bandwidth_bytes_per_s")
+         else f"{rec['host_link']}, {rec['host_link_bandwidth_bytes_per_s'] / GIGA:,.2f} GB/s per direction"),
         ("TDP", "-" if rec["tdp_w"] is None else f"{rec['tdp_w']} W"),
         ("achievable mem bw", "-" if rec["achievable_memory_bandwidth_bytes_per_s"] is None
          else f"{rec['achievable_memory_bandwidth_bytes_per_s'] / TERA:,.2f} TB/s"),

@@ -342,3 +342,30 @@ def test_usable_memory_in_cli_and_json(capsys):
     assert "usable memory      79.65 GiB" in capsys.readouterr().out
     main([])
     assert "[GiB]" in capsys.readouterr().out
+
+
+# The host link (GPU <-> host memory), one field read by training's ZeRO-Offload copies and the
+# serving KV tier. Vendor figures are both directions together: A100 datasheet "PCIe Gen4: 64 GB/s",
+# H100/H200 datasheets "PCIe Gen5: 128 GB/s", GH200 page "NVLink-C2C 900 GB/s"; stored per direction
+# at the PCIe line data rate (128b/130b encoding: 31.5 / 63.0 GB/s), so within 2% of half the
+# vendor's raw figure for PCIe, exact for NVLink-C2C.
+@pytest.mark.parametrize("name,link,bidir_gb_s,tol", [
+    ("a100-80gb", "PCIe 4.0 x16", 64, 0.02), ("h100-sxm", "PCIe 5.0 x16", 128, 0.02),
+    ("h200", "PCIe 5.0 x16", 128, 0.02), ("gh200", "NVLink-C2C", 900, 0.0), ("gb200", "NVLink-C2C", 900, 0.0)])
+def test_host_link_matches_vendor_figure(name, link, bidir_gb_s, tol):
+    rec = get_accelerator(name)
+    assert rec["host_link"] == link
+    assert rel_close(rec["host_link_bandwidth_bytes_per_s"], bidir_gb_s / 2 * 1e9, tol + 1e-12)
+
+
+def test_training_and_serving_read_the_same_host_link():
+    # one line rate, each use at its own reached share: bulk ZeRO-Offload copies (assumed) and paged
+    # KV reloads (LMCache's measured 0.70)
+    from llmcalc.accelerator import HOST_LINK_EFFICIENCY
+    from llmcalc.serve.offload import KV_RELOAD_EFFICIENCY, host_link_bytes_per_s
+    from llmcalc.tools.training_time import host_link_reached_bytes_per_s
+    for name in ("a100-80gb", "h100-sxm", "gh200", "b200", "mi300x"):
+        line = get_accelerator(name)["host_link_bandwidth_bytes_per_s"]
+        assert host_link_bytes_per_s(name) == pytest.approx(KV_RELOAD_EFFICIENCY * line)
+        assert host_link_reached_bytes_per_s(get_accelerator(name)) == pytest.approx(HOST_LINK_EFFICIENCY * line)
+    assert host_link_bytes_per_s("tpu-v5p") is None  # not listed: the KV tier needs --host-kv-bandwidth-gbps

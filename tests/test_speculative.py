@@ -53,6 +53,59 @@ def test_mtp_default_acceptance_is_deepseeks_and_named():
     assert "DeepSeek-V3" in res["speculative"]["acceptance_source"]
 
 
+def test_eagle_default_acceptance_is_vllms_eagle3_measurement_and_named():
+    res = run(L8 + ["--gpu", "h100", "-b", "1", "-s", "128", "-o", "64", "--speculative-tokens", "4",
+                    "--speculative-method", "eagle"])
+    assert res["speculative"]["acceptance_rates"] == [0.75] * 4
+    assert "#20780" in res["speculative"]["acceptance_source"]
+    # the default reproduces the measured acceptance length at K = 4 (3.08) within 2%
+    assert res["speculative"]["tokens_per_step"] == pytest.approx(3.08, rel=0.02)
+
+
+def _iid_rate(acceptance_length, k):
+    """The i.i.d. acceptance rate a with 1 + a + ... + a^k = the measured mean acceptance length
+    (Leviathan et al. eq. 1): how a published acceptance length becomes our --acceptance-rate."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if sum(mid ** i for i in range(k + 1)) < acceptance_length else (lo, mid)
+    return lo
+
+
+# vLLM issue #20780 (ekagra-ranjan, 2025-07-10): Llama-3.1-8B-Instruct on MT-bench, batch 1, vLLM V1
+# chain drafts of K tokens (num_speculative_tokens), EAGLE-1 (yuhuili/EAGLE-LLaMA3.1-Instruct-8B)
+# and EAGLE-3 (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B) heads: mean acceptance length (AL) and TPOT per K,
+# vanilla TPOT 7.07 ms. The GPU is the H100 of the same author's EAGLE-3 runs (vLLM PR #16937,
+# "Output tokens/s on H100 BS1"); the issue does not restate it. MT-bench prompts and outputs taken
+# as 128 and 256 tokens (not stated; at batch 1 an 8B's step barely moves with them). Each AL
+# becomes the i.i.d. rate that gives it at that K. Judged: the TPOT speedup over vanilla, within
+# 20% (the serving table's bar). Measured step time, TPOT x AL, grows ~1.0 ms per draft token for
+# EAGLE-3 and ~0.73 for EAGLE-1 plus ~1.3 / ~0.7 ms per verification step over vanilla; ours
+# costs a draft pass 0.69 ms (one target layer and the full head) and verification ~nothing at
+# batch 1, and our vanilla step is 8.42 ms against 7.07: so our speedups run high.
+VLLM_20780_VANILLA_TPOT_MS = 7.07
+VLLM_20780 = [  # (head, K, AL, TPOT ms, ours: speedup error)
+    ("eagle1", 2, 2.10, 4.37, "+11.4%"), ("eagle1", 3, 2.29, 4.29, "+11.4%"), ("eagle1", 4, 2.39, 4.48, "+13.9%"),
+    ("eagle1", 5, 2.43, 4.71, "+14.6%"), ("eagle1", 6, 2.45, 4.94, "+14.6%"), ("eagle1", 7, 2.47, 5.20, "+15.2%"),
+    ("eagle3", 2, 2.36, 4.32, "+23.8%"), ("eagle3", 3, 2.79, 4.09, "+29.4%"), ("eagle3", 4, 3.08, 4.05, "+32.7%"),
+    ("eagle3", 5, 3.32, 4.13, "+37.4%"), ("eagle3", 6, 3.46, 4.20, "+37.5%"), ("eagle3", 7, 3.54, 4.29, "+36.2%"),
+]
+
+
+@pytest.mark.parametrize("head,k,al,tpot_ms", [
+    pytest.param(h, k, al, t, id=f"{h}-K{k}", marks=[] if h == "eagle1" else pytest.mark.xfail(
+        strict=True, reason=f"miss, ours {err}: EAGLE-3's measured draft pass (~1.0 ms) and verification "
+                            "overhead (~1.3 ms) exceed ours (0.69 ms, ~0)"))
+    for h, k, al, t, err in VLLM_20780])
+def test_eagle_speedup_against_vllm_issue_20780(head, k, al, tpot_ms):
+    base = L8 + ["--gpu", "h100", "-b", "1", "-s", "128", "-o", "256"]
+    plain = run(base)["decode_per_token_s"]
+    spec = run(base + ["--speculative-tokens", str(k), "--speculative-method", "eagle",
+                       "--acceptance-rate", f"{_iid_rate(al, k):.6f}"])
+    assert spec["speculative"]["tokens_per_step"] == pytest.approx(al, rel=1e-4)
+    assert plain / spec["decode_per_token_s"] == pytest.approx(VLLM_20780_VANILLA_TPOT_MS / tpot_ms, rel=0.20)
+
+
 def test_draft_cost_by_method():
     # ngram drafts on the host: the step is the verification alone; an EAGLE head costs a layer per
     # draft token; a draft model (Qwen3-0.6B's shape) its whole forward pass per draft token
@@ -86,7 +139,7 @@ def test_speculative_decoding_under_load_keeps_the_output_and_cuts_tpot():
     (["--acceptance-rate", "0.8", "-b", "1"], "add --speculative-tokens"),
     (["--speculative-tokens", "2"], "no MTP layers"),
     (["--speculative-tokens", "2", "--speculative-method", "mtp"], "no MTP layers"),
-    (["--speculative-tokens", "2", "--speculative-method", "eagle"], "no measured default"),
+    (["--speculative-tokens", "2", "--speculative-method", "ngram"], "no measured default"),
     (["--speculative-tokens", "2", "--speculative-method", "draft", "--acceptance-rate", "0.7"], "needs it"),
     (["--speculative-tokens", "2", "--speculative-method", "eagle", "--acceptance-rate", "0.7,0.6,0.5"],
      "give one or 2"),

@@ -89,13 +89,15 @@ Conventions and assumptions:
     hold pool tokens until evicted, least recently used first; --prefix-hit-rate the share that
     finds them. With -b the prefix's cache is taken as there (prefill of s - N tokens).
     --host-kv-cache-gib G (offload.py): evicted prefixes move to a host tier and come back over the
-    host link (PCIe 4.0/5.0 x16 or NVLink-C2C at 0.8 of line rate) on a hit.
+    host link (hardware.py's PCIe x16 or NVLink-C2C, at 0.70 of line rate: LMCache's measured
+    reload) on a hit.
   * --speculative-tokens K (speculative.py): each decoding sequence verifies K draft tokens in one
     pass of K + 1 and keeps 1 + a_1 + a_1 a_2 + ... of them (Leviathan et al. 2023); the draft
     costs K passes of the model's MTP layer (mtp, read from num_nextn_predict_layers), of an
     EAGLE head (one layer of the target's shape), of a --draft-model, or nothing (ngram); TPOT =
-    (verification + draft) / tokens per step. --acceptance-rate defaults only for mtp (0.875,
-    DeepSeek-V3's 85-90%). A decode's context grows one token per step (not K): stated.
+    (verification + draft) / tokens per step. --acceptance-rate defaults for mtp (0.875,
+    DeepSeek-V3's 85-90%) and eagle (0.75, EAGLE-3's acceptance lengths in vLLM issue #20780).
+    A decode's context grows one token per step (not K): stated.
   * --search: every layout of --num-gpus GPUs (tp, pp, dp attention, ep, replicas) and
     concurrency at the fewest bits the GPU runs (or the --precision given), (1, 2, 4, ... up to the KV pool) under --max-ttft-ms / --max-tpot-ms, the Pareto
     front of tokens/s per GPU against tokens/s per user; --disaggregated adds prefill and decode

@@ -43,7 +43,7 @@ def add_mix_args(parser):
                         "prefixes the pool evicts move there and come back over the host link on a hit "
                         "instead of being computed again (default: none)")
     g.add_argument("--host-kv-bandwidth-gbps", type=finite_float, default=None,
-                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.8 of the GPU's host link: "
+                   help="host-to-GPU bandwidth reached, GB/s per GPU (default: 0.70 of the GPU's host link, LMCache's measured reload: "
                         "PCIe 4.0/5.0 x16, NVLink-C2C on Grace superchips)")
     g = parser.add_argument_group("speculative decoding and multi-token prediction")
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
@@ -56,8 +56,9 @@ def add_mix_args(parser):
                         "the config has MTP layers")
     g.add_argument("--acceptance-rate", default=None, metavar="A[,A2,...]",
                    help="chance each draft token is accepted given the ones before it were: one value for "
-                        "every position or one per position (default for mtp: 0.875, DeepSeek-V3's measured "
-                        "85-90%%; the other methods need it)")
+                        "every position or one per position (defaults: mtp 0.875, DeepSeek-V3's measured "
+                        "85-90%%; eagle 0.75, EAGLE-3's measured acceptance lengths for Llama-3.1-8B in vLLM; "
+                        "draft and ngram need it)")
     g.add_argument("--draft-model", default=None, metavar="CONFIG",
                    help="--speculative-method draft: the draft model's config.json (or folder)")
 
@@ -90,8 +91,9 @@ def validate_speculative(args, parser, spec):
         parser.error("--draft-model goes with --speculative-method draft, and draft needs it" if method == "draft"
                      else f"--draft-model is the draft of --speculative-method draft, not {method}")
     if args.acceptance_rate is None and method not in DEFAULT_ACCEPTANCE:
-        parser.error(f"--speculative-method {method} has no measured default acceptance rate here: give "
-                     "--acceptance-rate A (one value, or one per speculative token)")
+        parser.error(f"--speculative-method {method} has no measured default acceptance rate here (it depends "
+                     f"on the {'draft/target pair' if method == 'draft' else 'text repeating the prompt'}): "
+                     "give --acceptance-rate A (one value, or one per speculative token)")
     try:
         rates = acceptance_rates(args.acceptance_rate if args.acceptance_rate is not None
                                  else DEFAULT_ACCEPTANCE[method][0], k)

@@ -59,7 +59,7 @@ import math
 import sys
 import time
 
-from ..accelerator import default_accelerator
+from ..accelerator import HOST_LINK_EFFICIENCY, PCIE4_X16_GB_S, default_accelerator
 from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
     bounded_int, check_ranges, count_float, finite_float, parse_tool_args, print_warnings,
     ranges_epilog, run_tool, script_command)
@@ -70,7 +70,7 @@ from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, d
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
-    PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
+    SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
@@ -126,6 +126,14 @@ def price_list(text):
 # ------------------------------------------------------------------------------------------------
 # Hardware, FLOPs, layouts
 # ------------------------------------------------------------------------------------------------
+
+def host_link_reached_bytes_per_s(rec):
+    """The host-to-GPU bandwidth ZeRO-Offload's copies reach per GPU: the record's host link line
+    rate (hardware.py; the field the serving KV tier reads too) x HOST_LINK_EFFICIENCY; a record
+    without one (TPU, Gaudi, Trainium, explicit figures) takes PCIe 4.0 x16."""
+    line = rec.get("host_link_bandwidth_bytes_per_s") or PCIE4_X16_GB_S * 1e9
+    return HOST_LINK_EFFICIENCY * line
+
 
 def _family(name):
     n = (name or "").lower()
@@ -211,7 +219,7 @@ def resolve_hardware(args, parser):
     hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
           "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
           "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
-          "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": PCIE_BYTES_PER_S[fam], "memory_bytes": mem,
+          "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": host_link_reached_bytes_per_s(base), "memory_bytes": mem,
           "gpus_per_node": int(gpn), "link_bytes_per_s": (intra, inter or intra / 8)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
@@ -473,7 +481,7 @@ def assumptions(hw, lay):
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
               f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
            *([f"{' and '.join(x for x, on in (('layer weights', lay.get('offload_params')), ('stored activations', lay.get('offload_activations'))) if on)} "
-              f"in host memory, copied over PCIe at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
+              f"in host memory, copied over the host link at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
               "(copy engines, no slowdown), two layers on the GPU; host memory not checked"]
              if lay.get("offload_params") or lay.get("offload_activations") else []),
            "pipeline: 1F1B" + (f" interleaved x{lay['vp']}" if lay["vp"] > 1 else "")

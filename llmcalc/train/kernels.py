@@ -111,11 +111,10 @@ GRAD_PATH_2021 = {2: {"accumulate": 6, "sync_local": 12, "sync_torch": 8, "optim
 GRAD_PATH_2022 = {2: {"accumulate": 6, "sync_local": 4, "sync_torch": 8, "optimizer": 54},
                   4: {"accumulate": GRAD_ACCUM_BYTES, "sync_local": 8, "sync_torch": 8, "optimizer": None}}
 
-# CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
-# host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
-# 64 GB/s on H100 hosts) and CPU-Adam updating 1e9 parameters per second per GPU's share of the
-# host cores. --search costs offload beside every layout (search_layouts).
-PCIE_BYTES_PER_S = {"a100": 0.8 * 32e9, "h100": 0.8 * 64e9, "default": 0.8 * 32e9}
+# CPU offload (ZeRO-Offload, Ren et al. 2021): the host link per GPU is hardware.py's
+# host_link_bandwidth_bytes_per_s at accelerator.HOST_LINK_EFFICIENCY (the line rate the serving KV
+# tier reads too); CPU-Adam updating 1e9 parameters per second per GPU's share of the host cores is an
+# assumption, not a measurement. --search costs offload beside every layout (search_layouts).
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 
 
