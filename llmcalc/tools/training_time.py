@@ -66,7 +66,7 @@ from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_o
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
-from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel
+from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel, has_attention_rates
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
@@ -129,7 +129,11 @@ def price_list(text):
 
 def _family(name):
     n = (name or "").lower()
-    return "h100" if ("h100" in n or "h200" in n or "gh200" in n) else ("a100" if "a100" in n else "default")
+    if "h100" in n or "h200" in n or "gh200" in n:
+        return "h100"
+    if "b200" in n or "b300" in n or "gb300" in n:
+        return "blackwell"
+    return "a100" if "a100" in n else "default"
 
 
 def resolve_hardware(args, parser):
@@ -178,7 +182,7 @@ def resolve_hardware(args, parser):
         sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
         if sustained:
             ceiling *= sustained
-            src += f" x {sustained:.3f} sustained (H100 grid)"
+            src += f" x {sustained:.3f} sustained ({SUSTAINED_OVER_MAMF[gpu_key]['source']})"
         return ceiling, src
     ceiling, ceiling_src = ceiling_for(dt)
     ceiling16 = ceiling_for("bf16")[0] if dt == "fp8" else ceiling
@@ -313,9 +317,10 @@ def build_parser():
                    help="fused attention kernel (default on, off under megatron-2021/2022); off: eager matmuls + "
                         "softmax over s x s")
     k.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default=None,
-                   help="fused attention kernel: fa2 (FlashAttention-2) or cudnn (cuDNN's, SDPA's default and "
-                        "Transformer Engine's on Hopper); rates by head dim and sequence measured on an H200 "
-                        "(default: cudnn on Hopper under megatron and pytorch, else fa2)")
+                   help="fused attention kernel: fa2 (FlashAttention-2), cudnn (cuDNN's, SDPA's default and "
+                        "Transformer Engine's on Hopper and Blackwell) or cudnn-9.1 (cuDNN of early-2024 "
+                        "containers, Hopper); rates by head dim and sequence measured on an H200 and published "
+                        "for a B200 (default: cudnn on Hopper and Blackwell under megatron and pytorch, else fa2)")
     k.add_argument("--compile", action=bo, default=False,
                    help="torch.compile of each block (--framework pytorch): the non-matmul kernels at the "
                         "share of their eager time measured on an H200 (0.46 per layer, 0.26 for the loss)")
@@ -458,7 +463,12 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "h100" else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
+               if hw["family"] == "h100" and lay["attention_kernel"] != "cudnn-9.1" else
+               "cuDNN 9.1's rate by sequence (NVIDIA's 2024 H200 run, head dim 128; other head dims by today's cuDNN trend)"
+               if hw["family"] == "h100" else
+               f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by sequence (published B200 run, head dim 128; "
+               "other head dims by the H200 trend)" if has_attention_rates(lay["attention_kernel"], family=hw["family"])
+               else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
                + ("" if lay["attention_kernel"] == "fa2" else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
             + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
@@ -705,7 +715,7 @@ def main(argv=None):
             "offload_activations": args.offload_activations,
             "flash_attention": args.flash_attention, "dropout": args.dropout,
             "attention_kernel": args.attention_kernel or default_attention_kernel(
-                args.framework, hopper=hw["family"] == "h100"),
+                args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")),
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
@@ -741,7 +751,7 @@ def main(argv=None):
                 c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
                 b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"],  # each GPU its default kernel
                          attention_kernel=args.attention_kernel or default_attention_kernel(
-                             args.framework, hopper=hw["family"] == "h100"))
+                             args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")))
                 wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
                 rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops, progress=show,
                                               pinned=pinned, keep=args.top, memo=memo, wanted=wanted)

@@ -45,8 +45,12 @@ MEM_BW_FRACTION = 0.85
 # 128, 8k tokens (Dao 2023, arXiv 2307.08691, Fig. 4 and the H100 figure of the flash-attention
 # repo): A100-80GB 182 TFLOP/s (0.583 of 312), H100 SXM 308 (0.311 of 989), used for both
 # passes. FlashAttention-3's H100 forward (602, 0.61) has no published backward beside it, so
-# H100 keeps the measured FA2 pair. Other GPUs take the A100 fraction (an assumption).
-FLASH_EFFICIENCY = {"a100": (0.583, 0.583), "h100": (0.311, 0.311), "default": (0.583, 0.583)}
+# H100 keeps the measured FA2 pair. Blackwell: the flash-attn 2.7.4 package on a B200, causal,
+# head dim 128, 8k tokens, forward 399.9 and backward 318.0 TFLOP/s of 2,250 (NVIDIA/cudnn-frontend
+# @bb37575d, sdpa_bf16_benchmark_results_NVIDIA_B200.csv; train/attention_rates.py). Other GPUs
+# take the A100 fraction (an assumption).
+FLASH_EFFICIENCY = {"a100": (0.583, 0.583), "h100": (0.311, 0.311), "blackwell": (399.9 / 2250, 318.0 / 2250),
+                    "default": (0.583, 0.583)}
 
 # Compute slows while a collective runs beside it (NCCL kernels take SMs and memory bandwidth):
 # Lee et al. 2025 measured about 19% on average. Applied to the overlapped time.
@@ -113,9 +117,9 @@ GRAD_PATH_2022 = {2: {"accumulate": 6, "sync_local": 4, "sync_torch": 8, "optimi
 
 # CPU offload (ZeRO-Offload, Ren et al. 2021), both figures assumptions, not measurements: the
 # host link per GPU at ~80% of its PCIe line rate (Gen4 x16 32 GB/s on A100 hosts, Gen5 x16
-# 64 GB/s on H100 hosts) and CPU-Adam updating 1e9 parameters per second per GPU's share of the
+# 64 GB/s on H100 and Blackwell HGX hosts) and CPU-Adam updating 1e9 parameters per second per GPU's share of the
 # host cores. --search costs offload beside every layout (search_layouts).
-PCIE_BYTES_PER_S = {"a100": 0.8 * 32e9, "h100": 0.8 * 64e9, "default": 0.8 * 32e9}
+PCIE_BYTES_PER_S = {"a100": 0.8 * 32e9, "h100": 0.8 * 64e9, "blackwell": 0.8 * 64e9, "default": 0.8 * 32e9}
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 
 
@@ -427,10 +431,21 @@ def eager_loss_kernels(*, style, vocab):
 # steps measured beside it (VALIDATION.md). The 700 W SXM Hopper parts take it (H100 SXM; H200
 # SXM, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards (other
 # power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
-_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209}
+_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
+
+# Blackwell: Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide,
+# Azure_Results/ND_GB200_v6_results.md @2a370be6: random inputs, 10,000 warm-up iterations, CUDA
+# 12.8) reaches 2,834.6 / 2,876.6 / 2,906.9 / 2,825.6 TFLOP/s on the squares 4096^3 to 32768^3,
+# mean 2,860.9, where MAMF gives the GB200 3,615.6: 0.791. The same method on an H200 (the
+# file ND_H200_v5_results.md @7f20e5fa: 1,249.1 / 1,300.6 / 1,366.3 / 1,349.5, mean 1,316.4 over
+# the Hopper fp8 MAMF 1,453.4) gives 0.906, within 2% of our own Hopper grid's 0.921, so the two
+# methods agree where both exist. Taken for bf16 too (no bf16 row in the file) and for the B200
+# and B300 (the same Blackwell compute at 1,000 / 1,100 W: assumptions, not measured).
+_SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6, "source": "Azure GB200 cuBLASLt run"}
 
 
-SUSTAINED_OVER_MAMF = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100}
+SUSTAINED_OVER_MAMF = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100,
+                       "b200": _SUSTAINED_BLACKWELL, "gb200": _SUSTAINED_BLACKWELL, "b300": _SUSTAINED_BLACKWELL}
 
 
 # fp8 / bf16 ratio of measured best matmul fractions on the same H100 (mamf-finder: 0.709 / 0.803),

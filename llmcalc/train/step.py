@@ -6,7 +6,8 @@ from ..comm.collectives import collective_time_s, group_placement
 from ..model.formulas import (attention_core_flops, attention_head_dims, expected_real_experts,
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .attention_rates import hopper_attention_fractions
+from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
+from .context_parallel import CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, ring_attention_extra_bytes
 from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
@@ -50,12 +51,14 @@ def kernel_attention_fractions(attn, *, lay, hw):
     """(forward, backward) fraction of the 16-bit peak of the layout's fused attention kernel for
     this layer: its head dim (the score product's) and the sequence one kernel call sees (the
     rank's s / cp queries, or the sliding window when shorter)."""
-    if hw.get("family") != "h100":
+    fam = hw.get("family")
+    if not has_attention_rates(lay["attention_kernel"], family=fam):
         return hw["flash"]  # FlashAttention-2's published fraction (kernels.FLASH_EFFICIENCY)
     seq = lay["sequence_length"] // lay["cp"]
     if attn.get("window"):
         seq = min(seq, attn["window"])
-    return hopper_attention_fractions(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
+    rates = hopper_attention_fractions if fam == "h100" else blackwell_attention_fractions
+    return rates(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
 
 
 def layer_compute_s(layer, *, h, lay, hw):
@@ -121,6 +124,14 @@ def layer_compute_s(layer, *, h, lay, hw):
             tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
             tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
             _add(parts, "attention_core", tf, tb, tf if rec_core else 0.0)
+            if cp > 1:  # ring attention's copies and merges (train/context_parallel.py)
+                dq, dv = attention_head_dims(ar)
+                rb_f, rb_b = ring_attention_extra_bytes(m=m, q_width=ar["heads"] * dq, v_width=ar["heads"] * dv,
+                                                        kv_width=ar["kv_heads"] * (dq + dv), cp=cp, a=a,
+                                                        acc=4 if lay["framework"] == "pytorch" else 2)
+                rf = memory_time_s(rb_f, CP_FWD_KERNELS_PER_STEP * cp, hw=hw)
+                rbk = memory_time_s(rb_b, CP_BWD_KERNELS_PER_STEP * cp, hw=hw)
+                _add(parts, "cp_ring_kernels", rf, rbk, rf if rec_core else 0.0)
         else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
             dq, dv = attention_head_dims(ar)
             bh = b * ar["heads"]
