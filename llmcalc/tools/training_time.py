@@ -66,6 +66,8 @@ from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_o
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
+from ..model.kinds import layer_groups
+from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
 from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel, has_attention_rates
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
@@ -126,6 +128,19 @@ def price_list(text):
 # ------------------------------------------------------------------------------------------------
 # Hardware, FLOPs, layouts
 # ------------------------------------------------------------------------------------------------
+
+def cp_layout_error(spec, lay):
+    """None if the layout's context parallelism can run as --cp-comm-type asks, else a one-line reason
+    (a2a splits every attention layer's heads over cp on each tensor-parallel rank)."""
+    if lay["cp"] > 1 and lay.get("cp_comm_type") == "a2a":
+        for layer, _, _ in layer_groups(spec):
+            for x in layer["attention"]:
+                if x["span"] != "state":
+                    why = a2a_head_error(x["heads"], x["kv_heads"], tp=lay["tp"], cp=lay["cp"])
+                    if why:
+                        return why
+    return None
+
 
 def _family(name):
     n = (name or "").lower()
@@ -259,6 +274,11 @@ def build_parser():
     lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                      help="model chunks per pipeline rank (interleaved 1F1B)")
     lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
+    lay.add_argument("--cp-comm-type", choices=CP_COMM_TYPES, default="p2p",
+                     help="how context parallelism exchanges attention's inputs (Megatron-Core's --cp-comm-type, "
+                          "Transformer Engine's implementations): p2p, the K/V ring overlapped with per-chunk kernels "
+                          "(default); a2a, all-to-alls of Q, K, V and the output around one kernel over the whole "
+                          "sequence on heads / cp (DeepSpeed-Ulysses' scheme; needs heads divisible by tp x cp)")
     lay.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=1)
     lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                      help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
@@ -482,6 +502,11 @@ def assumptions(hw, lay):
            f"MoE load imbalance {lay['moe_imbalance']:g}"
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
               f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
+           *([("context parallel p2p: the K/V ring (Transformer Engine's, 2 x cp chunks for causal balance) hidden "
+               "behind per-chunk kernels at s / cp, plus each step's half copies and output/gradient merges"
+               if lay.get("cp_comm_type", "p2p") == "p2p" else
+               "context parallel a2a: all-to-alls of Q, K, V and the output (and their gradients) exposed, one "
+               "kernel over the whole sequence on heads / cp, plus the reorder copies")] if lay["cp"] > 1 else []),
            *([f"{' and '.join(x for x, on in (('layer weights', lay.get('offload_params')), ('stored activations', lay.get('offload_activations'))) if on)} "
               f"in host memory, copied over PCIe at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
               "(copy engines, no slowdown), two layers on the GPU; host memory not checked"]
@@ -705,6 +730,7 @@ def main(argv=None):
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
     base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
+            "cp_comm_type": args.cp_comm_type,
             "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
             "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
             "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
@@ -734,6 +760,9 @@ def main(argv=None):
            "gpu_default": hw["default"],
            "num_gpus": n, "dtype": args.dtype, "memory_bytes": hw["memory_bytes"]}
     if args.search:
+        if args.cp_comm_type == "a2a":
+            parser.error("--cp-comm-type a2a is costed one layout at a time: --search places context "
+                         "parallelism as the p2p ring (drop one of the two)")
         if not args.num_gpus or not args.global_batch_size:
             parser.error("--search needs --num-gpus and --global-batch-size")
         base["global_batch_size"] = args.global_batch_size
@@ -808,7 +837,7 @@ def main(argv=None):
         best = None
         for x in cands:
             lay = dict(base, micro_batch_size=x)
-            why = check_layout(spec, lay)
+            why = check_layout(spec, lay) or cp_layout_error(spec, lay)
             if why:
                 if b or x == cands[-1] and best is None:
                     parser.error(why)

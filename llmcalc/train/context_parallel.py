@@ -17,6 +17,13 @@ the bytes of the copies and merges, which run at HBM bandwidth. PyTorch's ring a
 (torch.distributed.tensor.experimental.context_parallel) runs the same steps with fp32
 accumulators (`acc` below).
 
+With --cp-comm-type a2a (TE's AttnFuncWithCPAndQKVOA2A, Megatron-Core's --cp-comm-type a2a, the
+DeepSpeed-Ulysses scheme) there is no ring: an all-to-all before the kernel trades the sequence
+shard of Q, K and V for a head shard, the kernel runs over the whole sequence on heads / cp, and an
+all-to-all after it trades the output back; the backward does the same for dO and for dQ, dK, dV.
+TE reorders each tensor around its all-to-all (flash_attn_a2a_communicate: movedim + contiguous
+before the send and after the receive), and the exchanges sit on the critical path.
+
 Symbols: m tokens on the rank (b s / cp), q_width = query heads x head dim (score), v_width =
 query heads x value head dim, kv_width = KV heads x (score + value head dims), all on the rank; a
 bytes per activation element (2, bf16).
@@ -27,6 +34,8 @@ bytes per activation element (2, bf16).
 # (counted from the source above).
 CP_FWD_KERNELS_PER_STEP = 3
 CP_BWD_KERNELS_PER_STEP = 4
+
+CP_COMM_TYPES = ("p2p", "a2a")
 
 
 def ring_attention_extra_bytes(*, m, q_width, v_width, kv_width, cp, a=2, acc=2):
@@ -56,3 +65,23 @@ def ring_attention_extra_bytes(*, m, q_width, v_width, kv_width, cp, a=2, acc=2)
     bwd += (a + acc) * m * q_width + later * merge * (0.75 * m) * q_width
     bwd += cp * (2 * a + merge) * m * kv_width
     return fwd, bwd
+
+
+def a2a_attention_extra_bytes(*, m, q_width, v_width, kv_width, a=2):
+    """(forward, backward) bytes of the reorder copies around the all-to-alls of --cp-comm-type
+    a2a for one layer and micro-batch on one rank: each exchanged tensor is copied (read + write)
+    before its send and after its receive. Forward Q, K, V and the output; backward dO and dQ, dK,
+    dV. Widths as in ring_attention_extra_bytes."""
+    fwd = 2 * 2 * a * m * (q_width + kv_width + v_width)
+    bwd = 2 * 2 * a * m * (v_width + q_width + kv_width)
+    return fwd, bwd
+
+
+def a2a_head_error(heads, kv_heads, *, tp, cp):
+    """None if the heads on a tensor-parallel rank split over cp for --cp-comm-type a2a (TE asserts
+    that both the query and the key/value heads divide by the CP size), else a one-line reason."""
+    hq, hkv = heads // tp, max(1, kv_heads // tp)
+    if hq % cp or hkv % cp:
+        return (f"--cp-comm-type a2a splits the heads over -cp {cp}: {hq} query and {hkv} key/value heads per "
+                f"tensor-parallel rank do not divide by it (use --cp-comm-type p2p)")
+    return None

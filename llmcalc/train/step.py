@@ -7,7 +7,8 @@ from ..model.formulas import (attention_core_flops, attention_head_dims, expecte
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
-from .context_parallel import CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, ring_attention_extra_bytes
+from .context_parallel import (CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
+    ring_attention_extra_bytes)
 from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
@@ -54,7 +55,8 @@ def kernel_attention_fractions(attn, *, lay, hw):
     fam = hw.get("family")
     if not has_attention_rates(lay["attention_kernel"], family=fam):
         return hw["flash"]  # FlashAttention-2's published fraction (kernels.FLASH_EFFICIENCY)
-    seq = lay["sequence_length"] // lay["cp"]
+    # the kernel's sequence: the rank's s / cp under the p2p ring; all of s (on heads / cp) under a2a
+    seq = lay["sequence_length"] // (1 if lay.get("cp_comm_type") == "a2a" else lay["cp"])
     if attn.get("window"):
         seq = min(seq, attn["window"])
     rates = hopper_attention_fractions if fam == "h100" else blackwell_attention_fractions
@@ -124,14 +126,19 @@ def layer_compute_s(layer, *, h, lay, hw):
             tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
             tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
             _add(parts, "attention_core", tf, tb, tf if rec_core else 0.0)
-            if cp > 1:  # ring attention's copies and merges (train/context_parallel.py)
+            if cp > 1:  # context parallelism's own kernels (train/context_parallel.py)
                 dq, dv = attention_head_dims(ar)
-                rb_f, rb_b = ring_attention_extra_bytes(m=m, q_width=ar["heads"] * dq, v_width=ar["heads"] * dv,
-                                                        kv_width=ar["kv_heads"] * (dq + dv), cp=cp, a=a,
-                                                        acc=4 if lay["framework"] == "pytorch" else 2)
-                rf = memory_time_s(rb_f, CP_FWD_KERNELS_PER_STEP * cp, hw=hw)
-                rbk = memory_time_s(rb_b, CP_BWD_KERNELS_PER_STEP * cp, hw=hw)
-                _add(parts, "cp_ring_kernels", rf, rbk, rf if rec_core else 0.0)
+                widths = dict(m=m, q_width=ar["heads"] * dq, v_width=ar["heads"] * dv,
+                              kv_width=ar["kv_heads"] * (dq + dv), a=a)
+                if lay.get("cp_comm_type") == "a2a":  # reorder copies around the all-to-alls
+                    rb_f, rb_b = a2a_attention_extra_bytes(**widths)
+                    rf, rbk = memory_time_s(rb_f, 8, hw=hw), memory_time_s(rb_b, 8, hw=hw)
+                else:  # the p2p ring's copies and merges
+                    rb_f, rb_b = ring_attention_extra_bytes(cp=cp, acc=4 if lay["framework"] == "pytorch" else 2,
+                                                            **widths)
+                    rf = memory_time_s(rb_f, CP_FWD_KERNELS_PER_STEP * cp, hw=hw)
+                    rbk = memory_time_s(rb_b, CP_BWD_KERNELS_PER_STEP * cp, hw=hw)
+                _add(parts, "cp_kernels", rf, rbk, rf if rec_core else 0.0)
         else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
             dq, dv = attention_head_dims(ar)
             bh = b * ar["heads"]
@@ -290,7 +297,8 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
     (--tp-comm-overlap backward, its default since 2021); `full` also hides the forward ones behind
     the adjacent matmuls (Transformer Engine userbuffers); `none` exposes everything. EP: dispatch
     and combine all-to-all per MoE block each way, exposed (GShard). CP: the K/V ring, cp - 1 steps
-    forward and 2 (cp - 1) backward, hidden behind the attention core (Ring Attention)."""
+    forward and 2 (cp - 1) backward, hidden behind the attention core (Ring Attention); under
+    --cp-comm-type a2a two all-to-alls each way, exposed (train/context_parallel.py)."""
     tp, cp, ep, sp = lay["tp"], lay["cp"], lay["ep"], lay["sp"]
     G, sd = lay["gpus_per_node"], lay["overlap_slowdown"]
     m = lay["micro_batch_size"] * lay["sequence_length"] // cp
@@ -335,7 +343,18 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
             a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
             out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_ep else 0.0]
     soft = [x for x in layer["attention"] if x["span"] != "state"]
-    if cp > 1 and soft:
+    if cp > 1 and soft and lay.get("cp_comm_type") == "a2a":
+        # all-to-alls over the cp group, exposed: forward Q, K, V then the output; backward dO then
+        # dQ, dK, dV (train/context_parallel.py); each moves the rank's whole tensor
+        f = b = 0.0
+        for x in soft:
+            xr = attention_on_rank(x, tp=tp)
+            dq, dv = attention_head_dims(xr)
+            q_b, kv_b, o_b = (2 * m * w for w in (xr["heads"] * dq, xr["kv_heads"] * (dq + dv), xr["heads"] * dv))
+            f += sum(comm_time_s("alltoall", nb, n=cp, stride=tp, net=net, gpus_per_node=G) for nb in (q_b + kv_b, o_b))
+            b += sum(comm_time_s("alltoall", nb, n=cp, stride=tp, net=net, gpus_per_node=G) for nb in (o_b, q_b + kv_b))
+        out["cp"] = [f, b, f if rec_on else 0.0]
+    elif cp > 1 and soft:
         t = 0.0
         for x in soft:
             xr = attention_on_rank(x, tp=tp)
@@ -567,7 +586,8 @@ def memory_config(spec, lay, c0):
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
-                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher")
+                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
+                   "cp_comm_type")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
