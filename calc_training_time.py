@@ -5720,7 +5720,31 @@ COMPILE_LOSS_FACTOR = 0.26
 # (two runs; mean 2.21 ms x 4.08 TB/s / 788 M elements = 11.4 B), rowwise +5.42 ms (28.0 B). Judged
 # on the 1B-shaped layer's rows (+0.93 / +2.47 ms measured) and the FSDP2 float8 steps.
 FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": 11.4, "rowwise": 28.0}
-FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_ELEMENT)
+
+# Transformer Engine's FP8 quantization under --framework megatron (Megatron-Core's --fp8-recipe:
+# delayed, its default; tensorwise = Float8CurrentScaling; mxfp8 = MXFP8BlockScaling, Blackwell
+# only), bytes per element of a linear's input (forward) or output gradient (backward) beyond what
+# the producing kernel already writes in bf16, counted from TE's source (NVIDIA/TransformerEngine
+# @d0067d0: pytorch/csrc/extensions/normalization.cpp, pytorch/csrc/quantizer.cpp). Keyed
+# (norm-fed input, other input, output gradient); (Hopper, Blackwell) where they differ: Hopper's
+# FP8 GEMMs take only the TN layout, so an operand also used transposed (every input for the
+# weight gradient, every output gradient for both backward GEMMs) is written twice, row- and
+# column-wise (quantizer.cpp: with_transpose = columnwise_usage && !is_non_tn_fp8_gemm_supported).
+#   delayed (Float8Quantizer, the scale from past amaxes): the norm writes FP8 itself (FULLY_FUSED;
+#     its one byte smaller write is not credited), Hopper then transposes it (read 1, write 1); other
+#     inputs (the attention output, the activation Megatron computes) and gradients: one cast (read
+#     2, write 1, + 1 transposed on Hopper).
+#   tensorwise (Float8CurrentScalingQuantizer): the norm writes bf16 and its amax (FUSED_NORM_AMAX_FP8),
+#     then quantize_with_amax (read 2, write 1, + 1 on Hopper); other tensors: nvte_compute_amax
+#     (read 2), then nvte_quantize_v2 (read 2, write 1, + 1 on Hopper).
+#   mxfp8 (MXFP8Quantizer): the norm is UNFUSED (bf16 out) unless NVTE_NORM_FWD_USE_CUDNN; every
+#     quantize reads 2 and writes row- and column-wise copies (1 + 1) with an E8M0 scale per 32 each.
+# Weights are quantized once per step (TE caches them across micro-batches): not costed.
+TE_FP8_CAST_BYTES = {"delayed": {"hopper": (2, 4, 4), "blackwell": (0, 3, 3)},
+                     "tensorwise": {"hopper": (4, 6, 6), "blackwell": (3, 5, 5)},
+                     "mxfp8": {"blackwell": (2 + 2 + 2 / 32,) * 3}}
+TE_FP8_RECIPES = tuple(TE_FP8_CAST_BYTES)
+FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_ELEMENT) + tuple(r for r in TE_FP8_RECIPES if r not in FP8_CAST_BYTES_PER_ELEMENT)
 
 FRAMEWORKS = ("megatron", "megatron-2021", "megatron-2022", "pytorch", "llm-foundry")
 LEGACY_MEGATRON = ("megatron-2021", "megatron-2022")  # no distributed optimizer, flash, CP or EP then
@@ -7005,6 +7029,8 @@ def layer_compute_s(layer, *, h, lay, hw):
     ew_rec_bytes, ew_rec_kernels = 0.0, 0  # memory-bound work a selective module repeats
     ew_bytes, ew_kernels = 0.0, 0
     fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
+    te_in_norm = te_in_other = te_grad = 0.0  # Transformer Engine's quantized tensors (TE_FP8_CAST_BYTES)
+    te_tensors = 0
     other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
     blocks = bool(layer["attention"]) + len(layer["mlp"])
     for attn in layer["attention"]:
@@ -7020,6 +7046,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
         _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
         fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=n_out)
+        te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * n_out
+        te_grad, te_tensors = te_grad + m * n_in + (mt * h if n_out else 0), te_tensors + 1 + bool(n_out)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
         overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
         overlap["col_fwd"] += f1
@@ -7079,6 +7107,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full or "mlp" in mods else 0.0)
             fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=w)
+            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * w
+            te_grad, te_tensors = te_grad + m * n_in + mt * h, te_tensors + 2
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
             overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
             overlap["col_fwd"] += f1
@@ -7099,6 +7129,8 @@ def layer_compute_s(layer, *, h, lay, hw):
         f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
         f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
         fp8_elems += local * (linear_operand_elements(m_e, n_in, h) + linear_operand_elements(m_e, h, w))
+        te_in_other += local * m_e * (h + w)
+        te_grad, te_tensors = te_grad + local * m_e * (n_in + h), te_tensors + 2
         g = lay["moe_imbalance"]
         moe_rec = full or sac or "moe" in mods
         _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if moe_rec else 0.0)
@@ -7108,6 +7140,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
             fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_s, n_down=sw)
+            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * sw
+            te_grad, te_tensors = te_grad + m * n_s + mt * h, te_tensors + 2
             _add(parts, "mlp", f3 + f4, b3 + b4,
                  (f3 + f4) if full or "moe" in mods or "shared_experts" in mods else 0.0)
             ew_bytes += a * m * (n_s + sw)
@@ -7151,6 +7185,15 @@ def layer_compute_s(layer, *, h, lay, hw):
             cf, cb = fp8_cast_time_s(fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
             _add(parts, "fp8_casts", cf, cb, cf if full or sac else 0.0)
         return parts, overlap, blocks
+    if wb == 1 and lay.get("framework", "megatron") == "megatron" and te_tensors:
+        # Transformer Engine's quantization of each linear's input and output gradient (kernels.py)
+        recipe = lay.get("fp8_recipe") or "delayed"
+        by_arch = TE_FP8_CAST_BYTES[recipe]
+        bn, bo, bg = by_arch["blackwell" if hw.get("family") == "blackwell" else "hopper"]
+        per = 2 if recipe == "tensorwise" else 1  # current scaling: an amax kernel before each cast
+        cf = memory_time_s(bn * te_in_norm + bo * te_in_other, per * te_tensors, hw=hw)
+        cb = memory_time_s(bg * te_grad, per * te_tensors, hw=hw)
+        _add(parts, "fp8_casts", cf, cb, cf if full else 0.0)
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
     path = grad_path(lay)
@@ -7503,7 +7546,7 @@ def memory_config(spec, lay, c0):
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
                    "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
-                   "cp_comm_type")
+                   "cp_comm_type", "fp8_recipe")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
@@ -8477,8 +8520,11 @@ def build_parser():
                    help="torch.compile of each block (--framework pytorch): the non-matmul kernels at the "
                         "share of their eager time measured on an H200 (0.46 per layer, 0.26 for the loss)")
     k.add_argument("--fp8-recipe", choices=FP8_RECIPES, default=None,
-                   help="with --dtype fp8 --framework pytorch: torchao float8 scaling, tensorwise (default) or "
-                        "rowwise; its casts cost the bytes per operand element measured on an H200")
+                   help="with --dtype fp8, the scaling recipe: under --framework pytorch torchao's tensorwise "
+                        "(default) or rowwise, their casts at the bytes per operand element measured on an H200; "
+                        "under --framework megatron Transformer Engine's delayed (default, Megatron-Core's), "
+                        "tensorwise (current scaling) or mxfp8 (Blackwell), their quantize kernels counted from "
+                        "TE's source")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
                    help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
@@ -8695,9 +8741,14 @@ def assumptions(hw, lay):
             r = lay.get("fp8_recipe") or "tensorwise"
             out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; torchao {r} casts at "
                        f"{FP8_CAST_BYTES_PER_ELEMENT[r]:g} B per operand element (measured on an H200)")
+        elif lay["framework"] == "megatron":
+            r = lay.get("fp8_recipe") or "delayed"
+            out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's {r} "
+                       "recipe quantizes each linear's input and output gradient (amax, cast"
+                       + (", transposed copy" if hw["family"] != "blackwell" else "")
+                       + ", counted from its source) at achievable bandwidth; weights once per step, not costed")
         else:
-            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's "
-                       "casts and scales (fused into its kernels) are not costed")
+            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; casts not costed")
     return out
 
 
@@ -8727,9 +8778,19 @@ def resolve_framework_defaults(args, parser):
     """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
     line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
     fw = args.framework
-    if args.fp8_recipe and (args.dtype != "fp8" or fw != "pytorch"):
-        parser.error("--fp8-recipe names torchao's float8 scaling: it needs --dtype fp8 and --framework pytorch "
-                     "(Transformer Engine's casts under megatron are fused into its kernels and not costed)")
+    if args.fp8_recipe:
+        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
+        if args.dtype != "fp8":
+            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
+        if fw == "pytorch" and args.fp8_recipe not in torchao:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under --framework pytorch "
+                         f"(torchao) use {' or '.join(torchao)}")
+        if fw == "megatron" and args.fp8_recipe not in te:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron (Transformer "
+                         f"Engine) use {', '.join(te)}")
+        if fw not in ("pytorch", "megatron"):
+            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: {', '.join(te)}) "
+                         f"and pytorch (torchao: {', '.join(torchao)}), not {fw}")
     if args.compile and fw != "pytorch":
         parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with --framework pytorch "
                      f"(--framework {fw} " + ("has fused kernels already)" if fw != "llm-foundry" else
@@ -8859,6 +8920,10 @@ def main(argv=None):
                      "together: not modelled)")
     hw, net, hw_notes = resolve_hardware(args, parser)
     hw_notes = list(hw_notes)
+    if args.fp8_recipe == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
+        not_bw = [x or hw["name"] for x in names if _family(x or hw["name"]) != "blackwell"]
+        if not_bw:
+            parser.error(f"--fp8-recipe mxfp8 needs a Blackwell GPU (b200, gb200, b300), not {not_bw[0]}")
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
     base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,

@@ -97,59 +97,72 @@ for name, a, h, L, tp, pp, n, gbs, tflops, err in [
 # --- Megatron-Bridge 25.11 (dense and MoE rows whose layout the script can express). Not stated:
 # recompute and dispatcher; as tests/test_moe_training_rows.py (the same page, decided before any
 # row was run): --recompute none, -z 1 unless FSDP, the alltoall dispatcher, balanced routing.
-# FP8-CS (per-tensor current scaling) and FP8-MX (32-element blocks) both run --dtype fp8: under
-# --framework megatron the script costs no cast (Transformer Engine fuses them), so the two are one.
-MB_UNSTATED = "recompute none, -z 1 (FSDP rows -z 3), dispatcher alltoall; FP8-CS and FP8-MX alike"
+# FP8-CS (per-tensor current scaling) runs --fp8-recipe tensorwise (Megatron-Core's name for it) and
+# FP8-MX (32-element blocks) --fp8-recipe mxfp8: Transformer Engine's quantize kernels of each
+# (train/kernels.py TE_FP8_CAST_BYTES).
+MB_UNSTATED = "recompute none, -z 1 (FSDP rows -z 3), dispatcher alltoall"
+
+
+def _mb_recipe(facts):
+    """The --fp8-recipe a Megatron-Bridge row's precision names (none for BF16 rows)."""
+    if "MXFP8" in facts or "FP8-MX" in facts:
+        return ["--fp8-recipe", "mxfp8"]
+    return ["--fp8-recipe", "tensorwise"] if "FP8" in facts else []
+
+
+
 for rid, facts, argv, measured, err in [
         ("mb-h100-llama3-8b", "DGX-H100, Llama3 8B, 8 GPUs, FP8-CS, GBS 128, MBS 1, s 8192, FSDP 8",
          LLAMA3_8B + ["--gpu", "h100", "--num-gpus", "8", "--dtype", "fp8", "--global-batch-size", "128", "-b", "1",
-                      "-s", "8192", "-z", "3"], 14451, +9.1),
+                      "-s", "8192", "-z", "3"], 14451, +1.9),
         ("mb-h100-llama3-70b", "DGX-H100, Llama3 70B, 64 GPUs, FP8-CS, GBS 128, MBS 1, s 8192, TP 4 PP 8 VP 5",
          LLAMA3_70B + ["--gpu", "h100", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "128", "-b", "1",
-                       "-s", "8192", "-tp", "4", "-pp", "8", "-vp", "5"], 1602, -8.2),
+                       "-s", "8192", "-tp", "4", "-pp", "8", "-vp", "5"], 1602, -12.9),
         ("mb-b200-llama3-8b", "DGX-B200, Llama3 8B, 8 GPUs, FP8-CS, GBS 128, MBS 2, s 8192, TP/PP/CP 1",
          LLAMA3_8B + ["--gpu", "b200", "--num-gpus", "8", "--dtype", "fp8", "--global-batch-size", "128", "-b", "2",
-                      "-s", "8192"], 30624, +10.1),
+                      "-s", "8192"], 30624, +4.6),
         ("mb-gb200-llama3-8b", "DGX-GB200, Llama3 8B, 8 GPUs, FP8-CS, GBS 128, MBS 2, s 8192, TP/PP/CP 1",
          LLAMA3_8B + ["--gpu", "gb200", "--num-gpus", "8", "--dtype", "fp8", "--global-batch-size", "128", "-b", "2",
-                      "-s", "8192"], 31508, +15.2),
+                      "-s", "8192"], 31508, +9.0),
         ("mb-gb200-llama3-70b", "DGX-GB200, Llama3 70B, 64 GPUs, FP8-CS, GBS 256, MBS 2, s 8192, FSDP 64",
          LLAMA3_70B + ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "2",
-                       "-s", "8192", "-z", "3"], 4312, +9.8),
+                       "-s", "8192", "-z", "3"], 4312, +6.0),
         ("mb-gb200-gpt-oss-120b", "DGX-GB200, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 1280, MBS 1, s 8192, EP 64",
          ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "gb200", "--num-gpus", "64",
           "--global-batch-size", "1280", "-b", "1", "-s", "8192", "-ep", "64"], 15876, -35.2),
         ("mb-gb200-qwen3-30b-a3b", "DGX-GB200, Qwen3-30B-A3B (MoE), 8 GPUs, FP8-MX, GBS 512, MBS 4, s 4096, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "gb200", "--num-gpus", "8",
-          "--dtype", "fp8", "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 23766, +51.5),
+          "--dtype", "fp8", "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 23766, +42.0),
         ("mb-h100-gpt-oss-120b", "DGX-H100, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 512, MBS 4, s 4096, PP 4, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "h100", "--num-gpus", "64",
           "--global-batch-size", "512", "-b", "4", "-s", "4096", "-pp", "4", "-ep", "8"], 5630, +42.8),
         ("mb-h100-qwen3-30b-a3b", "DGX-H100, Qwen3-30B-A3B (MoE), 16 GPUs, FP8-CS, GBS 512, MBS 2, s 4096, PP 2 VP 24, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "h100", "--num-gpus", "16",
           "--dtype", "fp8", "--global-batch-size", "512", "-b", "2", "-s", "4096", "-pp", "2", "-vp", "24", "-ep", "8"],
-         5275, +169.4),
+         5275, +146.8),
         ("mb-b200-gpt-oss-120b", "DGX-B200, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 512, MBS 4, s 4096, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "b200", "--num-gpus", "64",
           "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 8213, +103.1),
         ("mb-b200-qwen3-30b-a3b", "DGX-B200, Qwen3-30B-A3B (MoE), 8 GPUs, FP8-MX, GBS 512, MBS 1, s 4096, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "b200", "--num-gpus", "8",
-          "--dtype", "fp8", "--global-batch-size", "512", "-b", "1", "-s", "4096", "-ep", "8"], 9299, +243.9)]:
-    ROWS.append(_row(rid, "Megatron-Bridge 25.11", facts, MB_UNSTATED, argv + ["--recompute", "none"],
+          "--dtype", "fp8", "--global-batch-size", "512", "-b", "1", "-s", "4096", "-ep", "8"], 9299, +224.7)]:
+    ROWS.append(_row(rid, "Megatron-Bridge 25.11", facts, MB_UNSTATED, argv + ["--recompute", "none"] + _mb_recipe(facts),
                      "tokens_per_s_per_gpu", measured, err))
 
-# --- Megatron-Bridge 26.04.01, Llama3 70B (FP8 = per-tensor; MXFP8 = --dtype fp8, default recipe).
+# --- Megatron-Bridge 26.04.01, Llama3 70B (FP8 = per-tensor, read as current scaling, --fp8-recipe
+# tensorwise, the 25.11 page's FP8-CS; MXFP8 = --fp8-recipe mxfp8).
 for rid, facts, argv, measured, err in [
         ("mb26-gb200-llama3-70b-fp8", "DGX-GB200, Llama3 70B, 64 GPUs, FP8, GBS 256, MBS 2, s 8192, FSDP 64",
          ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "2", "-s", "8192",
-          "-z", "3"], 4224, +12.1),
+          "-z", "3"], 4224, +8.2),
         ("mb26-gb200-llama3-70b-mxfp8", "DGX-GB200, Llama3 70B, 64 GPUs, MXFP8, GBS 256, MBS 1, s 8192, TP 2 PP 4 VP 5",
          ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
-          "-tp", "2", "-pp", "4", "-vp", "5"], 3712, +10.3),
+          "-tp", "2", "-pp", "4", "-vp", "5"], 3712, +6.7),
         ("mb26-h100-llama3-70b-fp8", "DGX-H100, Llama3 70B, 64 GPUs, FP8, GBS 256, MBS 1, s 8192, TP 4 PP 8 VP 5",
          ["--gpu", "h100", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
-          "-tp", "4", "-pp", "8", "-vp", "5"], 1664, -10.7)]:
-    ROWS.append(_row(rid, "Megatron-Bridge 26.04.01", facts, MB_UNSTATED, LLAMA3_70B + argv + ["--recompute", "none"],
+          "-tp", "4", "-pp", "8", "-vp", "5"], 1664, -15.3)]:
+    ROWS.append(_row(rid, "Megatron-Bridge 26.04.01", facts, MB_UNSTATED + "; FP8 read as per-tensor current scaling",
+                     LLAMA3_70B + argv + ["--recompute", "none"] + _mb_recipe(facts),
                      "tokens_per_s_per_gpu", measured, err))
 
 # --- NeMo long-sequence table, Llama 2 7B FP8 on DGX-H100 (NeMo 24.03.01). The page's TFLOP/s is
@@ -163,10 +176,10 @@ NEMO_UNSTATED = ("micro-batch: fastest that fits, recompute selective, -z 1 (def
                  "attention at cuDNN 9.1's published rates")
 LLAMA2_7B = ["--hf_model_name_or_path", os.path.join(CFG, "llama-2-7b.json")]
 for k, n, gbs, tp, pp, dp, cp, tflops, err in [
-        (4, 4, 1024, 1, 1, 4, 1, 768, +11.8), (8, 8, 512, 1, 2, 4, 1, 730, +15.7), (16, 16, 256, 2, 1, 8, 1, 660, +19.0),
-        (32, 32, 128, 2, 1, 8, 2, 610, +19.4), (64, 64, 64, 4, 1, 8, 2, 574, +18.5), (128, 128, 32, 4, 1, 8, 4, 555, +22.6),
-        (256, 256, 16, 4, 1, 8, 8, 549, +24.0), (512, 512, 8, 8, 1, 4, 16, 549, +13.9),
-        (1024, 1024, 4, 8, 1, 4, 32, 536, +17.5)]:
+        (4, 4, 1024, 1, 1, 4, 1, 768, +6.3), (8, 8, 512, 1, 2, 4, 1, 730, +10.7), (16, 16, 256, 2, 1, 8, 1, 660, +14.4),
+        (32, 32, 128, 2, 1, 8, 2, 610, +16.3), (64, 64, 64, 4, 1, 8, 2, 574, +16.0), (128, 128, 32, 4, 1, 8, 4, 555, +21.1),
+        (256, 256, 16, 4, 1, 8, 8, 549, +23.2), (512, 512, 8, 8, 1, 4, 16, 549, +13.4),
+        (1024, 1024, 4, 8, 1, 4, 32, 536, +17.2)]:
     ROWS.append(_row(f"nemo-cp-{k}k", "NeMo long-sequence (24.03.01)",
                      f"DGX-H100, Llama 2 7B, FP8, s {k}K, {n} GPUs, batch {gbs}, TP {tp} PP {pp} DP {dp} CP {cp}",
                      NEMO_UNSTATED,
@@ -183,31 +196,31 @@ for k, n, gbs, tp, pp, dp, cp, tflops, err in [
 MLPERF_UNSTATED = "recompute none (no flag in the config); Dell: network not stated (default); CUDA graphs not modelled"
 for rid, facts, argv, gbs, n, step, err in [
         ("mlperf-cisco-h100-64", "Cisco hpf_n8: 8 x 8 H100-SXM5-80GB, 400 Gb/s per GPU; TP 1, MBS 1, GBS 64, s 8192, FP8",
-         ["--gpu", "h100", "--num-gpus", "64", "-b", "1", "--global-batch-size", "64"], 64, 64, 0.7198491096496582, +42.4),
+         ["--gpu", "h100", "--num-gpus", "64", "-b", "1", "--global-batch-size", "64"], 64, 64, 0.7198491096496582, +32.7),
         ("mlperf-cisco-h100-128", "Cisco hpf_n16: 16 x 8 H100-SXM5-80GB, 400 Gb/s per GPU; TP 2 (comm overlap), MBS 1, GBS 64, s 8192, FP8",
          ["--gpu", "h100", "--num-gpus", "128", "-tp", "2", "-b", "1", "--global-batch-size", "64",
-          "--tp-comm-overlap", "full"], 64, 128, 0.48305177688598633, +78.3),
+          "--tp-comm-overlap", "full"], 64, 128, 0.48305177688598633, +64.7),
         ("mlperf-dell-b200-16-xe9680l", "Dell 2 x XE9680L, 8 B200-SXM-180GB each; TP 1, MBS 2, GBS 32, s 8192, FP8",
-         ["--gpu", "b200", "--num-gpus", "16", "-b", "2", "--global-batch-size", "32"], 32, 16, 0.5813993215560913, +19.0),
+         ["--gpu", "b200", "--num-gpus", "16", "-b", "2", "--global-batch-size", "32"], 32, 16, 0.5813993215560913, +13.1),
         ("mlperf-dell-b200-16-xe9685l", "Dell 2 x XE9685L, 8 B200-SXM-180GB each; TP 1, MBS 2, GBS 32, s 8192, FP8",
-         ["--gpu", "b200", "--num-gpus", "16", "-b", "2", "--global-batch-size", "32"], 32, 16, 0.573096752166748, +17.3),
+         ["--gpu", "b200", "--num-gpus", "16", "-b", "2", "--global-batch-size", "32"], 32, 16, 0.573096752166748, +11.5),
         ("mlperf-dell-b300-8", "Dell 1 x XE9780, 8 B300-SXM-270GB; TP 1, MBS 2, GBS 16, s 8192, FP8",
-         ["--gpu", "b300", "--num-gpus", "8", "-b", "2", "--global-batch-size", "16"], 16, 8, 0.5479872226715088, +12.0)]:
+         ["--gpu", "b300", "--num-gpus", "8", "-b", "2", "--global-batch-size", "16"], 16, 8, 0.5479872226715088, +6.4)]:
     ROWS.append(_row(rid, "MLPerf Training v5.1 (llama31_8b)", facts, MLPERF_UNSTATED,
-                     LLAMA31_8B + argv + ["-s", "8192", "--dtype", "fp8", "--recompute", "none"],
+                     LLAMA31_8B + argv + ["-s", "8192", "--dtype", "fp8", "--fp8-recipe", "tensorwise", "--recompute", "none"],
                      "tokens_per_s_per_gpu", gbs * 8192 / (n * step), err))
 
 # University of Florida, hpg.dgxb200x8 (DGX B200, InfiniBand): one config per node count
 # (implementations/hpg.dgxb200x8/config_DGXB200_<nodes>x8x<mbs>xtp1pp1cp<cp>_8b.sh), FP8 tensorwise.
-for nodes, mbs, cp, gbs, step, err in [(1, 2, 1, 16, 0.5435372591018677, +10.6), (2, 2, 1, 32, 0.5711098909378052, +16.9),
-                                       (4, 1, 2, 16, 0.18745708465576172, +25.6), (8, 1, 2, 32, 0.18923211097717285, +27.4),
-                                       (16, 1, 2, 64, 0.19268274307250977, +30.1), (32, 1, 2, 128, 0.22122597694396973, +49.6)]:
+for nodes, mbs, cp, gbs, step, err in [(1, 2, 1, 16, 0.5435372591018677, +5.2), (2, 2, 1, 32, 0.5711098909378052, +11.1),
+                                       (4, 1, 2, 16, 0.18745708465576172, +20.4), (8, 1, 2, 32, 0.18923211097717285, +22.2),
+                                       (16, 1, 2, 64, 0.19268274307250977, +24.7), (32, 1, 2, 128, 0.22122597694396973, +43.4)]:
     n = 8 * nodes
     ROWS.append(_row(f"mlperf-uf-b200-{n}", "MLPerf Training v5.1 (llama31_8b)",
                      f"Univ. of Florida hpg.dgxb200x8.n{nodes}: {nodes} x 8 B200-SXM-180GB; TP 1, CP {cp}, MBS {mbs}, "
                      f"GBS {gbs}, s 8192, FP8", MLPERF_UNSTATED,
                      LLAMA31_8B + ["--gpu", "b200", "--num-gpus", str(n), "-cp", str(cp), "-b", str(mbs),
-                                   "--global-batch-size", str(gbs), "-s", "8192", "--dtype", "fp8", "--recompute", "none"],
+                                   "--global-batch-size", str(gbs), "-s", "8192", "--dtype", "fp8", "--fp8-recipe", "tensorwise", "--recompute", "none"],
                      "tokens_per_s_per_gpu", gbs * 8192 / (n * step), err))
 
 # Oracle 8 x BM.GPU.B200.8 (RoCE v2) and Verda b200_8x8 ("100GbE InfiniBand", per-GPU rate not
@@ -215,12 +228,12 @@ for nodes, mbs, cp, gbs, step, err in [(1, 2, 1, 16, 0.5435372591018677, +10.6),
 # tensorwise, activation checkpointing null); network: the record's default.
 for rid, facts, step, err in [
         ("mlperf-oracle-b200-64", "Oracle 8 x BM.GPU.B200.8 (RoCE v2); TP 1, CP 2, MBS 1, GBS 32, s 8192, FP8",
-         0.19109845161437988, +28.7),
+         0.19109845161437988, +23.4),
         ("mlperf-verda-b200-64", "Verda 8 x 8 B200 (100GbE InfiniBand); TP 1, CP 2, MBS 1, GBS 32, s 8192, FP8",
-         0.190787672996521, +28.5)]:
+         0.190787672996521, +23.2)]:
     ROWS.append(_row(rid, "MLPerf Training v5.1 (llama31_8b)", facts, MLPERF_UNSTATED,
                      LLAMA31_8B + ["--gpu", "b200", "--num-gpus", "64", "-cp", "2", "-b", "1", "--global-batch-size", "32",
-                                   "-s", "8192", "--dtype", "fp8", "--recompute", "none"],
+                                   "-s", "8192", "--dtype", "fp8", "--fp8-recipe", "tensorwise", "--recompute", "none"],
                      "tokens_per_s_per_gpu", 32 * 8192 / (64 * step), err))
 
 # --- torchtitan, end of 2024 (the TorchTitan paper's H100 tables). Sequence 8192 and selective

@@ -72,7 +72,7 @@ from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, d
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
-    PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
+    PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, TE_FP8_RECIPES, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
@@ -345,8 +345,11 @@ def build_parser():
                    help="torch.compile of each block (--framework pytorch): the non-matmul kernels at the "
                         "share of their eager time measured on an H200 (0.46 per layer, 0.26 for the loss)")
     k.add_argument("--fp8-recipe", choices=FP8_RECIPES, default=None,
-                   help="with --dtype fp8 --framework pytorch: torchao float8 scaling, tensorwise (default) or "
-                        "rowwise; its casts cost the bytes per operand element measured on an H200")
+                   help="with --dtype fp8, the scaling recipe: under --framework pytorch torchao's tensorwise "
+                        "(default) or rowwise, their casts at the bytes per operand element measured on an H200; "
+                        "under --framework megatron Transformer Engine's delayed (default, Megatron-Core's), "
+                        "tensorwise (current scaling) or mxfp8 (Blackwell), their quantize kernels counted from "
+                        "TE's source")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
                    help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
@@ -563,9 +566,14 @@ def assumptions(hw, lay):
             r = lay.get("fp8_recipe") or "tensorwise"
             out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; torchao {r} casts at "
                        f"{FP8_CAST_BYTES_PER_ELEMENT[r]:g} B per operand element (measured on an H200)")
+        elif lay["framework"] == "megatron":
+            r = lay.get("fp8_recipe") or "delayed"
+            out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's {r} "
+                       "recipe quantizes each linear's input and output gradient (amax, cast"
+                       + (", transposed copy" if hw["family"] != "blackwell" else "")
+                       + ", counted from its source) at achievable bandwidth; weights once per step, not costed")
         else:
-            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's "
-                       "casts and scales (fused into its kernels) are not costed")
+            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; casts not costed")
     return out
 
 
@@ -595,9 +603,19 @@ def resolve_framework_defaults(args, parser):
     """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
     line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
     fw = args.framework
-    if args.fp8_recipe and (args.dtype != "fp8" or fw != "pytorch"):
-        parser.error("--fp8-recipe names torchao's float8 scaling: it needs --dtype fp8 and --framework pytorch "
-                     "(Transformer Engine's casts under megatron are fused into its kernels and not costed)")
+    if args.fp8_recipe:
+        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
+        if args.dtype != "fp8":
+            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
+        if fw == "pytorch" and args.fp8_recipe not in torchao:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under --framework pytorch "
+                         f"(torchao) use {' or '.join(torchao)}")
+        if fw == "megatron" and args.fp8_recipe not in te:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron (Transformer "
+                         f"Engine) use {', '.join(te)}")
+        if fw not in ("pytorch", "megatron"):
+            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: {', '.join(te)}) "
+                         f"and pytorch (torchao: {', '.join(torchao)}), not {fw}")
     if args.compile and fw != "pytorch":
         parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with --framework pytorch "
                      f"(--framework {fw} " + ("has fused kernels already)" if fw != "llm-foundry" else
@@ -727,6 +745,10 @@ def main(argv=None):
                      "together: not modelled)")
     hw, net, hw_notes = resolve_hardware(args, parser)
     hw_notes = list(hw_notes)
+    if args.fp8_recipe == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
+        not_bw = [x or hw["name"] for x in names if _family(x or hw["name"]) != "blackwell"]
+        if not_bw:
+            parser.error(f"--fp8-recipe mxfp8 needs a Blackwell GPU (b200, gb200, b300), not {not_bw[0]}")
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
     base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,

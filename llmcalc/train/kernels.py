@@ -234,7 +234,31 @@ COMPILE_LOSS_FACTOR = 0.26
 # (two runs; mean 2.21 ms x 4.08 TB/s / 788 M elements = 11.4 B), rowwise +5.42 ms (28.0 B). Judged
 # on the 1B-shaped layer's rows (+0.93 / +2.47 ms measured) and the FSDP2 float8 steps.
 FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": 11.4, "rowwise": 28.0}
-FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_ELEMENT)
+
+# Transformer Engine's FP8 quantization under --framework megatron (Megatron-Core's --fp8-recipe:
+# delayed, its default; tensorwise = Float8CurrentScaling; mxfp8 = MXFP8BlockScaling, Blackwell
+# only), bytes per element of a linear's input (forward) or output gradient (backward) beyond what
+# the producing kernel already writes in bf16, counted from TE's source (NVIDIA/TransformerEngine
+# @d0067d0: pytorch/csrc/extensions/normalization.cpp, pytorch/csrc/quantizer.cpp). Keyed
+# (norm-fed input, other input, output gradient); (Hopper, Blackwell) where they differ: Hopper's
+# FP8 GEMMs take only the TN layout, so an operand also used transposed (every input for the
+# weight gradient, every output gradient for both backward GEMMs) is written twice, row- and
+# column-wise (quantizer.cpp: with_transpose = columnwise_usage && !is_non_tn_fp8_gemm_supported).
+#   delayed (Float8Quantizer, the scale from past amaxes): the norm writes FP8 itself (FULLY_FUSED;
+#     its one byte smaller write is not credited), Hopper then transposes it (read 1, write 1); other
+#     inputs (the attention output, the activation Megatron computes) and gradients: one cast (read
+#     2, write 1, + 1 transposed on Hopper).
+#   tensorwise (Float8CurrentScalingQuantizer): the norm writes bf16 and its amax (FUSED_NORM_AMAX_FP8),
+#     then quantize_with_amax (read 2, write 1, + 1 on Hopper); other tensors: nvte_compute_amax
+#     (read 2), then nvte_quantize_v2 (read 2, write 1, + 1 on Hopper).
+#   mxfp8 (MXFP8Quantizer): the norm is UNFUSED (bf16 out) unless NVTE_NORM_FWD_USE_CUDNN; every
+#     quantize reads 2 and writes row- and column-wise copies (1 + 1) with an E8M0 scale per 32 each.
+# Weights are quantized once per step (TE caches them across micro-batches): not costed.
+TE_FP8_CAST_BYTES = {"delayed": {"hopper": (2, 4, 4), "blackwell": (0, 3, 3)},
+                     "tensorwise": {"hopper": (4, 6, 6), "blackwell": (3, 5, 5)},
+                     "mxfp8": {"blackwell": (2 + 2 + 2 / 32,) * 3}}
+TE_FP8_RECIPES = tuple(TE_FP8_CAST_BYTES)
+FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_ELEMENT) + tuple(r for r in TE_FP8_RECIPES if r not in FP8_CAST_BYTES_PER_ELEMENT)
 
 FRAMEWORKS = ("megatron", "megatron-2021", "megatron-2022", "pytorch", "llm-foundry")
 LEGACY_MEGATRON = ("megatron-2021", "megatron-2022")  # no distributed optimizer, flash, CP or EP then

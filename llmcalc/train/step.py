@@ -9,7 +9,7 @@ from ..model.sharding import attention_on_rank, mlp_on_rank
 from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
 from .context_parallel import (CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
     ring_attention_extra_bytes)
-from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
+from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, TE_FP8_CAST_BYTES, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
     grad_path, linear_times_s, memory_time_s)
@@ -89,6 +89,8 @@ def layer_compute_s(layer, *, h, lay, hw):
     ew_rec_bytes, ew_rec_kernels = 0.0, 0  # memory-bound work a selective module repeats
     ew_bytes, ew_kernels = 0.0, 0
     fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
+    te_in_norm = te_in_other = te_grad = 0.0  # Transformer Engine's quantized tensors (TE_FP8_CAST_BYTES)
+    te_tensors = 0
     other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
     blocks = bool(layer["attention"]) + len(layer["mlp"])
     for attn in layer["attention"]:
@@ -104,6 +106,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
         _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
         fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=n_out)
+        te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * n_out
+        te_grad, te_tensors = te_grad + m * n_in + (mt * h if n_out else 0), te_tensors + 1 + bool(n_out)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
         overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
         overlap["col_fwd"] += f1
@@ -163,6 +167,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full or "mlp" in mods else 0.0)
             fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=w)
+            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * w
+            te_grad, te_tensors = te_grad + m * n_in + mt * h, te_tensors + 2
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
             overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
             overlap["col_fwd"] += f1
@@ -183,6 +189,8 @@ def layer_compute_s(layer, *, h, lay, hw):
         f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
         f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
         fp8_elems += local * (linear_operand_elements(m_e, n_in, h) + linear_operand_elements(m_e, h, w))
+        te_in_other += local * m_e * (h + w)
+        te_grad, te_tensors = te_grad + local * m_e * (n_in + h), te_tensors + 2
         g = lay["moe_imbalance"]
         moe_rec = full or sac or "moe" in mods
         _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if moe_rec else 0.0)
@@ -192,6 +200,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
             fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_s, n_down=sw)
+            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * sw
+            te_grad, te_tensors = te_grad + m * n_s + mt * h, te_tensors + 2
             _add(parts, "mlp", f3 + f4, b3 + b4,
                  (f3 + f4) if full or "moe" in mods or "shared_experts" in mods else 0.0)
             ew_bytes += a * m * (n_s + sw)
@@ -235,6 +245,15 @@ def layer_compute_s(layer, *, h, lay, hw):
             cf, cb = fp8_cast_time_s(fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
             _add(parts, "fp8_casts", cf, cb, cf if full or sac else 0.0)
         return parts, overlap, blocks
+    if wb == 1 and lay.get("framework", "megatron") == "megatron" and te_tensors:
+        # Transformer Engine's quantization of each linear's input and output gradient (kernels.py)
+        recipe = lay.get("fp8_recipe") or "delayed"
+        by_arch = TE_FP8_CAST_BYTES[recipe]
+        bn, bo, bg = by_arch["blackwell" if hw.get("family") == "blackwell" else "hopper"]
+        per = 2 if recipe == "tensorwise" else 1  # current scaling: an amax kernel before each cast
+        cf = memory_time_s(bn * te_in_norm + bo * te_in_other, per * te_tensors, hw=hw)
+        cb = memory_time_s(bg * te_grad, per * te_tensors, hw=hw)
+        _add(parts, "fp8_casts", cf, cb, cf if full else 0.0)
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
     path = grad_path(lay)
@@ -587,7 +606,7 @@ def memory_config(spec, lay, c0):
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
                    "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
-                   "cp_comm_type")
+                   "cp_comm_type", "fp8_recipe")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
