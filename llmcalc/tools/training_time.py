@@ -616,6 +616,8 @@ def resolve_framework_defaults(args, parser):
         if fw not in ("pytorch", "megatron"):
             parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: {', '.join(te)}) "
                          f"and pytorch (torchao: {', '.join(torchao)}), not {fw}")
+    elif args.dtype == "fp8" and fw in ("pytorch", "megatron"):  # the recipe the cost model uses, shown in --json
+        args.fp8_recipe = "delayed" if fw == "megatron" else "tensorwise"
     if args.compile and fw != "pytorch":
         parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with --framework pytorch "
                      f"(--framework {fw} " + ("has fused kernels already)" if fw != "llm-foundry" else
