@@ -314,13 +314,17 @@ def _train_issue33():
 
 
 def _train_issue33_cp():
-    """Context parallelism's a2a mode, Blackwell's kernels and the early-2024 cuDNN (issue 33), last."""
+    """Context parallelism's a2a mode, Blackwell's kernels, the early-2024 cuDNN and Transformer Engine's
+    FP8 recipes (issue 33), last."""
     small = f"{LLAMA} --gpu h100 --num-gpus 8 --global-batch-size 64"
     return _runs(TRAIN, [
         f"{small} -cp 2 -s 16384 --cp-comm-type a2a", f"{small} -cp 4 -s 32768 --attention-kernel cudnn-9.1",
         f"{LLAMA} --gpu b200 --num-gpus 8 --global-batch-size 64 -cp 2 -s 16384 --dtype fp8",
         f"{LLAMA} --gpu gb200 --num-gpus 8 --global-batch-size 64 --attention-kernel fa2",
         f"{LLAMA} --gpu h100 --num-gpus 16 --global-batch-size 64 -cp 16 -s 32768 --cp-comm-type a2a",
+        f"{small} --dtype fp8 --fp8-recipe tensorwise",
+        f"{LLAMA} --gpu b200 --num-gpus 8 --global-batch-size 64 --dtype fp8 --fp8-recipe mxfp8",
+        f"{small} --dtype fp8 --fp8-recipe mxfp8",
     ], 2)
 
 
