@@ -4458,6 +4458,10 @@ CP_BWD_KERNELS_PER_STEP = 4
 
 CP_COMM_TYPES = ("p2p", "a2a")
 
+# --cp-comm-type a2a's reorder copies each way: 4 tensors (Q, K, V, the output; backward dO, dQ, dK,
+# dV) x 2 (before the send, after the receive)
+A2A_COPY_KERNELS = 4 * 2
+
 
 def ring_attention_extra_bytes(*, m, q_width, v_width, kv_width, cp, a=2, acc=2):
     """(forward, backward) bytes one rank's ring attention moves outside the attention kernels for
@@ -7076,7 +7080,7 @@ def layer_compute_s(layer, *, h, lay, hw):
                               kv_width=ar["kv_heads"] * (dq + dv), a=a)
                 if lay.get("cp_comm_type") == "a2a":  # reorder copies around the all-to-alls
                     rb_f, rb_b = a2a_attention_extra_bytes(**widths)
-                    rf, rbk = memory_time_s(rb_f, 8, hw=hw), memory_time_s(rb_b, 8, hw=hw)
+                    rf, rbk = (memory_time_s(x, A2A_COPY_KERNELS, hw=hw) for x in (rb_f, rb_b))
                 else:  # the p2p ring's copies and merges
                     rb_f, rb_b = ring_attention_extra_bytes(cp=cp, acc=4 if lay["framework"] == "pytorch" else 2,
                                                             **widths)

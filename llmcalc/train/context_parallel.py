@@ -37,6 +37,10 @@ CP_BWD_KERNELS_PER_STEP = 4
 
 CP_COMM_TYPES = ("p2p", "a2a")
 
+# --cp-comm-type a2a's reorder copies each way: 4 tensors (Q, K, V, the output; backward dO, dQ, dK,
+# dV) x 2 (before the send, after the receive)
+A2A_COPY_KERNELS = 4 * 2
+
 
 def ring_attention_extra_bytes(*, m, q_width, v_width, kv_width, cp, a=2, acc=2):
     """(forward, backward) bytes one rank's ring attention moves outside the attention kernels for

@@ -7,7 +7,7 @@ from ..model.formulas import (attention_core_flops, attention_head_dims, expecte
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
-from .context_parallel import (CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
+from .context_parallel import (A2A_COPY_KERNELS, CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
     ring_attention_extra_bytes)
 from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, TE_FP8_CAST_BYTES, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
@@ -136,7 +136,7 @@ def layer_compute_s(layer, *, h, lay, hw):
                               kv_width=ar["kv_heads"] * (dq + dv), a=a)
                 if lay.get("cp_comm_type") == "a2a":  # reorder copies around the all-to-alls
                     rb_f, rb_b = a2a_attention_extra_bytes(**widths)
-                    rf, rbk = memory_time_s(rb_f, 8, hw=hw), memory_time_s(rb_b, 8, hw=hw)
+                    rf, rbk = (memory_time_s(x, A2A_COPY_KERNELS, hw=hw) for x in (rb_f, rb_b))
                 else:  # the p2p ring's copies and merges
                     rb_f, rb_b = ring_attention_extra_bytes(cp=cp, acc=4 if lay["framework"] == "pytorch" else 2,
                                                             **widths)
