@@ -295,7 +295,7 @@ def _bad():
 def grid_commands():
     """The flag and config combinations, script by script, then the bad input."""
     return ([(script, ["--help"]) for script in SCRIPTS] + _params() + _flops() + _mem() + _train() + _infer()
-            + _comm() + _hardware() + _bad() + _train_issue33())
+            + _comm() + _hardware() + _bad() + _train_issue33() + _train_issue33_cp())
 
 
 def _train_issue33():
@@ -311,6 +311,21 @@ def _train_issue33():
         "--recompute full --moe-dispatcher flex",
     ], 2) + _runs(MEM, [f"{LLAMA} -b 2 -s 4096 --recompute op-sac",
                         f"{LLAMA} -b 2 -s 4096 --recompute full --recompute-every 4"], 2)
+
+
+def _train_issue33_cp():
+    """Context parallelism's a2a mode, Blackwell's kernels, the early-2024 cuDNN and Transformer Engine's
+    FP8 recipes (issue 33), last."""
+    small = f"{LLAMA} --gpu h100 --num-gpus 8 --global-batch-size 64"
+    return _runs(TRAIN, [
+        f"{small} -cp 2 -s 16384 --cp-comm-type a2a", f"{small} -cp 4 -s 32768 --attention-kernel cudnn-9.1",
+        f"{LLAMA} --gpu b200 --num-gpus 8 --global-batch-size 64 -cp 2 -s 16384 --dtype fp8",
+        f"{LLAMA} --gpu gb200 --num-gpus 8 --global-batch-size 64 --attention-kernel fa2",
+        f"{LLAMA} --gpu h100 --num-gpus 16 --global-batch-size 64 -cp 16 -s 32768 --cp-comm-type a2a",
+        f"{small} --dtype fp8 --fp8-recipe tensorwise",
+        f"{LLAMA} --gpu b200 --num-gpus 8 --global-batch-size 64 --dtype fp8 --fp8-recipe mxfp8",
+        f"{small} --dtype fp8 --fp8-recipe mxfp8",
+    ], 2)
 
 
 def _unique(commands):

@@ -310,8 +310,11 @@ def test_bad_layouts_exit_2_in_one_line():
 @pytest.mark.parametrize("argv,text", [
     (["--compile"], "--compile costs torch.compile of an eager PyTorch stack"),
     (["--compile", "--framework", "llm-foundry"], "--compile costs torch.compile"),
-    (["--fp8-recipe", "rowwise", "--framework", "pytorch"], "--fp8-recipe names torchao's float8 scaling"),
-    (["--fp8-recipe", "rowwise", "--dtype", "fp8"], "--fp8-recipe names torchao's float8 scaling"),
+    (["--fp8-recipe", "rowwise", "--framework", "pytorch"], "--fp8-recipe rowwise needs --dtype fp8"),
+    (["--fp8-recipe", "rowwise", "--dtype", "fp8"], "--fp8-recipe rowwise is torchao's"),
+    (["--fp8-recipe", "delayed", "--dtype", "fp8", "--framework", "pytorch"], "--fp8-recipe delayed is Transformer Engine's"),
+    (["--fp8-recipe", "mxfp8", "--dtype", "fp8"], "--fp8-recipe mxfp8 needs a Blackwell GPU"),
+    (["--fp8-recipe", "tensorwise", "--dtype", "fp8", "--framework", "llm-foundry"], "--fp8-recipe is costed under"),
     (["--attention-kernel", "fa3"], "invalid choice")])
 def test_stack_flags_refused_where_they_mean_nothing(argv, text):
     from conftest import exit_code_and_stderr

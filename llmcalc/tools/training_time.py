@@ -66,11 +66,13 @@ from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_o
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
-from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel
+from ..model.kinds import layer_groups
+from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
+from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel, has_attention_rates
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
-    SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
+    SM_COUNT, SUSTAINED_OVER_MAMF, TE_FP8_RECIPES, eager_framework)
 from ..train.memory import optimizer_bytes_per_param
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
@@ -135,9 +137,26 @@ def host_link_reached_bytes_per_s(rec):
     return HOST_LINK_EFFICIENCY * line
 
 
+def cp_layout_error(spec, lay):
+    """None if the layout's context parallelism can run as --cp-comm-type asks, else a one-line reason
+    (a2a splits every attention layer's heads over cp on each tensor-parallel rank)."""
+    if lay["cp"] > 1 and lay.get("cp_comm_type") == "a2a":
+        for layer, _, _ in layer_groups(spec):
+            for x in layer["attention"]:
+                if x["span"] != "state":
+                    why = a2a_head_error(x["heads"], x["kv_heads"], tp=lay["tp"], cp=lay["cp"])
+                    if why:
+                        return why
+    return None
+
+
 def _family(name):
     n = (name or "").lower()
-    return "h100" if ("h100" in n or "h200" in n or "gh200" in n) else ("a100" if "a100" in n else "default")
+    if "h100" in n or "h200" in n or "gh200" in n:
+        return "h100"
+    if "b200" in n or "b300" in n or "gb300" in n:
+        return "blackwell"
+    return "a100" if "a100" in n else "default"
 
 
 def resolve_hardware(args, parser):
@@ -186,7 +205,7 @@ def resolve_hardware(args, parser):
         sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
         if sustained:
             ceiling *= sustained
-            src += f" x {sustained:.3f} sustained (H100 grid)"
+            src += f" x {sustained:.3f} sustained ({SUSTAINED_OVER_MAMF[gpu_key]['source']})"
         return ceiling, src
     ceiling, ceiling_src = ceiling_for(dt)
     ceiling16 = ceiling_for("bf16")[0] if dt == "fp8" else ceiling
@@ -263,6 +282,11 @@ def build_parser():
     lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                      help="model chunks per pipeline rank (interleaved 1F1B)")
     lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
+    lay.add_argument("--cp-comm-type", choices=CP_COMM_TYPES, default="p2p",
+                     help="how context parallelism exchanges attention's inputs (Megatron-Core's --cp-comm-type, "
+                          "Transformer Engine's implementations): p2p, the K/V ring overlapped with per-chunk kernels "
+                          "(default); a2a, all-to-alls of Q, K, V and the output around one kernel over the whole "
+                          "sequence on heads / cp (DeepSpeed-Ulysses' scheme; needs heads divisible by tp x cp)")
     lay.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=1)
     lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
                      help="tensor parallelism inside each expert (default tp, as Megatron-LM)")
@@ -321,15 +345,19 @@ def build_parser():
                    help="fused attention kernel (default on, off under megatron-2021/2022); off: eager matmuls + "
                         "softmax over s x s")
     k.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default=None,
-                   help="fused attention kernel: fa2 (FlashAttention-2) or cudnn (cuDNN's, SDPA's default and "
-                        "Transformer Engine's on Hopper); rates by head dim and sequence measured on an H200 "
-                        "(default: cudnn on Hopper under megatron and pytorch, else fa2)")
+                   help="fused attention kernel: fa2 (FlashAttention-2), cudnn (cuDNN's, SDPA's default and "
+                        "Transformer Engine's on Hopper and Blackwell) or cudnn-9.1 (cuDNN of early-2024 "
+                        "containers, Hopper); rates by head dim and sequence measured on an H200 and published "
+                        "for a B200 (default: cudnn on Hopper and Blackwell under megatron and pytorch, else fa2)")
     k.add_argument("--compile", action=bo, default=False,
                    help="torch.compile of each block (--framework pytorch): the non-matmul kernels at the "
                         "share of their eager time measured on an H200 (0.46 per layer, 0.26 for the loss)")
     k.add_argument("--fp8-recipe", choices=FP8_RECIPES, default=None,
-                   help="with --dtype fp8 --framework pytorch: torchao float8 scaling, tensorwise (default) or "
-                        "rowwise; its casts cost the bytes per operand element measured on an H200")
+                   help="with --dtype fp8, the scaling recipe: under --framework pytorch torchao's tensorwise "
+                        "(default) or rowwise, their casts at the bytes per operand element measured on an H200; "
+                        "under --framework megatron Transformer Engine's delayed (default, Megatron-Core's), "
+                        "tensorwise (current scaling) or mxfp8 (Blackwell), their quantize kernels counted from "
+                        "TE's source")
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
                    help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
@@ -466,7 +494,12 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "h100" else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
+               if hw["family"] == "h100" and lay["attention_kernel"] != "cudnn-9.1" else
+               "cuDNN 9.1's rate by sequence (NVIDIA's 2024 H200 run, head dim 128; other head dims by today's cuDNN trend)"
+               if hw["family"] == "h100" else
+               f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by sequence (published B200 run, head dim 128; "
+               "other head dims by the H200 trend)" if has_attention_rates(lay["attention_kernel"], family=hw["family"])
+               else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
                + ("" if lay["attention_kernel"] == "fa2" else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
             + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
@@ -480,6 +513,11 @@ def assumptions(hw, lay):
            f"MoE load imbalance {lay['moe_imbalance']:g}"
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
               f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
+           *([("context parallel p2p: the K/V ring (Transformer Engine's, 2 x cp chunks for causal balance) hidden "
+               "behind per-chunk kernels at s / cp, plus each step's half copies and output/gradient merges"
+               if lay.get("cp_comm_type", "p2p") == "p2p" else
+               "context parallel a2a: all-to-alls of Q, K, V and the output (and their gradients) exposed, one "
+               "kernel over the whole sequence on heads / cp, plus the reorder copies")] if lay["cp"] > 1 else []),
            *([f"{' and '.join(x for x, on in (('layer weights', lay.get('offload_params')), ('stored activations', lay.get('offload_activations'))) if on)} "
               f"in host memory, copied over the host link at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
               "(copy engines, no slowdown), two layers on the GPU; host memory not checked"]
@@ -536,9 +574,14 @@ def assumptions(hw, lay):
             r = lay.get("fp8_recipe") or "tensorwise"
             out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; torchao {r} casts at "
                        f"{FP8_CAST_BYTES_PER_ELEMENT[r]:g} B per operand element (measured on an H200)")
+        elif lay["framework"] == "megatron":
+            r = lay.get("fp8_recipe") or "delayed"
+            out.append(f"fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's {r} "
+                       "recipe quantizes each linear's input and output gradient (amax, cast"
+                       + (", transposed copy" if hw["family"] != "blackwell" else "")
+                       + ", counted from its source) at achievable bandwidth; weights once per step, not costed")
         else:
-            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; Transformer Engine's "
-                       "casts and scales (fused into its kernels) are not costed")
+            out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; casts not costed")
     return out
 
 
@@ -568,9 +611,21 @@ def resolve_framework_defaults(args, parser):
     """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
     line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
     fw = args.framework
-    if args.fp8_recipe and (args.dtype != "fp8" or fw != "pytorch"):
-        parser.error("--fp8-recipe names torchao's float8 scaling: it needs --dtype fp8 and --framework pytorch "
-                     "(Transformer Engine's casts under megatron are fused into its kernels and not costed)")
+    if args.fp8_recipe:
+        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
+        if args.dtype != "fp8":
+            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
+        if fw == "pytorch" and args.fp8_recipe not in torchao:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under --framework pytorch "
+                         f"(torchao) use {' or '.join(torchao)}")
+        if fw == "megatron" and args.fp8_recipe not in te:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron (Transformer "
+                         f"Engine) use {', '.join(te)}")
+        if fw not in ("pytorch", "megatron"):
+            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: {', '.join(te)}) "
+                         f"and pytorch (torchao: {', '.join(torchao)}), not {fw}")
+    elif args.dtype == "fp8" and fw in ("pytorch", "megatron"):  # the recipe the cost model uses, shown in --json
+        args.fp8_recipe = "delayed" if fw == "megatron" else "tensorwise"
     if args.compile and fw != "pytorch":
         parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with --framework pytorch "
                      f"(--framework {fw} " + ("has fused kernels already)" if fw != "llm-foundry" else
@@ -700,9 +755,14 @@ def main(argv=None):
                      "together: not modelled)")
     hw, net, hw_notes = resolve_hardware(args, parser)
     hw_notes = list(hw_notes)
+    if args.fp8_recipe == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
+        not_bw = [x or hw["name"] for x in names if _family(x or hw["name"]) != "blackwell"]
+        if not_bw:
+            parser.error(f"--fp8-recipe mxfp8 needs a Blackwell GPU (b200, gb200, b300), not {not_bw[0]}")
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = args.num_gpus or tp * pp * cp
     base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
+            "cp_comm_type": args.cp_comm_type,
             "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
             "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
             "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
@@ -713,7 +773,7 @@ def main(argv=None):
             "offload_activations": args.offload_activations,
             "flash_attention": args.flash_attention, "dropout": args.dropout,
             "attention_kernel": args.attention_kernel or default_attention_kernel(
-                args.framework, hopper=hw["family"] == "h100"),
+                args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")),
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
@@ -732,6 +792,9 @@ def main(argv=None):
            "gpu_default": hw["default"],
            "num_gpus": n, "dtype": args.dtype, "memory_bytes": hw["memory_bytes"]}
     if args.search:
+        if args.cp_comm_type == "a2a":
+            parser.error("--cp-comm-type a2a is costed one layout at a time: --search places context "
+                         "parallelism as the p2p ring (drop one of the two)")
         if not args.num_gpus or not args.global_batch_size:
             parser.error("--search needs --num-gpus and --global-batch-size")
         base["global_batch_size"] = args.global_batch_size
@@ -749,7 +812,7 @@ def main(argv=None):
                 c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
                 b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"],  # each GPU its default kernel
                          attention_kernel=args.attention_kernel or default_attention_kernel(
-                             args.framework, hopper=hw["family"] == "h100"))
+                             args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")))
                 wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
                 rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops, progress=show,
                                               pinned=pinned, keep=args.top, memo=memo, wanted=wanted)
@@ -806,7 +869,7 @@ def main(argv=None):
         best = None
         for x in cands:
             lay = dict(base, micro_batch_size=x)
-            why = check_layout(spec, lay)
+            why = check_layout(spec, lay) or cp_layout_error(spec, lay)
             if why:
                 if b or x == cands[-1] and best is None:
                     parser.error(why)

@@ -12,8 +12,12 @@ architectures, and Tri Dao flash attention on pre-Hopper"). The H200's compute i
 (same die, 132 SMs, 989 dense bf16 TFLOP/s), so a rate is kept as a fraction of that peak and
 applies to every Hopper card at its own 16-bit peak. Between measured points the fraction is
 interpolated in log2 of the sequence and of the head dim, and held flat beyond the ends (1k-64k
-tokens, head dim 64-256). Other GPUs keep FlashAttention-2's published fwd+bwd fraction
-(train/kernels.py FLASH_EFFICIENCY), whichever kernel is named.
+tokens, head dim 64-256). On Blackwell (B200, GB200, B300) the rates are NVIDIA's published
+B200 run of the cuDNN frontend's SDPA training benchmark (head dim 128 only): a fraction of the
+B200's 16-bit peak, applied to each Blackwell card at its own peak, and carried to other head dims
+by the Hopper table's ratio at the same sequence (blackwell_attention_fractions). Other GPUs keep
+FlashAttention-2's published fwd+bwd fraction (train/kernels.py FLASH_EFFICIENCY), whichever
+kernel is named.
 
 Examples:
     python calc_training_time.py -l 32 -hs 4096 --num-gpus 8 -s 8192 --attention-kernel fa2
@@ -42,9 +46,37 @@ HOPPER_ATTENTION_TFLOPS = {
               256: ((1024, 422, 265), (2048, 547, 335), (4096, 598, 372), (8192, 659, 382),
                     (16384, 699, 373), (32768, 712, 378), (65536, 609, 382))},
 }
-ATTENTION_KERNELS = ("fa2", "cudnn")
 
-ATTENTION_KERNEL_NAMES = {"fa2": "FlashAttention-2", "cudnn": "cuDNN"}
+# Dense bf16 peak of the card the Blackwell table was measured on (B200, NVIDIA HGX page: 36 PF
+# sparse per 8 GPUs, 2,250 TFLOP/s dense per GPU; hardware.py).
+BLACKWELL_TABLE_PEAK_FLOPS = 2250e12
+
+# Published TFLOP/s on one B200 (NVIDIA/cudnn-frontend @bb37575d, benchmark/sdpa_benchmark_training/
+# artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv with sample_b200_bf16_run.txt: NGC PyTorch
+# 25.09, torch 2.9.0a0, CUDA 13.0, cuDNN 9.13.0, flash-attn 2.7.4.post1; Llama-3.1-405B's
+# attention: batch 1, 128 query heads, 8 KV heads, head dim 128, causal, bf16; FLOPs counted as
+# above, causal halved, backward 2.5x). "cudnn" is the pyt_cudnn backend (cuDNN's kernel, the one
+# Transformer Engine runs), "fa2" the flash-attn package. {kernel: {head_dim: ((seq, fwd, bwd), ...)}}
+BLACKWELL_ATTENTION_TFLOPS = {
+    "fa2": {128: ((512, 63.9, 81.4), (1024, 154.4, 104.9), (2048, 254.4, 198.8), (4096, 343.0, 273.5),
+                  (8192, 399.9, 318.0), (16384, 425.1, 336.6), (32768, 435.8, 345.6), (65536, 441.3, 349.0),
+                  (131072, 443.7, 348.3))},
+    "cudnn": {128: ((512, 84.0, 134.2), (1024, 254.5, 308.5), (2048, 478.9, 371.5), (4096, 855.7, 701.3),
+                    (8192, 1171.3, 942.5), (16384, 1332.4, 1074.8), (32768, 1419.0, 1108.7),
+                    (65536, 1382.3, 1073.1), (131072, 1355.4, 1047.8))},
+}
+
+# cuDNN 9.1 on Hopper, for the stacks of early 2024 (kernel "cudnn-9.1"): NVIDIA's first published
+# run of the cuDNN frontend's attention benchmark (NVIDIA/cudnn-frontend @b740542, 2024-05-07,
+# benchmark/benchmark_results.csv with the README's sample: cudnn backend version 90100, an H200
+# at 700 W with locked clocks; bf16, 16 heads x head dim 128, causal rows; FLOPs counted as above).
+# Head dim 128 only; other head dims take the "cudnn" table's ratio (an assumption).
+HOPPER_CUDNN_91_TFLOPS = {128: ((4096, 542.3, 443.6), (8192, 572.9, 463.5), (16384, 586.8, 497.7),
+                                (32768, 577.3, 499.7), (65536, 567.0, 503.8))}
+
+ATTENTION_KERNELS = ("fa2", "cudnn", "cudnn-9.1")
+
+ATTENTION_KERNEL_NAMES = {"fa2": "FlashAttention-2", "cudnn": "cuDNN", "cudnn-9.1": "cuDNN 9.1"}
 
 
 def _interp(x, xs, ys):
@@ -58,10 +90,9 @@ def _interp(x, xs, ys):
     return ys[-1]
 
 
-def hopper_attention_fractions(kernel, *, head_dim, seq):
-    """(forward, backward) fraction of the Hopper dense 16-bit peak for `kernel` at this head dim
-    and sequence: the measured table interpolated in log2(seq), then in log2(head_dim)."""
-    table = HOPPER_ATTENTION_TFLOPS[kernel]
+def _table_fractions(table, peak, *, head_dim, seq):
+    """(forward, backward) fraction of `peak` from a {head_dim: ((seq, fwd, bwd), ...)} TFLOP/s
+    table, interpolated in log2(seq), then in log2(head_dim), held flat beyond the ends."""
     dims = sorted(table)
     ls = math.log2(max(seq, 1))
     per_dim = []
@@ -73,13 +104,46 @@ def hopper_attention_fractions(kernel, *, head_dim, seq):
     x = math.log2(max(head_dim, 1))
     fwd = _interp(x, ld, [p[0] for p in per_dim])
     bwd = _interp(x, ld, [p[1] for p in per_dim])
-    return fwd * 1e12 / HOPPER_TABLE_PEAK_FLOPS, bwd * 1e12 / HOPPER_TABLE_PEAK_FLOPS
+    return fwd * 1e12 / peak, bwd * 1e12 / peak
 
 
-def default_attention_kernel(framework, *, hopper):
-    """The kernel a framework runs when none is named: on Hopper, cuDNN's for Megatron-Core (through
-    Transformer Engine) and today's PyTorch (SDPA's default, measured: validation/h200); the
-    flash-attn 2 package for llm-foundry's 2024 benchmark tables; FlashAttention-2 elsewhere."""
-    if hopper and framework in ("megatron", "pytorch"):
+def hopper_attention_fractions(kernel, *, head_dim, seq):
+    """(forward, backward) fraction of the Hopper dense 16-bit peak for `kernel` at this head dim
+    and sequence: the measured H200 table interpolated in log2(seq), then in log2(head_dim).
+    "cudnn-9.1": its published head-dim-128 table times the "cudnn" table's head-dim ratio."""
+    if kernel == "cudnn-9.1":
+        f128, b128 = _table_fractions(HOPPER_CUDNN_91_TFLOPS, HOPPER_TABLE_PEAK_FLOPS, head_dim=128, seq=seq)
+        hf, hb = hopper_attention_fractions("cudnn", head_dim=head_dim, seq=seq)
+        hf0, hb0 = hopper_attention_fractions("cudnn", head_dim=128, seq=seq)
+        return f128 * hf / hf0, b128 * hb / hb0
+    return _table_fractions(HOPPER_ATTENTION_TFLOPS[kernel], HOPPER_TABLE_PEAK_FLOPS, head_dim=head_dim, seq=seq)
+
+
+def has_attention_rates(kernel, *, family):
+    """Whether `kernel` has measured rates on this GPU family ("h100": Hopper, "blackwell")."""
+    if family == "h100":
+        return kernel in HOPPER_ATTENTION_TFLOPS or kernel == "cudnn-9.1"
+    return family == "blackwell" and kernel in BLACKWELL_ATTENTION_TFLOPS
+
+
+def blackwell_attention_fractions(kernel, *, head_dim, seq):
+    """(forward, backward) fraction of a Blackwell card's dense 16-bit peak for `kernel`: the
+    published B200 table (head dim 128) at this sequence, times the Hopper table's ratio of this
+    head dim to 128 at the same sequence (an assumption: the head-dim trend of the same kernel on
+    Hopper carries over; the B200 run has head dim 128 only)."""
+    f128, b128 = _table_fractions(BLACKWELL_ATTENTION_TFLOPS[kernel], BLACKWELL_TABLE_PEAK_FLOPS,
+                                  head_dim=128, seq=seq)
+    hf, hb = hopper_attention_fractions(kernel, head_dim=head_dim, seq=seq)
+    hf0, hb0 = hopper_attention_fractions(kernel, head_dim=128, seq=seq)
+    return f128 * hf / hf0, b128 * hb / hb0
+
+
+def default_attention_kernel(framework, *, hopper_or_newer):
+    """The kernel a framework runs when none is named: on Hopper and Blackwell, cuDNN's for
+    Megatron-Core (Transformer Engine selects FusedAttention on sm90 since v1.4, 2024-03, and
+    "prefers cuDNN flash attention on Hopper+ architectures", NeMo docs) and today's PyTorch (SDPA's
+    default, measured on Hopper: validation/h200; on Blackwell assumed the same); the flash-attn 2
+    package for llm-foundry's 2024 benchmark tables; FlashAttention-2 elsewhere."""
+    if hopper_or_newer and framework in ("megatron", "pytorch"):
         return "cudnn"
     return "fa2"

@@ -45,8 +45,12 @@ MEM_BW_FRACTION = 0.85
 # 128, 8k tokens (Dao 2023, arXiv 2307.08691, Fig. 4 and the H100 figure of the flash-attention
 # repo): A100-80GB 182 TFLOP/s (0.583 of 312), H100 SXM 308 (0.311 of 989), used for both
 # passes. FlashAttention-3's H100 forward (602, 0.61) has no published backward beside it, so
-# H100 keeps the measured FA2 pair. Other GPUs take the A100 fraction (an assumption).
-FLASH_EFFICIENCY = {"a100": (0.583, 0.583), "h100": (0.311, 0.311), "default": (0.583, 0.583)}
+# H100 keeps the measured FA2 pair. Blackwell: the flash-attn 2.7.4 package on a B200, causal,
+# head dim 128, 8k tokens, forward 399.9 and backward 318.0 TFLOP/s of 2,250 (NVIDIA/cudnn-frontend
+# @bb37575d, sdpa_bf16_benchmark_results_NVIDIA_B200.csv; train/attention_rates.py). Other GPUs
+# take the A100 fraction (an assumption).
+FLASH_EFFICIENCY = {"a100": (0.583, 0.583), "h100": (0.311, 0.311), "blackwell": (399.9 / 2250, 318.0 / 2250),
+                    "default": (0.583, 0.583)}
 
 # Compute slows while a collective runs beside it (NCCL kernels take SMs and memory bandwidth):
 # Lee et al. 2025 measured about 19% on average. Applied to the overlapped time.
@@ -229,7 +233,31 @@ COMPILE_LOSS_FACTOR = 0.26
 # (two runs; mean 2.21 ms x 4.08 TB/s / 788 M elements = 11.4 B), rowwise +5.42 ms (28.0 B). Judged
 # on the 1B-shaped layer's rows (+0.93 / +2.47 ms measured) and the FSDP2 float8 steps.
 FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": 11.4, "rowwise": 28.0}
-FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_ELEMENT)
+
+# Transformer Engine's FP8 quantization under --framework megatron (Megatron-Core's --fp8-recipe:
+# delayed, its default; tensorwise = Float8CurrentScaling; mxfp8 = MXFP8BlockScaling, Blackwell
+# only), bytes per element of a linear's input (forward) or output gradient (backward) beyond what
+# the producing kernel already writes in bf16, counted from TE's source (NVIDIA/TransformerEngine
+# @d0067d0: pytorch/csrc/extensions/normalization.cpp, pytorch/csrc/quantizer.cpp). Keyed
+# (norm-fed input, other input, output gradient); (Hopper, Blackwell) where they differ: Hopper's
+# FP8 GEMMs take only the TN layout, so an operand also used transposed (every input for the
+# weight gradient, every output gradient for both backward GEMMs) is written twice, row- and
+# column-wise (quantizer.cpp: with_transpose = columnwise_usage && !is_non_tn_fp8_gemm_supported).
+#   delayed (Float8Quantizer, the scale from past amaxes): the norm writes FP8 itself (FULLY_FUSED;
+#     its one byte smaller write is not credited), Hopper then transposes it (read 1, write 1); other
+#     inputs (the attention output, the activation Megatron computes) and gradients: one cast (read
+#     2, write 1, + 1 transposed on Hopper).
+#   tensorwise (Float8CurrentScalingQuantizer): the norm writes bf16 and its amax (FUSED_NORM_AMAX_FP8),
+#     then quantize_with_amax (read 2, write 1, + 1 on Hopper); other tensors: nvte_compute_amax
+#     (read 2), then nvte_quantize_v2 (read 2, write 1, + 1 on Hopper).
+#   mxfp8 (MXFP8Quantizer): the norm is UNFUSED (bf16 out) unless NVTE_NORM_FWD_USE_CUDNN; every
+#     quantize reads 2 and writes row- and column-wise copies (1 + 1) with an E8M0 scale per 32 each.
+# Weights are quantized once per step (TE caches them across micro-batches): not costed.
+TE_FP8_CAST_BYTES = {"delayed": {"hopper": (2, 4, 4), "blackwell": (0, 3, 3)},
+                     "tensorwise": {"hopper": (4, 6, 6), "blackwell": (3, 5, 5)},
+                     "mxfp8": {"blackwell": (2 + 2 + 2 / 32,) * 3}}
+TE_FP8_RECIPES = tuple(TE_FP8_CAST_BYTES)
+FP8_RECIPES = tuple(FP8_CAST_BYTES_PER_ELEMENT) + tuple(r for r in TE_FP8_RECIPES if r not in FP8_CAST_BYTES_PER_ELEMENT)
 
 FRAMEWORKS = ("megatron", "megatron-2021", "megatron-2022", "pytorch", "llm-foundry")
 LEGACY_MEGATRON = ("megatron-2021", "megatron-2022")  # no distributed optimizer, flash, CP or EP then
@@ -426,10 +454,21 @@ def eager_loss_kernels(*, style, vocab):
 # steps measured beside it (VALIDATION.md). The 700 W SXM Hopper parts take it (H100 SXM; H200
 # SXM, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards (other
 # power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
-_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209}
+_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
+
+# Blackwell: Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide,
+# Azure_Results/ND_GB200_v6_results.md @2a370be6: random inputs, 10,000 warm-up iterations, CUDA
+# 12.8) reaches 2,834.6 / 2,876.6 / 2,906.9 / 2,825.6 TFLOP/s on the squares 4096^3 to 32768^3,
+# mean 2,860.9, where MAMF gives the GB200 3,615.6: 0.791. The same method on an H200 (the
+# file ND_H200_v5_results.md @7f20e5fa: 1,249.1 / 1,300.6 / 1,366.3 / 1,349.5, mean 1,316.4 over
+# the Hopper fp8 MAMF 1,453.4) gives 0.906, within 2% of our own Hopper grid's 0.921, so the two
+# methods agree where both exist. Taken for bf16 too (no bf16 row in the file) and for the B200
+# and B300 (the same Blackwell compute at 1,000 / 1,100 W: assumptions, not measured).
+_SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6, "source": "Azure GB200 cuBLASLt run"}
 
 
-SUSTAINED_OVER_MAMF = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100}
+SUSTAINED_OVER_MAMF = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100,
+                       "b200": _SUSTAINED_BLACKWELL, "gb200": _SUSTAINED_BLACKWELL, "b300": _SUSTAINED_BLACKWELL}
 
 
 # fp8 / bf16 ratio of measured best matmul fractions on the same H100 (mamf-finder: 0.709 / 0.803),

@@ -6,8 +6,10 @@ from ..comm.collectives import collective_time_s, group_placement
 from ..model.formulas import (attention_core_flops, attention_head_dims, expected_real_experts,
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .attention_rates import hopper_attention_fractions
-from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
+from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
+from .context_parallel import (A2A_COPY_KERNELS, CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
+    ring_attention_extra_bytes)
+from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, TE_FP8_CAST_BYTES, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
     grad_path, linear_times_s, memory_time_s)
@@ -50,12 +52,15 @@ def kernel_attention_fractions(attn, *, lay, hw):
     """(forward, backward) fraction of the 16-bit peak of the layout's fused attention kernel for
     this layer: its head dim (the score product's) and the sequence one kernel call sees (the
     rank's s / cp queries, or the sliding window when shorter)."""
-    if hw.get("family") != "h100":
+    fam = hw.get("family")
+    if not has_attention_rates(lay["attention_kernel"], family=fam):
         return hw["flash"]  # FlashAttention-2's published fraction (kernels.FLASH_EFFICIENCY)
-    seq = lay["sequence_length"] // lay["cp"]
+    # the kernel's sequence: the rank's s / cp under the p2p ring; all of s (on heads / cp) under a2a
+    seq = lay["sequence_length"] // (1 if lay.get("cp_comm_type") == "a2a" else lay["cp"])
     if attn.get("window"):
         seq = min(seq, attn["window"])
-    return hopper_attention_fractions(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
+    rates = hopper_attention_fractions if fam == "h100" else blackwell_attention_fractions
+    return rates(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
 
 
 def layer_compute_s(layer, *, h, lay, hw):
@@ -84,6 +89,8 @@ def layer_compute_s(layer, *, h, lay, hw):
     ew_rec_bytes, ew_rec_kernels = 0.0, 0  # memory-bound work a selective module repeats
     ew_bytes, ew_kernels = 0.0, 0
     fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
+    te_in_norm = te_in_other = te_grad = 0.0  # Transformer Engine's quantized tensors (TE_FP8_CAST_BYTES)
+    te_tensors = 0
     other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
     blocks = bool(layer["attention"]) + len(layer["mlp"])
     for attn in layer["attention"]:
@@ -99,6 +106,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
         _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
         fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=n_out)
+        te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * n_out
+        te_grad, te_tensors = te_grad + m * n_in + (mt * h if n_out else 0), te_tensors + 1 + bool(n_out)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
         overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
         overlap["col_fwd"] += f1
@@ -121,6 +130,19 @@ def layer_compute_s(layer, *, h, lay, hw):
             tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
             tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
             _add(parts, "attention_core", tf, tb, tf if rec_core else 0.0)
+            if cp > 1:  # context parallelism's own kernels (train/context_parallel.py)
+                dq, dv = attention_head_dims(ar)
+                widths = dict(m=m, q_width=ar["heads"] * dq, v_width=ar["heads"] * dv,
+                              kv_width=ar["kv_heads"] * (dq + dv), a=a)
+                if lay.get("cp_comm_type") == "a2a":  # reorder copies around the all-to-alls
+                    rb_f, rb_b = a2a_attention_extra_bytes(**widths)
+                    rf, rbk = (memory_time_s(x, A2A_COPY_KERNELS, hw=hw) for x in (rb_f, rb_b))
+                else:  # the p2p ring's copies and merges
+                    rb_f, rb_b = ring_attention_extra_bytes(cp=cp, acc=4 if lay["framework"] == "pytorch" else 2,
+                                                            **widths)
+                    rf = memory_time_s(rb_f, CP_FWD_KERNELS_PER_STEP * cp, hw=hw)
+                    rbk = memory_time_s(rb_b, CP_BWD_KERNELS_PER_STEP * cp, hw=hw)
+                _add(parts, "cp_kernels", rf, rbk, rf if rec_core else 0.0)
         else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
             dq, dv = attention_head_dims(ar)
             bh = b * ar["heads"]
@@ -145,6 +167,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full or "mlp" in mods else 0.0)
             fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=w)
+            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * w
+            te_grad, te_tensors = te_grad + m * n_in + mt * h, te_tensors + 2
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
             overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
             overlap["col_fwd"] += f1
@@ -165,6 +189,8 @@ def layer_compute_s(layer, *, h, lay, hw):
         f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
         f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
         fp8_elems += local * (linear_operand_elements(m_e, n_in, h) + linear_operand_elements(m_e, h, w))
+        te_in_other += local * m_e * (h + w)
+        te_grad, te_tensors = te_grad + local * m_e * (n_in + h), te_tensors + 2
         g = lay["moe_imbalance"]
         moe_rec = full or sac or "moe" in mods
         _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if moe_rec else 0.0)
@@ -174,6 +200,8 @@ def layer_compute_s(layer, *, h, lay, hw):
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
             fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_s, n_down=sw)
+            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * sw
+            te_grad, te_tensors = te_grad + m * n_s + mt * h, te_tensors + 2
             _add(parts, "mlp", f3 + f4, b3 + b4,
                  (f3 + f4) if full or "moe" in mods or "shared_experts" in mods else 0.0)
             ew_bytes += a * m * (n_s + sw)
@@ -217,6 +245,15 @@ def layer_compute_s(layer, *, h, lay, hw):
             cf, cb = fp8_cast_time_s(fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
             _add(parts, "fp8_casts", cf, cb, cf if full or sac else 0.0)
         return parts, overlap, blocks
+    if wb == 1 and lay.get("framework", "megatron") == "megatron" and te_tensors:
+        # Transformer Engine's quantization of each linear's input and output gradient (kernels.py)
+        recipe = lay.get("fp8_recipe") or "delayed"
+        by_arch = TE_FP8_CAST_BYTES[recipe]
+        bn, bo, bg = by_arch["blackwell" if hw.get("family") == "blackwell" else "hopper"]
+        per = 2 if recipe == "tensorwise" else 1  # current scaling: an amax kernel before each cast
+        cf = memory_time_s(bn * te_in_norm + bo * te_in_other, per * te_tensors, hw=hw)
+        cb = memory_time_s(bg * te_grad, per * te_tensors, hw=hw)
+        _add(parts, "fp8_casts", cf, cb, cf if full else 0.0)
     ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
     eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
     path = grad_path(lay)
@@ -279,7 +316,8 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
     (--tp-comm-overlap backward, its default since 2021); `full` also hides the forward ones behind
     the adjacent matmuls (Transformer Engine userbuffers); `none` exposes everything. EP: dispatch
     and combine all-to-all per MoE block each way, exposed (GShard). CP: the K/V ring, cp - 1 steps
-    forward and 2 (cp - 1) backward, hidden behind the attention core (Ring Attention)."""
+    forward and 2 (cp - 1) backward, hidden behind the attention core (Ring Attention); under
+    --cp-comm-type a2a two all-to-alls each way, exposed (train/context_parallel.py)."""
     tp, cp, ep, sp = lay["tp"], lay["cp"], lay["ep"], lay["sp"]
     G, sd = lay["gpus_per_node"], lay["overlap_slowdown"]
     m = lay["micro_batch_size"] * lay["sequence_length"] // cp
@@ -324,7 +362,18 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
             a2a = comm_time_s("alltoall", act * k / (tp if sp else 1), n=ep, stride=tp * cp, net=net, gpus_per_node=G)
             out["ep"] = [2 * a2a, 2 * a2a, 2 * a2a if rec_ep else 0.0]
     soft = [x for x in layer["attention"] if x["span"] != "state"]
-    if cp > 1 and soft:
+    if cp > 1 and soft and lay.get("cp_comm_type") == "a2a":
+        # all-to-alls over the cp group, exposed: forward Q, K, V then the output; backward dO then
+        # dQ, dK, dV (train/context_parallel.py); each moves the rank's whole tensor
+        f = b = 0.0
+        for x in soft:
+            xr = attention_on_rank(x, tp=tp)
+            dq, dv = attention_head_dims(xr)
+            q_b, kv_b, o_b = (2 * m * w for w in (xr["heads"] * dq, xr["kv_heads"] * (dq + dv), xr["heads"] * dv))
+            f += sum(comm_time_s("alltoall", nb, n=cp, stride=tp, net=net, gpus_per_node=G) for nb in (q_b + kv_b, o_b))
+            b += sum(comm_time_s("alltoall", nb, n=cp, stride=tp, net=net, gpus_per_node=G) for nb in (o_b, q_b + kv_b))
+        out["cp"] = [f, b, f if rec_on else 0.0]
+    elif cp > 1 and soft:
         t = 0.0
         for x in soft:
             xr = attention_on_rank(x, tp=tp)
@@ -556,7 +605,8 @@ def memory_config(spec, lay, c0):
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
-                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher")
+                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
+                   "cp_comm_type", "fp8_recipe")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
