@@ -6101,6 +6101,92 @@ def suggest_pipeline_split(*, num_layers, pp, vp):
     return best and best[1]
 
 
+def pipeline_split_hint(*, num_layers, pp, vp):
+    """The Megatron-LM flags to suggest for num_layers layers on pp*vp chunks, as one clause
+    (suggest_pipeline_split's uneven split, or counting the embedding/loss as layers), "" if none."""
+    L = num_layers
+    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
+    hints = []
+    if sug:
+        f, q, la = sug
+        hints.append(f"--decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {la}"
+                     + (f" ({q} on each middle stage)" if pp > 2 else ""))
+    for extra, flags in ((1, "--account-for-embedding-in-pipeline-split"),
+                         (2, "--account-for-embedding-in-pipeline-split "
+                             "--account-for-loss-in-pipeline-split")):
+        if (L + extra) % (pp * vp) == 0:
+            hints.append(flags)
+            break
+    return ", or ".join(hints)
+
+
+def pipeline_split_error(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
+                         loss_in_split=False):
+    """None if Megatron-LM accepts this split of the layers over pp ranks x vp chunks, else a
+    one-line reason (TransformerConfig.__post_init__ and megatron/training/arguments.py
+    validate_args): even, L (+1 embedding, +1 loss) divisible by pp*vp; or the first/last
+    stage's count given, each a multiple of vp, the middle stages sharing the rest evenly in
+    multiples of vp; the two styles not combined. The same rules for calc_transformer_mem.py and
+    calc_training_time.py (pipeline_chunk_layers builds the split)."""
+    L, emb, loss = num_layers, bool(embedding_in_split), bool(loss_in_split)
+    if first is None and last is None:
+        total = L + emb + loss
+        if total % (pp * vp) == 0:
+            return None
+        if emb or loss:
+            return (f"--num-layers {L} + {emb + loss} (embedding/loss counted as layers) = "
+                    f"{total} is not divisible by pp*vp = {pp}*{vp}")
+        if pp == 1:
+            return f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}"
+        hint = pipeline_split_hint(num_layers=L, pp=pp, vp=vp)
+        return (f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}; "
+                + (f"Megatron-LM needs the uneven split stated, e.g. {hint}" if hint else
+                   f"no uneven split Megatron-LM accepts fits either (every stage needs a "
+                   f"positive multiple of vp = {vp} layers)"))
+    if emb or loss:
+        return ("--decoder-first/last-pipeline-num-layers cannot be combined with "
+                "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses both)")
+    if pp == 1:
+        return "--decoder-first/last-pipeline-num-layers need --pipeline-parallel-size > 1"
+    for name, n in (("first", first), ("last", last)):
+        if n is not None and n % vp:
+            return f"--decoder-{name}-pipeline-num-layers {n} is not divisible by --virtual-pipeline-size {vp}"
+    mid_stages = pp - (first is not None) - (last is not None)
+    middle = L - (first or 0) - (last or 0)
+    given = " + ".join(str(n) for n in (first, last) if n is not None)
+    if middle < 0:
+        return f"first/last stage layers {given} exceed --num-layers {L}"
+    if mid_stages == 0 and middle:
+        return f"first + last stage layers {given} must add up to --num-layers {L} with pp {pp} (no middle stage)"
+    if mid_stages and middle % mid_stages:
+        hint = pipeline_split_hint(num_layers=L, pp=pp, vp=vp)
+        return (f"the {middle} middle layers are not divisible by the {mid_stages} middle "
+                "pipeline stages" + (f"; e.g. {hint}" if hint else ""))
+    if mid_stages and (middle // mid_stages) % vp:
+        return (f"{middle // mid_stages} layers on each middle pipeline stage are not "
+                f"divisible by --virtual-pipeline-size {vp}")
+    return None
+
+
+# A layout's pipeline split: the keys calc_training_time.py's layouts carry (None/False: even)
+PIPELINE_SPLIT_KEYS = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                       "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+
+
+def layout_split(lay):
+    """(first, last, embedding_in_split, loss_in_split) of a layout dict, for cache keys."""
+    return tuple(lay.get(k) or (None if i < 2 else False) for i, k in enumerate(PIPELINE_SPLIT_KEYS))
+
+
+def layout_chunk_layers(num_layers, lay):
+    """counts[rank][chunk] of a layout's split (pipeline_chunk_layers), None for the even one."""
+    first, last, emb, loss = layout_split(lay)
+    if first is None and last is None and not emb and not loss:
+        return None
+    return pipeline_chunk_layers(num_layers=num_layers, pp=lay["pp"], vp=lay["vp"], first=first, last=last,
+                                 embedding_in_split=emb, loss_in_split=loss)
+
+
 def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None, layers_held=None):
     """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`,
     summed over the stage's layers (layer_params_per_rank, once per distinct layer kind). Stage 0
@@ -7288,7 +7374,7 @@ def memory_config(spec, lay, c0):
             c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
     return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
-                chunk_layers=None, zero_stage=lay["zero_stage"],
+                chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
                 **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
                 sequence_length=lay["sequence_length"],
                 num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
@@ -7314,7 +7400,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     layout's training_memory() when the caller has it."""
     cache = {} if cache is None else cache
     L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp)
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=layout_chunk_layers(L, lay))
     first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
     lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
     stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
@@ -7356,7 +7442,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
         if pp > 1:
             _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
-        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], st)
+        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], layout_split(lay), st)
         if pk not in cache:
             cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
                                               stage=st, layers_held=by_stage[st])[:2]
@@ -7540,7 +7626,8 @@ def evaluate_layout(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
 def offloaded_memory(spec, lay, stages):
     """The heaviest stage after offloaded_stage_memory on every stage (training_memory's list)."""
     out = []
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                chunk_layers=layout_chunk_layers(spec["num_layers"], lay))
     for st in stages:
         emb = stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"], etp=lay["etp"], ep=lay["ep"],
                                     stage=st["stage"], layers_held=by_stage[st["stage"]])[2]
@@ -7565,7 +7652,8 @@ def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
     if not (lay.get("offload_params") or lay.get("offload_activations")):
         return res
     layers = spec["layers"]
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                chunk_layers=layout_chunk_layers(spec["num_layers"], lay))
     key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
     per_kind, added, stage_s = {}, [], []
     for st, held in enumerate(by_stage):
@@ -7644,8 +7732,11 @@ def check_layout(spec, lay):
     L = spec["num_layers"]
     if pp > L:
         return f"--pipeline-parallel-size {pp} exceeds the {L} layers"
-    if L % (pp * vp):
-        return f"{L} layers do not split evenly over pp x vp = {pp} x {vp}"
+    split = layout_split(lay)
+    why = pipeline_split_error(num_layers=L, pp=pp, vp=vp, first=split[0], last=split[1], embedding_in_split=split[2],
+                               loss_in_split=split[3])
+    if why:
+        return why
     if vp > 1 and pp == 1:
         return "--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1"
     if vp > 1 and pp <= 2 and lay.get("framework") in LEGACY_MEGATRON:  # de7dc40, d898a8991d arguments.py
@@ -7706,19 +7797,29 @@ SEARCH_MAX_MICRO_BATCH = 1024  # a bound on the enumeration, far above any micro
 # K/V ring hides behind the attention core only on long shards). Measured: at 1024 the four
 # benchmarks/search_speed.py answers are unchanged and the search takes twice the time.
 CP_MIN_SHARD = 4096
+# The most model chunks per stage the search tries on an uneven split (pp not dividing the layers):
+# a scope, as CP_MIN_SHARD (the even splits try every vp dividing L / pp)
+UNEVEN_MAX_VP = 8
+# ... and the fewest layers per stage an uneven split is searched at (DeepSeek-V3's 61 layers over pp
+# 16 hold 3-4 per stage): a scope; finer uneven pipelines multiply the micro-batch sizes to cost
+UNEVEN_MIN_LAYERS = 3
 
 
-def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
+def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False):
     """What the search enumerates for these GPUs: the parallel shapes (tp, cp, pp, vp, ep, ZeRO
     stage, dp) and the execution knobs costed on each (TP overlap modes, DP overlap, sequence
     parallelism, optimizer offload). `pinned`: knobs the user fixed (their value in `base` kept).
 
     Enumerated: tp any divisor of the GPUs and of every layer's heads, across nodes too (the
     collectives cost the scale-out hop); cp powers of two with s / cp >= CP_MIN_SHARD tokens; pp
-    dividing the layers; vp
-    dividing the layers per stage; ep dividing the experts and dp x cp; ZeRO 0-3 (3 only without a
-    pipeline); sequence parallelism on and off for tp > 1; the optimizer, the layers' weights (not
-    with ZeRO-3, which shards them already) and the stored activations in host memory or not.
+    any divisor of the GPUs / (tp cp) up to the layers: dividing the layers, vp dividing the layers
+    per stage; else Megatron-LM's uneven split with the fewest layers on the fullest stage
+    (memory.suggest_pipeline_split: --decoder-first/last-pipeline-num-layers), vp up to
+    UNEVEN_MAX_VP where one exists, at L / pp >= UNEVEN_MIN_LAYERS; ep dividing the experts and
+    dp x cp; ZeRO 0-3 (3 only without a pipeline); sequence parallelism on and off for tp > 1; the
+    optimizer in host memory or not; with streaming=True (search_layouts' second pass, when nothing
+    fits without) also the layers' weights (not with ZeRO-3, which shards them already) and the
+    stored activations in host memory or not.
 
     Dominance pruning (skipped with exhaustive=True; tests/test_calc_training_time.py checks that the
     pruned search returns the exhaustive answer). A knob value is left out only where the step
@@ -7761,30 +7862,38 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
     kinds = []
     for k in ("offload", "offload_params", "offload_activations"):
         none = legacy or (k != "offload" and eager_framework(base))  # check_layout's rules
-        kinds.append((False,) if none else (bool(base.get(k)),) if k in pinned else (False, True))
+        unasked = k != "offload" and not streaming  # weights/activations streamed: second pass only
+        kinds.append((False,) if none else (bool(base.get(k)),) if k in pinned else (False,) if unasked
+                     else (False, True))
     offloads = [(o, p, a) for o in kinds[0] for p in kinds[1] for a in kinds[2]]
     groups = []
     for tp in tps:
         sps = (False,) if tp == 1 or y2021 else (base["sp"],) if "sp" in pinned else (True, False)
         for cp in cps:
-            for pp in _divisors(L):
-                if n % (tp * cp * pp):
-                    continue
+            for pp in _divisors(n // (tp * cp), L) if n % (tp * cp) == 0 else ():
                 dp = n // (tp * cp * pp)
                 if gbs < dp:
                     continue
-                vps = [1] + ([v for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
+                if L % pp and L // pp < UNEVEN_MIN_LAYERS:
+                    continue
+                if L % pp:  # Megatron-LM's uneven split (suggest_pipeline_split), where one exists
+                    vps = [(v, s_) for v in range(1, min(L // pp, UNEVEN_MAX_VP) + 1)
+                           if (s_ := suggest_pipeline_split(num_layers=L, pp=pp, vp=v))]
+                else:
+                    vps = [(1, None)] + ([(v, None) for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
                 eps = [1]
                 if moe and not legacy:
                     E = math.gcd(*[x["num_experts"] for x in moe])
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
-                for vp in vps:
+                for vp, split in vps:
                     for ep in eps:
                         for zero in zeros:
                             if zero == 3 and pp > 1:
                                 continue
                             groups.append({"tp": tp, "cp": cp, "pp": pp, "vp": vp, "ep": ep, "zero_stage": zero,
-                                           "dp": dp, "sps": sps})
+                                           "dp": dp, "sps": sps,
+                                           "decoder_first_pipeline_num_layers": split and split[0],
+                                           "decoder_last_pipeline_num_layers": split and split[2]})
     return groups, {"tp_comm_overlap": modes, "dp_overlap": dpo, "offload": offloads}
 
 
@@ -7833,9 +7942,10 @@ def _layer_time_s(spec, lay, *, hw, net, cache, kinds, act_bytes):
 def _optimizer_floor_s(spec, lay, *, hw, cache):
     """The fastest optimizer step any stage of the layout can take (optimizer_s grows with the
     parameters held, so the step's, set by its slowest stage, is at least this)."""
-    key = ("least_held", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"])
+    key = ("least_held", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], layout_split(lay))
     if key not in cache:
-        by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+        by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                    chunk_layers=layout_chunk_layers(spec["num_layers"], lay))
         cache[key] = min(sum(stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"], etp=lay["etp"],
                                                    ep=lay["ep"], stage=st, layers_held=held)[:2])
                          for st, held in enumerate(by_stage))
@@ -7854,7 +7964,7 @@ def step_lower_bound_s(layers_s, *, pp, vp, m):
 
 
 def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), exhaustive=False, keep=5,
-                   memo=None, wanted=None):
+                   memo=None, wanted=None, streaming=False):
     """The fastest layouts of base["num_gpus"] GPUs for base["global_batch_size"] (search_knobs),
     ranked by time per sequence (or cost, the same order at a fixed GPU count). Per shape and knobs:
     recompute none/selective/full (selective only without a fused attention kernel: with one,
@@ -7870,6 +7980,9 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         shows), no later candidate can enter what is reported: the search stops;
       * memory grows with the micro-batch: a (shape, knobs, recompute) whose micro-batch b does
         not fit skips every larger one;
+      * weights and activations in host memory (costed from Calculon's and ZeRO-Infinity's rules,
+        validated against no end-to-end measurement) are searched only when no layout of these
+        GPUs fits without them (`streaming`: a second pass; a rule of scope, not a cut);
       * offload only adds time: weights and activations in host memory add their exposed copies
         (offload.with_offload_time, >= 0) and change nothing else; an offloaded optimizer changes
         only the optimizer step (optimizer_s). So where the same layout fits with a subset of the
@@ -7885,7 +7998,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     Returns (rows best first, layouts costed, parallel shapes)."""
     gbs = base["global_batch_size"]
     y2021 = base.get("framework") == "megatron-2021"
-    groups, knobs = search_knobs(spec, base, hw=hw, pinned=pinned, exhaustive=exhaustive)
+    groups, knobs = search_knobs(spec, base, hw=hw, pinned=pinned, exhaustive=exhaustive, streaming=streaming)
     cache, kinds = {}, {}
     for layer in spec["layers"]:
         kinds[id(layer)] = (layer, kinds.get(id(layer), (layer, 0))[1] + 1)
@@ -7897,8 +8010,9 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
         gbs_dp = gbs // dp * dp
         etp = 1 if g["ep"] > 1 else tp
+        split = {k: g[k] for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")}
         opt_floor = {o: _optimizer_floor_s(spec, dict(base, tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
-                                                      zero_stage=g["zero_stage"], offload=o), hw=hw,
+                                                      zero_stage=g["zero_stage"], offload=o, **split), hw=hw,
                                         cache=cache if memo is None else memo)
                      for o in {x[0] for x in knobs["offload"]}}
         least_opt = min(opt_floor.values())
@@ -7941,7 +8055,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         lay = dict(base, global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
                    micro_batch_size=b, recompute=rcs[ri], tp_comm_overlap=mode, dp_overlap=dpo, offload=offload[0],
                    offload_params=offload[1], offload_activations=offload[2],
-                   **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage")})
+                   **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage", "decoder_first_pipeline_num_layers",
+                                        "decoder_last_pipeline_num_layers")})
         if check_layout(spec, lay):
             continue
         lay = complete_layout(lay)
@@ -7971,6 +8086,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         if len(kth) == keep and len(best_by_shape) > 1:
             limit = max(-kth[0], heapq.nsmallest(2, best_by_shape.values())[1])
     rows.sort(key=lambda r: r[0])
+    if not rows and not streaming and not {"offload_params", "offload_activations"} <= set(pinned):
+        # nothing fits: the second pass streams weights and/or activations from host memory
+        more, ev2, _ = search_layouts(spec, base, hw=hw, net=net, c0=c0, flops=flops, progress=progress, pinned=pinned,
+                                      exhaustive=exhaustive, keep=keep, memo=memo, wanted=wanted, streaming=True)
+        return more, evaluated + ev2, len(groups)
     return rows, evaluated, len(groups)
 
 
@@ -7987,7 +8107,7 @@ def _dominates(t_off, twin, offload, lay, cache, hw):
         return False
     if offload[0] and not t_off[0]:  # whichever stage sets the optimizer step, offloaded it is no faster
         for st in range(lay["pp"]):
-            held = sum(cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], st)])
+            held = sum(cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], layout_split(lay), st)])
             if optimizer_s(held, lay=dict(lay, offload=True), hw=hw) < optimizer_s(held, lay=dict(lay, offload=False),
                                                                                      hw=hw):
                 return False
@@ -8029,7 +8149,9 @@ GIB_ = 2 ** 30
 # The range of each script flag (argparse dest: (lo, hi), both inclusive).
 FLAG_RANGES = {
     "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
-    "virtual_pipeline_size": (1, 1024), "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
+    "virtual_pipeline_size": (1, 1024),
+    "decoder_first_pipeline_num_layers": (1, 100_000), "decoder_last_pipeline_num_layers": (1, 100_000),
+    "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
     "micro_batch_size": (1, 10 ** 6), "global_batch_size": (1, 10 ** 9), "sequence_length": (1, 10 ** 8),
     "tokens": (1, 1e18), "top": (1, 10 ** 4), "peak_tflops": (1e-3, 1e6), "hbm_bandwidth_GBps": (1e-3, 1e7),
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
@@ -8190,6 +8312,17 @@ def build_parser():
     lay.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1)
     lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                      help="model chunks per pipeline rank (interleaved 1F1B)")
+    lay.add_argument("--decoder-first-pipeline-num-layers", type=bounded_int, default=None,
+                     help="Megatron-LM uneven pipeline: layers on the first stage (the stages without a stated "
+                          "count share the rest evenly; as calc_transformer_mem.py)")
+    lay.add_argument("--decoder-last-pipeline-num-layers", type=bounded_int, default=None,
+                     help="Megatron-LM uneven pipeline: layers on the last stage")
+    lay.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
+                     help="Megatron-LM: the embedding counts as one layer when splitting L+1 over pp*vp chunks; "
+                          "the first chunk holds one transformer layer fewer")
+    lay.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
+                     help="Megatron-LM: the head and loss count as one layer; the last chunk holds one "
+                          "transformer layer fewer")
     lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
     lay.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=1)
     lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
@@ -8305,7 +8438,11 @@ def fmt_s(t):
 def layout_text(lay, knobs=True):
     """One line of a layout; knobs: with its TP-overlap mode and a DP reduction left exposed (what
     a search chooses besides the parallel shape)."""
-    return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
+    first, last = lay.get("decoder_first_pipeline_num_layers"), lay.get("decoder_last_pipeline_num_layers")
+    split = (f" (layers: first {first or '-'}, last {last or '-'})" if first or last else
+             " (embedding/loss as layers)" if lay.get("account_for_embedding_in_pipeline_split")
+             or lay.get("account_for_loss_in_pipeline_split") else "")
+    return (f"tp {lay['tp']} pp {lay['pp']}{split} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
             f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
             f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''}"
             f"{' offload-params' if lay.get('offload_params') else ''}"
@@ -8651,7 +8788,11 @@ def main(argv=None):
             "offload_device": (args.offload_device or "cpu") if args.offload else None,
             "offload_param": getattr(args, "offload_param", None),
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,
-            "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
+            "precision16": "fp16" if args.dtype == "fp16" else "bf16",
+            "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
+            "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
+            "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
+            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
           "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
@@ -8662,6 +8803,10 @@ def main(argv=None):
     if args.search:
         if not args.num_gpus or not args.global_batch_size:
             parser.error("--search needs --num-gpus and --global-batch-size")
+        split = [k for k in PIPELINE_SPLIT_KEYS if base[k]]
+        if split:
+            parser.error(f"--{split[0].replace('_', '-')} describes one layout's pipeline: --search chooses the split "
+                         "itself (uneven where the layers do not divide)")
         base["global_batch_size"] = args.global_batch_size
         t0 = time.perf_counter()
         show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
@@ -8710,7 +8855,7 @@ def main(argv=None):
                                                   "micro_batch_size", "recompute", "offload", "offload_params",
                                                   "offload_activations", "num_microbatches",
                                                   "global_batch_size", "sequence_length", "tp_comm_overlap",
-                                                  "dp_overlap")},
+                                                  "dp_overlap", *PIPELINE_SPLIT_KEYS)},
                             sequence_parallel=ly["sp"], sp=ly["sp"], gpu=c["hw"]["name"], num_gpus=c["num_gpus"],
                             step_time_s=rr["step_time_s"],
                             tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],

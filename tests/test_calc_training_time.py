@@ -505,6 +505,9 @@ PRUNING_CASES = {
                    "--num-gpus", "8", "--global-batch-size", "32", "--framework", "pytorch"],
     "megatron-2022": ["-l", "8", "-hs", "2048", "-a", "16", "-v", "32000", "-s", "2048", "--gpu", "a100",
                       "--num-gpus", "16", "--global-batch-size", "32", "--framework", "megatron-2022"],
+    # 13 layers: every pp > 1 is an uneven split (--decoder-first/last-pipeline-num-layers)
+    "uneven pipeline": ["-l", "13", "-hs", "4096", "-a", "32", "-v", "32000", "-s", "4096", "--gpu", "a100",
+                        "--num-gpus", "8", "--global-batch-size", "16", "--gpu-memory-gib", "30"],
 }
 
 
@@ -637,3 +640,111 @@ def test_weights_and_activations_in_host_memory(capsys):
                  ["--framework", "pytorch", "--offload-params", "--search"]):
         code, err = exit_code_and_stderr(T.main, base[:-2] + argv)
         assert code == 2 and err.count("\n") == 1, (argv, err)
+
+
+# --- Uneven pipeline stages (Megatron-LM's --decoder-first/last-pipeline-num-layers and
+# --account-for-embedding/loss-in-pipeline-split; one meaning with calc_transformer_mem.py)
+
+L61 = ["-l", "61", "-hs", "2048", "-a", "16", "-v", "32000", "-s", "2048", "--gpu", "h100", "--num-gpus", "16",
+       "-pp", "16", "--global-batch-size", "64", "-b", "1"]
+
+
+def test_uneven_layers_refused_with_the_split_to_state(capsys):
+    with pytest.raises(SystemExit) as e:
+        T.main(L61)
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1
+    assert "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3" in err
+
+
+@pytest.mark.parametrize("extra", [["--decoder-first-pipeline-num-layers", "5", "--decoder-last-pipeline-num-layers", "5"],
+                                   ["--decoder-first-pipeline-num-layers", "3", "--account-for-loss-in-pipeline-split"],
+                                   ["--account-for-embedding-in-pipeline-split"]])
+def test_bad_splits_refused_as_calc_transformer_mem_refuses_them(extra, capsys):
+    # the same rule and words in both tools (train/memory.pipeline_split_error)
+    msgs = []
+    for main, argv in ((T.main, L61 + extra), (calc_transformer_mem.main, L61[:8] + ["-pp", "16", "--num-gpus", "16"]
+                                                                          + extra)):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        msgs.append(capsys.readouterr().err.strip().split("error: ")[-1])
+    assert msgs[0] == msgs[1]
+
+
+def test_uneven_stages_costed_by_their_layers(capsys):
+    # 3 layers and the embedding on stage 0, 4 on each middle stage, 2 and the head on the last:
+    # the middle stages are the slowest and set the pace; the first is faster by about a layer
+    res = run(L61 + ["--decoder-first-pipeline-num-layers", "3", "--decoder-last-pipeline-num-layers", "2",
+                     "--json"], capsys)
+    st = res["stage_time_s"]
+    assert len(st) == 16 and st[1] == max(st) and st[0] < st[1] and st[1] == pytest.approx(st[8])
+    assert st[1] - st[0] == pytest.approx(st[1] / 4, rel=0.1)
+    assert res["slowest_stage"] not in (0, 15)
+
+
+def _one_f_one_b_s(f, b, m):
+    """Megatron-LM's non-interleaved 1F1B (forward_backward_pipelining_without_interleaving: stage i
+    runs p - i - 1 warm-up forwards, then one forward and one backward in turn, then the cool-down
+    backwards), each op starting when its stage is free and its input has arrived: the step time."""
+    p = len(f)
+    fin_f = [[None] * m for _ in range(p)]
+    fin_b = [[None] * m for _ in range(p)]
+    orders = []
+    for i in range(p):
+        w = min(p - i - 1, m)
+        ops = [("f", j) for j in range(w)]
+        for j in range(m - w):
+            ops += [("f", w + j), ("b", j)]
+        ops += [("b", j) for j in range(m - w, m)]
+        orders.append(ops)
+    pos, clock = [0] * p, [0.0] * p
+    while any(pos[i] < 2 * m for i in range(p)):
+        for i in range(p):
+            while pos[i] < 2 * m:
+                kind, j = orders[i][pos[i]]
+                dep = (0.0 if i == 0 else fin_f[i - 1][j]) if kind == "f" else \
+                    (fin_f[i][j] if i == p - 1 else fin_b[i + 1][j])
+                if dep is None:
+                    break
+                clock[i] = max(clock[i], dep) + (f[i] if kind == "f" else b[i])
+                (fin_f if kind == "f" else fin_b)[i][j] = clock[i]
+                pos[i] += 1
+    return max(clock)
+
+
+@pytest.mark.parametrize("layers,m", [([7] + [8] * 14 + [7], 64), ([3] + [4] * 14 + [2], 128), ([8] * 16, 16),
+                                      ([7] + [8] * 14 + [7], 16)])
+def test_pipeline_time_matches_the_1f1b_schedule_on_uneven_stages(layers, m):
+    # pipeline_time_s (slowest stage x m, plus the fill and drain) against the schedule itself,
+    # stages uneven (Llama 3 405B's 7/8/7 layers, DeepSeek-V3's 3/4/2) with the embedding on the
+    # first and a head of 1.5 layers on the last, backward = 2 x forward
+    f = [float(x) for x in layers]
+    f[0] += 0.3
+    f[-1] += 1.5
+    b = [2 * x for x in f]
+    ours = T.pipeline_time_s([x + y for x, y in zip(f, b)], m=m, vp=1)
+    assert ours == pytest.approx(_one_f_one_b_s(f, b, m), rel=0.01)
+
+
+def test_search_takes_an_uneven_split_where_the_layers_do_not_divide(capsys):
+    res = run(["-l", "61", "-hs", "4096", "-a", "32", "-v", "32000", "-s", "4096", "--gpu", "a100", "--num-gpus", "16",
+               "--global-batch-size", "64", "--gpu-memory-gib", "40", "--search", "--top", "20", "--json"], capsys)
+    uneven = [x for x in res["layouts"] if x["pp"] > 1]
+    assert uneven and all(x["decoder_first_pipeline_num_layers"] for x in uneven)
+    with pytest.raises(SystemExit) as e:
+        T.main(L61 + ["--decoder-first-pipeline-num-layers", "3", "--decoder-last-pipeline-num-layers", "2", "--search"])
+    assert e.value.code == 2 and "chooses the split" in capsys.readouterr().err
+
+
+def test_search_streams_weights_and_activations_only_when_nothing_else_fits(capsys):
+    # Weight and activation offload are validated against no measurement: the search takes them
+    # only in a second pass, when no layout of the GPUs fits without (search_layouts' `streaming`).
+    llama7 = ["--hf_model_name_or_path", config_path("llama-2-7b"), "--gpu", "h100", "--num-gpus", "64", "-s", "4096",
+              "--global-batch-size", "512", "--search", "--top", "10", "--json"]
+    res = run(llama7, capsys)
+    assert not any(x["offload_params"] or x["offload_activations"] for x in res["layouts"])
+    # 12 layers of h 4096 on 2 GPUs of 8 GiB: nothing fits without streaming the weights
+    tight = run(["-l", "12", "-hs", "4096", "-a", "32", "-v", "32000", "-s", "2048", "--gpu", "a100", "--num-gpus", "2",
+                 "--global-batch-size", "2", "--gpu-memory-gib", "8", "--search", "--json"], capsys)
+    assert tight["layouts"][0]["offload_params"] or tight["layouts"][0]["offload_activations"]

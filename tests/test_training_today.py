@@ -285,6 +285,75 @@ for nodes, m, err in [(4, 10938, +17.0), (8, 10753, +18.8)]:
                      "tokens_per_s_per_gpu", m, err))
 
 
+# --- Uneven pipelines (issue 33, the layouts the even-split check kept out). Megatron-Bridge 25.11
+# (same page and commit as MB above): Llama 3.1 405B (126 layers) and Qwen3-235B-A22B (94 layers)
+# on pp x vp chunks that do not divide L; Megatron-Bridge's recipes for both set
+# account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (src/megatron/
+# bridge/recipes: 126 + 2 = 128 and 94 + 2 = 96 layers split evenly), and Qwen3's expert tensor
+# parallelism 1. Not stated as MB above (recompute none, -z 1, dispatcher alltoall).
+L405 = ["-l", "126", "-hs", "16384", "-a", "128", "--num-kv-heads", "8", "--ffn-hidden-size", "53248", "--swiglu",
+        "--norm", "rmsnorm", "--no-bias", "-v", "128256", "--no-tied-embeddings"]
+EDGES = ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+Q235 = ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-235b-a22b.json")]
+for rid, facts, argv, measured, err in [
+        ("mb-h100-llama31-405b", "DGX-H100, Llama3.1 405B, 1024 GPUs, FP8-CS, GBS 512, MBS 1, s 8192, TP 8 PP 8 CP 2 VP 8",
+         L405 + ["--gpu", "h100", "--num-gpus", "1024", "--dtype", "fp8", "--global-batch-size", "512", "-b", "1",
+                 "-s", "8192", "-tp", "8", "-pp", "8", "-cp", "2", "-vp", "8"], 292, -4.2),
+        ("mb-b200-llama31-405b", "DGX-B200, Llama3.1 405B, 128 GPUs, FP8-CS, GBS 64, MBS 1, s 8192, TP 4 PP 8 CP 2 VP 8",
+         L405 + ["--gpu", "b200", "--num-gpus", "128", "--dtype", "fp8", "--global-batch-size", "64", "-b", "1",
+                 "-s", "8192", "-tp", "4", "-pp", "8", "-cp", "2", "-vp", "8"], 661, +12.0),
+        ("mb-gb200-llama31-405b", "DGX-GB200, Llama3.1 405B, 256 GPUs, FP8-CS, GBS 1536, MBS 1, s 8192, TP 4 PP 16 VP 4",
+         L405 + ["--gpu", "gb200", "--num-gpus", "256", "--dtype", "fp8", "--global-batch-size", "1536", "-b", "1",
+                 "-s", "8192", "-tp", "4", "-pp", "16", "-vp", "4"], 813, +18.7),
+        ("mb-h100-qwen3-235b", "DGX-H100, Qwen3-235B-A22B (MoE), 256 GPUs, FP8-CS, GBS 2048, MBS 1, s 4096, TP 2 PP 8 VP 4 "
+         "EP 32", Q235 + ["--gpu", "h100", "--num-gpus", "256", "--dtype", "fp8", "--global-batch-size", "2048", "-b", "1",
+                          "-s", "4096", "-tp", "2", "-etp", "1", "-pp", "8", "-vp", "4", "-ep", "32"], 1575, -52.2),
+        ("mb-b200-qwen3-235b", "DGX-B200, Qwen3-235B-A22B (MoE), 64 GPUs, FP8-MX, GBS 1024, MBS 1, s 4096, PP 8 VP 2 EP 8",
+         Q235 + ["--gpu", "b200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "1024", "-b", "1",
+                 "-s", "4096", "-pp", "8", "-vp", "2", "-ep", "8"], 3269, +116.8),
+        ("mb-gb200-qwen3-235b", "DGX-GB200, Qwen3-235B-A22B (MoE), 256 GPUs, BF16, GBS 8192, MBS 1, s 4096, PP 8 VP 3 EP 32",
+         Q235 + ["--gpu", "gb200", "--num-gpus", "256", "--global-batch-size", "8192", "-b", "1", "-s", "4096",
+                 "-pp", "8", "-vp", "3", "-ep", "32"], 4916, -61.5)]:
+    ROWS.append(_row(rid, "Megatron-Bridge 25.11", facts, MB_UNSTATED + "; the recipes' embedding/loss-as-layer split",
+                     argv + EDGES + ["--recompute", "none"], "tokens_per_s_per_gpu", measured, err))
+
+# The Llama 3 paper (Llama Team, arXiv 2407.21783, sec. 3.3.2 and Table 4): 405B pre-training on
+# H100 (700 W, 80 GB HBM3), BF16, TP 8, CP 1, PP 16, sequence 8192, 16M tokens per batch; 8192 GPUs
+# (DP 64, batch 32 per DP rank) at 430 TFLOP/s per GPU, 16384 GPUs (DP 128, 16 per DP rank) at
+# 400; the first and the last stage hold one layer fewer (the embedding and the head count as
+# layers: --account-for-*-in-pipeline-split); 400 Gb/s RoCE per GPU. Not stated: the number of
+# model chunks per stage (its interleaved schedule's; Megatron-Bridge's 405B PP-16 recipe's VP 4
+# is used, chosen as the stated layout of that recipe, and the vp-1 reading is recorded in
+# VALIDATION.md), the micro-batch (1), recompute (the default, selective) and the FLOP count's convention (ours: the
+# full s x s attention); the 128K-token stage (CP 16) is not used: at 128K the count's attention
+# convention alone moves TFLOP/s by ~40%.
+for n, dp, per_dp, tflops, err in [(8192, 64, 32, 430, +12.6), (16384, 128, 16, 400, +8.9)]:
+    ROWS.append(_row(f"llama3-405b-{n}gpu", "Llama 3 paper, Table 4",
+                     f"{n} H100, Llama 3 405B, BF16, TP 8 PP 16 DP {dp}, s 8192, {per_dp} sequences per DP rank, "
+                     "first/last stage one layer fewer", "vp 4 (Megatron-Bridge's PP-16 405B recipe), micro-batch 1, "
+                     "recompute selective, -z 1 (defaults)", L405 + ["--gpu", "h100", "--num-gpus", str(n), "--global-batch-size",
+                                                      str(dp * per_dp), "-b", "1", "-s", "8192", "-tp", "8", "-pp", "16",
+                                                      "-vp", "4"] + EDGES,
+                     "model_tflops_per_gpu", tflops, err))
+
+# DeepSeek-V3 technical report (arXiv 2412.19437, sec. 3.2 and Table 1): 2048 H800 GPUs, 16-way
+# pipeline (DualPipe), 64-way expert parallelism over 8 nodes, ZeRO-1 data parallelism, FP8 mixed
+# precision, sequence 4096, batch 15360 sequences (after the ramp), 180K H800 GPU-hours per
+# trillion tokens (1e12 / (180e3 x 3600 s) = 1543 tokens/s per GPU); its all-to-all kernels send
+# each token once per node over InfiniBand and on over NVLink (DeepEP: --moe-dispatcher flex).
+# Not expressible: DualPipe (1F1B is costed, its all-to-all exposed). Not stated: how 61 layers
+# sit on 16 stages (suggest_pipeline_split's: 2 first, 4 on each middle stage, 3 last),
+# micro-batch (1), recompute (the default selective).
+ROWS.append(_row("deepseek-v3-h800", "DeepSeek-V3 technical report",
+                 "2048 H800, DeepSeek-V3, FP8, PP 16 EP 64 (8 nodes), ZeRO-1, s 4096, batch 15360, "
+                 "180K GPU-hours per 1T tokens", "layers 2/4/3 per stage, micro-batch 1, recompute selective; "
+                 "DualPipe not modelled (1F1B)",
+                 ["--hf_model_name_or_path", os.path.join(CFG, "deepseek-v3.json"), "--gpu", "h800", "--num-gpus", "2048",
+                  "--dtype", "fp8", "--global-batch-size", "15360", "-b", "1", "-s", "4096", "-pp", "16", "-ep", "64",
+                  "-z", "1", "--decoder-first-pipeline-num-layers", "2", "--decoder-last-pipeline-num-layers", "3",
+                  "--moe-dispatcher", "flex"],
+                 "tokens_per_s_per_gpu", 1e12 / (180e3 * 3600), -8.7))
+
 def _ours(row):
     res, _, _ = run_main(T.main, row["argv"] + ["--json"])
     return res[row["metric"]], res

@@ -71,7 +71,7 @@ from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
     PCIE_BYTES_PER_S, SM_COUNT, SUSTAINED_OVER_MAMF, eager_framework)
-from ..train.memory import optimizer_bytes_per_param
+from ..train.memory import PIPELINE_SPLIT_KEYS, optimizer_bytes_per_param
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
@@ -93,7 +93,9 @@ GIB_ = 2 ** 30
 # The range of each script flag (argparse dest: (lo, hi), both inclusive).
 FLAG_RANGES = {
     "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
-    "virtual_pipeline_size": (1, 1024), "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
+    "virtual_pipeline_size": (1, 1024),
+    "decoder_first_pipeline_num_layers": (1, 100_000), "decoder_last_pipeline_num_layers": (1, 100_000),
+    "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
     "micro_batch_size": (1, 10 ** 6), "global_batch_size": (1, 10 ** 9), "sequence_length": (1, 10 ** 8),
     "tokens": (1, 1e18), "top": (1, 10 ** 4), "peak_tflops": (1e-3, 1e6), "hbm_bandwidth_GBps": (1e-3, 1e7),
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
@@ -254,6 +256,17 @@ def build_parser():
     lay.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1)
     lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                      help="model chunks per pipeline rank (interleaved 1F1B)")
+    lay.add_argument("--decoder-first-pipeline-num-layers", type=bounded_int, default=None,
+                     help="Megatron-LM uneven pipeline: layers on the first stage (the stages without a stated "
+                          "count share the rest evenly; as calc_transformer_mem.py)")
+    lay.add_argument("--decoder-last-pipeline-num-layers", type=bounded_int, default=None,
+                     help="Megatron-LM uneven pipeline: layers on the last stage")
+    lay.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
+                     help="Megatron-LM: the embedding counts as one layer when splitting L+1 over pp*vp chunks; "
+                          "the first chunk holds one transformer layer fewer")
+    lay.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
+                     help="Megatron-LM: the head and loss count as one layer; the last chunk holds one "
+                          "transformer layer fewer")
     lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
     lay.add_argument("--expert-parallelism", "-ep", "--expert-parallel-size", type=bounded_int, default=1)
     lay.add_argument("--expert-tensor-parallel-size", "-etp", type=bounded_int, default=None,
@@ -369,7 +382,11 @@ def fmt_s(t):
 def layout_text(lay, knobs=True):
     """One line of a layout; knobs: with its TP-overlap mode and a DP reduction left exposed (what
     a search chooses besides the parallel shape)."""
-    return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
+    first, last = lay.get("decoder_first_pipeline_num_layers"), lay.get("decoder_last_pipeline_num_layers")
+    split = (f" (layers: first {first or '-'}, last {last or '-'})" if first or last else
+             " (embedding/loss as layers)" if lay.get("account_for_embedding_in_pipeline_split")
+             or lay.get("account_for_loss_in_pipeline_split") else "")
+    return (f"tp {lay['tp']} pp {lay['pp']}{split} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
             f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
             f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''}"
             f"{' offload-params' if lay.get('offload_params') else ''}"
@@ -715,7 +732,11 @@ def main(argv=None):
             "offload_device": (args.offload_device or "cpu") if args.offload else None,
             "offload_param": getattr(args, "offload_param", None),
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,
-            "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
+            "precision16": "fp16" if args.dtype == "fp16" else "bf16",
+            "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
+            "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
+            "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
+            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
           "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
@@ -726,6 +747,10 @@ def main(argv=None):
     if args.search:
         if not args.num_gpus or not args.global_batch_size:
             parser.error("--search needs --num-gpus and --global-batch-size")
+        split = [k for k in PIPELINE_SPLIT_KEYS if base[k]]
+        if split:
+            parser.error(f"--{split[0].replace('_', '-')} describes one layout's pipeline: --search chooses the split "
+                         "itself (uneven where the layers do not divide)")
         base["global_batch_size"] = args.global_batch_size
         t0 = time.perf_counter()
         show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
@@ -774,7 +799,7 @@ def main(argv=None):
                                                   "micro_batch_size", "recompute", "offload", "offload_params",
                                                   "offload_activations", "num_microbatches",
                                                   "global_batch_size", "sequence_length", "tp_comm_overlap",
-                                                  "dp_overlap")},
+                                                  "dp_overlap", *PIPELINE_SPLIT_KEYS)},
                             sequence_parallel=ly["sp"], sp=ly["sp"], gpu=c["hw"]["name"], num_gpus=c["num_gpus"],
                             step_time_s=rr["step_time_s"],
                             tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],

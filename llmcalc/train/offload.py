@@ -22,7 +22,8 @@ Megatron-LM-style stacks at ZeRO 0-2 only (check_layout refuses the rest): ZeRO-
 the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimizer together.
 """
 
-from .memory import all_stage_layers, layer_params_per_rank, stage_params_per_rank, training_memory
+from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, stage_params_per_rank,
+    training_memory)
 from .step import LAYER_COST_KEYS, evaluate, layer_cost, memory_config, pipeline_time_s
 
 OFFLOAD_WEIGHT_BYTES = 2  # the 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
@@ -89,7 +90,8 @@ def evaluate_layout(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
 def offloaded_memory(spec, lay, stages):
     """The heaviest stage after offloaded_stage_memory on every stage (training_memory's list)."""
     out = []
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                chunk_layers=layout_chunk_layers(spec["num_layers"], lay))
     for st in stages:
         emb = stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"], etp=lay["etp"], ep=lay["ep"],
                                     stage=st["stage"], layers_held=by_stage[st["stage"]])[2]
@@ -114,7 +116,8 @@ def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
     if not (lay.get("offload_params") or lay.get("offload_activations")):
         return res
     layers = spec["layers"]
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                chunk_layers=layout_chunk_layers(spec["num_layers"], lay))
     key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
     per_kind, added, stage_s = {}, [], []
     for st, held in enumerate(by_stage):

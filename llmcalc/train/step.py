@@ -16,8 +16,8 @@ from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor,
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
 from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
     sequence_recompute_flops)
-from .memory import (all_stage_layers, layer_params_per_rank, optimizer_bytes_per_param,
-    stage_params_per_rank, training_memory, zero_shards)
+from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
+    optimizer_bytes_per_param, stage_params_per_rank, training_memory, zero_shards)
 
 
 def linear_operand_elements(m, n, k):
@@ -539,7 +539,7 @@ def memory_config(spec, lay, c0):
             c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
     return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
-                chunk_layers=None, zero_stage=lay["zero_stage"],
+                chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
                 **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
                 sequence_length=lay["sequence_length"],
                 num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
@@ -565,7 +565,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     layout's training_memory() when the caller has it."""
     cache = {} if cache is None else cache
     L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp)
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=layout_chunk_layers(L, lay))
     first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
     lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
     stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
@@ -607,7 +607,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
         if pp > 1:
             _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
-        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], st)
+        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], layout_split(lay), st)
         if pk not in cache:
             cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
                                               stage=st, layers_held=by_stage[st])[:2]
