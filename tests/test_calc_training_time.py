@@ -528,7 +528,7 @@ def test_pruning_changes_no_answer(name, monkeypatch, capsys):
     full, pruned = seen["full"], seen["pruned"]
     assert pruned[0][0] == pytest.approx(full[0][0], rel=1e-12)  # the answer
     # and the rows shown: every costed row, less the ones a kept row dominates (search_knobs' rules:
-    # a less overlapping TP mode, DP reduction left exposed, ZeRO-1 under megatron; more offloads
+    # a less overlapping TP mode, DP reduction left exposed; more offloads
     # where the same layout fits with fewer at no more time)
     fw = PRUNING_CASES[name][PRUNING_CASES[name].index("--framework") + 1] if "--framework" in PRUNING_CASES[name] \
         else "megatron"
@@ -543,10 +543,18 @@ def test_pruning_changes_no_answer(name, monkeypatch, capsys):
         mine = tuple(ly[k] for k in kinds)
         return any(o != mine and all(a <= b for a, b in zip(o, mine)) and to <= t for o, to in by_key[key(ly)])
 
+    zero1 = {}  # the fastest ZeRO-1 twin of each ZeRO-2 layout (search_layouts' fourth cut)
+    for t, ly, _ in full:
+        if ly["zero_stage"] == 1:
+            k = key(dict(ly, zero_stage=2)) + (tuple(ly[x] for x in kinds),)
+            zero1[k] = min(t, zero1.get(k, math.inf))
+
     def kept(t, ly):
         return not ((ly["tp"] > 1 and ly["tp_comm_overlap"] != ("backward" if legacy else "full"))
+                    or (fw == "megatron" and ly["zero_stage"] == 2 and ly["num_microbatches"] > 1
+                        and zero1.get(key(ly) + (tuple(ly[x] for x in kinds),), math.inf) <= t)
+                    or (fw == "megatron" and ly["zero_stage"] == 1 and ly["num_microbatches"] == 1)
                     or (not legacy and not ly["dp_overlap"] and ly["dp"] * ly["cp"] > 1)
-                    or (fw == "megatron" and ly["zero_stage"] == 1)
                     or offloads_more_for_nothing(t, ly))
     expect = [t for t, ly, _ in full if kept(t, ly)]
     assert [r[0] for r in pruned[:3]] == pytest.approx(expect[:3], rel=1e-12)
@@ -748,3 +756,16 @@ def test_search_streams_weights_and_activations_only_when_nothing_else_fits(caps
     tight = run(["-l", "12", "-hs", "4096", "-a", "32", "-v", "32000", "-s", "2048", "--gpu", "a100", "--num-gpus", "2",
                  "--global-batch-size", "2", "--gpu-memory-gib", "8", "--search", "--json"], capsys)
     assert tight["layouts"][0]["offload_params"] or tight["layouts"][0]["offload_activations"]
+
+
+def test_zero2_reduce_scatters_every_micro_batch_under_megatron(capsys):
+    # ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are reduce-scattered
+    # after its backward (Rajbhandari et al. 2020 sec. 5.2); Megatron-LM's distributed optimizer
+    # (ZeRO-1) accumulates the whole step's and reduces once. One micro-batch: the same step.
+    base = ["-l", "32", "-hs", "4096", "-a", "32", "--num-kv-heads", "8", "--ffn-hidden-size", "14336", "--swiglu",
+            "--gpu", "h100", "--num-gpus", "16", "--gpus-per-node", "8", "-s", "4096", "-b", "1", "--json"]
+    r = {(z, g): run(base + ["-z", z, "--global-batch-size", g], capsys) for z in ("1", "2") for g in ("16", "128")}
+    assert r[("2", "16")]["step_time_s"] == pytest.approx(r[("1", "16")]["step_time_s"], rel=1e-12)
+    dp1, dp2 = (r[(z, "128")]["breakdown_s"]["exposed_dp_comm"] for z in ("1", "2"))
+    assert r[("2", "128")]["step_time_s"] > r[("1", "128")]["step_time_s"] and dp2 > dp1
+    assert r[("2", "128")]["total_bytes"] < r[("1", "128")]["total_bytes"]

@@ -207,7 +207,9 @@ PIPELINE_SPLIT_KEYS = ("decoder_first_pipeline_num_layers", "decoder_last_pipeli
 
 def layout_split(lay):
     """(first, last, embedding_in_split, loss_in_split) of a layout dict, for cache keys."""
-    return tuple(lay.get(k) or (None if i < 2 else False) for i, k in enumerate(PIPELINE_SPLIT_KEYS))
+    g = lay.get
+    return (g("decoder_first_pipeline_num_layers"), g("decoder_last_pipeline_num_layers"),
+            bool(g("account_for_embedding_in_pipeline_split")), bool(g("account_for_loss_in_pipeline_split")))
 
 
 def layout_chunk_layers(num_layers, lay):

@@ -147,9 +147,6 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False
       * DP overlap: dp_exposed_s exposes max(bucket, t - backward) <= t with overlap and t without
         (and drops the ZeRO-1/2 all-gather from t); memory does not read it. Only on is costed,
         except under megatron-2021/2022, whose DDP choice is tied to the gradient dtype.
-      * ZeRO-1 under --framework megatron: every time term reads ZeRO 1 and 2 alike (dp_exposed_s,
-        optimizer_s; the FSDP paths are eager-only), and stage 2 also shards the gradients, so
-        ZeRO-2 is never slower and never larger: ZeRO-1 is not costed.
     Memory pruning (always; search_layouts): memory grows with the micro-batch, so each
     (shape, knobs, recompute) stops at the first micro-batch that does not fit."""
     n, L, s, gbs = base["num_gpus"], spec["num_layers"], base["sequence_length"], base["global_batch_size"]
@@ -162,10 +159,8 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False
     cps = [1] if legacy else [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= CP_MIN_SHARD)]
     if legacy:
         zeros = (0,)
-    elif exhaustive or eager_framework(base):
-        zeros = (0, 1, 2, 3)
     else:
-        zeros = (0, 2, 3) if fw == "megatron" else (0, 1, 2, 3)
+        zeros = (0, 1, 2, 3)
     if "zero_stage" in pinned:
         zeros = (base["zero_stage"],)
     modes = TP_OVERLAP_MODES.get(fw, TP_OVERLAP_ORDER)
@@ -303,7 +298,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         (offload.with_offload_time, >= 0) and change nothing else; an offloaded optimizer changes
         only the optimizer step (optimizer_s). So where the same layout fits with a subset of the
         offloads (and, if the optimizer is one of the differences, optimizer_s offloaded is no
-        faster than on the GPU), the layout with more offloads is never faster and is not costed.
+        faster than on the GPU), the layout with more offloads is never faster and is not costed;
+      * under --framework megatron ZeRO-1 is never slower than ZeRO-2 (every time term reads the
+        two alike but dp_exposed_s, where ZeRO-2 adds the reduce-scatters of the m - 1 earlier
+        micro-batches, >= 0): a ZeRO-2 layout whose ZeRO-1 twin fits is not costed; with one
+        micro-batch the two take the same time and ZeRO-2 the less memory: ZeRO-1 is not costed.
     `wanted`: for a search among clusters, a function of a found row's time per sequence that
     returns the time per sequence below which a row still enters the list across all clusters; the
     search then stops once the bound passes both that and its own best (its own table entry), in
@@ -322,6 +321,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
            or ("recompute" not in pinned and not (rc == "selective" and (base["flash_attention"] or y2021)))]
     cands, lbs = [], {}
     offloads = sorted(knobs["offload"])  # a subset before its supersets (the twin cut needs it)
+    zero1_dominates = 1 in {g["zero_stage"] for g in groups} and base.get("framework", "megatron") == "megatron"
+    zero1_fits = set()  # the ZeRO-1 layouts that fit (their ZeRO-2 twins are not costed)
     for gi, g in enumerate(groups):
         dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
         gbs_dp = gbs // dp * dp
@@ -380,7 +381,16 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         if twins and not exhaustive and any(_dominates(t_off, res_t, offload, lay, cache, hw)
                                             for t_off, res_t in twins):
             continue
+        zk = (g["tp"], g["cp"], g["pp"], g["vp"], g["ep"], g["decoder_first_pipeline_num_layers"], sp, mode, dpo, ri, b,
+              offload)
+        if zero1_dominates and not exhaustive and lay["zero_stage"] in (1, 2):
+            if lay["num_microbatches"] == 1 and lay["zero_stage"] == 1:
+                continue  # one micro-batch: ZeRO-2 takes the same time in less memory
+            if lay["zero_stage"] == 2 and zk in zero1_fits:
+                continue  # the ZeRO-1 twin (costed first: same bound, earlier group) fits, never slower
         mem, act = layout_memory(spec, lay, c0, memo)
+        if lay["zero_stage"] == 1:
+            zero1_fits.add(zk) if hw["memory_bytes"] is None or mem["total_bytes"] <= hw["memory_bytes"] else None
         if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
             too_big[mk] = min(b, too_big.get(mk, math.inf))  # a larger micro-batch only needs more
             continue

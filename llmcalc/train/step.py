@@ -440,7 +440,11 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     --overlap-grad-reduce, PyTorch DDP/FSDP) buckets go out while the stage's last backward runs:
     what stays exposed is the last bucket, or the reduction minus that backward if longer. Stage i
     finishes its last backward i backward-times before stage 0, so its reduction has that long too.
-    Without overlap (Megatron-LM before 2023) the reduction starts after the stage's last backward."""
+    Without overlap (Megatron-LM before 2023) the reduction starts after the stage's last backward.
+    ZeRO-2 shards the gradients, so no replica can accumulate a whole step's: each micro-batch's are
+    reduce-scattered after its backward (DeepSpeed stage 2, Rajbhandari et al. 2020 sec. 5.2; as
+    deepspeed_dp_exposed_s), each beside that backward under overlap, and only the last one has the
+    head start; ZeRO-1 (Megatron-LM's distributed optimizer) reduces once, after the last."""
     dp, cp, tp = lay["dp"], lay["cp"], lay["tp"]
     n = dp * cp
     if n <= 1:
@@ -462,10 +466,10 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
                     t += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
         bucket = t * min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
         head_start = i * mean_b  # stage i drains i backward-times before stage 0
-        if lay["dp_overlap"]:
-            exposed = max(bucket, t - stage_bwd_s[i]) - head_start
-        else:
-            exposed = t - head_start
+        each = max(bucket, t - stage_bwd_s[i]) if lay["dp_overlap"] else t
+        exposed = each - head_start
+        if zero == 2:  # the m - 1 earlier micro-batches' reduce-scatters, no head start
+            exposed = max(0.0, exposed) + (lay["num_microbatches"] - 1) * each
         worst = max(worst, exposed)
         t_sync_max = max(t_sync_max, t)
     return max(0.0, worst), t_sync_max
