@@ -7124,14 +7124,20 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
     mode = lay["tp_comm_overlap"]
     out = {}
     rec_on = lay["recompute"] == "full"
+    rec_tp = None  # what op-SAC repeats of the forward's TP collectives (below)
     if tp > 1 and blocks:
         if sp:
             ag = comm_time_s("all_gather", act, n=tp, stride=1, net=net, gpus_per_node=G)
             rs = comm_time_s("reduce_scatter", act, n=tp, stride=1, net=net, gpus_per_node=G)
             if mode == "full":
-                f = _hidden(blocks * ag, overlap["col_fwd"], sd) + _hidden(blocks * rs, overlap["row_fwd"], sd)
+                f_ag = _hidden(blocks * ag, overlap["col_fwd"], sd)
+                f = f_ag + _hidden(blocks * rs, overlap["row_fwd"], sd)
             else:
+                f_ag = blocks * ag
                 f = blocks * (ag + rs)
+            # torchtitan's op-SAC saves the reduce-scatters' outputs but not the all-gathers'
+            # (_op_sac_save_list: reduce_scatter_tensor, mm, attention, max): its recompute gathers again
+            rec_tp = f_ag if lay["recompute"] == "op-sac" else None
             if mode == "none":
                 b = blocks * (2 * ag + rs)
             else:
@@ -7141,7 +7147,7 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
             ar = comm_time_s("all_reduce", act, n=tp, stride=1, net=net, gpus_per_node=G)
             f = _hidden(blocks * ar, overlap["row_fwd"], sd) if mode == "full" else blocks * ar
             b = blocks * ar if mode == "none" else _hidden(blocks * ar, overlap["col_wgrad"], sd)
-        out["tp"] = [f, b, f if rec_on else 0.0]
+        out["tp"] = [f, b, f if rec_on else rec_tp or 0.0]
     moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
     if ep > 1 and moe:
         rec_ep = rec_on or "moe" in modules_of(lay)
@@ -8756,6 +8762,10 @@ def main(argv=None):
                              ("offload", "offload"), ("sp", "sequence_parallel"),
                              ("offload_params", "offload_params"), ("offload_activations", "offload_activations"))
               if getattr(args, d) is not None}
+    if args.sequence_parallel is None and args.framework == "pytorch":
+        # torchtitan's tensor parallelism always shards the norms over the sequence (SequenceParallel
+        # on attention_norm, ffn_norm and norm in models/llama3/infra/parallelize.py apply_tp)
+        args.sequence_parallel = True
     args.sequence_parallel, args.offload = bool(args.sequence_parallel), bool(args.offload)
     args.offload_params, args.offload_activations = bool(args.offload_params), bool(args.offload_activations)
     if args.rank_by == "cost" and args.cost_per_gpu_hour is None:

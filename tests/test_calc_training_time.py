@@ -769,3 +769,17 @@ def test_zero2_reduce_scatters_every_micro_batch_under_megatron(capsys):
     dp1, dp2 = (r[(z, "128")]["breakdown_s"]["exposed_dp_comm"] for z in ("1", "2"))
     assert r[("2", "128")]["step_time_s"] > r[("1", "128")]["step_time_s"] and dp2 > dp1
     assert r[("2", "128")]["total_bytes"] < r[("1", "128")]["total_bytes"]
+
+
+def test_pytorch_tensor_parallel_is_sequence_parallel_as_torchtitan_runs_it(capsys):
+    # torchtitan's apply_tp (models/llama3/infra/parallelize.py) puts SequenceParallel on every norm:
+    # under --framework pytorch -tp > 1 sequence parallelism is the default; --no-sequence-parallel
+    # still turns it off. Its op-SAC saves reduce-scatter outputs, not all-gathers: the recompute
+    # gathers again.
+    base = ["-l", "8", "-hs", "4096", "-a", "32", "--gpu", "h100", "--num-gpus", "8", "-tp", "8", "-z", "3",
+            "--framework", "pytorch", "-s", "4096", "-b", "2", "--global-batch-size", "2", "--json"]
+    on, off = run(base, capsys), run(base + ["--no-sequence-parallel"], capsys)
+    assert on["layout"]["sequence_parallel"] and not off["layout"]["sequence_parallel"]
+    sac = run(base + ["--recompute", "op-sac"], capsys)
+    none = run(base + ["--recompute", "none"], capsys)
+    assert sac["breakdown_s"]["exposed_tp_comm"] > none["breakdown_s"]["exposed_tp_comm"]

@@ -684,6 +684,10 @@ def main(argv=None):
                              ("offload", "offload"), ("sp", "sequence_parallel"),
                              ("offload_params", "offload_params"), ("offload_activations", "offload_activations"))
               if getattr(args, d) is not None}
+    if args.sequence_parallel is None and args.framework == "pytorch":
+        # torchtitan's tensor parallelism always shards the norms over the sequence (SequenceParallel
+        # on attention_norm, ffn_norm and norm in models/llama3/infra/parallelize.py apply_tp)
+        args.sequence_parallel = True
     args.sequence_parallel, args.offload = bool(args.sequence_parallel), bool(args.offload)
     args.offload_params, args.offload_activations = bool(args.offload_params), bool(args.offload_activations)
     if args.rank_by == "cost" and args.cost_per_gpu_hour is None:

@@ -287,14 +287,20 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
     mode = lay["tp_comm_overlap"]
     out = {}
     rec_on = lay["recompute"] == "full"
+    rec_tp = None  # what op-SAC repeats of the forward's TP collectives (below)
     if tp > 1 and blocks:
         if sp:
             ag = comm_time_s("all_gather", act, n=tp, stride=1, net=net, gpus_per_node=G)
             rs = comm_time_s("reduce_scatter", act, n=tp, stride=1, net=net, gpus_per_node=G)
             if mode == "full":
-                f = _hidden(blocks * ag, overlap["col_fwd"], sd) + _hidden(blocks * rs, overlap["row_fwd"], sd)
+                f_ag = _hidden(blocks * ag, overlap["col_fwd"], sd)
+                f = f_ag + _hidden(blocks * rs, overlap["row_fwd"], sd)
             else:
+                f_ag = blocks * ag
                 f = blocks * (ag + rs)
+            # torchtitan's op-SAC saves the reduce-scatters' outputs but not the all-gathers'
+            # (_op_sac_save_list: reduce_scatter_tensor, mm, attention, max): its recompute gathers again
+            rec_tp = f_ag if lay["recompute"] == "op-sac" else None
             if mode == "none":
                 b = blocks * (2 * ag + rs)
             else:
@@ -304,7 +310,7 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
             ar = comm_time_s("all_reduce", act, n=tp, stride=1, net=net, gpus_per_node=G)
             f = _hidden(blocks * ar, overlap["row_fwd"], sd) if mode == "full" else blocks * ar
             b = blocks * ar if mode == "none" else _hidden(blocks * ar, overlap["col_wgrad"], sd)
-        out["tp"] = [f, b, f if rec_on else 0.0]
+        out["tp"] = [f, b, f if rec_on else rec_tp or 0.0]
     moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
     if ep > 1 and moe:
         rec_ep = rec_on or "moe" in modules_of(lay)
