@@ -7253,7 +7253,21 @@ def layer_cost(layer, *, spec, lay, hw, net):
     parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
     core = parts.get("attention_core", [0.0, 0.0, 0.0])
     comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
+    if lay.get("moe_a2a_overlap") and "ep" in comm:
+        comm["ep"] = moe_a2a_overlap_s(comm["ep"], parts, slowdown=lay["overlap_slowdown"])
     return {"compute": parts, "comm": comm}
+
+
+def moe_a2a_overlap_s(ep, parts, *, slowdown):
+    """[forward, backward, recompute] exposed seconds of one layer's expert-parallel dispatch and
+    combine under Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
+    Megatron-Bridge's moe_a2a_overlap): the schedule runs one micro-batch's forward beside another's
+    backward, so the forward's all-to-alls hide behind the layer's backward compute and the
+    backward's behind its forward compute, with the overlap slowdown (_hidden); the recompute's
+    all-to-alls stay exposed. Assumes every layer has a partner micro-batch (steady 1F1B)."""
+    fwd = sum(v[0] for v in parts.values())
+    bwd = sum(v[1] for v in parts.values())
+    return [_hidden(ep[0], bwd, slowdown), _hidden(ep[1], fwd, slowdown), ep[2]]
 
 
 def _sum_into(acc, src, times=1):
@@ -7403,7 +7417,8 @@ def memory_config(spec, lay, c0):
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
-                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher")
+                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
+                   "moe_a2a_overlap")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
@@ -8428,6 +8443,10 @@ def build_parser():
                    help="MoE token dispatch (Megatron-Core --moe-token-dispatcher-type): alltoall (NCCL all-to-all of "
                         "each token's k copies, default) or flex (DeepEP: once per destination GPU and node, FP8 "
                         "dispatch under --dtype fp8, at DeepEP's measured bandwidths)")
+    k.add_argument("--moe-a2a-overlap", action=bo, default=False,
+                   help="Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm): one "
+                        "micro-batch's forward all-to-alls hide behind another's backward compute and the "
+                        "other way round (default off)")
     k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
                    help="busiest expert rank's tokens / mean (default 1.0)")
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
@@ -8566,7 +8585,9 @@ def assumptions(hw, lay):
            f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
            f"MoE load imbalance {lay['moe_imbalance']:g}"
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
-              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
+              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink)" if lay.get("moe_dispatcher") == "flex" else "")
+           + ("; EP all-to-alls beside another micro-batch's compute (--moe-a2a-overlap)" if lay.get("moe_a2a_overlap")
+              else ", exposed" if lay.get("moe_dispatcher") == "flex" else ""),
            *([f"{' and '.join(x for x, on in (('layer weights', lay.get('offload_params')), ('stored activations', lay.get('offload_activations'))) if on)} "
               f"in host memory, copied over PCIe at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
               "(copy engines, no slowdown), two layers on the GPU; host memory not checked"]
@@ -8810,7 +8831,7 @@ def main(argv=None):
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
             "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
-            "moe_dispatcher": args.moe_dispatcher,
+            "moe_dispatcher": args.moe_dispatcher, "moe_a2a_overlap": args.moe_a2a_overlap,
             "offload_device": (args.offload_device or "cpu") if args.offload else None,
             "offload_param": getattr(args, "offload_param", None),
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,

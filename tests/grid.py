@@ -319,6 +319,9 @@ def _train_issue33():
         "--account-for-loss-in-pipeline-split",
         f"{cfg('deepseek-v3')} --gpu h800 --num-gpus 256 -pp 16 -ep 16 -s 4096 --global-batch-size 256",
         "-l 61 -hs 4096 -a 32 -v 32000 -s 4096 --gpu a100 --num-gpus 16 --global-batch-size 64 --search",
+        f"{cfg('qwen3-30b-a3b')} --gpu h100 --num-gpus 16 -ep 16 -s 4096 -b 1 --global-batch-size 64 --moe-a2a-overlap",
+        f"{LLAMA} --gpu h100 --num-gpus 8 -tp 8 -z 3 --framework pytorch -s 4096 -b 2 --global-batch-size 2 "
+        "--recompute op-sac",
     ], 2)
 
 

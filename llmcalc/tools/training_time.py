@@ -350,6 +350,10 @@ def build_parser():
                    help="MoE token dispatch (Megatron-Core --moe-token-dispatcher-type): alltoall (NCCL all-to-all of "
                         "each token's k copies, default) or flex (DeepEP: once per destination GPU and node, FP8 "
                         "dispatch under --dtype fp8, at DeepEP's measured bandwidths)")
+    k.add_argument("--moe-a2a-overlap", action=bo, default=False,
+                   help="Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm): one "
+                        "micro-batch's forward all-to-alls hide behind another's backward compute and the "
+                        "other way round (default off)")
     k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
                    help="busiest expert rank's tokens / mean (default 1.0)")
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
@@ -488,7 +492,9 @@ def assumptions(hw, lay):
            f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
            f"MoE load imbalance {lay['moe_imbalance']:g}"
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
-              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
+              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink)" if lay.get("moe_dispatcher") == "flex" else "")
+           + ("; EP all-to-alls beside another micro-batch's compute (--moe-a2a-overlap)" if lay.get("moe_a2a_overlap")
+              else ", exposed" if lay.get("moe_dispatcher") == "flex" else ""),
            *([f"{' and '.join(x for x, on in (('layer weights', lay.get('offload_params')), ('stored activations', lay.get('offload_activations'))) if on)} "
               f"in host memory, copied over PCIe at {hw['pcie'] / 1e9:.1f} GB/s per GPU beside each layer's compute "
               "(copy engines, no slowdown), two layers on the GPU; host memory not checked"]
@@ -732,7 +738,7 @@ def main(argv=None):
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
             "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
-            "moe_dispatcher": args.moe_dispatcher,
+            "moe_dispatcher": args.moe_dispatcher, "moe_a2a_overlap": args.moe_a2a_overlap,
             "offload_device": (args.offload_device or "cpu") if args.offload else None,
             "offload_param": getattr(args, "offload_param", None),
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,

@@ -416,7 +416,21 @@ def layer_cost(layer, *, spec, lay, hw, net):
     parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
     core = parts.get("attention_core", [0.0, 0.0, 0.0])
     comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
+    if lay.get("moe_a2a_overlap") and "ep" in comm:
+        comm["ep"] = moe_a2a_overlap_s(comm["ep"], parts, slowdown=lay["overlap_slowdown"])
     return {"compute": parts, "comm": comm}
+
+
+def moe_a2a_overlap_s(ep, parts, *, slowdown):
+    """[forward, backward, recompute] exposed seconds of one layer's expert-parallel dispatch and
+    combine under Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
+    Megatron-Bridge's moe_a2a_overlap): the schedule runs one micro-batch's forward beside another's
+    backward, so the forward's all-to-alls hide behind the layer's backward compute and the
+    backward's behind its forward compute, with the overlap slowdown (_hidden); the recompute's
+    all-to-alls stay exposed. Assumes every layer has a partner micro-batch (steady 1F1B)."""
+    fwd = sum(v[0] for v in parts.values())
+    bwd = sum(v[1] for v in parts.values())
+    return [_hidden(ep[0], bwd, slowdown), _hidden(ep[1], fwd, slowdown), ep[2]]
 
 
 def _sum_into(acc, src, times=1):
@@ -566,7 +580,8 @@ def memory_config(spec, lay, c0):
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
-                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher")
+                   "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
+                   "moe_a2a_overlap")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
