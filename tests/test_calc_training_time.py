@@ -283,9 +283,9 @@ def test_search_keys_and_a_megatron_layout_for_530b_on_2240(capsys):
     for k in ("tp", "pp", "vp", "dp", "cp", "ep", "zero_stage", "micro_batch_size", "recompute",
               "sequence_parallel", "step_time_s", "tokens_per_s_per_gpu", "mfu", "total_bytes"):
         assert k in best, k
-    # tensor parallel over at least a node; with the layers' weights and activations in host memory
-    # one replica per 8 GPUs (pp 1) fits and wins; kept on the GPU, pipelined across nodes (with full
-    # TP overlap, tp 16 over two nodes wins by 2% in this model: larger micro-batches and matmuls)
+    # tensor parallel over at least a node, pipelined across nodes (with full TP overlap, tp 16 over
+    # two nodes wins by 2% in this model: larger micro-batches and matmuls); the layers' weights and
+    # activations stay on the GPU (the search streams them only when nothing fits without)
     assert best["tp"] >= 8 and (best["pp"] > 1 or best["offload_params"])
     on_gpu = run(gpt(105, 20480, 128) + ["--num-gpus", "2240", "--global-batch-size", "2240", "--search",
                                          "--no-offload", "--no-offload-params", "--no-offload-activations"], capsys)
