@@ -5211,6 +5211,94 @@ def suggest_pipeline_split(*, num_layers, pp, vp):
     return best and best[1]
 
 
+def pipeline_split_hint(*, num_layers, pp, vp):
+    """The Megatron-LM flags to suggest for num_layers layers on pp*vp chunks, as one clause
+    (suggest_pipeline_split's uneven split, or counting the embedding/loss as layers), "" if none."""
+    L = num_layers
+    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
+    hints = []
+    if sug:
+        f, q, la = sug
+        hints.append(f"--decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {la}"
+                     + (f" ({q} on each middle stage)" if pp > 2 else ""))
+    for extra, flags in ((1, "--account-for-embedding-in-pipeline-split"),
+                         (2, "--account-for-embedding-in-pipeline-split "
+                             "--account-for-loss-in-pipeline-split")):
+        if (L + extra) % (pp * vp) == 0:
+            hints.append(flags)
+            break
+    return ", or ".join(hints)
+
+
+def pipeline_split_error(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
+                         loss_in_split=False):
+    """None if Megatron-LM accepts this split of the layers over pp ranks x vp chunks, else a
+    one-line reason (TransformerConfig.__post_init__ and megatron/training/arguments.py
+    validate_args): even, L (+1 embedding, +1 loss) divisible by pp*vp; or the first/last
+    stage's count given, each a multiple of vp, the middle stages sharing the rest evenly in
+    multiples of vp; the two styles not combined. The same rules for calc_transformer_mem.py and
+    calc_training_time.py (pipeline_chunk_layers builds the split)."""
+    L, emb, loss = num_layers, bool(embedding_in_split), bool(loss_in_split)
+    if first is None and last is None:
+        total = L + emb + loss
+        if total % (pp * vp) == 0:
+            return None
+        if emb or loss:
+            return (f"--num-layers {L} + {emb + loss} (embedding/loss counted as layers) = "
+                    f"{total} is not divisible by pp*vp = {pp}*{vp}")
+        if pp == 1:
+            return f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}"
+        hint = pipeline_split_hint(num_layers=L, pp=pp, vp=vp)
+        return (f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}; "
+                + (f"Megatron-LM needs the uneven split stated, e.g. {hint}" if hint else
+                   f"no uneven split Megatron-LM accepts fits either (every stage needs a "
+                   f"positive multiple of vp = {vp} layers)"))
+    if emb or loss:
+        return ("--decoder-first/last-pipeline-num-layers cannot be combined with "
+                "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses both)")
+    if pp == 1:
+        return "--decoder-first/last-pipeline-num-layers need --pipeline-parallel-size > 1"
+    for name, n in (("first", first), ("last", last)):
+        if n is not None and n % vp:
+            return f"--decoder-{name}-pipeline-num-layers {n} is not divisible by --virtual-pipeline-size {vp}"
+    mid_stages = pp - (first is not None) - (last is not None)
+    middle = L - (first or 0) - (last or 0)
+    given = " + ".join(str(n) for n in (first, last) if n is not None)
+    if middle < 0:
+        return f"first/last stage layers {given} exceed --num-layers {L}"
+    if mid_stages == 0 and middle:
+        return f"first + last stage layers {given} must add up to --num-layers {L} with pp {pp} (no middle stage)"
+    if mid_stages and middle % mid_stages:
+        hint = pipeline_split_hint(num_layers=L, pp=pp, vp=vp)
+        return (f"the {middle} middle layers are not divisible by the {mid_stages} middle "
+                "pipeline stages" + (f"; e.g. {hint}" if hint else ""))
+    if mid_stages and (middle // mid_stages) % vp:
+        return (f"{middle // mid_stages} layers on each middle pipeline stage are not "
+                f"divisible by --virtual-pipeline-size {vp}")
+    return None
+
+
+# A layout's pipeline split: the keys calc_training_time.py's layouts carry (None/False: even)
+PIPELINE_SPLIT_KEYS = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                       "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+
+
+def layout_split(lay):
+    """(first, last, embedding_in_split, loss_in_split) of a layout dict, for cache keys."""
+    g = lay.get
+    return (g("decoder_first_pipeline_num_layers"), g("decoder_last_pipeline_num_layers"),
+            bool(g("account_for_embedding_in_pipeline_split")), bool(g("account_for_loss_in_pipeline_split")))
+
+
+def layout_chunk_layers(num_layers, lay):
+    """counts[rank][chunk] of a layout's split (pipeline_chunk_layers), None for the even one."""
+    first, last, emb, loss = layout_split(lay)
+    if first is None and last is None and not emb and not loss:
+        return None
+    return pipeline_chunk_layers(num_layers=num_layers, pp=lay["pp"], vp=lay["vp"], first=first, last=last,
+                                 embedding_in_split=emb, loss_in_split=loss)
+
+
 def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None, layers_held=None):
     """(non_expert, expert, embedding_and_head) parameters on one rank of pipeline stage `stage`,
     summed over the stage's layers (layer_params_per_rank, once per distinct layer kind). Stage 0
@@ -5734,7 +5822,7 @@ def offloaded_stages(spec, cfg, stages):
     """offloaded_stage_memory on every stage of training_memory's list. cfg: a layout or mem's
     configuration (tp, pp, vp, etp, ep, offload_params, offload_activations, and chunk_layers when
     the pipeline split is uneven)."""
-    chunks = cfg.get("chunk_layers")
+    chunks = cfg["chunk_layers"] if "chunk_layers" in cfg else layout_chunk_layers(spec["num_layers"], cfg)
     by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=cfg["pp"], vp=cfg["vp"], chunk_layers=chunks)
     out = []
     for st in stages:
@@ -6318,69 +6406,16 @@ def _pos(parser, name, val):
         parser.error(f"--{name} must be positive, got {val}")
 
 
-def _split_hint(L, pp, vp):
-    """The flags to suggest for L layers on pp*vp chunks, as one clause."""
-    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
-    hints = []
-    if sug:
-        f, q, la = sug
-        hints.append(f"--decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {la}"
-                     + (f" ({q} on each middle stage)" if pp > 2 else ""))
-    for extra, flags in ((1, "--account-for-embedding-in-pipeline-split"),
-                         (2, "--account-for-embedding-in-pipeline-split "
-                             "--account-for-loss-in-pipeline-split")):
-        if (L + extra) % (pp * vp) == 0:
-            hints.append(flags)
-            break
-    return ", or ".join(hints)
-
-
 def check_pipeline_split(args, parser, L, pp, vp):
-    """Megatron-LM's rules for the layers of each pipeline stage (TransformerConfig.__post_init__
-    and megatron/training/arguments.py validate_args), one parser.error each; returns the
-    counts[rank][chunk] of pipeline_chunk_layers."""
-    first, last = args.decoder_first_pipeline_num_layers, args.decoder_last_pipeline_num_layers
-    emb, loss = args.account_for_embedding_in_pipeline_split, args.account_for_loss_in_pipeline_split
-    if first is None and last is None:
-        total = L + emb + loss
-        if total % (pp * vp):
-            if emb or loss:
-                parser.error(f"--num-layers {L} + {emb + loss} (embedding/loss counted as layers) = "
-                             f"{total} is not divisible by pp*vp = {pp}*{vp}")
-            if pp == 1:
-                parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}")
-            hint = _split_hint(L, pp, vp)
-            parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}; "
-                         + (f"Megatron-LM needs the uneven split stated, e.g. {hint}" if hint else
-                            f"no uneven split Megatron-LM accepts fits either (every stage needs a "
-                            f"positive multiple of vp = {vp} layers)"))
-        return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, embedding_in_split=emb,
-                                     loss_in_split=loss)
-    if emb or loss:
-        parser.error("--decoder-first/last-pipeline-num-layers cannot be combined with "
-                     "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses both)")
-    if pp == 1:
-        parser.error("--decoder-first/last-pipeline-num-layers need --pipeline-parallel-size > 1")
-    for name, n in (("first", first), ("last", last)):
-        if n is not None and n % vp:
-            parser.error(f"--decoder-{name}-pipeline-num-layers {n} is not divisible by "
-                         f"--virtual-pipeline-size {vp}")
-    mid_stages = pp - (first is not None) - (last is not None)
-    middle = L - (first or 0) - (last or 0)
-    given = " + ".join(str(n) for n in (first, last) if n is not None)
-    if middle < 0:
-        parser.error(f"first/last stage layers {given} exceed --num-layers {L}")
-    if mid_stages == 0 and middle:
-        parser.error(f"first + last stage layers {given} must add up to --num-layers {L} "
-                     f"with pp {pp} (no middle stage)")
-    if mid_stages and middle % mid_stages:
-        hint = _split_hint(L, pp, vp)
-        parser.error(f"the {middle} middle layers are not divisible by the {mid_stages} middle "
-                     "pipeline stages" + (f"; e.g. {hint}" if hint else ""))
-    if mid_stages and (middle // mid_stages) % vp:
-        parser.error(f"{middle // mid_stages} layers on each middle pipeline stage are not "
-                     f"divisible by --virtual-pipeline-size {vp}")
-    return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, first=first, last=last)
+    """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
+    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
+    kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
+              last=args.decoder_last_pipeline_num_layers, embedding_in_split=args.account_for_embedding_in_pipeline_split,
+              loss_in_split=args.account_for_loss_in_pipeline_split)
+    why = pipeline_split_error(**kw)
+    if why:
+        parser.error(why)
+    return pipeline_chunk_layers(**kw)
 
 
 def resolve(args, parser):

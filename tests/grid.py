@@ -310,7 +310,19 @@ def _train_issue33():
         f"{cfg('deepseek-v3')} --gpu h800 --num-gpus 256 -ep 32 -s 4096 --global-batch-size 256 -b 1 --dtype fp8 "
         "--recompute full --moe-dispatcher flex",
     ], 2) + _runs(MEM, [f"{LLAMA} -b 2 -s 4096 --recompute op-sac",
-                        f"{LLAMA} -b 2 -s 4096 --recompute full --recompute-every 4"], 2)
+                        f"{LLAMA} -b 2 -s 4096 --recompute full --recompute-every 4"], 2) + _runs(TRAIN, [
+        # uneven pipeline stages: stated, refused with a hint, and searched
+        f"{cfg('deepseek-v3')} --gpu h800 --num-gpus 256 -pp 16 -ep 16 -s 4096 --global-batch-size 256 -b 1 "
+        "--dtype fp8 --moe-dispatcher flex --decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3",
+        f"{cfg('qwen3-235b-a22b')} --gpu h100 --num-gpus 256 -pp 8 -vp 4 -ep 32 -tp 2 -etp 1 -s 4096 "
+        "--global-batch-size 2048 -b 1 --dtype fp8 --account-for-embedding-in-pipeline-split "
+        "--account-for-loss-in-pipeline-split",
+        f"{cfg('deepseek-v3')} --gpu h800 --num-gpus 256 -pp 16 -ep 16 -s 4096 --global-batch-size 256",
+        "-l 61 -hs 4096 -a 32 -v 32000 -s 4096 --gpu a100 --num-gpus 16 --global-batch-size 64 --search",
+        f"{cfg('qwen3-30b-a3b')} --gpu h100 --num-gpus 16 -ep 16 -s 4096 -b 1 --global-batch-size 64 --moe-a2a-overlap",
+        f"{LLAMA} --gpu h100 --num-gpus 8 -tp 8 -z 3 --framework pytorch -s 4096 -b 2 --global-batch-size 2 "
+        "--recompute op-sac",
+    ], 2)
 
 
 def _train_issue33_cp():

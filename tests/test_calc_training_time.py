@@ -283,9 +283,9 @@ def test_search_keys_and_a_megatron_layout_for_530b_on_2240(capsys):
     for k in ("tp", "pp", "vp", "dp", "cp", "ep", "zero_stage", "micro_batch_size", "recompute",
               "sequence_parallel", "step_time_s", "tokens_per_s_per_gpu", "mfu", "total_bytes"):
         assert k in best, k
-    # tensor parallel over at least a node; with the layers' weights and activations in host memory
-    # one replica per 8 GPUs (pp 1) fits and wins; kept on the GPU, pipelined across nodes (with full
-    # TP overlap, tp 16 over two nodes wins by 2% in this model: larger micro-batches and matmuls)
+    # tensor parallel over at least a node, pipelined across nodes (with full TP overlap, tp 16 over
+    # two nodes wins by 2% in this model: larger micro-batches and matmuls); the layers' weights and
+    # activations stay on the GPU (the search streams them only when nothing fits without)
     assert best["tp"] >= 8 and (best["pp"] > 1 or best["offload_params"])
     on_gpu = run(gpt(105, 20480, 128) + ["--num-gpus", "2240", "--global-batch-size", "2240", "--search",
                                          "--no-offload", "--no-offload-params", "--no-offload-activations"], capsys)
@@ -508,6 +508,9 @@ PRUNING_CASES = {
                    "--num-gpus", "8", "--global-batch-size", "32", "--framework", "pytorch"],
     "megatron-2022": ["-l", "8", "-hs", "2048", "-a", "16", "-v", "32000", "-s", "2048", "--gpu", "a100",
                       "--num-gpus", "16", "--global-batch-size", "32", "--framework", "megatron-2022"],
+    # 13 layers: every pp > 1 is an uneven split (--decoder-first/last-pipeline-num-layers)
+    "uneven pipeline": ["-l", "13", "-hs", "4096", "-a", "32", "-v", "32000", "-s", "4096", "--gpu", "a100",
+                        "--num-gpus", "8", "--global-batch-size", "16", "--gpu-memory-gib", "30"],
 }
 
 
@@ -528,7 +531,7 @@ def test_pruning_changes_no_answer(name, monkeypatch, capsys):
     full, pruned = seen["full"], seen["pruned"]
     assert pruned[0][0] == pytest.approx(full[0][0], rel=1e-12)  # the answer
     # and the rows shown: every costed row, less the ones a kept row dominates (search_knobs' rules:
-    # a less overlapping TP mode, DP reduction left exposed, ZeRO-1 under megatron; more offloads
+    # a less overlapping TP mode, DP reduction left exposed; more offloads
     # where the same layout fits with fewer at no more time)
     fw = PRUNING_CASES[name][PRUNING_CASES[name].index("--framework") + 1] if "--framework" in PRUNING_CASES[name] \
         else "megatron"
@@ -543,10 +546,18 @@ def test_pruning_changes_no_answer(name, monkeypatch, capsys):
         mine = tuple(ly[k] for k in kinds)
         return any(o != mine and all(a <= b for a, b in zip(o, mine)) and to <= t for o, to in by_key[key(ly)])
 
+    zero1 = {}  # the fastest ZeRO-1 twin of each ZeRO-2 layout (search_layouts' fourth cut)
+    for t, ly, _ in full:
+        if ly["zero_stage"] == 1:
+            k = key(dict(ly, zero_stage=2)) + (tuple(ly[x] for x in kinds),)
+            zero1[k] = min(t, zero1.get(k, math.inf))
+
     def kept(t, ly):
         return not ((ly["tp"] > 1 and ly["tp_comm_overlap"] != ("backward" if legacy else "full"))
+                    or (fw == "megatron" and ly["zero_stage"] == 2 and ly["num_microbatches"] > 1
+                        and zero1.get(key(ly) + (tuple(ly[x] for x in kinds),), math.inf) <= t)
+                    or (fw == "megatron" and ly["zero_stage"] == 1 and ly["num_microbatches"] == 1)
                     or (not legacy and not ly["dp_overlap"] and ly["dp"] * ly["cp"] > 1)
-                    or (fw == "megatron" and ly["zero_stage"] == 1)
                     or offloads_more_for_nothing(t, ly))
     expect = [t for t, ly, _ in full if kept(t, ly)]
     assert [r[0] for r in pruned[:3]] == pytest.approx(expect[:3], rel=1e-12)
@@ -640,3 +651,150 @@ def test_weights_and_activations_in_host_memory(capsys):
                  ["--framework", "pytorch", "--offload-params", "--search"]):
         code, err = exit_code_and_stderr(T.main, base[:-2] + argv)
         assert code == 2 and err.count("\n") == 1, (argv, err)
+
+
+# --- Uneven pipeline stages (Megatron-LM's --decoder-first/last-pipeline-num-layers and
+# --account-for-embedding/loss-in-pipeline-split; one meaning with calc_transformer_mem.py)
+
+L61 = ["-l", "61", "-hs", "2048", "-a", "16", "-v", "32000", "-s", "2048", "--gpu", "h100", "--num-gpus", "16",
+       "-pp", "16", "--global-batch-size", "64", "-b", "1"]
+
+
+def test_uneven_layers_refused_with_the_split_to_state(capsys):
+    with pytest.raises(SystemExit) as e:
+        T.main(L61)
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1
+    assert "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3" in err
+
+
+@pytest.mark.parametrize("extra", [["--decoder-first-pipeline-num-layers", "5", "--decoder-last-pipeline-num-layers", "5"],
+                                   ["--decoder-first-pipeline-num-layers", "3", "--account-for-loss-in-pipeline-split"],
+                                   ["--account-for-embedding-in-pipeline-split"]])
+def test_bad_splits_refused_as_calc_transformer_mem_refuses_them(extra, capsys):
+    # the same rule and words in both tools (train/memory.pipeline_split_error)
+    msgs = []
+    for main, argv in ((T.main, L61 + extra), (calc_transformer_mem.main, L61[:8] + ["-pp", "16", "--num-gpus", "16"]
+                                                                          + extra)):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        msgs.append(capsys.readouterr().err.strip().split("error: ")[-1])
+    assert msgs[0] == msgs[1]
+
+
+def test_uneven_stages_costed_by_their_layers(capsys):
+    # 3 layers and the embedding on stage 0, 4 on each middle stage, 2 and the head on the last:
+    # the middle stages are the slowest and set the pace; the first is faster by about a layer
+    res = run(L61 + ["--decoder-first-pipeline-num-layers", "3", "--decoder-last-pipeline-num-layers", "2",
+                     "--json"], capsys)
+    st = res["stage_time_s"]
+    assert len(st) == 16 and st[1] == max(st) and st[0] < st[1] and st[1] == pytest.approx(st[8])
+    assert st[1] - st[0] == pytest.approx(st[1] / 4, rel=0.1)
+    assert res["slowest_stage"] not in (0, 15)
+
+
+def _one_f_one_b_s(f, b, m):
+    """Megatron-LM's non-interleaved 1F1B (forward_backward_pipelining_without_interleaving: stage i
+    runs p - i - 1 warm-up forwards, then one forward and one backward in turn, then the cool-down
+    backwards), each op starting when its stage is free and its input has arrived: the step time."""
+    p = len(f)
+    fin_f = [[None] * m for _ in range(p)]
+    fin_b = [[None] * m for _ in range(p)]
+    orders = []
+    for i in range(p):
+        w = min(p - i - 1, m)
+        ops = [("f", j) for j in range(w)]
+        for j in range(m - w):
+            ops += [("f", w + j), ("b", j)]
+        ops += [("b", j) for j in range(m - w, m)]
+        orders.append(ops)
+    pos, clock = [0] * p, [0.0] * p
+    while any(pos[i] < 2 * m for i in range(p)):
+        for i in range(p):
+            while pos[i] < 2 * m:
+                kind, j = orders[i][pos[i]]
+                dep = (0.0 if i == 0 else fin_f[i - 1][j]) if kind == "f" else \
+                    (fin_f[i][j] if i == p - 1 else fin_b[i + 1][j])
+                if dep is None:
+                    break
+                clock[i] = max(clock[i], dep) + (f[i] if kind == "f" else b[i])
+                (fin_f if kind == "f" else fin_b)[i][j] = clock[i]
+                pos[i] += 1
+    return max(clock)
+
+
+@pytest.mark.parametrize("layers,m", [([7] + [8] * 14 + [7], 64), ([3] + [4] * 14 + [2], 128), ([8] * 16, 16),
+                                      ([7] + [8] * 14 + [7], 16)])
+def test_pipeline_time_matches_the_1f1b_schedule_on_uneven_stages(layers, m):
+    # pipeline_time_s (slowest stage x m, plus the fill and drain) against the schedule itself,
+    # stages uneven (Llama 3 405B's 7/8/7 layers, DeepSeek-V3's 3/4/2) with the embedding on the
+    # first and a head of 1.5 layers on the last, backward = 2 x forward
+    f = [float(x) for x in layers]
+    f[0] += 0.3
+    f[-1] += 1.5
+    b = [2 * x for x in f]
+    ours = T.pipeline_time_s([x + y for x, y in zip(f, b)], m=m, vp=1)
+    assert ours == pytest.approx(_one_f_one_b_s(f, b, m), rel=0.01)
+
+
+def test_search_takes_an_uneven_split_where_the_layers_do_not_divide(capsys):
+    res = run(["-l", "61", "-hs", "4096", "-a", "32", "-v", "32000", "-s", "4096", "--gpu", "a100", "--num-gpus", "16",
+               "--global-batch-size", "64", "--gpu-memory-gib", "40", "--search", "--top", "20", "--json"], capsys)
+    uneven = [x for x in res["layouts"] if x["pp"] > 1]
+    assert uneven and all(x["decoder_first_pipeline_num_layers"] for x in uneven)
+    with pytest.raises(SystemExit) as e:
+        T.main(L61 + ["--decoder-first-pipeline-num-layers", "3", "--decoder-last-pipeline-num-layers", "2", "--search"])
+    assert e.value.code == 2 and "chooses the split" in capsys.readouterr().err
+
+
+def test_search_streams_weights_and_activations_only_when_nothing_else_fits(capsys):
+    # Weight and activation offload are validated against no measurement: the search takes them
+    # only in a second pass, when no layout of the GPUs fits without (search_layouts' `streaming`).
+    llama7 = ["--hf_model_name_or_path", config_path("llama-2-7b"), "--gpu", "h100", "--num-gpus", "64", "-s", "4096",
+              "--global-batch-size", "512", "--search", "--top", "10", "--json"]
+    res = run(llama7, capsys)
+    assert not any(x["offload_params"] or x["offload_activations"] for x in res["layouts"])
+    # 12 layers of h 4096 on 2 GPUs of 8 GiB: nothing fits without streaming the weights
+    tight = run(["-l", "12", "-hs", "4096", "-a", "32", "-v", "32000", "-s", "2048", "--gpu", "a100", "--num-gpus", "2",
+                 "--global-batch-size", "2", "--gpu-memory-gib", "8", "--search", "--json"], capsys)
+    assert tight["layouts"][0]["offload_params"] or tight["layouts"][0]["offload_activations"]
+
+
+def test_zero2_reduce_scatters_every_micro_batch_under_megatron(capsys):
+    # ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are reduce-scattered
+    # after its backward (Rajbhandari et al. 2020 sec. 5.2); Megatron-LM's distributed optimizer
+    # (ZeRO-1) accumulates the whole step's and reduces once. One micro-batch: the same step.
+    base = ["-l", "32", "-hs", "4096", "-a", "32", "--num-kv-heads", "8", "--ffn-hidden-size", "14336", "--swiglu",
+            "--gpu", "h100", "--num-gpus", "16", "--gpus-per-node", "8", "-s", "4096", "-b", "1", "--json"]
+    r = {(z, g): run(base + ["-z", z, "--global-batch-size", g], capsys) for z in ("1", "2") for g in ("16", "128")}
+    assert r[("2", "16")]["step_time_s"] == pytest.approx(r[("1", "16")]["step_time_s"], rel=1e-12)
+    dp1, dp2 = (r[(z, "128")]["breakdown_s"]["exposed_dp_comm"] for z in ("1", "2"))
+    assert r[("2", "128")]["step_time_s"] > r[("1", "128")]["step_time_s"] and dp2 > dp1
+    assert r[("2", "128")]["total_bytes"] < r[("1", "128")]["total_bytes"]
+
+
+def test_pytorch_tensor_parallel_is_sequence_parallel_as_torchtitan_runs_it(capsys):
+    # torchtitan's apply_tp (models/llama3/infra/parallelize.py) puts SequenceParallel on every norm:
+    # under --framework pytorch -tp > 1 sequence parallelism is the default; --no-sequence-parallel
+    # still turns it off. Its op-SAC saves reduce-scatter outputs, not all-gathers: the recompute
+    # gathers again.
+    base = ["-l", "8", "-hs", "4096", "-a", "32", "--gpu", "h100", "--num-gpus", "8", "-tp", "8", "-z", "3",
+            "--framework", "pytorch", "-s", "4096", "-b", "2", "--global-batch-size", "2", "--json"]
+    on, off = run(base, capsys), run(base + ["--no-sequence-parallel"], capsys)
+    assert on["layout"]["sequence_parallel"] and not off["layout"]["sequence_parallel"]
+    sac = run(base + ["--recompute", "op-sac"], capsys)
+    none = run(base + ["--recompute", "none"], capsys)
+    assert sac["breakdown_s"]["exposed_tp_comm"] > none["breakdown_s"]["exposed_tp_comm"]
+
+
+def test_moe_a2a_overlap_hides_the_ep_all_to_alls_behind_the_other_pass(capsys):
+    # Megatron-Core's --overlap-moe-expert-parallel-comm (Megatron-Bridge moe_a2a_overlap): the
+    # forward's all-to-alls beside another micro-batch's backward and the other way round; what
+    # outlasts the compute stays exposed, and nothing else changes
+    base = ["--hf_model_name_or_path", config_path("qwen3-30b-a3b"), "--gpu", "h100", "--num-gpus", "16",
+            "-ep", "16", "-s", "4096", "-b", "1", "--global-batch-size", "64", "--recompute", "none", "--json"]
+    off, on = run(base, capsys), run(base + ["--moe-a2a-overlap"], capsys)
+    assert 0 <= on["breakdown_s"]["exposed_ep_comm"] < off["breakdown_s"]["exposed_ep_comm"]
+    assert on["breakdown_s"]["compute_moe_experts"] == off["breakdown_s"]["compute_moe_experts"]
+    assert on["step_time_s"] < off["step_time_s"]

@@ -363,7 +363,7 @@ def test_training_and_serving_read_the_same_host_link():
     # KV reloads (LMCache's measured 0.70)
     from llmcalc.accelerator import HOST_LINK_EFFICIENCY
     from llmcalc.serve.offload import KV_RELOAD_EFFICIENCY, host_link_bytes_per_s
-    from llmcalc.tools.training_time import host_link_reached_bytes_per_s
+    from llmcalc.tools.training_hardware import host_link_reached_bytes_per_s
     for name in ("a100-80gb", "h100-sxm", "gh200", "b200", "mi300x"):
         line = get_accelerator(name)["host_link_bandwidth_bytes_per_s"]
         assert host_link_bytes_per_s(name) == pytest.approx(KV_RELOAD_EFFICIENCY * line)

@@ -7,9 +7,9 @@ end-to-end training row, so no row below set anything and nothing was tuned to t
 
 Each row carries its source, the facts the source states, and what it does not state (the value
 the script then used: its default, or the convention named in the row, fixed before any error was
-seen). Rows past 15% are strict xfails carrying their signed error. The summary test documents the
-set against the issue's bar (85% of rows within 15%, median |error| within 8%) and asserts the
-numbers VALIDATION.md reports; the bar is not met.
+seen). Rows past 15% are strict xfails carrying their signed error. The summary against the issue's
+bar (85% of rows within 15%, median |error| within 8%) is printed, not asserted:
+`python3 tests/test_training_today.py` (add `--markdown` for VALIDATION.md's per-row and group tables).
 
 Sources (all read at the commits named):
 - MLM: NVIDIA/Megatron-LM README.md @d98e8a6, "Performance Benchmarking" (images/model_table.png,
@@ -36,6 +36,8 @@ Sources (all read at the commits named):
   CP is a quarter of its GPU count on every row, so its layout cannot be taken as stated).
 - FOUNDRY: the 21 llm-foundry rows of tests/test_calc_training_time.py (tested there; counted in
   the summary here).
+- LLAMA3 / DSV3: the Llama 3 paper (arXiv 2407.21783), Table 4; the DeepSeek-V3 technical report
+  (arXiv 2412.19437), sec. 3 and its GPU-hours (rows below state their facts).
 """
 import os
 import statistics
@@ -100,7 +102,8 @@ for name, a, h, L, tp, pp, n, gbs, tflops, err in [
 # FP8-CS (per-tensor current scaling) runs --fp8-recipe tensorwise (Megatron-Core's name for it) and
 # FP8-MX (32-element blocks) --fp8-recipe mxfp8: Transformer Engine's quantize kernels of each
 # (train/kernels.py TE_FP8_CAST_BYTES).
-MB_UNSTATED = "recompute none, -z 1 (FSDP rows -z 3), dispatcher alltoall"
+MB_UNSTATED = ("recompute none, -z 1 (FSDP rows -z 3), dispatcher alltoall, unless the release's performance scripts "
+               "set otherwise (MB_SCRIPT_FACTS below)")
 
 
 def _mb_recipe(facts):
@@ -117,7 +120,7 @@ for rid, facts, argv, measured, err in [
                       "-s", "8192", "-z", "3"], 14451, +1.9),
         ("mb-h100-llama3-70b", "DGX-H100, Llama3 70B, 64 GPUs, FP8-CS, GBS 128, MBS 1, s 8192, TP 4 PP 8 VP 5",
          LLAMA3_70B + ["--gpu", "h100", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "128", "-b", "1",
-                       "-s", "8192", "-tp", "4", "-pp", "8", "-vp", "5"], 1602, -12.9),
+                       "-s", "8192", "-tp", "4", "-pp", "8", "-vp", "5"], 1602, -8.4),
         ("mb-b200-llama3-8b", "DGX-B200, Llama3 8B, 8 GPUs, FP8-CS, GBS 128, MBS 2, s 8192, TP/PP/CP 1",
          LLAMA3_8B + ["--gpu", "b200", "--num-gpus", "8", "--dtype", "fp8", "--global-batch-size", "128", "-b", "2",
                       "-s", "8192"], 30624, +4.6),
@@ -137,20 +140,20 @@ for rid, facts, argv, measured, err in [
                        "-s", "8192", "-z", "3"], 4312, +6.0),
         ("mb-gb200-gpt-oss-120b", "DGX-GB200, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 1280, MBS 1, s 8192, EP 64",
          ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "gb200", "--num-gpus", "64",
-          "--global-batch-size", "1280", "-b", "1", "-s", "8192", "-ep", "64"], 15876, -35.2),
+          "--global-batch-size", "1280", "-b", "1", "-s", "8192", "-ep", "64"], 15876, -35.5),
         ("mb-gb200-qwen3-30b-a3b", "DGX-GB200, Qwen3-30B-A3B (MoE), 8 GPUs, FP8-MX, GBS 512, MBS 4, s 4096, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "gb200", "--num-gpus", "8",
-          "--dtype", "fp8", "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 23766, +42.0),
+          "--dtype", "fp8", "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 23766, +55.3),
         ("mb-h100-gpt-oss-120b", "DGX-H100, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 512, MBS 4, s 4096, PP 4, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "h100", "--num-gpus", "64",
-          "--global-batch-size", "512", "-b", "4", "-s", "4096", "-pp", "4", "-ep", "8"], 5630, +42.8),
+          "--global-batch-size", "512", "-b", "4", "-s", "4096", "-pp", "4", "-ep", "8"], 5630, +41.0),
         ("mb-h100-qwen3-30b-a3b", "DGX-H100, Qwen3-30B-A3B (MoE), 16 GPUs, FP8-CS, GBS 512, MBS 2, s 4096, PP 2 VP 24, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "h100", "--num-gpus", "16",
           "--dtype", "fp8", "--global-batch-size", "512", "-b", "2", "-s", "4096", "-pp", "2", "-vp", "24", "-ep", "8"],
-         5275, +146.8),
+         5275, +195.3),
         ("mb-b200-gpt-oss-120b", "DGX-B200, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 512, MBS 4, s 4096, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "b200", "--num-gpus", "64",
-          "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 8213, +103.1),
+          "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 8213, +102.3),
         ("mb-b200-qwen3-30b-a3b", "DGX-B200, Qwen3-30B-A3B (MoE), 8 GPUs, FP8-MX, GBS 512, MBS 1, s 4096, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "b200", "--num-gpus", "8",
           "--dtype", "fp8", "--global-batch-size", "512", "-b", "1", "-s", "4096", "-ep", "8"], 9299, +224.7)]:
@@ -165,10 +168,10 @@ for rid, facts, argv, measured, err in [
           "-z", "3"], 4224, +8.2),
         ("mb26-gb200-llama3-70b-mxfp8", "DGX-GB200, Llama3 70B, 64 GPUs, MXFP8, GBS 256, MBS 1, s 8192, TP 2 PP 4 VP 5",
          ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
-          "-tp", "2", "-pp", "4", "-vp", "5"], 3712, +6.7),
+          "-tp", "2", "-pp", "4", "-vp", "5"], 3712, +8.3),
         ("mb26-h100-llama3-70b-fp8", "DGX-H100, Llama3 70B, 64 GPUs, FP8, GBS 256, MBS 1, s 8192, TP 4 PP 8 VP 5",
          ["--gpu", "h100", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
-          "-tp", "4", "-pp", "8", "-vp", "5"], 1664, -15.3)]:
+          "-tp", "4", "-pp", "8", "-vp", "5"], 1664, -10.9)]:
     ROWS.append(_row(rid, "Megatron-Bridge 26.04.01", facts, MB_UNSTATED + "; FP8 read as per-tensor current scaling",
                      LLAMA3_70B + argv + ["--recompute", "none"] + _mb_recipe(facts),
                      "tokens_per_s_per_gpu", measured, err))
@@ -247,7 +250,9 @@ for rid, facts, step, err in [
 # --- torchtitan, end of 2024 (the TorchTitan paper's H100 tables). Sequence 8192 and selective
 # AC = per-op SAC are the llama3_8b / llama3_70b tomls of the torchtitan commit the page names
 # (9dec370: seq_len 8192, selective_ac_option 'op'); Float8 = torchao's dynamic tensorwise scaling
-# (the only recipe then); FSDP = -z 3; AsyncTP = --tp-comm-overlap full.
+# (the only recipe then); FSDP = -z 3; AsyncTP = --tp-comm-overlap full; sequence parallelism under
+# TP is --framework pytorch's default (torchtitan's apply_tp shards the norms over the sequence).
+# Stated and not costed: the GPUs' 500 W power limit (the rows use the 700 W SXM's peak).
 TT_UNSTATED = ("peak: the SXM H100's (500 W part not stated); s 8192 and op-SAC from the named commit's toml; "
                "attention: SDPA's flash backend (the torch of the date, TT_H100)")
 for tag, extra, m8, e8, m128, e128 in [
@@ -269,7 +274,7 @@ for cp, s, m, err in [(1, 32768, 3890, +23.7), (2, 65536, 2540, +19.2), (4, 1310
                                              "--global-batch-size", str(8 // cp), "-s", str(s), "--recompute", "full",
                                              "--compile", "--dtype", "fp8", "--fp8-recipe", "tensorwise"],
                      "tokens_per_s_per_gpu", m, err))
-for tag, overlap, m, err in [("2d", "none", 829, -23.0), ("2d-asynctp", "full", 876, -20.9)]:
+for tag, overlap, m, err in [("2d", "none", 829, +2.1), ("2d-asynctp", "full", 876, +24.3)]:
     ROWS.append(_row(f"tt-70b-{tag}", "torchtitan 2024-12, Table 4",
                      f"Llama 3.1 70B, 256 H100, FSDP 32 TP 8, local batch 16, full AC, compile, Float8, {tag}",
                      TT_UNSTATED,
@@ -281,11 +286,11 @@ for tag, overlap, m, err in [("2d", "none", 829, -23.0), ("2d-asynctp", "full", 
 
 # --- torchtitan async TP, 2025-06 (same machines). Sequence and SAC as above (toml @820504e).
 for quant, flags, v70, ev70, a70, ea70, v8, ev8, a8, ea8 in [
-        ("bf16", [], 597.3, -0.8, 652.4, +1.5, 4378, -2.4, 4809.4, -3.6),
+        ("bf16", [], 597.3, +16.3, 652.4, +33.5, 4378, +20.2, 4809.4, +44.1),
         ("float8-tensorwise", ["--dtype", "fp8", "--fp8-recipe", "tensorwise"],
-         809.8, -21.1, 942.4, -26.4, 5078.1, -20.2, 5570.1, -24.1),
+         809.8, +4.6, 942.4, +15.5, 5078.1, +12.2, 5570.1, +25.0),
         ("float8-rowwise", ["--dtype", "fp8", "--fp8-recipe", "rowwise"],
-         599.6, -11.7, 624.8, -9.4, 3708.5, -13.5, 3914.9, -15.2)]:
+         599.6, +27.7, 624.8, +53.4, 3708.5, +34.6, 3914.9, +51.6)]:
     for overlap, m70, e70, m8, e8 in (("none", v70, ev70, v8, ev8), ("full", a70, ea70, a8, ea8)):
         tp_name = "vanilla TP" if overlap == "none" else "async TP"
         ROWS.append(_row(f"atp-70b-{quant}-{overlap}", "torchtitan async TP 2025-06",
@@ -318,6 +323,101 @@ for nodes, m, err in [(4, 10938, +2.2), (8, 10753, +3.8)]:
                                    "--compile", "--dtype", "fp8", "--fp8-recipe", "tensorwise"],
                      "tokens_per_s_per_gpu", m, err))
 
+
+# --- Uneven pipelines (issue 33, the layouts the even-split check kept out). Megatron-Bridge 25.11
+# (same page and commit as MB above): Llama 3.1 405B (126 layers) and Qwen3-235B-A22B (94 layers)
+# on pp x vp chunks that do not divide L; Megatron-Bridge's recipes for both set
+# account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (src/megatron/
+# bridge/recipes: 126 + 2 = 128 and 94 + 2 = 96 layers split evenly), and Qwen3's expert tensor
+# parallelism 1. Not stated as MB above (recompute none, -z 1, dispatcher alltoall).
+L405 = ["-l", "126", "-hs", "16384", "-a", "128", "--num-kv-heads", "8", "--ffn-hidden-size", "53248", "--swiglu",
+        "--norm", "rmsnorm", "--no-bias", "-v", "128256", "--no-tied-embeddings"]
+EDGES = ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+Q235 = ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-235b-a22b.json")]
+for rid, facts, argv, measured, err in [
+        ("mb-h100-llama31-405b", "DGX-H100, Llama3.1 405B, 1024 GPUs, FP8-CS, GBS 512, MBS 1, s 8192, TP 8 PP 8 CP 2 VP 8",
+         L405 + ["--gpu", "h100", "--num-gpus", "1024", "--dtype", "fp8", "--global-batch-size", "512", "-b", "1",
+                 "-s", "8192", "-tp", "8", "-pp", "8", "-cp", "2", "-vp", "8"], 292, -3.3),
+        ("mb-b200-llama31-405b", "DGX-B200, Llama3.1 405B, 128 GPUs, FP8-CS, GBS 64, MBS 1, s 8192, TP 4 PP 8 CP 2 VP 8",
+         L405 + ["--gpu", "b200", "--num-gpus", "128", "--dtype", "fp8", "--global-batch-size", "64", "-b", "1",
+                 "-s", "8192", "-tp", "4", "-pp", "8", "-cp", "2", "-vp", "8"], 661, -6.5),
+        ("mb-gb200-llama31-405b", "DGX-GB200, Llama3.1 405B, 256 GPUs, FP8-CS, GBS 1536, MBS 1, s 8192, TP 4 PP 16 VP 4",
+         L405 + ["--gpu", "gb200", "--num-gpus", "256", "--dtype", "fp8", "--global-batch-size", "1536", "-b", "1",
+                 "-s", "8192", "-tp", "4", "-pp", "16", "-vp", "4"], 813, -0.5),
+        ("mb-h100-qwen3-235b", "DGX-H100, Qwen3-235B-A22B (MoE), 256 GPUs, FP8-CS, GBS 2048, MBS 1, s 4096, TP 2 PP 8 VP 4 "
+         "EP 32", Q235 + ["--gpu", "h100", "--num-gpus", "256", "--dtype", "fp8", "--global-batch-size", "2048", "-b", "1",
+                          "-s", "4096", "-tp", "2", "-etp", "1", "-pp", "8", "-vp", "4", "-ep", "32"], 1575, +7.5),
+        ("mb-b200-qwen3-235b", "DGX-B200, Qwen3-235B-A22B (MoE), 64 GPUs, FP8-MX, GBS 1024, MBS 1, s 4096, PP 8 VP 2 EP 8",
+         Q235 + ["--gpu", "b200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "1024", "-b", "1",
+                 "-s", "4096", "-pp", "8", "-vp", "2", "-ep", "8"], 3269, +105.0),
+        ("mb-gb200-qwen3-235b", "DGX-GB200, Qwen3-235B-A22B (MoE), 256 GPUs, BF16, GBS 8192, MBS 1, s 4096, PP 8 VP 3 EP 32",
+         Q235 + ["--gpu", "gb200", "--num-gpus", "256", "--global-batch-size", "8192", "-b", "1", "-s", "4096",
+                 "-pp", "8", "-vp", "3", "-ep", "32"], 4916, +7.6)]:
+    ROWS.append(_row(rid, "Megatron-Bridge 25.11", facts, MB_UNSTATED + "; the recipes' embedding/loss-as-layer split",
+                     argv + EDGES + ["--recompute", "none"], "tokens_per_s_per_gpu", measured, err))
+
+# The Llama 3 paper (Llama Team, arXiv 2407.21783, sec. 3.3.2 and Table 4): 405B pre-training on
+# H100 (700 W, 80 GB HBM3), BF16, TP 8, CP 1, PP 16, sequence 8192, 16M tokens per batch; 8192 GPUs
+# (DP 64, batch 32 per DP rank) at 430 TFLOP/s per GPU, 16384 GPUs (DP 128, 16 per DP rank) at
+# 400; the first and the last stage hold one layer fewer (the embedding and the head count as
+# layers: --account-for-*-in-pipeline-split); 400 Gb/s RoCE per GPU. Not stated: the number of
+# model chunks per stage (its interleaved schedule's; Megatron-Bridge's 405B PP-16 recipe's VP 4
+# is used, chosen as the stated layout of that recipe, and the vp-1 reading is recorded in
+# VALIDATION.md), the micro-batch (1), recompute (the default, selective) and the FLOP count's convention (ours: the
+# full s x s attention); the 128K-token stage (CP 16) is not used: at 128K the count's attention
+# convention alone moves TFLOP/s by ~40%.
+for n, dp, per_dp, tflops, err in [(8192, 64, 32, 430, +12.6), (16384, 128, 16, 400, +8.9)]:
+    ROWS.append(_row(f"llama3-405b-{n}gpu", "Llama 3 paper, Table 4",
+                     f"{n} H100, Llama 3 405B, BF16, TP 8 PP 16 DP {dp}, s 8192, {per_dp} sequences per DP rank, "
+                     "first/last stage one layer fewer", "vp 4 (Megatron-Bridge's PP-16 405B recipe), micro-batch 1, "
+                     "recompute selective, -z 1 (defaults)", L405 + ["--gpu", "h100", "--num-gpus", str(n), "--global-batch-size",
+                                                      str(dp * per_dp), "-b", "1", "-s", "8192", "-tp", "8", "-pp", "16",
+                                                      "-vp", "4"] + EDGES,
+                     "model_tflops_per_gpu", tflops, err))
+
+# DeepSeek-V3 technical report (arXiv 2412.19437, sec. 3.2 and Table 1): 2048 H800 GPUs, 16-way
+# pipeline (DualPipe), 64-way expert parallelism over 8 nodes, ZeRO-1 data parallelism, FP8 mixed
+# precision, sequence 4096, batch 15360 sequences (after the ramp), 180K H800 GPU-hours per
+# trillion tokens (1e12 / (180e3 x 3600 s) = 1543 tokens/s per GPU); its all-to-all kernels send
+# each token once per node over InfiniBand and on over NVLink (DeepEP: --moe-dispatcher flex).
+# Not expressible: DualPipe (1F1B is costed, its all-to-all exposed). Not stated: how 61 layers
+# sit on 16 stages (suggest_pipeline_split's: 2 first, 4 on each middle stage, 3 last),
+# micro-batch (1), recompute (the default selective).
+ROWS.append(_row("deepseek-v3-h800", "DeepSeek-V3 technical report",
+                 "2048 H800, DeepSeek-V3, FP8, PP 16 EP 64 (8 nodes), ZeRO-1, s 4096, batch 15360, "
+                 "180K GPU-hours per 1T tokens", "layers 2/4/3 per stage, micro-batch 1, recompute selective; "
+                 "DualPipe not modelled (1F1B)",
+                 ["--hf_model_name_or_path", os.path.join(CFG, "deepseek-v3.json"), "--gpu", "h800", "--num-gpus", "2048",
+                  "--dtype", "fp8", "--global-batch-size", "15360", "-b", "1", "-s", "4096", "-pp", "16", "-ep", "64",
+                  "-z", "1", "--decoder-first-pipeline-num-layers", "2", "--decoder-last-pipeline-num-layers", "3",
+                  "--moe-dispatcher", "flex"],
+                 "tokens_per_s_per_gpu", 1e12 / (180e3 * 3600), -11.5))
+
+# --- What Megatron-Bridge's performance scripts set that the tables do not print (issue 33 part 2:
+# the rows' stated facts checked against the scripts of the 25.11 release, Megatron-Bridge v0.2.0,
+# 2025-11-26: scripts/performance/utils/utils.py and helpers.py, configs/qwen3 and configs/gpt_oss
+# workload_base_configs.py): sequence parallelism whenever TP > 1 (WorkloadBaseConfig.
+# sequence_parallel); Qwen3-30B-A3B on H100 and Qwen3-235B-A22B on H100 and B200 with
+# moe_a2a_overlap (comm_overlap.overlap_moe_expert_parallel_comm: --moe-a2a-overlap); the GB200
+# Qwen3 rows with the flex dispatcher's HybridEP backend (costed as --moe-dispatcher flex, DeepEP's
+# rule: the closest the script has); GPT-OSS with recompute_modules layernorm and moe_act. CUDA
+# graphs of the router and dispatch preprocessing (GB200, B200 Qwen3) are not modelled. The 26.04.01
+# rows take the same sequence-parallel rule.
+MB_SCRIPT_FACTS = {
+    "mb-gb200-gpt-oss-120b": ["--recompute", "selective", "--recompute-modules", "layernorm", "moe_act"],
+    "mb-h100-gpt-oss-120b": ["--recompute", "selective", "--recompute-modules", "layernorm", "moe_act"],
+    "mb-b200-gpt-oss-120b": ["--recompute", "selective", "--recompute-modules", "layernorm", "moe_act"],
+    "mb-gb200-qwen3-30b-a3b": ["--moe-dispatcher", "flex"],
+    "mb-h100-qwen3-30b-a3b": ["--moe-a2a-overlap"],
+    "mb-h100-qwen3-235b": ["--moe-a2a-overlap"],
+    "mb-b200-qwen3-235b": ["--moe-a2a-overlap"],
+    "mb-gb200-qwen3-235b": ["--moe-dispatcher", "flex"],
+}
+for _r in ROWS:
+    if _r["source"].startswith("Megatron-Bridge"):
+        _a = _r["argv"]
+        _r["argv"] = _a + MB_SCRIPT_FACTS.get(_r["id"], []) + (
+            ["--sequence-parallel"] if "-tp" in _a and int(_a[_a.index("-tp") + 1]) > 1 else [])
 
 def _ours(row):
     res, _, _ = run_main(T.main, row["argv"] + ["--json"])
@@ -372,10 +472,84 @@ def _signed_errors():
     return errs
 
 
+def _group_of(rid, row):
+    """The source group a row is summarised under in VALIDATION.md."""
+    prefix = rid.split("-")[0]
+    if prefix in ("mb", "mb26"):
+        return "Megatron-Bridge MoE" if "(MoE)" in row["facts"] else "Megatron-Bridge dense"
+    return {"mlm": "Megatron-LM README", "llama3": "Llama 3 paper and DeepSeek-V3 report",
+            "deepseek": "Llama 3 paper and DeepSeek-V3 report", "nemo": "NeMo long sequence (CP 1-32)",
+            "mlperf": "MLPerf v5.1 Llama 3.1 8B", "tt": "torchtitan 2024-12", "atp": "torchtitan async TP 2025-06",
+            "trainy": "Trainy H200", "foundry": "llm-foundry (FSDP, eager)"}[prefix]
+
+
+def _kinds_of(row):
+    """The cross-cutting groups a row belongs to: GPU generation, context parallelism, MoE."""
+    a = row["argv"]
+    gpu = a[a.index("--gpu") + 1] if "--gpu" in a else "h100"
+    cp = int(a[a.index("-cp") + 1]) if "-cp" in a else 1
+    moe = "(MoE)" in row["facts"] or row["id"].startswith("deepseek")
+    out = ["Blackwell (B200, GB200, B300)" if gpu in ("b200", "gb200", "b300") else "Hopper and Ampere"]
+    if cp > 1:
+        out.append("context parallel > 1")
+    if moe:
+        out.append("MoE")
+    if out == ["Hopper and Ampere"]:
+        out.append("dense, cp 1, Hopper/Ampere")
+    return out
+
+
+def _summary_line(errs):
+    errs = list(errs)
+    within = sum(abs(e) <= TOL for e in errs)
+    med = statistics.median(abs(e) for e in errs) * 100
+    signed = statistics.median(errs) * 100
+    fast = sum(e > 0 for e in errs)
+    return f"{within} / {len(errs)} | {med:.1f}% | {signed:+.1f}% | {fast}"
+
+
+def markdown(errs):
+    """VALIDATION.md's per-row table and group tables, as of the current model."""
+    by_id = {r["id"]: r for r in ROWS}
+    unit = {"tokens_per_s_per_gpu": "tok/s/GPU", "model_tflops_per_gpu": "TFLOP/s/GPU"}
+    lines = ["| row | source | stated facts | measured | ours | signed error |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in ROWS:
+        e = errs[r["id"]]
+        m = r["measured"]
+        ms = f"{m:,}" if float(m).is_integer() else f"{m:,.1f}"
+        lines.append(f"| {r['id']} | {r['source']} | {r['facts']} | {ms} {unit[r['metric']]} | "
+                     f"{m * (1 + e):,.0f} | {e * 100:+.1f}% |")
+    fe = [e for k, e in errs.items() if k.startswith("foundry-")]
+    if fe:
+        lines.append(f"| foundry ({len(fe)} rows) | llm-foundry tables (section above) | as tabled there | MFU | | "
+                     f"{sum(abs(e) <= TOL for e in fe)} of {len(fe)} within 15%, median "
+                     f"{statistics.median(fe) * 100:+.1f}%, {sum(e > 0 for e in fe)} too fast |")
+    groups, kinds = {}, {}
+    foundry = {"facts": "", "argv": ["--gpu", "h100"], "id": "foundry"}
+    for rid, e in errs.items():
+        row = by_id.get(rid, dict(foundry, id=rid))
+        groups.setdefault(_group_of(rid, row), []).append(e)
+        if rid in by_id:
+            for k in _kinds_of(row):
+                kinds.setdefault(k, []).append(e)
+    head = ["| {} | within 15% | median abs | median signed | too fast |", "| --- | --- | --- | --- | --- |"]
+    lines += ["", head[0].format("group"), head[1]]
+    lines += [f"| {g} | {_summary_line(v)} |" for g, v in groups.items()]
+    lines += ["", head[0].format("across the groups (llm-foundry apart)"), head[1]]
+    lines += [f"| {k} | {_summary_line(kinds[k])} |" for k in ("Blackwell (B200, GB200, B300)", "Hopper and Ampere",
+                                                              "context parallel > 1", "MoE",
+                                                              "dense, cp 1, Hopper/Ampere") if k in kinds]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
+    import sys
     errs = _signed_errors()
-    for k, e in errs.items():
-        print(f"{k:40s} {e * 100:+7.1f}%")
+    if "--markdown" in sys.argv:  # the tables of VALIDATION.md's "Today's runs"
+        print(markdown(errs))
+    else:
+        for k, e in errs.items():
+            print(f"{k:40s} {e * 100:+7.1f}%")
     within = sum(abs(e) <= TOL for e in errs.values())
     median = statistics.median(abs(e) for e in errs.values()) * 100
     print(f"{len(errs)} rows, {within} within {TOL:.0%}, median |error| {median:.1f}% (bar: 85% within, median 8%)")

@@ -76,7 +76,7 @@ from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, QLORA_NF4_DQ_BITS,
-    offloaded_stages, optimizer_bytes_per_param, pipeline_chunk_layers, suggest_pipeline_split,
+    offloaded_stages, optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error,
     training_memory, zero_shards)
 
 
@@ -342,69 +342,16 @@ def _pos(parser, name, val):
         parser.error(f"--{name} must be positive, got {val}")
 
 
-def _split_hint(L, pp, vp):
-    """The flags to suggest for L layers on pp*vp chunks, as one clause."""
-    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
-    hints = []
-    if sug:
-        f, q, la = sug
-        hints.append(f"--decoder-first-pipeline-num-layers {f} --decoder-last-pipeline-num-layers {la}"
-                     + (f" ({q} on each middle stage)" if pp > 2 else ""))
-    for extra, flags in ((1, "--account-for-embedding-in-pipeline-split"),
-                         (2, "--account-for-embedding-in-pipeline-split "
-                             "--account-for-loss-in-pipeline-split")):
-        if (L + extra) % (pp * vp) == 0:
-            hints.append(flags)
-            break
-    return ", or ".join(hints)
-
-
 def check_pipeline_split(args, parser, L, pp, vp):
-    """Megatron-LM's rules for the layers of each pipeline stage (TransformerConfig.__post_init__
-    and megatron/training/arguments.py validate_args), one parser.error each; returns the
-    counts[rank][chunk] of pipeline_chunk_layers."""
-    first, last = args.decoder_first_pipeline_num_layers, args.decoder_last_pipeline_num_layers
-    emb, loss = args.account_for_embedding_in_pipeline_split, args.account_for_loss_in_pipeline_split
-    if first is None and last is None:
-        total = L + emb + loss
-        if total % (pp * vp):
-            if emb or loss:
-                parser.error(f"--num-layers {L} + {emb + loss} (embedding/loss counted as layers) = "
-                             f"{total} is not divisible by pp*vp = {pp}*{vp}")
-            if pp == 1:
-                parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}")
-            hint = _split_hint(L, pp, vp)
-            parser.error(f"--num-layers {L} is not divisible by pp*vp = {pp}*{vp}; "
-                         + (f"Megatron-LM needs the uneven split stated, e.g. {hint}" if hint else
-                            f"no uneven split Megatron-LM accepts fits either (every stage needs a "
-                            f"positive multiple of vp = {vp} layers)"))
-        return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, embedding_in_split=emb,
-                                     loss_in_split=loss)
-    if emb or loss:
-        parser.error("--decoder-first/last-pipeline-num-layers cannot be combined with "
-                     "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses both)")
-    if pp == 1:
-        parser.error("--decoder-first/last-pipeline-num-layers need --pipeline-parallel-size > 1")
-    for name, n in (("first", first), ("last", last)):
-        if n is not None and n % vp:
-            parser.error(f"--decoder-{name}-pipeline-num-layers {n} is not divisible by "
-                         f"--virtual-pipeline-size {vp}")
-    mid_stages = pp - (first is not None) - (last is not None)
-    middle = L - (first or 0) - (last or 0)
-    given = " + ".join(str(n) for n in (first, last) if n is not None)
-    if middle < 0:
-        parser.error(f"first/last stage layers {given} exceed --num-layers {L}")
-    if mid_stages == 0 and middle:
-        parser.error(f"first + last stage layers {given} must add up to --num-layers {L} "
-                     f"with pp {pp} (no middle stage)")
-    if mid_stages and middle % mid_stages:
-        hint = _split_hint(L, pp, vp)
-        parser.error(f"the {middle} middle layers are not divisible by the {mid_stages} middle "
-                     "pipeline stages" + (f"; e.g. {hint}" if hint else ""))
-    if mid_stages and (middle // mid_stages) % vp:
-        parser.error(f"{middle // mid_stages} layers on each middle pipeline stage are not "
-                     f"divisible by --virtual-pipeline-size {vp}")
-    return pipeline_chunk_layers(num_layers=L, pp=pp, vp=vp, first=first, last=last)
+    """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
+    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
+    kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
+              last=args.decoder_last_pipeline_num_layers, embedding_in_split=args.account_for_embedding_in_pipeline_split,
+              loss_in_split=args.account_for_loss_in_pipeline_split)
+    why = pipeline_split_error(**kw)
+    if why:
+        parser.error(why)
+    return pipeline_chunk_layers(**kw)
 
 
 def resolve(args, parser):

@@ -59,35 +59,31 @@ import math
 import sys
 import time
 
-from ..accelerator import HOST_LINK_EFFICIENCY, PCIE4_X16_GB_S, default_accelerator
-from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, check_ranges, count_float, finite_float, parse_tool_args, print_warnings,
     ranges_epilog, run_tool, script_command)
-from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
-    PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
 from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel, has_attention_rates
 from ..train.flops import SECONDS_PER_DAY
-from ..train.kernels import (APEX_LAYERNORM_2021, FLASH_EFFICIENCY, FP8_CAST_BYTES_PER_ELEMENT, FP8_OVER_BF16_MAMF, FP8_RECIPES, FRAMEWORKS,
-    GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN,
-    SM_COUNT, SUSTAINED_OVER_MAMF, TE_FP8_RECIPES, eager_framework)
-from ..train.memory import optimizer_bytes_per_param
+from ..train.kernels import (APEX_LAYERNORM_2021, FP8_CAST_BYTES_PER_ELEMENT, FP8_RECIPES, FRAMEWORKS,
+    GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN, TE_FP8_RECIPES,
+    eager_framework)
+from ..train.memory import PIPELINE_SPLIT_KEYS, optimizer_bytes_per_param
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, layout_shape, limiter,
     search_layouts, sequence_flops)
 from ..train.offload import evaluate_layout
+from .training_hardware import gpu_family, resolve_hardware
 
 
 # Expert load imbalance: the busiest expert-parallel rank's tokens over the mean. 1.0 = balanced
 # routing (DeepSeek-V3's auxiliary-loss-free balancing reports near-even loads); --moe-imbalance.
 MOE_IMBALANCE = 1.0
 
-# Matmul ceiling of a GPU hardware.py has no MAMF measurement for: the H100 SXM's (794.5 / 989.4).
-UNMEASURED_MATMUL_CEILING = 0.80
 
 GIB_ = 2 ** 30
 
@@ -95,7 +91,9 @@ GIB_ = 2 ** 30
 # The range of each script flag (argparse dest: (lo, hi), both inclusive).
 FLAG_RANGES = {
     "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
-    "virtual_pipeline_size": (1, 1024), "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
+    "virtual_pipeline_size": (1, 1024),
+    "decoder_first_pipeline_num_layers": (1, 100_000), "decoder_last_pipeline_num_layers": (1, 100_000),
+    "context_parallel_size": (1, 4096), "expert_parallelism": (1, 10 ** 5), "expert_tensor_parallel_size": (1, 4096),
     "micro_batch_size": (1, 10 ** 6), "global_batch_size": (1, 10 ** 9), "sequence_length": (1, 10 ** 8),
     "tokens": (1, 1e18), "top": (1, 10 ** 4), "peak_tflops": (1e-3, 1e6), "hbm_bandwidth_GBps": (1e-3, 1e7),
     "intra_node_bw_GBps": (1e-3, 1e6), "inter_node_bw_GBps": (1e-3, 1e6), "gpus_per_node": (1, 4096),
@@ -129,13 +127,6 @@ def price_list(text):
 # Hardware, FLOPs, layouts
 # ------------------------------------------------------------------------------------------------
 
-def host_link_reached_bytes_per_s(rec):
-    """The host-to-GPU bandwidth ZeRO-Offload's copies reach per GPU: the record's host link line
-    rate (hardware.py; the field the serving KV tier reads too) x HOST_LINK_EFFICIENCY; a record
-    without one (TPU, Gaudi, Trainium, explicit figures) takes PCIe 4.0 x16."""
-    line = rec.get("host_link_bandwidth_bytes_per_s") or PCIE4_X16_GB_S * 1e9
-    return HOST_LINK_EFFICIENCY * line
-
 
 def cp_layout_error(spec, lay):
     """None if the layout's context parallelism can run as --cp-comm-type asks, else a one-line reason
@@ -148,106 +139,6 @@ def cp_layout_error(spec, lay):
                     if why:
                         return why
     return None
-
-
-def _family(name):
-    n = (name or "").lower()
-    if "h100" in n or "h200" in n or "gh200" in n:
-        return "h100"
-    if "b200" in n or "b300" in n or "gb300" in n:
-        return "blackwell"
-    return "a100" if "a100" in n else "default"
-
-
-def resolve_hardware(args, parser):
-    """The GPU as the cost model needs it: peak at --dtype (and 16-bit for attention), matmul
-    ceiling, achievable bandwidth, SMs, links, capacity. From --gpu (hardware.py), overridden by
-    explicit figures; with neither, the built-in H100 SXM (said on stderr)."""
-    notes = []
-    if args.gpu:
-        rec = accelerator_record(args.gpu, parser, without="pass --peak-tflops, "
-                                 "--hbm-bandwidth-GBps and --intra-node-bw-GBps instead")
-    else:  # the default accelerator: exactly the record --gpu h100-sxm reads
-        rec = default_accelerator()
-        given = [f for f, v in (("--peak-tflops", args.peak_tflops), ("--hbm-bandwidth-GBps", args.hbm_bandwidth_GBps),
-                                ("--intra-node-bw-GBps", args.intra_node_bw_GBps)) if v]
-        if given:
-            notes.append(f"no --gpu given: figures not passed ({', '.join(given)} given) come from the default, "
-                         f"{rec['full_name']} (hardware.py's {rec['name']})"
-                         + ("; no in-network reduction on your own link" if args.intra_node_bw_GBps else ""))
-    base = rec
-    own_link = not args.gpu and bool(args.intra_node_bw_GBps)  # not the default's NVSwitch
-    peaks = base.get("peak_flops_per_s") or {}
-    dt = args.dtype
-    peak = args.peak_tflops * 1e12 if args.peak_tflops else peaks.get(dt)
-    if not peak:
-        parser.error(f"{base.get('name')} has no {dt} peak in hardware.py; pass --peak-tflops or another --dtype")
-    peak16 = peaks.get("bf16") or peaks.get("fp16") or (peak / 2 if dt == "fp8" else peak)
-    if args.peak_tflops and dt != "fp8":
-        peak16 = peak
-    amf = (base.get("achievable_matmul_flops_per_s") or {})
-    gpu_key = base.get("name")
-
-    def ceiling_for(dt):
-        """(fraction of dt's peak a large matmul reaches, where that figure comes from)."""
-        if args.matmul_ceiling is not None:
-            return args.matmul_ceiling, "--matmul-ceiling"
-        if amf.get(dt):
-            ceiling, src = amf[dt] / peaks[dt], f"hardware.py measured {dt} MAMF"
-        elif dt == "fp16" and amf.get("bf16") and peaks.get("bf16"):
-            ceiling, src = amf["bf16"] / peaks["bf16"], "hardware.py measured bf16 MAMF (fp16 runs at the bf16 rate)"
-        elif amf.get("bf16") and peaks.get("bf16"):
-            ceiling = amf["bf16"] / peaks["bf16"] * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
-            src = "hardware.py measured bf16 MAMF" + (" x the fp8/bf16 MAMF ratio" if dt == "fp8" else "")
-        else:
-            ceiling = UNMEASURED_MATMUL_CEILING * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
-            src = f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement for this GPU)"
-        sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
-        if sustained:
-            ceiling *= sustained
-            src += f" x {sustained:.3f} sustained ({SUSTAINED_OVER_MAMF[gpu_key]['source']})"
-        return ceiling, src
-    ceiling, ceiling_src = ceiling_for(dt)
-    ceiling16 = ceiling_for("bf16")[0] if dt == "fp8" else ceiling
-    bw = args.hbm_bandwidth_GBps * 1e9 if args.hbm_bandwidth_GBps else base.get("memory_bandwidth_bytes_per_s")
-    if not bw:
-        parser.error(f"{base.get('name')} has no memory bandwidth in hardware.py; pass --hbm-bandwidth-GBps")
-    ach = base.get("achievable_memory_bandwidth_bytes_per_s")
-    mem_bw = ach if (ach and not args.hbm_bandwidth_GBps) else bw * MEM_BW_FRACTION
-    intra = args.intra_node_bw_GBps * 1e9 if args.intra_node_bw_GBps else base.get("scale_up_bandwidth_bytes_per_s")
-    inter = args.inter_node_bw_GBps * 1e9 if args.inter_node_bw_GBps else base.get("scale_out_bandwidth_bytes_per_s")
-    intra_eff, gpn_default = SCALE_UP_EFFICIENCY, base.get("scale_up_domain_size")
-    if not intra and base.get("pcie_peer_bandwidth_bytes_per_s"):  # PCIe cards with peer-to-peer
-        # NCCL's ring over the slot (calc_comm.py's model: comm/collectives.py's constants)
-        intra, intra_eff, gpn_default = base["pcie_peer_bandwidth_bytes_per_s"], PCIE_PEER_EFFICIENCY, PCIE_SERVER_GPUS
-        notes.append(f"{base.get('name')}: no NVLink; peers over PCIe at {intra / 1e9:.1f} GB/s x "
-                     f"{PCIE_PEER_EFFICIENCY:.3f} (NCCL's ring), servers of {PCIE_SERVER_GPUS} GPUs")
-    if not intra and inter:  # no NVLink and no PCIe peer-to-peer: GPUs reach each other over the NIC path
-        intra = inter
-        notes.append(f"{base.get('name')} has no scale-up link in hardware.py: GPUs talk at its scale-out "
-                     f"{inter / 1e9:g} GB/s (pass --intra-node-bw-GBps to change)")
-    if not intra:
-        parser.error(f"{base.get('name')} has no scale-up bandwidth in hardware.py; pass --intra-node-bw-GBps")
-    gpn = args.gpus_per_node or gpn_default or 8
-    fam = _family(base.get("name") or base.get("key"))
-    key = base.get("name")
-    if args.gpu_memory_gib is not None:
-        mem = args.gpu_memory_gib * GIB_
-    else:
-        mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
-    hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
-          "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
-          "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
-          "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": host_link_reached_bytes_per_s(base), "memory_bytes": mem,
-          "gpus_per_node": int(gpn), "link_bytes_per_s": (intra, inter or intra / 8)}
-    mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
-    net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,
-                    in_network_reduction=bool(base.get("scale_up_in_network_reduction")) and not own_link,
-                    intra_efficiency=intra_eff, inter_efficiency=SCALE_OUT_EFFICIENCY,
-                    nvls_efficiency=NVLS_EFFICIENCY, launch_s=ALPHA_LAUNCH_S,
-                    intra_hop_ll_s=ALPHA_HOP_S["ll"]["intra"], inter_hop_ll_s=ALPHA_HOP_S["ll"]["inter"],
-                    mesh_domain=mesh)
-    return hw, net, notes
 
 
 def build_parser():
@@ -281,6 +172,17 @@ def build_parser():
     lay.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1)
     lay.add_argument("--virtual-pipeline-size", "-vp", type=bounded_int, default=1,
                      help="model chunks per pipeline rank (interleaved 1F1B)")
+    lay.add_argument("--decoder-first-pipeline-num-layers", type=bounded_int, default=None,
+                     help="Megatron-LM uneven pipeline: layers on the first stage (the stages without a stated "
+                          "count share the rest evenly; as calc_transformer_mem.py)")
+    lay.add_argument("--decoder-last-pipeline-num-layers", type=bounded_int, default=None,
+                     help="Megatron-LM uneven pipeline: layers on the last stage")
+    lay.add_argument("--account-for-embedding-in-pipeline-split", action="store_true",
+                     help="Megatron-LM: the embedding counts as one layer when splitting L+1 over pp*vp chunks; "
+                          "the first chunk holds one transformer layer fewer")
+    lay.add_argument("--account-for-loss-in-pipeline-split", action="store_true",
+                     help="Megatron-LM: the head and loss count as one layer; the last chunk holds one "
+                          "transformer layer fewer")
     lay.add_argument("--context-parallel-size", "-cp", type=bounded_int, default=1)
     lay.add_argument("--cp-comm-type", choices=CP_COMM_TYPES, default="p2p",
                      help="how context parallelism exchanges attention's inputs (Megatron-Core's --cp-comm-type, "
@@ -373,6 +275,10 @@ def build_parser():
                    help="MoE token dispatch (Megatron-Core --moe-token-dispatcher-type): alltoall (NCCL all-to-all of "
                         "each token's k copies, default) or flex (DeepEP: once per destination GPU and node, FP8 "
                         "dispatch under --dtype fp8, at DeepEP's measured bandwidths)")
+    k.add_argument("--moe-a2a-overlap", action=bo, default=False,
+                   help="Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm): one "
+                        "micro-batch's forward all-to-alls hide behind another's backward compute and the "
+                        "other way round (default off)")
     k.add_argument("--moe-imbalance", type=finite_float, default=MOE_IMBALANCE,
                    help="busiest expert rank's tokens / mean (default 1.0)")
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
@@ -405,7 +311,11 @@ def fmt_s(t):
 def layout_text(lay, knobs=True):
     """One line of a layout; knobs: with its TP-overlap mode and a DP reduction left exposed (what
     a search chooses besides the parallel shape)."""
-    return (f"tp {lay['tp']} pp {lay['pp']} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
+    first, last = lay.get("decoder_first_pipeline_num_layers"), lay.get("decoder_last_pipeline_num_layers")
+    split = (f" (layers: first {first or '-'}, last {last or '-'})" if first or last else
+             " (embedding/loss as layers)" if lay.get("account_for_embedding_in_pipeline_split")
+             or lay.get("account_for_loss_in_pipeline_split") else "")
+    return (f"tp {lay['tp']} pp {lay['pp']}{split} vp {lay['vp']} dp {lay['dp']} cp {lay['cp']} ep {lay['ep']}"
             f"{' sp' if lay['sp'] else ''} zero {lay['zero_stage']} mbs {lay['micro_batch_size']} "
             f"recompute {lay['recompute']}{' offload' if lay['offload'] else ''}"
             f"{' offload-params' if lay.get('offload_params') else ''}"
@@ -512,7 +422,9 @@ def assumptions(hw, lay):
            f"overlapped compute slowed by {lay['overlap_slowdown']:.0%} of the overlapped time",
            f"MoE load imbalance {lay['moe_imbalance']:g}"
            + (", dispatch DeepEP (flex): once per destination GPU/node at its measured H800 bandwidth fractions "
-              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink), exposed" if lay.get("moe_dispatcher") == "flex" else ""),
+              f"({DEEPEP_NVLINK_FRACTION[0]:.2f} NVLink)" if lay.get("moe_dispatcher") == "flex" else "")
+           + ("; EP all-to-alls beside another micro-batch's compute (--moe-a2a-overlap)" if lay.get("moe_a2a_overlap")
+              else ", exposed" if lay.get("moe_dispatcher") == "flex" else ""),
            *([("context parallel p2p: the K/V ring (Transformer Engine's, 2 x cp chunks for causal balance) hidden "
                "behind per-chunk kernels at s / cp, plus each step's half copies and output/gradient merges"
                if lay.get("cp_comm_type", "p2p") == "p2p" else
@@ -730,6 +642,10 @@ def main(argv=None):
                              ("offload", "offload"), ("sp", "sequence_parallel"),
                              ("offload_params", "offload_params"), ("offload_activations", "offload_activations"))
               if getattr(args, d) is not None}
+    if args.sequence_parallel is None and args.framework == "pytorch":
+        # torchtitan's tensor parallelism always shards the norms over the sequence (SequenceParallel
+        # on attention_norm, ffn_norm and norm in models/llama3/infra/parallelize.py apply_tp)
+        args.sequence_parallel = True
     args.sequence_parallel, args.offload = bool(args.sequence_parallel), bool(args.offload)
     args.offload_params, args.offload_activations = bool(args.offload_params), bool(args.offload_activations)
     if args.rank_by == "cost" and args.cost_per_gpu_hour is None:
@@ -756,7 +672,7 @@ def main(argv=None):
     hw, net, hw_notes = resolve_hardware(args, parser)
     hw_notes = list(hw_notes)
     if args.fp8_recipe == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
-        not_bw = [x or hw["name"] for x in names if _family(x or hw["name"]) != "blackwell"]
+        not_bw = [x or hw["name"] for x in names if gpu_family(x or hw["name"]) != "blackwell"]
         if not_bw:
             parser.error(f"--fp8-recipe mxfp8 needs a Blackwell GPU (b200, gb200, b300), not {not_bw[0]}")
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
@@ -779,11 +695,15 @@ def main(argv=None):
             "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
             "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
-            "moe_dispatcher": args.moe_dispatcher,
+            "moe_dispatcher": args.moe_dispatcher, "moe_a2a_overlap": args.moe_a2a_overlap,
             "offload_device": (args.offload_device or "cpu") if args.offload else None,
             "offload_param": getattr(args, "offload_param", None),
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,
-            "precision16": "fp16" if args.dtype == "fp16" else "bf16"}
+            "precision16": "fp16" if args.dtype == "fp16" else "bf16",
+            "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
+            "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
+            "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
+            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split}
     c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
           "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
           "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
@@ -797,6 +717,10 @@ def main(argv=None):
                          "parallelism as the p2p ring (drop one of the two)")
         if not args.num_gpus or not args.global_batch_size:
             parser.error("--search needs --num-gpus and --global-batch-size")
+        split = [k for k in PIPELINE_SPLIT_KEYS if base[k]]
+        if split:
+            parser.error(f"--{split[0].replace('_', '-')} describes one layout's pipeline: --search chooses the split "
+                         "itself (uneven where the layers do not divide)")
         base["global_batch_size"] = args.global_batch_size
         t0 = time.perf_counter()
         show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
@@ -845,7 +769,7 @@ def main(argv=None):
                                                   "micro_batch_size", "recompute", "offload", "offload_params",
                                                   "offload_activations", "num_microbatches",
                                                   "global_batch_size", "sequence_length", "tp_comm_overlap",
-                                                  "dp_overlap")},
+                                                  "dp_overlap", *PIPELINE_SPLIT_KEYS)},
                             sequence_parallel=ly["sp"], sp=ly["sp"], gpu=c["hw"]["name"], num_gpus=c["num_gpus"],
                             step_time_s=rr["step_time_s"],
                             tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],

@@ -23,8 +23,8 @@ Megatron-LM-style stacks at ZeRO 0-2 only (check_layout refuses the rest): ZeRO-
 the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimizer together.
 """
 
-from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_params_per_rank, offloaded_memory,
-                     training_memory)
+from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_params_per_rank, layout_chunk_layers,
+                     offloaded_memory, training_memory)
 from .step import LAYER_COST_KEYS, evaluate, layer_cost, memory_config, pipeline_time_s
 
 
@@ -76,7 +76,8 @@ def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
     if not (lay.get("offload_params") or lay.get("offload_activations")):
         return res
     layers = spec["layers"]
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                chunk_layers=layout_chunk_layers(spec["num_layers"], lay))
     key_lay = tuple(lay[k] for k in LAYER_COST_KEYS)
     per_kind, added, stage_s = {}, [], []
     for st, held in enumerate(by_stage):

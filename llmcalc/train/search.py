@@ -9,9 +9,9 @@ import math
 from ..model.kinds import layer_groups
 from .flops import backward_flops, recompute_flops, sequence_forward_flops
 from .kernels import LEGACY_MEGATRON, RECOMPUTE, eager_framework
-from .memory import (all_stage_layers, layer_activation_bytes, layer_params_per_rank, stage_params_per_rank,
-    stored_layer_bytes)
-from .memory import OFFLOAD_WEIGHT_BYTES
+from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_activation_bytes, layer_params_per_rank,
+    layout_chunk_layers, layout_split, pipeline_split_error, stage_params_per_rank, stored_layer_bytes,
+    suggest_pipeline_split)
 from .offload import evaluate_layout, layer_offload_exposed_s, layout_memory
 from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s
 
@@ -49,8 +49,11 @@ def check_layout(spec, lay):
     L = spec["num_layers"]
     if pp > L:
         return f"--pipeline-parallel-size {pp} exceeds the {L} layers"
-    if L % (pp * vp):
-        return f"{L} layers do not split evenly over pp x vp = {pp} x {vp}"
+    split = layout_split(lay)
+    why = pipeline_split_error(num_layers=L, pp=pp, vp=vp, first=split[0], last=split[1], embedding_in_split=split[2],
+                               loss_in_split=split[3])
+    if why:
+        return why
     if vp > 1 and pp == 1:
         return "--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1"
     if vp > 1 and pp <= 2 and lay.get("framework") in LEGACY_MEGATRON:  # de7dc40, d898a8991d arguments.py
@@ -111,19 +114,29 @@ SEARCH_MAX_MICRO_BATCH = 1024  # a bound on the enumeration, far above any micro
 # K/V ring hides behind the attention core only on long shards). Measured: at 1024 the four
 # benchmarks/search_speed.py answers are unchanged and the search takes twice the time.
 CP_MIN_SHARD = 4096
+# The most model chunks per stage the search tries on an uneven split (pp not dividing the layers):
+# a scope, as CP_MIN_SHARD (the even splits try every vp dividing L / pp)
+UNEVEN_MAX_VP = 8
+# ... and the fewest layers per stage an uneven split is searched at (DeepSeek-V3's 61 layers over pp
+# 16 hold 3-4 per stage): a scope; finer uneven pipelines multiply the micro-batch sizes to cost
+UNEVEN_MIN_LAYERS = 3
 
 
-def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
+def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False):
     """What the search enumerates for these GPUs: the parallel shapes (tp, cp, pp, vp, ep, ZeRO
     stage, dp) and the execution knobs costed on each (TP overlap modes, DP overlap, sequence
     parallelism, optimizer offload). `pinned`: knobs the user fixed (their value in `base` kept).
 
     Enumerated: tp any divisor of the GPUs and of every layer's heads, across nodes too (the
     collectives cost the scale-out hop); cp powers of two with s / cp >= CP_MIN_SHARD tokens; pp
-    dividing the layers; vp
-    dividing the layers per stage; ep dividing the experts and dp x cp; ZeRO 0-3 (3 only without a
-    pipeline); sequence parallelism on and off for tp > 1; the optimizer, the layers' weights (not
-    with ZeRO-3, which shards them already) and the stored activations in host memory or not.
+    any divisor of the GPUs / (tp cp) up to the layers: dividing the layers, vp dividing the layers
+    per stage; else Megatron-LM's uneven split with the fewest layers on the fullest stage
+    (memory.suggest_pipeline_split: --decoder-first/last-pipeline-num-layers), vp up to
+    UNEVEN_MAX_VP where one exists, at L / pp >= UNEVEN_MIN_LAYERS; ep dividing the experts and
+    dp x cp; ZeRO 0-3 (3 only without a pipeline); sequence parallelism on and off for tp > 1; the
+    optimizer in host memory or not; with streaming=True (search_layouts' second pass, when nothing
+    fits without) also the layers' weights (not with ZeRO-3, which shards them already) and the
+    stored activations in host memory or not.
 
     Dominance pruning (skipped with exhaustive=True; tests/test_calc_training_time.py checks that the
     pruned search returns the exhaustive answer). A knob value is left out only where the step
@@ -135,9 +148,6 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
       * DP overlap: dp_exposed_s exposes max(bucket, t - backward) <= t with overlap and t without
         (and drops the ZeRO-1/2 all-gather from t); memory does not read it. Only on is costed,
         except under megatron-2021/2022, whose DDP choice is tied to the gradient dtype.
-      * ZeRO-1 under --framework megatron: every time term reads ZeRO 1 and 2 alike (dp_exposed_s,
-        optimizer_s; the FSDP paths are eager-only), and stage 2 also shards the gradients, so
-        ZeRO-2 is never slower and never larger: ZeRO-1 is not costed.
     Memory pruning (always; search_layouts): memory grows with the micro-batch, so each
     (shape, knobs, recompute) stops at the first micro-batch that does not fit."""
     n, L, s, gbs = base["num_gpus"], spec["num_layers"], base["sequence_length"], base["global_batch_size"]
@@ -150,10 +160,8 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
     cps = [1] if legacy else [c for c in (1, 2, 4, 8, 16, 32) if c == 1 or (s % c == 0 and s // c >= CP_MIN_SHARD)]
     if legacy:
         zeros = (0,)
-    elif exhaustive or eager_framework(base):
-        zeros = (0, 1, 2, 3)
     else:
-        zeros = (0, 2, 3) if fw == "megatron" else (0, 1, 2, 3)
+        zeros = (0, 1, 2, 3)
     if "zero_stage" in pinned:
         zeros = (base["zero_stage"],)
     modes = TP_OVERLAP_MODES.get(fw, TP_OVERLAP_ORDER)
@@ -166,30 +174,38 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False):
     kinds = []
     for k in ("offload", "offload_params", "offload_activations"):
         none = legacy or (k != "offload" and eager_framework(base))  # check_layout's rules
-        kinds.append((False,) if none else (bool(base.get(k)),) if k in pinned else (False, True))
+        unasked = k != "offload" and not streaming  # weights/activations streamed: second pass only
+        kinds.append((False,) if none else (bool(base.get(k)),) if k in pinned else (False,) if unasked
+                     else (False, True))
     offloads = [(o, p, a) for o in kinds[0] for p in kinds[1] for a in kinds[2]]
     groups = []
     for tp in tps:
         sps = (False,) if tp == 1 or y2021 else (base["sp"],) if "sp" in pinned else (True, False)
         for cp in cps:
-            for pp in _divisors(L):
-                if n % (tp * cp * pp):
-                    continue
+            for pp in _divisors(n // (tp * cp), L) if n % (tp * cp) == 0 else ():
                 dp = n // (tp * cp * pp)
                 if gbs < dp:
                     continue
-                vps = [1] + ([v for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
+                if L % pp and L // pp < UNEVEN_MIN_LAYERS:
+                    continue
+                if L % pp:  # Megatron-LM's uneven split (suggest_pipeline_split), where one exists
+                    vps = [(v, s_) for v in range(1, min(L // pp, UNEVEN_MAX_VP) + 1)
+                           if (s_ := suggest_pipeline_split(num_layers=L, pp=pp, vp=v))]
+                else:
+                    vps = [(1, None)] + ([(v, None) for v in _divisors(L // pp) if v > 1] if pp > 1 else [])
                 eps = [1]
                 if moe and not legacy:
                     E = math.gcd(*[x["num_experts"] for x in moe])
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
-                for vp in vps:
+                for vp, split in vps:
                     for ep in eps:
                         for zero in zeros:
                             if zero == 3 and pp > 1:
                                 continue
                             groups.append({"tp": tp, "cp": cp, "pp": pp, "vp": vp, "ep": ep, "zero_stage": zero,
-                                           "dp": dp, "sps": sps})
+                                           "dp": dp, "sps": sps,
+                                           "decoder_first_pipeline_num_layers": split and split[0],
+                                           "decoder_last_pipeline_num_layers": split and split[2]})
     return groups, {"tp_comm_overlap": modes, "dp_overlap": dpo, "offload": offloads}
 
 
@@ -238,9 +254,10 @@ def _layer_time_s(spec, lay, *, hw, net, cache, kinds, act_bytes):
 def _optimizer_floor_s(spec, lay, *, hw, cache):
     """The fastest optimizer step any stage of the layout can take (optimizer_s grows with the
     parameters held, so the step's, set by its slowest stage, is at least this)."""
-    key = ("least_held", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"])
+    key = ("least_held", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], layout_split(lay))
     if key not in cache:
-        by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"])
+        by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                    chunk_layers=layout_chunk_layers(spec["num_layers"], lay))
         cache[key] = min(sum(stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"], etp=lay["etp"],
                                                    ep=lay["ep"], stage=st, layers_held=held)[:2])
                          for st, held in enumerate(by_stage))
@@ -259,7 +276,7 @@ def step_lower_bound_s(layers_s, *, pp, vp, m):
 
 
 def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), exhaustive=False, keep=5,
-                   memo=None, wanted=None):
+                   memo=None, wanted=None, streaming=False):
     """The fastest layouts of base["num_gpus"] GPUs for base["global_batch_size"] (search_knobs),
     ranked by time per sequence (or cost, the same order at a fixed GPU count). Per shape and knobs:
     recompute none/selective/full (selective only without a fused attention kernel: with one,
@@ -275,11 +292,18 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         shows), no later candidate can enter what is reported: the search stops;
       * memory grows with the micro-batch: a (shape, knobs, recompute) whose micro-batch b does
         not fit skips every larger one;
+      * weights and activations in host memory (costed from Calculon's and ZeRO-Infinity's rules,
+        validated against no end-to-end measurement) are searched only when no layout of these
+        GPUs fits without them (`streaming`: a second pass; a rule of scope, not a cut);
       * offload only adds time: weights and activations in host memory add their exposed copies
         (offload.with_offload_time, >= 0) and change nothing else; an offloaded optimizer changes
         only the optimizer step (optimizer_s). So where the same layout fits with a subset of the
         offloads (and, if the optimizer is one of the differences, optimizer_s offloaded is no
-        faster than on the GPU), the layout with more offloads is never faster and is not costed.
+        faster than on the GPU), the layout with more offloads is never faster and is not costed;
+      * under --framework megatron ZeRO-1 is never slower than ZeRO-2 (every time term reads the
+        two alike but dp_exposed_s, where ZeRO-2 adds the reduce-scatters of the m - 1 earlier
+        micro-batches, >= 0): a ZeRO-2 layout whose ZeRO-1 twin fits is not costed; with one
+        micro-batch the two take the same time and ZeRO-2 the less memory: ZeRO-1 is not costed.
     `wanted`: for a search among clusters, a function of a found row's time per sequence that
     returns the time per sequence below which a row still enters the list across all clusters; the
     search then stops once the bound passes both that and its own best (its own table entry), in
@@ -290,7 +314,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     Returns (rows best first, layouts costed, parallel shapes)."""
     gbs = base["global_batch_size"]
     y2021 = base.get("framework") == "megatron-2021"
-    groups, knobs = search_knobs(spec, base, hw=hw, pinned=pinned, exhaustive=exhaustive)
+    groups, knobs = search_knobs(spec, base, hw=hw, pinned=pinned, exhaustive=exhaustive, streaming=streaming)
     cache, kinds = {}, {}
     for layer in spec["layers"]:
         kinds[id(layer)] = (layer, kinds.get(id(layer), (layer, 0))[1] + 1)
@@ -298,12 +322,15 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
            or ("recompute" not in pinned and not (rc == "selective" and (base["flash_attention"] or y2021)))]
     cands, lbs = [], {}
     offloads = sorted(knobs["offload"])  # a subset before its supersets (the twin cut needs it)
+    zero1_dominates = 1 in {g["zero_stage"] for g in groups} and base.get("framework", "megatron") == "megatron"
+    zero1_fits = set()  # the ZeRO-1 layouts that fit (their ZeRO-2 twins are not costed)
     for gi, g in enumerate(groups):
         dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
         gbs_dp = gbs // dp * dp
         etp = 1 if g["ep"] > 1 else tp
+        split = {k: g[k] for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")}
         opt_floor = {o: _optimizer_floor_s(spec, dict(base, tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
-                                                      zero_stage=g["zero_stage"], offload=o), hw=hw,
+                                                      zero_stage=g["zero_stage"], offload=o, **split), hw=hw,
                                         cache=cache if memo is None else memo)
                      for o in {x[0] for x in knobs["offload"]}}
         least_opt = min(opt_floor.values())
@@ -346,7 +373,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         lay = dict(base, global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
                    micro_batch_size=b, recompute=rcs[ri], tp_comm_overlap=mode, dp_overlap=dpo, offload=offload[0],
                    offload_params=offload[1], offload_activations=offload[2],
-                   **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage")})
+                   **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage", "decoder_first_pipeline_num_layers",
+                                        "decoder_last_pipeline_num_layers")})
         if check_layout(spec, lay):
             continue
         lay = complete_layout(lay)
@@ -354,7 +382,16 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         if twins and not exhaustive and any(_dominates(t_off, res_t, offload, lay, cache, hw)
                                             for t_off, res_t in twins):
             continue
+        zk = (g["tp"], g["cp"], g["pp"], g["vp"], g["ep"], g["decoder_first_pipeline_num_layers"], sp, mode, dpo, ri, b,
+              offload)
+        if zero1_dominates and not exhaustive and lay["zero_stage"] in (1, 2):
+            if lay["num_microbatches"] == 1 and lay["zero_stage"] == 1:
+                continue  # one micro-batch: ZeRO-2 takes the same time in less memory
+            if lay["zero_stage"] == 2 and zk in zero1_fits:
+                continue  # the ZeRO-1 twin (costed first: same bound, earlier group) fits, never slower
         mem, act = layout_memory(spec, lay, c0, memo)
+        if lay["zero_stage"] == 1:
+            zero1_fits.add(zk) if hw["memory_bytes"] is None or mem["total_bytes"] <= hw["memory_bytes"] else None
         if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
             too_big[mk] = min(b, too_big.get(mk, math.inf))  # a larger micro-batch only needs more
             continue
@@ -376,6 +413,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         if len(kth) == keep and len(best_by_shape) > 1:
             limit = max(-kth[0], heapq.nsmallest(2, best_by_shape.values())[1])
     rows.sort(key=lambda r: r[0])
+    if not rows and not streaming and not {"offload_params", "offload_activations"} <= set(pinned):
+        # nothing fits: the second pass streams weights and/or activations from host memory
+        more, ev2, _ = search_layouts(spec, base, hw=hw, net=net, c0=c0, flops=flops, progress=progress, pinned=pinned,
+                                      exhaustive=exhaustive, keep=keep, memo=memo, wanted=wanted, streaming=True)
+        return more, evaluated + ev2, len(groups)
     return rows, evaluated, len(groups)
 
 
@@ -392,7 +434,7 @@ def _dominates(t_off, twin, offload, lay, cache, hw):
         return False
     if offload[0] and not t_off[0]:  # whichever stage sets the optimizer step, offloaded it is no faster
         for st in range(lay["pp"]):
-            held = sum(cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], st)])
+            held = sum(cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], layout_split(lay), st)])
             if optimizer_s(held, lay=dict(lay, offload=True), hw=hw) < optimizer_s(held, lay=dict(lay, offload=False),
                                                                                      hw=hw):
                 return False

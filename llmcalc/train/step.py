@@ -18,8 +18,8 @@ from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor,
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
 from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
     sequence_recompute_flops)
-from .memory import (all_stage_layers, layer_params_per_rank, optimizer_bytes_per_param,
-    stage_params_per_rank, training_memory, zero_shards)
+from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
+    optimizer_bytes_per_param, stage_params_per_rank, training_memory, zero_shards)
 
 
 def linear_operand_elements(m, n, k):
@@ -325,14 +325,20 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
     mode = lay["tp_comm_overlap"]
     out = {}
     rec_on = lay["recompute"] == "full"
+    rec_tp = None  # what op-SAC repeats of the forward's TP collectives (below)
     if tp > 1 and blocks:
         if sp:
             ag = comm_time_s("all_gather", act, n=tp, stride=1, net=net, gpus_per_node=G)
             rs = comm_time_s("reduce_scatter", act, n=tp, stride=1, net=net, gpus_per_node=G)
             if mode == "full":
-                f = _hidden(blocks * ag, overlap["col_fwd"], sd) + _hidden(blocks * rs, overlap["row_fwd"], sd)
+                f_ag = _hidden(blocks * ag, overlap["col_fwd"], sd)
+                f = f_ag + _hidden(blocks * rs, overlap["row_fwd"], sd)
             else:
+                f_ag = blocks * ag
                 f = blocks * (ag + rs)
+            # torchtitan's op-SAC saves the reduce-scatters' outputs but not the all-gathers'
+            # (_op_sac_save_list: reduce_scatter_tensor, mm, attention, max): its recompute gathers again
+            rec_tp = f_ag if lay["recompute"] == "op-sac" else None
             if mode == "none":
                 b = blocks * (2 * ag + rs)
             else:
@@ -342,7 +348,7 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
             ar = comm_time_s("all_reduce", act, n=tp, stride=1, net=net, gpus_per_node=G)
             f = _hidden(blocks * ar, overlap["row_fwd"], sd) if mode == "full" else blocks * ar
             b = blocks * ar if mode == "none" else _hidden(blocks * ar, overlap["col_wgrad"], sd)
-        out["tp"] = [f, b, f if rec_on else 0.0]
+        out["tp"] = [f, b, f if rec_on else rec_tp or 0.0]
     moe = [x for x in layer["mlp"] if x["kind"] == "moe"]
     if ep > 1 and moe:
         rec_ep = rec_on or "moe" in modules_of(lay)
@@ -459,7 +465,21 @@ def layer_cost(layer, *, spec, lay, hw, net):
     parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
     core = parts.get("attention_core", [0.0, 0.0, 0.0])
     comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
+    if lay.get("moe_a2a_overlap") and "ep" in comm:
+        comm["ep"] = moe_a2a_overlap_s(comm["ep"], parts, slowdown=lay["overlap_slowdown"])
     return {"compute": parts, "comm": comm}
+
+
+def moe_a2a_overlap_s(ep, parts, *, slowdown):
+    """[forward, backward, recompute] exposed seconds of one layer's expert-parallel dispatch and
+    combine under Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
+    Megatron-Bridge's moe_a2a_overlap): the schedule runs one micro-batch's forward beside another's
+    backward, so the forward's all-to-alls hide behind the layer's backward compute and the
+    backward's behind its forward compute, with the overlap slowdown (_hidden); the recompute's
+    all-to-alls stay exposed. Assumes every layer has a partner micro-batch (steady 1F1B)."""
+    fwd = sum(v[0] for v in parts.values())
+    bwd = sum(v[1] for v in parts.values())
+    return [_hidden(ep[0], bwd, slowdown), _hidden(ep[1], fwd, slowdown), ep[2]]
 
 
 def _sum_into(acc, src, times=1):
@@ -489,7 +509,11 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     --overlap-grad-reduce, PyTorch DDP/FSDP) buckets go out while the stage's last backward runs:
     what stays exposed is the last bucket, or the reduction minus that backward if longer. Stage i
     finishes its last backward i backward-times before stage 0, so its reduction has that long too.
-    Without overlap (Megatron-LM before 2023) the reduction starts after the stage's last backward."""
+    Without overlap (Megatron-LM before 2023) the reduction starts after the stage's last backward.
+    ZeRO-2 shards the gradients, so no replica can accumulate a whole step's: each micro-batch's are
+    reduce-scattered after its backward (DeepSpeed stage 2, Rajbhandari et al. 2020 sec. 5.2; as
+    deepspeed_dp_exposed_s), each beside that backward under overlap, and only the last one has the
+    head start; ZeRO-1 (Megatron-LM's distributed optimizer) reduces once, after the last."""
     dp, cp, tp = lay["dp"], lay["cp"], lay["tp"]
     n = dp * cp
     if n <= 1:
@@ -511,10 +535,10 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
                     t += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
         bucket = t * min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
         head_start = i * mean_b  # stage i drains i backward-times before stage 0
-        if lay["dp_overlap"]:
-            exposed = max(bucket, t - stage_bwd_s[i]) - head_start
-        else:
-            exposed = t - head_start
+        each = max(bucket, t - stage_bwd_s[i]) if lay["dp_overlap"] else t
+        exposed = each - head_start
+        if zero == 2:  # the m - 1 earlier micro-batches' reduce-scatters, no head start
+            exposed = max(0.0, exposed) + (lay["num_microbatches"] - 1) * each
         worst = max(worst, exposed)
         t_sync_max = max(t_sync_max, t)
     return max(0.0, worst), t_sync_max
@@ -588,7 +612,7 @@ def memory_config(spec, lay, c0):
             c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
     return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
-                chunk_layers=None, zero_stage=lay["zero_stage"],
+                chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
                 **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
                 sequence_length=lay["sequence_length"],
                 num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
@@ -606,7 +630,7 @@ def memory_config(spec, lay, c0):
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
                    "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
-                   "cp_comm_type", "fp8_recipe")
+                   "cp_comm_type", "fp8_recipe", "moe_a2a_overlap")
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
@@ -615,7 +639,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     layout's training_memory() when the caller has it."""
     cache = {} if cache is None else cache
     L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp)
+    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=layout_chunk_layers(L, lay))
     first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
     lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
     stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
@@ -657,7 +681,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
         if pp > 1:
             _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
-        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], st)
+        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], layout_split(lay), st)
         if pk not in cache:
             cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
                                               stage=st, layers_held=by_stage[st])[:2]
