@@ -1598,7 +1598,7 @@ def _read_axk2(r, s, ll, notes, warnings):
     every token runs (extra_params: 2 FLOPs per weight). mlp_layer_types picks dense and MoE
     layers (one shared expert; the router's correction bias is a buffer, not a weight)."""
     _read_dsa(r, s, ll, notes, warnings)
-    L, h, g = s["num_layers"], s["hidden_size"], r.int("gated_norm_rank")
+    L, h, g = s["num_layers"], s["hidden_size"], r.int("gated_norm_rank", default=16)  # AXK2Config default
     s["attn_output_gate"] = "elementwise"
     moe = set(s.get("moe_layer_set") or ())
     over = s.get("layer_overrides") or {}

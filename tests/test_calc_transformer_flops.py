@@ -56,7 +56,7 @@ GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwe
 # families with linear-attention / state-space layers: their own tests below, each eager artefact named
 LINEAR_MIXER_TYPES = ("qwen3_next", "qwen3_5_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1",
                       "jamba", "lfm3", "kimi_linear", "bailing_hybrid", "mamba", "mamba2", "bamba", "lfm2", "minimax",
-                      "recurrent_gemma", "zamba", "glm5_next_text", "xlstm",
+                      "recurrent_gemma", "zamba", "zamba2", "glm5_next_text", "xlstm",
                       "deepseek_v4")  # compressed attention: its own test too
 
 
@@ -172,7 +172,8 @@ def test_gated_deltanet_matches_pytorch_flop_counter(name):
 
 
 MAMBA2_RUNS = sorted(n for n, m in HF_FLOPS.items()
-                     if m.get("model_type") in ("nemotron_h", "granitemoehybrid", "falcon_h1", "mamba2", "bamba"))
+                     if m.get("model_type") in ("nemotron_h", "granitemoehybrid", "falcon_h1", "mamba2", "bamba",
+                                                "zamba2"))
 
 
 def _mamba2_shape(cfg):
@@ -183,6 +184,9 @@ def _mamba2_shape(cfg):
     if cfg["model_type"] == "mamba2":
         H, P = cfg["num_heads"], cfg["head_dim"]
         return H * P, H, P, cfg["n_groups"], cfg["state_size"], cfg["conv_kernel"], cfg["chunk_size"]
+    if cfg["model_type"] == "zamba2":
+        H, P = cfg["n_mamba_heads"], cfg["mamba_headdim"]
+        return H * P, H, P, cfg["mamba_ngroups"], cfg["mamba_d_state"], cfg["mamba_d_conv"], cfg["chunk_size"]
     d_in = cfg.get("mamba_d_ssm") or int(cfg["mamba_expand"] * cfg["hidden_size"])
     H = cfg["mamba_n_heads"]
     P = cfg["mamba_d_head"] if cfg["mamba_d_head"] != "auto" else d_in // H
@@ -211,9 +215,11 @@ def test_mamba2_matches_pytorch_flop_counter(name):
     d_in, H, P, G, N, K, Q = _mamba2_shape(cfg)
     res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
                   "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
+    # (Zamba 2, transformers 5.24: 3 layers, a Mamba-2 layer and two hybrid layers running the shared block, each
+    # with its Mamba-2 mixer: the same three artefacts on all three, sequence 128 in one padded chunk of 256.)
     n_mamba = sum(1 for k in res["layer_kinds"] for _ in range(k["layers"]) if "mamba2" in k["attention"])
-    assert n_mamba == 1 or cfg["model_type"] in ("falcon_h1", "mamba2")
-    n_mamba = cfg.get("num_hidden_layers", 2) if cfg["model_type"] in ("falcon_h1", "mamba2") else 1
+    assert n_mamba == 1 or cfg["model_type"] in ("falcon_h1", "mamba2", "zamba2")
+    n_mamba = cfg.get("num_hidden_layers", 2) if cfg["model_type"] in ("falcon_h1", "mamba2", "zamba2") else 1
     c = -(-s // Q)
     conv_dim = d_in + 2 * G * N
     eager_minus_ours = n_mamba * (2 * c * Q * Q * N * (H - G) + 2 * H * P * N * ((c + 1) ** 2 - c)
