@@ -56,7 +56,7 @@ GDN_RUNS = sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("qwe
 # families with linear-attention / state-space layers: their own tests below, each eager artefact named
 LINEAR_MIXER_TYPES = ("qwen3_next", "qwen3_5_text", "olmo_hybrid", "nemotron_h", "granitemoehybrid", "falcon_h1",
                       "jamba", "lfm3", "kimi_linear", "bailing_hybrid", "mamba", "mamba2", "bamba", "lfm2", "minimax",
-                      "recurrent_gemma",
+                      "recurrent_gemma", "zamba", "zamba2", "glm5_next_text", "xlstm",
                       "deepseek_v4")  # compressed attention: its own test too
 
 
@@ -92,6 +92,9 @@ def test_matches_pytorch_flop_counter(name):
     #   64 -> 65x, 8 -> 9x, 1 -> 2x; ZAYA's measured backward is exactly 1281 x its depthwise and
     #   11 x its 10-group forward per layer). The measured backward's convolution term is taken
     #   as 2 x the measured forward convolutions (for groups = 1 this changes nothing).
+    # - Gemma 3n (transformers 5.24): AltUp's prediction multiplies the n residual streams by n x n
+    #   coefficients per channel (a bmm, 2 n^2 h per token) and its router runs again in the
+    #   correction (2 n h); both are in ours (weightless_flops), so the totals are exact.
     conv_fix = 2 * m["forward_by_op"].get("convolution", 0) - m["backward_by_op"].get("convolution_backward", 0)
     res, _ = run(argv)
     assert res["forward_flops"] == pytest.approx(m["forward_flops"], rel=1e-3)
@@ -104,7 +107,13 @@ def test_matches_pytorch_flop_counter(name):
         return
     indexer_bmm = sum(ops.get("bmm", 0) for ops in m.get("indexer", {}).get("forward_by_op", {}).values())
     assert parts["indexer_scores"] == indexer_bmm
-    assert parts["attention_scores"] + parts["attention_context"] == pytest.approx(bmm - indexer_bmm, rel=1e-3)
+    other_bmm = 0
+    if m.get("model_type") == "gemma3n_text":  # AltUp's prediction: the n streams times n x n coefficients per
+        with open(os.path.join(FIXTURES, m["config_file"]), encoding="utf-8") as fh:  # channel, a bmm too
+            cfg = json.load(fh)
+        other_bmm = 2 * b * s * cfg["altup_num_inputs"] ** 2 * cfg["hidden_size"] * m["num_layers"]
+    assert parts["attention_scores"] + parts["attention_context"] == pytest.approx(bmm - indexer_bmm - other_bmm,
+                                                                                   rel=1e-3)
     if indexer_bmm:  # the indexer's measured mm's are its projections
         indexer_mm = sum(ops.get("mm", 0) for ops in m["indexer"]["forward_by_op"].values())
         assert parts["indexer_projections"] == indexer_mm
@@ -163,7 +172,8 @@ def test_gated_deltanet_matches_pytorch_flop_counter(name):
 
 
 MAMBA2_RUNS = sorted(n for n, m in HF_FLOPS.items()
-                     if m.get("model_type") in ("nemotron_h", "granitemoehybrid", "falcon_h1", "mamba2", "bamba"))
+                     if m.get("model_type") in ("nemotron_h", "granitemoehybrid", "falcon_h1", "mamba2", "bamba",
+                                                "zamba2"))
 
 
 def _mamba2_shape(cfg):
@@ -174,6 +184,9 @@ def _mamba2_shape(cfg):
     if cfg["model_type"] == "mamba2":
         H, P = cfg["num_heads"], cfg["head_dim"]
         return H * P, H, P, cfg["n_groups"], cfg["state_size"], cfg["conv_kernel"], cfg["chunk_size"]
+    if cfg["model_type"] == "zamba2":
+        H, P = cfg["n_mamba_heads"], cfg["mamba_headdim"]
+        return H * P, H, P, cfg["mamba_ngroups"], cfg["mamba_d_state"], cfg["mamba_d_conv"], cfg["chunk_size"]
     d_in = cfg.get("mamba_d_ssm") or int(cfg["mamba_expand"] * cfg["hidden_size"])
     H = cfg["mamba_n_heads"]
     P = cfg["mamba_d_head"] if cfg["mamba_d_head"] != "auto" else d_in // H
@@ -202,9 +215,11 @@ def test_mamba2_matches_pytorch_flop_counter(name):
     d_in, H, P, G, N, K, Q = _mamba2_shape(cfg)
     res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
                   "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
+    # (Zamba 2, transformers 5.24: 3 layers, a Mamba-2 layer and two hybrid layers running the shared block, each
+    # with its Mamba-2 mixer: the same three artefacts on all three, sequence 128 in one padded chunk of 256.)
     n_mamba = sum(1 for k in res["layer_kinds"] for _ in range(k["layers"]) if "mamba2" in k["attention"])
-    assert n_mamba == 1 or cfg["model_type"] in ("falcon_h1", "mamba2")
-    n_mamba = cfg.get("num_hidden_layers", 2) if cfg["model_type"] in ("falcon_h1", "mamba2") else 1
+    assert n_mamba == 1 or cfg["model_type"] in ("falcon_h1", "mamba2", "zamba2")
+    n_mamba = cfg.get("num_hidden_layers", 2) if cfg["model_type"] in ("falcon_h1", "mamba2", "zamba2") else 1
     c = -(-s // Q)
     conv_dim = d_in + 2 * G * N
     eager_minus_ours = n_mamba * (2 * c * Q * Q * N * (H - G) + 2 * H * P * N * ((c + 1) ** 2 - c)
@@ -227,7 +242,7 @@ def test_mamba2_matches_pytorch_flop_counter(name):
 
 @pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items()
                                         if m.get("model_type") in ("jamba", "lfm3", "mamba", "lfm2",
-                                                                   "recurrent_gemma")))
+                                                                   "recurrent_gemma", "zamba")))
 def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
     # Source: FlopCounterMode on transformers 5.23's JambaForCausalLM / Lfm3ForCausalLM, eager
     # (mamba_selective_scan's per-token loop, causal_conv1d_fn's torch fallback), eager attention
@@ -243,15 +258,22 @@ def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
         cfg = json.load(fh)
     res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
                   "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
-    n = 2 if cfg["model_type"] == "mamba" else 1  # mixer layers of the 2 (Mamba: both)
-    if cfg["model_type"] in ("jamba", "mamba"):
-        if cfg["model_type"] == "jamba":
+    # (Zamba, transformers 5.24: 3 layers, a Mamba layer and two hybrid layers running the shared block, all
+    # three with Mamba; its x_proj and dt_proj run per Mamba head as bmm's, E (R + 2N) + R E per token.)
+    n = {"mamba": 2, "zamba": 3}.get(cfg["model_type"], 1)  # mixer layers of the 2 (Mamba: both; Zamba: 3 of 3)
+    if cfg["model_type"] in ("jamba", "mamba", "zamba"):
+        proj = 0
+        if cfg["model_type"] in ("jamba", "zamba"):
             E, N, K = int(cfg["mamba_expand"] * cfg["hidden_size"]), cfg["mamba_d_state"], cfg["mamba_d_conv"]
+            if cfg["model_type"] == "zamba":
+                R = cfg["mamba_dt_rank"]
+                proj = 2 * s * (E * (R + 2 * N) + R * E)
         else:
             E, N, K = cfg["intermediate_size"], cfg["state_size"], cfg["conv_kernel"]
         conv_dim, update = E, 2 * s * E * N
         assert m["forward_by_op"]["bmm"] - (res["forward_breakdown_flops"]["attention_scores"]
-                                            + res["forward_breakdown_flops"]["attention_context"]) == n * 2 * s * E * N
+                                            + res["forward_breakdown_flops"]["attention_context"]) \
+            == n * (2 * s * E * N + proj)
     elif cfg["model_type"] == "recurrent_gemma":  # Griffin's recurrent block: a conv over the W-wide x branch
         conv_dim, K, update = cfg["lru_width"], cfg["conv1d_width"], 0
     else:
@@ -261,14 +283,19 @@ def test_mamba1_and_short_conv_match_pytorch_flop_counter(name):
     bwd = m["backward_by_op"]
     # every linear's two gradients (RecurrentGemma's biased linears run as addmm forward, mm backward)
     assert bwd["mm"] == 2 * (m["forward_by_op"]["mm"] + m["forward_by_op"].get("addmm", 0))
+    if cfg["model_type"] == "zamba":  # its bmm's (attention, scan read-out, x_proj, dt_proj): two gradients each
+        assert bwd["bmm"] == 2 * m["forward_by_op"]["bmm"]
     assert bwd["convolution_backward"] > 100 * m["forward_by_op"]["convolution"]  # dense count (groups ignored)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in ("kimi_linear",
-                                                                                                "bailing_hybrid")))
+@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") in (
+    "kimi_linear", "bailing_hybrid", "glm5_next_text")))
 def test_kda_matches_pytorch_flop_counter(name):
     # (Also transformers 5.24's BailingHybridForCausalLM: KDA with full-rank decay and gate
-    # projections, and an MLA layer with a per-head gate; the same eager artefacts.)
+    # projections, and an MLA layer with a per-head gate; the same eager artefacts. And GLM-5-Next's
+    # text model with a head (no causal-LM class: measure_flops.py's TextModelWithHead): KDA + dense,
+    # an MLA layer whose indexer pools its keys over index_kpool positions (its gate h -> d_I an mm,
+    # its scores over the s / P pools two bmm's, under no_grad) + MoE, hyper-connections.)
     # Source: FlopCounterMode on transformers 5.23's KimiLinearForCausalLM, eager
     # (chunk_kimi_delta_attention's torch fallback, chunk 64), eager attention and experts, fp32
     # CPU, 2 layers (KDA + dense MLP, NoPE MLA + MoE), sequence 128 (tests/fixtures/measure_flops.py).
@@ -292,9 +319,14 @@ def test_kda_matches_pytorch_flop_counter(name):
                   "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
     assert res["forward_flops"] == m["forward_flops"] + unseen - conv_extra
     parts = res["forward_breakdown_flops"]
-    assert parts["attention_scores"] + parts["attention_context"] + parts["state_core"] - unseen \
-        == m["forward_by_op"]["bmm"]
-    assert m["backward_by_op"]["mm"] == 2 * m["forward_by_op"]["mm"]
+    # GLM-5-Next's hyper-connections mix the hc streams per token as a bmm (hc x hc x h, two modules a layer)
+    hc_bmm = 2 * b * s * cfg["hc_mult"] ** 2 * cfg["hidden_size"] * 2 * m["num_layers"] if "hc_mult" in cfg else 0
+    assert parts["attention_scores"] + parts["attention_context"] + parts["indexer_scores"] + parts["state_core"] \
+        - unseen + hc_bmm == m["forward_by_op"]["bmm"]
+    indexer = m.get("indexer", {}).get("forward_by_op", {}).values()
+    assert parts["indexer_scores"] == sum(ops.get("bmm", 0) for ops in indexer)
+    assert parts["indexer_projections"] == sum(ops.get("mm", 0) for ops in indexer)
+    assert m["backward_by_op"]["mm"] == 2 * (m["forward_by_op"]["mm"] - parts["indexer_projections"])
 
 
 @pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") == "deepseek_v4"))
@@ -1003,3 +1035,20 @@ def test_lightning_attention_matches_pytorch_flop_counter(name):
     parts = res["forward_breakdown_flops"]
     assert parts["state_core"] + parts["attention_scores"] + parts["attention_context"] == \
         m["forward_by_op"].get("bmm", 0) + m["forward_by_op"].get("matmul", 0)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in HF_FLOPS.items() if m.get("model_type") == "xlstm"))
+def test_mlstm_matches_pytorch_flop_counter(name):
+    # Source: FlopCounterMode on transformers 5.24's xLSTMForCausalLM (the xLSTM 7B block, class defaults),
+    # mode "inference": mlstm_chunkwise_native_autograd over chunks of 64, fp32 CPU, 2 blocks, sequence 128
+    # (tests/fixtures/measure_flops.py). Ours: mlstm_core_flops (Beck et al. 2025, arXiv 2503.13427): per
+    # chunk Q K^T and its product with V, per position the memory's read-out and update and the
+    # normaliser's read-out, the bmm's the eager kernel runs; the projections (the gates' biased ones as
+    # addmm) and the FFN as mm's. Tolerance: exact; backward: every matmul's two gradients.
+    m = HF_FLOPS[name]
+    s, b = m["seq"], m["batch"]
+    res, _ = run(["--hf_model_name_or_path", os.path.join(FIXTURES, m["config_file"]), "-s", str(s),
+                  "-b", str(b), "--tokens", str(b * s), "-ca", "--attention-flops", "full", "--json"])
+    assert res["forward_flops"] == m["forward_flops"]
+    assert res["backward_flops"] == m["backward_flops"]
+    assert res["forward_breakdown_flops"]["state_core"] == m["forward_by_op"]["bmm"]

@@ -18,7 +18,8 @@ DATA = json.loads((FIX / "hf_cache_bytes.json").read_text())
 META = DATA["_meta"]
 ENTRIES = {k: v for k, v in DATA.items() if k != "_meta"}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "int64": 8, "int32": 4}
-MAIN_TENSORS = ("keys", "values", "indexer_keys", "conv_states.0", "recurrent_states.0") + tuple(
+MAIN_TENSORS = ("keys", "values", "indexer_keys", "conv_states.0", "recurrent_states.0",
+                "conv_states.1", "conv_states.2", "conv_states.3") + tuple(
     f"{a}.{b}" for a in ("compressed_kv", "buffer_kv", "buffer_gate", "overlap_kv", "overlap_gate")
     for b in ("compressor", "indexer"))  # DeepSeek-V4's compressor state
 
@@ -72,8 +73,9 @@ def test_bytes_are_shape_times_dtype_and_sums_add_up():
                 if "bookkeeping" in layer:
                     assert layer["bookkeeping_bytes"] == sum(t["bytes"] for t in layer["bookkeeping"].values())
                 for t in ("keys", "values", "indexer_keys"):
-                    if t in layer["tensors"]:
-                        assert layer["tensors"][t]["dtype"] == e["dtype"], where
+                    if t in layer["tensors"]:  # dots3's indexer keys: fp32 in transformers 5.24 (fp32 rotary)
+                        want = "float32" if (e["model_type"], t) == ("dots3_note_text", "indexer_keys") else e["dtype"]
+                        assert layer["tensors"][t]["dtype"] == want, where
                 total += layer["bytes"]
                 total_storage += layer["storage_bytes"]
             assert snap["bytes"] == total, (name, phase)
@@ -121,15 +123,32 @@ def _expected(cfg, entry, i, context):
             if csa and context >= m:
                 shapes[f"overlap_kv.{name}"] = shapes[f"overlap_gate.{name}"] = [b, m, w]
         return shapes
-    if cfg["model_type"] in ("kimi_linear", "bailing_hybrid") and kind == "linear_attention":  # KDA: 3 D x K, H x d x d
+    if cfg["model_type"] in ("kimi_linear", "bailing_hybrid", "glm5_next_text") and kind.startswith("linear_attention"):
+        # KDA: 3 D x K, H x d x d
         H, d = cfg["linear_num_heads"], cfg["linear_head_dim"]
         return {"conv_states.0": [b, 3 * H * d, cfg["linear_conv_kernel_dim"]], "recurrent_states.0": [b, H, d, d]}
     if cfg.get("kv_lora_rank"):  # MLA: the compressed latent and the shared rope key, one "head"
-        shapes = {"keys": [b, 1, context, cfg["kv_lora_rank"]], "values": [b, 1, context, cfg["qk_rope_head_dim"]]}
-        if "indexed_attention" in kind and "(indexer: shared)" not in kind:
-            shapes["indexer_keys"] = [b, context, cfg["index_head_dim"]]
+        r_kv = (cfg.get("per_layer_config") or {}).get(str(i), {}).get("kv_lora_rank", cfg["kv_lora_rank"])
+        t = min(context, cfg["sliding_window"] - 1) if kind.startswith("sliding") else context  # dots3's SWA MLA
+        shapes = {"keys": [b, 1, t, r_kv], "values": [b, 1, t, cfg["qk_rope_head_dim"]]}
+        if "indexed_attention" in kind and "(indexer: shared)" not in kind:  # GLM-5-Next packs key, gate score, flag
+            dI = cfg["index_head_dim"]
+            shapes["indexer_keys"] = [b, context, 2 * dI + 1 if cfg["model_type"] == "glm5_next_text" else dI]
         return shapes
     mt = cfg["model_type"]
+    if mt in ("inkling_text", "inkling2_text"):  # K/V (swa_* geometry on sliding layers) + 4 conv windows
+        sliding = kind == "hybrid_sliding"
+        kv = cfg["swa_num_key_value_heads"] if sliding else cfg["num_key_value_heads"]
+        d = cfg["swa_head_dim"] if sliding else cfg["head_dim"]
+        t = min(context, cfg["sliding_window_size"] - 1) if sliding else context
+        K, h = cfg["conv_kernel_size"], cfg["hidden_size"]
+        return {"keys": [b, kv, t, d], "values": [b, kv, t, d], "conv_states.0": [b, kv * d, K],
+                "conv_states.1": [b, kv * d, K], "conv_states.2": [b, h, K], "conv_states.3": [b, h, K]}
+    if mt == "zaya":  # K/V + the q/k convolution window ((a + kv) d, t0 + t1 - 2 taps) and the delayed v half
+        a, kv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+        return {"keys": [b, kv, context, d], "values": [b, kv, context, d],
+                "conv_states.0": [b, (a + kv) * d, cfg["cca_time0"] + cfg["cca_time1"] - 2],
+                "recurrent_states.0": [b, kv * d // 2]}
     if mt in ("mamba", "falcon_mamba"):  # Mamba-1 only: E x K conv window, E x N state
         E = cfg["intermediate_size"]
         return {"conv_states.0": [b, E, cfg["conv_kernel"]], "recurrent_states.0": [b, E, cfg["state_size"]]}

@@ -8,10 +8,11 @@ from .families_dense import (_read_bloom, _read_cohere2, _read_exaone4, _read_fa
 from .families_hybrid import (_nemotron_blocks, _read_falcon_h1, _read_granitemoehybrid,
     _read_jamba, _read_kimi_linear, _read_lfm3, _read_nemotron_h, _read_olmo_hybrid,
     _read_qwen_gdn)
-from .families_moe import (_read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
+from .families_moe import (_read_axk2, _read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
 from .families_more import ALIASED, FIELD_ALIASES, MORE_READERS, SAME_AS
+from .families_moa import MOA_READERS
 from .families_sconv import SCONV_READERS
 from .families_state import ATTENTION_FREE, STATE_READERS
 from .reader import ConfigReader, _layer_pattern
@@ -26,19 +27,20 @@ _TIED_BY_DEFAULT = set("gpt2 opt bloom falcon gemma gemma2 starcoder2 gemma3_tex
 # (one line each) rather than print a Llama-style count. tests/test_all_types.py holds every type
 # transformers 5.24 builds to this list.
 _SSM = "has linear-attention or state-space layers, which this script does not count yet"
+# Checked on the meta device (transformers 5.24, VALIDATION.md): the BERT-style causal-LM classes build with
+# is_decoder False (bidirectional, no cross-attention) from their defaults; the encoder-decoder families'
+# causal-LM classes are their decoders, every layer with cross-attention to the encoder's states.
 _ENCODER = "is an encoder (bidirectional, BERT-style) model; this script counts decoder-only LMs"
-_ENC_DEC = "is an encoder-decoder model; this script counts decoder-only LMs"
+_ENC_DEC = ("is an encoder-decoder model (its causal-LM class is the decoder, cross-attending to the encoder's "
+            "states); this script counts decoder-only LMs")
 _NOT_YET = {
-    **dict.fromkeys("plamo2 xlstm".split(), _SSM),
+    "plamo2": _SSM,  # PLaMo 2 (Mamba + attention) is not in transformers 5.24: a hub config of it exits here
     **dict.fromkeys("bert bert-generation big_bird camembert data2vec-text electra ernie megatron-bert rembert "
                     "roberta roberta-prelayernorm roc_bert roformer xlm xlm-roberta xlm-roberta-xl xmod "
                     "blip_text_model".split(), _ENCODER),
     **dict.fromkeys("bart bigbird_pegasus blenderbot blenderbot-small marian mbart mvp pegasus plbart "
                     "prophetnet trocr whisper pix2struct_text_model".split(), _ENC_DEC),
     "xlnet": "is XLNet's two-stream permutation LM (relative attention, segment biases), not a decoder-only LM",
-    **dict.fromkeys("axk2".split(),
-                    "has indexed_attention layers (a top-k indexer over compressed keys), which this script "
-                    "does not count yet"),
     "blt": "is a byte-level latent transformer (local encoder and decoder around a global model), which "
            "this script does not count yet",
 }
@@ -394,7 +396,7 @@ _FAMILY_READERS = {
     "gpt2": _read_gpt2, "gpt_neox": _read_gpt_neox, "opt": _read_opt, "bloom": _read_bloom,
     "falcon": _read_falcon, "starcoder2": _read_starcoder2, "gpt_oss": _read_gpt_oss,
     "llama4_text": _read_llama4, "gemma3_text": _read_gemma3, "gemma4_text": _read_gemma4,
-    "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa,
+    "glm4_moe": _read_glm4_moe, "glm_moe_dsa": _read_dsa, "deepseek_v32": _read_dsa, "axk2": _read_axk2,
     "mistral_large4_text": _read_mistral_large4,
     "minimax_m2": _read_minimax_m2, "ernie4_5_moe": _read_ernie45_moe, "hy_v3": _read_hy_v3,
     "longcat_flash": _read_longcat, "olmo3": _read_olmo3, "smollm3": _read_smollm3,
@@ -405,5 +407,5 @@ _FAMILY_READERS = {
     "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
     "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
     "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS, **STATE_READERS,
-    **SCONV_READERS}
+    **SCONV_READERS, **MOA_READERS}
 _FAMILY_READERS.update({mt: _FAMILY_READERS[base] for mt, base in SAME_AS.items()})

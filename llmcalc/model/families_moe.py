@@ -296,6 +296,26 @@ def _read_dsa(r, s, ll, notes, warnings):
     _note_mtp(r, s)
 
 
+def _read_axk2(r, s, ll, notes, warnings):
+    """A.X K2 (transformers' modeling_axk2): DeepSeek-V3.2's indexed attention (MLA, a lightning
+    indexer on every layer) whose query up-projection (q_gate_proj) reads [norm(c_q), c_q] (2 r_q)
+    and also writes an elementwise sigmoid output gate (a d_v); gated RMSNorms: the norm's weight
+    (h) and a low-rank gate MLP h -> gated_norm_rank -> h, before attention on every layer and
+    before the MLP on MoE layers (a plain RMSNorm before a dense MLP). The gate MLPs are matmuls
+    every token runs (extra_params: 2 FLOPs per weight). mlp_layer_types picks dense and MoE
+    layers (one shared expert; the router's correction bias is a buffer, not a weight)."""
+    _read_dsa(r, s, ll, notes, warnings)
+    L, h, g = s["num_layers"], s["hidden_size"], r.int("gated_norm_rank", default=16)  # AXK2Config default
+    s["attn_output_gate"] = "elementwise"
+    moe = set(s.get("moe_layer_set") or ())
+    over = s.get("layer_overrides") or {}
+    for i in range(L):
+        o = over.setdefault(i, {})
+        o["attention"] = dict(o.get("attention", {}), q_latent_concat=True)
+        o["extra_params"] = 2 * h * g * (2 if i in moe else 1)
+    s["layer_overrides"] = over
+
+
 def _indexer_shared_layers(r, s, L):
     """Layers whose attention reuses the previous layer's top-k (no indexer of their own): from
     indexer_types, else index_topk_pattern ("F"/"S" per layer), else GLM-5's index_topk_freq /

@@ -595,7 +595,9 @@ def _read_gemma3n(r, s, ll, notes, warnings):
     n streams (a modality router n x h and its norm, prediction n^2 x n and correction n x n
     coefficients, an output scale h) and a Laurel low-rank residual (h -> laurel_rank -> h, a norm);
     n - 1 AltUp projections in and n - 1 out (h x h each) for the model. The MLP width per layer
-    (intermediate_size, a list) must be one value. Activation sparsity has no weights."""
+    (intermediate_size, a list) must be one value. Activation sparsity has no weights. FLOPs add per
+    token AltUp's prediction product (n x n coefficients per channel, 2 n^2 h) and its router's second
+    run in the correction (2 n h), matmuls transformers' Gemma3nTextAltUp runs (FlopCounterMode)."""
     h = s["hidden_size"]
     f = r.cfg.get("intermediate_size")
     if isinstance(f, list):
@@ -610,6 +612,7 @@ def _read_gemma3n(r, s, ll, notes, warnings):
     for o in s["layer_overrides"].values():
         o["norms"] += 2  # AltUp's router norm, Laurel's post norm
         o["extra_params"] = o.get("extra_params", 0) + 2 * rank * h + n * h + n ** 3 + n * n
+        o["weightless_flops"] = 2 * (n * n * h + n * h)  # AltUp's prediction (n x n per channel), router rerun
         o["attention"] = dict(o["attention"], extra_weights=h)  # AltUp's correct_output_scale
     s["other_params"] = dict(s.get("other_params") or {}, altup_projections=2 * (n - 1) * h * h)
     s["input_matmul_params"] = s.get("input_matmul_params", 0) + 2 * (n - 1) * h * h
@@ -654,12 +657,16 @@ def _read_dots3(r, s, ll, notes, warnings):
     """dots3: MLA on every layer with a per-head sigmoid gate (g_proj h -> a) and a norm on the rotary
     key slice (d_rope); indexed_attention layers add DeepSeek-V3.2's lightning indexer, sliding
     layers (window sliding_window) have none; per_layer_config changes a layer's heads, latent rank
-    and d_nope; dense then MoE layers (mlp_layer_types) with shared experts."""
+    and d_nope; dense then MoE layers (mlp_layer_types) with n_shared_experts shared experts of
+    shared_experts_intermediate_size."""
     L = s["num_layers"]
     lt = r.str_list("layer_types", choices={"indexed_attention", "sliding_attention"}, length=L)
     if lt is None:
         r.fail("layer_types", "must list indexed_attention and sliding_attention layers", None)
     _read_dsa_every_layer(r, s, ll, notes, warnings)
+    f_sh = r.int("shared_experts_intermediate_size", "moe_shared_expert_intermediate_size",
+                 default=s["moe_ffn_hidden_size"])  # x n_shared_experts (modeling_dots3_note)
+    s["shared_expert_ffn_hidden_size"] = f_sh * s["num_shared_experts"]
     s.update(attn_output_gate="headwise", attn_extra_weights=s["qk_rope_head_dim"],
              layer_types=["sliding" if t == "sliding_attention" else "full" for t in lt],
              sliding_window=r.int("sliding_window", default=512))

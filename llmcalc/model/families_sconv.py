@@ -18,12 +18,11 @@ def _read_inkling(r, s, ll, notes, warnings):
     attention's and the MLP's outputs; an RMSNorm on the embedding. MoE layers of mlp_layer_types:
     n_routed_experts of moe_intermediate_size, n_shared_experts of the same width, a router over
     routed and shared experts (h x (E + S)) with a learned global scale; a dense layer's MLP of
-    intermediate_size has a global scale (1 weight)."""
+    intermediate_size has a global scale (1 weight). The cache keeps each convolution's last K inputs
+    (fp32) beside the K/V: constant per sequence (state_elements)."""
     L, h = s["num_layers"], s["hidden_size"]
     s.update(ll, qk_norm="head", position_embedding="none", embedding_norm=True, mlp_act_params=1)
     K, d_rel = r.int("conv_kernel_size", default=4), r.int("d_rel", default=16)
-    warnings.append(f"the short convolutions' per-sequence windows ({K} taps per channel, fp32) that transformers' cache keeps beside each layer's K/V are not in the KV-cache figures: memory and "
-                    "latency undercount the cache by that constant per sequence")
     ext = r.int("rel_extent", default=1024)
     window = r.int("sliding_window_size", default=512)
     swa = {"heads": r.int("swa_num_attention_heads", default=64),
@@ -44,7 +43,8 @@ def _read_inkling(r, s, ll, notes, warnings):
                     (s["num_attention_heads"], s["num_kv_heads"], s["head_dim"]))
         # k and v convolutions (kv d channels each), the relative-logit bank, the two residual convolutions
         attn = {"heads": a, "kv_heads": kv, "head_dim": d,
-                "extra_weights": 2 * kv * d * K + d_rel * (window if sliding else ext) + 2 * h * K}
+                "extra_weights": 2 * kv * d * K + d_rel * (window if sliding else ext) + 2 * h * K,
+                "kv_conv_taps": K, "residual_conv_state": 2 * h * K}  # the convolutions' windows (fp32)
         over[i] = {"attention": attn, "extra_params": h * a * d_rel,
                    "mlp": {"router_extra": S * h + 1} if i in moe else {}}
     s["layer_overrides"] = over
@@ -67,13 +67,12 @@ def _read_inkling2(r, s, ll, notes, warnings):
     embedding, a final attention-residual query (h), a head of unpadded_vocab_size rows. Inkling 2
     Loop: layers loop_layer_index_start to loop_layer_index_end run loop_num_passes times and have
     four message gates each (2 h -> r -> h, h; r = loop_gate_rank), plus message queries (4 h per
-    looped layer) on the model."""
+    looped layer) on the model. The cache keeps each convolution's last K inputs (fp32) beside the
+    K/V (state_elements)."""
     L, h, V = s["num_layers"], s["hidden_size"], s["vocab_size"]
     s.update(ll, qk_norm="none", position_embedding="none", embedding_norm=True,
              attn_output_gate="elementwise")
     K, d_rel = r.int("conv_kernel_size", default=4), r.int("d_rel", default=16)
-    warnings.append(f"the short convolutions' per-sequence windows ({K} taps per channel, fp32) that transformers' cache keeps beside each layer's K/V are not in the KV-cache figures: memory and "
-                    "latency undercount the cache by that constant per sequence")
     ext, window = r.int("rel_extent", default=1024), r.int("sliding_window_size", default=1024)
     swa = (r.int("swa_num_attention_heads", default=s["num_attention_heads"]),
            r.int("swa_num_key_value_heads", default=s["num_kv_heads"]), r.int("swa_head_dim", default=s["head_dim"]))
@@ -103,7 +102,7 @@ def _read_inkling2(r, s, ll, notes, warnings):
         queries = h + (3 * h if full else h) * (i > 0)
         attn = {"heads": a, "kv_heads": kv, "head_dim": d,
                 "extra_weights": a * d + a * d_rel + d_rel * (ext if full else window) + 2 * kv * d * K
-                + 2 * h * K + queries}
+                + 2 * h * K + queries, "kv_conv_taps": K, "residual_conv_state": 2 * h * K}
         extra = h * a * d_rel + h * a + 2 * h * kv * K * full + 16 * h * rank * (i in loop)
         over[i] = {"attention": attn, "extra_params": extra, "norms": 4 if full else 2}
     s["layer_overrides"] = over
@@ -125,10 +124,8 @@ def _read_zaya(r, s, ll, notes, warnings):
     router state. Weights the routed expert count here: top-k real experts (the skip expert, when
     chosen, runs none: an upper bound). The convolutions' weights and the router MLP's matmuls beyond
     h x E are the layer's extra matmuls (their FLOPs 2 per weight per token); the model has an input
-    scale and bias (2 h)."""
-    warnings.append("ZAYA's per-sequence convolution windows and delayed-value state, which transformers' cache keeps "
-                    "beside the K/V, are not in the KV-cache figures: memory and latency undercount the cache by "
-                    "that constant per sequence")
+    scale and bias (2 h). The cache keeps the q/k convolution's window and the delayed value half beside
+    the K/V (state_elements)."""
     L, h = s["num_layers"], s["hidden_size"]
     s.update(ll, qkv_bias=r.bool("attention_bias", default=False))
     s["attn_out_bias"] = s["qkv_bias"]
@@ -148,7 +145,8 @@ def _read_zaya(r, s, ll, notes, warnings):
     over = {}
     for i in range(L):
         router_other = R + R + 2 * R + R * (i > 0)  # down_proj bias, norm, fc biases, state scale
-        over[i] = {"attention": {"extra_weights": 2 * C + kv + 8 * h},  # conv biases, temperatures, residual scalings
+        over[i] = {"attention": {"extra_weights": 2 * C + kv + 8 * h,  # conv biases, temperatures, residual scalings
+                                 "qk_conv_taps": t0 + t1 - 2, "delayed_value_state": True},  # the cache's window, v half
                    "extra_params": C * t0 + C * d * t1 + router_matmuls - h * E,
                    "mlp": {"router_extra": router_other}}
     s["layer_overrides"] = over

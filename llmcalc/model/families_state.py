@@ -258,9 +258,9 @@ def _read_glm5_next(r, s, ll, notes, warnings):
     """GLM-5-Next's text model: Kimi Delta Attention layers (linear_num_heads of linear_head_dim,
     low-rank decay and gate) and GLM-5's sparse-attention layers (MLA with a lightning indexer whose
     keys are pooled over index_kpool positions: a learned position table index_kpool x d_I and a gate
-    h -> d_I), as layer_types lists them; dense then MoE layers (mlp_layer_types); DeepSeek-V4's
-    hyper-connections over hc_mult streams (two mixing modules per layer). The pooling gate's FLOPs
-    (2 h d_I per token on the sparse layers) are left out of the FLOP count."""
+    h -> d_I; index_kpool on the attention: formulas.indexer_params, the cache's packed 2 d_I + 1 per
+    token, pool-level scores), as layer_types lists them; dense then MoE layers (mlp_layer_types);
+    DeepSeek-V4's hyper-connections over hc_mult streams (two mixing modules per layer)."""
     L, h = s["num_layers"], s["hidden_size"]
     lt = r.str_list("layer_types", choices={"linear_attention", "indexed_attention"}, length=L)
     if lt is None:
@@ -270,18 +270,46 @@ def _read_glm5_next(r, s, ll, notes, warnings):
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = ["linear" if t == "linear_attention" else "full" for t in lt]
-    hc, dI, kp = r.int("hc_mult", default=4, hi=1024), s["index_head_dim"], r.int("index_kpool", default=16)
+    hc, kp = r.int("hc_mult", default=4, hi=1024), r.int("index_kpool", default=16)
     over = s.get("layer_overrides") or {}
     for i in range(L):
         if lt[i] == "indexed_attention" and not over.get(i, {}).get("attention", {}).get("index_heads") == 0:
             o = over.setdefault(i, {})
-            o["attention"] = dict(o.get("attention", {}), extra_weights=kp * dI)  # the pooling's position table
-            o["extra_params"] = 2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3) + dI * h  # + its gate
+            o["attention"] = dict(o.get("attention", {}), index_kpool=kp)  # its gate and position table
     s.update(layer_overrides=over, extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
              extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h), residual_streams=hc)
     r.used.update(("hc_eps", "hc_sinkhorn_iters", "swiglu_limit", "linear_lower_bound", "index_kpool_always_select_tail"))
-    warnings.append(f"GLM-5-Next's indexer pools its keys over index_kpool {kp} positions: the cache counts one "
-                    "indexer key per token (at most the pooled cache; not measured against transformers)")
+
+
+def _read_xlstm(r, s, ll, notes, warnings):
+    """xLSTM (attention-free; transformers' modeling_xlstm, Beck et al. 2025, arXiv 2503.13427, the
+    xLSTM 7B block): every layer an RMSNorm, an mLSTM mixer and an RMSNorm, a gated FFN. The mLSTM:
+    q, k (h -> h qk_dim_factor), v and the output gate (h -> h v_dim_factor), input and forget gates
+    per head (h -> H, with biases), a per-head LayerNorm's weight over the v width, out_proj v -> h;
+    biases on every projection and norm with use_bias. The FFN's width: h ffn_proj_factor rounded up
+    to ffn_round_up_to_multiple_of. A head of its own (tie_word_embeddings false)."""
+    L, h = s["num_layers"], s["hidden_size"]
+    if r.int("num_blocks", default=L) != r.int("num_hidden_layers", default=L) and not s.get("_layers_from_flag"):
+        r.fail("num_blocks", "must equal num_hidden_layers (transformers builds num_blocks blocks)", r.cfg.get("num_blocks"))
+    if r.int("embedding_dim", default=h) != h:
+        r.fail("embedding_dim", f"must equal hidden_size {h}", r.cfg.get("embedding_dim"))
+    H = s["num_attention_heads"]
+    qk, v = int(h * r.num("qk_dim_factor", default=0.5)), int(h * r.num("v_dim_factor", default=1.0))
+    if qk % H or v % H or not qk or not v:
+        r.fail("num_heads", f"must divide the q/k width {qk} and the v width {v}", H)
+    m, pf = r.int("ffn_round_up_to_multiple_of", default=64), r.num("ffn_proj_factor", default=2.667)
+    f = int(((h * pf + m - 1) // m) * m)  # transformers' round_up_to_next_multiple_of, on the float h x factor
+    bias = r.bool("use_bias", default=False)
+    r.str("weight_mode", choices={"single", "fused"}, default="single")  # the same weights, fused or not
+    s.update(norm="layernorm" if bias else "rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False,
+             mlp_bias=bias, position_embedding="none", norms_per_layer=2, layer_types=["linear"] * L,
+             num_kv_heads=H, head_dim=1, ffn_hidden_size=f)
+    s["linear_mixer"] = {"kind": "mlstm", "heads": H, "kv_heads": H, "head_dim": qk // H, "v_head_dim": v // H,
+                         "conv_kernel": 0, "state_chunk": r.int("chunk_size", default=64), "mixer_bias": bias,
+                         "state_dtype": "model"}  # transformers' xLSTMCache holds (C, n, m) at the model's dtype
+    r.used.update(("add_out_norm", "autocast_kernel_dtype", "chunkwise_kernel", "sequence_kernel", "step_kernel",
+                   "mode", "gate_soft_cap", "output_logit_soft_cap", "inference_state_dtype", "eps", "norm_eps",
+                   "norm_reduction_force_float32", "max_inference_chunksize", "return_last_states"))
 
 
 # model_type -> reader, for config.py's registry
@@ -290,6 +318,7 @@ STATE_READERS = {
     "zamba": _read_zamba, "zamba2": _read_zamba, "lfm2": _read_lfm2, "lfm2_vl_text": _read_lfm2, "lfm2_moe": _read_lfm2_moe,
     "minimax": _read_minimax01, "rwkv": _read_rwkv, "recurrent_gemma": _read_recurrent_gemma,
     "lara_mini": _read_lara, "bailing_hybrid": _read_bailing_hybrid, "glm5_next_text": _read_glm5_next,
+    "xlstm": _read_xlstm,
 }
 # Attention-free families: their configs have no attention-head field.
-ATTENTION_FREE = {"mamba", "falcon_mamba", "rwkv"}
+ATTENTION_FREE = {"mamba", "falcon_mamba", "rwkv", "xlstm"}

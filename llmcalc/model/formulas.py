@@ -18,13 +18,15 @@ def indexer_params(attn, *, h):
     q from the query latent (r_q -> H_I d_I), one shared key head (h -> d_I) with a LayerNorm
     (2 d_I), and per-head weights (h -> H_I). Mistral Large 4's adds a LayerNorm on its input
     (2 h) and, with per-head position scaling, a scale and a bias per indexer head (2 H_I)
-    (transformers' modeling_mistral_large4)."""
+    (transformers' modeling_mistral_large4). GLM-5-Next's pools its keys over index_kpool = P
+    positions: a pooling gate h -> d_I and a position table P x d_I (modeling_glm5_next)."""
     H, dI = attn["index_heads"], attn["index_head_dim"]
     if not attn["index_topk"] or not H:
         return 0
     q_in = attn["q_lora_rank"] or h
     extra = 2 * h * attn["indexer_input_norm"] + 2 * H * attn["position_scaling"]  # Mistral Large 4
-    return q_in * H * dI + h * dI + 2 * dI + h * H + extra
+    P = attn.get("index_kpool", 0)
+    return q_in * H * dI + h * dI + 2 * dI + h * H + extra + (h * dI + P * dI if P else 0)
 
 
 def mixer_widths(attn):
@@ -42,6 +44,9 @@ def mixer_widths(attn):
     if attn["kind"] == "lightning":
         D = attn["heads"] * attn["head_dim"]
         return 4 * D, D, 0
+    if attn["kind"] == "mlstm":  # q, k (H d_k each), v and the output gate (H d_v each), input and forget gates
+        H, dk, dv = attn["heads"], attn["head_dim"], attn["v_head_dim"]
+        return 2 * H * dk + 2 * H * dv + 2 * H, H * dv, 0
     if attn["kind"] == "rwkv":  # RWKV-4 time mixing: key, value, receptance (D each); output D -> h
         return 3 * attn["heads"], attn["heads"], 0
     if attn["kind"] == "rglru":  # Griffin's recurrent block: x and gate branches (W each); W -> h; conv over x
@@ -81,6 +86,9 @@ def linear_mixer_params(attn, *, h):
     K = attn["conv_kernel"]
     if attn["kind"] == "lightning":  # + the RMSNorm over the D-wide output (MiniMaxLightningAttention)
         return h * w_in + w_out * h + w_out
+    if attn["kind"] == "mlstm":  # + the gates' biases (2 H), the per-head norm's weight (v), use_bias's biases
+        b = attn["mixer_bias"]
+        return h * w_in + 2 * attn["heads"] + w_out + w_out * h + b * (w_in - 2 * attn["heads"] + w_out + h)
     if attn["kind"] == "rwkv":  # + time_decay and time_first (D each), the three time_mix vectors (h each)
         return h * w_in + w_out * h + 2 * w_out + 3 * h
     if attn["kind"] == "rglru":  # biases on x, gate, out and conv; the RG-LRU's block-diagonal input and
@@ -139,6 +147,19 @@ def dsv4_non_matmul_params(attn):
     return out
 
 
+def mla_q_macs_per_token(attn, *, h):
+    """Multiply-adds per token of MLA's query path (DeepSeek-V2 sec. 2.1): q directly from h
+    (h x a d_qk) or through the rank-r_q bottleneck (h x r_q, then r_q x a d_qk). A.X K2
+    (transformers' modeling_axk2 q_gate_proj) reads [norm(c_q), c_q], 2 r_q wide
+    ("q_latent_concat"), and with an elementwise output gate also writes the gate (a d_v)."""
+    a, r_q = attn["heads"], attn["q_lora_rank"]
+    d_qk = attn["qk_nope_head_dim"] + attn["qk_rope_head_dim"]
+    out = a * (d_qk + attn["v_head_dim"] * (attn["output_gate"] == "elementwise"))
+    if not r_q:
+        return h * out
+    return h * r_q + r_q * (2 if attn.get("q_latent_concat") else 1) * out
+
+
 def attention_params(attn, *, h):
     """One attention block's weights. MHA/GQA/MQA: q (h x a d; twice as wide with an elementwise
     output gate, Qwen3-Next), k and v (h x kv d; k alone when K = V, none on a layer that reuses
@@ -160,11 +181,7 @@ def attention_params(attn, *, h):
     if attn["kind"] == "mla":
         r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
-        d_qk = d_nope + d_rope
-        if r_q:
-            q = h * r_q + qkv_b * r_q + norm_params(width=r_q, norm=nm) + r_q * a * d_qk
-        else:
-            q = h * a * d_qk
+        q = mla_q_macs_per_token(attn, h=h) + (qkv_b * r_q + norm_params(width=r_q, norm=nm) if r_q else 0)
         kv_down = 0 if attn["kv_shared"] else (h * (r_kv + d_rope) + qkv_b * (r_kv + d_rope)
                                                 + norm_params(width=r_kv, norm=nm))
         kv_up = r_kv * a * (d_nope + d_v)
@@ -181,8 +198,30 @@ def attention_params(attn, *, h):
     if attn.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
         return 0
     h_in = attn.get("in_width", h)  # Zamba's shared attention reads [hidden, embedding], 2 h wide
+    qo = h_in * q_out + a * dv * h
     return (h_in * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
+            + attention_expert_params(attn, qo=qo, h=h)
             + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
+
+
+def attention_expert_params(attn, *, qo, h):
+    """Mixture of attention heads (JetMoE's MoA, Shen et al. 2024, arXiv 2404.07413 sec. 2.2, as
+    transformers' JetMoeMoA builds it): E experts, each a query projection h -> kv d and an output
+    projection kv d -> h, k of them per token (a = k kv query heads over the shared K/V), and a
+    router h x E. qo: the q and o weights of the k experts a token runs; returns the weights beyond
+    them (the other E - k experts and the router); 0 without attention experts."""
+    E, k = attn.get("attn_experts", 0), attn.get("attn_topk", 0)
+    if not E:
+        return 0
+    return qo * (E - k) // k + h * E
+
+
+def attention_inactive_params(attn, *, h):
+    """The attention-expert weights a token does not run: (E - k) experts' q and o (MoA); 0 else."""
+    E, k = attn.get("attn_experts", 0), attn.get("attn_topk", 0)
+    if not E or attn["span"] == "state" or attn["kind"] != "mha":
+        return 0
+    return (h * attn["heads"] * attn["head_dim"] + attn["heads"] * attn.get("v_dim", attn["head_dim"]) * h) * (E - k) // k
 
 
 def mlp_params(*, h, f, num_linears, bias):
@@ -239,6 +278,7 @@ def layer_params(layer, *, h, norm):
             out[k] += p[k]
         out["one_expert"] = max(out["one_expert"], p["one_expert"])
         out["inactive"] += p["routed_experts"] - expected_real_experts(m) * p["one_expert"]
+    out["inactive"] += sum(attention_inactive_params(x, h=h) for x in layer["attention"])
     out["total"] = sum(out[k] for k in ("attention", "norms", "extra", "dense", "routed_experts",
                                         "shared_experts", "router"))
     return out
@@ -275,30 +315,32 @@ def attention_linear_flops_per_token(attn, *, h):
             inner = 2 * attn["heads"] * attn["heads"] // attn["gate_blocks"]
         return 2 * (h * w_in + conv_dim * attn["conv_kernel"] + w_out * h + inner)  # mamba1: x_proj, dt_proj
     if attn["kind"] == "mla":
-        r_q, r_kv = attn["q_lora_rank"], attn["kv_lora_rank"]
+        r_kv = attn["kv_lora_rank"]
         d_nope, d_rope, d_v = attn["qk_nope_head_dim"], attn["qk_rope_head_dim"], attn["v_head_dim"]
-        q = h * r_q + r_q * a * (d_nope + d_rope) if r_q else h * a * (d_nope + d_rope)
+        q = mla_q_macs_per_token(attn, h=h)
         kv_down = 0 if attn["kv_shared"] else h * (r_kv + d_rope)
         macs = q + kv_down + r_kv * a * (d_nope + d_v) + a * d_v * h + h * a * (attn["output_gate"] == "headwise")
     else:
         q_out = a * d * (2 if attn["output_gate"] == "elementwise" else 1) + a * (attn["output_gate"] == "headwise")
         dv = attn.get("v_dim", d)
         kv_out = kv * (d + dv if attn["kv_proj"] == 2 else d * attn["kv_proj"])
-        macs = attn.get("in_width", h) * (q_out + kv_out) + a * dv * h
+        macs = attn.get("in_width", h) * (q_out + kv_out) + a * dv * h + h * attn.get("attn_experts", 0)  # + MoA router
     return 2 * macs + indexer_linear_flops_per_token(attn, h=h)
 
 
 def indexer_linear_flops_per_token(attn, *, h):
     """Forward FLOPs per token of a lightning indexer's projections (DeepSeek-AI 2025, DeepSeek-V3.2
     sec. 2.1): its queries from the query latent (r_q -> H_I d_I), its key (h -> d_I) and its
-    per-head weights (h -> H_I); 0 for an attention block without an indexer."""
+    per-head weights (h -> H_I), and a pooled indexer's gate (h -> d_I, GLM-5-Next); 0 for an
+    attention block without an indexer."""
     if attn["kind"] == "dsv4":  # DeepSeek-V4's indexer: its compressor (kv, gate: 2 d_I each), q, weights
         HI, dI = attn["c_index_heads"], attn["c_index_head_dim"]
         return 2 * (4 * h * dI + attn["q_lora_rank"] * HI * dI + h * HI) if HI else 0
     if not attn["index_topk"]:
         return 0
     H, dI = attn["index_heads"], attn["index_head_dim"]
-    return 2 * ((attn["q_lora_rank"] or h) * H * dI + h * dI + h * H)
+    gate = h * dI if attn.get("index_kpool") and H else 0
+    return 2 * ((attn["q_lora_rank"] or h) * H * dI + h * dI + h * H + gate)
 
 
 def _causal_pairs_capped(s, cap):
@@ -313,15 +355,18 @@ def query_key_pairs(attn, *, seq_len, attention):
     score of the s x s matrix, masked or not, as eager attention computes it (sliding, chunked and
     top-k masks too). `causal`: the pairs a kernel that skips masked blocks executes: p keys for the
     query at position p, at most the window (sliding), its position in its chunk (chunked), or the
-    indexer's top-k (the indexer itself scores all p). A linear mixer pairs nothing: its "state"
-    entry is the s tokens its chunked algorithm runs (the same under both conventions)."""
+    indexer's top-k (the indexer itself scores all p; a pooled indexer, GLM-5-Next, scores the
+    pools of P keys: s x floor(s / P) under `full`, floor(p / P) complete pools for query p). A
+    linear mixer pairs nothing: its "state" entry is the s tokens its chunked algorithm runs (the
+    same under both conventions)."""
     s = seq_len
     if attn["span"] == "state":
         return {"core": 0, "indexer": 0, "state": s}
     if attn["kind"] == "dsv4":
         return _dsv4_pairs(attn, seq_len=s, attention=attention)
+    P = attn.get("index_kpool", 0) if attn["index_topk"] else 0
     if attention == "full":
-        return {"core": s * s, "indexer": s * s if attn["index_topk"] else 0}
+        return {"core": s * s, "indexer": (s * (s // P) if P else s * s) if attn["index_topk"] else 0}
     if attn["span"] == "sliding":
         core = _causal_pairs_capped(s, attn["window"])
     elif attn["span"] == "chunked":
@@ -331,7 +376,8 @@ def query_key_pairs(attn, *, seq_len, attention):
     else:
         core = s * (s + 1) // 2
     if attn["index_topk"]:
-        return {"core": min(core, _causal_pairs_capped(s, attn["index_topk"])), "indexer": s * (s + 1) // 2}
+        return {"core": min(core, _causal_pairs_capped(s, attn["index_topk"])),
+                "indexer": _sum_floor_capped(s, P) if P else s * (s + 1) // 2}
     return {"core": core, "indexer": 0}
 
 
@@ -382,8 +428,9 @@ def decode_keys_read(attn, *, context):
         core = (c - 1) % attn["chunk"] + 1 if c else 0
     else:
         core = c
-    if attn["index_topk"]:
-        return {"core": min(core, attn["index_topk"]), "indexer": c}
+    if attn["index_topk"]:  # a pooled indexer scores the c // P complete pools (reading their pooled keys)
+        P = attn.get("index_kpool", 0)
+        return {"core": min(core, attn["index_topk"]), "indexer": c // P if P else c}
     return {"core": core, "indexer": 0}
 
 
@@ -419,6 +466,8 @@ def linear_core_flops(attn, *, chunked_tokens, steps):
         return lightning_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "kda":
         return kda_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
+    if attn["kind"] == "mlstm":
+        return mlstm_core_flops(attn, chunked_tokens=chunked_tokens, steps=steps)
     if attn["kind"] == "mamba1":
         return (chunked_tokens + steps) * 4 * attn["heads"] * attn["state_size"]
     if attn["kind"] == "mamba2":
@@ -435,6 +484,19 @@ def lightning_core_flops(attn, *, chunked_tokens, steps):
     H, d, B = attn["heads"], attn["head_dim"], attn["state_chunk"]
     n, r = divmod(chunked_tokens, B)
     return 4 * H * d * (n * B * B + r * r) + 4 * H * d * d * chunked_tokens + steps * 4 * H * d * d
+
+
+def mlstm_core_flops(attn, *, chunked_tokens, steps):
+    """FLOPs of an mLSTM core (Beck et al. 2025, arXiv 2503.13427, the chunkwise-parallel form as
+    transformers' mlstm_chunkwise_native_autograd runs it), chunks of C positions, H heads, keys of
+    d_k and values of d_v: per chunk the intra-chunk Q K^T (2 C^2 d_k) and its product with V
+    (2 C^2 d_v), the read-out of the d_k x d_v memory by Q (2 C d_k d_v) and of the normaliser
+    (2 C d_k), and the memory's update K^T V (2 C d_k d_v). Per decode step: the update (an outer
+    product, 2 d_k d_v), the read-outs (2 d_k d_v + 2 d_k). Gates and decays are elementwise."""
+    H, dk, dv, C = attn["heads"], attn["head_dim"], attn["v_head_dim"], attn["state_chunk"]
+    n, r = divmod(chunked_tokens, C)
+    per_pos = 4 * dk * dv + 2 * dk  # the memory's read-out and update, the normaliser's read-out
+    return H * (2 * (dk + dv) * (n * C * C + r * r) + chunked_tokens * per_pos + steps * (4 * dk * dv + 2 * dk))
 
 
 def mamba2_core_flops(attn, *, chunked_tokens, steps):
@@ -500,13 +562,17 @@ def cache_elements_per_token(attn, *, mla_cache="latent"):
     vLLM and SGLang keep) or, with mla_cache="expanded", per-head keys a (d_nope + d_rope) and values
     a d_v (what transformers' cache holds for DeepSeek-V2/V3). Layers that reuse another layer's
     K/V or latent hold none of it. A lightning indexer caches one d_I key per token (its own, also
-    on a layer that reuses another's latent: Mistral Large 4). A linear mixer caches nothing per
+    on a layer that reuses another's latent: Mistral Large 4); a pooled one (GLM-5-Next) its key,
+    its pooling-gate score and a valid flag, 2 d_I + 1, as transformers' cache packs them. A linear
+    mixer caches nothing per
     token (state_elements: its constant state)."""
     if attn["span"] == "state":
         return {"kv": 0, "indexer": 0}
     if attn["kind"] == "dsv4":  # one K = V head of the window; transformers' plain sliding layer keeps K and V
         return {"kv": attn["head_dim"] * (2 if attn["compress_kind"] == "none" else 1), "indexer": 0}
     ind = attn["index_head_dim"] if attn["index_topk"] else 0
+    if ind and attn.get("index_kpool"):  # GLM-5-Next's packed state: key, pooling-gate score, valid flag
+        ind = 2 * ind + 1
     if attn["kv_shared"]:
         return {"kv": 0, "indexer": ind}
     if attn["kind"] == "mla":
@@ -559,14 +625,26 @@ def state_elements(attn):
     "recurrent"}: the conv window, K positions of the 2 H_k d_k + H_v d_v conv channels (what
     transformers' LinearAttentionLayer keeps; vLLM keeps K - 1), and the H_v x d_k x d_v recurrent
     state (Yang et al. 2024, arXiv 2412.06464 eq. 10); Mamba-2: the conv window over x, B, C and
-    the H x P x N state. Softmax attention: none."""
+    the H x P x N state. Softmax attention: none, except the convolution windows some families
+    keep beside the K/V (transformers' LinearAttentionAnd*AttentionLayer): Inkling / Inkling 2's
+    depthwise convolutions on k and v (kv d channels each) and on the attention's and the MLP's
+    outputs (h each, "residual_conv_state" = 2 h K), K taps each, in fp32 (counted under
+    "recurrent", the numbers kept at state precision); ZAYA's q/k convolution window ((a + kv) d
+    channels, cca_time0 + cca_time1 - 2 taps) and its delayed value half (kv d / 2), in the model
+    dtype ("conv")."""
     if attn["span"] != "state":
-        return {"conv": 0, "recurrent": 0}
+        kvd = attn["kv_heads"] * attn["head_dim"]
+        return {"conv": attn.get("qk_conv_taps", 0) * (attn["heads"] * attn["head_dim"] + kvd)
+                + kvd // 2 * bool(attn.get("delayed_value_state")),
+                "recurrent": attn.get("kv_conv_taps", 0) * 2 * kvd + attn.get("residual_conv_state", 0)}
     conv = mixer_widths(attn)[2] * attn["conv_kernel"]
     if attn["kind"] == "shortconv":
         return {"conv": conv, "recurrent": 0}
     if attn["kind"] == "rglru":  # the conv's last K - 1 inputs (model dtype) and the W-wide state (fp32)
         return {"conv": attn["heads"] * (attn["conv_kernel"] - 1), "recurrent": attn["heads"]}
+    if attn["kind"] == "mlstm":  # the matrix memory C (H d_k d_v), the normaliser n (H d_k) and the max state m (H)
+        H, dk = attn["heads"], attn["head_dim"]
+        return {"conv": 0, "recurrent": H * dk * attn["v_head_dim"] + H * dk + H}
     if attn["kind"] == "rwkv":  # the two token-shift vectors (time and channel mixing, h each, model dtype)
         return {"conv": 2 * attn["model_width"], "recurrent": 3 * attn["heads"]}  # and num, den, max (fp32)
     if attn["kind"] in ("kda", "lightning"):  # H x d x d

@@ -11,8 +11,10 @@ picks top-k keys, with its own weights or none when it reuses an earlier layer's
 "kv_shared" when it reuses an earlier layer's K/V or latent, Mistral Large 4's per-head
 "position_scaling" and "indexer_input_norm", "v_dim" for values narrower than keys (MiMo-V2-Flash),
 "in_width" for q/k/v reading 2 h and "tied" for a block whose weights an earlier layer holds
-(Zamba's shared block), "extra_weights" for a family's non-matmul weights). Linear mixers by
-"kind": gdn, kda, mamba1, mamba2, shortconv, lightning (MiniMax-01), rwkv (RWKV-4), rglru (Griffin). An MLP dict is "dense" (width, matrices, bias) or
+(Zamba's shared block), "extra_weights" for a family's non-matmul weights, "attn_experts" /
+"attn_topk" for JetMoE's routed q/o experts). Linear mixers by
+"kind": gdn, kda, mamba1, mamba2, shortconv, lightning (MiniMax-01), rwkv (RWKV-4), rglru (Griffin),
+mlstm (xLSTM). An MLP dict is "dense" (width, matrices, bias) or
 "moe" (routed experts, top-k, shared experts, router, zero experts). Per kind there is one
 function per quantity (model/formulas.py): attention_params, mlp_block_params,
 attention_linear_flops_per_token, attention_core_flops, query_key_pairs, mlp_flops_per_token,
@@ -49,6 +51,8 @@ def attention_kind(attn):
         return f"mamba2({attn['heads']}x{attn['head_dim']}, N={attn['state_size']})"
     if attn["kind"] == "rwkv":
         return f"rwkv(D={attn['heads']})"
+    if attn["kind"] == "mlstm":
+        return f"mlstm({attn['heads']}x{attn['head_dim']}/{attn['v_head_dim']})"
     if attn["kind"] == "rglru":
         return f"rglru(W={attn['heads']}, K={attn['conv_kernel']})"
     if attn["kind"] in ("kda", "lightning"):
@@ -75,6 +79,8 @@ def attention_kind(attn):
         label += " sinks"
     if attn["output_gate"] != "none":
         label += " gate"
+    if attn.get("attn_experts"):
+        label += f" moa({attn['attn_topk']}/{attn['attn_experts']})"
     if attn["index_topk"]:
         label += f" dsa(top{attn['index_topk']})" + ("" if attn["index_heads"] else " shared-topk")
     return label

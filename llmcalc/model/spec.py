@@ -307,6 +307,8 @@ def build_layers(s):
                  "norms": ov.get("norms", s["norms_per_layer"]),
                  "extra_params": ov.get("extra_params", s["extra_params_per_layer"]),
                  "extra_flops": s.get("extra_flops_per_layer")}
+        if ov.get("weightless_flops"):  # matmuls without weights outside attention (Gemma 3n's AltUp), per token
+            layer["weightless_flops"] = ov["weightless_flops"]
         layers.append(_shared(cache, layer))
         by_inputs[key] = layers[-1]
     return layers

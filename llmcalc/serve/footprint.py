@@ -67,7 +67,8 @@ def layer_state_bytes(layer, *, tp, conv_bytes, state_bytes, batch):
     sequences, whatever their length: state_elements on the rank's share of the heads
     (attention_on_rank), the conv window at conv_bytes (the model's dtype in transformers' cache)
     and the recurrent state at state_bytes (fp32 in transformers' cache and flash-linear-attention;
-    tests/fixtures/hf_cache_bytes.json). Softmax attention layers: none."""
+    tests/fixtures/hf_cache_bytes.json). Softmax attention layers: none, except the convolution
+    windows Inkling and ZAYA keep beside their K/V (state_elements)."""
     out = {"conv": 0, "recurrent": 0}
     for attn in layer["attention"]:
         n = state_elements(attention_on_rank(attn, tp=tp))

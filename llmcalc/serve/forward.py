@@ -326,6 +326,7 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None, moe=No
     extra = layer["extra_params"]
     if extra:
         mlp_f, mlp_b, mlp_w = mlp_f + 2 * n * extra, mlp_b + extra * wb, mlp_w + extra * wb
+    mlp_f += n * layer.get("weightless_flops", 0)  # Gemma 3n's AltUp coefficient product
     blocks = len(layer["attention"]) + len(layer["mlp"])
     res_b = max(a_bits, 16) / 8  # the residual stream stays 16-bit even with 8-bit matmul inputs
     elem = (n * (5 * h * blocks + act_elems + rope) + permuted * h) * res_b

@@ -87,12 +87,12 @@ def layer_cache_bytes(layer, *, tp, batch, context, kv_bits, a_bits=16, state_bi
     cache_bytes_per_token (+ a DeepSeek-V4 compressor's entries and open window,
     compressed_cache_elements); a layer that reuses another's cache holds none; a linear mixer its
     constant state (state_elements on the rank's heads: conv window at a_bits, recurrent state at
-    state_bits)."""
+    state_bits), as do the convolution windows some attention layers keep beside their K/V."""
     out = {"kv": 0.0, "indexer": 0.0, "state": 0.0}
     for attn in layer["attention"]:
+        el = state_elements(dict(attn, heads=attn["heads"] // tp, kv_heads=max(attn["kv_heads"] // tp, 1)))
+        out["state"] += batch * (el["conv"] * a_bits / 8 + el["recurrent"] * state_bits / 8)
         if attn["span"] == "state":
-            el = state_elements(dict(attn, heads=attn["heads"] // tp, kv_heads=max(attn["kv_heads"] // tp, 1)))
-            out["state"] += batch * (el["conv"] * a_bits / 8 + el["recurrent"] * state_bits / 8)
             continue
         t = cached_tokens(attn, context=context)
         per = cache_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)

@@ -37,7 +37,8 @@ def layer_linear_flops_per_token(layer, *, h):
     if layer.get("extra_flops") is not None:  # DeepSeek-V4's hyper-connections (their own count)
         out["hyper_connections"] = layer["extra_flops"]
     else:
-        out["per_layer_inputs"] = 2 * layer["extra_params"]  # Gemma 4's per-layer input gate/projection
+        out["per_layer_inputs"] = 2 * layer["extra_params"] + layer.get("weightless_flops", 0)  # Gemma 4's per-layer
+        # input gate/projection (Gemma 3n: + AltUp's coefficient product and its router's second run)
     return out
 
 
@@ -85,7 +86,8 @@ def decode_keys_read_sum(attn, *, first_context, last_context):
         else:
             cap = attn["window"] if attn["span"] == "sliding" else n
             core = _causal_pairs_capped(n, min(cap, K) if K else cap)
-        return {"core": core, "indexer": n * (n + 1) // 2 if K else 0}
+        P = attn.get("index_kpool", 0)  # a pooled indexer scores the complete pools (GLM-5-Next)
+        return {"core": core, "indexer": (_sum_floor_capped(n, P) if P else n * (n + 1) // 2) if K else 0}
     hi, lo = prefix(last_context), prefix(first_context - 1)
     return {k: hi[k] - lo[k] for k in hi}
 

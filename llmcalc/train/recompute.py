@@ -32,7 +32,7 @@ k, 2k, ... checkpointed; _apply_layer_sac).
 """
 
 from ..model.formulas import (attention_core_flops, attention_head_dims, attention_linear_flops_per_token,
-    mixer_widths, mlp_flops_per_token, query_key_pairs)
+    mixer_widths, mla_q_macs_per_token, mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 
 
@@ -144,7 +144,8 @@ def layer_recompute_flops(layer, *, h, seq_len, mode, modules):
         lin = sum(attention_linear_flops_per_token(a, h=h) for a in layer["attention"]) + sum(mlp.values())
         state = sum(v for a in layer["attention"] if a["span"] == "state"
                     for v in attention_core_flops(a, pairs=query_key_pairs(a, seq_len=s, attention="full")).values())
-        extra = layer.get("extra_flops") if layer.get("extra_flops") is not None else 2 * layer["extra_params"]
+        extra = (layer.get("extra_flops") if layer.get("extra_flops") is not None
+                 else 2 * layer["extra_params"] + layer.get("weightless_flops", 0))
         return s * (lin + extra) + core + state
     if mode == "op-sac":
         mm = sum(2 * k * n for k, n, rec, _ in block_matmuls(layer, h=h, tp=1, etp=1) if rec)
@@ -155,9 +156,9 @@ def layer_recompute_flops(layer, *, h, seq_len, mode, modules):
     if "mla_up_proj" in modules:
         for a in layer["attention"]:
             if a["kind"] == "mla":
-                d_nope, d_rope, d_v = a["qk_nope_head_dim"], a["qk_rope_head_dim"], a["v_head_dim"]
+                d_nope, d_v = a["qk_nope_head_dim"], a["v_head_dim"]
                 up = a["kv_lora_rank"] * a["heads"] * (d_nope + d_v)
-                up += a["q_lora_rank"] * a["heads"] * (d_nope + d_rope) if a["q_lora_rank"] else 0
+                up += mla_q_macs_per_token(a, h=h) - h * a["q_lora_rank"] if a["q_lora_rank"] else 0
                 out += s * 2 * up
     if "mlp" in modules:
         out += s * mlp.get("dense_mlp", 0)

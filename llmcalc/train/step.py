@@ -3,7 +3,7 @@ overlaps, the pipeline schedule, data-parallel and FSDP exposure, the optimizer,
 evaluate() puts them together."""
 
 from ..comm.collectives import collective_time_s, group_placement
-from ..model.formulas import (attention_core_flops, attention_head_dims, expected_real_experts,
+from ..model.formulas import (attention_core_flops, attention_head_dims, expected_real_experts, mla_q_macs_per_token,
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
@@ -100,9 +100,9 @@ def layer_compute_s(layer, *, h, lay, hw):
         f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=wb) if n_out else (0.0, 0.0)
         rec_lin = (f1 + f2) if full else 0.0
         if "mla_up_proj" in mods and attn["kind"] == "mla":  # the up-projections' share of the folded matmul
-            d_nope, d_rope, d_v = ar["qk_nope_head_dim"], ar["qk_rope_head_dim"], ar["v_head_dim"]
+            d_nope, d_v = ar["qk_nope_head_dim"], ar["v_head_dim"]
             up = ar["kv_lora_rank"] * ar["heads"] * (d_nope + d_v)
-            up += ar["q_lora_rank"] * ar["heads"] * (d_nope + d_rope) if ar["q_lora_rank"] else 0
+            up += mla_q_macs_per_token(ar, h=h) - h * ar["q_lora_rank"] if ar["q_lora_rank"] else 0
             rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
         _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
         fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=n_out)
