@@ -2087,6 +2087,32 @@ def _read_phimoe(r, s, ll, notes, warnings):
         s["other_params"] = {"lm_head_bias": s["vocab_size"]}
 
 
+def _read_dbrx(r, s, ll, notes, warnings):
+    """DBRX (modeling_dbrx): every layer a MoE of ffn_config.moe_num_experts gated experts (w1, v1,
+    w2 of ffn_hidden_size), top moe_top_k, a router h -> E without bias, no shared expert; a fused
+    q/k/v of attn_config.kv_n_heads key/value heads of d_model / n_heads, rotary positions; weight-only
+    LayerNorms (LayerNorm(bias=False): h weights each, counted as RMSNorm's); no biases; an untied
+    head by default. attn_config.clip_qkv clamps activations and adds no weight. The nested blocks
+    are read field by field like the top level."""
+    s.update(ll)
+    attn = ConfigReader(r.sub("attn_config") or {}, f"{r.where} (attn_config)", warnings)
+    ffn = ConfigReader(r.sub("ffn_config") or {}, f"{r.where} (ffn_config)", warnings)
+    a, h = s["num_attention_heads"], s["hidden_size"]
+    kv = attn.int("kv_n_heads", default=1)
+    if a % kv:
+        attn.fail("kv_n_heads", f"must divide n_heads = {a}", kv)
+    E, k = ffn.int("moe_num_experts", default=4), ffn.int("moe_top_k", default=1)
+    if k > E:
+        ffn.fail("moe_top_k", f"must be at most moe_num_experts = {E}", k)
+    f = ffn.int("ffn_hidden_size", default=3584)
+    s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="rope", num_kv_heads=kv, head_dim=h // a, ffn_hidden_size=f,
+             tied_embeddings=r.bool("tie_word_embeddings", default=False))
+    if E > 1:
+        s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=f)
+    r.used.update(("max_seq_len", "emb_pdrop", "resid_pdrop", "output_router_logits", "router_aux_loss_coef"))
+
+
 # ======== llmcalc/model/families_dense.py =========================================================
 # Family readers for dense and sliding-window decoders (GPT-2, NeoX, OPT, BLOOM, Falcon,
 # StarCoder2, the Llama-style families and their MoE variants, Qwen, Gemma 3/4, OLMo 3, SmolLM3,
@@ -4340,12 +4366,12 @@ def _check_router_groups(r, s, warnings):
 
 def _trained_context(r):
     """The longest context the model was trained or extended to, in tokens: max_position_embeddings
-    (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
+    (n_positions; max_seq_len in MPT and DBRX), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
     NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
     in 5.x). None when the config states neither. A field or rope block not understood is left out
     (the counts do not depend on it; only the context checks use it)."""
-    r.used.update(("max_position_embeddings", "n_positions"))
-    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"))
+    r.used.update(("max_position_embeddings", "n_positions", "max_seq_len"))
+    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"), r.cfg.get("max_seq_len"))
               if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**31), None)
     rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
     if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
@@ -4463,7 +4489,7 @@ _FAMILY_READERS = {
     "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
     "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
     "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS, **STATE_READERS,
+    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, "dbrx": _read_dbrx, **MORE_READERS, **STATE_READERS,
     **SCONV_READERS, **MOA_READERS}
 _FAMILY_READERS.update({mt: _FAMILY_READERS[base] for mt, base in SAME_AS.items()})
 

@@ -8,7 +8,7 @@ from .families_dense import (_read_bloom, _read_cohere2, _read_exaone4, _read_fa
 from .families_hybrid import (_nemotron_blocks, _read_falcon_h1, _read_granitemoehybrid,
     _read_jamba, _read_kimi_linear, _read_lfm3, _read_nemotron_h, _read_olmo_hybrid,
     _read_qwen_gdn)
-from .families_moe import (_read_axk2, _read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
+from .families_moe import (_read_axk2, _read_dbrx, _read_deepseek_v4, _read_dsa, _read_ernie45_moe, _read_glm4_moe,
     _read_gpt_oss, _read_granitemoe, _read_hy_v3, _read_llama4, _read_longcat, _read_minimax_m2,
     _read_mistral_large4, _read_phimoe, _read_step3p5)
 from .families_more import ALIASED, FIELD_ALIASES, MORE_READERS, SAME_AS
@@ -283,12 +283,12 @@ def _check_router_groups(r, s, warnings):
 
 def _trained_context(r):
     """The longest context the model was trained or extended to, in tokens: max_position_embeddings
-    (n_positions), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
+    (n_positions; max_seq_len in MPT and DBRX), or a rope scaling's original length x factor when that is longer (YaRN, dynamic
     NTK and LongRoPE stretch a shorter trained window; transformers' rope_scaling, rope_parameters
     in 5.x). None when the config states neither. A field or rope block not understood is left out
     (the counts do not depend on it; only the context checks use it)."""
-    r.used.update(("max_position_embeddings", "n_positions"))
-    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"))
+    r.used.update(("max_position_embeddings", "n_positions", "max_seq_len"))
+    n = next((v for v in (r.cfg.get("max_position_embeddings"), r.cfg.get("n_positions"), r.cfg.get("max_seq_len"))
               if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**31), None)
     rope = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling")
     if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("yarn", "dynamic", "longrope"):
@@ -406,6 +406,6 @@ _FAMILY_READERS = {
     "olmo_hybrid": _read_olmo_hybrid, "nemotron_h": _read_nemotron_h,
     "granitemoehybrid": _read_granitemoehybrid, "falcon_h1": _read_falcon_h1,
     "jamba": _read_jamba, "lfm3": _read_lfm3, "kimi_linear": _read_kimi_linear,
-    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, **MORE_READERS, **STATE_READERS,
+    "deepseek_v4": _read_deepseek_v4, "step3p5": _read_step3p5, "dbrx": _read_dbrx, **MORE_READERS, **STATE_READERS,
     **SCONV_READERS, **MOA_READERS}
 _FAMILY_READERS.update({mt: _FAMILY_READERS[base] for mt, base in SAME_AS.items()})

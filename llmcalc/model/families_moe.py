@@ -513,3 +513,29 @@ def _read_phimoe(r, s, ll, notes, warnings):
              moe_ffn_hidden_size=ll["ffn_hidden_size"], moe_layer_set=list(range(L)), slides_every_layer=True)
     if r.bool("lm_head_bias", default=False):
         s["other_params"] = {"lm_head_bias": s["vocab_size"]}
+
+
+def _read_dbrx(r, s, ll, notes, warnings):
+    """DBRX (modeling_dbrx): every layer a MoE of ffn_config.moe_num_experts gated experts (w1, v1,
+    w2 of ffn_hidden_size), top moe_top_k, a router h -> E without bias, no shared expert; a fused
+    q/k/v of attn_config.kv_n_heads key/value heads of d_model / n_heads, rotary positions; weight-only
+    LayerNorms (LayerNorm(bias=False): h weights each, counted as RMSNorm's); no biases; an untied
+    head by default. attn_config.clip_qkv clamps activations and adds no weight. The nested blocks
+    are read field by field like the top level."""
+    s.update(ll)
+    attn = ConfigReader(r.sub("attn_config") or {}, f"{r.where} (attn_config)", warnings)
+    ffn = ConfigReader(r.sub("ffn_config") or {}, f"{r.where} (ffn_config)", warnings)
+    a, h = s["num_attention_heads"], s["hidden_size"]
+    kv = attn.int("kv_n_heads", default=1)
+    if a % kv:
+        attn.fail("kv_n_heads", f"must divide n_heads = {a}", kv)
+    E, k = ffn.int("moe_num_experts", default=4), ffn.int("moe_top_k", default=1)
+    if k > E:
+        ffn.fail("moe_top_k", f"must be at most moe_num_experts = {E}", k)
+    f = ffn.int("ffn_hidden_size", default=3584)
+    s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
+             position_embedding="rope", num_kv_heads=kv, head_dim=h // a, ffn_hidden_size=f,
+             tied_embeddings=r.bool("tie_word_embeddings", default=False))
+    if E > 1:
+        s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=f)
+    r.used.update(("max_seq_len", "emb_pdrop", "resid_pdrop", "output_router_logits", "router_aux_loss_coef"))
