@@ -192,7 +192,8 @@ def _compare(rs):
                        float(r["value"]) * unit,
                        res["serving"][k] if res else None, err)
     elif "performance.md @77d24" in src:
-        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+        # v0.5/0.6.1: before the XQA kernel (v0.8), the masked MHA decode kernel (tensorrt-llm-mmha)
+        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm-mmha", "-s", r0["input_len"],
                                "-o", r0["output_len"].split()[0], "-b", r0["batch_or_concurrency"]])
         r = rs[0]
         if r["metric"] == "first_token_latency":
@@ -209,7 +210,10 @@ def _compare(rs):
                 yield "not run", r, r["metric"], r["value"], None, f"layout not given ({r0['tp']})"
             return
         o = r0["output_len"] if r0["output_len"].isdigit() else "1"
-        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"], "-o", o,
+        # the v0.5.0 blogs ran before the XQA kernel (v0.8; the v0.7a Falcon-180B blog's Llama
+        # 128/2048 figure is the XQA blog's "with XQA" one): the masked MHA decode kernel
+        stack = "tensorrt-llm-mmha" if r0["stack_version"].startswith("0.5") else "tensorrt-llm"
+        res, err = run(base + ["-tp", tp, "--serving-stack", stack, "-s", r0["input_len"], "-o", o,
                                "-b", r0["batch_or_concurrency"]])
         for r in rs:
             if r["metric"] == "first_token_latency":
