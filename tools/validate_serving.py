@@ -10,7 +10,8 @@ factor (tools/fit_trtllm_moe_factor.py) and are listed as calibration, not judge
 Groups: TensorRT-LLM v0.14 online serving at a request rate or all at once (TTFT, ITL, output
 throughput; its 500 requests per run simulated, --num-requests);
 TensorRT-LLM v0.5/0.6.1 static batches (throughput per GPU, first-token latency) and its blogs'
-static batches (H100 vs A100, H200 launch, Falcon-180B on H200); TensorRT-LLM v0.17 and v1.0
+static batches (H100 vs A100, H200 launch, Falcon-180B on H200), the v0.5/0.6 ones with the
+tensorrt-llm-mmha preset (before the XQA kernel); TensorRT-LLM v0.17 and v1.0
 offline maximum-load throughput (all requests queued at once: a run of the request count the
 source states, simulated, or else the steady state of a full engine) and the later perf-overview's
 per-GPU rows with the layouts its headers state; vLLM CI latency (batch 8);
