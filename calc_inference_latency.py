@@ -5488,6 +5488,16 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 ROOFLINE_CORNER_P = 2.15
 DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
+# A decode attention kernel streams the KV cache (long contiguous pages, no kernel-launch gaps
+# inside) closer to peak than a step's weight reads and small ops, which the 0.70 above covers
+# end to end. 0.93 = our own H200 graph-mode decode steps (validation/h200/results/decode.jsonl,
+# Llama-3-8B shape, bf16, SDPA with the query heads packed per KV head): going from 1,024 to 4,096
+# cached tokens adds 2.878 ms at batch 32 (12.9 GB more K/V read: 4.48 TB/s) and 5.695 ms at batch
+# 64 (25.8 GB: 4.53 TB/s) of 4.8 TB/s. The cache reads of the attention core run at it on the
+# GPUs of that measurement's chip (GH100: H100, H200, GH200, H800, H20; unless --memory-efficiency
+# is given), elsewhere at the memory efficiency; no serving row set it (VALIDATION.md judges it).
+KV_STREAM_EFFICIENCY = 0.93
+KV_STREAM_GPUS = ("h100", "h200", "gh200", "h800", "h20")
 DEFAULT_KERNEL_OVERHEAD_US = 4.0   # per kernel, launch-to-launch gap of small dependent kernels
 # PCIe cards without NVLink reach their peers over the slot at the collectives block's
 # PCIE_PEER_EFFICIENCY (nccl-tests on 8 PCIe Gen4 GPUs), in servers of PCIE_SERVER_GPUS; the
@@ -5531,14 +5541,15 @@ DEFAULT_LINK_GBPS = 300.0
 #   max_num_seqs: requests the scheduler runs at once (vLLM's max_num_seqs, TensorRT-LLM's
 #     max_batch_size, SGLang's max_running_requests) per data-parallel engine, a rule as for
 #     token_budget; None: only the KV pool limits it; past it requests wait in the server's queue;
-#   memory_utilization: share of GPU memory for weights plus the KV pool.
+#   memory_utilization: share of GPU memory for weights plus the KV pool (pool_of_free: share of
+#     the memory the weights leave, TensorRT-LLM's free_gpu_memory_fraction; kvCacheManager.cpp).
 # No stack publishes its own matmul or bandwidth fraction, so every stack runs at the hardware's.
 _NCCL = dict(allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None)
-TRTLLM_PYTORCH_MOE_FACTOR = 2.22  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
+TRTLLM_PYTORCH_MOE_FACTOR = 2.31  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
 # TensorRT-LLM's values (sources at "tensorrt-llm" below)
 _TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
                step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192, max_num_seqs=2048,
-               memory_utilization=0.9)
+               memory_utilization=0.9, pool_of_free=True)
 SERVING_STACKS = {
     # today's defaults: kernels only (gpt-fast-like CUDA-graph decode; see the constants above)
     "kernels": dict(_NCCL, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
@@ -5562,6 +5573,12 @@ SERVING_STACKS = {
     # max_num_tokens 8192 (perf-best-practices.md, since v0.11) and max_batch_size 2048 (BuildConfig's
     # defaults, tensorrt_llm/builder.py); free_gpu_memory_fraction 0.9
     "tensorrt-llm": _TRTLLM,
+    # TensorRT-LLM before its XQA kernel (v0.5-v0.7; the XQA blog, docs/source/blogs/XQA-kernel.md:
+    # "will be included in the v0.8 releases"): the same, with the generation step's masked MHA
+    # kernel reading a GQA/MQA block's cache once per query head (a block per query head). The
+    # blog's own pair checks it, not fitted: Llama-70B FP8 on one H200, 128/2048, 1,227 tok/s/GPU
+    # without XQA against 2,941 with it (tests/test_calc_inference_latency.py)
+    "tensorrt-llm-mmha": dict(_TRTLLM, per_head_kv_decode=True),
     # TensorRT-LLM's PyTorch backend (trtllm-serve, trtllm-bench --backend pytorch; the default since
     # 0.19): as tensorrt-llm, and its MoE blocks (CUTLASS MoE backend by default, routing and
     # permutation in the PyTorch module) take TRTLLM_PYTORCH_MOE_FACTOR x our per-kernel account of
@@ -5751,7 +5768,9 @@ def resolve_hardware(args, parser):
     hw = {"gpu": rec["name"], "gpu_default": not args.gpu, "peak_flops_per_s": peak, "compute_efficiency": ce,
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
-          "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
+          "bytes_per_s": bw * me, "gpu_memory_bytes": mem,
+          "cache_bytes_per_s": bw * (max(me, KV_STREAM_EFFICIENCY) if args.memory_efficiency is None
+                                     and rec["name"].startswith(KV_STREAM_GPUS) else me), "link_bytes_per_s": link,
           "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
           # False: a GPU whose peers are not modelled (no scale-up link, no PCIe P2P: GeForce cards)
           # without --tp-bandwidth-gbps
@@ -5774,7 +5793,9 @@ def resolve_hardware(args, parser):
                            if args.max_num_seqs is None else args.max_num_seqs),
           "memory_utilization": (stack["memory_utilization"] if args.gpu_memory_utilization is None
                                  else args.gpu_memory_utilization),
-          "moe_factor": TRTLLM_PYTORCH_MOE_FACTOR if stack.get("moe_factor") else 1.0}
+          "moe_factor": TRTLLM_PYTORCH_MOE_FACTOR if stack.get("moe_factor") else 1.0,
+          "per_head_kv_decode": bool(stack.get("per_head_kv_decode")),
+          "pool_of_free": bool(stack.get("pool_of_free"))}
     hw["net"] = build_net(intra_bytes_per_s=agg, inter_bytes_per_s=out, in_network_reduction=in_net,
                           intra_efficiency=leff, inter_efficiency=SCALE_OUT_EFFICIENCY,
                           nvls_efficiency=NVLS_EFFICIENCY, launch_s=hw["nccl_latency_s"],
@@ -5988,7 +6009,7 @@ def linear_mixer_core_costs(attn, *, tp, pairs, new_tokens, act_bits, state_bits
 
 
 def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act_bits, absorbed,
-                         state_bits=32):
+                         state_bits=32, per_head_kv=False):
     """(FLOPs, bytes, cache bytes read) of one attention block's QK^T, softmax and PV on one TP
     rank. pairs {"core", "indexer"}: query-key pairs of all sequences; new_tokens: queries (their q
     in, output out, new cache entries written); keys_read {"core", "indexer"}: cached keys read.
@@ -5996,7 +6017,9 @@ def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act
     per pair), a/tp heads per rank. MLA absorbed (decode, DeepSeek-V2 sec. 2.1.2): 2 (r_kv + d_rope)
     + 2 r_kv per pair and head. The lightning indexer (DeepSeek-V3.2 sec. 2.1) is replicated: its
     2 H_I d_I FLOPs per pair, its queries in and its keys read are whole on every rank. A linear
-    mixer: linear_mixer_core_costs."""
+    mixer: linear_mixer_core_costs. per_head_kv: a decode kernel that reads the cache once per
+    query head (TensorRT-LLM's masked MHA before its XQA kernel: one thread block per query head,
+    each loading its kv head's K/V), so a GQA block's cache reads x (query heads per kv head)."""
     if attn["span"] == "state":
         return linear_mixer_core_costs(attn, tp=tp, pairs=pairs, new_tokens=new_tokens, act_bits=act_bits,
                                        state_bits=state_bits)
@@ -6026,6 +6049,8 @@ def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act
         kv_in = n * 2 * math.ceil(attn["kv_heads"] / tp) * d * ab
     flops += core["indexer_scores"]
     cache_read = keys_read["core"] * read_tok["kv"] + keys_read["indexer"] * read_tok["indexer"]
+    if per_head_kv and attn["kind"] != "mla" and attn["kv_heads"]:
+        cache_read *= max(a_local / math.ceil(attn["kv_heads"] / tp), 1.0)
     bytes_moved = (n * (q_width + o_width) * ab + kv_in + n * tok["kv"] + cache_read
                    + n * (attn["index_heads"] * attn["index_head_dim"] * ab + tok["indexer"]))
     return flops, bytes_moved, cache_read
@@ -6209,14 +6234,16 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
                         for op in ("all_gather", "reduce_scatter"))
         comp["moe_comm"] = 0.0
 
-    def add(name, fl, by, cnt, scale=1.0):
-        """Cost one op run cnt times (x scale: a stack's MoE factor); returns its time for one run."""
+    def add(name, fl, by, cnt, scale=1.0, cache=0.0):
+        """Cost one op run cnt times (x scale: a stack's MoE factor; cache: the bytes of by that are
+        KV-cache reads, streamed at hw["cache_bytes_per_s"]); returns its time for one run."""
         f_rate = F16 if name == "attention_core" else F  # attention math runs at the 16-bit rate
-        t = scale * roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=f_rate, bytes_per_s=B,
+        by_t = by - cache * (1.0 - B / hw.get("cache_bytes_per_s", B)) if cache else by  # at B's rate
+        t = scale * roofline_time_s(flops=fl, bytes_moved=by_t, flops_per_s=f_rate, bytes_per_s=B,
                                     corner_p=ROOFLINE_CORNER_P if name in _WEIGHT_MATMULS else None)
         comp[name] += cnt * t
         tot["compute_s"] += cnt * fl / f_rate
-        tot["memory_s"] += cnt * by / B
+        tot["memory_s"] += cnt * by_t / B
         if name in ("attention_linear", "mlp"):
             tot["matmul_compute_s"] += cnt * fl / F
             tot["matmul_memory_s"] += cnt * by / B
@@ -6242,8 +6269,9 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
                 fl, by, rd = attention_core_costs(
                     attn, tp=tp, pairs=dict({k: g_seqs * v for k, v in pairs.items()}, sequences=g_seqs),
                     new_tokens=g_seqs * g_new, keys_read={k: g_seqs * v for k, v in keys.items()},
-                    kv_bits=kv_bits, act_bits=a_bits, absorbed=g_abs, state_bits=state_bits)
-                t_layer += add("attention_core", fl, by, cnt)
+                    kv_bits=kv_bits, act_bits=a_bits, absorbed=g_abs, state_bits=state_bits,
+                    per_head_kv=g_new == 1 and hw.get("per_head_kv_decode", False))
+                t_layer += add("attention_core", fl, by, cnt, cache=rd if attn["span"] != "state" else 0.0)
                 tot["cache_read_bytes"] += cnt * rd
         k_layer, ar_layer = layer_kernels(layer), layer_allreduces(layer)
         moe_blocks = sum(m["kind"] != "dense" for m in layer["mlp"]) if moe else 0
@@ -6282,8 +6310,12 @@ def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, sta
     (hw["memory_utilization"]: vLLM's gpu_memory_utilization) less the weights on the most-loaded
     rank; the count is vLLM's own "maximum concurrency" figure (pool / one request at full
     length); with dp data-parallel attention groups each holds its own requests, dp pools in all.
+    A stack whose fraction is of the memory left free after the weights (hw["pool_of_free"]:
+    TensorRT-LLM's free_gpu_memory_fraction, which KVCacheManager::calculateMaxNumBlocks applies to
+    cudaMemGetInfo's free bytes once the model is loaded) gets that share of the rest instead.
     Activation workspace and CUDA-graph memory are not subtracted (stated)."""
-    pool = hw["gpu_memory_bytes"] * hw["memory_utilization"] - w_bytes
+    mem, util = hw["gpu_memory_bytes"], hw["memory_utilization"]
+    pool = (mem - w_bytes) * util if hw.get("pool_of_free") else mem * util - w_bytes
     one = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=1, context=context, kv_bits=kv_bits,
                               a_bits=a_bits, state_bits=state_bits)
     per = one["kv"] + one["indexer"] + one["state"]
@@ -6477,15 +6509,17 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, 
     So the sum splits where kc stops growing and at chunk starts, and each piece is a max of two
     lines (sum_max_linear); full chunks without an indexer cost the same and are multiplied."""
     F16, B = hw["attention_flops_per_s"], hw["bytes_per_s"]
+    kv_slow = 1.0 - B / hw.get("cache_bytes_per_s", B)  # cache reads' bytes less, at B's rate (forward_pass)
     ind = 1 if attn["index_topk"] else 0
     if attn["kind"] == "dsv4":  # window keys saturate at W; compressed entries grow by one per m tokens
         def step_s(c):
             k = cached_keys_read(attn, context_before=c)
             p = decode_keys_read(attn, context=c + 1)
-            fl, by, _ = attention_core_costs(
+            fl, by, rd = attention_core_costs(
                 attn, tp=tp, pairs={k2: batch * v for k2, v in p.items()}, new_tokens=batch,
-                keys_read={k2: batch * v for k2, v in k.items()}, kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
-            return roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
+                keys_read={k2: batch * v for k2, v in k.items()}, kv_bits=kv_bits, act_bits=a_bits, absorbed=True,
+                per_head_kv=hw.get("per_head_kv_decode", False))
+            return roofline_time_s(flops=fl, bytes_moved=by - rd * kv_slow, flops_per_s=F16, bytes_per_s=B)
         if c_hi < c_lo:
             return 0.0
         if c_hi - c_lo < 256:  # exact, step by step
@@ -6501,11 +6535,11 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, 
         return (c_hi - c_lo + 1) * roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
 
     def cost(kc, c):
-        fl, by, _ = attention_core_costs(
+        fl, by, rd = attention_core_costs(
             attn, tp=tp, pairs={"core": batch * (kc + 1), "indexer": batch * (c + 1) * ind},
             new_tokens=batch, keys_read={"core": batch * kc, "indexer": batch * c * ind},
-            kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
-        return fl, by
+            kv_bits=kv_bits, act_bits=a_bits, absorbed=True, per_head_kv=hw.get("per_head_kv_decode", False))
+        return fl, by - rd * kv_slow
 
     f0, m0 = cost(0, 0)
     (fk, mk), (fc, mc) = [(f - f0, m - m0) for f, m in (cost(1, 0), cost(0, 1))]
@@ -6619,6 +6653,32 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
+    """Mean wait of a prompt for the others' prefills ahead of it: one server of deterministic
+    service S. Open loop (Poisson arrivals at clients / cycle_s): the M/D/1 mean rho S / (2 (1 -
+    rho)) (Pollaczek-Khinchine; Kleinrock 1975 sec. 5.5), at most all the others' service when
+    rho >= 1. Closed loop: N = clients each cycling through the server and cycle_s - S elsewhere,
+    mean value analysis (Reiser & Lavenberg 1980: R(n) = S (1 + Q(n-1)), X(n) = n / (R(n) + Z),
+    Q(n) = X(n) R(n); past 4,096 clients the saturated asymptote R = N S - Z), which is exact for
+    exponential service; its queueing delay R - S x (1 + c_s^2) / 2 = 1/2 for a deterministic one
+    (the Allen-Cunneen scaling, Allen 1990 sec. 6; the same ratio as M/D/1 to M/M/1)."""
+    if service_s <= 0:
+        return 0.0
+    if open_loop:
+        rho = clients / cycle_s * service_s
+        return (min(rho * service_s / (2 * (1 - rho)), clients * service_s) if rho < 1 - 1e-9
+                else clients * service_s)
+    n_all = max(1, round(clients))
+    think = max(cycle_s - service_s, 0.0)
+    q = r = 0.0
+    for n in range(1, min(n_all, 4096) + 1):
+        r = service_s * (1 + q)
+        q = n / (r + think) * r
+    if n_all > 4096:
+        r = max(r, n_all * service_s - think)
+    return (r - service_s) / 2
+
+
 def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens, token_budget,
                  bits, open_loop=False, dp=1, ep=1):
     """Continuous batching in steady state with `concurrency` requests in flight (a closed loop: a
@@ -6677,7 +6737,21 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     ttft = residual + w_p * pre["time_s"] + max(0.0, w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
+    # The fluid mean spreads the others' prompts evenly over the steps; they come whole, at random
+    # instants, so a prompt that arrives while another one's prefill runs waits for it. The prompts
+    # queue at one server whose service is the time a prompt adds to a step (w_p x (prompt step less
+    # the same step without it)); the wait is an open loop's M/D/1 mean (Pollaczek-Khinchine,
+    # Kleinrock 1975 sec. 5.5) at the rate C / E2E, or a closed loop's C clients cycling through it
+    # and E2E - service elsewhere (mean value analysis, Reiser & Lavenberg 1980; throughput never
+    # falls as C grows). A budget-bound engine already queues prompts in the fluid mean: none added.
+    prompt_wait = 0.0
+    if not w > w_p * (1 + 1e-9) and others > 0:
+        alone = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
+        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - alone["time_s"], 0.0),
+                                          cycle_s=e2e, clients=C, open_loop=open_loop)
+        ttft, e2e = ttft + prompt_wait, e2e + prompt_wait
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
+            "prompt_queue_wait_s": prompt_wait,
             "prompt_steps": w_p, "queue_steps": max(0.0, w - w_p), "decodes_per_step": (1 if o > 1 else 0) + d_other,
             "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
             "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
@@ -7519,10 +7593,12 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
     run_cap = min(cap, seqs) if seqs else cap  # requests that run at once
     util = hw["memory_utilization"]
+    share = (f"{util:g} x what the weights ({w_bytes / 2**30:.2f} GiB) leave of {hw['gpu_memory_bytes'] / 2**30:.2f} GiB"
+             if hw.get("pool_of_free") else
+             f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} GiB of weights")
     if cap < 1 and pool > 0:  # a pool, too small for one request's cache
         parser.error(f"one request of {s + o:,} tokens needs {per_req / 2**30:.2f} GiB of KV cache per GPU and "
-                     f"the pool holds {pool / 2**30:.2f} GiB (weights {w_bytes / 2**30:.2f} GiB of {util:g} x "
-                     f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB); shorten -s/-o, raise -tp/-pp or cut "
+                     f"the pool holds {pool / 2**30:.2f} GiB ({share}); shorten -s/-o, raise -tp/-pp or cut "
                      "--kv-cache-bits")
     if cap < 1:
         parser.error(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
@@ -7568,9 +7644,8 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     else:
         c = args.concurrency
         if c > cap and run_cap == cap and args.refuse_past_pool:
-            parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
-                         f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
-                         f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
+            parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU: "
+                         f"{share}) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
                          "raise -tp or -dp, or cut --kv-cache-bits or s + o (or drop --refuse-past-pool: "
                          "the server queues them)")
         st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
@@ -8790,7 +8865,9 @@ def serving_report_lines(r):
              f"prompt tokens of others; a request's own prompt spans {sv['prompt_steps']:.2f} step(s)"
              + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
              + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"
-             + (f" and {sv['queue_steps']:.1f} steps for the budget" if sv["queue_steps"] > 1e-9 else ""),
+             + (f" and {sv['queue_steps']:.1f} steps for the budget" if sv["queue_steps"] > 1e-9 else "")
+             + (f"; its prompt waits {fmt_s(sv['prompt_queue_wait_s'])} for the others' prefills ahead of it"
+                if sv.get("prompt_queue_wait_s", 0.0) > 1e-9 else ""),
              f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
              f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
              f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"

@@ -10,7 +10,8 @@ factor (tools/fit_trtllm_moe_factor.py) and are listed as calibration, not judge
 Groups: TensorRT-LLM v0.14 online serving at a request rate or all at once (TTFT, ITL, output
 throughput; its 500 requests per run simulated, --num-requests);
 TensorRT-LLM v0.5/0.6.1 static batches (throughput per GPU, first-token latency) and its blogs'
-static batches (H100 vs A100, H200 launch, Falcon-180B on H200); TensorRT-LLM v0.17 and v1.0
+static batches (H100 vs A100, H200 launch, Falcon-180B on H200), the v0.5/0.6 ones with the
+tensorrt-llm-mmha preset (before the XQA kernel); TensorRT-LLM v0.17 and v1.0
 offline maximum-load throughput (all requests queued at once: a run of the request count the
 source states, simulated, or else the steady state of a full engine) and the later perf-overview's
 per-GPU rows with the layouts its headers state; vLLM CI latency (batch 8);
@@ -192,7 +193,8 @@ def _compare(rs):
                        float(r["value"]) * unit,
                        res["serving"][k] if res else None, err)
     elif "performance.md @77d24" in src:
-        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
+        # v0.5/0.6.1: before the XQA kernel (v0.8), the masked MHA decode kernel (tensorrt-llm-mmha)
+        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm-mmha", "-s", r0["input_len"],
                                "-o", r0["output_len"].split()[0], "-b", r0["batch_or_concurrency"]])
         r = rs[0]
         if r["metric"] == "first_token_latency":
@@ -209,7 +211,10 @@ def _compare(rs):
                 yield "not run", r, r["metric"], r["value"], None, f"layout not given ({r0['tp']})"
             return
         o = r0["output_len"] if r0["output_len"].isdigit() else "1"
-        res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"], "-o", o,
+        # the v0.5.0 blogs ran before the XQA kernel (v0.8; the v0.7a Falcon-180B blog's Llama
+        # 128/2048 figure is the XQA blog's "with XQA" one): the masked MHA decode kernel
+        stack = "tensorrt-llm-mmha" if r0["stack_version"].startswith("0.5") else "tensorrt-llm"
+        res, err = run(base + ["-tp", tp, "--serving-stack", stack, "-s", r0["input_len"], "-o", o,
                                "-b", r0["batch_or_concurrency"]])
         for r in rs:
             if r["metric"] == "first_token_latency":

@@ -51,10 +51,12 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
     run_cap = min(cap, seqs) if seqs else cap  # requests that run at once
     util = hw["memory_utilization"]
+    share = (f"{util:g} x what the weights ({w_bytes / 2**30:.2f} GiB) leave of {hw['gpu_memory_bytes'] / 2**30:.2f} GiB"
+             if hw.get("pool_of_free") else
+             f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} GiB of weights")
     if cap < 1 and pool > 0:  # a pool, too small for one request's cache
         parser.error(f"one request of {s + o:,} tokens needs {per_req / 2**30:.2f} GiB of KV cache per GPU and "
-                     f"the pool holds {pool / 2**30:.2f} GiB (weights {w_bytes / 2**30:.2f} GiB of {util:g} x "
-                     f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB); shorten -s/-o, raise -tp/-pp or cut "
+                     f"the pool holds {pool / 2**30:.2f} GiB ({share}); shorten -s/-o, raise -tp/-pp or cut "
                      "--kv-cache-bits")
     if cap < 1:
         parser.error(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
@@ -101,9 +103,8 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     else:
         c = args.concurrency
         if c > cap and run_cap == cap and args.refuse_past_pool:
-            parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU = "
-                         f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} "
-                         f"GiB of weights) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
+            parser.error(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU: "
+                         f"{share}) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
                          "raise -tp or -dp, or cut --kv-cache-bits or s + o (or drop --refuse-past-pool: "
                          "the server queues them)")
         st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)

@@ -215,7 +215,7 @@ def linear_mixer_core_costs(attn, *, tp, pairs, new_tokens, act_bits, state_bits
 
 
 def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act_bits, absorbed,
-                         state_bits=32):
+                         state_bits=32, per_head_kv=False):
     """(FLOPs, bytes, cache bytes read) of one attention block's QK^T, softmax and PV on one TP
     rank. pairs {"core", "indexer"}: query-key pairs of all sequences; new_tokens: queries (their q
     in, output out, new cache entries written); keys_read {"core", "indexer"}: cached keys read.
@@ -223,7 +223,9 @@ def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act
     per pair), a/tp heads per rank. MLA absorbed (decode, DeepSeek-V2 sec. 2.1.2): 2 (r_kv + d_rope)
     + 2 r_kv per pair and head. The lightning indexer (DeepSeek-V3.2 sec. 2.1) is replicated: its
     2 H_I d_I FLOPs per pair, its queries in and its keys read are whole on every rank. A linear
-    mixer: linear_mixer_core_costs."""
+    mixer: linear_mixer_core_costs. per_head_kv: a decode kernel that reads the cache once per
+    query head (TensorRT-LLM's masked MHA before its XQA kernel: one thread block per query head,
+    each loading its kv head's K/V), so a GQA block's cache reads x (query heads per kv head)."""
     if attn["span"] == "state":
         return linear_mixer_core_costs(attn, tp=tp, pairs=pairs, new_tokens=new_tokens, act_bits=act_bits,
                                        state_bits=state_bits)
@@ -253,6 +255,8 @@ def attention_core_costs(attn, *, tp, pairs, new_tokens, keys_read, kv_bits, act
         kv_in = n * 2 * math.ceil(attn["kv_heads"] / tp) * d * ab
     flops += core["indexer_scores"]
     cache_read = keys_read["core"] * read_tok["kv"] + keys_read["indexer"] * read_tok["indexer"]
+    if per_head_kv and attn["kind"] != "mla" and attn["kv_heads"]:
+        cache_read *= max(a_local / math.ceil(attn["kv_heads"] / tp), 1.0)
     bytes_moved = (n * (q_width + o_width) * ab + kv_in + n * tok["kv"] + cache_read
                    + n * (attn["index_heads"] * attn["index_head_dim"] * ab + tok["indexer"]))
     return flops, bytes_moved, cache_read
@@ -436,14 +440,16 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
                         for op in ("all_gather", "reduce_scatter"))
         comp["moe_comm"] = 0.0
 
-    def add(name, fl, by, cnt, scale=1.0):
-        """Cost one op run cnt times (x scale: a stack's MoE factor); returns its time for one run."""
+    def add(name, fl, by, cnt, scale=1.0, cache=0.0):
+        """Cost one op run cnt times (x scale: a stack's MoE factor; cache: the bytes of by that are
+        KV-cache reads, streamed at hw["cache_bytes_per_s"]); returns its time for one run."""
         f_rate = F16 if name == "attention_core" else F  # attention math runs at the 16-bit rate
-        t = scale * roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=f_rate, bytes_per_s=B,
+        by_t = by - cache * (1.0 - B / hw.get("cache_bytes_per_s", B)) if cache else by  # at B's rate
+        t = scale * roofline_time_s(flops=fl, bytes_moved=by_t, flops_per_s=f_rate, bytes_per_s=B,
                                     corner_p=ROOFLINE_CORNER_P if name in _WEIGHT_MATMULS else None)
         comp[name] += cnt * t
         tot["compute_s"] += cnt * fl / f_rate
-        tot["memory_s"] += cnt * by / B
+        tot["memory_s"] += cnt * by_t / B
         if name in ("attention_linear", "mlp"):
             tot["matmul_compute_s"] += cnt * fl / F
             tot["matmul_memory_s"] += cnt * by / B
@@ -469,8 +475,9 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
                 fl, by, rd = attention_core_costs(
                     attn, tp=tp, pairs=dict({k: g_seqs * v for k, v in pairs.items()}, sequences=g_seqs),
                     new_tokens=g_seqs * g_new, keys_read={k: g_seqs * v for k, v in keys.items()},
-                    kv_bits=kv_bits, act_bits=a_bits, absorbed=g_abs, state_bits=state_bits)
-                t_layer += add("attention_core", fl, by, cnt)
+                    kv_bits=kv_bits, act_bits=a_bits, absorbed=g_abs, state_bits=state_bits,
+                    per_head_kv=g_new == 1 and hw.get("per_head_kv_decode", False))
+                t_layer += add("attention_core", fl, by, cnt, cache=rd if attn["span"] != "state" else 0.0)
                 tot["cache_read_bytes"] += cnt * rd
         k_layer, ar_layer = layer_kernels(layer), layer_allreduces(layer)
         moe_blocks = sum(m["kind"] != "dense" for m in layer["mlp"]) if moe else 0

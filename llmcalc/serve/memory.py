@@ -15,8 +15,12 @@ def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, sta
     (hw["memory_utilization"]: vLLM's gpu_memory_utilization) less the weights on the most-loaded
     rank; the count is vLLM's own "maximum concurrency" figure (pool / one request at full
     length); with dp data-parallel attention groups each holds its own requests, dp pools in all.
+    A stack whose fraction is of the memory left free after the weights (hw["pool_of_free"]:
+    TensorRT-LLM's free_gpu_memory_fraction, which KVCacheManager::calculateMaxNumBlocks applies to
+    cudaMemGetInfo's free bytes once the model is loaded) gets that share of the rest instead.
     Activation workspace and CUDA-graph memory are not subtracted (stated)."""
-    pool = hw["gpu_memory_bytes"] * hw["memory_utilization"] - w_bytes
+    mem, util = hw["gpu_memory_bytes"], hw["memory_utilization"]
+    pool = (mem - w_bytes) * util if hw.get("pool_of_free") else mem * util - w_bytes
     one = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=1, context=context, kv_bits=kv_bits,
                               a_bits=a_bits, state_bits=state_bits)
     per = one["kv"] + one["indexer"] + one["state"]

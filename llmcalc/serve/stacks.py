@@ -33,6 +33,16 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 ROOFLINE_CORNER_P = 2.15
 DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
+# A decode attention kernel streams the KV cache (long contiguous pages, no kernel-launch gaps
+# inside) closer to peak than a step's weight reads and small ops, which the 0.70 above covers
+# end to end. 0.93 = our own H200 graph-mode decode steps (validation/h200/results/decode.jsonl,
+# Llama-3-8B shape, bf16, SDPA with the query heads packed per KV head): going from 1,024 to 4,096
+# cached tokens adds 2.878 ms at batch 32 (12.9 GB more K/V read: 4.48 TB/s) and 5.695 ms at batch
+# 64 (25.8 GB: 4.53 TB/s) of 4.8 TB/s. The cache reads of the attention core run at it on the
+# GPUs of that measurement's chip (GH100: H100, H200, GH200, H800, H20; unless --memory-efficiency
+# is given), elsewhere at the memory efficiency; no serving row set it (VALIDATION.md judges it).
+KV_STREAM_EFFICIENCY = 0.93
+KV_STREAM_GPUS = ("h100", "h200", "gh200", "h800", "h20")
 DEFAULT_KERNEL_OVERHEAD_US = 4.0   # per kernel, launch-to-launch gap of small dependent kernels
 # PCIe cards without NVLink reach their peers over the slot at the collectives block's
 # PCIE_PEER_EFFICIENCY (nccl-tests on 8 PCIe Gen4 GPUs), in servers of PCIE_SERVER_GPUS; the
@@ -76,14 +86,15 @@ DEFAULT_LINK_GBPS = 300.0
 #   max_num_seqs: requests the scheduler runs at once (vLLM's max_num_seqs, TensorRT-LLM's
 #     max_batch_size, SGLang's max_running_requests) per data-parallel engine, a rule as for
 #     token_budget; None: only the KV pool limits it; past it requests wait in the server's queue;
-#   memory_utilization: share of GPU memory for weights plus the KV pool.
+#   memory_utilization: share of GPU memory for weights plus the KV pool (pool_of_free: share of
+#     the memory the weights leave, TensorRT-LLM's free_gpu_memory_fraction; kvCacheManager.cpp).
 # No stack publishes its own matmul or bandwidth fraction, so every stack runs at the hardware's.
 _NCCL = dict(allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None)
-TRTLLM_PYTORCH_MOE_FACTOR = 2.22  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
+TRTLLM_PYTORCH_MOE_FACTOR = 2.31  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
 # TensorRT-LLM's values (sources at "tensorrt-llm" below)
 _TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US,
                step_overhead_ms=0.58, request_overhead_ms=0.0, token_budget=8192, max_num_seqs=2048,
-               memory_utilization=0.9)
+               memory_utilization=0.9, pool_of_free=True)
 SERVING_STACKS = {
     # today's defaults: kernels only (gpt-fast-like CUDA-graph decode; see the constants above)
     "kernels": dict(_NCCL, kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
@@ -107,6 +118,12 @@ SERVING_STACKS = {
     # max_num_tokens 8192 (perf-best-practices.md, since v0.11) and max_batch_size 2048 (BuildConfig's
     # defaults, tensorrt_llm/builder.py); free_gpu_memory_fraction 0.9
     "tensorrt-llm": _TRTLLM,
+    # TensorRT-LLM before its XQA kernel (v0.5-v0.7; the XQA blog, docs/source/blogs/XQA-kernel.md:
+    # "will be included in the v0.8 releases"): the same, with the generation step's masked MHA
+    # kernel reading a GQA/MQA block's cache once per query head (a block per query head). The
+    # blog's own pair checks it, not fitted: Llama-70B FP8 on one H200, 128/2048, 1,227 tok/s/GPU
+    # without XQA against 2,941 with it (tests/test_calc_inference_latency.py)
+    "tensorrt-llm-mmha": dict(_TRTLLM, per_head_kv_decode=True),
     # TensorRT-LLM's PyTorch backend (trtllm-serve, trtllm-bench --backend pytorch; the default since
     # 0.19): as tensorrt-llm, and its MoE blocks (CUTLASS MoE backend by default, routing and
     # permutation in the PyTorch module) take TRTLLM_PYTORCH_MOE_FACTOR x our per-kernel account of
@@ -296,7 +313,9 @@ def resolve_hardware(args, parser):
     hw = {"gpu": rec["name"], "gpu_default": not args.gpu, "peak_flops_per_s": peak, "compute_efficiency": ce,
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
-          "bytes_per_s": bw * me, "gpu_memory_bytes": mem, "link_bytes_per_s": link,
+          "bytes_per_s": bw * me, "gpu_memory_bytes": mem,
+          "cache_bytes_per_s": bw * (max(me, KV_STREAM_EFFICIENCY) if args.memory_efficiency is None
+                                     and rec["name"].startswith(KV_STREAM_GPUS) else me), "link_bytes_per_s": link,
           "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
           # False: a GPU whose peers are not modelled (no scale-up link, no PCIe P2P: GeForce cards)
           # without --tp-bandwidth-gbps
@@ -319,7 +338,9 @@ def resolve_hardware(args, parser):
                            if args.max_num_seqs is None else args.max_num_seqs),
           "memory_utilization": (stack["memory_utilization"] if args.gpu_memory_utilization is None
                                  else args.gpu_memory_utilization),
-          "moe_factor": TRTLLM_PYTORCH_MOE_FACTOR if stack.get("moe_factor") else 1.0}
+          "moe_factor": TRTLLM_PYTORCH_MOE_FACTOR if stack.get("moe_factor") else 1.0,
+          "per_head_kv_decode": bool(stack.get("per_head_kv_decode")),
+          "pool_of_free": bool(stack.get("pool_of_free"))}
     hw["net"] = build_net(intra_bytes_per_s=agg, inter_bytes_per_s=out, in_network_reduction=in_net,
                           intra_efficiency=leff, inter_efficiency=SCALE_OUT_EFFICIENCY,
                           nvls_efficiency=NVLS_EFFICIENCY, launch_s=hw["nccl_latency_s"],

@@ -16,15 +16,17 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, 
     So the sum splits where kc stops growing and at chunk starts, and each piece is a max of two
     lines (sum_max_linear); full chunks without an indexer cost the same and are multiplied."""
     F16, B = hw["attention_flops_per_s"], hw["bytes_per_s"]
+    kv_slow = 1.0 - B / hw.get("cache_bytes_per_s", B)  # cache reads' bytes less, at B's rate (forward_pass)
     ind = 1 if attn["index_topk"] else 0
     if attn["kind"] == "dsv4":  # window keys saturate at W; compressed entries grow by one per m tokens
         def step_s(c):
             k = cached_keys_read(attn, context_before=c)
             p = decode_keys_read(attn, context=c + 1)
-            fl, by, _ = attention_core_costs(
+            fl, by, rd = attention_core_costs(
                 attn, tp=tp, pairs={k2: batch * v for k2, v in p.items()}, new_tokens=batch,
-                keys_read={k2: batch * v for k2, v in k.items()}, kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
-            return roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
+                keys_read={k2: batch * v for k2, v in k.items()}, kv_bits=kv_bits, act_bits=a_bits, absorbed=True,
+                per_head_kv=hw.get("per_head_kv_decode", False))
+            return roofline_time_s(flops=fl, bytes_moved=by - rd * kv_slow, flops_per_s=F16, bytes_per_s=B)
         if c_hi < c_lo:
             return 0.0
         if c_hi - c_lo < 256:  # exact, step by step
@@ -40,11 +42,11 @@ def attention_decode_sum_s(attn, hw, *, tp, batch, kv_bits, a_bits, c_lo, c_hi, 
         return (c_hi - c_lo + 1) * roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=F16, bytes_per_s=B)
 
     def cost(kc, c):
-        fl, by, _ = attention_core_costs(
+        fl, by, rd = attention_core_costs(
             attn, tp=tp, pairs={"core": batch * (kc + 1), "indexer": batch * (c + 1) * ind},
             new_tokens=batch, keys_read={"core": batch * kc, "indexer": batch * c * ind},
-            kv_bits=kv_bits, act_bits=a_bits, absorbed=True)
-        return fl, by
+            kv_bits=kv_bits, act_bits=a_bits, absorbed=True, per_head_kv=hw.get("per_head_kv_decode", False))
+        return fl, by - rd * kv_slow
 
     f0, m0 = cost(0, 0)
     (fk, mk), (fc, mc) = [(f - f0, m - m0) for f, m in (cost(1, 0), cost(0, 1))]
@@ -158,6 +160,32 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
+    """Mean wait of a prompt for the others' prefills ahead of it: one server of deterministic
+    service S. Open loop (Poisson arrivals at clients / cycle_s): the M/D/1 mean rho S / (2 (1 -
+    rho)) (Pollaczek-Khinchine; Kleinrock 1975 sec. 5.5), at most all the others' service when
+    rho >= 1. Closed loop: N = clients each cycling through the server and cycle_s - S elsewhere,
+    mean value analysis (Reiser & Lavenberg 1980: R(n) = S (1 + Q(n-1)), X(n) = n / (R(n) + Z),
+    Q(n) = X(n) R(n); past 4,096 clients the saturated asymptote R = N S - Z), which is exact for
+    exponential service; its queueing delay R - S x (1 + c_s^2) / 2 = 1/2 for a deterministic one
+    (the Allen-Cunneen scaling, Allen 1990 sec. 6; the same ratio as M/D/1 to M/M/1)."""
+    if service_s <= 0:
+        return 0.0
+    if open_loop:
+        rho = clients / cycle_s * service_s
+        return (min(rho * service_s / (2 * (1 - rho)), clients * service_s) if rho < 1 - 1e-9
+                else clients * service_s)
+    n_all = max(1, round(clients))
+    think = max(cycle_s - service_s, 0.0)
+    q = r = 0.0
+    for n in range(1, min(n_all, 4096) + 1):
+        r = service_s * (1 + q)
+        q = n / (r + think) * r
+    if n_all > 4096:
+        r = max(r, n_all * service_s - think)
+    return (r - service_s) / 2
+
+
 def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens, token_budget,
                  bits, open_loop=False, dp=1, ep=1):
     """Continuous batching in steady state with `concurrency` requests in flight (a closed loop: a
@@ -216,7 +244,21 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     ttft = residual + w_p * pre["time_s"] + max(0.0, w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
+    # The fluid mean spreads the others' prompts evenly over the steps; they come whole, at random
+    # instants, so a prompt that arrives while another one's prefill runs waits for it. The prompts
+    # queue at one server whose service is the time a prompt adds to a step (w_p x (prompt step less
+    # the same step without it)); the wait is an open loop's M/D/1 mean (Pollaczek-Khinchine,
+    # Kleinrock 1975 sec. 5.5) at the rate C / E2E, or a closed loop's C clients cycling through it
+    # and E2E - service elsewhere (mean value analysis, Reiser & Lavenberg 1980; throughput never
+    # falls as C grows). A budget-bound engine already queues prompts in the fluid mean: none added.
+    prompt_wait = 0.0
+    if not w > w_p * (1 + 1e-9) and others > 0:
+        alone = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
+        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - alone["time_s"], 0.0),
+                                          cycle_s=e2e, clients=C, open_loop=open_loop)
+        ttft, e2e = ttft + prompt_wait, e2e + prompt_wait
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
+            "prompt_queue_wait_s": prompt_wait,
             "prompt_steps": w_p, "queue_steps": max(0.0, w - w_p), "decodes_per_step": (1 if o > 1 else 0) + d_other,
             "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
             "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}

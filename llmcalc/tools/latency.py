@@ -311,7 +311,9 @@ def serving_report_lines(r):
              f"prompt tokens of others; a request's own prompt spans {sv['prompt_steps']:.2f} step(s)"
              + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
              + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"
-             + (f" and {sv['queue_steps']:.1f} steps for the budget" if sv["queue_steps"] > 1e-9 else ""),
+             + (f" and {sv['queue_steps']:.1f} steps for the budget" if sv["queue_steps"] > 1e-9 else "")
+             + (f"; its prompt waits {fmt_s(sv['prompt_queue_wait_s'])} for the others' prefills ahead of it"
+                if sv.get("prompt_queue_wait_s", 0.0) > 1e-9 else ""),
              f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
              f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
              f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"
