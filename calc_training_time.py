@@ -8677,6 +8677,13 @@ def gpu_family(name):
     return "a100" if "a100" in n else "default"
 
 
+def job_gpus_per_node(*, gpus_per_node, num_gpus):
+    """GPUs of the job that share one scale-up domain. A job no larger than the domain sits inside
+    it (ranks node-contiguous from 0): a 64-GPU job on an NVL72 rack is one NVLink domain of 64,
+    not gcd(64, 72) = 8 GPUs per "node" (comm/collectives.py's group_placement tiles groups by gcd)."""
+    return min(gpus_per_node, num_gpus) if num_gpus else gpus_per_node
+
+
 def resolve_hardware(args, parser):
     """The GPU as the cost model needs it: peak at --dtype (and 16-bit for attention), matmul
     ceiling, achievable bandwidth, SMs, links, capacity. From --gpu (hardware.py), overridden by
@@ -9381,7 +9388,8 @@ def main(argv=None):
                 args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")),
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
-            "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
+            "overlap_slowdown": args.overlap_slowdown,
+            "gpus_per_node": job_gpus_per_node(gpus_per_node=hw["gpus_per_node"], num_gpus=n),
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
             "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
             "moe_dispatcher": args.moe_dispatcher, "moe_a2a_overlap": args.moe_a2a_overlap,
@@ -9423,7 +9431,8 @@ def main(argv=None):
                 hw_notes += [x for x in hw_notes_g if x not in hw_notes]
             for count in counts:
                 c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
-                b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"],  # each GPU its default kernel
+                b = dict(base, num_gpus=count,  # each GPU its default kernel
+                         gpus_per_node=job_gpus_per_node(gpus_per_node=hw["gpus_per_node"], num_gpus=count),
                          attention_kernel=args.attention_kernel or default_attention_kernel(
                              args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")))
                 wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None

@@ -798,3 +798,18 @@ def test_moe_a2a_overlap_hides_the_ep_all_to_alls_behind_the_other_pass(capsys):
     assert 0 <= on["breakdown_s"]["exposed_ep_comm"] < off["breakdown_s"]["exposed_ep_comm"]
     assert on["breakdown_s"]["compute_moe_experts"] == off["breakdown_s"]["compute_moe_experts"]
     assert on["step_time_s"] < off["step_time_s"]
+
+
+def test_a_job_inside_one_nvlink_domain_never_touches_the_network(capsys):
+    # A 64-GPU job on a GB200 NVL72 rack (Megatron-Bridge's GPT-OSS row: EP 64) is one NVLink
+    # domain of 64 GPUs, not gcd(64, 72) = 8 GPUs per "node": its expert all-to-all and DP
+    # reductions do not change when the network is slowed a thousandfold.
+    base = ["--hf_model_name_or_path", config_path("gpt-oss-120b"), "--gpu", "gb200", "--num-gpus", "64",
+            "-ep", "64", "-s", "8192", "-b", "1", "--global-batch-size", "128", "--recompute", "none", "--json"]
+    fast, slow = run(base, capsys), run(base + ["--inter-node-bw-GBps", "0.05"], capsys)
+    assert fast["layout"]["gpus_per_node"] == 64
+    assert slow["step_time_s"] == pytest.approx(fast["step_time_s"], rel=1e-9)
+    # past the domain (128 GPUs on 72-GPU racks) the network is used again
+    big = base[:base.index("--num-gpus") + 1] + ["128"] + base[base.index("--num-gpus") + 2:]
+    b_fast, b_slow = run(big, capsys), run(big + ["--inter-node-bw-GBps", "0.05"], capsys)
+    assert b_slow["step_time_s"] > b_fast["step_time_s"]

@@ -30,6 +30,8 @@ Sources (all read at the commits named):
 - TRAINY: pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md @b5bcd76.
 - MB26: Megatron-Bridge's "26.04.01 NeMo Container" Llama3 70B rows (same page; the latest release
   holding each 70B layout; its NVFP4 rows are not expressible: the script has no fp4 matmul dtype).
+- MB2608: the same page @067f987, "26.08 NeMo Container" MoE rows, with the recipes of that tree
+  (src/megatron/bridge/perf_recipes): the sync-free, fully CUDA-graphed MoE stack.
 - NEMO-CP: NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @a2c4cc8 (2025-05),
   "LLAMA2-7B (FP8) - H100", NeMo 24.03.01 container, DGX-H100: per row sequence, GPUs, batch,
   TP, PP, DP, CP and TFLOP/s per GPU with CP (the page's B200 table is not used: its TP x PP x DP x
@@ -137,10 +139,10 @@ for rid, facts, argv, measured, err in [
                       "-s", "8192"], 29789, +16.3),
         ("mb-gb200-llama3-70b", "DGX-GB200, Llama3 70B, 64 GPUs, FP8-CS, GBS 256, MBS 2, s 8192, FSDP 64",
          LLAMA3_70B + ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "2",
-                       "-s", "8192", "-z", "3"], 4312, +6.0),
+                       "-s", "8192", "-z", "3"], 4312, +8.1),
         ("mb-gb200-gpt-oss-120b", "DGX-GB200, GPT-OSS 120B (MoE), 64 GPUs, BF16, GBS 1280, MBS 1, s 8192, EP 64",
          ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json"), "--gpu", "gb200", "--num-gpus", "64",
-          "--global-batch-size", "1280", "-b", "1", "-s", "8192", "-ep", "64"], 15876, -35.5),
+          "--global-batch-size", "1280", "-b", "1", "-s", "8192", "-ep", "64"], 15876, +58.3),
         ("mb-gb200-qwen3-30b-a3b", "DGX-GB200, Qwen3-30B-A3B (MoE), 8 GPUs, FP8-MX, GBS 512, MBS 4, s 4096, EP 8",
          ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json"), "--gpu", "gb200", "--num-gpus", "8",
           "--dtype", "fp8", "--global-batch-size", "512", "-b", "4", "-s", "4096", "-ep", "8"], 23766, +55.3),
@@ -165,10 +167,10 @@ for rid, facts, argv, measured, err in [
 for rid, facts, argv, measured, err in [
         ("mb26-gb200-llama3-70b-fp8", "DGX-GB200, Llama3 70B, 64 GPUs, FP8, GBS 256, MBS 2, s 8192, FSDP 64",
          ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "2", "-s", "8192",
-          "-z", "3"], 4224, +8.2),
+          "-z", "3"], 4224, +10.3),
         ("mb26-gb200-llama3-70b-mxfp8", "DGX-GB200, Llama3 70B, 64 GPUs, MXFP8, GBS 256, MBS 1, s 8192, TP 2 PP 4 VP 5",
          ["--gpu", "gb200", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
-          "-tp", "2", "-pp", "4", "-vp", "5"], 3712, +8.3),
+          "-tp", "2", "-pp", "4", "-vp", "5"], 3712, +8.5),
         ("mb26-h100-llama3-70b-fp8", "DGX-H100, Llama3 70B, 64 GPUs, FP8, GBS 256, MBS 1, s 8192, TP 4 PP 8 VP 5",
          ["--gpu", "h100", "--num-gpus", "64", "--dtype", "fp8", "--global-batch-size", "256", "-b", "1", "-s", "8192",
           "-tp", "4", "-pp", "8", "-vp", "5"], 1664, -10.9)]:
@@ -393,6 +395,40 @@ ROWS.append(_row("deepseek-v3-h800", "DeepSeek-V3 technical report",
                   "--moe-dispatcher", "flex"],
                  "tokens_per_s_per_gpu", 1e12 / (180e3 * 3600), -11.5))
 
+# --- Megatron-Bridge 26.08 MoE rows (docs/performance-summary.md @067f987, "26.08 NeMo Container";
+# the recipes of that tree, src/megatron/bridge/perf_recipes/{qwen,gpt_oss}/{gb200,gb300}): every
+# expressible MoE row of the page (DeepSeek-V3 / V4 Flash left out: their stage layouts were not
+# checked against their recipes). Stated by the recipes: MXFP8, TP 1, recompute none (GPT-OSS:
+# selective with no modules), the flex dispatcher with HybridEP (--moe-dispatcher flex), EP
+# all-to-all overlap (overlap_moe_expert_parallel_comm: --moe-a2a-overlap), full-iteration CUDA
+# graphs with the paged-stash dispatch (no per-layer host synchronisation: the regime the script
+# costs, which has no host time), routing force-balanced; the Qwen3-235B recipes' embedding/loss
+# pipeline split. Not expressible: FP8 dot-product attention (ours bf16 attention), GPT-OSS's FP8
+# output projection and CuTeDSL fused grouped MLP, HybridEP's 32 SMs, the paged stash's 1.5x
+# expert capacity. The 25.11 rows of the same GB200 layouts (above) ran without these.
+MB2608_UNSTATED = ("-z 1 (distributed optimizer); FP8 attention, fused grouped MLP and HybridEP's SMs not "
+                   "modelled; full-iteration CUDA graphs (no host time, as the script assumes)")
+Q30 = ["--hf_model_name_or_path", os.path.join(CFG, "qwen3-30b-a3b.json")]
+OSS = ["--hf_model_name_or_path", os.path.join(CFG, "gpt-oss-120b.json")]
+for rid, facts, argv, measured, err in [
+        ("mb2608-gb200-qwen3-30b-a3b", "DGX-GB200, Qwen3-30B-A3B (MoE), 8 GPUs, MXFP8, GBS 512, MBS 4, s 4096, EP 8",
+         Q30 + ["--gpu", "gb200", "--num-gpus", "8", "--global-batch-size", "512", "-b", "4", "-ep", "8"], 39936, +9.7),
+        ("mb2608-gb300-qwen3-30b-a3b", "DGX-GB300, Qwen3-30B-A3B (MoE), 8 GPUs, MXFP8, GBS 512, MBS 8, s 4096, EP 8",
+         Q30 + ["--gpu", "gb300", "--num-gpus", "8", "--global-batch-size", "512", "-b", "8", "-ep", "8"], 44544, -6.2),
+        ("mb2608-gb200-gpt-oss-120b", "DGX-GB200, GPT-OSS 120B (MoE), 64 GPUs, MXFP8, GBS 1280, MBS 4, s 4096, EP 64",
+         OSS + ["--gpu", "gb200", "--num-gpus", "64", "--global-batch-size", "1280", "-b", "4", "-ep", "64"], 28672, +41.7),
+        ("mb2608-gb300-gpt-oss-120b", "DGX-GB300, GPT-OSS 120B (MoE), 64 GPUs, MXFP8, GBS 1280, MBS 4, s 4096, EP 16",
+         OSS + ["--gpu", "gb300", "--num-gpus", "64", "--global-batch-size", "1280", "-b", "4", "-ep", "16"], 33024, +11.4),
+        ("mb2608-gb200-qwen3-235b", "DGX-GB200, Qwen3-235B-A22B (MoE), 256 GPUs, MXFP8, GBS 8192, MBS 1, s 4096, "
+         "PP 8 VP 3 EP 32", Q235 + ["--gpu", "gb200", "--num-gpus", "256", "--global-batch-size", "8192", "-b", "1",
+                                   "-pp", "8", "-vp", "3", "-ep", "32"] + EDGES, 7280, +7.2),
+        ("mb2608-gb300-qwen3-235b", "DGX-GB300, Qwen3-235B-A22B (MoE), 256 GPUs, MXFP8, GBS 8192, MBS 2, s 4096, "
+         "PP 4 VP 12 EP 32", Q235 + ["--gpu", "gb300", "--num-gpus", "256", "--global-batch-size", "8192", "-b", "2",
+                                    "-pp", "4", "-vp", "12", "-ep", "32"] + EDGES, 8816, -19.6)]:
+    ROWS.append(_row(rid, "Megatron-Bridge 26.08", facts, MB2608_UNSTATED,
+                     argv + ["-s", "4096", "--dtype", "fp8", "--fp8-recipe", "mxfp8", "--recompute", "none",
+                             "--moe-dispatcher", "flex", "--moe-a2a-overlap"], "tokens_per_s_per_gpu", measured, err))
+
 # --- What Megatron-Bridge's performance scripts set that the tables do not print (issue 33 part 2:
 # the rows' stated facts checked against the scripts of the 25.11 release, Megatron-Bridge v0.2.0,
 # 2025-11-26: scripts/performance/utils/utils.py and helpers.py, configs/qwen3 and configs/gpt_oss
@@ -475,7 +511,7 @@ def _signed_errors():
 def _group_of(rid, row):
     """The source group a row is summarised under in VALIDATION.md."""
     prefix = rid.split("-")[0]
-    if prefix in ("mb", "mb26"):
+    if prefix in ("mb", "mb26", "mb2608"):
         return "Megatron-Bridge MoE" if "(MoE)" in row["facts"] else "Megatron-Bridge dense"
     return {"mlm": "Megatron-LM README", "llama3": "Llama 3 paper and DeepSeek-V3 report",
             "deepseek": "Llama 3 paper and DeepSeek-V3 report", "nemo": "NeMo long sequence (CP 1-32)",
@@ -489,7 +525,7 @@ def _kinds_of(row):
     gpu = a[a.index("--gpu") + 1] if "--gpu" in a else "h100"
     cp = int(a[a.index("-cp") + 1]) if "-cp" in a else 1
     moe = "(MoE)" in row["facts"] or row["id"].startswith("deepseek")
-    out = ["Blackwell (B200, GB200, B300)" if gpu in ("b200", "gb200", "b300") else "Hopper and Ampere"]
+    out = ["Blackwell (B200, GB200, B300, GB300)" if gpu in ("b200", "gb200", "b300", "gb300") else "Hopper and Ampere"]
     if cp > 1:
         out.append("context parallel > 1")
     if moe:
@@ -536,7 +572,7 @@ def markdown(errs):
     lines += ["", head[0].format("group"), head[1]]
     lines += [f"| {g} | {_summary_line(v)} |" for g, v in groups.items()]
     lines += ["", head[0].format("across the groups (llm-foundry apart)"), head[1]]
-    lines += [f"| {k} | {_summary_line(kinds[k])} |" for k in ("Blackwell (B200, GB200, B300)", "Hopper and Ampere",
+    lines += [f"| {k} | {_summary_line(kinds[k])} |" for k in ("Blackwell (B200, GB200, B300, GB300)", "Hopper and Ampere",
                                                               "context parallel > 1", "MoE",
                                                               "dense, cp 1, Hopper/Ampere") if k in kinds]
     return "\n".join(lines)

@@ -33,6 +33,13 @@ def gpu_family(name):
     return "a100" if "a100" in n else "default"
 
 
+def job_gpus_per_node(*, gpus_per_node, num_gpus):
+    """GPUs of the job that share one scale-up domain. A job no larger than the domain sits inside
+    it (ranks node-contiguous from 0): a 64-GPU job on an NVL72 rack is one NVLink domain of 64,
+    not gcd(64, 72) = 8 GPUs per "node" (comm/collectives.py's group_placement tiles groups by gcd)."""
+    return min(gpus_per_node, num_gpus) if num_gpus else gpus_per_node
+
+
 def resolve_hardware(args, parser):
     """The GPU as the cost model needs it: peak at --dtype (and 16-bit for attention), matmul
     ceiling, achievable bandwidth, SMs, links, capacity. From --gpu (hardware.py), overridden by

@@ -77,7 +77,7 @@ from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, layout_shape, limiter,
     search_layouts, sequence_flops)
 from ..train.offload import evaluate_layout
-from .training_hardware import gpu_family, resolve_hardware
+from .training_hardware import gpu_family, job_gpus_per_node, resolve_hardware
 
 
 # Expert load imbalance: the busiest expert-parallel rank's tokens over the mean. 1.0 = balanced
@@ -692,7 +692,8 @@ def main(argv=None):
                 args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")),
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
-            "overlap_slowdown": args.overlap_slowdown, "gpus_per_node": hw["gpus_per_node"],
+            "overlap_slowdown": args.overlap_slowdown,
+            "gpus_per_node": job_gpus_per_node(gpus_per_node=hw["gpus_per_node"], num_gpus=n),
             "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
             "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
             "moe_dispatcher": args.moe_dispatcher, "moe_a2a_overlap": args.moe_a2a_overlap,
@@ -734,7 +735,8 @@ def main(argv=None):
                 hw_notes += [x for x in hw_notes_g if x not in hw_notes]
             for count in counts:
                 c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
-                b = dict(base, num_gpus=count, gpus_per_node=hw["gpus_per_node"],  # each GPU its default kernel
+                b = dict(base, num_gpus=count,  # each GPU its default kernel
+                         gpus_per_node=job_gpus_per_node(gpus_per_node=hw["gpus_per_node"], num_gpus=count),
                          attention_kernel=args.attention_kernel or default_attention_kernel(
                              args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")))
                 wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
