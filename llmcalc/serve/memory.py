@@ -2,11 +2,10 @@
 
 import math
 
-from ..model.formulas import (cached_tokens, compressed_cache_elements, layer_params, norm_params,
-    state_elements)
+from ..model.formulas import layer_params, norm_params
 from ..model.kinds import layer_groups
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .forward import cache_bytes_per_token
+from .cache import layer_kv_cache_bytes, layer_state_bytes
 
 
 def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, state_bits, dp=1):
@@ -87,23 +86,14 @@ def weight_bytes_per_gpu(spec, *, tp, pp, w_bits, e_bits=None, ep=1, etp=None):
 
 def layer_cache_bytes(layer, *, tp, batch, context, kv_bits, a_bits=16, state_bits=32):
     """{"kv", "indexer", "state"} cache bytes one layer holds on one TP rank for `batch` sequences at
-    `context` tokens: cached_tokens per attention block (at most the window on sliding layers) x
-    cache_bytes_per_token (+ a DeepSeek-V4 compressor's entries and open window,
-    compressed_cache_elements); a layer that reuses another's cache holds none; a linear mixer its
-    constant state (state_elements on the rank's heads: conv window at a_bits, recurrent state at
-    state_bits), as do the convolution windows some attention layers keep beside their K/V."""
-    out = {"kv": 0.0, "indexer": 0.0, "state": 0.0}
-    for attn in layer["attention"]:
-        el = state_elements(dict(attn, heads=attn["heads"] // tp, kv_heads=max(attn["kv_heads"] // tp, 1)))
-        out["state"] += batch * (el["conv"] * a_bits / 8 + el["recurrent"] * state_bits / 8)
-        if attn["span"] == "state":
-            continue
-        t = cached_tokens(attn, context=context)
-        per = cache_bytes_per_token(attn, tp=tp, kv_bits=kv_bits)
-        comp = compressed_cache_elements(attn, context=context)  # DeepSeek-V4's compressor: whole on every rank
-        out["kv"] += batch * (t * per["kv"] + comp["kv"] * kv_bits / 8)
-        out["indexer"] += batch * (t * per["indexer"] + comp["indexer"] * kv_bits / 8)
-    return out
+    `context` tokens, at the serving flags' bit widths: cache.layer_kv_cache_bytes (the KV cache
+    and indexer keys, MLA as its latent, as vLLM and SGLang keep it) and cache.layer_state_bytes
+    (a linear mixer's conv window at a_bits and recurrent state at state_bits, and the convolution
+    windows some attention layers keep beside their K/V) -- the bytes calc_transformer_mem.py
+    --infer reports."""
+    kv = layer_kv_cache_bytes(layer, tp=tp, kv_bytes=kv_bits / 8, mla_cache="latent", batch=batch, context=context)
+    st = layer_state_bytes(layer, tp=tp, conv_bytes=a_bits / 8, state_bytes=state_bits / 8, batch=batch)
+    return {"kv": float(kv["kv"]), "indexer": float(kv["indexer"]), "state": float(st["conv"] + st["recurrent"])}
 
 
 def cache_bytes_per_gpu(spec, *, tp, pp, batch, context, kv_bits, a_bits=16, state_bits=32):
