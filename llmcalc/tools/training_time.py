@@ -263,7 +263,8 @@ def build_parser():
     k.add_argument("--dropout", action=bo, default=False, help="dropout after attention and each block")
     k.add_argument("--tp-comm-overlap", choices=("none", "backward", "full"), default=None,
                    help="which TP collectives hide behind matmuls (default backward, Megatron-LM's; none "
-                        "under megatron-2021)")
+                        "under megatron-2021; full under --framework pytorch is torch's async TP, its staging "
+                        "copies and partial sums exposed)")
     k.add_argument("--dp-overlap", action=bo, default=None,
                    help="gradient reduction bucketed under the last backward (default on; off under "
                         "megatron-2021/2022, whose local DDP reduces after the backward: pass --dp-overlap for "

@@ -306,6 +306,22 @@ def _hidden(comm, compute, slowdown):
     return max(0.0, comm - compute) + slowdown * min(comm, compute)
 
 
+def async_tp_exposed_s(act_bytes, *, tp, gathers, scatters, hw):
+    """Seconds torch's micro-pipelined TP (torchtitan's async TP: --framework pytorch
+    --tp-comm-overlap full) leaves on the critical path beside the hidden copies, per the source
+    (torch/distributed/_symmetric_memory/__init__.py, 2024-2026 versions alike). An all-gather +
+    matmul first copies the local shard into the rank's symmetric buffer and meets a barrier before
+    any matmul starts (_pipelined_all_gather_and_consume: the copy is not overlapped, "giving up the
+    chance"); read + write of act / tp bytes. A matmul + reduce-scatter writes the tp partial
+    outputs (m / tp rows each) into a stacked buffer and, after the last chunk, sums them
+    (_fused_matmul_reduce_scatter_impl's reduce over dim 0): read act bytes, write act / tp. The
+    remote copies themselves run on copy engines beside the chunked matmuls and are costed as
+    hidden by the caller. `gathers` / `scatters`: fused ops of each kind in the pass."""
+    staging = memory_time_s(2 * act_bytes / tp, 1, hw=hw)
+    reduce = memory_time_s(act_bytes + act_bytes / tp, 1, hw=hw)
+    return gathers * staging + scatters * reduce
+
+
 def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
     """Exposed (forward, backward, recompute) communication seconds of one layer for one
     micro-batch, by kind. TP (Shoeybi et al. 2019 sec. 3): one all-reduce per block forward and one
@@ -330,20 +346,28 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
         if sp:
             ag = comm_time_s("all_gather", act, n=tp, stride=1, net=net, gpus_per_node=G)
             rs = comm_time_s("reduce_scatter", act, n=tp, stride=1, net=net, gpus_per_node=G)
+            # torch's async TP (--framework pytorch): its staging copies and partial sums, exposed
+            atp = lay["framework"] == "pytorch" and mode == "full"
             if mode == "full":
                 f_ag = _hidden(blocks * ag, overlap["col_fwd"], sd)
                 f = f_ag + _hidden(blocks * rs, overlap["row_fwd"], sd)
+                if atp:
+                    f += async_tp_exposed_s(act, tp=tp, gathers=blocks, scatters=blocks, hw=hw)
             else:
                 f_ag = blocks * ag
                 f = blocks * (ag + rs)
             # torchtitan's op-SAC saves the reduce-scatters' outputs but not the all-gathers'
             # (_op_sac_save_list: reduce_scatter_tensor, mm, attention, max): its recompute gathers again
             rec_tp = f_ag if lay["recompute"] == "op-sac" else None
+            if rec_tp is not None and atp:
+                rec_tp += async_tp_exposed_s(act, tp=tp, gathers=blocks, scatters=0, hw=hw)
             if mode == "none":
                 b = blocks * (2 * ag + rs)
             else:
                 b = (blocks * ag if mode == "backward" else _hidden(blocks * ag, overlap["row_fwd"], sd)) \
                     + _hidden(blocks * rs, overlap["col_wgrad"], sd) + _hidden(blocks * ag, overlap["col_dgrad"], sd)
+                if atp:
+                    b += async_tp_exposed_s(act, tp=tp, gathers=2 * blocks, scatters=blocks, hw=hw)
         else:
             ar = comm_time_s("all_reduce", act, n=tp, stride=1, net=net, gpus_per_node=G)
             f = _hidden(blocks * ar, overlap["row_fwd"], sd) if mode == "full" else blocks * ar
