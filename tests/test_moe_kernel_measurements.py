@@ -86,3 +86,52 @@ def test_the_setup_gives_one_pick_per_token_on_the_rank(hw):
     # one of them is touched once the batch is large (the weight read saturates)
     assert expected_real_experts(MLP) * 4096 / EP == 4096
     assert expected_distinct_real_experts(MLP, num_tokens=4096) / EP == pytest.approx(32, rel=1e-6)
+
+
+# --- The same block split by tensor parallelism, and TensorRT-LLM's CUTLASS MoE path -------------
+# Source: NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/blog24_MoE_as_Dense_GEMM.md @2226a86
+# ("MoE as Dense GEMM", table "Per-Rank MoE Module Latency"). Setup as the blog states it: one B200,
+# DeepSeek-V3-style routed MoE (hidden 7168, 256 experts, top-8, SwiGLU, NVFP4), TP 8 measured on one
+# rank (every expert on the rank, its intermediate split 8 ways: 2048 / 8 = 256 columns), per-rank MoE
+# module compute latency including the router matmul, top-k and quantization, the two all-reduces
+# around it excluded. Columns: TRTLLM-Gen (per-expert grouped GEMM) and CUTLASS (the PyTorch backend's
+# default MoE backend, the one the v1.0 and later perf-overview MoE rows ran on Blackwell).
+# tokens -> (TRTLLM-Gen us, CUTLASS us)
+TP8_MEASURED_US = {1: (26.78, 96.77), 8: (57.68, 150.55), 16: (86.55, 200.05), 32: (117.20, 262.73),
+                   48: (133.54, 290.50), 64: (141.68, 308.44), 128: (161.87, 335.65), 192: (168.23, 350.68),
+                   208: (169.34, 354.73), 224: (169.24, 354.01), 256: (172.17, 351.98), 272: (176.10, 357.90),
+                   336: (184.32, 363.58), 384: (186.92, 368.12)}
+TP = 8
+
+
+def tp_moe_block_s(tokens, hw):
+    """Our time for the routed-expert block of `tokens` tokens on one of TP ranks (experts split over
+    TP, as the script runs a MoE block without expert parallelism), router matmul included."""
+    layer = {"attention": [], "mlp": [MLP], "extra_params": 0}
+    costs = layer_costs(layer, h=H, tp=TP, num_tokens=tokens, w_bits=NVFP4_BITS, a_bits=4, moe=None)
+    flops, nbytes, _ = costs["mlp"]
+    t = roofline_time_s(flops=flops, bytes_moved=nbytes, flops_per_s=hw["flops_per_s"],
+                        bytes_per_s=hw["bytes_per_s"], corner_p=ROOFLINE_CORNER_P)
+    _, elem_bytes, _ = costs["elementwise"]
+    t += (elem_bytes - tokens * 5 * H * 2) / hw["bytes_per_s"]  # less the norm and residual around it
+    return t + (MLP_KERNELS - 2 + MOE_EXTRA_KERNELS) * hw["kernel_overhead_s"]
+
+
+@pytest.mark.parametrize("tokens", list(TP8_MEASURED_US))
+def test_tp_split_moe_block_matches_trtllm_gen_on_b200(tokens, hw):
+    # TP-sliced experts (256 columns each) cost what the kernel measures: no efficiency loss of
+    # narrow sliced experts in TensorRT-LLM's own grouped GEMM. 15%: as the EP test above
+    ours = tp_moe_block_s(tokens, hw)
+    assert ours == pytest.approx(TP8_MEASURED_US[tokens][0] * 1e-6, rel=0.15)
+
+
+@pytest.mark.parametrize("tokens", [
+    pytest.param(t, marks=[pytest.mark.xfail(strict=True, reason="-32%: CUTLASS 3.6x TRTLLM-Gen at one token")]
+                 if t == 1 else []) for t in TP8_MEASURED_US])
+def test_pytorch_moe_factor_against_cutlass_moe_on_b200(tokens, hw):
+    # TRTLLM_PYTORCH_MOE_FACTOR (2.31) was fitted on serving rows (tools/fit_trtllm_moe_factor.py);
+    # this kernel table was not used. CUTLASS / TRTLLM-Gen is 1.97-2.61 from 8 to 384 tokens (3.61 at
+    # one), and our block x the factor lands 13% under to 19% over the CUTLASS column there (+2% to
+    # +19% from 32 tokens). 20%: the factor is one number for every shape, GPU and precision
+    ours = tp_moe_block_s(tokens, hw) * cil.TRTLLM_PYTORCH_MOE_FACTOR
+    assert ours == pytest.approx(TP8_MEASURED_US[tokens][1] * 1e-6, rel=0.20)
