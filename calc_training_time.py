@@ -7516,11 +7516,16 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
             b += sum(comm_time_s("alltoall", nb, n=cp, stride=tp, net=net, gpus_per_node=G) for nb in (o_b, q_b + kv_b))
         out["cp"] = [f, b, f if rec_on else 0.0]
     elif cp > 1 and soft:
+        # the ring's neighbours are tp ranks apart (Megatron-Core's rank order tp-cp-dp); once the
+        # cp group spans more than a node (tp x cp > G), some hop crosses a node boundary every step
+        # and, every rank waiting on its receive before the next step, that hop sets the ring's pace
+        hop_stride = tp if tp * cp <= G else max(tp, G)
         t = 0.0
         for x in soft:
             xr = attention_on_rank(x, tp=tp)
             dq, dv = attention_head_dims(xr)
-            t += comm_time_s("sendrecv", m * xr["kv_heads"] * (dq + dv) * 2, n=2, stride=tp, net=net, gpus_per_node=G)
+            t += comm_time_s("sendrecv", m * xr["kv_heads"] * (dq + dv) * 2, n=2, stride=hop_stride, net=net,
+                             gpus_per_node=G)
         cf, cb = core_s
         f = _hidden((cp - 1) * t, cf, sd)
         out["cp"] = [f, _hidden(2 * (cp - 1) * t, cb, sd), f if rec_on else 0.0]
