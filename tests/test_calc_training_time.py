@@ -339,6 +339,21 @@ def test_compile_and_fp8_casts_move_the_step_as_measured(capsys):
     assert head8 == pytest.approx(head16, rel=0.02)
 
 
+def test_rowwise_float8_casts_the_gathered_rows_under_tp(capsys):
+    # torchtitan @820504e (models/llama3/parallelize_llama.py): tensorwise float8 under TP uses
+    # Float8ColwiseParallel / Float8RowwiseParallel, which cast the sequence shard before the
+    # all-gather; rowwise keeps plain ColwiseParallel / RowwiseParallel ("all-gather happens in high
+    # precision"), so each h-wide activation is cast on all gathered rows. Going from TP 1 to TP 8
+    # the tensorwise casts shrink by more than the rowwise ones.
+    base = gpt(16, 8192, 64) + ["--framework", "pytorch", "--gpu", "h100", "-s", "8192", "-b", "2", "--compile",
+                                "--dtype", "fp8", "--recompute", "none", "-z", "3"]
+    def casts(tp, recipe):
+        res = run(base + ["--num-gpus", str(8 * tp), "--global-batch-size", "16", "-tp", str(tp),
+                          "--fp8-recipe", recipe], capsys)
+        return res["breakdown_s"]["compute_fp8_casts"]
+    assert casts(8, "rowwise") / casts(1, "rowwise") > 1.5 * casts(8, "tensorwise") / casts(1, "tensorwise")
+
+
 def test_tokens_give_days_gpu_hours_and_cost(capsys):
     res = run(["--hf_model_name_or_path", config_path("llama-2-7b"), "--gpu", "h100", "--num-gpus", "64",
                "--global-batch-size", "512", "-s", "4096", "-tp", "1", "--tokens", "2e12",

@@ -35,3 +35,14 @@ def test_modes_charge_their_own_exchanges():
     bp, ba = p2p["breakdown_s"], a2a["breakdown_s"]
     assert ba["exposed_cp_comm"] > bp["exposed_cp_comm"]
     assert ba["compute_cp_kernels"] < bp["compute_cp_kernels"]
+
+
+def test_ring_that_spans_nodes_pays_the_network_hop():
+    # TE's ring sends to the next rank of the cp group (send_dst = cp_global_ranks[(r + 1) % cp],
+    # AttnFuncWithCPAndKVP2P) and each step waits on its receive; Megatron-Core orders ranks tp-cp-dp,
+    # so at TP 4 CP 4 the group spans 16 GPUs and two of its four hops cross an 8-GPU node's boundary.
+    # The same layout inside one 16-GPU NVLink domain keeps every hop on NVLink.
+    argv = LLAMA_8B + ["--num-gpus", "16", "-tp", "4", "-cp", "4", "-s", "131072", "--json"]
+    two_nodes, _, _ = run_main(T.main, argv)
+    one_domain, _, _ = run_main(T.main, argv + ["--gpus-per-node", "16"])
+    assert two_nodes["breakdown_s"]["exposed_cp_comm"] > 2 * one_domain["breakdown_s"]["exposed_cp_comm"]

@@ -31,8 +31,9 @@ def pair_operand_elements(m, m_h, *, h, n_up, n_down):
     """Operand elements of a tensor-parallel pair of linears on one rank: the column-parallel one
     (input h wide, n_up out) and the row-parallel one (n_down in, h out). The h-wide activations
     (the first's input, the second's output gradient) count m_h rows: m / tp under sequence
-    parallelism, where float8 casts the sequence shard before its all-gather (torchao's
-    Float8ColwiseParallel / Float8RowwiseParallel), else all m."""
+    parallelism with tensorwise float8, which casts the sequence shard before its all-gather
+    (torchao's Float8ColwiseParallel / Float8RowwiseParallel), else all m (rowwise float8 under
+    torchtitan's plain TP casts after a bf16 all-gather)."""
     up = m_h * h + h * n_up + m * n_up
     down = (m * n_down + n_down * h + m_h * h) if n_down else 0
     return up + down
@@ -89,6 +90,10 @@ def layer_compute_s(layer, *, h, lay, hw):
     ew_rec_bytes, ew_rec_kernels = 0.0, 0  # memory-bound work a selective module repeats
     ew_bytes, ew_kernels = 0.0, 0
     fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
+    # rows of the h-wide activations torchao casts: the sequence shard under tensorwise (Float8ColwiseParallel
+    # casts before the all-gather); under rowwise torchtitan keeps plain TP, the all-gather moves bf16 and
+    # the cast runs on all m gathered rows (parallelize_llama.py @820504e: enable_float8_tensorwise_tp)
+    m_cast = m if lay.get("fp8_recipe") == "rowwise" else mt
     te_in_norm = te_in_other = te_grad = 0.0  # Transformer Engine's quantized tensors (TE_FP8_CAST_BYTES)
     te_tensors = 0
     other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
@@ -105,7 +110,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             up += mla_q_macs_per_token(ar, h=h) - h * ar["q_lora_rank"] if ar["q_lora_rank"] else 0
             rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
         _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
-        fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=n_out)
+        fp8_elems += pair_operand_elements(m, m_cast, h=h, n_up=n_in, n_down=n_out)
         te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * n_out
         te_grad, te_tensors = te_grad + m * n_in + (mt * h if n_out else 0), te_tensors + 1 + bool(n_out)
         overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
@@ -166,7 +171,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
             f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
             _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full or "mlp" in mods else 0.0)
-            fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_in, n_down=w)
+            fp8_elems += pair_operand_elements(m, m_cast, h=h, n_up=n_in, n_down=w)
             te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * w
             te_grad, te_tensors = te_grad + m * n_in + mt * h, te_tensors + 2
             overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
@@ -199,7 +204,7 @@ def layer_compute_s(layer, *, h, lay, hw):
             n_s = fl["shared_experts"] / (2 * h) - sw
             f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
             f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
-            fp8_elems += pair_operand_elements(m, mt, h=h, n_up=n_s, n_down=sw)
+            fp8_elems += pair_operand_elements(m, m_cast, h=h, n_up=n_s, n_down=sw)
             te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * sw
             te_grad, te_tensors = te_grad + m * n_s + mt * h, te_tensors + 2
             _add(parts, "mlp", f3 + f4, b3 + b4,
@@ -404,11 +409,16 @@ def layer_comm_s(layer, overlap, blocks, *, h, lay, hw, net, core_s):
             b += sum(comm_time_s("alltoall", nb, n=cp, stride=tp, net=net, gpus_per_node=G) for nb in (o_b, q_b + kv_b))
         out["cp"] = [f, b, f if rec_on else 0.0]
     elif cp > 1 and soft:
+        # the ring's neighbours are tp ranks apart (Megatron-Core's rank order tp-cp-dp); once the
+        # cp group spans more than a node (tp x cp > G), some hop crosses a node boundary every step
+        # and, every rank waiting on its receive before the next step, that hop sets the ring's pace
+        hop_stride = tp if tp * cp <= G else max(tp, G)
         t = 0.0
         for x in soft:
             xr = attention_on_rank(x, tp=tp)
             dq, dv = attention_head_dims(xr)
-            t += comm_time_s("sendrecv", m * xr["kv_heads"] * (dq + dv) * 2, n=2, stride=tp, net=net, gpus_per_node=G)
+            t += comm_time_s("sendrecv", m * xr["kv_heads"] * (dq + dv) * 2, n=2, stride=hop_stride, net=net,
+                             gpus_per_node=G)
         cf, cb = core_s
         f = _hidden((cp - 1) * t, cf, sd)
         out["cp"] = [f, _hidden(2 * (cp - 1) * t, cb, sd), f if rec_on else 0.0]
