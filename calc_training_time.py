@@ -6988,7 +6988,6 @@ DEEPSPEED = "deepspeed"
 # DeepSpeed's defaults, elements (deepspeed/runtime/zero/config.py; runtime/engine.py
 # MEMORY_OPT_ALLREDUCE_SIZE for the pipeline engine's and plain data parallelism's all-reduce)
 REDUCE_BUCKET_ELEMENTS = 5e8
-ALLGATHER_BUCKET_ELEMENTS = 5e8
 
 # fp32 master weights, Adam's two moments: read and written once per step each when they live on NVMe
 NVME_OPTIMIZER_BYTES_PER_PARAM = 2 * 12
