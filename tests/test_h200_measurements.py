@@ -29,7 +29,7 @@ import calc_inference_latency as I  # noqa: E402
 import calc_training_time as T  # noqa: E402
 from llmcalc.model.spec import resolve_model_spec  # noqa: E402
 from llmcalc.train.attention_rates import HOPPER_TABLE_PEAK_FLOPS, hopper_attention_fractions  # noqa: E402
-from llmcalc.train.step import fp8_cast_time_s  # noqa: E402
+from llmcalc.train.step import fp8_cast_time_s, pair_operand_elements  # noqa: E402
 from llmcalc.serve.forward import forward_pass  # noqa: E402
 from llmcalc.serve.stacks import resolve_hardware as serve_hardware  # noqa: E402
 
@@ -325,9 +325,10 @@ def _layer(name, mode, fp8):
 
 
 def _operand_elements(m, h, q, kv, ffn):
-    """Every linear's m k + k n + m n of one Llama layer: fused QKV, output, gate+up, down."""
-    lin = [(h, q + 2 * kv), (q, h), (h, 2 * ffn), (ffn, h)]
-    return sum(m * k + k * n + m * n for k, n in lin)
+    """Operand elements of one Llama layer's linears at TP 1 (fused QKV with output, gate+up with
+    down), counted by the step model's own function (train/step.pair_operand_elements)."""
+    return (pair_operand_elements(m, m, h=h, n_up=q + 2 * kv, n_down=q)
+            + pair_operand_elements(m, m, h=h, n_up=2 * ffn, n_down=ffn))
 
 
 # The float8 cast bytes per element were set on the 8B-shaped layer (width 4096); the 1B-shaped
@@ -335,7 +336,6 @@ def _operand_elements(m, h, q, kv, ffn):
 # over bf16, compiled, per layer, 15%.
 @pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
 def test_fp8_cast_time_of_the_1b_layer_within_15_percent(recipe):
-
     bf16 = _layer("1b", "compile", "none")[0]
     measured = statistics.mean((r["kernel_us"]["triton"] - bf16["kernel_us"]["triton"]) / r["blocks"] / 1e6
                                for r in _layer("1b", "compile", recipe))
