@@ -7627,6 +7627,13 @@ def moe_a2a_overlap_s(ep, parts, *, slowdown):
     return [_hidden(ep[0], bwd, slowdown), _hidden(ep[1], fwd, slowdown), ep[2]]
 
 
+def pass_times_s(*parts):
+    """(forward, backward + recompute) seconds of the [forward, backward, recompute] entries of the
+    breakdown dicts given (a layer's or a stage's compute, and its exposed communication), summed."""
+    return (sum(sum(v[0] for v in p.values()) for p in parts),
+            sum(sum(v[1] + v[2] for v in p.values()) for p in parts))
+
+
 def _sum_into(acc, src, times=1):
     for k, v in src.items():
         a = acc.setdefault(k, [0.0, 0.0, 0.0])
@@ -7721,8 +7728,7 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
     n, G = lay["dp"] * lay["cp"], lay["gpus_per_node"]
     ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
     rs = comm_time_s("reduce_scatter", per_layer * lay["grad_bytes"], n=n, stride=lay["tp"], net=net, gpus_per_node=G)
-    f_layer = sum(v[0] for v in comp.values()) / nl
-    b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+    f_layer, b_layer = (t / nl for t in pass_times_s(comp))
     sd = lay["overlap_slowdown"]
     back = (ag if lay["zero_stage"] == 3 else 0.0) + rs
     return lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(back, b_layer, sd)) + rs
@@ -7833,8 +7839,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         params_by_stage.append(cache[pk])
         if eager_framework(lay):
             _sum_into(comp, {"grad_casts_and_copies": eager_grad_s(sum(cache[pk]), len(by_stage[st]), lay=lay, hw=hw)})
-        fwd = sum(v[0] for v in comp.values()) + sum(v[0] for v in comm.values())
-        bwd = sum(v[1] + v[2] for v in comp.values()) + sum(v[1] + v[2] for v in comm.values())
+        fwd, bwd = pass_times_s(comp, comm)
         stage_s.append(fwd + bwd)
         stage_b.append(bwd)
         stage_parts.append((comp, comm))
@@ -7853,8 +7858,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             ag += offload_param_fetch_s(per_layer / (lay["dp"] * lay["cp"]), lay=lay, hw=hw)
         comp = stage_parts[0][0]
         nl = max(len(by_stage[0]), 1)
-        f_layer = sum(v[0] for v in comp.values()) / nl
-        b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+        f_layer, b_layer = (t / nl for t in pass_times_s(comp))
         z3 = m * nl * (_hidden(ag, f_layer, lay["overlap_slowdown"]) + _hidden(ag, b_layer, lay["overlap_slowdown"]))
     elif eager and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1:
         z3 = fsdp_exposed_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), lay=lay, net=net)
@@ -8008,8 +8012,7 @@ def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
                 if k not in cache:
                     cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
                 c = cache[k]
-                fwd = sum(v[0] for v in c["compute"].values()) + sum(v[0] for v in c["comm"].values())
-                bwd = sum(v[1] + v[2] for v in c["compute"].values()) + sum(v[1] + v[2] for v in c["comm"].values())
+                fwd, bwd = pass_times_s(c["compute"], c["comm"])
                 wb = 0.0
                 if lay.get("offload_params"):
                     ne, ex = layer_params_per_rank(layer, h=spec["hidden_size"], norm=spec["norm"], tp=lay["tp"],
@@ -8254,8 +8257,7 @@ def _layer_time_s(spec, lay, *, hw, net, cache, kinds, act_bytes):
         if k not in cache:
             cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
         c = cache[k]
-        fwd = sum(v[0] for v in c["compute"].values()) + sum(v[0] for v in c["comm"].values())
-        bwd = sum(v[1] + v[2] for v in c["compute"].values()) + sum(v[1] + v[2] for v in c["comm"].values())
+        fwd, bwd = pass_times_s(c["compute"], c["comm"])
         total += count * (fwd + bwd)
         ne, ex = layer_params_per_rank(layer, h=h, norm=spec["norm"], tp=lay["tp"], etp=lay["etp"], ep=lay["ep"])
         per_kind.append((count, fwd, bwd, (ne + ex) * OFFLOAD_WEIGHT_BYTES))

@@ -25,7 +25,7 @@ the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimize
 
 from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_params_per_rank, layout_chunk_layers,
                      offloaded_memory, training_memory)
-from .step import LAYER_COST_KEYS, evaluate, layer_cost, memory_config, pipeline_time_s
+from .step import LAYER_COST_KEYS, evaluate, layer_cost, memory_config, pass_times_s, pipeline_time_s
 
 
 def layout_memory(spec, lay, c0, memo=None):
@@ -89,8 +89,7 @@ def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
                 if k not in cache:
                     cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
                 c = cache[k]
-                fwd = sum(v[0] for v in c["compute"].values()) + sum(v[0] for v in c["comm"].values())
-                bwd = sum(v[1] + v[2] for v in c["compute"].values()) + sum(v[1] + v[2] for v in c["comm"].values())
+                fwd, bwd = pass_times_s(c["compute"], c["comm"])
                 wb = 0.0
                 if lay.get("offload_params"):
                     ne, ex = layer_params_per_rank(layer, h=spec["hidden_size"], norm=spec["norm"], tp=lay["tp"],

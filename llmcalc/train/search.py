@@ -13,7 +13,7 @@ from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_activation_by
     layout_chunk_layers, layout_split, pipeline_split_error, stage_params_per_rank, stored_layer_bytes,
     suggest_pipeline_split)
 from .offload import evaluate_layout, layer_offload_exposed_s, layout_memory
-from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s
+from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s, pass_times_s
 
 
 def sequence_flops(spec, *, seq_len):
@@ -228,8 +228,7 @@ def _layer_time_s(spec, lay, *, hw, net, cache, kinds, act_bytes):
         if k not in cache:
             cache[k] = layer_cost(layer, spec=spec, lay=lay, hw=hw, net=net)
         c = cache[k]
-        fwd = sum(v[0] for v in c["compute"].values()) + sum(v[0] for v in c["comm"].values())
-        bwd = sum(v[1] + v[2] for v in c["compute"].values()) + sum(v[1] + v[2] for v in c["comm"].values())
+        fwd, bwd = pass_times_s(c["compute"], c["comm"])
         total += count * (fwd + bwd)
         ne, ex = layer_params_per_rank(layer, h=h, norm=spec["norm"], tp=lay["tp"], etp=lay["etp"], ep=lay["ep"])
         per_kind.append((count, fwd, bwd, (ne + ex) * OFFLOAD_WEIGHT_BYTES))

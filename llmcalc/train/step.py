@@ -516,6 +516,13 @@ def moe_a2a_overlap_s(ep, parts, *, slowdown):
     return [_hidden(ep[0], bwd, slowdown), _hidden(ep[1], fwd, slowdown), ep[2]]
 
 
+def pass_times_s(*parts):
+    """(forward, backward + recompute) seconds of the [forward, backward, recompute] entries of the
+    breakdown dicts given (a layer's or a stage's compute, and its exposed communication), summed."""
+    return (sum(sum(v[0] for v in p.values()) for p in parts),
+            sum(sum(v[1] + v[2] for v in p.values()) for p in parts))
+
+
 def _sum_into(acc, src, times=1):
     for k, v in src.items():
         a = acc.setdefault(k, [0.0, 0.0, 0.0])
@@ -610,8 +617,7 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
     n, G = lay["dp"] * lay["cp"], lay["gpus_per_node"]
     ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
     rs = comm_time_s("reduce_scatter", per_layer * lay["grad_bytes"], n=n, stride=lay["tp"], net=net, gpus_per_node=G)
-    f_layer = sum(v[0] for v in comp.values()) / nl
-    b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+    f_layer, b_layer = (t / nl for t in pass_times_s(comp))
     sd = lay["overlap_slowdown"]
     back = (ag if lay["zero_stage"] == 3 else 0.0) + rs
     return lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(back, b_layer, sd)) + rs
@@ -722,8 +728,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         params_by_stage.append(cache[pk])
         if eager_framework(lay):
             _sum_into(comp, {"grad_casts_and_copies": eager_grad_s(sum(cache[pk]), len(by_stage[st]), lay=lay, hw=hw)})
-        fwd = sum(v[0] for v in comp.values()) + sum(v[0] for v in comm.values())
-        bwd = sum(v[1] + v[2] for v in comp.values()) + sum(v[1] + v[2] for v in comm.values())
+        fwd, bwd = pass_times_s(comp, comm)
         stage_s.append(fwd + bwd)
         stage_b.append(bwd)
         stage_parts.append((comp, comm))
@@ -742,8 +747,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             ag += offload_param_fetch_s(per_layer / (lay["dp"] * lay["cp"]), lay=lay, hw=hw)
         comp = stage_parts[0][0]
         nl = max(len(by_stage[0]), 1)
-        f_layer = sum(v[0] for v in comp.values()) / nl
-        b_layer = sum(v[1] + v[2] for v in comp.values()) / nl
+        f_layer, b_layer = (t / nl for t in pass_times_s(comp))
         z3 = m * nl * (_hidden(ag, f_layer, lay["overlap_slowdown"]) + _hidden(ag, b_layer, lay["overlap_slowdown"]))
     elif eager and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1:
         z3 = fsdp_exposed_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), lay=lay, net=net)
