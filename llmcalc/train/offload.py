@@ -103,7 +103,8 @@ def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
         stage_s.append(res["stage_time_s"][st] + extra)
     m = lay["num_microbatches"]
     old_pipe = pipeline_time_s(res["stage_time_s"], m=m, vp=lay["vp"])
-    step = res["step_time_s"] - old_pipe + pipeline_time_s(stage_s, m=m, vp=lay["vp"])
+    new_pipe = pipeline_time_s(stage_s, m=m, vp=lay["vp"])
+    step = res["step_time_s"] - old_pipe + new_pipe
     r = step / res["step_time_s"]
     out = dict(res, step_time_s=step, stage_time_s=stage_s, mfu=res["mfu"] / r, hfu=res["hfu"] / r,
                model_tflops_per_gpu=res["model_tflops_per_gpu"] / r, tokens_per_s=res["tokens_per_s"] / r,
@@ -111,6 +112,6 @@ def with_offload_time(spec, lay, res, *, hw, net, cache, act_bytes_per_layer):
     worst = max(range(len(stage_s)), key=lambda i: stage_s[i])
     bd = dict(res["breakdown_s"])
     bd["exposed_offload_copies"] = m * added[worst]
-    bd["pipeline_bubble"] = pipeline_time_s(stage_s, m=m, vp=lay["vp"]) - m * stage_s[worst]
+    bd["pipeline_bubble"] = new_pipe - m * stage_s[worst]
     out.update(breakdown_s=bd, slowest_stage=worst)
     return out
