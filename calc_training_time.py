@@ -8704,11 +8704,12 @@ def host_link_reached_bytes_per_s(rec):
 
 def gpu_family(name):
     """The family a GPU's kernel constants are keyed by (train/kernels.py FLASH_EFFICIENCY and the
-    like): h100 (Hopper: H100, H200, GH200), blackwell (B200, GB200, B300), a100, or default."""
+    like): h100 (Hopper: H100, H200, GH200), blackwell (B200, GB200, B300, GB300), a100, or default
+    (by substring, so "gh200" is an h200 and "gb300" a b300)."""
     n = (name or "").lower()
-    if "h100" in n or "h200" in n or "gh200" in n:
+    if "h100" in n or "h200" in n:
         return "h100"
-    if "b200" in n or "b300" in n or "gb300" in n:
+    if "b200" in n or "b300" in n:
         return "blackwell"
     return "a100" if "a100" in n else "default"
 
