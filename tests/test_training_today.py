@@ -99,8 +99,9 @@ for name, a, h, L, tp, pp, n, gbs, tflops, err in [
                      "model_tflops_per_gpu", tflops, err))
 
 # --- Megatron-Bridge 25.11 (dense and MoE rows whose layout the script can express). Not stated:
-# recompute and dispatcher; as tests/test_moe_training_rows.py (the same page, decided before any
-# row was run): --recompute none, -z 1 unless FSDP, the alltoall dispatcher, balanced routing.
+# recompute and dispatcher; as the first MoE check of the same page decided before any row was run
+# (VALIDATION.md, "MoE training as Megatron-Core runs it"): --recompute none, -z 1 unless FSDP, the
+# alltoall dispatcher, balanced routing.
 # FP8-CS (per-tensor current scaling) runs --fp8-recipe tensorwise (Megatron-Core's name for it) and
 # FP8-MX (32-element blocks) --fp8-recipe mxfp8: Transformer Engine's quantize kernels of each
 # (train/kernels.py TE_FP8_CAST_BYTES).
