@@ -7111,7 +7111,7 @@ def deepep_time_s(*, tokens, h, experts, picks, ep, gpus_per_node, intra_bytes_p
     node once over RDMA (then forwarded over NVLink), node-limited routing capping the nodes; the
     slower link sets the time, at DEEPEP_*_FRACTION of its line rate. Bytes per value: FP8 with its
     scales or BF16 on dispatch, BF16 on combine."""
-    nodes = max(1, ep // gpus_per_node) if ep > gpus_per_node else 1
+    nodes = ep // gpus_per_node if ep > gpus_per_node else 1
     d_rank = expected_distinct_groups(experts=experts, groups=ep, picks=picks)
     d_node = expected_distinct_groups(experts=experts, groups=nodes, picks=picks) if nodes > 1 else 0.0
     if node_limit:
@@ -7984,9 +7984,10 @@ def evaluate_layout(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
 
 
 def layer_offload_exposed_s(*, weight_bytes, act_bytes, fwd_s, bwd_s, pcie_bytes_per_s):
-    """(forward, backward) seconds one layer's host copies add to one micro-batch: forward
-    max(weights, activations) / link, backward (weights + activations) / link, each less the
-    layer's compute of that pass (its recompute included), never below zero."""
+    """(forward, backward) seconds one layer's host copies add to one micro-batch (Calculon's
+    _get_fw_offload_size / _get_bw_offload_size, Isaev et al. 2023): forward max(weights,
+    activations) / link (the two directions at once), backward (weights + activations) / link (both
+    inbound), each less the layer's compute of that pass (its recompute included), never below zero."""
     f = max(weight_bytes, act_bytes) / pcie_bytes_per_s
     b = (weight_bytes + act_bytes) / pcie_bytes_per_s
     return max(0.0, f - fwd_s), max(0.0, b - bwd_s)

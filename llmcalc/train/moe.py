@@ -44,7 +44,7 @@ def deepep_time_s(*, tokens, h, experts, picks, ep, gpus_per_node, intra_bytes_p
     node once over RDMA (then forwarded over NVLink), node-limited routing capping the nodes; the
     slower link sets the time, at DEEPEP_*_FRACTION of its line rate. Bytes per value: FP8 with its
     scales or BF16 on dispatch, BF16 on combine."""
-    nodes = max(1, ep // gpus_per_node) if ep > gpus_per_node else 1
+    nodes = ep // gpus_per_node if ep > gpus_per_node else 1
     d_rank = expected_distinct_groups(experts=experts, groups=ep, picks=picks)
     d_node = expected_distinct_groups(experts=experts, groups=nodes, picks=picks) if nodes > 1 else 0.0
     if node_limit:

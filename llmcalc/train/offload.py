@@ -61,9 +61,10 @@ def evaluate_layout(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
 
 
 def layer_offload_exposed_s(*, weight_bytes, act_bytes, fwd_s, bwd_s, pcie_bytes_per_s):
-    """(forward, backward) seconds one layer's host copies add to one micro-batch: forward
-    max(weights, activations) / link, backward (weights + activations) / link, each less the
-    layer's compute of that pass (its recompute included), never below zero."""
+    """(forward, backward) seconds one layer's host copies add to one micro-batch (Calculon's
+    _get_fw_offload_size / _get_bw_offload_size, Isaev et al. 2023): forward max(weights,
+    activations) / link (the two directions at once), backward (weights + activations) / link (both
+    inbound), each less the layer's compute of that pass (its recompute included), never below zero."""
     f = max(weight_bytes, act_bytes) / pcie_bytes_per_s
     b = (weight_bytes + act_bytes) / pcie_bytes_per_s
     return max(0.0, f - fwd_s), max(0.0, b - bwd_s)
