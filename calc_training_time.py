@@ -8792,15 +8792,14 @@ def resolve_hardware(args, parser):
     if not intra:
         parser.error(f"{base.get('name')} has no scale-up bandwidth in hardware.py; pass --intra-node-bw-GBps")
     gpn = args.gpus_per_node or gpn_default or 8
-    fam = gpu_family(base.get("name") or base.get("key"))
-    key = base.get("name")
+    fam = gpu_family(gpu_key or base.get("key"))
     if args.gpu_memory_gib is not None:
         mem = args.gpu_memory_gib * GIB
     else:
         mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
     hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
           "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
-          "sms": SM_COUNT.get(key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
+          "sms": SM_COUNT.get(gpu_key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
           "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": host_link_reached_bytes_per_s(base), "memory_bytes": mem,
           "gpus_per_node": int(gpn), "link_bytes_per_s": (intra, inter or intra / 8)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
