@@ -389,11 +389,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
             if lay["zero_stage"] == 2 and zk in zero1_fits:
                 continue  # the ZeRO-1 twin (costed first: same bound, earlier group) fits, never slower
         mem, act = layout_memory(spec, lay, c0, memo)
-        if lay["zero_stage"] == 1:
-            zero1_fits.add(zk) if hw["memory_bytes"] is None or mem["total_bytes"] <= hw["memory_bytes"] else None
         if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
             too_big[mk] = min(b, too_big.get(mk, math.inf))  # a larger micro-batch only needs more
             continue
+        if lay["zero_stage"] == 1:
+            zero1_fits.add(zk)
         res = evaluate_layout(spec, lay, hw=hw, net=net, c0=c0, flops=flops, cache=cache, memory=(mem, act))
         evaluated += 1
         fits.setdefault((gi, sp, mode, dpo, ri, b), []).append((offload, res))
