@@ -9023,7 +9023,8 @@ def build_parser():
     o.add_argument("--cost-per-gpu-hour", type=price_list, default=None,
                    help="price of one GPU-hour; with a list of --gpu, one price or one per GPU in the same order")
     o.add_argument("--deadline-days", type=finite_float, default=None,
-                   help="with --tokens and a list of clusters: the run must finish within this many days")
+                   help="with --tokens: whether the run finishes within this many days; with a list of "
+                        "clusters, the ones that do rank first")
     o.add_argument("--search", action="store_true", help="rank every layout of --num-gpus")
     o.add_argument("--top", type=bounded_int, default=5, help="layouts to print with --search (default 5)")
     o.add_argument("--rank-by", choices=("time", "cost"), default="time",
@@ -9092,8 +9093,10 @@ def format_report(res):
     if res.get("training"):
         t = res["training"]
         cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        due = (f"; {'meets' if t['meets_deadline'] else 'misses'} the {t['deadline_days']:g}-day deadline"
+               if "meets_deadline" in t else "")
         lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
-                     f"{t['gpu_hours']:,.0f} GPU-hours{cost}")
+                     f"{t['gpu_hours']:,.0f} GPU-hours{cost}{due}")
     if res.get("clusters"):
         lines.extend(cluster_table(res))
     if res.get("layouts") is not None:
@@ -9565,6 +9568,9 @@ def main(argv=None):
         res["training"] = {"tokens": args.tokens, "steps": steps, "time_s": wall, "days": wall / SECONDS_PER_DAY,
                            "gpu_hours": gh, "cost_per_gpu_hour": args.cost_per_gpu_hour,
                            "cost": gh * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None}
+        if args.deadline_days is not None:  # this run against it (a list of clusters also ranks by it)
+            res["training"].update(deadline_days=args.deadline_days,
+                                   meets_deadline=wall / SECONDS_PER_DAY <= args.deadline_days)
     res["assumptions"] = assumptions(hw, lay)
     for note in [*hw_notes, *notes]:
         print(f"note: {note}", file=sys.stderr)

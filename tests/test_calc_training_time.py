@@ -828,3 +828,14 @@ def test_a_job_inside_one_nvlink_domain_never_touches_the_network(capsys):
     big = base[:base.index("--num-gpus") + 1] + ["128"] + base[base.index("--num-gpus") + 2:]
     b_fast, b_slow = run(big, capsys), run(big + ["--inter-node-bw-GBps", "0.05"], capsys)
     assert b_slow["step_time_s"] > b_fast["step_time_s"]
+
+
+def test_a_deadline_on_one_run_says_whether_it_is_met(capsys):
+    # --deadline-days without a list of clusters answers for the one run (it was accepted and not
+    # used): met exactly when the run's days are within it, on the same run's days
+    base = ["--hf_model_name_or_path", config_path("llama-2-7b"), "--gpu", "h100", "--num-gpus", "64", "-s", "4096",
+            "--global-batch-size", "512", "--tokens", "1T"]
+    days = run(base, capsys)["training"]["days"]
+    for d, met in ((days * 1.01, True), (days * 0.99, False)):
+        t = run(base + ["--deadline-days", str(d)], capsys)["training"]
+        assert t["days"] == days and t["deadline_days"] == d and t["meets_deadline"] is met
