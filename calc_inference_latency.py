@@ -6855,7 +6855,6 @@ SHAREGPT_SIGMA = 1.0
 SHAREGPT_MAX_INPUT_TOKENS = 1024  # vLLM's sampler drops longer prompts
 SHAREGPT_MAX_TOTAL_TOKENS = 2048  # ... and longer prompt + reply pairs
 SHAREGPT_MIN_TOKENS = 4           # ... and shorter prompts or replies
-DATASETS = ("fixed", "random", "sharegpt")
 TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
 TRACE_LIMIT_TOKENS = 10 ** 9  # FLAG_RANGES' bound on -s and -o
 
@@ -8665,7 +8664,7 @@ def add_mix_args(parser):
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
                    help="K draft tokens proposed per decoding sequence and verified in one pass of K + 1 "
                         "(vLLM's num_speculative_tokens, SGLang's speculative-num-steps); default none")
-    g.add_argument("--speculative-method", choices=("mtp", "eagle", "draft", "ngram"), default=None,
+    g.add_argument("--speculative-method", choices=SPECULATIVE_METHODS, default=None,
                    help="the draft: mtp = the model's own MTP module (read from the config), eagle = an EAGLE "
                         "head (one decoder layer of the target's shape), draft = a smaller model "
                         "(--draft-model), ngram = prompt lookup on the host (no GPU work); default mtp when "

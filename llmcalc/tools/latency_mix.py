@@ -5,6 +5,7 @@ formulas live in serve/workload.py, serve/simulate.py and serve/speculative.py."
 from ..cli import bounded_int, finite_float
 from ..model.spec import resolve_model_spec
 from ..serve.engine import layout_problem
+from ..serve.speculative import SPECULATIVE_METHODS
 
 
 def add_mix_args(parser):
@@ -49,7 +50,7 @@ def add_mix_args(parser):
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
                    help="K draft tokens proposed per decoding sequence and verified in one pass of K + 1 "
                         "(vLLM's num_speculative_tokens, SGLang's speculative-num-steps); default none")
-    g.add_argument("--speculative-method", choices=("mtp", "eagle", "draft", "ngram"), default=None,
+    g.add_argument("--speculative-method", choices=SPECULATIVE_METHODS, default=None,
                    help="the draft: mtp = the model's own MTP module (read from the config), eagle = an EAGLE "
                         "head (one decoder layer of the target's shape), draft = a smaller model "
                         "(--draft-model), ngram = prompt lookup on the host (no GPU work); default mtp when "
