@@ -6701,6 +6701,13 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def md1_wait_s(*, rho, service_s):
+    """Mean wait in queue of an M/D/1 server (Poisson arrivals, deterministic service S) at load
+    rho < 1: rho S / (2 (1 - rho)), the Pollaczek-Khinchine mean value formula with c_s = 0
+    (Kleinrock 1975, vol. 1, ch. 5)."""
+    return rho * service_s / (2 * (1 - rho))
+
+
 def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
     """Mean wait of a prompt for the others' prefills ahead of it: one server of deterministic
     service S. Open loop (Poisson arrivals at clients / cycle_s): the M/D/1 mean rho S / (2 (1 -
@@ -6714,7 +6721,7 @@ def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
         return 0.0
     if open_loop:
         rho = clients / cycle_s * service_s
-        return (min(rho * service_s / (2 * (1 - rho)), clients * service_s) if rho < 1 - 1e-9
+        return (min(md1_wait_s(rho=rho, service_s=service_s), clients * service_s) if rho < 1 - 1e-9
                 else clients * service_s)
     n_all = max(1, round(clients))
     think = max(cycle_s - service_s, 0.0)
@@ -7862,7 +7869,7 @@ def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft, cap):
     (at least 1; at most the cap requests its KV pool holds, which is also b for a stack that does
     not chunk) back to back, each batch taking t_b (forward_pass
     plus the step cost), so it serves mu = b / t_b requests/s. At load rho = R / mu an arriving
-    prompt waits rho t_b / (2 (1 - rho)) (M/D/1, Kleinrock 1975 sec. 5.6), then runs in a batch
+    prompt waits rho t_b / (2 (1 - rho)) (M/D/1: md1_wait_s), then runs in a batch
     rho b full (at least its own prompt), then its KV cache crosses to the decode pool
     (kv_transfer_s); TTFT adds the stack's per-request cost. Returns (requests/s per replica at the
     highest load whose TTFT meets max_ttft, the TTFT there) or None when even an idle replica
@@ -7880,7 +7887,7 @@ def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft, cap):
     fixed = kv_transfer_s + hw["request_overhead_s"]
 
     def ttft(rho):
-        return rho * tb / (2 * (1 - rho)) + t1 + (tb - t1) * rho + fixed
+        return md1_wait_s(rho=rho, service_s=tb) + t1 + (tb - t1) * rho + fixed
     if ttft(0.0) > max_ttft:
         return None
     lo, hi = 0.0, (0.999 if max_ttft < math.inf else 0.9)
