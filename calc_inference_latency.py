@@ -5092,6 +5092,14 @@ def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, sta
     return pool, per, dp * (int(pool // per) if per > 0 and pool > 0 else (10 ** 9 if pool > 0 else 0))
 
 
+def kv_pool_tokens(*, pool_bytes, bytes_per_request, context, dp=1):
+    """The KV pool in tokens, as a per-request simulation counts it: dp pools of pool_bytes, each
+    token taking bytes_per_request / context (kv_pool_capacity's per-request cache at `context`
+    tokens, spread evenly: a sliding window's or a linear mixer's constant cache is averaged over
+    the context it was sized at). No per-token cache (a model without one): unbounded, 1e15."""
+    return dp * pool_bytes * context / bytes_per_request if bytes_per_request > 0 else 1e15
+
+
 def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None, ep=1, etp=None):
     """Weight bytes of one layer on one TP rank, with the memory script's split (attention_on_rank,
     mlp_on_rank with each routed expert's width over tp; Shoeybi et al. 2019 sec. 3): the rank's
@@ -7750,7 +7758,7 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
     dict main reports under "serving"."""
     dp, ep = args.data_parallel_size, args.expert_parallel_size
     reqs = args.requests
-    pool_tokens = dp * pool * context / per_req if per_req > 0 else 10.0 ** 15
+    pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=context, dp=dp)
     budget = hw["token_budget"] or math.inf
     host = host_tier(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, per_req=per_req, context=context,
                      s_mean=sum(r[1] for r in reqs) / len(reqs)) if args.host_kv_cache_gib else None
@@ -8387,7 +8395,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
             run_cap = min(cap, seqs) if seqs else cap
             budget = hw["token_budget"] or math.inf
-            pool_tokens = dp * pool * ctx / per_req if per_req > 0 else 1e15
+            pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=ctx, dp=dp)
             sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
                                prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
                                token_budget=budget, bits=bits)

@@ -13,7 +13,7 @@ import argparse
 import math
 import sys
 
-from .memory import kv_pool_capacity, weight_bytes_per_gpu
+from .memory import kv_pool_capacity, kv_pool_tokens, weight_bytes_per_gpu
 from .search import serving_layouts
 from .simulate import simulate_requests
 from .stacks import resolve_hardware
@@ -140,7 +140,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
             run_cap = min(cap, seqs) if seqs else cap
             budget = hw["token_budget"] or math.inf
-            pool_tokens = dp * pool * ctx / per_req if per_req > 0 else 1e15
+            pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=ctx, dp=dp)
             sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
                                prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
                                token_budget=budget, bits=bits)

@@ -6,7 +6,7 @@ import sys
 
 from ..cli import _num
 from ..model.kinds import layer_groups
-from .memory import kv_pool_capacity
+from .memory import kv_pool_capacity, kv_pool_tokens
 from .steady import concurrency_for_rate, steady_state
 
 
@@ -159,7 +159,7 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
     from .workload import length_summary
     dp, ep = args.data_parallel_size, args.expert_parallel_size
     reqs = args.requests
-    pool_tokens = dp * pool * context / per_req if per_req > 0 else 10.0 ** 15
+    pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=context, dp=dp)
     budget = hw["token_budget"] or math.inf
     host = host_tier(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, per_req=per_req, context=context,
                      s_mean=sum(r[1] for r in reqs) / len(reqs)) if args.host_kv_cache_gib else None
