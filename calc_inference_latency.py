@@ -8568,9 +8568,10 @@ def run_capacity(spec, args, parser, *, bits):
                          sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
     w = plan["winner"]
     if w is None:
-        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets TTFT <= "
-                     f"{args.max_ttft_ms} ms and TPOT <= {args.max_tpot_ms} ms at p{args.slo_percentile}, even "
-                     "lightly loaded: relax the targets, cut -s/-o or --precision, or add a GPU kind")
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets "
+                     f"{targets_text(args.max_ttft_ms, args.max_tpot_ms)} at "
+                     f"p{args.slo_percentile}, even lightly loaded: relax the targets, cut -s/-o or --precision, or "
+                     "add a GPU kind")
     model = args.hf_model_name_or_path or "MODEL"
     prefix = bool(args.prefix_tokens) or any(r[3] is not None for r in reqs)
 
@@ -8614,13 +8615,18 @@ def run_capacity(spec, args, parser, *, bits):
     return res
 
 
+def targets_text(max_ttft_ms, max_tpot_ms):
+    """The targets given, in words ("TTFT <= 300 ms and TPOT <= 25 ms"); a target not given is left out."""
+    return " and ".join(f"{n} <= {v} ms" for n, v in (("TTFT", max_ttft_ms), ("TPOT", max_tpot_ms)) if v is not None)
+
+
 def capacity_report(res):
     """The plan as text: one line per GPU kind, the winner and its engine command."""
     def money(x):
         return "-" if x is None else f"${x:,.3f}"
     lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
-             f"{res['mean_output_tokens']:,.0f} output tokens (means), TTFT <= {res['max_ttft_ms']} ms and TPOT <= "
-             f"{res['max_tpot_ms']} ms at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
+             f"{res['mean_output_tokens']:,.0f} output tokens (means), {targets_text(res['max_ttft_ms'], res['max_tpot_ms'])} "
+             f"at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
              f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
              f"{'$/M in':>10}{'$/M out':>10}"]
     for g, c in res["by_gpu"].items():

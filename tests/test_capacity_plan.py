@@ -101,3 +101,13 @@ def test_capacity_flags_refused_in_one_line(argv, says, capsys):
         cil.main(L8 + argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and says in err[-1] and "Traceback" not in "".join(err)
+
+
+def test_a_plan_with_one_target_names_only_that_one(capsys):
+    # the report's header and the no-layout error say the targets given, never "TTFT <= None ms"
+    res = run(L8 + ["--gpu", "h100", "--target-request-rate", "5", "-s", "500", "-o", "100", "--max-tpot-ms", "40"])
+    assert cil.capacity_report(res).splitlines()[0].endswith("TPOT <= 40.0 ms at p90, vllm stack")
+    with pytest.raises(SystemExit):
+        cil.main(L8 + ["--gpu", "h100", "--target-request-rate", "5", "--max-tpot-ms", "0.001"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "TPOT <= 0.001 ms at p90" in err and "None" not in err
