@@ -111,3 +111,9 @@ def test_a_plan_with_one_target_names_only_that_one(capsys):
         cil.main(L8 + ["--gpu", "h100", "--target-request-rate", "5", "--max-tpot-ms", "0.001"])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "TPOT <= 0.001 ms at p90" in err and "None" not in err
+
+
+def test_targets_outside_a_plan_or_search_are_said_to_do_nothing(capsys):
+    # --max-ttft-ms without --search or --target-request-rate holds nothing to it: a note, not silence
+    cil.main(L8 + ["--gpu", "h100", "-c", "4", "--max-ttft-ms", "300"])
+    assert "--max-ttft-ms is a target of --search or a capacity plan" in capsys.readouterr().err

@@ -611,6 +611,11 @@ def validate(args, parser, spec):
     if unused and args.num_requests is None:
         args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
                                "--num-requests benchmark; without it there are none to draw")
+    targets = [f for f, v in (("--max-ttft-ms", args.max_ttft_ms), ("--max-tpot-ms", args.max_tpot_ms)) if v is not None]
+    if targets and not args.search and not args.capacity:
+        args.flag_notes.append(f"{' and '.join(targets)} {'is a target' if len(targets) == 1 else 'are targets'} of "
+                               "--search or a capacity plan (--target-request-rate R); nothing here is held to "
+                               f"{'it' if len(targets) == 1 else 'them'}")
     args.seed = 0 if args.seed is None else args.seed
     args.arrivals = args.arrivals or "poisson"
 
