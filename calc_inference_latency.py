@@ -6520,6 +6520,15 @@ def tokens_per_step(rates):
     return out
 
 
+def speculative_decode_steps(*, output_tokens, tokens_per_step, whole):
+    """Decode steps + 1 a request of o output tokens runs with speculative decoding: the first token
+    from its prefill, the other o - 1 at the expected tokens_per_step per verification step,
+    1 + (o - 1) / tokens_per_step (the mean; whole=True rounds the steps up, as a stepped
+    simulation runs whole steps). Without speculation it is o."""
+    n = (output_tokens - 1) / tokens_per_step
+    return 1 + (math.ceil(n) if whole else n)
+
+
 def acceptance_rates(text, k):
     """--acceptance-rate as K per-position rates: one value (every position alike, the i.i.d.
     assumption of Leviathan et al.) or K comma-separated values. Raises ValueError (one line)."""
@@ -7313,7 +7322,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     sp = hw.get("speculative")
     # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
     # the expected tokens per verification step (rounded up)
-    o_run = [r[2] if not sp or r[2] == 1 else 1 + math.ceil((r[2] - 1) / sp["tokens_per_step"]) for r in reqs]
+    o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
+             if sp else r[2] for r in reqs]
     run_cap = max(1, min(max_running // units if max_running else 10 ** 9, K))
     free = pool_tokens / units  # tokens of the unit's pool
     req_s, step_oh = hw["request_overhead_s"], hw["step_overhead_s"]
@@ -7681,7 +7691,8 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     if args.num_requests is not None:
         try:
             sp = hw.get("speculative")
-            steps = 1 + math.ceil((o - 1) / sp["tokens_per_step"]) if sp and o > 1 else None
+            steps = (speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=True)
+                     if sp and o > 1 else None)
             st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
                                     token_budget=budget, run_cap=run_cap, bits=bits, output_steps=steps,
                                     rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
@@ -7698,7 +7709,7 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                     output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                     tokens_per_s_per_user=1.0 / st["tpot_s"])
     sp = hw.get("speculative")  # a request's decode steps at the accepted tokens per step
-    o_steps = 1 + (o - 1) / sp["tokens_per_step"] if sp else o
+    o_steps = speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=False) if sp else o
     kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)

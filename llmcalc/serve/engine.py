@@ -7,6 +7,7 @@ import sys
 from ..cli import _num
 from ..model.kinds import layer_groups
 from .memory import kv_pool_capacity, kv_pool_tokens
+from .speculative import speculative_decode_steps
 from .steady import concurrency_for_rate, steady_state
 
 
@@ -73,7 +74,8 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
         from .simulate import SimulationTooLong, simulate_benchmark  # only --num-requests
         try:
             sp = hw.get("speculative")
-            steps = 1 + math.ceil((o - 1) / sp["tokens_per_step"]) if sp and o > 1 else None
+            steps = (speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=True)
+                     if sp and o > 1 else None)
             st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
                                     token_budget=budget, run_cap=run_cap, bits=bits, output_steps=steps,
                                     rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
@@ -90,7 +92,7 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                     output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                     tokens_per_s_per_user=1.0 / st["tpot_s"])
     sp = hw.get("speculative")  # a request's decode steps at the accepted tokens per step
-    o_steps = 1 + (o - 1) / sp["tokens_per_step"] if sp else o
+    o_steps = speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=False) if sp else o
     kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)

@@ -46,6 +46,15 @@ def tokens_per_step(rates):
     return out
 
 
+def speculative_decode_steps(*, output_tokens, tokens_per_step, whole):
+    """Decode steps + 1 a request of o output tokens runs with speculative decoding: the first token
+    from its prefill, the other o - 1 at the expected tokens_per_step per verification step,
+    1 + (o - 1) / tokens_per_step (the mean; whole=True rounds the steps up, as a stepped
+    simulation runs whole steps). Without speculation it is o."""
+    n = (output_tokens - 1) / tokens_per_step
+    return 1 + (math.ceil(n) if whole else n)
+
+
 def acceptance_rates(text, k):
     """--acceptance-rate as K per-position rates: one value (every position alike, the i.i.d.
     assumption of Leviathan et al.) or K comma-separated values. Raises ValueError (one line)."""
