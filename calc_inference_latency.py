@@ -8384,6 +8384,9 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
     cands, by_gpu = [], {}
+    # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
+    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
+        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
     for g_i, gpu in enumerate(gpus):
         a = argparse.Namespace(**vars(args))
         a.gpu = gpu
@@ -8448,14 +8451,10 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
                  "hw": hw, "bits": bits, "budget": budget, "pool_tokens": pool_tokens, "max_num_seqs": seqs,
                  "memory_utilization": hw["memory_utilization"], "token_budget": hw["token_budget"]}
             cands.append(c)
-            key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
-                lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
             if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
                 by_gpu[gpu] = c
     if not by_gpu:
         return {"candidates": cands, "by_gpu": by_gpu, "winner": None}
-    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
-        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
