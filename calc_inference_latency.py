@@ -9455,13 +9455,10 @@ def main(argv=None):
         pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
         sp = args.speculative
-        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step
-
+        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step (mixed_step)
             def spec_step(ctx):
-                r = with_step(forward_pass(spec, hw, batch=b, new_tokens=sp["k"] + 1, context_before=ctx,
-                                           absorbed=True, **lay, **bits))
-                d = draft_step_s(sp, hw, batch=b, context=ctx, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
-                return dict(r, time_s=r["time_s"] + d, components_s=dict(r["components_s"], speculative_draft=d))
+                return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0, prompt_tokens=s,
+                                  bits=bits, **lay)
             first, last = spec_step(s), spec_step(s + max(o - 2, 0))
             pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
             dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]

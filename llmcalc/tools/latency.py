@@ -200,7 +200,7 @@ from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
     DEFAULT_ALLREDUCE_LATENCY_US, DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_KERNEL_OVERHEAD_US,
     DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY,
     LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, resolve_hardware)
-from ..serve.steady import critical_batch, decode_total_s
+from ..serve.steady import critical_batch, decode_total_s, mixed_step
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -820,14 +820,10 @@ def main(argv=None):
         pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
         sp = args.speculative
-        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step
-            from ..serve.speculative import draft_step_s
-
+        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step (mixed_step)
             def spec_step(ctx):
-                r = with_step(forward_pass(spec, hw, batch=b, new_tokens=sp["k"] + 1, context_before=ctx,
-                                           absorbed=True, **lay, **bits))
-                d = draft_step_s(sp, hw, batch=b, context=ctx, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
-                return dict(r, time_s=r["time_s"] + d, components_s=dict(r["components_s"], speculative_draft=d))
+                return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0, prompt_tokens=s,
+                                  bits=bits, **lay)
             first, last = spec_step(s), spec_step(s + max(o - 2, 0))
             pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
             dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
