@@ -194,7 +194,7 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
 
 
 def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean):
-    """The host KV tier of a mix run (offload.py): its size in tokens (the GPU pool's bytes per token),
+    """The host KV tier of a mix run (offload.py): its size in tokens (kv_pool_tokens, at the GPU pool's bytes per token),
     the seconds one token takes to come back, and what computing it again would take instead (a
     prefill of the mix's mean prompt, per token)."""
     from .forward import forward_pass
@@ -209,7 +209,8 @@ def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean)
     pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=1, new_tokens=n, context_before=0, absorbed=False,
                        dp=args.data_parallel_size, ep=args.expert_parallel_size, **bits)["time_s"] / n
     out = load_vs_recompute(kv_bytes_per_token=per_token, host_bytes_per_s=bw, prefill_s_per_token=pre)
-    out.update(host_bytes_per_gpu=args.host_kv_cache_gib * 2 ** 30, host_bytes_per_s=bw,
-               kv_bytes_per_token_per_gpu=per_token,
-               host_tokens=args.data_parallel_size * args.host_kv_cache_gib * 2 ** 30 / per_token if per_token else 0)
+    host_bytes = args.host_kv_cache_gib * 2 ** 30
+    out.update(host_bytes_per_gpu=host_bytes, host_bytes_per_s=bw, kv_bytes_per_token_per_gpu=per_token,
+               host_tokens=kv_pool_tokens(pool_bytes=host_bytes, bytes_per_request=per_req, context=context,
+                                          dp=args.data_parallel_size) if per_req > 0 else 0)
     return out
