@@ -194,9 +194,9 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
 
 
 def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean):
-    """The host KV tier of a mix run (offload.py): its size in tokens (kv_pool_tokens, at the GPU pool's bytes per token),
-    the seconds one token takes to come back, and what computing it again would take instead (a
-    prefill of the mix's mean prompt, per token)."""
+    """The host KV tier of a mix run (offload.py): its size in tokens (kv_pool_tokens, at the GPU
+    pool's bytes per token), the seconds one token takes to come back, and what computing it again
+    would take instead (a prefill of the mix's mean prompt, per token)."""
     from .forward import forward_pass
     from .offload import host_link_bytes_per_s, load_vs_recompute
     bw = (args.host_kv_bandwidth_gbps * 1e9 if args.host_kv_bandwidth_gbps is not None
