@@ -9246,7 +9246,14 @@ def validate(args, parser, spec):
     validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
-    if unused and args.num_requests is None:
+    if args.trace:  # a trace's arrivals are drawn only at a --request-rate; --seed also draws --prefix-hit-rate's
+        unused = [f for f in unused if args.request_rate is None
+                  and not (f == "--seed" and args.prefix_hit_rate is not None)]
+        if unused:
+            args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} arrivals at a "
+                                   "--request-rate; without it the trace's requests come at their own times "
+                                   "(or from the -c clients)")
+    elif unused and args.num_requests is None:
         args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
                                "--num-requests benchmark; without it there are none to draw")
     targets = [f for f, v in (("--max-ttft-ms", args.max_ttft_ms), ("--max-tpot-ms", args.max_tpot_ms)) if v is not None]

@@ -376,3 +376,21 @@ def test_prefix_cache_ratios_against_vllm_pr_1983(qps, metric):
     col = ("requests_per_s", "e2e_s", "ttft_s").index(metric)
     pub_cache, pub_base = VLLM_1983[qps]
     assert cached[metric] / plain[metric] == pytest.approx(pub_cache[col] / pub_base[col], rel=0.20)
+
+
+def test_seed_and_arrivals_draw_a_traces_arrivals_at_a_rate_and_are_noted_otherwise(tmp_path, capsys):
+    # a trace at --request-rate R gets drawn arrivals: --seed and --arrivals change them (no note);
+    # without a rate the trace's own times stand and the note says the flags draw nothing
+    path = _write(tmp_path, "t.jsonl", "".join(json.dumps(dict(arrival_s=0.01 * i, input_tokens=1000 + i,
+                                                                 output_tokens=100)) + "\n" for i in range(300)))
+    base = L8 + ["--gpu", "h100", "--trace", path, "--json"]
+    p99 = []
+    for extra in (["--request-rate", "20", "--seed", "0"], ["--request-rate", "20", "--seed", "3"],
+                  ["--request-rate", "20", "--arrivals", "uniform"]):
+        cil.main(base + extra)
+        out, err = capsys.readouterr()
+        p99.append(json.loads(out)["serving"]["ttft_p99_s"])
+        assert "draw" not in err
+    assert len(set(p99)) == 3
+    cil.main(base + ["--seed", "3"])
+    assert "--seed draws arrivals at a --request-rate" in capsys.readouterr().err
