@@ -9246,8 +9246,10 @@ def validate(args, parser, spec):
     validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
-    if args.trace:  # a trace's arrivals are drawn only at a --request-rate; --seed also draws --prefix-hit-rate's
-        unused = [f for f in unused if args.request_rate is None
+    if args.capacity and args.arrivals is not None:
+        args.flag_notes.append("--arrivals: a capacity plan sizes each layout on Poisson arrivals (its convention)")
+    if args.trace:  # a trace's arrivals are drawn only at a --request-rate (or in a capacity plan's runs);
+        unused = [f for f in unused if args.request_rate is None and not args.capacity  # --seed: also a hit rate's
                   and not (f == "--seed" and args.prefix_hit_rate is not None)]
         if unused:
             args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} arrivals at a "
