@@ -8378,13 +8378,14 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` that serve `rate` requests/s
     of `requests`' mix within max_ttft / max_tpot (seconds, inf: none) at `percentile` (50, 90 or
     99), at the bits given (`bits`, as forward_pass takes them). Returns
-    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall}."""
+    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall,
+    "layouts_fitted": layouts whose KV pool holds the longest request}."""
     import time  # only a capacity plan times itself
     t0 = shown = time.perf_counter()
     q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
-    cands, by_gpu = [], {}
+    cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
     # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
     key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
         lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
@@ -8412,6 +8413,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             longest = max(r[1] + r[2] for r in requests)
             if cap < 1 or (per_req > 0 and pool * ctx / per_req < longest):
                 continue  # the weights leave no pool, or the longest request does not fit it
+            fitted += 1
             seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
             run_cap = min(cap, seqs) if seqs else cap
             budget = hw["token_budget"] or math.inf
@@ -8455,7 +8457,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
                 by_gpu[gpu] = c
     if not by_gpu:
-        return {"candidates": cands, "by_gpu": by_gpu, "winner": None}
+        return {"candidates": cands, "by_gpu": by_gpu, "winner": None, "layouts_fitted": fitted}
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
@@ -8484,7 +8486,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     winner = min(by_gpu.values(), key=key)
     if progress and time.perf_counter() - t0 > 1.0:
         print(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner}
+    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner, "layouts_fitted": fitted}
 
 
 # ======== llmcalc/tools/latency_capacity.py =======================================================
@@ -8578,6 +8580,11 @@ def run_capacity(spec, args, parser, *, bits):
                          bits=bits, percentile=args.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
                          sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
     w = plan["winner"]
+    if w is None and not plan["layouts_fitted"]:
+        longest = max(r[1] + r[2] for r in reqs)
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) holds the weights and "
+                     f"a request of {longest:,} tokens in its KV pool: cut -s/-o, --precision or --kv-cache-bits, or "
+                     "add a GPU kind")
     if w is None:
         parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets "
                      f"{targets_text(args.max_ttft_ms, args.max_tpot_ms)} at "

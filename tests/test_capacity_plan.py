@@ -95,6 +95,8 @@ def test_a_trace_plans_at_its_own_rate():
     (["--slo-percentile", "99", "-b", "1"], "add --target-request-rate"),
     (["--gpu", "h100,h200", "-b", "1"], "takes one name"),
     (["--target-request-rate", "5", "--max-tpot-ms", "0.001", "--gpu", "h100"], "no layout"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "--gpu", "h100", "--gpu-memory-gib", "1"],
+     "holds the weights and a request of 640 tokens"),
 ])
 def test_capacity_flags_refused_in_one_line(argv, says, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -96,6 +96,11 @@ def run_capacity(spec, args, parser, *, bits):
                          bits=bits, percentile=args.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
                          sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
     w = plan["winner"]
+    if w is None and not plan["layouts_fitted"]:
+        longest = max(r[1] + r[2] for r in reqs)
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) holds the weights and "
+                     f"a request of {longest:,} tokens in its KV pool: cut -s/-o, --precision or --kv-cache-bits, or "
+                     "add a GPU kind")
     if w is None:
         parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets "
                      f"{targets_text(args.max_ttft_ms, args.max_tpot_ms)} at "
