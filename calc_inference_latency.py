@@ -8792,6 +8792,9 @@ def validate_workload(args, parser):
         if not args.prefix_tokens and not args.trace:
             parser.error("--prefix-hit-rate is the share of requests that find the shared prefix: add "
                          "--prefix-tokens N (or a --trace with prefix_id)")
+        if args.num_requests is None and not args.trace:
+            parser.error("--prefix-hit-rate draws which requests of a benchmark run find the prefix: add "
+                         "--num-requests N and a load (without one, -b takes the prefix's cache as there)")
     mix = bool(args.dataset or args.trace)
     if (mix or args.prefix_tokens) and args.search:
         parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")

@@ -223,6 +223,7 @@ def test_sharegpt_mix_runs_and_says_its_source():
     (["--dataset", "random", "--num-requests", "5"], "at a load"),
     (["--prefix-hit-rate", "0.5", "-b", "1"], "add --prefix-tokens"),
     (["--prefix-tokens", "10", "--prefix-hit-rate", "1.5", "-b", "1"], "between 0 and 1"),
+    (["--prefix-tokens", "100", "--prefix-hit-rate", "0", "-b", "4"], "add --num-requests N and a load"),
     (["--prefix-tokens", "600", "-s", "512"], "fewer than the prompt"),
     (["--prefix-tokens", "100", "-c", "4"], "add --num-requests"),
     (["--prefix-tokens", "100", "--search"], "--search runs every request alike"),
