@@ -8385,6 +8385,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
+    steps = args.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark run takes it
     cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
     # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
     key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
@@ -8427,7 +8428,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             def run(r):
                 return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
                                          pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=args.seed,
-                                         pp=pp, dp=dp, ep=ep, memo=memo)
+                                         pp=pp, dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
 
             def meets(st):
                 return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
@@ -8463,7 +8464,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
         a_rate = rate / c["replicas"]
         st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
                                pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
-                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"])
+                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
         mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
                   decode_context=s_mean + o_mean / 2)
         full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],
@@ -8817,6 +8818,11 @@ def validate_workload(args, parser):
                      "(and --num-requests)")
     if args.host_kv_bandwidth_gbps is not None and args.host_kv_cache_gib is None:
         parser.error("--host-kv-bandwidth-gbps belongs to a host tier: add --host-kv-cache-gib G")
+    if host and args.capacity:
+        parser.error(f"a capacity plan sizes the GPU pool alone; leave out {host[0]}")
+    if host and args.num_requests is None and not args.trace:
+        parser.error(f"{host[0]} is simulated in a benchmark run: add --num-requests N and a load (-b takes the "
+                     "prefix's cache as there, with no tier to fill)")
     for f in ("host_kv_cache_gib", "host_kv_bandwidth_gbps"):
         v = getattr(args, f)
         if v is not None and not v > 0:

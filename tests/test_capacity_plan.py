@@ -93,6 +93,8 @@ def test_a_trace_plans_at_its_own_rate():
     (["--target-request-rate", "5", "--max-tpot-ms", "30", "--gpu", "h100,nosuchgpu"], "nosuchgpu"),
     (["--target-request-rate", "5", "--max-tpot-ms", "30", "--cost-per-gpu-hour", "-1"], "must be positive"),
     (["--slo-percentile", "99", "-b", "1"], "add --target-request-rate"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "--prefix-tokens", "100", "--host-kv-cache-gib", "8"],
+     "leave out --host-kv-cache-gib"),
     (["--gpu", "h100,h200", "-b", "1"], "takes one name"),
     (["--target-request-rate", "5", "--max-tpot-ms", "0.001", "--gpu", "h100"], "no layout"),
     (["--target-request-rate", "5", "--max-tpot-ms", "30", "--gpu", "h100", "--gpu-memory-gib", "1"],
@@ -119,3 +121,12 @@ def test_targets_outside_a_plan_or_search_are_said_to_do_nothing(capsys):
     # --max-ttft-ms without --search or --target-request-rate holds nothing to it: a note, not silence
     cil.main(L8 + ["--gpu", "h100", "-c", "4", "--max-ttft-ms", "300"])
     assert "--max-ttft-ms is a target of --search or a capacity plan" in capsys.readouterr().err
+
+
+def test_multi_step_scheduling_reaches_the_plan():
+    # --num-scheduler-steps makes arrivals wait for the decode window (test_serving_mix judges it on
+    # SGLang's vLLM 0.6 rows); a plan under a TTFT target then needs more GPUs, not the same
+    base = L8 + ["--gpu", "h100", "--target-request-rate", "20", "-s", "1000", "-o", "200", "--max-ttft-ms", "100"]
+    plain, steps = run(base), run(base + ["--num-scheduler-steps", "10"])
+    assert steps["by_gpu"]["h100"]["replica_request_rate"] < plain["by_gpu"]["h100"]["replica_request_rate"]
+    assert steps["num_gpus"] > plain["num_gpus"]

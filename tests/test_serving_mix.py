@@ -276,6 +276,7 @@ def test_a_host_tier_brings_evicted_histories_back_and_cuts_ttft(tmp_path):
 @pytest.mark.parametrize("argv,says", [
     (["--host-kv-cache-gib", "8", "-b", "1"], "a tier for cached prefixes"),
     (["--prefix-tokens", "10", "-b", "1", "--host-kv-bandwidth-gbps", "50"], "add --host-kv-cache-gib"),
+    (["--prefix-tokens", "10", "-b", "1", "--host-kv-cache-gib", "8"], "add --num-requests N and a load"),
 ])
 def test_host_tier_flags_refused_in_one_line(argv, says, capsys):
     assert says in refused(L8 + argv, capsys)

@@ -113,6 +113,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
+    steps = args.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark run takes it
     cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
     # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
     key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
@@ -155,7 +156,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             def run(r):
                 return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
                                          pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=args.seed,
-                                         pp=pp, dp=dp, ep=ep, memo=memo)
+                                         pp=pp, dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
 
             def meets(st):
                 return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
@@ -191,7 +192,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
         a_rate = rate / c["replicas"]
         st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
                                pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
-                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"])
+                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
         mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
                   decode_context=s_mean + o_mean / 2)
         full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],

@@ -160,6 +160,11 @@ def validate_workload(args, parser):
                      "(and --num-requests)")
     if args.host_kv_bandwidth_gbps is not None and args.host_kv_cache_gib is None:
         parser.error("--host-kv-bandwidth-gbps belongs to a host tier: add --host-kv-cache-gib G")
+    if host and args.capacity:
+        parser.error(f"a capacity plan sizes the GPU pool alone; leave out {host[0]}")
+    if host and args.num_requests is None and not args.trace:
+        parser.error(f"{host[0]} is simulated in a benchmark run: add --num-requests N and a load (-b takes the "
+                     "prefix's cache as there, with no tier to fill)")
     for f in ("host_kv_cache_gib", "host_kv_bandwidth_gbps"):
         v = getattr(args, f)
         if v is not None and not v > 0:
