@@ -8557,8 +8557,9 @@ def validate_capacity(args, parser):
         if len(prices) not in (1, len(names)):
             parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; give one or "
                          f"{len(names)}")
-        if any(not (p > 0 and math.isfinite(p)) for p in prices):
-            parser.error(f"--cost-per-gpu-hour must be positive, got {args.cost_per_gpu_hour}")
+        if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
+            parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per GPU-hour, got "
+                         f"{args.cost_per_gpu_hour}")
         args.capacity_prices = prices * len(names) if len(prices) == 1 else prices
     args.slo_percentile = args.slo_percentile or 90
     if args.num_requests is None:

@@ -92,6 +92,8 @@ def test_a_trace_plans_at_its_own_rate():
      "3 prices for 2 GPU kinds"),
     (["--target-request-rate", "5", "--max-tpot-ms", "30", "--gpu", "h100,nosuchgpu"], "nosuchgpu"),
     (["--target-request-rate", "5", "--max-tpot-ms", "30", "--cost-per-gpu-hour", "-1"], "must be positive"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "--cost-per-gpu-hour", "1e308"], "to 1e6 dollars"),
+    (["--target-request-rate", "5", "--max-tpot-ms", "30", "--cost-per-gpu-hour", "nan"], "must be positive"),
     (["--slo-percentile", "99", "-b", "1"], "add --target-request-rate"),
     (["--target-request-rate", "5", "--max-tpot-ms", "30", "--prefix-tokens", "100", "--host-kv-cache-gib", "8"],
      "leave out --host-kv-cache-gib"),
