@@ -5092,6 +5092,14 @@ def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, sta
     return pool, per, dp * (int(pool // per) if per > 0 and pool > 0 else (10 ** 9 if pool > 0 else 0))
 
 
+def kv_pool_tokens(*, pool_bytes, bytes_per_request, context, dp=1):
+    """The KV pool in tokens, as a per-request simulation counts it: dp pools of pool_bytes, each
+    token taking bytes_per_request / context (kv_pool_capacity's per-request cache at `context`
+    tokens, spread evenly: a sliding window's or a linear mixer's constant cache is averaged over
+    the context it was sized at). No per-token cache (a model without one): unbounded, 1e15."""
+    return dp * pool_bytes * context / bytes_per_request if bytes_per_request > 0 else 1e15
+
+
 def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None, ep=1, etp=None):
     """Weight bytes of one layer on one TP rank, with the memory script's split (attention_on_rank,
     mlp_on_rank with each routed expert's width over tp; Shoeybi et al. 2019 sec. 3): the rank's
@@ -6291,6 +6299,13 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None, moe=No
             "elementwise": (n * (5 * h * blocks + 4 * f_act), elem, 0.0)}
 
 
+def logit_rows_costs(spec, *, rows, tp):
+    """(FLOPs, bytes) the output head spends per position it scores, on one tp rank (the vocab split
+    over tp): 2 h V / tp FLOPs and V / tp fp32 logits written per row; its weight read is the
+    caller's (once per pass)."""
+    return 2 * rows * (spec["word_embed_proj_dim"] * spec["vocab_size"] / tp), rows * spec["vocab_size"] / tp * 4
+
+
 def layer_kernels(layer):
     """Kernels one layer launches, as a CUDA-graph-free eager stack (vLLM's and gpt-fast's module
     order) launches them: per attention block norm, qkv, rope, attention, o-proj, add (6; 3 more with
@@ -6444,8 +6459,9 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     hb = max(w_bits, 16) / 8  # embedding/head kept at >= 16 bits
     head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
     other_w = sum(spec["other_params"].values()) / tp  # model-level extras (Gemma 4's per-layer projection)
-    add("output_head", 2 * rows * head_w + 2 * n * other_w, (head_w + other_w) * hb
-        + rows * spec["vocab_size"] / tp * 4 + n * h * ab * 2, 1)  # head shard, fp32 logits out,
+    row_f, row_b = logit_rows_costs(spec, rows=rows, tp=tp)
+    add("output_head", row_f + 2 * n * other_w, (head_w + other_w) * hb
+        + row_b + n * h * ab * 2, 1)  # head shard, fp32 logits out,
     tot["weight_bytes"] += (head_w + other_w) * hb                   # final norm and embedding rows
     comp["kernel_overhead"] = (kernels + 2) * ovh
     comp["tp_allreduce"] = allreduces * t_ar
@@ -6504,6 +6520,15 @@ def tokens_per_step(rates):
     return out
 
 
+def speculative_decode_steps(*, output_tokens, tokens_per_step, whole):
+    """Decode steps + 1 a request of o output tokens runs with speculative decoding: the first token
+    from its prefill, the other o - 1 at the expected tokens_per_step per verification step,
+    1 + (o - 1) / tokens_per_step (the mean; whole=True rounds the steps up, as a stepped
+    simulation runs whole steps). Without speculation it is o."""
+    n = (output_tokens - 1) / tokens_per_step
+    return 1 + (math.ceil(n) if whole else n)
+
+
 def acceptance_rates(text, k):
     """--acceptance-rate as K per-position rates: one value (every position alike, the i.i.d.
     assumption of Leviathan et al.) or K comma-separated values. Raises ValueError (one line)."""
@@ -6537,11 +6562,8 @@ def draft_step_s(info, hw, *, batch, context, tp, pp, bits, dp=1, ep=1):
         dbits = dict(bits, e_bits=None) if info["method"] == "draft" else bits
         t = k * forward_pass(info["draft_spec"], hw, tp=tp, pp=1, batch=batch, new_tokens=1, context_before=context,
                              absorbed=True, dp=dp, ep=ep if info["method"] != "draft" else 1, **dbits)["time_s"]
-    spec = info["target_spec"]
-    head = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
-    rows = k * batch / dp
-    t += roofline_time_s(flops=2 * rows * head, bytes_moved=rows * spec["vocab_size"] / tp * 4,
-                         flops_per_s=hw["flops_per_s"], bytes_per_s=hw["bytes_per_s"])
+    fl, by = logit_rows_costs(info["target_spec"], rows=k * batch / dp, tp=tp)
+    t += roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=hw["flops_per_s"], bytes_per_s=hw["bytes_per_s"])
     return t
 
 
@@ -6701,6 +6723,13 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def md1_wait_s(*, rho, service_s):
+    """Mean wait in queue of an M/D/1 server (Poisson arrivals, deterministic service S) at load
+    rho < 1: rho S / (2 (1 - rho)), the Pollaczek-Khinchine mean value formula with c_s = 0
+    (Kleinrock 1975, vol. 1, ch. 5)."""
+    return rho * service_s / (2 * (1 - rho))
+
+
 def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
     """Mean wait of a prompt for the others' prefills ahead of it: one server of deterministic
     service S. Open loop (Poisson arrivals at clients / cycle_s): the M/D/1 mean rho S / (2 (1 -
@@ -6714,7 +6743,7 @@ def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
         return 0.0
     if open_loop:
         rho = clients / cycle_s * service_s
-        return (min(rho * service_s / (2 * (1 - rho)), clients * service_s) if rho < 1 - 1e-9
+        return (min(md1_wait_s(rho=rho, service_s=service_s), clients * service_s) if rho < 1 - 1e-9
                 else clients * service_s)
     n_all = max(1, round(clients))
     think = max(cycle_s - service_s, 0.0)
@@ -6855,7 +6884,6 @@ SHAREGPT_SIGMA = 1.0
 SHAREGPT_MAX_INPUT_TOKENS = 1024  # vLLM's sampler drops longer prompts
 SHAREGPT_MAX_TOTAL_TOKENS = 2048  # ... and longer prompt + reply pairs
 SHAREGPT_MIN_TOKENS = 4           # ... and shorter prompts or replies
-DATASETS = ("fixed", "random", "sharegpt")
 TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
 TRACE_LIMIT_TOKENS = 10 ** 9  # FLAG_RANGES' bound on -s and -o
 
@@ -7294,7 +7322,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     sp = hw.get("speculative")
     # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
     # the expected tokens per verification step (rounded up)
-    o_run = [r[2] if not sp or r[2] == 1 else 1 + math.ceil((r[2] - 1) / sp["tokens_per_step"]) for r in reqs]
+    o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
+             if sp else r[2] for r in reqs]
     run_cap = max(1, min(max_running // units if max_running else 10 ** 9, K))
     free = pool_tokens / units  # tokens of the unit's pool
     req_s, step_oh = hw["request_overhead_s"], hw["step_overhead_s"]
@@ -7662,7 +7691,8 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
     if args.num_requests is not None:
         try:
             sp = hw.get("speculative")
-            steps = 1 + math.ceil((o - 1) / sp["tokens_per_step"]) if sp and o > 1 else None
+            steps = (speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=True)
+                     if sp and o > 1 else None)
             st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
                                     token_budget=budget, run_cap=run_cap, bits=bits, output_steps=steps,
                                     rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
@@ -7679,7 +7709,7 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                     output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                     tokens_per_s_per_user=1.0 / st["tpot_s"])
     sp = hw.get("speculative")  # a request's decode steps at the accepted tokens per step
-    o_steps = 1 + (o - 1) / sp["tokens_per_step"] if sp else o
+    o_steps = speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=False) if sp else o
     kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)
@@ -7744,7 +7774,7 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
     dict main reports under "serving"."""
     dp, ep = args.data_parallel_size, args.expert_parallel_size
     reqs = args.requests
-    pool_tokens = dp * pool * context / per_req if per_req > 0 else 10.0 ** 15
+    pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=context, dp=dp)
     budget = hw["token_budget"] or math.inf
     host = host_tier(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, per_req=per_req, context=context,
                      s_mean=sum(r[1] for r in reqs) / len(reqs)) if args.host_kv_cache_gib else None
@@ -7777,9 +7807,9 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
 
 
 def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean):
-    """The host KV tier of a mix run (offload.py): its size in tokens (the GPU pool's bytes per token),
-    the seconds one token takes to come back, and what computing it again would take instead (a
-    prefill of the mix's mean prompt, per token)."""
+    """The host KV tier of a mix run (offload.py): its size in tokens (kv_pool_tokens, at the GPU
+    pool's bytes per token), the seconds one token takes to come back, and what computing it again
+    would take instead (a prefill of the mix's mean prompt, per token)."""
     bw = (args.host_kv_bandwidth_gbps * 1e9 if args.host_kv_bandwidth_gbps is not None
           else host_link_bytes_per_s(hw.get("gpu")))
     if bw is None:
@@ -7790,9 +7820,10 @@ def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean)
     pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=1, new_tokens=n, context_before=0, absorbed=False,
                        dp=args.data_parallel_size, ep=args.expert_parallel_size, **bits)["time_s"] / n
     out = load_vs_recompute(kv_bytes_per_token=per_token, host_bytes_per_s=bw, prefill_s_per_token=pre)
-    out.update(host_bytes_per_gpu=args.host_kv_cache_gib * 2 ** 30, host_bytes_per_s=bw,
-               kv_bytes_per_token_per_gpu=per_token,
-               host_tokens=args.data_parallel_size * args.host_kv_cache_gib * 2 ** 30 / per_token if per_token else 0)
+    host_bytes = args.host_kv_cache_gib * 2 ** 30
+    out.update(host_bytes_per_gpu=host_bytes, host_bytes_per_s=bw, kv_bytes_per_token_per_gpu=per_token,
+               host_tokens=kv_pool_tokens(pool_bytes=host_bytes, bytes_per_request=per_req, context=context,
+                                          dp=args.data_parallel_size) if per_req > 0 else 0)
     return out
 
 
@@ -7863,7 +7894,7 @@ def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft, cap):
     (at least 1; at most the cap requests its KV pool holds, which is also b for a stack that does
     not chunk) back to back, each batch taking t_b (forward_pass
     plus the step cost), so it serves mu = b / t_b requests/s. At load rho = R / mu an arriving
-    prompt waits rho t_b / (2 (1 - rho)) (M/D/1, Kleinrock 1975 sec. 5.6), then runs in a batch
+    prompt waits rho t_b / (2 (1 - rho)) (M/D/1: md1_wait_s), then runs in a batch
     rho b full (at least its own prompt), then its KV cache crosses to the decode pool
     (kv_transfer_s); TTFT adds the stack's per-request cost. Returns (requests/s per replica at the
     highest load whose TTFT meets max_ttft, the TTFT there) or None when even an idle replica
@@ -7881,7 +7912,7 @@ def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft, cap):
     fixed = kv_transfer_s + hw["request_overhead_s"]
 
     def ttft(rho):
-        return rho * tb / (2 * (1 - rho)) + t1 + (tb - t1) * rho + fixed
+        return md1_wait_s(rho=rho, service_s=tb) + t1 + (tb - t1) * rho + fixed
     if ttft(0.0) > max_ttft:
         return None
     lo, hi = 0.0, (0.999 if max_ttft < math.inf else 0.9)
@@ -8347,13 +8378,18 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` that serve `rate` requests/s
     of `requests`' mix within max_ttft / max_tpot (seconds, inf: none) at `percentile` (50, 90 or
     99), at the bits given (`bits`, as forward_pass takes them). Returns
-    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall}."""
+    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall,
+    "layouts_fitted": layouts whose KV pool holds the longest request}."""
     import time  # only a capacity plan times itself
     t0 = shown = time.perf_counter()
     q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
-    cands, by_gpu = [], {}
+    steps = args.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark run takes it
+    cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
+    # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
+    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
+        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
     for g_i, gpu in enumerate(gpus):
         a = argparse.Namespace(**vars(args))
         a.gpu = gpu
@@ -8378,10 +8414,11 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             longest = max(r[1] + r[2] for r in requests)
             if cap < 1 or (per_req > 0 and pool * ctx / per_req < longest):
                 continue  # the weights leave no pool, or the longest request does not fit it
+            fitted += 1
             seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
             run_cap = min(cap, seqs) if seqs else cap
             budget = hw["token_budget"] or math.inf
-            pool_tokens = dp * pool * ctx / per_req if per_req > 0 else 1e15
+            pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=ctx, dp=dp)
             sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
                                prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
                                token_budget=budget, bits=bits)
@@ -8391,7 +8428,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             def run(r):
                 return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
                                          pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=args.seed,
-                                         pp=pp, dp=dp, ep=ep, memo=memo)
+                                         pp=pp, dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
 
             def meets(st):
                 return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
@@ -8418,20 +8455,16 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
                  "hw": hw, "bits": bits, "budget": budget, "pool_tokens": pool_tokens, "max_num_seqs": seqs,
                  "memory_utilization": hw["memory_utilization"], "token_budget": hw["token_budget"]}
             cands.append(c)
-            key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
-                lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
             if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
                 by_gpu[gpu] = c
     if not by_gpu:
-        return {"candidates": cands, "by_gpu": by_gpu, "winner": None}
-    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
-        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
+        return {"candidates": cands, "by_gpu": by_gpu, "winner": None, "layouts_fitted": fitted}
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
         st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
                                pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
-                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"])
+                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
         mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
                   decode_context=s_mean + o_mean / 2)
         full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],
@@ -8454,7 +8487,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     winner = min(by_gpu.values(), key=key)
     if progress and time.perf_counter() - t0 > 1.0:
         print(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner}
+    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner, "layouts_fitted": fitted}
 
 
 # ======== llmcalc/tools/latency_capacity.py =======================================================
@@ -8524,8 +8557,9 @@ def validate_capacity(args, parser):
         if len(prices) not in (1, len(names)):
             parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; give one or "
                          f"{len(names)}")
-        if any(not (p > 0 and math.isfinite(p)) for p in prices):
-            parser.error(f"--cost-per-gpu-hour must be positive, got {args.cost_per_gpu_hour}")
+        if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
+            parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per GPU-hour, got "
+                         f"{args.cost_per_gpu_hour}")
         args.capacity_prices = prices * len(names) if len(prices) == 1 else prices
     args.slo_percentile = args.slo_percentile or 90
     if args.num_requests is None:
@@ -8548,10 +8582,16 @@ def run_capacity(spec, args, parser, *, bits):
                          bits=bits, percentile=args.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
                          sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
     w = plan["winner"]
+    if w is None and not plan["layouts_fitted"]:
+        longest = max(r[1] + r[2] for r in reqs)
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) holds the weights and "
+                     f"a request of {longest:,} tokens in its KV pool: cut -s/-o, --precision or --kv-cache-bits, or "
+                     "add a GPU kind")
     if w is None:
-        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets TTFT <= "
-                     f"{args.max_ttft_ms} ms and TPOT <= {args.max_tpot_ms} ms at p{args.slo_percentile}, even "
-                     "lightly loaded: relax the targets, cut -s/-o or --precision, or add a GPU kind")
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets "
+                     f"{targets_text(args.max_ttft_ms, args.max_tpot_ms)} at "
+                     f"p{args.slo_percentile}, even lightly loaded: relax the targets, cut -s/-o or --precision, or "
+                     "add a GPU kind")
     model = args.hf_model_name_or_path or "MODEL"
     prefix = bool(args.prefix_tokens) or any(r[3] is not None for r in reqs)
 
@@ -8595,13 +8635,18 @@ def run_capacity(spec, args, parser, *, bits):
     return res
 
 
+def targets_text(max_ttft_ms, max_tpot_ms):
+    """The targets given, in words ("TTFT <= 300 ms and TPOT <= 25 ms"); a target not given is left out."""
+    return " and ".join(f"{n} <= {v} ms" for n, v in (("TTFT", max_ttft_ms), ("TPOT", max_tpot_ms)) if v is not None)
+
+
 def capacity_report(res):
     """The plan as text: one line per GPU kind, the winner and its engine command."""
     def money(x):
         return "-" if x is None else f"${x:,.3f}"
     lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
-             f"{res['mean_output_tokens']:,.0f} output tokens (means), TTFT <= {res['max_ttft_ms']} ms and TPOT <= "
-             f"{res['max_tpot_ms']} ms at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
+             f"{res['mean_output_tokens']:,.0f} output tokens (means), {targets_text(res['max_ttft_ms'], res['max_tpot_ms'])} "
+             f"at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
              f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
              f"{'$/M in':>10}{'$/M out':>10}"]
     for g, c in res["by_gpu"].items():
@@ -8665,7 +8710,7 @@ def add_mix_args(parser):
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
                    help="K draft tokens proposed per decoding sequence and verified in one pass of K + 1 "
                         "(vLLM's num_speculative_tokens, SGLang's speculative-num-steps); default none")
-    g.add_argument("--speculative-method", choices=("mtp", "eagle", "draft", "ngram"), default=None,
+    g.add_argument("--speculative-method", choices=SPECULATIVE_METHODS, default=None,
                    help="the draft: mtp = the model's own MTP module (read from the config), eagle = an EAGLE "
                         "head (one decoder layer of the target's shape), draft = a smaller model "
                         "(--draft-model), ngram = prompt lookup on the host (no GPU work); default mtp when "
@@ -8749,6 +8794,9 @@ def validate_workload(args, parser):
         if not args.prefix_tokens and not args.trace:
             parser.error("--prefix-hit-rate is the share of requests that find the shared prefix: add "
                          "--prefix-tokens N (or a --trace with prefix_id)")
+        if args.num_requests is None and not args.trace:
+            parser.error("--prefix-hit-rate draws which requests of a benchmark run find the prefix: add "
+                         "--num-requests N and a load (without one, -b takes the prefix's cache as there)")
     mix = bool(args.dataset or args.trace)
     if (mix or args.prefix_tokens) and args.search:
         parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
@@ -8771,6 +8819,11 @@ def validate_workload(args, parser):
                      "(and --num-requests)")
     if args.host_kv_bandwidth_gbps is not None and args.host_kv_cache_gib is None:
         parser.error("--host-kv-bandwidth-gbps belongs to a host tier: add --host-kv-cache-gib G")
+    if host and args.capacity:
+        parser.error(f"a capacity plan sizes the GPU pool alone; leave out {host[0]}")
+    if host and args.num_requests is None and not args.trace:
+        parser.error(f"{host[0]} is simulated in a benchmark run: add --num-requests N and a load (-b takes the "
+                     "prefix's cache as there, with no tier to fill)")
     for f in ("host_kv_cache_gib", "host_kv_bandwidth_gbps"):
         v = getattr(args, f)
         if v is not None and not v > 0:
@@ -9210,9 +9263,23 @@ def validate(args, parser, spec):
     validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
-    if unused and args.num_requests is None:
+    if args.capacity and args.arrivals is not None:
+        args.flag_notes.append("--arrivals: a capacity plan sizes each layout on Poisson arrivals (its convention)")
+    if args.trace:  # a trace's arrivals are drawn only at a --request-rate (or in a capacity plan's runs);
+        unused = [f for f in unused if args.request_rate is None and not args.capacity  # --seed: also a hit rate's
+                  and not (f == "--seed" and args.prefix_hit_rate is not None)]
+        if unused:
+            args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} arrivals at a "
+                                   "--request-rate; without it the trace's requests come at their own times "
+                                   "(or from the -c clients)")
+    elif unused and args.num_requests is None:
         args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
                                "--num-requests benchmark; without it there are none to draw")
+    targets = [f for f, v in (("--max-ttft-ms", args.max_ttft_ms), ("--max-tpot-ms", args.max_tpot_ms)) if v is not None]
+    if targets and not args.search and not args.capacity:
+        args.flag_notes.append(f"{' and '.join(targets)} {'is a target' if len(targets) == 1 else 'are targets'} of "
+                               "--search or a capacity plan (--target-request-rate R); nothing here is held to "
+                               f"{'it' if len(targets) == 1 else 'them'}")
     args.seed = 0 if args.seed is None else args.seed
     args.arrivals = args.arrivals or "poisson"
 
@@ -9415,13 +9482,10 @@ def main(argv=None):
         pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
         sp = args.speculative
-        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step
-
+        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step (mixed_step)
             def spec_step(ctx):
-                r = with_step(forward_pass(spec, hw, batch=b, new_tokens=sp["k"] + 1, context_before=ctx,
-                                           absorbed=True, **lay, **bits))
-                d = draft_step_s(sp, hw, batch=b, context=ctx, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
-                return dict(r, time_s=r["time_s"] + d, components_s=dict(r["components_s"], speculative_draft=d))
+                return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0, prompt_tokens=s,
+                                  bits=bits, **lay)
             first, last = spec_step(s), spec_step(s + max(o - 2, 0))
             pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
             dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]

@@ -276,6 +276,10 @@ def _compare(rs):
         # request count and rate the source states (vLLM CI: 200 prompts; SGLang's v0.6 comparison:
         # 1,200 online, 5,000 offline); SGLang's rows with its preset, the rest vLLM's
         count = re.search(r"num prompts (\d+)", r0["notes"]) or re.search(r"\((\d+) prompts\)", r0["input_len"])
+        if count is None:  # a ShareGPT row that states no prompt count: nothing to simulate
+            for r in rs:
+                yield "not run", r, r["metric"], r["value"], None, "prompt count not given"
+            return
         stack = "sglang" if r0["stack"] == "SGLang" else "vllm"
         rate = r0["request_rate"] if r0["request_rate"] != "NOT FOUND" else "inf"
         # vLLM 0.6.0 in SGLang's comparison ran --num-scheduler-steps 10 (its README's commands)

@@ -13,7 +13,7 @@ import argparse
 import math
 import sys
 
-from .memory import kv_pool_capacity, weight_bytes_per_gpu
+from .memory import kv_pool_capacity, kv_pool_tokens, weight_bytes_per_gpu
 from .search import serving_layouts
 from .simulate import simulate_requests
 from .stacks import resolve_hardware
@@ -106,13 +106,18 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` that serve `rate` requests/s
     of `requests`' mix within max_ttft / max_tpot (seconds, inf: none) at `percentile` (50, 90 or
     99), at the bits given (`bits`, as forward_pass takes them). Returns
-    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall}."""
+    {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall,
+    "layouts_fitted": layouts whose KV pool holds the longest request}."""
     import time  # only a capacity plan times itself
     t0 = shown = time.perf_counter()
     q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
-    cands, by_gpu = [], {}
+    steps = args.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark run takes it
+    cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
+    # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
+    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
+        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
     for g_i, gpu in enumerate(gpus):
         a = argparse.Namespace(**vars(args))
         a.gpu = gpu
@@ -137,10 +142,11 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             longest = max(r[1] + r[2] for r in requests)
             if cap < 1 or (per_req > 0 and pool * ctx / per_req < longest):
                 continue  # the weights leave no pool, or the longest request does not fit it
+            fitted += 1
             seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
             run_cap = min(cap, seqs) if seqs else cap
             budget = hw["token_budget"] or math.inf
-            pool_tokens = dp * pool * ctx / per_req if per_req > 0 else 1e15
+            pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=ctx, dp=dp)
             sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
                                prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
                                token_budget=budget, bits=bits)
@@ -150,7 +156,7 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             def run(r):
                 return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
                                          pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=args.seed,
-                                         pp=pp, dp=dp, ep=ep, memo=memo)
+                                         pp=pp, dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
 
             def meets(st):
                 return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
@@ -177,20 +183,16 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
                  "hw": hw, "bits": bits, "budget": budget, "pool_tokens": pool_tokens, "max_num_seqs": seqs,
                  "memory_utilization": hw["memory_utilization"], "token_budget": hw["token_budget"]}
             cands.append(c)
-            key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
-                lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
             if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
                 by_gpu[gpu] = c
     if not by_gpu:
-        return {"candidates": cands, "by_gpu": by_gpu, "winner": None}
-    key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
-        lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
+        return {"candidates": cands, "by_gpu": by_gpu, "winner": None, "layouts_fitted": fitted}
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
         st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
                                pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
-                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"])
+                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
         mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
                   decode_context=s_mean + o_mean / 2)
         full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],
@@ -213,4 +215,4 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     winner = min(by_gpu.values(), key=key)
     if progress and time.perf_counter() - t0 > 1.0:
         print(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner}
+    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner, "layouts_fitted": fitted}

@@ -6,7 +6,8 @@ import sys
 
 from ..cli import _num
 from ..model.kinds import layer_groups
-from .memory import kv_pool_capacity
+from .memory import kv_pool_capacity, kv_pool_tokens
+from .speculative import speculative_decode_steps
 from .steady import concurrency_for_rate, steady_state
 
 
@@ -73,7 +74,8 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
         from .simulate import SimulationTooLong, simulate_benchmark  # only --num-requests
         try:
             sp = hw.get("speculative")
-            steps = 1 + math.ceil((o - 1) / sp["tokens_per_step"]) if sp and o > 1 else None
+            steps = (speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=True)
+                     if sp and o > 1 else None)
             st = simulate_benchmark(spec, hw, tp=tp, num_requests=args.num_requests, prompt_tokens=s, output_tokens=o,
                                     token_budget=budget, run_cap=run_cap, bits=bits, output_steps=steps,
                                     rate=args.request_rate, concurrency=args.concurrency, arrivals=args.arrivals,
@@ -90,7 +92,7 @@ def serve_steady_state(spec, hw, args, parser, *, tp, pp, s, o, bits, w_bytes):
                     output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
                     tokens_per_s_per_user=1.0 / st["tpot_s"])
     sp = hw.get("speculative")  # a request's decode steps at the accepted tokens per step
-    o_steps = 1 + (o - 1) / sp["tokens_per_step"] if sp else o
+    o_steps = speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=False) if sp else o
     kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits, dp=dp, ep=ep)
     if args.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=args.request_rate, limit=run_cap, **kw)
@@ -159,7 +161,7 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
     from .workload import length_summary
     dp, ep = args.data_parallel_size, args.expert_parallel_size
     reqs = args.requests
-    pool_tokens = dp * pool * context / per_req if per_req > 0 else 10.0 ** 15
+    pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=context, dp=dp)
     budget = hw["token_budget"] or math.inf
     host = host_tier(spec, hw, args, parser, tp=tp, pp=pp, bits=bits, per_req=per_req, context=context,
                      s_mean=sum(r[1] for r in reqs) / len(reqs)) if args.host_kv_cache_gib else None
@@ -192,9 +194,9 @@ def serve_mix(spec, hw, args, parser, *, tp, pp, bits, pool, per_req, context, s
 
 
 def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean):
-    """The host KV tier of a mix run (offload.py): its size in tokens (the GPU pool's bytes per token),
-    the seconds one token takes to come back, and what computing it again would take instead (a
-    prefill of the mix's mean prompt, per token)."""
+    """The host KV tier of a mix run (offload.py): its size in tokens (kv_pool_tokens, at the GPU
+    pool's bytes per token), the seconds one token takes to come back, and what computing it again
+    would take instead (a prefill of the mix's mean prompt, per token)."""
     from .forward import forward_pass
     from .offload import host_link_bytes_per_s, load_vs_recompute
     bw = (args.host_kv_bandwidth_gbps * 1e9 if args.host_kv_bandwidth_gbps is not None
@@ -207,7 +209,8 @@ def host_tier(spec, hw, args, parser, *, tp, pp, bits, per_req, context, s_mean)
     pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=1, new_tokens=n, context_before=0, absorbed=False,
                        dp=args.data_parallel_size, ep=args.expert_parallel_size, **bits)["time_s"] / n
     out = load_vs_recompute(kv_bytes_per_token=per_token, host_bytes_per_s=bw, prefill_s_per_token=pre)
-    out.update(host_bytes_per_gpu=args.host_kv_cache_gib * 2 ** 30, host_bytes_per_s=bw,
-               kv_bytes_per_token_per_gpu=per_token,
-               host_tokens=args.data_parallel_size * args.host_kv_cache_gib * 2 ** 30 / per_token if per_token else 0)
+    host_bytes = args.host_kv_cache_gib * 2 ** 30
+    out.update(host_bytes_per_gpu=host_bytes, host_bytes_per_s=bw, kv_bytes_per_token_per_gpu=per_token,
+               host_tokens=kv_pool_tokens(pool_bytes=host_bytes, bytes_per_request=per_req, context=context,
+                                          dp=args.data_parallel_size) if per_req > 0 else 0)
     return out

@@ -338,6 +338,13 @@ def layer_costs(layer, *, h, tp, num_tokens, w_bits, a_bits, e_bits=None, moe=No
             "elementwise": (n * (5 * h * blocks + 4 * f_act), elem, 0.0)}
 
 
+def logit_rows_costs(spec, *, rows, tp):
+    """(FLOPs, bytes) the output head spends per position it scores, on one tp rank (the vocab split
+    over tp): 2 h V / tp FLOPs and V / tp fp32 logits written per row; its weight read is the
+    caller's (once per pass)."""
+    return 2 * rows * (spec["word_embed_proj_dim"] * spec["vocab_size"] / tp), rows * spec["vocab_size"] / tp * 4
+
+
 def layer_kernels(layer):
     """Kernels one layer launches, as a CUDA-graph-free eager stack (vLLM's and gpt-fast's module
     order) launches them: per attention block norm, qkv, rope, attention, o-proj, add (6; 3 more with
@@ -491,8 +498,9 @@ def forward_pass(spec, hw, *, tp, pp, batch, new_tokens, context_before, w_bits,
     hb = max(w_bits, 16) / 8  # embedding/head kept at >= 16 bits
     head_w = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
     other_w = sum(spec["other_params"].values()) / tp  # model-level extras (Gemma 4's per-layer projection)
-    add("output_head", 2 * rows * head_w + 2 * n * other_w, (head_w + other_w) * hb
-        + rows * spec["vocab_size"] / tp * 4 + n * h * ab * 2, 1)  # head shard, fp32 logits out,
+    row_f, row_b = logit_rows_costs(spec, rows=rows, tp=tp)
+    add("output_head", row_f + 2 * n * other_w, (head_w + other_w) * hb
+        + row_b + n * h * ab * 2, 1)  # head shard, fp32 logits out,
     tot["weight_bytes"] += (head_w + other_w) * hb                   # final norm and embedding rows
     comp["kernel_overhead"] = (kernels + 2) * ovh
     comp["tp_allreduce"] = allreduces * t_ar

@@ -26,6 +26,14 @@ def kv_pool_capacity(spec, hw, *, tp, pp, context, w_bytes, kv_bits, a_bits, sta
     return pool, per, dp * (int(pool // per) if per > 0 and pool > 0 else (10 ** 9 if pool > 0 else 0))
 
 
+def kv_pool_tokens(*, pool_bytes, bytes_per_request, context, dp=1):
+    """The KV pool in tokens, as a per-request simulation counts it: dp pools of pool_bytes, each
+    token taking bytes_per_request / context (kv_pool_capacity's per-request cache at `context`
+    tokens, spread evenly: a sliding window's or a linear mixer's constant cache is averaged over
+    the context it was sized at). No per-token cache (a model without one): unbounded, 1e15."""
+    return dp * pool_bytes * context / bytes_per_request if bytes_per_request > 0 else 1e15
+
+
 def layer_weight_bytes(layer, *, h, norm, tp, w_bits, e_bits=None, ep=1, etp=None):
     """Weight bytes of one layer on one TP rank, with the memory script's split (attention_on_rank,
     mlp_on_rank with each routed expert's width over tp; Shoeybi et al. 2019 sec. 3): the rank's

@@ -11,7 +11,7 @@ from .engine import layout_problem
 from .forward import forward_pass, layout_net
 from .memory import cache_bytes_per_gpu, kv_pool_capacity, weight_bytes_per_gpu
 from .stacks import COMPUTE_DTYPE, resolve_hardware
-from .steady import mixed_step, steady_state
+from .steady import md1_wait_s, mixed_step, steady_state
 
 
 def _powers_of_two(limit):
@@ -77,7 +77,7 @@ def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft, cap):
     (at least 1; at most the cap requests its KV pool holds, which is also b for a stack that does
     not chunk) back to back, each batch taking t_b (forward_pass
     plus the step cost), so it serves mu = b / t_b requests/s. At load rho = R / mu an arriving
-    prompt waits rho t_b / (2 (1 - rho)) (M/D/1, Kleinrock 1975 sec. 5.6), then runs in a batch
+    prompt waits rho t_b / (2 (1 - rho)) (M/D/1: md1_wait_s), then runs in a batch
     rho b full (at least its own prompt), then its KV cache crosses to the decode pool
     (kv_transfer_s); TTFT adds the stack's per-request cost. Returns (requests/s per replica at the
     highest load whose TTFT meets max_ttft, the TTFT there) or None when even an idle replica
@@ -95,7 +95,7 @@ def prefill_pool_rate(spec, hw, *, lay, bits, s, kv_transfer_s, max_ttft, cap):
     fixed = kv_transfer_s + hw["request_overhead_s"]
 
     def ttft(rho):
-        return rho * tb / (2 * (1 - rho)) + t1 + (tb - t1) * rho + fixed
+        return md1_wait_s(rho=rho, service_s=tb) + t1 + (tb - t1) * rho + fixed
     if ttft(0.0) > max_ttft:
         return None
     lo, hi = 0.0, (0.999 if max_ttft < math.inf else 0.9)

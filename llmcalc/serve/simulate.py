@@ -4,7 +4,7 @@ drain, with the statistics benchmark clients report."""
 import math
 
 from .forward import forward_pass
-from .speculative import draft_step_s
+from .speculative import draft_step_s, speculative_decode_steps
 from .steady import mixed_step
 
 
@@ -257,7 +257,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     sp = hw.get("speculative")
     # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
     # the expected tokens per verification step (rounded up)
-    o_run = [r[2] if not sp or r[2] == 1 else 1 + math.ceil((r[2] - 1) / sp["tokens_per_step"]) for r in reqs]
+    o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
+             if sp else r[2] for r in reqs]
     run_cap = max(1, min(max_running // units if max_running else 10 ** 9, K))
     free = pool_tokens / units  # tokens of the unit's pool
     req_s, step_oh = hw["request_overhead_s"], hw["step_overhead_s"]

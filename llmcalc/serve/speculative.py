@@ -13,7 +13,7 @@ Llama-3.1-8B is one LlamaDecoderLayer); `draft` a smaller model given by its con
 
 import math
 
-from .forward import forward_pass, roofline_time_s
+from .forward import forward_pass, logit_rows_costs, roofline_time_s
 
 
 # Measured acceptance rates the script defaults to, by method (draft and ngram need --acceptance-rate:
@@ -44,6 +44,15 @@ def tokens_per_step(rates):
         run *= a
         out += run
     return out
+
+
+def speculative_decode_steps(*, output_tokens, tokens_per_step, whole):
+    """Decode steps + 1 a request of o output tokens runs with speculative decoding: the first token
+    from its prefill, the other o - 1 at the expected tokens_per_step per verification step,
+    1 + (o - 1) / tokens_per_step (the mean; whole=True rounds the steps up, as a stepped
+    simulation runs whole steps). Without speculation it is o."""
+    n = (output_tokens - 1) / tokens_per_step
+    return 1 + (math.ceil(n) if whole else n)
 
 
 def acceptance_rates(text, k):
@@ -79,9 +88,6 @@ def draft_step_s(info, hw, *, batch, context, tp, pp, bits, dp=1, ep=1):
         dbits = dict(bits, e_bits=None) if info["method"] == "draft" else bits
         t = k * forward_pass(info["draft_spec"], hw, tp=tp, pp=1, batch=batch, new_tokens=1, context_before=context,
                              absorbed=True, dp=dp, ep=ep if info["method"] != "draft" else 1, **dbits)["time_s"]
-    spec = info["target_spec"]
-    head = spec["word_embed_proj_dim"] * spec["vocab_size"] / tp
-    rows = k * batch / dp
-    t += roofline_time_s(flops=2 * rows * head, bytes_moved=rows * spec["vocab_size"] / tp * 4,
-                         flops_per_s=hw["flops_per_s"], bytes_per_s=hw["bytes_per_s"])
+    fl, by = logit_rows_costs(info["target_spec"], rows=k * batch / dp, tp=tp)
+    t += roofline_time_s(flops=fl, bytes_moved=by, flops_per_s=hw["flops_per_s"], bytes_per_s=hw["bytes_per_s"])
     return t

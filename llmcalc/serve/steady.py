@@ -160,6 +160,13 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def md1_wait_s(*, rho, service_s):
+    """Mean wait in queue of an M/D/1 server (Poisson arrivals, deterministic service S) at load
+    rho < 1: rho S / (2 (1 - rho)), the Pollaczek-Khinchine mean value formula with c_s = 0
+    (Kleinrock 1975, vol. 1, ch. 5)."""
+    return rho * service_s / (2 * (1 - rho))
+
+
 def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
     """Mean wait of a prompt for the others' prefills ahead of it: one server of deterministic
     service S. Open loop (Poisson arrivals at clients / cycle_s): the M/D/1 mean rho S / (2 (1 -
@@ -173,7 +180,7 @@ def prompt_queue_wait_s(*, service_s, cycle_s, clients, open_loop):
         return 0.0
     if open_loop:
         rho = clients / cycle_s * service_s
-        return (min(rho * service_s / (2 * (1 - rho)), clients * service_s) if rho < 1 - 1e-9
+        return (min(md1_wait_s(rho=rho, service_s=service_s), clients * service_s) if rho < 1 - 1e-9
                 else clients * service_s)
     n_all = max(1, round(clients))
     think = max(cycle_s - service_s, 0.0)

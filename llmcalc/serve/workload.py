@@ -24,7 +24,6 @@ SHAREGPT_SIGMA = 1.0
 SHAREGPT_MAX_INPUT_TOKENS = 1024  # vLLM's sampler drops longer prompts
 SHAREGPT_MAX_TOTAL_TOKENS = 2048  # ... and longer prompt + reply pairs
 SHAREGPT_MIN_TOKENS = 4           # ... and shorter prompts or replies
-DATASETS = ("fixed", "random", "sharegpt")
 TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
 TRACE_LIMIT_TOKENS = 10 ** 9  # FLAG_RANGES' bound on -s and -o
 

@@ -200,7 +200,7 @@ from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
     DEFAULT_ALLREDUCE_LATENCY_US, DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_KERNEL_OVERHEAD_US,
     DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY,
     LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, resolve_hardware)
-from ..serve.steady import critical_batch, decode_total_s
+from ..serve.steady import critical_batch, decode_total_s, mixed_step
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -608,9 +608,23 @@ def validate(args, parser, spec):
     validate_speculative(args, parser, spec)
     args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
     unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
-    if unused and args.num_requests is None:
+    if args.capacity and args.arrivals is not None:
+        args.flag_notes.append("--arrivals: a capacity plan sizes each layout on Poisson arrivals (its convention)")
+    if args.trace:  # a trace's arrivals are drawn only at a --request-rate (or in a capacity plan's runs);
+        unused = [f for f in unused if args.request_rate is None and not args.capacity  # --seed: also a hit rate's
+                  and not (f == "--seed" and args.prefix_hit_rate is not None)]
+        if unused:
+            args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} arrivals at a "
+                                   "--request-rate; without it the trace's requests come at their own times "
+                                   "(or from the -c clients)")
+    elif unused and args.num_requests is None:
         args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
                                "--num-requests benchmark; without it there are none to draw")
+    targets = [f for f, v in (("--max-ttft-ms", args.max_ttft_ms), ("--max-tpot-ms", args.max_tpot_ms)) if v is not None]
+    if targets and not args.search and not args.capacity:
+        args.flag_notes.append(f"{' and '.join(targets)} {'is a target' if len(targets) == 1 else 'are targets'} of "
+                               "--search or a capacity plan (--target-request-rate R); nothing here is held to "
+                               f"{'it' if len(targets) == 1 else 'them'}")
     args.seed = 0 if args.seed is None else args.seed
     args.arrivals = args.arrivals or "poisson"
 
@@ -815,14 +829,10 @@ def main(argv=None):
         pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
                                      **lay, **bits))
         sp = args.speculative
-        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step
-            from ..serve.speculative import draft_step_s
-
+        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step (mixed_step)
             def spec_step(ctx):
-                r = with_step(forward_pass(spec, hw, batch=b, new_tokens=sp["k"] + 1, context_before=ctx,
-                                           absorbed=True, **lay, **bits))
-                d = draft_step_s(sp, hw, batch=b, context=ctx, tp=tp, pp=pp, bits=bits, dp=dp, ep=ep)
-                return dict(r, time_s=r["time_s"] + d, components_s=dict(r["components_s"], speculative_draft=d))
+                return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0, prompt_tokens=s,
+                                  bits=bits, **lay)
             first, last = spec_step(s), spec_step(s + max(o - 2, 0))
             pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
             dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]

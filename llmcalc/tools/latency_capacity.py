@@ -70,8 +70,9 @@ def validate_capacity(args, parser):
         if len(prices) not in (1, len(names)):
             parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; give one or "
                          f"{len(names)}")
-        if any(not (p > 0 and math.isfinite(p)) for p in prices):
-            parser.error(f"--cost-per-gpu-hour must be positive, got {args.cost_per_gpu_hour}")
+        if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
+            parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per GPU-hour, got "
+                         f"{args.cost_per_gpu_hour}")
         args.capacity_prices = prices * len(names) if len(prices) == 1 else prices
     args.slo_percentile = args.slo_percentile or 90
     if args.num_requests is None:
@@ -96,10 +97,16 @@ def run_capacity(spec, args, parser, *, bits):
                          bits=bits, percentile=args.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
                          sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
     w = plan["winner"]
+    if w is None and not plan["layouts_fitted"]:
+        longest = max(r[1] + r[2] for r in reqs)
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) holds the weights and "
+                     f"a request of {longest:,} tokens in its KV pool: cut -s/-o, --precision or --kv-cache-bits, or "
+                     "add a GPU kind")
     if w is None:
-        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets TTFT <= "
-                     f"{args.max_ttft_ms} ms and TPOT <= {args.max_tpot_ms} ms at p{args.slo_percentile}, even "
-                     "lightly loaded: relax the targets, cut -s/-o or --precision, or add a GPU kind")
+        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets "
+                     f"{targets_text(args.max_ttft_ms, args.max_tpot_ms)} at "
+                     f"p{args.slo_percentile}, even lightly loaded: relax the targets, cut -s/-o or --precision, or "
+                     "add a GPU kind")
     model = args.hf_model_name_or_path or "MODEL"
     prefix = bool(args.prefix_tokens) or any(r[3] is not None for r in reqs)
 
@@ -143,13 +150,18 @@ def run_capacity(spec, args, parser, *, bits):
     return res
 
 
+def targets_text(max_ttft_ms, max_tpot_ms):
+    """The targets given, in words ("TTFT <= 300 ms and TPOT <= 25 ms"); a target not given is left out."""
+    return " and ".join(f"{n} <= {v} ms" for n, v in (("TTFT", max_ttft_ms), ("TPOT", max_tpot_ms)) if v is not None)
+
+
 def capacity_report(res):
     """The plan as text: one line per GPU kind, the winner and its engine command."""
     def money(x):
         return "-" if x is None else f"${x:,.3f}"
     lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
-             f"{res['mean_output_tokens']:,.0f} output tokens (means), TTFT <= {res['max_ttft_ms']} ms and TPOT <= "
-             f"{res['max_tpot_ms']} ms at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
+             f"{res['mean_output_tokens']:,.0f} output tokens (means), {targets_text(res['max_ttft_ms'], res['max_tpot_ms'])} "
+             f"at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
              f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
              f"{'$/M in':>10}{'$/M out':>10}"]
     for g, c in res["by_gpu"].items():

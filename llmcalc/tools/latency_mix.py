@@ -5,6 +5,7 @@ formulas live in serve/workload.py, serve/simulate.py and serve/speculative.py."
 from ..cli import bounded_int, finite_float
 from ..model.spec import resolve_model_spec
 from ..serve.engine import layout_problem
+from ..serve.speculative import SPECULATIVE_METHODS
 
 
 def add_mix_args(parser):
@@ -49,7 +50,7 @@ def add_mix_args(parser):
     g.add_argument("--speculative-tokens", "--num-speculative-tokens", type=bounded_int, default=None,
                    help="K draft tokens proposed per decoding sequence and verified in one pass of K + 1 "
                         "(vLLM's num_speculative_tokens, SGLang's speculative-num-steps); default none")
-    g.add_argument("--speculative-method", choices=("mtp", "eagle", "draft", "ngram"), default=None,
+    g.add_argument("--speculative-method", choices=SPECULATIVE_METHODS, default=None,
                    help="the draft: mtp = the model's own MTP module (read from the config), eagle = an EAGLE "
                         "head (one decoder layer of the target's shape), draft = a smaller model "
                         "(--draft-model), ngram = prompt lookup on the host (no GPU work); default mtp when "
@@ -134,6 +135,9 @@ def validate_workload(args, parser):
         if not args.prefix_tokens and not args.trace:
             parser.error("--prefix-hit-rate is the share of requests that find the shared prefix: add "
                          "--prefix-tokens N (or a --trace with prefix_id)")
+        if args.num_requests is None and not args.trace:
+            parser.error("--prefix-hit-rate draws which requests of a benchmark run find the prefix: add "
+                         "--num-requests N and a load (without one, -b takes the prefix's cache as there)")
     mix = bool(args.dataset or args.trace)
     if (mix or args.prefix_tokens) and args.search:
         parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
@@ -156,6 +160,11 @@ def validate_workload(args, parser):
                      "(and --num-requests)")
     if args.host_kv_bandwidth_gbps is not None and args.host_kv_cache_gib is None:
         parser.error("--host-kv-bandwidth-gbps belongs to a host tier: add --host-kv-cache-gib G")
+    if host and args.capacity:
+        parser.error(f"a capacity plan sizes the GPU pool alone; leave out {host[0]}")
+    if host and args.num_requests is None and not args.trace:
+        parser.error(f"{host[0]} is simulated in a benchmark run: add --num-requests N and a load (-b takes the "
+                     "prefix's cache as there, with no tier to fill)")
     for f in ("host_kv_cache_gib", "host_kv_bandwidth_gbps"):
         v = getattr(args, f)
         if v is not None and not v > 0:
