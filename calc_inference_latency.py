@@ -2976,9 +2976,11 @@ def _read_jetmoe(r, s, ll, notes, warnings):
     runs num_experts_per_tok = k of them (a = k kv query heads of d = kv_channels over one shared
     k/v projection h -> 2 kv d, K/V repeated k times); the MLP's E gated experts of
     intermediate_size; a router h x E and an output bias h in each."""
-    kv, d, k = r.int("num_key_value_heads"), r.int("kv_channels"), r.int("num_experts_per_tok")
-    E = r.int("num_local_experts")
-    a = r.int("num_attention_heads")
+    # absent or null: JetMoeConfig's defaults (tests/fixtures/all_types/jetmoe.json)
+    kv, d = r.int("num_key_value_heads", default=16), r.int("kv_channels", default=128)
+    E = r.int("num_local_experts", default=8)
+    k = r.int("num_experts_per_tok", default=2, hi=E)
+    a = s["num_attention_heads"]
     if a != k * kv:
         r.fail("num_attention_heads", f"must be num_experts_per_tok x num_key_value_heads = {k * kv} "
                "(JetMoE's query heads are the k chosen experts' kv heads)", a)
@@ -2988,7 +2990,7 @@ def _read_jetmoe(r, s, ll, notes, warnings):
     s.update(num_kv_heads=kv, head_dim=d, qkv_bias=False, attn_out_bias=False, mlp_bias=False, num_mlp_linears=3,
              attn_extra_weights=2 * s["hidden_size"])
     L = s["num_layers"]
-    s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=r.int("intermediate_size"),
+    s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=r.int("intermediate_size", default=5632),
              moe_layer_set=list(range(L)),
              layer_overrides={i: {"attention": {"attn_experts": E, "attn_topk": k}} for i in range(L)})
     r.used.update(("activation_function", "aux_loss_coef"))
@@ -3253,8 +3255,8 @@ def _read_mamba(r, s, ll, notes, warnings):
     with use_bias; no MLP. Falcon-Mamba's B, C, dt RMSNorms have no weights."""
     L, h = s["num_layers"], s["hidden_size"]
     E = r.int("intermediate_size", default=int(r.num("expand", default=2) * h))
-    rank = r.cfg.get("time_step_rank", "auto")
-    R = -(-h // 16) if rank == "auto" else r.int("time_step_rank")
+    rank = r.cfg.get("time_step_rank")  # null: unset, the class default "auto"
+    R = -(-h // 16) if rank in (None, "auto") else r.int("time_step_rank")
     r.used.add("time_step_rank")
     bias = r.bool("use_bias", default=False)
     s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
@@ -3300,9 +3302,13 @@ def _read_lara(r, s, ll, notes, warnings):
     them; every layer a MoE with one ungated shared expert of shared_expert_intermediate_size."""
     L = s["num_layers"]
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
-    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads"),
-                         "kv_heads": r.int("linear_num_key_heads"), "head_dim": r.int("linear_key_head_dim"),
-                         "v_head_dim": r.int("linear_value_head_dim"),
+    # absent or null: LaraMiniConfig's defaults (tests/fixtures/all_types/lara_mini.json)
+    Hv, Hk = r.int("linear_num_value_heads", default=16), r.int("linear_num_key_heads", default=8)
+    if Hv % Hk:
+        r.fail("linear_num_value_heads", f"must be a multiple of linear_num_key_heads = {Hk}", Hv)
+    s["linear_mixer"] = {"kind": "gdn", "heads": Hv, "kv_heads": Hk,
+                         "head_dim": r.int("linear_key_head_dim", default=128),
+                         "v_head_dim": r.int("linear_value_head_dim", default=128),
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
     sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
@@ -3377,7 +3383,7 @@ def _read_bailing_hybrid(r, s, ll, notes, warnings):
     L = s["num_layers"]
     _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="headwise")
     _read_mla(r, s)
-    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    H, d = r.int("linear_num_heads", default=32), r.int("linear_head_dim", default=128)  # BailingHybridConfig's
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", "short_conv_kernel_size", default=4),
                          "state_chunk": GDN_CHUNK, "full_rank_gates": True}
@@ -3461,7 +3467,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
     if lt is None:
         r.fail("layer_types", "must list linear_attention and indexed_attention layers", None)
     _read_dsa_every_layer(r, s, ll, notes, warnings)
-    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    H, d = r.int("linear_num_heads", default=64), r.int("linear_head_dim", default=128)  # Glm5NextTextConfig's
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = ["linear" if t == "linear_attention" else "full" for t in lt]

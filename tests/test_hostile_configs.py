@@ -151,3 +151,39 @@ def test_family_reader_fields_answer_or_exit_2(script, base, key, value, tmp_pat
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     check_run(script, ["--hf_model_name_or_path", str(path)] + EXTRA_ARGS.get(script, []))
+
+
+# Found by review of the new family readers (fuzzing each field of transformers 5.24's class-default
+# configs, tests/fixtures/all_types/): a required field written as null was a traceback before.
+ALL_TYPES_CASES = [
+    ("all_types/bailing_hybrid.json", "linear_head_dim"), ("all_types/bailing_hybrid.json", "linear_num_heads"),
+    ("cache/glm5-next-text.config.json", "linear_head_dim"), ("cache/glm5-next-text.config.json", "linear_num_heads"),
+    ("all_types/mamba.json", "time_step_rank"), ("all_types/falcon_mamba.json", "time_step_rank"),
+    ("all_types/jetmoe.json", "num_local_experts"), ("all_types/jetmoe.json", "num_key_value_heads"),
+    ("all_types/jetmoe.json", "num_experts_per_tok"), ("all_types/lara_mini.json", "linear_key_head_dim"),
+    ("all_types/lara_mini.json", "linear_num_key_heads"), ("all_types/lara_mini.json", "linear_num_value_heads"),
+]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("fixture,key", ALL_TYPES_CASES)
+def test_new_family_readers_null_fields_answer_or_exit_2(script, fixture, key, tmp_path):
+    cfg = load_json(*fixture.split("/"))
+    cfg[key] = None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    check_run(script, ["--hf_model_name_or_path", str(path)] + EXTRA_ARGS.get(script, []))
+
+
+def test_jetmoe_top_k_past_its_experts_names_the_field(tmp_path):
+    from calc_transformer_params import main
+    cfg = dict(load_json("all_types", "jetmoe.json"), num_experts_per_tok=99)
+    code, err = _exit(main, _write(tmp_path, cfg))
+    assert code == 2 and "num_experts_per_tok" in err and len(err.strip().splitlines()) == 1
+
+
+def _exit(main, path):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
+        main(["--hf_model_name_or_path", path])
+    return exc.value.code, err.getvalue()
