@@ -259,6 +259,16 @@ def _read_routed_shared(r, s, L, dense):
              moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
 
 
+def _read_one_shared_expert(r, s, moe_layer_set, **extra):
+    """Routed experts (num_experts of moe_intermediate_size, top num_experts_per_tok) with at most one
+    ungated shared expert of shared_expert_intermediate_size (absent or 0: none) on moe_layer_set's
+    layers (Laguna, Flint, Lara-mini); `extra`: the family's other MoE fields."""
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=moe_layer_set, **extra)
+
+
 def _read_dsa_every_layer(r, s, ll, notes, warnings):
     """_read_dsa for a family whose layer_types mixes indexed layers with its own kinds (dots3,
     GLM-5-Next): read the MLA and indexer fields as if every layer were indexed; the caller then

@@ -7,7 +7,7 @@ build (tests/test_all_types.py); their caches and FLOPs against transformers' ow
 
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
 from .families_more import _llama
-from .families_moe import _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_routed_shared
+from .families_moe import _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_one_shared_expert, _read_routed_shared
 from .kinds import GDN_CHUNK
 from .reader import _layer_pattern
 
@@ -114,10 +114,7 @@ def _read_lara(r, s, ll, notes, warnings):
                          "v_head_dim": r.int("linear_value_head_dim", default=128),
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    _read_one_shared_expert(r, s, _mlp_pattern(r, L, default_dense=()))
 
 
 def _read_minimax01(r, s, ll, notes, warnings):
