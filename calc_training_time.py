@@ -1128,6 +1128,16 @@ def _read_routed_shared(r, s, L, dense):
              moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
 
 
+def _read_one_shared_expert(r, s, moe_layer_set, **extra):
+    """Routed experts (num_experts of moe_intermediate_size, top num_experts_per_tok) with at most one
+    ungated shared expert of shared_expert_intermediate_size (absent or 0: none) on moe_layer_set's
+    layers (Laguna, Flint, Lara-mini); `extra`: the family's other MoE fields."""
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=moe_layer_set, **extra)
+
+
 def _read_dsa_every_layer(r, s, ll, notes, warnings):
     """_read_dsa for a family whose layer_types mixes indexed layers with its own kinds (dots3,
     GLM-5-Next): read the MLA and indexer fields as if every layer were indexed; the caller then
@@ -2095,15 +2105,11 @@ def _llama(r, s, ll, notes, warnings, base, **over):
     s.update(over)
 
 
-def _bias(r, key="attention_bias", default=False):
-    return r.bool(key, default=default)
-
-
 def _read_glm(r, s, ll, notes, warnings):
     """GLM / GLM-4 (and GLM-4V's text model): biased q/k/v, unbiased o, a fused gate/up MLP; GLM-4
     adds a norm after attention and after the MLP (4 per layer)."""
     _llama(r, s, ll, notes, warnings, "llama", attn_out_bias=False,
-           qkv_bias=_bias(r, default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
+           qkv_bias=r.bool("attention_bias", default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
 
@@ -2111,7 +2117,7 @@ def _read_glm(r, s, ll, notes, warnings):
 def _read_glm4v_moe(r, s, ll, notes, warnings):
     """GLM-4.5V's text model: GLM-4.5's MoE block with biased q/k/v (attention_bias)."""
     _read_glm4_moe(r, s, ll, notes, warnings)
-    s["qkv_bias"] = _bias(r, default=True)
+    s["qkv_bias"] = r.bool("attention_bias", default=True)
 
 
 def _read_olmoe(r, s, ll, notes, warnings):
@@ -2177,7 +2183,7 @@ def _read_two_linear(r, s, ll, notes, warnings):
     on the MLP with mlp_bias), Apertus (per-head q/k RMSNorms, two learned xIELU scalars per MLP)."""
     mt = s["model_type"]
     _llama(r, s, ll, notes, warnings, "llama", num_mlp_linears=2)
-    bias = _bias(r)
+    bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
     if mt in ("nemotron", "jais2"):  # (Cosmos 3 Edge's text model: RMSNorms, no biases)
         s["norm"] = "layernorm"
@@ -2482,11 +2488,7 @@ def _read_laguna(r, s, ll, notes, warnings):
                          "script does not describe yet")
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head",
            attn_output_gate="headwise" if r.bool("gating", default=True) else "none")
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh, router_has_bias=True,
-             moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    _read_one_shared_expert(r, s, _mlp_pattern(r, L, default_dense=()), router_has_bias=True)
     r.used.update(("moe_routed_scaling_factor", "moe_apply_router_weight_on_input", "moe_router_logit_softcapping"))
 
 
@@ -2498,11 +2500,7 @@ def _read_flint(r, s, ll, notes, warnings):
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", attention_sinks=True)
     step = r.int("decoder_sparse_step", default=1)
     only = set(r.int_list("mlp_only_layers", default=[]))
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh,
-             moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
+    _read_one_shared_expert(r, s, [i for i in range(L) if i not in only and (i + 1) % step == 0])
 
 
 def _read_beam(r, s, ll, notes, warnings):
@@ -3185,10 +3183,7 @@ def _read_lara(r, s, ll, notes, warnings):
                          "v_head_dim": r.int("linear_value_head_dim", default=128),
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    _read_one_shared_expert(r, s, _mlp_pattern(r, L, default_dense=()))
 
 
 def _read_minimax01(r, s, ll, notes, warnings):
