@@ -3579,11 +3579,8 @@ def _read_jetmoe(r, s, ll, notes, warnings):
     if a != k * kv:
         r.fail("num_attention_heads", f"must be num_experts_per_tok x num_key_value_heads = {k * kv} "
                "(JetMoE's query heads are the k chosen experts' kv heads)", a)
-    mt, s["model_type"] = s["model_type"], "llama"  # the Llama reading of the shared fields, then JetMoE's
-    _read_llama_like(r, s, ll, notes, warnings)
-    s["model_type"] = mt
-    s.update(num_kv_heads=kv, head_dim=d, qkv_bias=False, attn_out_bias=False, mlp_bias=False, num_mlp_linears=3,
-             attn_extra_weights=2 * s["hidden_size"])
+    _llama(r, s, ll, notes, warnings, "llama", num_kv_heads=kv, head_dim=d, qkv_bias=False, attn_out_bias=False,
+           mlp_bias=False, num_mlp_linears=3, attn_extra_weights=2 * s["hidden_size"])
     L = s["num_layers"]
     s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=r.int("intermediate_size", default=5632),
              moe_layer_set=list(range(L)),
