@@ -6756,6 +6756,8 @@ def resolve(args, parser):
         parser.error(f"--checkpoint-activations means full recompute, but --recompute {args.recompute} was given")
     if args.recompute_modules and recompute != "selective":
         parser.error(f"--recompute-modules needs --recompute selective, not --recompute {recompute}")
+    if (args.recompute_every or 1) > 1 and recompute == "none":
+        notes.append(f"--recompute-every {args.recompute_every} changes nothing without --recompute")
     if args.partition_activations and recompute != "full":
         notes.append("--partition-activations splits checkpointed layer inputs; it changes "
                      "nothing without --recompute full")

@@ -497,3 +497,8 @@ def test_ways_out_under_layer_offload_say_they_leave_it_out(capsys):
     assert _json(M.main, argv + ["--offload-params"], capsys)["fit"]["ways_out"]["without_layer_offload"]
     M.main(argv + ["--offload-activations"])
     assert "without --offload-params / --offload-activations" in capsys.readouterr().out
+
+
+def test_recompute_every_without_recompute_is_noted_in_mem(capsys):
+    M.main(["-l", "8", "-hs", "1024", "-a", "16", "-s", "2048", "--recompute-every", "3"])
+    assert "--recompute-every 3 changes nothing without --recompute" in capsys.readouterr().err
