@@ -32,7 +32,9 @@ BASES = ["gpt2", "opt-350m", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3
          "qwen3.5-35b-a3b", "qwen3-next-80b-a3b-thinking", "qwen3.5-27b-text", "olmo_hybrid-variant",
          "nemotron-3-nano-30b-a3b", "granitemoehybrid-class-defaults", "falcon_h1-class-defaults",
          "jamba-variant", "lfm3-class-defaults", "kimi_linear-checkpoint-layout", "deepseek-v4-flash",
-         "step-3.7-flash-like-legacy"]
+         "step-3.7-flash-like-legacy",
+         # nested-block and state-space readers (review: dbrx's attn_config/ffn_config, LFM2-MoE)
+         "dbrx-instruct", "lfm2_moe-class-defaults"]
 # Values a careless or hostile config.json holds where a count, switch or size belongs.
 NAN, INF = float("nan"), float("inf")
 BAD = [None, -1, 0, -4096, NAN, INF, -INF, 1e308, 2 ** 70, 10 ** 400, 3.5, "128", "false", "",
