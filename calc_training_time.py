@@ -1404,6 +1404,9 @@ def _read_dbrx(r, s, ll, notes, warnings):
     s.update(ll)
     attn = ConfigReader(r.sub("attn_config") or {}, f"{r.where} (attn_config)", warnings)
     ffn = ConfigReader(r.sub("ffn_config") or {}, f"{r.where} (ffn_config)", warnings)
+    for key, what in (("attn_config", "kv_n_heads 1"), ("ffn_config", "4 experts of width 3584, top 1")):
+        if r.sub(key) is None:  # transformers builds DbrxAttentionConfig() / DbrxFFNConfig() then
+            notes.append(f"no {key} in the config: transformers' defaults taken ({what})")
     a, h = s["num_attention_heads"], s["hidden_size"]
     kv = attn.int("kv_n_heads", default=1)
     if a % kv:

@@ -189,3 +189,13 @@ def _exit(main, path):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
         main(["--hf_model_name_or_path", path])
     return exc.value.code, err.getvalue()
+
+
+def test_dbrx_without_its_nested_blocks_says_it_took_the_defaults(tmp_path):
+    # transformers builds DbrxAttentionConfig() / DbrxFFNConfig() when a block is absent (their
+    # defaults: tests/fixtures/all_types/dbrx.json); the count then follows them, and says so
+    from calc_transformer_params import main
+    cfg = json.load(open(config_path("dbrx-instruct")))
+    del cfg["ffn_config"]
+    _, _, err = run_main(main, ["--hf_model_name_or_path", _write(tmp_path, cfg)])
+    assert "no ffn_config in the config" in err and "attn_config" not in err
