@@ -2875,7 +2875,9 @@ def _read_dots3(r, s, ll, notes, warnings):
     for i in range(L):
         a = {}
         cfg_i = plc.get(f"{i:02d}", plc.get(str(i)))
-        if isinstance(cfg_i, dict):
+        if cfg_i is not None and not isinstance(cfg_i, dict):
+            r.fail("per_layer_config", f"entry {i} must be a JSON object", cfg_i)
+        if cfg_i is not None:
             sub = ConfigReader(cfg_i, f"{r.where} (per_layer_config {i})")
             heads = sub.int("num_attention_heads", default=s["num_attention_heads"])
             a.update(heads=heads, kv_heads=heads, kv_lora_rank=sub.int("kv_lora_rank", default=s["kv_lora_rank"]),

@@ -199,3 +199,11 @@ def test_dbrx_without_its_nested_blocks_says_it_took_the_defaults(tmp_path):
     del cfg["ffn_config"]
     _, _, err = run_main(main, ["--hf_model_name_or_path", _write(tmp_path, cfg)])
     assert "no ffn_config in the config" in err and "attn_config" not in err
+
+
+def test_dots3_per_layer_config_entry_not_an_object_exits_2(tmp_path):
+    # (it was skipped silently: the layer then kept the model-wide heads and latent rank)
+    from calc_transformer_params import main
+    cfg = dict(load_json("cache", "dots3.config.json"), per_layer_config={"1": "x"})
+    code, err = _exit(main, _write(tmp_path, cfg))
+    assert code == 2 and "per_layer_config" in err and len(err.strip().splitlines()) == 1
