@@ -1601,6 +1601,17 @@ def _layer_pattern(r, L, s):
 _DSV4_RATIO = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
 
 
+def _hyper_connection_layer_fields(*, hc, h):
+    """Per layer, DeepSeek-V4's manifold-constrained hyper-connections over hc residual streams of
+    width h (transformers' modeling_deepseek_v4; GLM-5-Next's layers have the same): two mixing
+    modules, each a projection of the hc h concatenated streams to (2 + hc) hc mixing weights, its
+    (2 + hc) hc biases and 3 scales. FLOPs per token and module: that projection (2 (2 + hc) hc^2 h)
+    and comb^T @ streams (2 hc^2 h). The spec fields a reader sets from them."""
+    return {"extra_params_per_layer": 2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
+            "extra_flops_per_layer": 2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
+            "residual_streams": hc}
+
+
 def _read_deepseek_v4(r, s, ll, notes, warnings):
     """DeepSeek-V4: every layer sliding-window attention over one shared K = V head with sinks,
     and, per layer_types (else the legacy per-layer compress_ratios 0 / 4 / 128, else two heavily
@@ -1654,11 +1665,8 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     hc = r.int("hc_mult", default=4, hi=1024)
     s.update(layer_types=["sliding"] * L, sliding_window=W,
              layer_overrides={i: kinds[t] for i, t in enumerate(lt)},
-             extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             # per token, two modules: the fn projection of the hc streams and comb^T @ streams
-             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
-             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
-             residual_streams=hc)
+             **_hyper_connection_layer_fields(hc=hc, h=h),
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h)
     f_e = r.int("moe_intermediate_size", default=2048)
     r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)  # checked: every layer MoE
     r.int("num_hash_layers", lo=0, default=3)  # hash routing: same weights as top-k routing
@@ -4074,8 +4082,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
         if lt[i] == "indexed_attention" and not over.get(i, {}).get("attention", {}).get("index_heads") == 0:
             o = over.setdefault(i, {})
             o["attention"] = dict(o.get("attention", {}), index_kpool=kp)  # its gate and position table
-    s.update(layer_overrides=over, extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h), residual_streams=hc)
+    s.update(layer_overrides=over, **_hyper_connection_layer_fields(hc=hc, h=h))
     r.used.update(("hc_eps", "hc_sinkhorn_iters", "swiglu_limit", "linear_lower_bound", "index_kpool_always_select_tail"))
 
 

@@ -7,7 +7,7 @@ build (tests/test_all_types.py); their caches and FLOPs against transformers' ow
 
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
 from .families_more import _llama
-from .families_moe import _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_one_shared_expert, _read_routed_shared
+from .families_moe import _hyper_connection_layer_fields, _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_one_shared_expert, _read_routed_shared
 from .kinds import GDN_CHUNK
 from .reader import _layer_pattern
 
@@ -277,8 +277,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
         if lt[i] == "indexed_attention" and not over.get(i, {}).get("attention", {}).get("index_heads") == 0:
             o = over.setdefault(i, {})
             o["attention"] = dict(o.get("attention", {}), index_kpool=kp)  # its gate and position table
-    s.update(layer_overrides=over, extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h), residual_streams=hc)
+    s.update(layer_overrides=over, **_hyper_connection_layer_fields(hc=hc, h=h))
     r.used.update(("hc_eps", "hc_sinkhorn_iters", "swiglu_limit", "linear_lower_bound", "index_kpool_always_select_tail"))
 
 
