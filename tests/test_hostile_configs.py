@@ -207,3 +207,13 @@ def test_dots3_per_layer_config_entry_not_an_object_exits_2(tmp_path):
     cfg = dict(load_json("cache", "dots3.config.json"), per_layer_config={"1": "x"})
     code, err = _exit(main, _write(tmp_path, cfg))
     assert code == 2 and "per_layer_config" in err and len(err.strip().splitlines()) == 1
+
+
+def test_jetmoe_without_num_attention_heads_derives_it(tmp_path):
+    # JetMoeConfig takes no num_attention_heads (it sets num_key_value_heads x num_experts_per_tok),
+    # so a config.json may lack it: the count equals the one with the field written out
+    from calc_transformer_params import main
+    cfg = load_json("flops", "jetmoe.config.json")
+    full = run_main(main, ["--hf_model_name_or_path", _write(tmp_path, cfg, "a.json"), "--json"])[0]["total_params"]
+    del cfg["num_attention_heads"]
+    assert run_main(main, ["--hf_model_name_or_path", _write(tmp_path, cfg, "b.json"), "--json"])[0]["total_params"] == full
