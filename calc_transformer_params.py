@@ -688,9 +688,8 @@ def attention_params(attn, *, h):
     if attn.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
         return 0
     h_in = attn.get("in_width", h)  # Zamba's shared attention reads [hidden, embedding], 2 h wide
-    qo = h_in * q_out + a * dv * h
     return (h_in * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
-            + attention_expert_params(attn, qo=qo, h=h)
+            + attention_expert_params(attn, qo=h_in * q_out + a * dv * h, h=h)
             + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
@@ -707,11 +706,13 @@ def attention_expert_params(attn, *, qo, h):
 
 
 def attention_inactive_params(attn, *, h):
-    """The attention-expert weights a token does not run: (E - k) experts' q and o (MoA); 0 else."""
-    E, k = attn.get("attn_experts", 0), attn.get("attn_topk", 0)
+    """The attention-expert weights a token does not run: (E - k) experts' q and o (MoA), i.e.
+    attention_expert_params less its router; 0 else."""
+    E = attn.get("attn_experts", 0)
     if not E or attn["span"] == "state" or attn["kind"] != "mha":
         return 0
-    return (h * attn["heads"] * attn["head_dim"] + attn["heads"] * attn.get("v_dim", attn["head_dim"]) * h) * (E - k) // k
+    a, d = attn["heads"], attn["head_dim"]
+    return attention_expert_params(attn, qo=h * a * d + a * attn.get("v_dim", d) * h, h=h) - h * E
 
 
 def mlp_params(*, h, f, num_linears, bias):
@@ -1581,6 +1582,17 @@ def _layer_pattern(r, L, s):
 _DSV4_RATIO = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
 
 
+def _hyper_connection_layer_fields(*, hc, h):
+    """Per layer, DeepSeek-V4's manifold-constrained hyper-connections over hc residual streams of
+    width h (transformers' modeling_deepseek_v4; GLM-5-Next's layers have the same): two mixing
+    modules, each a projection of the hc h concatenated streams to (2 + hc) hc mixing weights, its
+    (2 + hc) hc biases and 3 scales. FLOPs per token and module: that projection (2 (2 + hc) hc^2 h)
+    and comb^T @ streams (2 hc^2 h). The spec fields a reader sets from them."""
+    return {"extra_params_per_layer": 2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
+            "extra_flops_per_layer": 2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
+            "residual_streams": hc}
+
+
 def _read_deepseek_v4(r, s, ll, notes, warnings):
     """DeepSeek-V4: every layer sliding-window attention over one shared K = V head with sinks,
     and, per layer_types (else the legacy per-layer compress_ratios 0 / 4 / 128, else two heavily
@@ -1634,11 +1646,8 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     hc = r.int("hc_mult", default=4, hi=1024)
     s.update(layer_types=["sliding"] * L, sliding_window=W,
              layer_overrides={i: kinds[t] for i, t in enumerate(lt)},
-             extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             # per token, two modules: the fn projection of the hc streams and comb^T @ streams
-             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
-             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
-             residual_streams=hc)
+             **_hyper_connection_layer_fields(hc=hc, h=h),
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h)
     f_e = r.int("moe_intermediate_size", default=2048)
     r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)  # checked: every layer MoE
     r.int("num_hash_layers", lo=0, default=3)  # hash routing: same weights as top-k routing
@@ -1829,6 +1838,16 @@ def _read_routed_shared(r, s, L, dense):
     s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=f_e,
              num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * (f_e or 0),
              moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
+
+
+def _read_one_shared_expert(r, s, moe_layer_set, **extra):
+    """Routed experts (num_experts of moe_intermediate_size, top num_experts_per_tok) with at most one
+    ungated shared expert of shared_expert_intermediate_size (absent or 0: none) on moe_layer_set's
+    layers (Laguna, Flint, Lara-mini); `extra`: the family's other MoE fields."""
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=moe_layer_set, **extra)
 
 
 def _read_dsa_every_layer(r, s, ll, notes, warnings):
@@ -2097,6 +2116,9 @@ def _read_dbrx(r, s, ll, notes, warnings):
     s.update(ll)
     attn = ConfigReader(r.sub("attn_config") or {}, f"{r.where} (attn_config)", warnings)
     ffn = ConfigReader(r.sub("ffn_config") or {}, f"{r.where} (ffn_config)", warnings)
+    for key, what in (("attn_config", "kv_n_heads 1"), ("ffn_config", "4 experts of width 3584, top 1")):
+        if r.sub(key) is None:  # transformers builds DbrxAttentionConfig() / DbrxFFNConfig() then
+            notes.append(f"no {key} in the config: transformers' defaults taken ({what})")
     a, h = s["num_attention_heads"], s["hidden_size"]
     kv = attn.int("kv_n_heads", default=1)
     if a % kv:
@@ -2798,15 +2820,11 @@ def _llama(r, s, ll, notes, warnings, base, **over):
     s.update(over)
 
 
-def _bias(r, key="attention_bias", default=False):
-    return r.bool(key, default=default)
-
-
 def _read_glm(r, s, ll, notes, warnings):
     """GLM / GLM-4 (and GLM-4V's text model): biased q/k/v, unbiased o, a fused gate/up MLP; GLM-4
     adds a norm after attention and after the MLP (4 per layer)."""
     _llama(r, s, ll, notes, warnings, "llama", attn_out_bias=False,
-           qkv_bias=_bias(r, default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
+           qkv_bias=r.bool("attention_bias", default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
 
@@ -2814,7 +2832,7 @@ def _read_glm(r, s, ll, notes, warnings):
 def _read_glm4v_moe(r, s, ll, notes, warnings):
     """GLM-4.5V's text model: GLM-4.5's MoE block with biased q/k/v (attention_bias)."""
     _read_glm4_moe(r, s, ll, notes, warnings)
-    s["qkv_bias"] = _bias(r, default=True)
+    s["qkv_bias"] = r.bool("attention_bias", default=True)
 
 
 def _read_olmoe(r, s, ll, notes, warnings):
@@ -2880,7 +2898,7 @@ def _read_two_linear(r, s, ll, notes, warnings):
     on the MLP with mlp_bias), Apertus (per-head q/k RMSNorms, two learned xIELU scalars per MLP)."""
     mt = s["model_type"]
     _llama(r, s, ll, notes, warnings, "llama", num_mlp_linears=2)
-    bias = _bias(r)
+    bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
     if mt in ("nemotron", "jais2"):  # (Cosmos 3 Edge's text model: RMSNorms, no biases)
         s["norm"] = "layernorm"
@@ -3185,11 +3203,7 @@ def _read_laguna(r, s, ll, notes, warnings):
                          "script does not describe yet")
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head",
            attn_output_gate="headwise" if r.bool("gating", default=True) else "none")
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh, router_has_bias=True,
-             moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    _read_one_shared_expert(r, s, _mlp_pattern(r, L, default_dense=()), router_has_bias=True)
     r.used.update(("moe_routed_scaling_factor", "moe_apply_router_weight_on_input", "moe_router_logit_softcapping"))
 
 
@@ -3201,11 +3215,7 @@ def _read_flint(r, s, ll, notes, warnings):
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", attention_sinks=True)
     step = r.int("decoder_sparse_step", default=1)
     only = set(r.int_list("mlp_only_layers", default=[]))
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh,
-             moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
+    _read_one_shared_expert(r, s, [i for i in range(L) if i not in only and (i + 1) % step == 0])
 
 
 def _read_beam(r, s, ll, notes, warnings):
@@ -3451,7 +3461,9 @@ def _read_dots3(r, s, ll, notes, warnings):
     for i in range(L):
         a = {}
         cfg_i = plc.get(f"{i:02d}", plc.get(str(i)))
-        if isinstance(cfg_i, dict):
+        if cfg_i is not None and not isinstance(cfg_i, dict):
+            r.fail("per_layer_config", f"entry {i} must be a JSON object", cfg_i)
+        if cfg_i is not None:
             sub = ConfigReader(cfg_i, f"{r.where} (per_layer_config {i})")
             heads = sub.int("num_attention_heads", default=s["num_attention_heads"])
             a.update(heads=heads, kv_heads=heads, kv_lora_rank=sub.int("kv_lora_rank", default=s["kv_lora_rank"]),
@@ -3553,19 +3565,18 @@ def _read_jetmoe(r, s, ll, notes, warnings):
     runs num_experts_per_tok = k of them (a = k kv query heads of d = kv_channels over one shared
     k/v projection h -> 2 kv d, K/V repeated k times); the MLP's E gated experts of
     intermediate_size; a router h x E and an output bias h in each."""
-    kv, d, k = r.int("num_key_value_heads"), r.int("kv_channels"), r.int("num_experts_per_tok")
-    E = r.int("num_local_experts")
-    a = r.int("num_attention_heads")
+    # absent or null: JetMoeConfig's defaults (tests/fixtures/all_types/jetmoe.json)
+    kv, d = r.int("num_key_value_heads", default=16), r.int("kv_channels", default=128)
+    E = r.int("num_local_experts", default=8)
+    k = r.int("num_experts_per_tok", default=2, hi=E)
+    a = s["num_attention_heads"]
     if a != k * kv:
         r.fail("num_attention_heads", f"must be num_experts_per_tok x num_key_value_heads = {k * kv} "
                "(JetMoE's query heads are the k chosen experts' kv heads)", a)
-    mt, s["model_type"] = s["model_type"], "llama"  # the Llama reading of the shared fields, then JetMoE's
-    _read_llama_like(r, s, ll, notes, warnings)
-    s["model_type"] = mt
-    s.update(num_kv_heads=kv, head_dim=d, qkv_bias=False, attn_out_bias=False, mlp_bias=False, num_mlp_linears=3,
-             attn_extra_weights=2 * s["hidden_size"])
+    _llama(r, s, ll, notes, warnings, "llama", num_kv_heads=kv, head_dim=d, qkv_bias=False, attn_out_bias=False,
+           mlp_bias=False, num_mlp_linears=3, attn_extra_weights=2 * s["hidden_size"])
     L = s["num_layers"]
-    s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=r.int("intermediate_size"),
+    s.update(moe=True, num_experts=E, topk=k, moe_ffn_hidden_size=r.int("intermediate_size", default=5632),
              moe_layer_set=list(range(L)),
              layer_overrides={i: {"attention": {"attn_experts": E, "attn_topk": k}} for i in range(L)})
     r.used.update(("activation_function", "aux_loss_coef"))
@@ -3582,6 +3593,15 @@ MOA_READERS = {"jetmoe": _read_jetmoe}
 # configs list attention and MLP as separate entries of layer_types). Each
 # reader says what its modeling file builds, checked against the meta-device build
 # (tests/test_all_types.py).
+
+def _inkling_layer_types(r, L):
+    """Inkling / Inkling 2's layer_types ("hybrid": full attention, "hybrid_sliding": sliding) as our
+    kinds; absent, their configs' default: every 6th layer full."""
+    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
+    if lt is None:
+        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
+    return ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+
 
 def _read_inkling(r, s, ll, notes, warnings):
     """Inkling (text model and the multimodal wrapper's language model): layer_types "hybrid"
@@ -3601,10 +3621,7 @@ def _read_inkling(r, s, ll, notes, warnings):
     window = r.int("sliding_window_size", default=512)
     swa = {"heads": r.int("swa_num_attention_heads", default=64),
            "kv_heads": r.int("swa_num_key_value_heads", default=16), "head_dim": r.int("swa_head_dim", default=128)}
-    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
-    if lt is None:
-        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
-    s["layer_types"] = ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+    s["layer_types"] = _inkling_layer_types(r, L)
     s["sliding_window"] = window
     E, S, f_e = r.int("n_routed_experts"), r.int("n_shared_experts", lo=0, default=0), r.int("moe_intermediate_size")
     moe = _mlp_pattern(r, L, default_dense=())
@@ -3650,10 +3667,7 @@ def _read_inkling2(r, s, ll, notes, warnings):
     ext, window = r.int("rel_extent", default=1024), r.int("sliding_window_size", default=1024)
     swa = (r.int("swa_num_attention_heads", default=s["num_attention_heads"]),
            r.int("swa_num_key_value_heads", default=s["num_kv_heads"]), r.int("swa_head_dim", default=s["head_dim"]))
-    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
-    if lt is None:
-        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
-    s["layer_types"] = ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+    s["layer_types"] = _inkling_layer_types(r, L)
     s["sliding_window"] = window
     s.update(moe=True, num_experts=r.int("n_routed_experts"), topk=r.int("num_experts_per_tok"),
              moe_ffn_hidden_size=r.int("moe_intermediate_size"), moe_layer_set=list(range(L)))
@@ -3830,8 +3844,8 @@ def _read_mamba(r, s, ll, notes, warnings):
     with use_bias; no MLP. Falcon-Mamba's B, C, dt RMSNorms have no weights."""
     L, h = s["num_layers"], s["hidden_size"]
     E = r.int("intermediate_size", default=int(r.num("expand", default=2) * h))
-    rank = r.cfg.get("time_step_rank", "auto")
-    R = -(-h // 16) if rank == "auto" else r.int("time_step_rank")
+    rank = r.cfg.get("time_step_rank")  # null: unset, the class default "auto"
+    R = -(-h // 16) if rank in (None, "auto") else r.int("time_step_rank")
     r.used.add("time_step_rank")
     bias = r.bool("use_bias", default=False)
     s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
@@ -3877,15 +3891,16 @@ def _read_lara(r, s, ll, notes, warnings):
     them; every layer a MoE with one ungated shared expert of shared_expert_intermediate_size."""
     L = s["num_layers"]
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
-    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads"),
-                         "kv_heads": r.int("linear_num_key_heads"), "head_dim": r.int("linear_key_head_dim"),
-                         "v_head_dim": r.int("linear_value_head_dim"),
+    # absent or null: LaraMiniConfig's defaults (tests/fixtures/all_types/lara_mini.json)
+    Hv, Hk = r.int("linear_num_value_heads", default=16), r.int("linear_num_key_heads", default=8)
+    if Hv % Hk:
+        r.fail("linear_num_value_heads", f"must be a multiple of linear_num_key_heads = {Hk}", Hv)
+    s["linear_mixer"] = {"kind": "gdn", "heads": Hv, "kv_heads": Hk,
+                         "head_dim": r.int("linear_key_head_dim", default=128),
+                         "v_head_dim": r.int("linear_value_head_dim", default=128),
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    _read_one_shared_expert(r, s, _mlp_pattern(r, L, default_dense=()))
 
 
 def _read_minimax01(r, s, ll, notes, warnings):
@@ -3954,7 +3969,7 @@ def _read_bailing_hybrid(r, s, ll, notes, warnings):
     L = s["num_layers"]
     _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="headwise")
     _read_mla(r, s)
-    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    H, d = r.int("linear_num_heads", default=32), r.int("linear_head_dim", default=128)  # BailingHybridConfig's
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", "short_conv_kernel_size", default=4),
                          "state_chunk": GDN_CHUNK, "full_rank_gates": True}
@@ -4038,7 +4053,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
     if lt is None:
         r.fail("layer_types", "must list linear_attention and indexed_attention layers", None)
     _read_dsa_every_layer(r, s, ll, notes, warnings)
-    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    H, d = r.int("linear_num_heads", default=64), r.int("linear_head_dim", default=128)  # Glm5NextTextConfig's
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = ["linear" if t == "linear_attention" else "full" for t in lt]
@@ -4048,8 +4063,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
         if lt[i] == "indexed_attention" and not over.get(i, {}).get("attention", {}).get("index_heads") == 0:
             o = over.setdefault(i, {})
             o["attention"] = dict(o.get("attention", {}), index_kpool=kp)  # its gate and position table
-    s.update(layer_overrides=over, extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h), residual_streams=hc)
+    s.update(layer_overrides=over, **_hyper_connection_layer_fields(hc=hc, h=h))
     r.used.update(("hc_eps", "hc_sinkhorn_iters", "swiglu_limit", "linear_lower_bound", "index_kpool_always_select_tail"))
 
 
@@ -4238,6 +4252,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
     a = r.int("num_attention_heads", "n_head", "num_heads", "n_heads", default=1 if mt in ATTENTION_FREE else None)
+    if a is None and mt == "jetmoe":  # JetMoeConfig derives it (k experts' kv heads) and takes no such argument
+        a = r.int("num_key_value_heads", default=16) * r.int("num_experts_per_tok", default=2)
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:

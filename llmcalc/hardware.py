@@ -68,10 +68,9 @@ _GOOGLE = "https://cloud.google.com/tpu/docs/"
 _SCALING_BOOK = "Austin et al., How to Scale Your Model, 'How to think about TPUs' https://jax-ml.github.io/scaling-book/tpus/"
 _NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/"
 
-# PCIe 4.0 x16, one direction: 31.5 GB/s (accelerator.py derives it). The data-center cards below
-# list "PCIe Gen4 x16" on their datasheets and support peer-to-peer over it; GeForce drivers leave
-# P2P off.
-_PCIE4_X16_GB_S = PCIE4_X16_GB_S
+# PCIe peer-to-peer: PCIe 4.0 x16, one direction, 31.5 GB/s (accelerator.PCIE4_X16_GB_S derives it).
+# The data-center cards below list "PCIe Gen4 x16" on their datasheets and support peer-to-peer over
+# it; GeForce drivers leave P2P off.
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -148,7 +147,7 @@ _ROWS = [
          memory_gb=24, memory_tb_per_s=0.6,
          tflops=dict(fp32=31.2, tf32=62.5, bf16=125, fp16=125, int8=250),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=None, tdp_w=150,
          source="NVIDIA A10 datasheet https://www.nvidia.com/content/dam/en-zz/Solutions/"
                 "Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf",
@@ -158,7 +157,7 @@ _ROWS = [
          memory_gb=24, memory_tb_per_s=0.6,
          tflops=dict(fp32=35.0, tf32=35.0, bf16=70.0, fp16=70.0, int8=140.0),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=12.5, tdp_w=300,
          source="SECONDARY: Baseten, 'NVIDIA A10 vs A10G for ML model inference' "
                 "https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/ ; "
@@ -171,7 +170,7 @@ _ROWS = [
          memory_gb=24, memory_tb_per_s=0.3,
          tflops=dict(fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5, int8=242.5),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=12.5, tdp_w=72,
          source="NVIDIA L4 datasheet https://www.nvidia.com/en-us/data-center/l4/ ; AWS G6 "
                 "https://aws.amazon.com/ec2/instance-types/g6/",
@@ -181,7 +180,7 @@ _ROWS = [
          memory_gb=48, memory_tb_per_s=0.864,
          tflops=dict(fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733, int8=733),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
-         in_network_reduction=False, pcie_peer_gb_per_s_unidir=_PCIE4_X16_GB_S,
+         in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=50, tdp_w=350,
          source="NVIDIA L40S datasheet https://www.nvidia.com/en-us/data-center/l40s/ ; AWS G6e "
                 "https://aws.amazon.com/ec2/instance-types/g6e/",
@@ -501,13 +500,14 @@ _ROWS = [
 # put each GPU on PCIe Gen5 x16 to the host (B300's own Gen6 port meets Gen5 hosts: 5.0 taken);
 # GeForce RTX 3090/4090 PCIe 4.0 x16, RTX 5090 PCIe 5.0 x16; AMD MI250X "PCIe Gen4", MI300X,
 # MI325X, MI355X "PCIe Gen5 x16"; GH200 and GB200 reach their Grace CPU's LPDDR5X over NVLink-C2C
-# (900 GB/s bidirectional). TPU, Gaudi and Trainium hosts: not listed (None).
+# (900 GB/s bidirectional). TPU, Gaudi and Trainium hosts: not listed (None). H100 SXM's is set in
+# its own row (accelerator.H100_SXM, every script's default).
 _HOST_LINKS = {
     **{n: ("PCIe 3.0 x16", PCIE3_X16_GB_S) for n in ("v100-16gb", "v100-32gb")},
     **{n: ("PCIe 4.0 x16", PCIE4_X16_GB_S) for n in ("a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie",
                                                     "a10", "a10g", "l4", "l40s", "rtx-3090", "rtx-4090",
                                                     "mi250x")},
-    **{n: ("PCIe 5.0 x16", PCIE5_X16_GB_S) for n in ("h100-sxm", "h100-pcie", "h100-nvl", "h800", "h20", "h200",
+    **{n: ("PCIe 5.0 x16", PCIE5_X16_GB_S) for n in ("h100-pcie", "h100-nvl", "h800", "h20", "h200",
                                                     "b200", "b300", "rtx-5090", "mi300x", "mi325x", "mi355x")},
     **{n: ("NVLink-C2C", NVLINK_C2C_GB_S) for n in ("gh200", "gh200-96gb", "gb200")},
 }

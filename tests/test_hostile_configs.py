@@ -32,7 +32,9 @@ BASES = ["gpt2", "opt-350m", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "qwen3
          "qwen3.5-35b-a3b", "qwen3-next-80b-a3b-thinking", "qwen3.5-27b-text", "olmo_hybrid-variant",
          "nemotron-3-nano-30b-a3b", "granitemoehybrid-class-defaults", "falcon_h1-class-defaults",
          "jamba-variant", "lfm3-class-defaults", "kimi_linear-checkpoint-layout", "deepseek-v4-flash",
-         "step-3.7-flash-like-legacy"]
+         "step-3.7-flash-like-legacy",
+         # nested-block and state-space readers (review: dbrx's attn_config/ffn_config, LFM2-MoE)
+         "dbrx-instruct", "lfm2_moe-class-defaults"]
 # Values a careless or hostile config.json holds where a count, switch or size belongs.
 NAN, INF = float("nan"), float("inf")
 BAD = [None, -1, 0, -4096, NAN, INF, -INF, 1e308, 2 ** 70, 10 ** 400, 3.5, "128", "false", "",
@@ -151,3 +153,67 @@ def test_family_reader_fields_answer_or_exit_2(script, base, key, value, tmp_pat
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     check_run(script, ["--hf_model_name_or_path", str(path)] + EXTRA_ARGS.get(script, []))
+
+
+# Found by review of the new family readers (fuzzing each field of transformers 5.24's class-default
+# configs, tests/fixtures/all_types/): a required field written as null was a traceback before.
+ALL_TYPES_CASES = [
+    ("all_types/bailing_hybrid.json", "linear_head_dim"), ("all_types/bailing_hybrid.json", "linear_num_heads"),
+    ("cache/glm5-next-text.config.json", "linear_head_dim"), ("cache/glm5-next-text.config.json", "linear_num_heads"),
+    ("all_types/mamba.json", "time_step_rank"), ("all_types/falcon_mamba.json", "time_step_rank"),
+    ("all_types/jetmoe.json", "num_local_experts"), ("all_types/jetmoe.json", "num_key_value_heads"),
+    ("all_types/jetmoe.json", "num_experts_per_tok"), ("all_types/lara_mini.json", "linear_key_head_dim"),
+    ("all_types/lara_mini.json", "linear_num_key_heads"), ("all_types/lara_mini.json", "linear_num_value_heads"),
+]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("fixture,key", ALL_TYPES_CASES)
+def test_new_family_readers_null_fields_answer_or_exit_2(script, fixture, key, tmp_path):
+    cfg = load_json(*fixture.split("/"))
+    cfg[key] = None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    check_run(script, ["--hf_model_name_or_path", str(path)] + EXTRA_ARGS.get(script, []))
+
+
+def test_jetmoe_top_k_past_its_experts_names_the_field(tmp_path):
+    from calc_transformer_params import main
+    cfg = dict(load_json("all_types", "jetmoe.json"), num_experts_per_tok=99)
+    code, err = _exit(main, _write(tmp_path, cfg))
+    assert code == 2 and "num_experts_per_tok" in err and len(err.strip().splitlines()) == 1
+
+
+def _exit(main, path):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
+        main(["--hf_model_name_or_path", path])
+    return exc.value.code, err.getvalue()
+
+
+def test_dbrx_without_its_nested_blocks_says_it_took_the_defaults(tmp_path):
+    # transformers builds DbrxAttentionConfig() / DbrxFFNConfig() when a block is absent (their
+    # defaults: tests/fixtures/all_types/dbrx.json); the count then follows them, and says so
+    from calc_transformer_params import main
+    cfg = json.load(open(config_path("dbrx-instruct")))
+    del cfg["ffn_config"]
+    _, _, err = run_main(main, ["--hf_model_name_or_path", _write(tmp_path, cfg)])
+    assert "no ffn_config in the config" in err and "attn_config" not in err
+
+
+def test_dots3_per_layer_config_entry_not_an_object_exits_2(tmp_path):
+    # (it was skipped silently: the layer then kept the model-wide heads and latent rank)
+    from calc_transformer_params import main
+    cfg = dict(load_json("cache", "dots3.config.json"), per_layer_config={"1": "x"})
+    code, err = _exit(main, _write(tmp_path, cfg))
+    assert code == 2 and "per_layer_config" in err and len(err.strip().splitlines()) == 1
+
+
+def test_jetmoe_without_num_attention_heads_derives_it(tmp_path):
+    # JetMoeConfig takes no num_attention_heads (it sets num_key_value_heads x num_experts_per_tok),
+    # so a config.json may lack it: the count equals the one with the field written out
+    from calc_transformer_params import main
+    cfg = load_json("flops", "jetmoe.config.json")
+    full = run_main(main, ["--hf_model_name_or_path", _write(tmp_path, cfg, "a.json"), "--json"])[0]["total_params"]
+    del cfg["num_attention_heads"]
+    assert run_main(main, ["--hf_model_name_or_path", _write(tmp_path, cfg, "b.json"), "--json"])[0]["total_params"] == full

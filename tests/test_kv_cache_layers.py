@@ -15,7 +15,6 @@ Ours: for each attention block of each layer, cache_elements_per_token (MLA as t
 cached_tokens(context) x batch x bytes per element; for a linear mixer state_elements: the conv
 window at the model's dtype and the recurrent state at 4 bytes (transformers keeps it in fp32)."""
 import argparse
-import json
 import os
 
 import pytest

@@ -487,3 +487,18 @@ def test_layer_offload_is_one_answer_in_mem_and_training_time(flags, capsys):
 def test_layer_offload_outside_what_is_modelled_is_refused_in_mem(argv, says):
     code, err = exit_code_and_stderr(M.main, ["-l", "8", "-hs", "1024", "--num-gpus", "8"] + argv)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_ways_out_under_layer_offload_say_they_leave_it_out(capsys):
+    # training_ways_out costs its changes without --offload-params / --offload-activations (and -z 3
+    # with --offload-params is refused): the rows would otherwise read as changes on top of the offload
+    argv = ["-l", "8", "-hs", "1024", "-a", "16", "-s", "2048", "--num-gpus", "8", "-pp", "2", "--gpu-memory-gib", "1"]
+    assert "without_layer_offload" not in _json(M.main, argv, capsys)["fit"]["ways_out"]
+    assert _json(M.main, argv + ["--offload-params"], capsys)["fit"]["ways_out"]["without_layer_offload"]
+    M.main(argv + ["--offload-activations"])
+    assert "without --offload-params / --offload-activations" in capsys.readouterr().out
+
+
+def test_recompute_every_without_recompute_is_noted_in_mem(capsys):
+    M.main(["-l", "8", "-hs", "1024", "-a", "16", "-s", "2048", "--recompute-every", "3"])
+    assert "--recompute-every 3 changes nothing without --recompute" in capsys.readouterr().err

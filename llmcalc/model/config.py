@@ -155,6 +155,8 @@ def spec_from_hf_config(cfg, num_layers=None):
     if L_cfg is None and mt == "nemotron_h":  # a property of the pattern there, not always written
         L_cfg = len(_nemotron_blocks(r))
     a = r.int("num_attention_heads", "n_head", "num_heads", "n_heads", default=1 if mt in ATTENTION_FREE else None)
+    if a is None and mt == "jetmoe":  # JetMoeConfig derives it (k experts' kv heads) and takes no such argument
+        a = r.int("num_key_value_heads", default=16) * r.int("num_experts_per_tok", default=2)
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:

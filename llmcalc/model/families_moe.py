@@ -9,6 +9,17 @@ from .reader import ConfigReader
 _DSV4_RATIO = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
 
 
+def _hyper_connection_layer_fields(*, hc, h):
+    """Per layer, DeepSeek-V4's manifold-constrained hyper-connections over hc residual streams of
+    width h (transformers' modeling_deepseek_v4; GLM-5-Next's layers have the same): two mixing
+    modules, each a projection of the hc h concatenated streams to (2 + hc) hc mixing weights, its
+    (2 + hc) hc biases and 3 scales. FLOPs per token and module: that projection (2 (2 + hc) hc^2 h)
+    and comb^T @ streams (2 hc^2 h). The spec fields a reader sets from them."""
+    return {"extra_params_per_layer": 2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
+            "extra_flops_per_layer": 2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
+            "residual_streams": hc}
+
+
 def _read_deepseek_v4(r, s, ll, notes, warnings):
     """DeepSeek-V4: every layer sliding-window attention over one shared K = V head with sinks,
     and, per layer_types (else the legacy per-layer compress_ratios 0 / 4 / 128, else two heavily
@@ -62,11 +73,8 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     hc = r.int("hc_mult", default=4, hi=1024)
     s.update(layer_types=["sliding"] * L, sliding_window=W,
              layer_overrides={i: kinds[t] for i, t in enumerate(lt)},
-             extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             # per token, two modules: the fn projection of the hc streams and comb^T @ streams
-             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h),
-             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h,
-             residual_streams=hc)
+             **_hyper_connection_layer_fields(hc=hc, h=h),
+             other_params={"hc_head": hc * hc * h + hc + 1}, input_matmul_params=hc * hc * h)
     f_e = r.int("moe_intermediate_size", default=2048)
     r.str_list("mlp_layer_types", choices={"moe", "hash_moe"}, length=L)  # checked: every layer MoE
     r.int("num_hash_layers", lo=0, default=3)  # hash routing: same weights as top-k routing
@@ -257,6 +265,16 @@ def _read_routed_shared(r, s, L, dense):
     s.update(moe=bool(E), num_experts=E, topk=r.int("num_experts_per_tok"), moe_ffn_hidden_size=f_e,
              num_shared_experts=n_sh, shared_expert_ffn_hidden_size=n_sh * (f_e or 0),
              moe_layer_set=_mlp_pattern(r, L, dense) if E else None)
+
+
+def _read_one_shared_expert(r, s, moe_layer_set, **extra):
+    """Routed experts (num_experts of moe_intermediate_size, top num_experts_per_tok) with at most one
+    ungated shared expert of shared_expert_intermediate_size (absent or 0: none) on moe_layer_set's
+    layers (Laguna, Flint, Lara-mini); `extra`: the family's other MoE fields."""
+    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
+    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
+             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
+             shared_expert_ffn_hidden_size=sh, moe_layer_set=moe_layer_set, **extra)
 
 
 def _read_dsa_every_layer(r, s, ll, notes, warnings):
@@ -525,6 +543,9 @@ def _read_dbrx(r, s, ll, notes, warnings):
     s.update(ll)
     attn = ConfigReader(r.sub("attn_config") or {}, f"{r.where} (attn_config)", warnings)
     ffn = ConfigReader(r.sub("ffn_config") or {}, f"{r.where} (ffn_config)", warnings)
+    for key, what in (("attn_config", "kv_n_heads 1"), ("ffn_config", "4 experts of width 3584, top 1")):
+        if r.sub(key) is None:  # transformers builds DbrxAttentionConfig() / DbrxFFNConfig() then
+            notes.append(f"no {key} in the config: transformers' defaults taken ({what})")
     a, h = s["num_attention_heads"], s["hidden_size"]
     kv = attn.int("kv_n_heads", default=1)
     if a % kv:

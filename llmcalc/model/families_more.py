@@ -10,7 +10,7 @@ tests/test_all_types.py)."""
 
 from .families_dense import _read_gemma4, _read_generic_moe, _read_gpt2, _read_llama_like
 from .reader import ConfigReader, _layer_pattern
-from .families_moe import _mlp_pattern, _read_dsa, _read_dsa_every_layer, _read_glm4_moe, _read_granitemoe, _read_mla, _read_routed_shared
+from .families_moe import _mlp_pattern, _read_dsa, _read_dsa_every_layer, _read_glm4_moe, _read_granitemoe, _read_mla, _read_one_shared_expert, _read_routed_shared
 
 
 def _llama(r, s, ll, notes, warnings, base, **over):
@@ -22,15 +22,11 @@ def _llama(r, s, ll, notes, warnings, base, **over):
     s.update(over)
 
 
-def _bias(r, key="attention_bias", default=False):
-    return r.bool(key, default=default)
-
-
 def _read_glm(r, s, ll, notes, warnings):
     """GLM / GLM-4 (and GLM-4V's text model): biased q/k/v, unbiased o, a fused gate/up MLP; GLM-4
     adds a norm after attention and after the MLP (4 per layer)."""
     _llama(r, s, ll, notes, warnings, "llama", attn_out_bias=False,
-           qkv_bias=_bias(r, default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
+           qkv_bias=r.bool("attention_bias", default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
 
@@ -38,7 +34,7 @@ def _read_glm(r, s, ll, notes, warnings):
 def _read_glm4v_moe(r, s, ll, notes, warnings):
     """GLM-4.5V's text model: GLM-4.5's MoE block with biased q/k/v (attention_bias)."""
     _read_glm4_moe(r, s, ll, notes, warnings)
-    s["qkv_bias"] = _bias(r, default=True)
+    s["qkv_bias"] = r.bool("attention_bias", default=True)
 
 
 def _read_olmoe(r, s, ll, notes, warnings):
@@ -104,7 +100,7 @@ def _read_two_linear(r, s, ll, notes, warnings):
     on the MLP with mlp_bias), Apertus (per-head q/k RMSNorms, two learned xIELU scalars per MLP)."""
     mt = s["model_type"]
     _llama(r, s, ll, notes, warnings, "llama", num_mlp_linears=2)
-    bias = _bias(r)
+    bias = r.bool("attention_bias", default=False)
     s.update(qkv_bias=bias, attn_out_bias=bias, mlp_bias=r.bool("mlp_bias", default=False))
     if mt in ("nemotron", "jais2"):  # (Cosmos 3 Edge's text model: RMSNorms, no biases)
         s["norm"] = "layernorm"
@@ -409,11 +405,7 @@ def _read_laguna(r, s, ll, notes, warnings):
                          "script does not describe yet")
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head",
            attn_output_gate="headwise" if r.bool("gating", default=True) else "none")
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh, router_has_bias=True,
-             moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    _read_one_shared_expert(r, s, _mlp_pattern(r, L, default_dense=()), router_has_bias=True)
     r.used.update(("moe_routed_scaling_factor", "moe_apply_router_weight_on_input", "moe_router_logit_softcapping"))
 
 
@@ -425,11 +417,7 @@ def _read_flint(r, s, ll, notes, warnings):
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head", attention_sinks=True)
     step = r.int("decoder_sparse_step", default=1)
     only = set(r.int_list("mlp_only_layers", default=[]))
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh,
-             moe_layer_set=[i for i in range(L) if i not in only and (i + 1) % step == 0])
+    _read_one_shared_expert(r, s, [i for i in range(L) if i not in only and (i + 1) % step == 0])
 
 
 def _read_beam(r, s, ll, notes, warnings):
@@ -675,7 +663,9 @@ def _read_dots3(r, s, ll, notes, warnings):
     for i in range(L):
         a = {}
         cfg_i = plc.get(f"{i:02d}", plc.get(str(i)))
-        if isinstance(cfg_i, dict):
+        if cfg_i is not None and not isinstance(cfg_i, dict):
+            r.fail("per_layer_config", f"entry {i} must be a JSON object", cfg_i)
+        if cfg_i is not None:
             sub = ConfigReader(cfg_i, f"{r.where} (per_layer_config {i})")
             heads = sub.int("num_attention_heads", default=s["num_attention_heads"])
             a.update(heads=heads, kv_heads=heads, kv_lora_rank=sub.int("kv_lora_rank", default=s["kv_lora_rank"]),

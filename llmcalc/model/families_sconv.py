@@ -9,6 +9,15 @@ reader says what its modeling file builds, checked against the meta-device build
 from .families_moe import _mlp_pattern
 
 
+def _inkling_layer_types(r, L):
+    """Inkling / Inkling 2's layer_types ("hybrid": full attention, "hybrid_sliding": sliding) as our
+    kinds; absent, their configs' default: every 6th layer full."""
+    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
+    if lt is None:
+        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
+    return ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+
+
 def _read_inkling(r, s, ll, notes, warnings):
     """Inkling (text model and the multimodal wrapper's language model): layer_types "hybrid"
     (full attention) and "hybrid_sliding" (sliding_window_size window, swa_* heads and head size);
@@ -27,10 +36,7 @@ def _read_inkling(r, s, ll, notes, warnings):
     window = r.int("sliding_window_size", default=512)
     swa = {"heads": r.int("swa_num_attention_heads", default=64),
            "kv_heads": r.int("swa_num_key_value_heads", default=16), "head_dim": r.int("swa_head_dim", default=128)}
-    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
-    if lt is None:
-        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
-    s["layer_types"] = ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+    s["layer_types"] = _inkling_layer_types(r, L)
     s["sliding_window"] = window
     E, S, f_e = r.int("n_routed_experts"), r.int("n_shared_experts", lo=0, default=0), r.int("moe_intermediate_size")
     moe = _mlp_pattern(r, L, default_dense=())
@@ -76,10 +82,7 @@ def _read_inkling2(r, s, ll, notes, warnings):
     ext, window = r.int("rel_extent", default=1024), r.int("sliding_window_size", default=1024)
     swa = (r.int("swa_num_attention_heads", default=s["num_attention_heads"]),
            r.int("swa_num_key_value_heads", default=s["num_kv_heads"]), r.int("swa_head_dim", default=s["head_dim"]))
-    lt = r.str_list("layer_types", choices={"hybrid", "hybrid_sliding"}, length=L)
-    if lt is None:
-        lt = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(L)]
-    s["layer_types"] = ["sliding" if t == "hybrid_sliding" else "full" for t in lt[:L]]
+    s["layer_types"] = _inkling_layer_types(r, L)
     s["sliding_window"] = window
     s.update(moe=True, num_experts=r.int("n_routed_experts"), topk=r.int("num_experts_per_tok"),
              moe_ffn_hidden_size=r.int("moe_intermediate_size"), moe_layer_set=list(range(L)))

@@ -7,7 +7,7 @@ build (tests/test_all_types.py); their caches and FLOPs against transformers' ow
 
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
 from .families_more import _llama
-from .families_moe import _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_routed_shared
+from .families_moe import _hyper_connection_layer_fields, _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_one_shared_expert, _read_routed_shared
 from .kinds import GDN_CHUNK
 from .reader import _layer_pattern
 
@@ -58,8 +58,8 @@ def _read_mamba(r, s, ll, notes, warnings):
     with use_bias; no MLP. Falcon-Mamba's B, C, dt RMSNorms have no weights."""
     L, h = s["num_layers"], s["hidden_size"]
     E = r.int("intermediate_size", default=int(r.num("expand", default=2) * h))
-    rank = r.cfg.get("time_step_rank", "auto")
-    R = -(-h // 16) if rank == "auto" else r.int("time_step_rank")
+    rank = r.cfg.get("time_step_rank")  # null: unset, the class default "auto"
+    R = -(-h // 16) if rank in (None, "auto") else r.int("time_step_rank")
     r.used.add("time_step_rank")
     bias = r.bool("use_bias", default=False)
     s.update(norm="rmsnorm", num_mlp_linears=3, qkv_bias=False, attn_out_bias=False, mlp_bias=False,
@@ -105,15 +105,16 @@ def _read_lara(r, s, ll, notes, warnings):
     them; every layer a MoE with one ungated shared expert of shared_expert_intermediate_size."""
     L = s["num_layers"]
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
-    s["linear_mixer"] = {"kind": "gdn", "heads": r.int("linear_num_value_heads"),
-                         "kv_heads": r.int("linear_num_key_heads"), "head_dim": r.int("linear_key_head_dim"),
-                         "v_head_dim": r.int("linear_value_head_dim"),
+    # absent or null: LaraMiniConfig's defaults (tests/fixtures/all_types/lara_mini.json)
+    Hv, Hk = r.int("linear_num_value_heads", default=16), r.int("linear_num_key_heads", default=8)
+    if Hv % Hk:
+        r.fail("linear_num_value_heads", f"must be a multiple of linear_num_key_heads = {Hk}", Hv)
+    s["linear_mixer"] = {"kind": "gdn", "heads": Hv, "kv_heads": Hk,
+                         "head_dim": r.int("linear_key_head_dim", default=128),
+                         "v_head_dim": r.int("linear_value_head_dim", default=128),
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = _layer_pattern(r, L, s) or ["full"] * L
-    sh = r.int("shared_expert_intermediate_size", lo=0, default=0)
-    s.update(moe=True, num_experts=r.int("num_experts"), topk=r.int("num_experts_per_tok"),
-             moe_ffn_hidden_size=r.int("moe_intermediate_size"), num_shared_experts=1 if sh else 0,
-             shared_expert_ffn_hidden_size=sh, moe_layer_set=_mlp_pattern(r, L, default_dense=()))
+    _read_one_shared_expert(r, s, _mlp_pattern(r, L, default_dense=()))
 
 
 def _read_minimax01(r, s, ll, notes, warnings):
@@ -182,7 +183,7 @@ def _read_bailing_hybrid(r, s, ll, notes, warnings):
     L = s["num_layers"]
     _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="headwise")
     _read_mla(r, s)
-    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    H, d = r.int("linear_num_heads", default=32), r.int("linear_head_dim", default=128)  # BailingHybridConfig's
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", "short_conv_kernel_size", default=4),
                          "state_chunk": GDN_CHUNK, "full_rank_gates": True}
@@ -266,7 +267,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
     if lt is None:
         r.fail("layer_types", "must list linear_attention and indexed_attention layers", None)
     _read_dsa_every_layer(r, s, ll, notes, warnings)
-    H, d = r.int("linear_num_heads"), r.int("linear_head_dim")
+    H, d = r.int("linear_num_heads", default=64), r.int("linear_head_dim", default=128)  # Glm5NextTextConfig's
     s["linear_mixer"] = {"kind": "kda", "heads": H, "kv_heads": H, "head_dim": d, "v_head_dim": d,
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4), "state_chunk": GDN_CHUNK}
     s["layer_types"] = ["linear" if t == "linear_attention" else "full" for t in lt]
@@ -276,8 +277,7 @@ def _read_glm5_next(r, s, ll, notes, warnings):
         if lt[i] == "indexed_attention" and not over.get(i, {}).get("attention", {}).get("index_heads") == 0:
             o = over.setdefault(i, {})
             o["attention"] = dict(o.get("attention", {}), index_kpool=kp)  # its gate and position table
-    s.update(layer_overrides=over, extra_params_per_layer=2 * ((2 + hc) * hc * hc * h + (2 + hc) * hc + 3),
-             extra_flops_per_layer=2 * (2 * (2 + hc) * hc * hc * h + 2 * hc * hc * h), residual_streams=hc)
+    s.update(layer_overrides=over, **_hyper_connection_layer_fields(hc=hc, h=h))
     r.used.update(("hc_eps", "hc_sinkhorn_iters", "swiglu_limit", "linear_lower_bound", "index_kpool_always_select_tail"))
 
 

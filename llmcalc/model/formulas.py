@@ -198,9 +198,8 @@ def attention_params(attn, *, h):
     if attn.get("tied"):  # a block shared with an earlier layer (Zamba): its weights counted there
         return 0
     h_in = attn.get("in_width", h)  # Zamba's shared attention reads [hidden, embedding], 2 h wide
-    qo = h_in * q_out + a * dv * h
     return (h_in * (q_out + kv_out + gate) + qkv_b * (q_out + kv_out) + a * dv * h + o_b * h
-            + attention_expert_params(attn, qo=qo, h=h)
+            + attention_expert_params(attn, qo=h_in * q_out + a * dv * h, h=h)
             + norm_params(width=qk, norm=nm) + a * attn["sinks"] + attn.get("extra_weights", 0))
 
 
@@ -217,11 +216,13 @@ def attention_expert_params(attn, *, qo, h):
 
 
 def attention_inactive_params(attn, *, h):
-    """The attention-expert weights a token does not run: (E - k) experts' q and o (MoA); 0 else."""
-    E, k = attn.get("attn_experts", 0), attn.get("attn_topk", 0)
+    """The attention-expert weights a token does not run: (E - k) experts' q and o (MoA), i.e.
+    attention_expert_params less its router; 0 else."""
+    E = attn.get("attn_experts", 0)
     if not E or attn["span"] == "state" or attn["kind"] != "mha":
         return 0
-    return (h * attn["heads"] * attn["head_dim"] + attn["heads"] * attn.get("v_dim", attn["head_dim"]) * h) * (E - k) // k
+    a, d = attn["heads"], attn["head_dim"]
+    return attention_expert_params(attn, qo=h * a * d + a * attn.get("v_dim", d) * h, h=h) - h * E
 
 
 def mlp_params(*, h, f, num_linears, bias):

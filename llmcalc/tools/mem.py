@@ -177,7 +177,9 @@ def format_report(res):
                 lines.append(f"  {k.replace('_', ' ')}: {v}{more}")
         ways = fit.get("ways_out")
         if ways:
-            lines.append(f"what fits instead, at micro-batch {res['config']['batch_size']} (the same model):")
+            lines.append(f"what fits instead, at micro-batch {res['config']['batch_size']} (the same model"
+                         + (", without --offload-params / --offload-activations" if ways.get("without_layer_offload")
+                            else "") + "):")
             w = max(len(x["flags"]) for x in ways["changes"]) if ways["changes"] else 0
             for x in ways["changes"]:
                 lines.append(f"  {x['flags']:<{w}}  {x['total_bytes'] / GIB:>9,.2f} GiB  "
@@ -476,6 +478,8 @@ def resolve(args, parser):
         parser.error(f"--checkpoint-activations means full recompute, but --recompute {args.recompute} was given")
     if args.recompute_modules and recompute != "selective":
         parser.error(f"--recompute-modules needs --recompute selective, not --recompute {recompute}")
+    if (args.recompute_every or 1) > 1 and recompute == "none":
+        notes.append(f"--recompute-every {args.recompute_every} changes nothing without --recompute")
     if args.partition_activations and recompute != "full":
         notes.append("--partition-activations splits checkpointed layer inputs; it changes "
                      "nothing without --recompute full")
@@ -767,6 +771,8 @@ def main(argv=None):
                 lambda x: training_memory_offloaded(spec, c, x)[0]["total_bytes"], c["memory_bytes"], 1 << 16)}
             if worst["total_bytes"] > c["memory_bytes"]:
                 ways = training_ways_out(spec, c, b)
+                if c["offload_params"] or c["offload_activations"]:  # its rows are costed without them (and
+                    ways["without_layer_offload"] = True  # -z 3 with --offload-params is refused): say so
                 ways["search_command"] = search_command(parser, args, c, b, ways["fewest_gpus"] or c["num_gpus"])
                 fit["ways_out"] = ways
     res = {"mode": "inference" if args.infer else "training", "mode_text": mode_text(args, c),
