@@ -5959,7 +5959,8 @@ def recompute_text(lay, *, brief=False):
         what = "selective: " + ", ".join(RECOMPUTE_WHAT[m] for m in modules_of(lay))
     else:
         what = f"{mode}: {RECOMPUTE_WHAT[mode]}"
-    return f"recompute {what}" + (f", on every {every}th layer (the others none)" if every > 1 and mode != "none" else "")
+    return f"recompute {what}" + (f", on one layer in {every} (layers 0, {every}, {2 * every}, ...; the others none)"
+                                  if every > 1 and mode != "none" else "")
 
 
 # ======== llmcalc/train/memory.py =================================================================
