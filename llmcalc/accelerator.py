@@ -7,17 +7,52 @@ or without hardware.py beside it, runs on exactly the numbers `--gpu h100-sxm` g
 row (vendor datasheets; measured matmul rates from S. Bekman's ml-engineering MAMF table).
 """
 
+from .records import Record
+
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
-RECORD_KEYS = (
-    "name", "full_name", "vendor", "aliases",
-    "memory_bytes", "memory_usable_bytes", "memory_usable_source", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
-    "scale_up_link", "scale_up_topology", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_size",
-    "scale_up_in_network_reduction", "scale_out_bandwidth_bytes_per_s", "host_link",
-    "host_link_bandwidth_bytes_per_s", "tdp_w",
-    "achievable_matmul_flops_per_s", "achievable_memory_bandwidth_bytes_per_s",
-    "achievable_source", "source", "notes",
-)
+
+
+class Accelerator(Record):
+    """One accelerator: every fact the models read, in SI units, each with its source (source,
+    notes, and the *_source fields). Built once per row by accelerator_row; hardware.py's table
+    and the default accelerator below are lists of these. Fields that may be None say so."""
+
+    FIELDS = {
+        "name": "the table's key (h100-sxm)", "full_name": "vendor's product name",
+        "vendor": "NVIDIA, AMD, Google, Intel, AWS", "aliases": "other names --gpu accepts",
+        "memory_bytes": "capacity as the vendor prints it (decimal GB -> bytes)",
+        "memory_usable_bytes": "what the driver reports to programs (bytes): the 'will it fit' figure",
+        "memory_usable_source": "where memory_usable_bytes was read, or 'derived, not measured'",
+        "memory_bandwidth_bytes_per_s": "peak HBM bandwidth",
+        "peak_flops_per_s": "dense peak per dtype (fp64 ... fp4); int8 in ops/s; only supported dtypes",
+        "scale_up_link": "NVLink / xGMI / ICI / ... in words; None: no scale-up fabric",
+        "scale_up_topology": "switch, mesh, torus, pair or hybrid-cube-mesh; None: no fabric",
+        "scale_up_bandwidth_bytes_per_s": "scale-up link per device, one direction; None: none",
+        "scale_up_domain_size": "devices one scale-up fabric joins (8 on HGX, 72 on NVL72)",
+        "scale_up_in_network_reduction": "whether the fabric reduces in the switch (NVLink SHARP)",
+        "scale_out_bandwidth_bytes_per_s": "NIC bandwidth per device, one direction; None: not listed",
+        "pcie_peer_bandwidth_bytes_per_s": "PCIe peer-to-peer per direction on cards without a "
+                                           "scale-up link; None: a scale-up link, or no P2P",
+        "host_link": "the link to host memory in words (PCIe 5.0 x16, NVLink-C2C); None: not listed",
+        "host_link_bandwidth_bytes_per_s": "host link line rate per direction; None: not listed",
+        "tdp_w": "board power limit (W)",
+        "achievable_matmul_flops_per_s": "measured best-shape matmul rate (MAMF) per dtype; None",
+        "achievable_memory_bandwidth_bytes_per_s": "measured streaming bandwidth; None",
+        "achievable_source": "where the achievable figures were measured",
+        "sms": "streaming multiprocessors (AMD: compute units) for wave quantization; None: not listed",
+        "kernel_family": "whose measured kernel rates apply: hopper, blackwell, ampere; None: none",
+        "flash_attention_fraction": "FlashAttention-2's forward, backward rate / 16-bit peak",
+        "sustained_matmul_fraction": "a training loop's sustained matmul rate / MAMF, {bf16, fp8, "
+                                     "source}; None: not measured (taken as 1)",
+        "kv_stream_efficiency": "share of peak bandwidth a decode attention kernel streams the KV "
+                                "cache at; None: the serving memory efficiency",
+        "source": "datasheets and pages the row was typed from", "notes": "caveats, in words",
+    }
+    REQUIRED = tuple(FIELDS)
+
+
+RECORD_KEYS = tuple(Accelerator.FIELDS)
 
 TERA = 1e12
 GIGA = 1e9
@@ -96,6 +131,77 @@ def _usable_memory(name, memory_gb, memory_bytes):
                                          f"as {memory_gb:g} GiB")
 
 
+# --- facts of a GPU's kernels: SMs, the family whose measured kernel rates apply, sustained matmul
+# and KV streaming. Read by the training step (train/) and serving (serve/) through the record's
+# fields (sms, kernel_family, flash_attention_fraction, sustained_matmul_fraction,
+# kv_stream_efficiency), never by GPU name.
+# Streaming multiprocessors per GPU, for wave quantization: NVIDIA A100 whitepaper (108 SMs on
+# A100 SXM/PCIe), H100 whitepaper (132 on SXM5, 114 on PCIe; H200 and GH200 are the SXM5 die),
+# B200 (148, NVIDIA Blackwell datasheet), L40S (142, Ada datasheet); AMD MI300X/MI325X 304 CUs
+# (CDNA 3 whitepaper). Other GPUs: no wave term (said in the assumptions).
+_SM_COUNT = {"a100-40gb": 108, "a100-80gb": 108, "a100-40gb-pcie": 108, "a100-80gb-pcie": 108,
+            "h100-sxm": 132, "h100-pcie": 114, "h100-nvl": 132, "h800": 132, "h200": 132, "h200-nvl": 132,
+            "gh200": 132, "b200": 148, "l40s": 142, "mi300x": 304, "mi325x": 304}
+
+# Flash-attention kernel rates as a fraction of the dense 16-bit peak, forward and backward
+# (FLOPs counted as flash-attn's benchmark counts them: 4 s^2 d h forward, halved when causal,
+# 2.5x that backward). The published forward+backward rate of FlashAttention-2, causal, head dim
+# 128, 8k tokens (Dao 2023, arXiv 2307.08691, Fig. 4 and the H100 figure of the flash-attention
+# repo): A100-80GB 182 TFLOP/s (0.583 of 312), H100 SXM 308 (0.311 of 989), used for both
+# passes. FlashAttention-3's H100 forward (602, 0.61) has no published backward beside it, so
+# H100 keeps the measured FA2 pair. Blackwell: the flash-attn 2.7.4 package on a B200, causal,
+# head dim 128, 8k tokens, forward 399.9 and backward 318.0 TFLOP/s of 2,250 (NVIDIA/cudnn-frontend
+# @bb37575d, sdpa_bf16_benchmark_results_NVIDIA_B200.csv; train/attention_rates.py). Other GPUs
+# take the A100 fraction (an assumption).
+FLASH_ATTENTION_FRACTION = {"ampere": (0.583, 0.583), "hopper": (0.311, 0.311),
+                            "blackwell": (399.9 / 2250, 318.0 / 2250)}
+FLASH_ATTENTION_FALLBACK = "ampere"  # the family whose fraction a GPU without its own takes
+
+# A training loop keeps the GPU busy for minutes, and its matmuls do not all have the best shape:
+# they run below the maximum a shape search finds in a short burst (MAMF). Measured here on one
+# H100 SXM 80GB (700 W, torch 2.11 + CUDA 13.0, validation/h100/measure_training.py, 2026-11-24;
+# raw rows in validation/h100/results/gemm.jsonl): back-to-back torch.matmul (bf16) and
+# torch._scaled_mm (fp8 e4m3, per-tensor scales) over 51 shapes with m, n, k >= 2048 (squares
+# and Llama-3 8B / 70B layer and weight-gradient shapes at 2k-16k tokens), random inputs rotated
+# past L2, 20 s of continuous work: median 693 TFLOP/s bf16 and 1,234 fp8, where MAMF reports
+# 794.5 and 1,402.6. The factor makes gemm_time_s's median over those 51 shapes equal the
+# measured one (bf16 0.9125, fp8 0.9209); set from that grid alone and judged on the training
+# steps measured beside it (VALIDATION.md). The 700 W SXM Hopper parts take it (H100 SXM; H200
+# SXM, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards (other
+# power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
+_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
+
+# Blackwell: Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide,
+# Azure_Results/ND_GB200_v6_results.md @2a370be6: random inputs, 10,000 warm-up iterations, CUDA
+# 12.8) reaches 2,834.6 / 2,876.6 / 2,906.9 / 2,825.6 TFLOP/s on the squares 4096^3 to 32768^3,
+# mean 2,860.9, where MAMF gives the GB200 3,615.6: 0.791. The same method on an H200 (the
+# file ND_H200_v5_results.md @7f20e5fa: 1,249.1 / 1,300.6 / 1,366.3 / 1,349.5, mean 1,316.4 over
+# the Hopper fp8 MAMF 1,453.4) gives 0.906, within 2% of our own Hopper grid's 0.921, so the two
+# methods agree where both exist. Taken for bf16 too (no bf16 row in the file) and for the B200
+# and B300 (the same Blackwell compute at 1,000 / 1,100 W: assumptions, not measured).
+_SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6, "source": "Azure GB200 cuBLASLt run"}
+
+
+
+
+# The family whose measured kernel rates (FlashAttention, cuDNN attention, the sustained-loop matmul
+# factor) a GPU takes: the Hopper SXM/PCIe/NVL and Grace Hopper parts and the H800 (the GH100 die,
+# 132 SMs at 700 W like the H100 SXM: the same kernels), the datacenter Blackwell parts, the A100s.
+# Other GPUs: None (FlashAttention-2's A100 fraction stands in; said in the report).
+_KERNEL_FAMILY = {"a100-40gb": "ampere", "a100-80gb": "ampere", "a100-40gb-pcie": "ampere",
+                  "a100-80gb-pcie": "ampere", "h100-sxm": "hopper", "h100-pcie": "hopper",
+                  "h100-nvl": "hopper", "h800": "hopper", "h200": "hopper", "gh200": "hopper",
+                  "gh200-96gb": "hopper", "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell"}
+# the sustained-loop factor: measured on the 700 W SXM Hopper parts (H100 SXM; the H200 and H800 are
+# the same die at the same limit), and Blackwell (above)
+_SUSTAINED = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100, "h800": _SUSTAINED_H100,
+              "b200": _SUSTAINED_BLACKWELL, "gb200": _SUSTAINED_BLACKWELL, "b300": _SUSTAINED_BLACKWELL}
+# A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
+# H200 graph-mode decode steps; serve/stacks.py says how it was measured): H100, H200, GH200, H800, H20.
+KV_STREAM_EFFICIENCY = 0.93
+_KV_STREAM_CHIPS = ("h100", "h200", "gh200", "h800", "h20")
+
+
 # How the scale-up domain is wired, which decides what one rank gets from a collective over part
 # of it. "switch": NVSwitch-style, every device drives its whole scale-up bandwidth to any peer.
 # "mesh": a point-to-point full mesh (AMD xGMI: 7 peers x 64 GB/s per direction on MI300X;
@@ -124,7 +230,7 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
     ach = None
     if achievable_tflops:
         ach = {dt: v * TERA for dt, v in achievable_tflops.items()}
-    return {
+    return Accelerator({
         "name": name,
         "full_name": full_name,
         "vendor": vendor,
@@ -157,9 +263,21 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
                                                     else achievable_memory_tb_per_s * TERA),
         "achievable_source": achievable_source,
+        # streaming multiprocessors (AMD: compute units), for wave quantization; None: not listed
+        "sms": _SM_COUNT.get(name),
+        # whose measured kernel rates apply: "hopper", "blackwell", "ampere", or None
+        "kernel_family": _KERNEL_FAMILY.get(name),
+        # FlashAttention-2's forward and backward rates as fractions of the 16-bit peak
+        "flash_attention_fraction": list(FLASH_ATTENTION_FRACTION[_KERNEL_FAMILY.get(name) or
+                                                                  FLASH_ATTENTION_FALLBACK]),
+        # a training loop's sustained matmul rate over MAMF, {"bf16", "fp8", "source"}; None: 1
+        "sustained_matmul_fraction": dict(_SUSTAINED[name]) if name in _SUSTAINED else None,
+        # share of peak bandwidth a decode attention kernel streams the KV cache at; None: the
+        # serving memory efficiency
+        "kv_stream_efficiency": KV_STREAM_EFFICIENCY if name.startswith(_KV_STREAM_CHIPS) else None,
         "source": source,
         "notes": f"{notes} Usable memory: {usable_src}.",
-    }
+    })
 
 
 # --- the default accelerator --------------------------------------------------------------------
@@ -187,5 +305,5 @@ DEFAULT_ACCELERATOR = H100_SXM["name"]
 
 def default_accelerator():
     """A copy of the default accelerator's record, as hardware.get_accelerator('h100-sxm') gives it."""
-    return {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-            for k, v in H100_SXM.items()}
+    return Accelerator({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+                        for k, v in H100_SXM.items()})

@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from .errors import CalcError
+
 
 def terminal_columns():
     """The width help is wrapped to, as shutil.get_terminal_size() finds it (COLUMNS, else the
@@ -48,6 +50,22 @@ class OneLineErrorParser(argparse.ArgumentParser):
         if callable(self.epilog):
             self.epilog = self.epilog()
         return super().format_help()
+
+
+class calc_errors:
+    """`with calc_errors(parser):` around a tool's work: a CalcError raised below the tools (one line,
+    errors.py) becomes the parser's one-line error and exit status 2, as a flag's own check does."""
+
+    def __init__(self, parser):
+        self.parser = parser
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, CalcError):
+            self.parser.error(str(exc))
+        return False
 
 
 def finite_float(text):

@@ -46,7 +46,7 @@ TPU link figures cross-checked against Austin et al., "How to Scale Your Model" 
 
 import json
 
-from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, HOPPER_SXM_TFLOPS, MAMF_SOURCE,
+from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, Accelerator, HOPPER_SXM_TFLOPS, MAMF_SOURCE,
     NV_H100_SOURCE, NVLINK_C2C_GB_S, PCIE3_X16_GB_S, PCIE4_X16_GB_S, PCIE5_X16_GB_S, TERA, accelerator_row)
 from .cli import OneLineErrorParser, run_tool
 
@@ -216,7 +216,10 @@ _ROWS = [
          notes="No public NVIDIA datasheet. Same GH100 compute as H100 SXM except fp64 (~1 "
                "TFLOP/s reported). NVLink cut to 400 GB/s bidirectional (200 GB/s per "
                "direction). DeepSeek-V3 reports ~160 GB/s achievable NVLink and 50 GB/s IB "
-               "(one 400 Gb/s NIC per GPU) on its H800 cluster."),
+               "(one 400 Gb/s NIC per GPU) on its H800 cluster.",
+         achievable_tflops=dict(bf16=794.5, fp8=1402.6),
+         achievable_source="the H100 SXM's MAMF (same GH100 die, 132 SMs, 700 W; not measured on an "
+                           "H800): " + MAMF_SOURCE),
     accelerator_row("h20", "NVIDIA H20 96GB", "NVIDIA", ["h20-96gb", "hgx-h20"],
          memory_gb=96, memory_tb_per_s=4.0,
          tflops=dict(fp64=1, fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
@@ -594,7 +597,7 @@ def get_accelerator(name):
         near = nearest_names(name)
         raise KeyError(f"unknown accelerator {name!r}; nearest: "
                        f"{', '.join(near) if near else '(none)'}")
-    return json.loads(json.dumps(_BY_NAME[canon]))  # deep copy: callers may mutate freely
+    return Accelerator(json.loads(json.dumps(_BY_NAME[canon])))  # deep copy: callers may mutate freely
 
 
 # --- output helpers ------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ sys.path.insert(0, ROOT)
 
 from llmcalc.hardware import get_accelerator  # noqa: E402
 from llmcalc.train.attention_rates import blackwell_attention_fractions  # noqa: E402
-from llmcalc.train.kernels import SUSTAINED_OVER_MAMF  # noqa: E402
 
 B200_BF16_PEAK = 2250e12  # NVIDIA HGX page, dense per GPU (hardware.py)
 
@@ -39,7 +38,7 @@ def test_blackwell_sustained_factor_is_azures_gb200_run_over_mamf():
     # mean of 4096^3 .. 32768^3 over the GB200's MAMF fp8 (Bekman, hardware.py)
     azure = (2834.6 + 2876.6 + 2906.9 + 2825.6) / 4
     mamf = get_accelerator("gb200")["achievable_matmul_flops_per_s"]["fp8"] / 1e12
-    assert SUSTAINED_OVER_MAMF["gb200"]["fp8"] == pytest.approx(azure / mamf, rel=1e-4)
+    assert get_accelerator("gb200")["sustained_matmul_fraction"]["fp8"] == pytest.approx(azure / mamf, rel=1e-4)
 
 
 def test_azure_method_agrees_with_our_hopper_grid():
@@ -48,4 +47,4 @@ def test_azure_method_agrees_with_our_hopper_grid():
     # method that set Blackwell's factor reproduces ours where both exist.
     azure_h200 = (1249.1 + 1300.6 + 1366.3 + 1349.5) / 4
     mamf = get_accelerator("h100-sxm")["achievable_matmul_flops_per_s"]["fp8"] / 1e12
-    assert azure_h200 / mamf == pytest.approx(SUSTAINED_OVER_MAMF["h100-sxm"]["fp8"], rel=0.02)
+    assert azure_h200 / mamf == pytest.approx(get_accelerator("h100-sxm")["sustained_matmul_fraction"]["fp8"], rel=0.02)

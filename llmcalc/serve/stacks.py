@@ -41,8 +41,7 @@ DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB
 # 64 (25.8 GB: 4.53 TB/s) of 4.8 TB/s. The cache reads of the attention core run at it on the
 # GPUs of that measurement's chip (GH100: H100, H200, GH200, H800, H20; unless --memory-efficiency
 # is given), elsewhere at the memory efficiency; no serving row set it (VALIDATION.md judges it).
-KV_STREAM_EFFICIENCY = 0.93
-KV_STREAM_GPUS = ("h100", "h200", "gh200", "h800", "h20")
+# The value and the GPUs it applies to are the record's kv_stream_efficiency (accelerator.py).
 DEFAULT_KERNEL_OVERHEAD_US = 4.0   # per kernel, launch-to-launch gap of small dependent kernels
 # PCIe cards without NVLink reach their peers over the slot at the collectives block's
 # PCIE_PEER_EFFICIENCY (nccl-tests on 8 PCIe Gen4 GPUs), in servers of PCIE_SERVER_GPUS; the
@@ -314,8 +313,8 @@ def resolve_hardware(args, parser):
           "flops_per_s": peak * ce, "attention_flops_per_s": peak16 * ce16,
           "memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me,
           "bytes_per_s": bw * me, "gpu_memory_bytes": mem,
-          "cache_bytes_per_s": bw * (max(me, KV_STREAM_EFFICIENCY) if args.memory_efficiency is None
-                                     and rec["name"].startswith(KV_STREAM_GPUS) else me), "link_bytes_per_s": link,
+          "cache_bytes_per_s": bw * (max(me, rec["kv_stream_efficiency"]) if args.memory_efficiency is None
+                                     and rec.get("kv_stream_efficiency") else me), "link_bytes_per_s": link,
           "p2p_cross_node": p2p_cross, "gpus_per_node": dom, "scale_out_bytes_per_s": out,
           # False: a GPU whose peers are not modelled (no scale-up link, no PCIe P2P: GeForce cards)
           # without --tp-bandwidth-gbps

@@ -7,8 +7,7 @@ from ..accelerator import GIB, HOST_LINK_EFFICIENCY, PCIE4_X16_GB_S, default_acc
 from ..cli import accelerator_record
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
-from ..train.kernels import (FLASH_EFFICIENCY, FP8_OVER_BF16_MAMF, MEM_BW_FRACTION, SM_COUNT,
-    SUSTAINED_OVER_MAMF)
+from ..train.kernels import FP8_OVER_BF16_MAMF, MEM_BW_FRACTION
 
 # Matmul ceiling of a GPU hardware.py has no MAMF measurement for: the H100 SXM's (794.5 / 989.4).
 UNMEASURED_MATMUL_CEILING = 0.80
@@ -22,16 +21,12 @@ def host_link_reached_bytes_per_s(rec):
     return HOST_LINK_EFFICIENCY * line
 
 
-def gpu_family(name):
-    """The family a GPU's kernel constants are keyed by (train/kernels.py FLASH_EFFICIENCY and the
-    like): h100 (Hopper: H100, H200, GH200), blackwell (B200, GB200, B300, GB300), a100, or default
-    (by substring, so "gh200" is an h200 and "gb300" a b300)."""
-    n = (name or "").lower()
-    if "h100" in n or "h200" in n:
-        return "h100"
-    if "b200" in n or "b300" in n:
-        return "blackwell"
-    return "a100" if "a100" in n else "default"
+def kernel_family(name, parser):
+    """The kernel family of --gpu NAME's record ("hopper", "blackwell", "ampere" or None; the
+    default accelerator's when NAME is None): whose measured kernel rates apply to it."""
+    rec = (accelerator_record(name, parser, without="pass --peak-tflops instead") if name
+           else default_accelerator())
+    return rec["kernel_family"]
 
 
 def job_gpus_per_node(*, gpus_per_node, num_gpus):
@@ -68,7 +63,6 @@ def resolve_hardware(args, parser):
     if args.peak_tflops and dt != "fp8":
         peak16 = peak
     amf = (base.get("achievable_matmul_flops_per_s") or {})
-    gpu_key = base.get("name")
 
     def ceiling_for(dt):
         """(fraction of dt's peak a large matmul reaches, where that figure comes from)."""
@@ -84,10 +78,11 @@ def resolve_hardware(args, parser):
         else:
             ceiling = UNMEASURED_MATMUL_CEILING * (FP8_OVER_BF16_MAMF if dt == "fp8" else 1.0)
             src = f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement for this GPU)"
-        sustained = SUSTAINED_OVER_MAMF.get(gpu_key, {}).get("fp8" if dt == "fp8" else "bf16")
+        sustained_rec = base.get("sustained_matmul_fraction") or {}
+        sustained = sustained_rec.get("fp8" if dt == "fp8" else "bf16")
         if sustained:
             ceiling *= sustained
-            src += f" x {sustained:.3f} sustained ({SUSTAINED_OVER_MAMF[gpu_key]['source']})"
+            src += f" x {sustained:.3f} sustained ({sustained_rec['source']})"
         return ceiling, src
     ceiling, ceiling_src = ceiling_for(dt)
     ceiling16 = ceiling_for("bf16")[0] if dt == "fp8" else ceiling
@@ -111,15 +106,14 @@ def resolve_hardware(args, parser):
     if not intra:
         parser.error(f"{base.get('name')} has no scale-up bandwidth in hardware.py; pass --intra-node-bw-GBps")
     gpn = args.gpus_per_node or gpn_default or 8
-    fam = gpu_family(gpu_key or base.get("key"))
     if args.gpu_memory_gib is not None:
         mem = args.gpu_memory_gib * GIB
     else:
         mem = base.get("memory_usable_bytes") or base.get("memory_bytes")
     hw = {"name": base.get("full_name") or base.get("name"), "default": not args.gpu, "peak": peak, "peak16": peak16, "peak_mfu": peak,
           "matmul_ceiling": ceiling, "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
-          "sms": SM_COUNT.get(gpu_key) if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
-          "flash": FLASH_EFFICIENCY[fam], "family": fam, "pcie": host_link_reached_bytes_per_s(base), "memory_bytes": mem,
+          "sms": base.get("sms") if (args.gpu or args.peak_tflops is None) else None,  # a custom peak: unknown
+          "flash": tuple(base["flash_attention_fraction"]), "family": base.get("kernel_family"), "pcie": host_link_reached_bytes_per_s(base), "memory_bytes": mem,
           "gpus_per_node": int(gpn), "link_bytes_per_s": (intra, inter or intra / 8)}
     mesh = base.get("scale_up_domain_size") if base.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter or intra / 8,

@@ -77,7 +77,7 @@ from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.search import (_divisors, check_layout, complete_layout, layout_shape, limiter,
     search_layouts, sequence_flops)
 from ..train.offload import evaluate_layout
-from .training_hardware import gpu_family, job_gpus_per_node, resolve_hardware
+from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
 
 # Expert load imbalance: the busiest expert-parallel rank's tokens over the mean. 1.0 = balanced
@@ -408,9 +408,9 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "h100" and lay["attention_kernel"] != "cudnn-9.1" else
+               if hw["family"] == "hopper" and lay["attention_kernel"] != "cudnn-9.1" else
                "cuDNN 9.1's rate by sequence (NVIDIA's 2024 H200 run, head dim 128; other head dims by today's cuDNN trend)"
-               if hw["family"] == "h100" else
+               if hw["family"] == "hopper" else
                f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by sequence (published B200 run, head dim 128; "
                "other head dims by the H200 trend)" if has_attention_rates(lay["attention_kernel"], family=hw["family"])
                else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
@@ -676,7 +676,7 @@ def main(argv=None):
     hw, net, hw_notes = resolve_hardware(args, parser)
     hw_notes = list(hw_notes)
     if args.fp8_recipe == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
-        not_bw = [x or hw["name"] for x in names if gpu_family(x or hw["name"]) != "blackwell"]
+        not_bw = [x or hw["name"] for x in names if kernel_family(x, parser) != "blackwell"]
         if not_bw:
             parser.error(f"--fp8-recipe mxfp8 needs a Blackwell GPU (b200, gb200, b300), not {not_bw[0]}")
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
@@ -693,7 +693,7 @@ def main(argv=None):
             "offload_activations": args.offload_activations,
             "flash_attention": args.flash_attention, "dropout": args.dropout,
             "attention_kernel": args.attention_kernel or default_attention_kernel(
-                args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")),
+                args.framework, hopper_or_newer=hw["family"] in ("hopper", "blackwell")),
             "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
             "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown,
@@ -742,7 +742,7 @@ def main(argv=None):
                 b = dict(base, num_gpus=count,  # each GPU its default kernel
                          gpus_per_node=job_gpus_per_node(gpus_per_node=hw["gpus_per_node"], num_gpus=count),
                          attention_kernel=args.attention_kernel or default_attention_kernel(
-                             args.framework, hopper_or_newer=hw["family"] in ("h100", "blackwell")))
+                             args.framework, hopper_or_newer=hw["family"] in ("hopper", "blackwell")))
                 wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
                 rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops, progress=show,
                                               pinned=pinned, keep=args.top, memo=memo, wanted=wanted)

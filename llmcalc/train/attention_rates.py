@@ -16,7 +16,7 @@ tokens, head dim 64-256). On Blackwell (B200, GB200, B300) the rates are NVIDIA'
 B200 run of the cuDNN frontend's SDPA training benchmark (head dim 128 only): a fraction of the
 B200's 16-bit peak, applied to each Blackwell card at its own peak, and carried to other head dims
 by the Hopper table's ratio at the same sequence (blackwell_attention_fractions). Other GPUs keep
-FlashAttention-2's published fwd+bwd fraction (train/kernels.py FLASH_EFFICIENCY), whichever
+FlashAttention-2's published fwd+bwd fraction (the record's flash_attention_fraction, accelerator.py), whichever
 kernel is named.
 
 Examples:
@@ -120,8 +120,9 @@ def hopper_attention_fractions(kernel, *, head_dim, seq):
 
 
 def has_attention_rates(kernel, *, family):
-    """Whether `kernel` has measured rates on this GPU family ("h100": Hopper, "blackwell")."""
-    if family == "h100":
+    """Whether `kernel` has measured rates on this GPU's kernel family (the record's kernel_family:
+    "hopper" or "blackwell")."""
+    if family == "hopper":
         return kernel in HOPPER_ATTENTION_TFLOPS or kernel == "cudnn-9.1"
     return family == "blackwell" and kernel in BLACKWELL_ATTENTION_TFLOPS
 

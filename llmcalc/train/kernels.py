@@ -12,14 +12,6 @@ from ..model.sharding import attention_on_rank, mlp_on_rank
 # judged on (VALIDATION.md, training-time section, says which is which).
 # ------------------------------------------------------------------------------------------------
 
-# Streaming multiprocessors per GPU, for wave quantization: NVIDIA A100 whitepaper (108 SMs on
-# A100 SXM/PCIe), H100 whitepaper (132 on SXM5, 114 on PCIe; H200 and GH200 are the SXM5 die),
-# B200 (148, NVIDIA Blackwell datasheet), L40S (142, Ada datasheet); AMD MI300X/MI325X 304 CUs
-# (CDNA 3 whitepaper). Other GPUs: no wave term (said in the assumptions).
-SM_COUNT = {"a100-40gb": 108, "a100-80gb": 108, "a100-40gb-pcie": 108, "a100-80gb-pcie": 108,
-            "h100-sxm": 132, "h100-pcie": 114, "h100-nvl": 132, "h200": 132, "h200-nvl": 132,
-            "gh200": 132, "b200": 148, "l40s": 142, "mi300x": 304, "mi325x": 304}
-
 # GEMM tile one SM computes at a time (rows x cols of the output), as cuBLAS/CUTLASS's large-tile
 # kernels for bf16 on Ampere/Hopper use (128 x 256, CUTLASS's default large tile).
 GEMM_TILE = (128, 256)
@@ -38,19 +30,6 @@ GEMM_K_BLOCK = 64
 # on A100-80GB (0.852) and 1704 of 2039 on H100-PCIe (0.836) (RRZE-HPC/gpu-benches, gpu-stream
 # results). Used when hardware.py has no achievable bandwidth for the GPU.
 MEM_BW_FRACTION = 0.85
-
-# Flash-attention kernel rates as a fraction of the dense 16-bit peak, forward and backward
-# (FLOPs counted as flash-attn's benchmark counts them: 4 s^2 d h forward, halved when causal,
-# 2.5x that backward). The published forward+backward rate of FlashAttention-2, causal, head dim
-# 128, 8k tokens (Dao 2023, arXiv 2307.08691, Fig. 4 and the H100 figure of the flash-attention
-# repo): A100-80GB 182 TFLOP/s (0.583 of 312), H100 SXM 308 (0.311 of 989), used for both
-# passes. FlashAttention-3's H100 forward (602, 0.61) has no published backward beside it, so
-# H100 keeps the measured FA2 pair. Blackwell: the flash-attn 2.7.4 package on a B200, causal,
-# head dim 128, 8k tokens, forward 399.9 and backward 318.0 TFLOP/s of 2,250 (NVIDIA/cudnn-frontend
-# @bb37575d, sdpa_bf16_benchmark_results_NVIDIA_B200.csv; train/attention_rates.py). Other GPUs
-# take the A100 fraction (an assumption).
-FLASH_EFFICIENCY = {"a100": (0.583, 0.583), "h100": (0.311, 0.311), "blackwell": (399.9 / 2250, 318.0 / 2250),
-                    "default": (0.583, 0.583)}
 
 # Compute slows while a collective runs beside it (NCCL kernels take SMs and memory bandwidth):
 # Lee et al. 2025 measured about 19% on average. Applied to the overlapped time.
@@ -440,35 +419,6 @@ def eager_loss_kernels(*, style, vocab):
 # ------------------------------------------------------------------------------------------------
 # One layer, one micro-batch
 # ------------------------------------------------------------------------------------------------
-
-
-# A training loop keeps the GPU busy for minutes, and its matmuls do not all have the best shape:
-# they run below the maximum a shape search finds in a short burst (MAMF). Measured here on one
-# H100 SXM 80GB (700 W, torch 2.11 + CUDA 13.0, validation/h100/measure_training.py, 2026-11-24;
-# raw rows in validation/h100/results/gemm.jsonl): back-to-back torch.matmul (bf16) and
-# torch._scaled_mm (fp8 e4m3, per-tensor scales) over 51 shapes with m, n, k >= 2048 (squares
-# and Llama-3 8B / 70B layer and weight-gradient shapes at 2k-16k tokens), random inputs rotated
-# past L2, 20 s of continuous work: median 693 TFLOP/s bf16 and 1,234 fp8, where MAMF reports
-# 794.5 and 1,402.6. The factor makes gemm_time_s's median over those 51 shapes equal the
-# measured one (bf16 0.9125, fp8 0.9209); set from that grid alone and judged on the training
-# steps measured beside it (VALIDATION.md). The 700 W SXM Hopper parts take it (H100 SXM; H200
-# SXM, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards (other
-# power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
-_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
-
-# Blackwell: Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide,
-# Azure_Results/ND_GB200_v6_results.md @2a370be6: random inputs, 10,000 warm-up iterations, CUDA
-# 12.8) reaches 2,834.6 / 2,876.6 / 2,906.9 / 2,825.6 TFLOP/s on the squares 4096^3 to 32768^3,
-# mean 2,860.9, where MAMF gives the GB200 3,615.6: 0.791. The same method on an H200 (the
-# file ND_H200_v5_results.md @7f20e5fa: 1,249.1 / 1,300.6 / 1,366.3 / 1,349.5, mean 1,316.4 over
-# the Hopper fp8 MAMF 1,453.4) gives 0.906, within 2% of our own Hopper grid's 0.921, so the two
-# methods agree where both exist. Taken for bf16 too (no bf16 row in the file) and for the B200
-# and B300 (the same Blackwell compute at 1,000 / 1,100 W: assumptions, not measured).
-_SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6, "source": "Azure GB200 cuBLASLt run"}
-
-
-SUSTAINED_OVER_MAMF = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100,
-                       "b200": _SUSTAINED_BLACKWELL, "gb200": _SUSTAINED_BLACKWELL, "b300": _SUSTAINED_BLACKWELL}
 
 
 # fp8 / bf16 ratio of measured best matmul fractions on the same H100 (mamf-finder: 0.709 / 0.803),

@@ -55,12 +55,12 @@ def kernel_attention_fractions(attn, *, lay, hw):
     rank's s / cp queries, or the sliding window when shorter)."""
     fam = hw.get("family")
     if not has_attention_rates(lay["attention_kernel"], family=fam):
-        return hw["flash"]  # FlashAttention-2's published fraction (kernels.FLASH_EFFICIENCY)
+        return hw["flash"]  # FlashAttention-2's published fraction (the record's flash_attention_fraction)
     # the kernel's sequence: the rank's s / cp under the p2p ring; all of s (on heads / cp) under a2a
     seq = lay["sequence_length"] // (1 if lay.get("cp_comm_type") == "a2a" else lay["cp"])
     if attn.get("window"):
         seq = min(seq, attn["window"])
-    rates = hopper_attention_fractions if fam == "h100" else blackwell_attention_fractions
+    rates = hopper_attention_fractions if fam == "hopper" else blackwell_attention_fractions
     return rates(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
 
 
