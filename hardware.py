@@ -114,44 +114,50 @@ class Record(dict):
 # ======== llmcalc/accelerator.py ==================================================================
 # The accelerator record, and the default accelerator of every script.
 #
-# Owns the record format of hardware.py's table (row: datasheet units in, SI units out; the
-# driver-reported usable memory; the scale-up topology) and the one default accelerator, the NVIDIA
-# H100 SXM5 80GB: the row hardware.py lists as h100-sxm, written here once, so that every script, with
-# or without hardware.py beside it, runs on exactly the numbers `--gpu h100-sxm` gives. Sources: per
-# row (vendor datasheets; measured matmul rates from S. Bekman's ml-engineering MAMF table).
+# Owns the record format of hardware.py's table (row: datasheet units in, SI units out; every fact
+# the models read is an argument of its row, with its source) and the one default accelerator, the
+# NVIDIA H100 SXM5 80GB: the row hardware.py lists as h100-sxm, written here once, so that every
+# script, with or without hardware.py beside it, runs on exactly the numbers `--gpu h100-sxm` gives.
+# Sources: per row (vendor datasheets; measured matmul rates from S. Bekman's ml-engineering MAMF
+# table).
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 
-
 class Accelerator(Record):
     """One accelerator: every fact the models read, in SI units, each with its source (source,
-    notes, and the *_source fields). Built once per row by accelerator_row; hardware.py's table
-    and the default accelerator below are lists of these. Fields that may be None say so."""
+    notes, the *_source fields, and the comment of its hardware.py row). Built once per row by
+    accelerator_row; hardware.py's table and the default accelerator below are lists of these.
+    A field that may be None is in STAND_INS, which says what every tool does without it."""
 
     FIELDS = {
         "name": "the table's key (h100-sxm)", "full_name": "vendor's product name",
         "vendor": "NVIDIA, AMD, Google, Intel, AWS", "aliases": "other names --gpu accepts",
         "memory_bytes": "capacity as the vendor prints it (decimal GB -> bytes)",
-        "memory_usable_bytes": "what the driver reports to programs (bytes): the 'will it fit' figure",
+        "memory_usable_bytes": "what the driver reports to programs (bytes): the 'will it fit' "
+                               "figure",
         "memory_usable_source": "where memory_usable_bytes was read, or 'derived, not measured'",
         "memory_bandwidth_bytes_per_s": "peak HBM bandwidth",
-        "peak_flops_per_s": "dense peak per dtype (fp64 ... fp4); int8 in ops/s; only supported dtypes",
+        "peak_flops_per_s": "dense peak per dtype (fp64 ... fp4); int8 in ops/s; only supported "
+                            "dtypes",
         "scale_up_link": "NVLink / xGMI / ICI / ... in words; None: no scale-up fabric",
         "scale_up_topology": "switch, mesh, torus, pair or hybrid-cube-mesh; None: no fabric",
         "scale_up_bandwidth_bytes_per_s": "scale-up link per device, one direction; None: none",
         "scale_up_domain_size": "devices one scale-up fabric joins (8 on HGX, 72 on NVL72)",
         "scale_up_in_network_reduction": "whether the fabric reduces in the switch (NVLink SHARP)",
-        "scale_out_bandwidth_bytes_per_s": "NIC bandwidth per device, one direction; None: not listed",
+        "scale_out_bandwidth_bytes_per_s": "NIC bandwidth per device, one direction; None: not "
+                                           "listed",
         "pcie_peer_bandwidth_bytes_per_s": "PCIe peer-to-peer per direction on cards without a "
                                            "scale-up link; None: a scale-up link, or no P2P",
-        "host_link": "the link to host memory in words (PCIe 5.0 x16, NVLink-C2C); None: not listed",
+        "host_link": "the link to host memory in words (PCIe 5.0 x16, NVLink-C2C); None: not "
+                     "listed",
         "host_link_bandwidth_bytes_per_s": "host link line rate per direction; None: not listed",
         "tdp_w": "board power limit (W)",
         "achievable_matmul_flops_per_s": "measured best-shape matmul rate (MAMF) per dtype; None",
         "achievable_memory_bandwidth_bytes_per_s": "measured streaming bandwidth; None",
         "achievable_source": "where the achievable figures were measured",
-        "sms": "streaming multiprocessors (AMD: compute units) for wave quantization; None: not listed",
+        "sms": "streaming multiprocessors (AMD: compute units), for wave quantization; None where "
+               "the device has no such unit (TPU, Gaudi, Trainium)",
         "kernel_family": "whose measured kernel rates apply: hopper, blackwell, ampere; None: none",
         "flash_attention_fraction": "FlashAttention-2's forward, backward rate / 16-bit peak",
         "sustained_matmul_fraction": "a training loop's sustained matmul rate / MAMF, {bf16, fp8, "
@@ -161,6 +167,32 @@ class Accelerator(Record):
         "source": "datasheets and pages the row was typed from", "notes": "caveats, in words",
     }
     REQUIRED = tuple(FIELDS)
+    # The fields a row may leave None, and what stands in for each, the same in every tool. Every
+    # other field is set on every row (tests/test_gpu_record.py).
+    STAND_INS = {
+        "scale_up_link": "no scale-up fabric: peers over PCIe where the card has peer-to-peer, "
+                         "else the tool asks for --intra-node-bw-GBps",
+        "scale_up_topology": "no scale-up fabric (as scale_up_link)",
+        "scale_up_bandwidth_bytes_per_s": "no scale-up fabric (as scale_up_link)",
+        "scale_out_bandwidth_bytes_per_s": "calc_comm.py and calc_inference_latency.py ask for it "
+                                           "past one scale-up domain; training takes the scale-up "
+                                           "link / 8",
+        "pcie_peer_bandwidth_bytes_per_s": "not read: the card has a scale-up link, or no "
+                                           "peer-to-peer (GeForce)",
+        "host_link": "not listed (TPU, Gaudi, Trainium hosts)",
+        "host_link_bandwidth_bytes_per_s": "training's offload copies take PCIe 4.0 x16; "
+                                           "serving's KV tier asks for --host-kv-bandwidth-gbps",
+        "tdp_w": "not read by the models (TPU, Trainium: not published)",
+        "achievable_matmul_flops_per_s": "training's matmul ceiling takes 0.80 of the peak (the "
+                                         "H100 SXM's MAMF / peak); said in the report's "
+                                         "assumptions",
+        "achievable_memory_bandwidth_bytes_per_s": "the peak x the memory-bound fraction",
+        "achievable_source": "no achievable figure (as achievable_matmul_flops_per_s)",
+        "sms": "no wave-quantization or split-K term; said in the report's assumptions",
+        "kernel_family": "FlashAttention-2's A100 fraction (FLASH_ATTENTION_FALLBACK)",
+        "sustained_matmul_fraction": "1: the matmul ceiling is the MAMF itself",
+        "kv_stream_efficiency": "the serving memory efficiency",
+    }
 
 
 RECORD_KEYS = tuple(Accelerator.FIELDS)
@@ -185,74 +217,21 @@ NVLINK_C2C_GB_S = 450.0
 HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------
-MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
-         "FLOPS comparison table' https://github.com/stas00/ml-engineering/blob/master/compute/"
-         "accelerator/README.md")
-NV_H100_SOURCE = ("NVIDIA H100 datasheet https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-"
-            "gpu-datasheet ; https://www.nvidia.com/en-us/data-center/h100/")
-
-# --- usable (driver-reported) memory -------------------------------------------------------------
-# name -> (MiB the driver reports, where it was published). nvidia-smi memory.total unless said.
-_MODAL_2797 = ("nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797 "
-               "(2025-01)")
-_USABLE_MIB = {
-    "a100-40gb": (40960, _MODAL_2797 + "; also https://github.com/bottlerocket-os/"
-                  "bottlerocket-core-kit/pull/834 (driver 580.126.09). Older drivers showed "
-                  "40536 MiB (https://github.com/nanopool/phoenix-miner/issues/17, driver 470)"),
-    "a100-80gb": (81920, _MODAL_2797),
-    "a10": (23028, _MODAL_2797 + "; NVML total 24146608128 B in https://github.com/mayooot/"
-            "detect-gpu/issues/3"),
-    "a10g": (23028, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/232 (driver 535.247.01)"),
-    "l4": (23034, _MODAL_2797),
-    "l40s": (46068, _MODAL_2797 + "; also https://github.com/akash-network/provider-configs/"
-             "pull/99 (driver 595.71.05)"),
-    "h100-sxm": (81559, _MODAL_2797 + "; also https://github.com/NVIDIA/nccl/issues/1264 (driver "
-                 "550.54.15). torch total_memory 81082-81090 MiB (public logs, torch 2.0-2.7)"),
-    "h100-nvl": (95330, "DRM dedicated total 99961274368 B reported by the driver in "
-                 "https://github.com/fastfetch-cli/fastfetch/issues/1658 (driver 570.86.15)"),
-    "h800": (81559, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/183 (driver 535.183.01)"),
-    "h20": (97871, "nvidia-smi in https://github.com/NVIDIA/nvtrust/issues/128 (driver 580.95.05)"),
-    "h200": (143771, "nvidia-smi 143771 MiB in many public GitHub logs (e.g. 8x H200, driver "
-             "570.158.01; repository not recorded); torch total_memory 143156 MiB in a public "
-             "vLLM example comment"),
-    "b200": (183359, "nvidia-smi in https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (driver "
-             "580.95.05); torch total_memory 182631-182642 MiB in public logs"),
-    "rtx-3090": (24576, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/1128 "
-                 "(driver 595.84)"),
-    "rtx-4090": (24564, "nvidia-smi in https://github.com/RLinf/RLinf/issues/255 (driver "
-                 "550.163.01); torch total_memory 24563 MiB in a public log"),
-    "rtx-5090": (32607, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/617 "
-                 "(driver 595.71.05)"),
-}
-
-
-def _usable_memory(name, memory_gb, memory_bytes):
-    """(usable bytes, source): the published driver reading, else the vendor figure read as GiB.
-
-    Derived rows assume the vendor's decimal GB is really that many GiB (HBM stacks are binary:
-    H100 80GB = 5 x 16 GiB), an upper bound: real readings sit 0-2% below it.
-    """
-    if name in _USABLE_MIB:
-        mib, src = _USABLE_MIB[name]
-        return mib * 2 ** 20, f"measured {mib} MiB, {src}"
-    if memory_gb is None:  # the vendor already prints GiB (TPU v4, Trainium)
-        gib = memory_bytes / GIB
-        return int(memory_bytes), f"derived, not measured: the vendor's {gib:g} GiB"
-    return int(round(memory_gb * GIB)), (f"derived, not measured: vendor {memory_gb:g} GB read "
-                                         f"as {memory_gb:g} GiB")
-
+MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable "
+               "Matmul FLOPS comparison table' https://github.com/stas00/ml-engineering/blob/"
+               "master/compute/accelerator/README.md")
+NV_H100_SOURCE = ("NVIDIA H100 datasheet https://resources.nvidia.com/en-us-tensor-core/"
+                  "nvidia-tensor-core-gpu-datasheet ; "
+                  "https://www.nvidia.com/en-us/data-center/h100/")
+# usable memory: nvidia-smi memory.total readings of several GPUs in one place
+MODAL_2797 = ("nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797 "
+              "(2025-01)")
 
 # --- facts of a GPU's kernels: SMs, the family whose measured kernel rates apply, sustained matmul
-# and KV streaming. Read by the training step (train/) and serving (serve/) through the record's
-# fields (sms, kernel_family, flash_attention_fraction, sustained_matmul_fraction,
-# kv_stream_efficiency), never by GPU name.
-# Streaming multiprocessors per GPU, for wave quantization: NVIDIA A100 whitepaper (108 SMs on
-# A100 SXM/PCIe), H100 whitepaper (132 on SXM5, 114 on PCIe; H200 and GH200 are the SXM5 die),
-# B200 (148, NVIDIA Blackwell datasheet), L40S (142, Ada datasheet); AMD MI300X/MI325X 304 CUs
-# (CDNA 3 whitepaper). Other GPUs: no wave term (said in the assumptions).
-_SM_COUNT = {"a100-40gb": 108, "a100-80gb": 108, "a100-40gb-pcie": 108, "a100-80gb-pcie": 108,
-            "h100-sxm": 132, "h100-pcie": 114, "h100-nvl": 132, "h800": 132, "h200": 132, "h200-nvl": 132,
-            "gh200": 132, "b200": 148, "l40s": 142, "mi300x": 304, "mi325x": 304}
+# and KV streaming. Each row of hardware.py sets them (sms, kernel_family, sustained,
+# kv_stream_efficiency, with the source of each in the row); the training step (train/) and
+# serving (serve/) read the record's fields, never a GPU name. The constants below are shared by
+# several rows.
 
 # Flash-attention kernel rates as a fraction of the dense 16-bit peak, forward and backward
 # (FLOPs counted as flash-attn's benchmark counts them: 4 s^2 d h forward, halved when causal,
@@ -278,9 +257,9 @@ FLASH_ATTENTION_FALLBACK = "ampere"  # the family whose fraction a GPU without i
 # 794.5 and 1,402.6. The factor makes gemm_time_s's median over those 51 shapes equal the
 # measured one (bf16 0.9125, fp8 0.9209); set from that grid alone and judged on the training
 # steps measured beside it (VALIDATION.md). The 700 W SXM Hopper parts take it (H100 SXM; H200
-# SXM, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards (other
-# power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
-_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
+# SXM and H800, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards
+# (other power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
+SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
 
 # Blackwell: Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide,
 # Azure_Results/ND_GB200_v6_results.md @2a370be6: random inputs, 10,000 warm-up iterations, CUDA
@@ -290,53 +269,74 @@ _SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
 # the Hopper fp8 MAMF 1,453.4) gives 0.906, within 2% of our own Hopper grid's 0.921, so the two
 # methods agree where both exist. Taken for bf16 too (no bf16 row in the file) and for the B200
 # and B300 (the same Blackwell compute at 1,000 / 1,100 W: assumptions, not measured).
-_SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6, "source": "Azure GB200 cuBLASLt run"}
+SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6,
+                       "source": "Azure GB200 cuBLASLt run"}
 
-
-
-
-# The family whose measured kernel rates (FlashAttention, cuDNN attention, the sustained-loop matmul
-# factor) a GPU takes: the Hopper SXM/PCIe/NVL and Grace Hopper parts and the H800 (the GH100 die,
-# 132 SMs at 700 W like the H100 SXM: the same kernels), the datacenter Blackwell parts, the A100s.
-# Other GPUs: None (FlashAttention-2's A100 fraction stands in; said in the report).
-_KERNEL_FAMILY = {"a100-40gb": "ampere", "a100-80gb": "ampere", "a100-40gb-pcie": "ampere",
-                  "a100-80gb-pcie": "ampere", "h100-sxm": "hopper", "h100-pcie": "hopper",
-                  "h100-nvl": "hopper", "h800": "hopper", "h200": "hopper", "gh200": "hopper",
-                  "gh200-96gb": "hopper", "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell"}
-# the sustained-loop factor: measured on the 700 W SXM Hopper parts (H100 SXM; the H200 and H800 are
-# the same die at the same limit), and Blackwell (above)
-_SUSTAINED = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100, "h800": _SUSTAINED_H100,
-              "b200": _SUSTAINED_BLACKWELL, "gb200": _SUSTAINED_BLACKWELL, "b300": _SUSTAINED_BLACKWELL}
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
-# H200 graph-mode decode steps; serve/stacks.py says how it was measured): H100, H200, GH200, H800, H20.
+# H200 graph-mode decode steps; serve/stacks.py says how it was measured): the rows of the GH100
+# parts take it (H100 SXM/PCIe/NVL, H200, GH200, H800, H20).
 KV_STREAM_EFFICIENCY = 0.93
-_KV_STREAM_CHIPS = ("h100", "h200", "gh200", "h800", "h20")
+
+# How the scale-up domain is wired (each row's topology), which decides what one rank gets from a
+# collective over part of it. "switch": NVSwitch-style, every device drives its whole scale-up
+# bandwidth to any peer. "mesh": a point-to-point full mesh (AMD xGMI: 7 peers x 64 GB/s per
+# direction on MI300X; Intel Gaudi: 3 RoCE ports per peer), so a group of G of the D devices
+# reaches (G-1)/(D-1) of the aggregate and one peer 1/(D-1). "torus": TPU ICI / NeuronLink
+# neighbours. "pair": an NVLink bridge between two PCIe cards. "hybrid-cube-mesh": DGX-1 V100.
+TOPOLOGIES = ("switch", "mesh", "torus", "pair", "hybrid-cube-mesh")
 
 
-# How the scale-up domain is wired, which decides what one rank gets from a collective over part
-# of it. "switch": NVSwitch-style, every device drives its whole scale-up bandwidth to any peer.
-# "mesh": a point-to-point full mesh (AMD xGMI: 7 peers x 64 GB/s per direction on MI300X;
-# Intel Gaudi: 3 RoCE ports per peer), so a group of G of the D devices reaches (G-1)/(D-1) of the
-# aggregate and one peer 1/(D-1). "torus": TPU ICI / NeuronLink neighbours. "pair": an NVLink
-# bridge between two PCIe cards. "hybrid-cube-mesh": DGX-1 V100. None: no scale-up fabric.
-_TOPOLOGY = {"mi300x": "mesh", "mi325x": "mesh", "mi355x": "mesh", "gaudi2": "mesh",
-             "gaudi3": "mesh", "mi250x": "mesh", "tpu-v4": "torus", "tpu-v5e": "torus",
-             "tpu-v5p": "torus", "tpu-v6e": "torus", "trainium1": "torus", "trainium2": "torus",
-             "v100-16gb": "hybrid-cube-mesh", "v100-32gb": "hybrid-cube-mesh"}
+def _usable_memory(usable_mib, usable_source, memory_gb, memory_bytes):
+    """(usable bytes, source): the published driver reading (usable_mib, where it was read), else
+    the vendor figure read as GiB.
+
+    Derived rows assume the vendor's decimal GB is really that many GiB (HBM stacks are binary:
+    H100 80GB = 5 x 16 GiB), an upper bound: real readings sit 0-2% below it.
+    """
+    if usable_mib is not None:
+        return usable_mib * 2 ** 20, f"measured {usable_mib} MiB, {usable_source}"
+    if memory_gb is None:  # the vendor already prints GiB (TPU v4, Trainium)
+        gib = memory_bytes / GIB
+        return int(memory_bytes), f"derived, not measured: the vendor's {gib:g} GiB"
+    return int(round(memory_gb * GIB)), (f"derived, not measured: vendor {memory_gb:g} GB read "
+                                         f"as {memory_gb:g} GiB")
+
+
+def _gb(x):
+    """GB/s (decimal) to bytes/s; None stays None."""
+    return None if x is None else x * GIGA
+
+
+def _check_row(name, *, scale_up_gb_per_s_unidir, topology, kernel_family, usable_mib,
+               usable_source):
+    """A row that contradicts itself is a programming error (TypeError when the table loads)."""
+    link, wired = scale_up_gb_per_s_unidir is not None, topology is not None
+    if link != wired or topology not in (None, *TOPOLOGIES):
+        raise TypeError(f"{name}: a scale-up link needs its topology ({', '.join(TOPOLOGIES)}), "
+                        "and only a link has one")
+    if kernel_family is not None and kernel_family not in FLASH_ATTENTION_FRACTION:
+        raise TypeError(f"{name}: kernel_family {kernel_family!r} has no measured rates")
+    if (usable_mib is None) != (usable_source is None):
+        raise TypeError(f"{name}: a usable-memory reading needs its source")
 
 
 def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops,
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
-         scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
-         achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
-         pcie_peer_gb_per_s_unidir=None, host_link=None, host_link_gb_per_s_unidir=None):
+         scale_out_gbit_per_s, tdp_w, sms, source, notes, topology=None, memory_bytes=None,
+         usable_mib=None, usable_source=None, achievable_tflops=None,
+         achievable_memory_tb_per_s=None, achievable_source=None, pcie_peer_gb_per_s_unidir=None,
+         host_link=None, host_link_gb_per_s_unidir=None, kernel_family=None, sustained=None,
+         kv_stream_efficiency=None):
     """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
 
     Table rows are typed in the units the datasheets print so each figure can be checked against
-    its source by eye; conversion to bytes, bytes/s and FLOP/s happens only here.
+    its source by eye; conversion to bytes, bytes/s and FLOP/s happens only here. `sms` is required
+    (None only where the device has no SMs or compute units); a scale-up link needs its topology.
     """
+    _check_row(name, scale_up_gb_per_s_unidir=scale_up_gb_per_s_unidir, topology=topology,
+               kernel_family=kernel_family, usable_mib=usable_mib, usable_source=usable_source)
     mem = int(memory_bytes if memory_bytes is not None else round(memory_gb * GIGA))
-    usable, usable_src = _usable_memory(name, memory_gb, mem)
+    usable, usable_src = _usable_memory(usable_mib, usable_source, memory_gb, mem)
     flops = {dt: tflops[dt] * TERA for dt in DTYPES if tflops.get(dt) is not None}
     ach = None
     if achievable_tflops:
@@ -352,40 +352,36 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
         "memory_bandwidth_bytes_per_s": memory_tb_per_s * TERA,
         "peak_flops_per_s": flops,
         "scale_up_link": scale_up_link,
-        "scale_up_topology": (None if scale_up_gb_per_s_unidir is None else
-                              _TOPOLOGY.get(name, "pair" if domain == 2 else "switch")),
-        "scale_up_bandwidth_bytes_per_s": (None if scale_up_gb_per_s_unidir is None
-                                           else scale_up_gb_per_s_unidir * GIGA),
+        "scale_up_topology": topology,
+        "scale_up_bandwidth_bytes_per_s": _gb(scale_up_gb_per_s_unidir),
         "scale_up_domain_size": domain,
         "scale_up_in_network_reduction": in_network_reduction,
         "scale_out_bandwidth_bytes_per_s": (None if scale_out_gbit_per_s is None
                                             else scale_out_gbit_per_s * GIGA / 8),
         # cards without a scale-up link that reach their peers over PCIe (peer-to-peer DMA):
         # the slot's line rate per direction; None where there is a scale-up link or no P2P
-        "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
-                                            else pcie_peer_gb_per_s_unidir * GIGA),
+        "pcie_peer_bandwidth_bytes_per_s": _gb(pcie_peer_gb_per_s_unidir),
         # the GPU's link to host memory (PCIe x16 or NVLink-C2C), line rate per direction; None
         # where not listed (TPU, Gaudi, Trainium hosts: not modelled)
         "host_link": host_link,
-        "host_link_bandwidth_bytes_per_s": (None if host_link_gb_per_s_unidir is None
-                                            else host_link_gb_per_s_unidir * GIGA),
+        "host_link_bandwidth_bytes_per_s": _gb(host_link_gb_per_s_unidir),
         "tdp_w": tdp_w,
         "achievable_matmul_flops_per_s": ach,
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
                                                     else achievable_memory_tb_per_s * TERA),
         "achievable_source": achievable_source,
-        # streaming multiprocessors (AMD: compute units), for wave quantization; None: not listed
-        "sms": _SM_COUNT.get(name),
+        # streaming multiprocessors (AMD: compute units), for wave quantization
+        "sms": sms,
         # whose measured kernel rates apply: "hopper", "blackwell", "ampere", or None
-        "kernel_family": _KERNEL_FAMILY.get(name),
+        "kernel_family": kernel_family,
         # FlashAttention-2's forward and backward rates as fractions of the 16-bit peak
-        "flash_attention_fraction": list(FLASH_ATTENTION_FRACTION[_KERNEL_FAMILY.get(name) or
+        "flash_attention_fraction": list(FLASH_ATTENTION_FRACTION[kernel_family or
                                                                   FLASH_ATTENTION_FALLBACK]),
         # a training loop's sustained matmul rate over MAMF, {"bf16", "fp8", "source"}; None: 1
-        "sustained_matmul_fraction": dict(_SUSTAINED[name]) if name in _SUSTAINED else None,
+        "sustained_matmul_fraction": dict(sustained) if sustained else None,
         # share of peak bandwidth a decode attention kernel streams the KV cache at; None: the
         # serving memory efficiency
-        "kv_stream_efficiency": KV_STREAM_EFFICIENCY if name.startswith(_KV_STREAM_CHIPS) else None,
+        "kv_stream_efficiency": kv_stream_efficiency,
         "source": source,
         "notes": f"{notes} Usable memory: {usable_src}.",
     })
@@ -402,8 +398,13 @@ H100_SXM = accelerator_row(
     ["h100", "h100-sxm5", "h100-sxm5-80gb", "h100-80gb", "h100-sxm-80gb", "h100-hgx"],
     memory_gb=80, memory_tb_per_s=3.35, tflops=HOPPER_SXM_TFLOPS,
     scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
-    domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
-    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+    topology="switch", domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,  # datasheet "PCIe Gen5"
+    usable_mib=81559,
+    usable_source=MODAL_2797 + "; also https://github.com/NVIDIA/nccl/issues/1264 (driver "
+                  "550.54.15). torch total_memory 81082-81090 MiB (public logs, torch 2.0-2.7)",
+    sms=132,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs on the SXM5 board
+    kernel_family="hopper", sustained=SUSTAINED_H100, kv_stream_efficiency=KV_STREAM_EFFICIENCY,
     source=NV_H100_SOURCE + " ; dense values: NVIDIA H100 Tensor Core GPU Architecture whitepaper",
     notes="Datasheet starred figures are sparse (BF16 1,979*, FP8 3,958*); dense halves. "
           "fp64 = tensor 67 (vector 34). NVLink 900 GB/s bidirectional. HGX H100: 8 GPUs, "
@@ -415,9 +416,11 @@ DEFAULT_ACCELERATOR = H100_SXM["name"]
 
 
 def default_accelerator():
-    """A copy of the default accelerator's record, as hardware.get_accelerator('h100-sxm') gives it."""
-    return Accelerator({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-                        for k, v in H100_SXM.items()})
+    """A copy of the default accelerator's record, as hardware.get_accelerator('h100-sxm') gives
+    it."""
+    return Accelerator({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list)
+                            else v) for k, v in H100_SXM.items()})
+
 
 
 # ======== llmcalc/errors.py =======================================================================
@@ -811,7 +814,21 @@ _NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/
 
 # --- the table ---------------------------------------------------------------------------------
 # tflops: dense TFLOP/s (int8: TOPS). scale_up_gb_per_s_unidir: GB/s per device per direction.
-# scale_out_gbit_per_s: NIC line rate per device, Gb/s, one direction.
+# scale_out_gbit_per_s: NIC line rate per device, Gb/s, one direction. Every fact the models read
+# is an argument of its row, with its source beside it or in the row's source/notes: the usable
+# memory (usable_mib), SMs, the scale-up topology, the kernel family, the sustained-loop factor,
+# KV streaming and the host link.
+# The host link, one field for every use (training's ZeRO-Offload copies, the serving KV tier),
+# line rate per direction. Datasheets: V100 "PCIe Gen3"; A100 SXM/PCIe "PCIe Gen4: 64 GB/s" (both
+# directions), A10, A10G, L4, L40S "PCIe Gen4 x16"; H100 SXM/PCIe/NVL, H800, H20, H200 "PCIe
+# Gen5: 128 GB/s" (both directions); HGX B200 and B300 boards put each GPU on PCIe Gen5 x16 to the
+# host (B300's own Gen6 port meets Gen5 hosts: 5.0 taken); GeForce RTX 3090/4090 PCIe 4.0 x16, RTX
+# 5090 PCIe 5.0 x16; AMD MI250X "PCIe Gen4", MI300X, MI325X, MI355X "PCIe Gen5 x16"; GH200 and
+# GB200 reach their Grace CPU's LPDDR5X over NVLink-C2C (900 GB/s bidirectional). TPU, Gaudi and
+# Trainium hosts: not listed (None).
+# SMs of the B200, GB200 and B300 as the devices report them (cudaDeviceProp.multiProcessorCount;
+# the "Blackwell SM readings" below): FlashInfer's NVFP4 sparse-MLA decode notes (flashinfer-ai/
+# flashinfer#5716) list "B200 (148 SMs)", "GB200 (152 SMs)" and "B300 (148 SMs)".
 _B200_TFLOPS = dict(fp64=37, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, int8=4500,
                     fp4=9000)
 _MI300_TFLOPS = dict(fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9,
@@ -824,6 +841,10 @@ _ROWS = [
          memory_gb=16, memory_tb_per_s=0.9, tflops=dict(fp64=7.8, fp32=15.7, fp16=125),
          scale_up_link="NVLink 2 (6 links x 25 GB/s/dir)", scale_up_gb_per_s_unidir=150,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=300,
+         topology="hybrid-cube-mesh",
+         # host link: datasheet "PCIe Gen3"
+         host_link="PCIe 3.0 x16", host_link_gb_per_s_unidir=PCIE3_X16_GB_S,
+         sms=80,  # NVIDIA Tesla V100 GPU Architecture whitepaper: 80 SMs
          source=_NV_V100,
          notes="16 GB HBM2 (peers that print 32 GB for the 16GB card are wrong). fp16 is the "
                "tensor-core rate; no bf16/tf32/fp8. NVLink 300 GB/s is bidirectional total. "
@@ -834,6 +855,9 @@ _ROWS = [
          memory_gb=32, memory_tb_per_s=0.9, tflops=dict(fp64=7.8, fp32=15.7, fp16=125),
          scale_up_link="NVLink 2 (6 links x 25 GB/s/dir)", scale_up_gb_per_s_unidir=150,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=300,
+         topology="hybrid-cube-mesh",
+         host_link="PCIe 3.0 x16", host_link_gb_per_s_unidir=PCIE3_X16_GB_S,
+         sms=80,  # NVIDIA Tesla V100 GPU Architecture whitepaper: 80 SMs
          source=_NV_V100,
          notes="Same compute and 900 GB/s as the 16GB part; 32 GB HBM2. See v100-16gb notes."),
     accelerator_row("a100-40gb", "NVIDIA A100 SXM4 40GB", "NVIDIA",
@@ -842,6 +866,15 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 (12 links) via NVSwitch gen2", scale_up_gb_per_s_unidir=300,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=200, tdp_w=400,
+         topology="switch",
+         # host link: datasheet "PCIe Gen4: 64 GB/s"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=40960,
+         usable_source=MODAL_2797 + "; also https://github.com/bottlerocket-os/bottlerocket-"
+                       "core-kit/pull/834 (driver 580.126.09). Older drivers showed 40536 MiB "
+                       "(https://github.com/nanopool/phoenix-miner/issues/17, driver 470)",
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="Datasheet 600 GB/s NVLink is bidirectional. fp32 is non-tensor (no fp32 tensor "
                "mode; tf32 is separate). No fp8. HGX A100 NVSwitch gen2 has no SHARP.",
@@ -853,6 +886,11 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 (12 links) via NVSwitch gen2", scale_up_gb_per_s_unidir=300,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=200, tdp_w=400,
+         topology="switch",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=81920, usable_source=MODAL_2797,
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="80 GB HBM2e at 2,039 GB/s. Same compute as the 40GB part. 'a100' resolves here.",
          achievable_tflops=dict(bf16=271.2), achievable_source=MAMF_SOURCE + " (A100 SXM, memory "
@@ -863,6 +901,10 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=250,
+         topology="pair",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100 + " ; " + _NV_A100_PB,
          notes="Datasheet gives the same peak TFLOPS as SXM, at 250 W sustained clocks may be "
                "lower. NVLink bridge joins 2 cards (600 GB/s bidirectional). No reference "
@@ -875,6 +917,10 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=300,
+         topology="pair",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100,
          notes="1,935 GB/s HBM2e, 300 W. See a100-40gb-pcie notes.",
          achievable_tflops=dict(bf16=252.9), achievable_source=MAMF_SOURCE + " (A100 PCIe, memory "
@@ -885,6 +931,13 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=None, tdp_w=150,
+         # host link: datasheet "PCIe Gen4 x16"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=23028,
+         usable_source=MODAL_2797 + "; NVML total 24146608128 B in https://github.com/mayooot/"
+                       "detect-gpu/issues/3",
+         # datasheet FP32 31.2 TFLOP/s = 72 SMs x 128 FP32 lanes x 2 x 1.695 GHz (GA102 SM)
+         sms=72,
          source="NVIDIA A10 datasheet https://www.nvidia.com/content/dam/en-zz/Solutions/"
                 "Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf",
          notes="GDDR6, PCIe only, no NVLink. Datasheet TF32/BF16/INT8 starred figures are "
@@ -895,6 +948,11 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=12.5, tdp_w=300,
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=23028,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/DCGM/issues/232 (driver "
+                       "535.247.01)",
+         sms=80,  # SECONDARY (Baseten, source): 35.0 TFLOP/s = 80 x 128 x 2 x 1.71 GHz
          source="SECONDARY: Baseten, 'NVIDIA A10 vs A10G for ML model inference' "
                 "https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/ ; "
                 "AWS G5 https://aws.amazon.com/ec2/instance-types/g5/",
@@ -908,6 +966,11 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=12.5, tdp_w=72,
+         # host link: datasheet "PCIe Gen4 x16"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=23034, usable_source=MODAL_2797,
+         # datasheet FP32 30.3 TFLOP/s = 58 SMs x 128 FP32 lanes x 2 x 2.04 GHz (AD104 has 60)
+         sms=58,
          source="NVIDIA L4 datasheet https://www.nvidia.com/en-us/data-center/l4/ ; AWS G6 "
                 "https://aws.amazon.com/ec2/instance-types/g6/",
          notes="Datasheet tensor figures (TF32 120, BF16 242, FP8 485, INT8 485) are sparse; "
@@ -918,6 +981,12 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=50, tdp_w=350,
+         # host link: datasheet "PCIe Gen4 x16"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=46068,
+         usable_source=MODAL_2797 + "; also https://github.com/akash-network/provider-configs/"
+                       "pull/99 (driver 595.71.05)",
+         sms=142,  # NVIDIA Ada Lovelace architecture whitepaper / L40S datasheet: 142 SMs
          source="NVIDIA L40S datasheet https://www.nvidia.com/en-us/data-center/l40s/ ; AWS G6e "
                 "https://aws.amazon.com/ec2/instance-types/g6e/",
          notes="Datasheet lists dense|sparse pairs (BF16 362.05 | 733). GDDR6, PCIe, no NVLink. "
@@ -929,6 +998,11 @@ _ROWS = [
          tflops=dict(fp64=51, fp32=51, tf32=378, bf16=756, fp16=756, fp8=1513, int8=1513),
          scale_up_link="NVLink 4 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=350,
+         topology="pair",
+         # host link: datasheet "PCIe Gen5: 128 GB/s"
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         sms=114,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: 114 SMs on PCIe
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=NV_H100_SOURCE + " ; NVIDIA H100 PCIe product brief PB-11133-001",
          notes="HBM2e 'over 2,000 GB/s'. NVLink bridge 600 GB/s bidirectional joins 2 cards. "
                "TDP 300-350 W configurable; 350 shown. Scale-out: no reference design (None)."),
@@ -938,6 +1012,13 @@ _ROWS = [
                      int8=1670.5),
          scale_up_link="NVLink 4 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=400,
+         topology="pair",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=95330,
+         usable_source="DRM dedicated total 99961274368 B reported by the driver in "
+                       "https://github.com/fastfetch-cli/fastfetch/issues/1658 (driver 570.86.15)",
+         sms=132,  # the H100 SXM5's GH100 configuration (132 SMs, H100 whitepaper)
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=NV_H100_SOURCE,
          notes="Per GPU of the NVL card (early material quoted the 2-GPU pair: 188 GB, 2x "
                "FLOPS). 94 GB HBM3, 3.9 TB/s, 350-400 W. Bridge 600 GB/s bidirectional."),
@@ -947,6 +1028,15 @@ _ROWS = [
                      int8=1978.9),
          scale_up_link="NVLink 4 (export-limited) via NVSwitch gen3", scale_up_gb_per_s_unidir=200,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+         topology="switch",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=81559,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/DCGM/issues/183 (driver "
+                       "535.183.01)",
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper: 132 SMs)
+         # the 700 W GH100 of the H100 SXM: its kernels, sustained-loop factor and KV streaming
+         kernel_family="hopper", sustained=SUSTAINED_H100,
+         kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source="SECONDARY: Reuters/TechPowerUp reporting; https://aiwiki.ai/wiki/nvidia_h800 ; "
                 "DeepSeek-V3 technical report https://arxiv.org/abs/2412.19437 (sec. 3.1-3.2)",
          notes="No public NVIDIA datasheet. Same GH100 compute as H100 SXM except fp64 (~1 "
@@ -961,6 +1051,15 @@ _ROWS = [
          tflops=dict(fp64=1, fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
          scale_up_link="NVLink 4 via NVSwitch gen3", scale_up_gb_per_s_unidir=450, domain=8,
          in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=400,
+         topology="switch",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=97871,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/nvtrust/issues/128 (driver "
+                       "580.95.05)",
+         sms=78,  # SECONDARY: a Geekbench 6 device report, per the spec summary in source
+         # the GH100 chip streams its KV cache as the H100; no kernel family: its tensor rate is
+         # cut to 15% of the H100's, so the H100's measured kernel rates do not carry over
+         kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source="SECONDARY (no public NVIDIA datasheet): https://willitrunai.com/es/gpus/h20-96gb ; "
                 "https://zangshuxian.com/new/674733024499207168 (spec leak summaries)",
          notes="China-market Hopper. Figures from secondary spec summaries that agree with each "
@@ -971,6 +1070,15 @@ _ROWS = [
          memory_gb=141, memory_tb_per_s=4.8, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+         topology="switch",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=143771,
+         usable_source="nvidia-smi 143771 MiB in many public GitHub logs (e.g. 8x H200, driver "
+                       "570.158.01; repository not recorded); torch total_memory 143156 MiB in a "
+                       "public vLLM example comment",
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper; H200 page: the same compute)
+         kernel_family="hopper", sustained=SUSTAINED_H100,
+         kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=_NV_H200,
          notes="Same GH100 compute as H100 SXM (datasheet sparse figures identical); 141 GB "
                "HBM3e at 4.8 TB/s; TDP up to 700 W. HGX H200 8-GPU NVSwitch gen3 with SHARP.",
@@ -983,6 +1091,11 @@ _ROWS = [
          memory_gb=144, memory_tb_per_s=4.9, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 via NVLink Switch System (NVL32)", scale_up_gb_per_s_unidir=450,
          domain=32, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="switch",
+         # host link: GH200 page: NVLink-C2C 900 GB/s
+         host_link="NVLink-C2C", host_link_gb_per_s_unidir=NVLINK_C2C_GB_S,
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper: 132 SMs)
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=_NV_GH200,
          notes="GPU side only (plus 480 GB LPDDR5X on the Grace CPU at ~512 GB/s, NVLink-C2C "
                "900 GB/s). Original GH200 has 96 GB HBM3 at 4 TB/s. Compute = H100 SXM. TDP "
@@ -996,6 +1109,10 @@ _ROWS = [
          memory_gb=96, memory_tb_per_s=4.0, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 via NVLink Switch System (NVL32)", scale_up_gb_per_s_unidir=450,
          domain=32, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="switch",
+         host_link="NVLink-C2C", host_link_gb_per_s_unidir=NVLINK_C2C_GB_S,
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper: 132 SMs)
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=_NV_GH200,
          notes="The original GH200: 96 GB HBM3 at 4 TB/s on the GPU beside the Grace CPU's 480 GB "
                "LPDDR5X (sold as 'GH200 480GB', the name TensorRT-LLM's perf tables use). Same GH100 "
@@ -1007,6 +1124,14 @@ _ROWS = [
          memory_gb=180, memory_tb_per_s=8.0, tflops=_B200_TFLOPS,
          scale_up_link="NVLink 5 (18 links) via NVLink 5 switch", scale_up_gb_per_s_unidir=900,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="switch",
+         # host link: HGX B200: each GPU on PCIe Gen5 x16 to the host
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=183359,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (driver "
+                       "580.95.05); torch total_memory 182631-182642 MiB in public logs",
+         sms=148,  # 74 of each die's 80 SMs (Blackwell SM readings, above)
+         kernel_family="blackwell", sustained=SUSTAINED_BLACKWELL,
          source=_NV_HGX + " (HGX B200 column divided by 8 GPUs) ; https://glennklockwood.com/"
                           "garden/processors/B200",
          notes="HGX table gives 8-GPU totals with sparsity (FP4 144 PF, FP8 72 PF, BF16 36 PF, "
@@ -1024,6 +1149,10 @@ _ROWS = [
                      fp4=10000),
          scale_up_link="NVLink 5 via NVLink Switch (rack)", scale_up_gb_per_s_unidir=900,
          domain=72, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1200,
+         topology="switch",
+         host_link="NVLink-C2C", host_link_gb_per_s_unidir=NVLINK_C2C_GB_S,
+         sms=152,  # more SMs on than the HGX B200's 148 (Blackwell SM readings, above)
+         kernel_family="blackwell", sustained=SUSTAINED_BLACKWELL,
          source=_NV_GB200 + " (NVL72 totals divided by 72) ; https://glennklockwood.com/garden/"
                             "processors/B200",
          notes="Per GPU; a GB200 superchip is 1 Grace + 2 of these. NVL72 sheet: FP4 1,440 PF, "
@@ -1043,6 +1172,13 @@ _ROWS = [
          tflops=dict(fp64=1.25, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, fp4=13500),
          scale_up_link="NVLink 5 via NVLink 5 switch", scale_up_gb_per_s_unidir=900, domain=8,
          in_network_reduction=True, scale_out_gbit_per_s=800, tdp_w=1100,
+         topology="switch",
+         # host link: B300's Gen6 port meets Gen5 hosts: 5.0 taken
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         # 148 of the full die's 160 (NVIDIA, "Inside NVIDIA Blackwell Ultra"); the GB300 has
+         # 152, as the GB200 (Blackwell SM readings, above)
+         sms=148,
+         kernel_family="blackwell", sustained=SUSTAINED_BLACKWELL,
          source=_NV_HGX + " (HGX B300 column / 8) ; https://glennklockwood.com/garden/processors/"
                           "B300 ; https://verda.com/blog/gb300-nvl72-architecture",
          notes="SOURCES DISAGREE on dense FP4: HGX table 108 PF/8 = 13.5 PF (used); Klockwood "
@@ -1060,6 +1196,12 @@ _ROWS = [
          tflops=dict(fp32=35.6, tf32=35.6, bf16=71, fp16=71, int8=284),
          scale_up_link="NVLink 3 bridge (pairs)", scale_up_gb_per_s_unidir=56.25, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=350,
+         topology="pair",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=24576,
+         usable_source="nvidia-smi in https://github.com/noonghunna/club-3090/issues/1128 "
+                       "(driver 595.84)",
+         sms=82,  # GA102 whitepaper, Appendix A, RTX 3090: 82 SMs
          source="NVIDIA Ampere GA102 GPU Architecture whitepaper, Appendix A (RTX 3090 column) "
                 "https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf",
          notes="fp16/bf16 with FP32 accumulate (71); FP16-accumulate is 142. NVLink bridge "
@@ -1069,6 +1211,11 @@ _ROWS = [
          tflops=dict(fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3, int8=660.6),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=450,
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=24564,
+         usable_source="nvidia-smi in https://github.com/RLinf/RLinf/issues/255 (driver "
+                       "550.163.01); torch total_memory 24563 MiB in a public log",
+         sms=128,  # Ada whitepaper, Appendix, RTX 4090: 128 SMs
          source="NVIDIA Ada Lovelace GPU Architecture whitepaper, Appendix (RTX 4090 column) "
                 "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf",
          notes="fp16/bf16/fp8 with FP32 accumulate (165.2 / 330.3); FP16-accumulate rates are "
@@ -1079,6 +1226,11 @@ _ROWS = [
                      fp4=1676),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=575,
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=32607,
+         usable_source="nvidia-smi in https://github.com/noonghunna/club-3090/issues/617 "
+                       "(driver 595.71.05)",
+         sms=170,  # RTX Blackwell whitepaper, RTX 5090: 170 SMs
          source="NVIDIA RTX Blackwell GPU Architecture whitepaper (RTX 5090 column) "
                 "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf",
          notes="fp16/bf16/fp8 with FP32 accumulate; FP16-accumulate rates are 2x (419 / 838). "
@@ -1092,6 +1244,11 @@ _ROWS = [
          tflops=dict(fp64=95.7, fp32=95.7, bf16=383, fp16=383, int8=383),
          scale_up_link="Infinity Fabric (xGMI 3)", scale_up_gb_per_s_unidir=350, domain=4,
          in_network_reduction=False, scale_out_gbit_per_s=200, tdp_w=560,
+         topology="mesh",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,  # AMD: "PCIe Gen4"
+         # compute units of both GCDs (AMD MI250X page: 220 CUs, 14,080 stream processors;
+         # fp64 vector 47.9 TFLOP/s = 220 x 128 x 1.7 GHz)
+         sms=220,
          source=_AMD + "mi200/mi250x.html ; " + _STAS_NET,
          notes="One package = 2 GCDs that software sees as 2 GPUs; figures are per package. "
                "fp64/fp32 are matrix rates (vector 47.9). IF all-to-all 350 GB/s unidirectional "
@@ -1102,6 +1259,9 @@ _ROWS = [
          memory_gb=192, memory_tb_per_s=5.3, tflops=_MI300_TFLOPS,
          scale_up_link="Infinity Fabric (xGMI), 7 peers x 64 GB/s", scale_up_gb_per_s_unidir=448,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=750,
+         topology="mesh",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,  # AMD: "PCIe Gen5 x16"
+         sms=304,  # compute units (AMD CDNA 3 white paper: 8 XCDs x 38 CUs)
          source=_AMD + "mi300/mi300x.html ; AMD Instinct MI300X data sheet ; " + _STAS_NET,
          notes="Dense peaks from AMD (sparse FP8/INT8 are 2x). fp64 matrix 163.4 (vector 81.7). "
                "xGMI is a full mesh, not a switch: 64 GB/s per direction per peer, 448 GB/s "
@@ -1114,6 +1274,9 @@ _ROWS = [
          memory_gb=256, memory_tb_per_s=6.0, tflops=_MI300_TFLOPS,
          scale_up_link="Infinity Fabric (xGMI), 7 peers x 64 GB/s", scale_up_gb_per_s_unidir=448,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="mesh",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         sms=304,  # compute units: the MI300X's CDNA 3 die (304 CUs)
          source=_AMD + "mi300/mi325x.html ; " + _STAS_NET,
          notes="Same CDNA3 compute as MI300X; 256 GB HBM3e at 6 TB/s; 1000 W.",
          achievable_tflops=dict(bf16=784.9),
@@ -1124,6 +1287,9 @@ _ROWS = [
                      fp4=10066.3),
          scale_up_link="Infinity Fabric (xGMI 4), 7 peers x 76.5 GB/s", scale_up_gb_per_s_unidir=535.5,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=1400,
+         topology="mesh",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         sms=256,  # compute units (AMD CDNA 4 white paper: 8 XCDs x 32 CUs)
          source=_AMD + "mi350/mi355x.html ; " + _STAS_NET + " ; Tom's Hardware (ISC 2025) "
                 "https://www.tomshardware.com/pc-components/gpus/amds-instinct-mi355x-accelerator-will-consume-1-400-watts",
          notes="AMD quotes FP4/FP6 20.1 PF with sparsity -> 10.07 dense; FP8 ~5 PF dense "
@@ -1139,6 +1305,8 @@ _ROWS = [
          tflops=dict(bf16=275, int8=275),
          scale_up_link="ICI, 3D torus, 6 links x 45 GB/s/dir", scale_up_gb_per_s_unidir=270,
          domain=4096, in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=192,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v4 ; " + _SCALING_BOOK,
          notes="Google: 275 TFLOPS bf16/int8, '32 GiB, 1200 GBps', pod 4096 chips, measured "
                "max power 192 W (used as TDP). ICI not on Google's page: 4.5e10 B/s per link "
@@ -1148,6 +1316,8 @@ _ROWS = [
          memory_gb=16, memory_tb_per_s=0.819, tflops=dict(bf16=197, int8=393),
          scale_up_link="ICI, 2D torus, 4 ports", scale_up_gb_per_s_unidir=200, domain=256,
          in_network_reduction=False, scale_out_gbit_per_s=25, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v5e ; " + _SCALING_BOOK,
          notes="Google: 197 TFLOPS bf16, 393 TOPS int8 (Scaling Book 394), 16 GB at 819 GBps "
                "(another version of the page says 800 GiBps), bidirectional ICI 400 GBps per "
@@ -1157,6 +1327,8 @@ _ROWS = [
          memory_gb=95, memory_tb_per_s=2.765, tflops=dict(bf16=459, int8=918),
          scale_up_link="ICI, 3D torus, 6 links", scale_up_gb_per_s_unidir=600, domain=8960,
          in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v5p ; " + _SCALING_BOOK,
          notes="Google: 459 TFLOPS bf16, '95GB' (newer table says 95 GiB; Scaling Book 96GB), "
                "2765 GBps, bidirectional ICI 1200 GBps per chip (older page: 4800 Gbps one "
@@ -1168,6 +1340,8 @@ _ROWS = [
          memory_gb=32, memory_tb_per_s=1.638, tflops=dict(bf16=918, int8=1836),
          scale_up_link="ICI, 2D torus, 4 ports", scale_up_gb_per_s_unidir=400, domain=256,
          in_network_reduction=False, scale_out_gbit_per_s=25, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v6e ; " + _SCALING_BOOK,
          notes="Google: 918 TFLOPS bf16, 1836 TOPS int8, 32 GB at 1638 GBps, bidirectional ICI "
                "800 GBps per chip => 400 per direction, pod 256. Scale-out not published per "
@@ -1178,6 +1352,8 @@ _ROWS = [
          scale_up_link="21x 100GbE RoCE (of 24) all-to-all, HLS-Gaudi2",
          scale_up_gb_per_s_unidir=262.5, domain=8, in_network_reduction=False,
          scale_out_gbit_per_s=300, tdp_w=600,
+         topology="mesh",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source="Intel Gaudi 3 Hot Chips 2024 slides (R. Kaplan), generation table ; "
                 "https://habana.ai/products/gaudi2/ ; " + MAMF_SOURCE,
          notes="Intel long published no Gaudi 2 TFLOPS; 432 bf16 / 865 fp8 MME figures come "
@@ -1192,6 +1368,8 @@ _ROWS = [
          scale_up_link="21x 200GbE RoCE (of 24) all-to-all, HLS-Gaudi3",
          scale_up_gb_per_s_unidir=525, domain=8, in_network_reduction=False,
          scale_out_gbit_per_s=600, tdp_w=900,
+         topology="mesh",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source="Intel Gaudi 3 AI Accelerator white paper https://www.intel.com/content/www/us/"
                 "en/content-details/817486/intel-gaudi-3-ai-accelerator-white-paper.html ; "
                 "Hot Chips 2024 slides (R. Kaplan) ; " + MAMF_SOURCE,
@@ -1210,6 +1388,8 @@ _ROWS = [
          scale_up_link="NeuronLink-v2 (2D torus / 4D hypercube in trn1.32xlarge)",
          scale_up_gb_per_s_unidir=192, domain=16, in_network_reduction=False,
          scale_out_gbit_per_s=50, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_NEURON + "trainium.html ; " + _NEURON + "trainium2.html (Trn1 vs Trn2 table) ; "
                 "trn1 arch page (EFA 800 Gbps per trn1.32xlarge)",
          notes="AWS: 190 FP16/BF16/cFP8/TF32 TFLOPS, 47.5 FP32, 380 INT8 TOPS (an older page "
@@ -1223,6 +1403,8 @@ _ROWS = [
          scale_up_link="NeuronLink-v3 (4x4 torus in trn2.48xlarge)",
          scale_up_gb_per_s_unidir=640, domain=16, in_network_reduction=False,
          scale_out_gbit_per_s=200, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_NEURON + "trainium2.html ; AWS Trn2 instances https://aws.amazon.com/ec2/"
                           "instance-types/trn2/",
          notes="AWS: 1,299 FP8, 667 BF16/FP16/TF32, 181 FP32 TFLOPS dense (2,563 sparse), 96 "
@@ -1231,36 +1413,6 @@ _ROWS = [
                "(uncertain). Domain 16 per trn2.48xlarge (64 in a Trn2 UltraServer). EFA 3.2 "
                "Tbps per 16 chips = 200 Gb/s per chip."),
 ]
-
-# Each GPU's link to host memory, one field for every use (training's ZeRO-Offload copies, the
-# serving KV tier): (link, line rate per direction in GB/s) by row. Datasheets: V100 "PCIe Gen3";
-# A100 SXM/PCIe "PCIe Gen4: 64 GB/s" (both directions), A10, A10G, L4, L40S "PCIe Gen4 x16"; H100
-# SXM/PCIe/NVL, H800, H20, H200 "PCIe Gen5: 128 GB/s" (both directions); HGX B200 and B300 boards
-# put each GPU on PCIe Gen5 x16 to the host (B300's own Gen6 port meets Gen5 hosts: 5.0 taken);
-# GeForce RTX 3090/4090 PCIe 4.0 x16, RTX 5090 PCIe 5.0 x16; AMD MI250X "PCIe Gen4", MI300X,
-# MI325X, MI355X "PCIe Gen5 x16"; GH200 and GB200 reach their Grace CPU's LPDDR5X over NVLink-C2C
-# (900 GB/s bidirectional). TPU, Gaudi and Trainium hosts: not listed (None). H100 SXM's is set in
-# its own row (accelerator.H100_SXM, every script's default).
-_HOST_LINKS = {
-    **{n: ("PCIe 3.0 x16", PCIE3_X16_GB_S) for n in ("v100-16gb", "v100-32gb")},
-    **{n: ("PCIe 4.0 x16", PCIE4_X16_GB_S) for n in ("a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie",
-                                                    "a10", "a10g", "l4", "l40s", "rtx-3090", "rtx-4090",
-                                                    "mi250x")},
-    **{n: ("PCIe 5.0 x16", PCIE5_X16_GB_S) for n in ("h100-pcie", "h100-nvl", "h800", "h20", "h200",
-                                                    "b200", "b300", "rtx-5090", "mi300x", "mi325x", "mi355x")},
-    **{n: ("NVLink-C2C", NVLINK_C2C_GB_S) for n in ("gh200", "gh200-96gb", "gb200")},
-}
-
-
-def _add_host_links(rows):
-    """Fill each row's host_link fields from _HOST_LINKS (GB/s in, bytes/s out, as accelerator_row)."""
-    for rec in rows:
-        if rec["name"] in _HOST_LINKS:
-            link, gbps = _HOST_LINKS[rec["name"]]
-            rec["host_link"], rec["host_link_bandwidth_bytes_per_s"] = link, gbps * GIGA
-
-
-_add_host_links(_ROWS)
 
 _BY_NAME = {rec["name"]: rec for rec in _ROWS}
 
