@@ -1,13 +1,15 @@
-"""The accelerator record, and the default accelerator of every script.
+"""The accelerator record, the one lookup of a GPU, and the default accelerator of every script.
 
 Owns the record format of hardware.py's table (row: datasheet units in, SI units out; every fact
-the models read is an argument of its row, with its source) and the one default accelerator, the
+the models read is an argument of its row, with its source), the one resolver every tool turns a
+--gpu name (or none) into a record with (resolve_accelerator), and the one default accelerator, the
 NVIDIA H100 SXM5 80GB: the row hardware.py lists as h100-sxm, written here once, so that every
 script, with or without hardware.py beside it, runs on exactly the numbers `--gpu h100-sxm` gives.
 Sources: per row (vendor datasheets; measured matmul rates from S. Bekman's ml-engineering MAMF
 table).
 """
 
+from .errors import CalcError
 from .records import Record
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -310,3 +312,32 @@ def default_accelerator():
     return Accelerator({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list)
                             else v) for k, v in H100_SXM.items()})
 
+
+# --- the one lookup ------------------------------------------------------------------------------
+def accelerator_table():
+    """The accelerator table: the package's own hardware module when this runs from the installed
+    package, else hardware.py beside the built script (ImportError when there is none). Imported
+    by name: the package's `hardware` is also an entry-point function."""
+    if __package__:
+        import importlib
+        return importlib.import_module(__package__.partition(".")[0] + ".hardware")
+    import hardware
+    return hardware
+
+
+def resolve_accelerator(name=None, *, missing_table=None):
+    """The record every tool computes with: hardware.py's row for `name` (case-insensitive, aliases
+    accepted), or the default accelerator for None, whose record needs no table. CalcError, one
+    line: the table's message for an unknown name ('unknown accelerator ...; nearest: a, b, c'),
+    and `missing_table` (what to pass instead) when no hardware.py sits beside a built script."""
+    if name is None:
+        return default_accelerator()
+    try:
+        table = accelerator_table()
+    except ImportError:
+        raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
+                        "script") from None
+    try:
+        return table.get_accelerator(name)
+    except KeyError as exc:
+        raise CalcError(str(exc.args[0]) if exc.args else f"unknown accelerator {name!r}") from None
