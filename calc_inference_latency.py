@@ -335,9 +335,8 @@ class Accelerator(Record):
                          "else the tool asks for --intra-node-bw-GBps",
         "scale_up_topology": "no scale-up fabric (as scale_up_link)",
         "scale_up_bandwidth_bytes_per_s": "no scale-up fabric (as scale_up_link)",
-        "scale_out_bandwidth_bytes_per_s": "calc_comm.py and calc_inference_latency.py ask for it "
-                                           "past one scale-up domain; training takes the scale-up "
-                                           "link / 8",
+        "scale_out_bandwidth_bytes_per_s": "not read while a job fits in one scale-up domain; past "
+                                           "it, every tool asks for it (--inter-node-bw-GBps)",
         "pcie_peer_bandwidth_bytes_per_s": "not read: the card has a scale-up link, or no "
                                            "peer-to-peer (GeForce)",
         "host_link": "not listed (TPU, Gaudi, Trainium hosts)",
@@ -350,7 +349,8 @@ class Accelerator(Record):
         "achievable_memory_bandwidth_bytes_per_s": "the peak x the memory-bound fraction",
         "achievable_source": "no achievable figure (as achievable_matmul_flops_per_s)",
         "sms": "no wave-quantization or split-K term; said in the report's assumptions",
-        "kernel_family": "FlashAttention-2's A100 fraction (FLASH_ATTENTION_FALLBACK)",
+        "kernel_family": "FlashAttention-2's A100 fraction (FLASH_ATTENTION_FALLBACK); training "
+                         "says so in a note",
         "sustained_matmul_fraction": "1: the matmul ceiling is the MAMF itself",
         "kv_stream_efficiency": "the serving memory efficiency",
     }
