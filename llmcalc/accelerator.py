@@ -1,46 +1,54 @@
-"""The accelerator record, and the default accelerator of every script.
+"""The accelerator record, the one lookup of a GPU, and the default accelerator of every script.
 
-Owns the record format of hardware.py's table (row: datasheet units in, SI units out; the
-driver-reported usable memory; the scale-up topology) and the one default accelerator, the NVIDIA
-H100 SXM5 80GB: the row hardware.py lists as h100-sxm, written here once, so that every script, with
-or without hardware.py beside it, runs on exactly the numbers `--gpu h100-sxm` gives. Sources: per
-row (vendor datasheets; measured matmul rates from S. Bekman's ml-engineering MAMF table).
+Owns the record format of hardware.py's table (row: datasheet units in, SI units out; every fact
+the models read is an argument of its row, with its source), the one resolver every tool turns a
+--gpu name (or none) into a record with (resolve_accelerator), and the one default accelerator, the
+NVIDIA H100 SXM5 80GB: the row hardware.py lists as h100-sxm, written here once, so that every
+script, with or without hardware.py beside it, runs on exactly the numbers `--gpu h100-sxm` gives.
+Sources: per row (vendor datasheets; measured matmul rates from S. Bekman's ml-engineering MAMF
+table).
 """
 
+from .errors import CalcError
 from .records import Record
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 
-
 class Accelerator(Record):
     """One accelerator: every fact the models read, in SI units, each with its source (source,
-    notes, and the *_source fields). Built once per row by accelerator_row; hardware.py's table
-    and the default accelerator below are lists of these. Fields that may be None say so."""
+    notes, the *_source fields, and the comment of its hardware.py row). Built once per row by
+    accelerator_row; hardware.py's table and the default accelerator below are lists of these.
+    A field that may be None is in STAND_INS, which says what every tool does without it."""
 
     FIELDS = {
         "name": "the table's key (h100-sxm)", "full_name": "vendor's product name",
         "vendor": "NVIDIA, AMD, Google, Intel, AWS", "aliases": "other names --gpu accepts",
         "memory_bytes": "capacity as the vendor prints it (decimal GB -> bytes)",
-        "memory_usable_bytes": "what the driver reports to programs (bytes): the 'will it fit' figure",
+        "memory_usable_bytes": "what the driver reports to programs (bytes): the 'will it fit' "
+                               "figure",
         "memory_usable_source": "where memory_usable_bytes was read, or 'derived, not measured'",
         "memory_bandwidth_bytes_per_s": "peak HBM bandwidth",
-        "peak_flops_per_s": "dense peak per dtype (fp64 ... fp4); int8 in ops/s; only supported dtypes",
+        "peak_flops_per_s": "dense peak per dtype (fp64 ... fp4); int8 in ops/s; only supported "
+                            "dtypes",
         "scale_up_link": "NVLink / xGMI / ICI / ... in words; None: no scale-up fabric",
         "scale_up_topology": "switch, mesh, torus, pair or hybrid-cube-mesh; None: no fabric",
         "scale_up_bandwidth_bytes_per_s": "scale-up link per device, one direction; None: none",
         "scale_up_domain_size": "devices one scale-up fabric joins (8 on HGX, 72 on NVL72)",
         "scale_up_in_network_reduction": "whether the fabric reduces in the switch (NVLink SHARP)",
-        "scale_out_bandwidth_bytes_per_s": "NIC bandwidth per device, one direction; None: not listed",
+        "scale_out_bandwidth_bytes_per_s": "NIC bandwidth per device, one direction; None: not "
+                                           "listed",
         "pcie_peer_bandwidth_bytes_per_s": "PCIe peer-to-peer per direction on cards without a "
                                            "scale-up link; None: a scale-up link, or no P2P",
-        "host_link": "the link to host memory in words (PCIe 5.0 x16, NVLink-C2C); None: not listed",
+        "host_link": "the link to host memory in words (PCIe 5.0 x16, NVLink-C2C); None: not "
+                     "listed",
         "host_link_bandwidth_bytes_per_s": "host link line rate per direction; None: not listed",
         "tdp_w": "board power limit (W)",
         "achievable_matmul_flops_per_s": "measured best-shape matmul rate (MAMF) per dtype; None",
         "achievable_memory_bandwidth_bytes_per_s": "measured streaming bandwidth; None",
         "achievable_source": "where the achievable figures were measured",
-        "sms": "streaming multiprocessors (AMD: compute units) for wave quantization; None: not listed",
+        "sms": "streaming multiprocessors (AMD: compute units), for wave quantization; None where "
+               "the device has no such unit (TPU, Gaudi, Trainium)",
         "kernel_family": "whose measured kernel rates apply: hopper, blackwell, ampere; None: none",
         "flash_attention_fraction": "FlashAttention-2's forward, backward rate / 16-bit peak",
         "sustained_matmul_fraction": "a training loop's sustained matmul rate / MAMF, {bf16, fp8, "
@@ -50,6 +58,32 @@ class Accelerator(Record):
         "source": "datasheets and pages the row was typed from", "notes": "caveats, in words",
     }
     REQUIRED = tuple(FIELDS)
+    # The fields a row may leave None, and what stands in for each, the same in every tool. Every
+    # other field is set on every row (tests/test_gpu_record.py).
+    STAND_INS = {
+        "scale_up_link": "no scale-up fabric: peers over PCIe where the card has peer-to-peer, "
+                         "else the tool asks for --intra-node-bw-GBps",
+        "scale_up_topology": "no scale-up fabric (as scale_up_link)",
+        "scale_up_bandwidth_bytes_per_s": "no scale-up fabric (as scale_up_link)",
+        "scale_out_bandwidth_bytes_per_s": "not read while a job fits in one scale-up domain; past "
+                                           "it, every tool asks for it (--inter-node-bw-GBps)",
+        "pcie_peer_bandwidth_bytes_per_s": "not read: the card has a scale-up link, or no "
+                                           "peer-to-peer (GeForce)",
+        "host_link": "not listed (TPU, Gaudi, Trainium hosts)",
+        "host_link_bandwidth_bytes_per_s": "training's offload copies take PCIe 4.0 x16; "
+                                           "serving's KV tier asks for --host-kv-bandwidth-gbps",
+        "tdp_w": "not read by the models (TPU, Trainium: not published)",
+        "achievable_matmul_flops_per_s": "training's matmul ceiling takes 0.80 of the peak (the "
+                                         "H100 SXM's MAMF / peak); said in the report's "
+                                         "assumptions",
+        "achievable_memory_bandwidth_bytes_per_s": "the peak x the memory-bound fraction",
+        "achievable_source": "no achievable figure (as achievable_matmul_flops_per_s)",
+        "sms": "no wave-quantization or split-K term; said in the report's assumptions",
+        "kernel_family": "FlashAttention-2's A100 fraction (FLASH_ATTENTION_FALLBACK); training "
+                         "says so in a note",
+        "sustained_matmul_fraction": "1: the matmul ceiling is the MAMF itself",
+        "kv_stream_efficiency": "the serving memory efficiency",
+    }
 
 
 RECORD_KEYS = tuple(Accelerator.FIELDS)
@@ -74,74 +108,21 @@ NVLINK_C2C_GB_S = 450.0
 HOST_LINK_EFFICIENCY = 0.8
 
 # --- shared source strings -------------------------------------------------------------------
-MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul "
-         "FLOPS comparison table' https://github.com/stas00/ml-engineering/blob/master/compute/"
-         "accelerator/README.md")
-NV_H100_SOURCE = ("NVIDIA H100 datasheet https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-"
-            "gpu-datasheet ; https://www.nvidia.com/en-us/data-center/h100/")
-
-# --- usable (driver-reported) memory -------------------------------------------------------------
-# name -> (MiB the driver reports, where it was published). nvidia-smi memory.total unless said.
-_MODAL_2797 = ("nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797 "
-               "(2025-01)")
-_USABLE_MIB = {
-    "a100-40gb": (40960, _MODAL_2797 + "; also https://github.com/bottlerocket-os/"
-                  "bottlerocket-core-kit/pull/834 (driver 580.126.09). Older drivers showed "
-                  "40536 MiB (https://github.com/nanopool/phoenix-miner/issues/17, driver 470)"),
-    "a100-80gb": (81920, _MODAL_2797),
-    "a10": (23028, _MODAL_2797 + "; NVML total 24146608128 B in https://github.com/mayooot/"
-            "detect-gpu/issues/3"),
-    "a10g": (23028, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/232 (driver 535.247.01)"),
-    "l4": (23034, _MODAL_2797),
-    "l40s": (46068, _MODAL_2797 + "; also https://github.com/akash-network/provider-configs/"
-             "pull/99 (driver 595.71.05)"),
-    "h100-sxm": (81559, _MODAL_2797 + "; also https://github.com/NVIDIA/nccl/issues/1264 (driver "
-                 "550.54.15). torch total_memory 81082-81090 MiB (public logs, torch 2.0-2.7)"),
-    "h100-nvl": (95330, "DRM dedicated total 99961274368 B reported by the driver in "
-                 "https://github.com/fastfetch-cli/fastfetch/issues/1658 (driver 570.86.15)"),
-    "h800": (81559, "nvidia-smi in https://github.com/NVIDIA/DCGM/issues/183 (driver 535.183.01)"),
-    "h20": (97871, "nvidia-smi in https://github.com/NVIDIA/nvtrust/issues/128 (driver 580.95.05)"),
-    "h200": (143771, "nvidia-smi 143771 MiB in many public GitHub logs (e.g. 8x H200, driver "
-             "570.158.01; repository not recorded); torch total_memory 143156 MiB in a public "
-             "vLLM example comment"),
-    "b200": (183359, "nvidia-smi in https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (driver "
-             "580.95.05); torch total_memory 182631-182642 MiB in public logs"),
-    "rtx-3090": (24576, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/1128 "
-                 "(driver 595.84)"),
-    "rtx-4090": (24564, "nvidia-smi in https://github.com/RLinf/RLinf/issues/255 (driver "
-                 "550.163.01); torch total_memory 24563 MiB in a public log"),
-    "rtx-5090": (32607, "nvidia-smi in https://github.com/noonghunna/club-3090/issues/617 "
-                 "(driver 595.71.05)"),
-}
-
-
-def _usable_memory(name, memory_gb, memory_bytes):
-    """(usable bytes, source): the published driver reading, else the vendor figure read as GiB.
-
-    Derived rows assume the vendor's decimal GB is really that many GiB (HBM stacks are binary:
-    H100 80GB = 5 x 16 GiB), an upper bound: real readings sit 0-2% below it.
-    """
-    if name in _USABLE_MIB:
-        mib, src = _USABLE_MIB[name]
-        return mib * 2 ** 20, f"measured {mib} MiB, {src}"
-    if memory_gb is None:  # the vendor already prints GiB (TPU v4, Trainium)
-        gib = memory_bytes / GIB
-        return int(memory_bytes), f"derived, not measured: the vendor's {gib:g} GiB"
-    return int(round(memory_gb * GIB)), (f"derived, not measured: vendor {memory_gb:g} GB read "
-                                         f"as {memory_gb:g} GiB")
-
+MAMF_SOURCE = ("S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable "
+               "Matmul FLOPS comparison table' https://github.com/stas00/ml-engineering/blob/"
+               "master/compute/accelerator/README.md")
+NV_H100_SOURCE = ("NVIDIA H100 datasheet https://resources.nvidia.com/en-us-tensor-core/"
+                  "nvidia-tensor-core-gpu-datasheet ; "
+                  "https://www.nvidia.com/en-us/data-center/h100/")
+# usable memory: nvidia-smi memory.total readings of several GPUs in one place
+MODAL_2797 = ("nvidia-smi totals listed in https://github.com/modal-labs/modal-client/pull/2797 "
+              "(2025-01)")
 
 # --- facts of a GPU's kernels: SMs, the family whose measured kernel rates apply, sustained matmul
-# and KV streaming. Read by the training step (train/) and serving (serve/) through the record's
-# fields (sms, kernel_family, flash_attention_fraction, sustained_matmul_fraction,
-# kv_stream_efficiency), never by GPU name.
-# Streaming multiprocessors per GPU, for wave quantization: NVIDIA A100 whitepaper (108 SMs on
-# A100 SXM/PCIe), H100 whitepaper (132 on SXM5, 114 on PCIe; H200 and GH200 are the SXM5 die),
-# B200 (148, NVIDIA Blackwell datasheet), L40S (142, Ada datasheet); AMD MI300X/MI325X 304 CUs
-# (CDNA 3 whitepaper). Other GPUs: no wave term (said in the assumptions).
-_SM_COUNT = {"a100-40gb": 108, "a100-80gb": 108, "a100-40gb-pcie": 108, "a100-80gb-pcie": 108,
-            "h100-sxm": 132, "h100-pcie": 114, "h100-nvl": 132, "h800": 132, "h200": 132, "h200-nvl": 132,
-            "gh200": 132, "b200": 148, "l40s": 142, "mi300x": 304, "mi325x": 304}
+# and KV streaming. Each row of hardware.py sets them (sms, kernel_family, sustained,
+# kv_stream_efficiency, with the source of each in the row); the training step (train/) and
+# serving (serve/) read the record's fields, never a GPU name. The constants below are shared by
+# several rows.
 
 # Flash-attention kernel rates as a fraction of the dense 16-bit peak, forward and backward
 # (FLOPs counted as flash-attn's benchmark counts them: 4 s^2 d h forward, halved when causal,
@@ -167,9 +148,9 @@ FLASH_ATTENTION_FALLBACK = "ampere"  # the family whose fraction a GPU without i
 # 794.5 and 1,402.6. The factor makes gemm_time_s's median over those 51 shapes equal the
 # measured one (bf16 0.9125, fp8 0.9209); set from that grid alone and judged on the training
 # steps measured beside it (VALIDATION.md). The 700 W SXM Hopper parts take it (H100 SXM; H200
-# SXM, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards (other
-# power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
-_SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
+# SXM and H800, the same die and power limit: "H200 is the same", MAMF); the PCIe and NVL cards
+# (other power limits), GH200 (its own MAMF) and other GPUs do not (not measured).
+SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
 
 # Blackwell: Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide,
 # Azure_Results/ND_GB200_v6_results.md @2a370be6: random inputs, 10,000 warm-up iterations, CUDA
@@ -179,53 +160,74 @@ _SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid"}
 # the Hopper fp8 MAMF 1,453.4) gives 0.906, within 2% of our own Hopper grid's 0.921, so the two
 # methods agree where both exist. Taken for bf16 too (no bf16 row in the file) and for the B200
 # and B300 (the same Blackwell compute at 1,000 / 1,100 W: assumptions, not measured).
-_SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6, "source": "Azure GB200 cuBLASLt run"}
+SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6,
+                       "source": "Azure GB200 cuBLASLt run"}
 
-
-
-
-# The family whose measured kernel rates (FlashAttention, cuDNN attention, the sustained-loop matmul
-# factor) a GPU takes: the Hopper SXM/PCIe/NVL and Grace Hopper parts and the H800 (the GH100 die,
-# 132 SMs at 700 W like the H100 SXM: the same kernels), the datacenter Blackwell parts, the A100s.
-# Other GPUs: None (FlashAttention-2's A100 fraction stands in; said in the report).
-_KERNEL_FAMILY = {"a100-40gb": "ampere", "a100-80gb": "ampere", "a100-40gb-pcie": "ampere",
-                  "a100-80gb-pcie": "ampere", "h100-sxm": "hopper", "h100-pcie": "hopper",
-                  "h100-nvl": "hopper", "h800": "hopper", "h200": "hopper", "gh200": "hopper",
-                  "gh200-96gb": "hopper", "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell"}
-# the sustained-loop factor: measured on the 700 W SXM Hopper parts (H100 SXM; the H200 and H800 are
-# the same die at the same limit), and Blackwell (above)
-_SUSTAINED = {"h100-sxm": _SUSTAINED_H100, "h200": _SUSTAINED_H100, "h800": _SUSTAINED_H100,
-              "b200": _SUSTAINED_BLACKWELL, "gb200": _SUSTAINED_BLACKWELL, "b300": _SUSTAINED_BLACKWELL}
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
-# H200 graph-mode decode steps; serve/stacks.py says how it was measured): H100, H200, GH200, H800, H20.
+# H200 graph-mode decode steps; serve/stacks.py says how it was measured): the rows of the GH100
+# parts take it (H100 SXM/PCIe/NVL, H200, GH200, H800, H20).
 KV_STREAM_EFFICIENCY = 0.93
-_KV_STREAM_CHIPS = ("h100", "h200", "gh200", "h800", "h20")
+
+# How the scale-up domain is wired (each row's topology), which decides what one rank gets from a
+# collective over part of it. "switch": NVSwitch-style, every device drives its whole scale-up
+# bandwidth to any peer. "mesh": a point-to-point full mesh (AMD xGMI: 7 peers x 64 GB/s per
+# direction on MI300X; Intel Gaudi: 3 RoCE ports per peer), so a group of G of the D devices
+# reaches (G-1)/(D-1) of the aggregate and one peer 1/(D-1). "torus": TPU ICI / NeuronLink
+# neighbours. "pair": an NVLink bridge between two PCIe cards. "hybrid-cube-mesh": DGX-1 V100.
+TOPOLOGIES = ("switch", "mesh", "torus", "pair", "hybrid-cube-mesh")
 
 
-# How the scale-up domain is wired, which decides what one rank gets from a collective over part
-# of it. "switch": NVSwitch-style, every device drives its whole scale-up bandwidth to any peer.
-# "mesh": a point-to-point full mesh (AMD xGMI: 7 peers x 64 GB/s per direction on MI300X;
-# Intel Gaudi: 3 RoCE ports per peer), so a group of G of the D devices reaches (G-1)/(D-1) of the
-# aggregate and one peer 1/(D-1). "torus": TPU ICI / NeuronLink neighbours. "pair": an NVLink
-# bridge between two PCIe cards. "hybrid-cube-mesh": DGX-1 V100. None: no scale-up fabric.
-_TOPOLOGY = {"mi300x": "mesh", "mi325x": "mesh", "mi355x": "mesh", "gaudi2": "mesh",
-             "gaudi3": "mesh", "mi250x": "mesh", "tpu-v4": "torus", "tpu-v5e": "torus",
-             "tpu-v5p": "torus", "tpu-v6e": "torus", "trainium1": "torus", "trainium2": "torus",
-             "v100-16gb": "hybrid-cube-mesh", "v100-32gb": "hybrid-cube-mesh"}
+def _usable_memory(usable_mib, usable_source, memory_gb, memory_bytes):
+    """(usable bytes, source): the published driver reading (usable_mib, where it was read), else
+    the vendor figure read as GiB.
+
+    Derived rows assume the vendor's decimal GB is really that many GiB (HBM stacks are binary:
+    H100 80GB = 5 x 16 GiB), an upper bound: real readings sit 0-2% below it.
+    """
+    if usable_mib is not None:
+        return usable_mib * 2 ** 20, f"measured {usable_mib} MiB, {usable_source}"
+    if memory_gb is None:  # the vendor already prints GiB (TPU v4, Trainium)
+        gib = memory_bytes / GIB
+        return int(memory_bytes), f"derived, not measured: the vendor's {gib:g} GiB"
+    return int(round(memory_gb * GIB)), (f"derived, not measured: vendor {memory_gb:g} GB read "
+                                         f"as {memory_gb:g} GiB")
+
+
+def _gb(x):
+    """GB/s (decimal) to bytes/s; None stays None."""
+    return None if x is None else x * GIGA
+
+
+def _check_row(name, *, scale_up_gb_per_s_unidir, topology, kernel_family, usable_mib,
+               usable_source):
+    """A row that contradicts itself is a programming error (TypeError when the table loads)."""
+    link, wired = scale_up_gb_per_s_unidir is not None, topology is not None
+    if link != wired or topology not in (None, *TOPOLOGIES):
+        raise TypeError(f"{name}: a scale-up link needs its topology ({', '.join(TOPOLOGIES)}), "
+                        "and only a link has one")
+    if kernel_family is not None and kernel_family not in FLASH_ATTENTION_FRACTION:
+        raise TypeError(f"{name}: kernel_family {kernel_family!r} has no measured rates")
+    if (usable_mib is None) != (usable_source is None):
+        raise TypeError(f"{name}: a usable-memory reading needs its source")
 
 
 def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_per_s, tflops,
          scale_up_link, scale_up_gb_per_s_unidir, domain, in_network_reduction,
-         scale_out_gbit_per_s, tdp_w, source, notes, memory_bytes=None,
-         achievable_tflops=None, achievable_memory_tb_per_s=None, achievable_source=None,
-         pcie_peer_gb_per_s_unidir=None, host_link=None, host_link_gb_per_s_unidir=None):
+         scale_out_gbit_per_s, tdp_w, sms, source, notes, topology=None, memory_bytes=None,
+         usable_mib=None, usable_source=None, achievable_tflops=None,
+         achievable_memory_tb_per_s=None, achievable_source=None, pcie_peer_gb_per_s_unidir=None,
+         host_link=None, host_link_gb_per_s_unidir=None, kernel_family=None, sustained=None,
+         kv_stream_efficiency=None):
     """Build one record from datasheet units (GB, TB/s, TFLOP/s, GB/s, Gb/s) into SI base units.
 
     Table rows are typed in the units the datasheets print so each figure can be checked against
-    its source by eye; conversion to bytes, bytes/s and FLOP/s happens only here.
+    its source by eye; conversion to bytes, bytes/s and FLOP/s happens only here. `sms` is required
+    (None only where the device has no SMs or compute units); a scale-up link needs its topology.
     """
+    _check_row(name, scale_up_gb_per_s_unidir=scale_up_gb_per_s_unidir, topology=topology,
+               kernel_family=kernel_family, usable_mib=usable_mib, usable_source=usable_source)
     mem = int(memory_bytes if memory_bytes is not None else round(memory_gb * GIGA))
-    usable, usable_src = _usable_memory(name, memory_gb, mem)
+    usable, usable_src = _usable_memory(usable_mib, usable_source, memory_gb, mem)
     flops = {dt: tflops[dt] * TERA for dt in DTYPES if tflops.get(dt) is not None}
     ach = None
     if achievable_tflops:
@@ -241,40 +243,36 @@ def accelerator_row(name, full_name, vendor, aliases, *, memory_gb, memory_tb_pe
         "memory_bandwidth_bytes_per_s": memory_tb_per_s * TERA,
         "peak_flops_per_s": flops,
         "scale_up_link": scale_up_link,
-        "scale_up_topology": (None if scale_up_gb_per_s_unidir is None else
-                              _TOPOLOGY.get(name, "pair" if domain == 2 else "switch")),
-        "scale_up_bandwidth_bytes_per_s": (None if scale_up_gb_per_s_unidir is None
-                                           else scale_up_gb_per_s_unidir * GIGA),
+        "scale_up_topology": topology,
+        "scale_up_bandwidth_bytes_per_s": _gb(scale_up_gb_per_s_unidir),
         "scale_up_domain_size": domain,
         "scale_up_in_network_reduction": in_network_reduction,
         "scale_out_bandwidth_bytes_per_s": (None if scale_out_gbit_per_s is None
                                             else scale_out_gbit_per_s * GIGA / 8),
         # cards without a scale-up link that reach their peers over PCIe (peer-to-peer DMA):
         # the slot's line rate per direction; None where there is a scale-up link or no P2P
-        "pcie_peer_bandwidth_bytes_per_s": (None if pcie_peer_gb_per_s_unidir is None
-                                            else pcie_peer_gb_per_s_unidir * GIGA),
+        "pcie_peer_bandwidth_bytes_per_s": _gb(pcie_peer_gb_per_s_unidir),
         # the GPU's link to host memory (PCIe x16 or NVLink-C2C), line rate per direction; None
         # where not listed (TPU, Gaudi, Trainium hosts: not modelled)
         "host_link": host_link,
-        "host_link_bandwidth_bytes_per_s": (None if host_link_gb_per_s_unidir is None
-                                            else host_link_gb_per_s_unidir * GIGA),
+        "host_link_bandwidth_bytes_per_s": _gb(host_link_gb_per_s_unidir),
         "tdp_w": tdp_w,
         "achievable_matmul_flops_per_s": ach,
         "achievable_memory_bandwidth_bytes_per_s": (None if achievable_memory_tb_per_s is None
                                                     else achievable_memory_tb_per_s * TERA),
         "achievable_source": achievable_source,
-        # streaming multiprocessors (AMD: compute units), for wave quantization; None: not listed
-        "sms": _SM_COUNT.get(name),
+        # streaming multiprocessors (AMD: compute units), for wave quantization
+        "sms": sms,
         # whose measured kernel rates apply: "hopper", "blackwell", "ampere", or None
-        "kernel_family": _KERNEL_FAMILY.get(name),
+        "kernel_family": kernel_family,
         # FlashAttention-2's forward and backward rates as fractions of the 16-bit peak
-        "flash_attention_fraction": list(FLASH_ATTENTION_FRACTION[_KERNEL_FAMILY.get(name) or
+        "flash_attention_fraction": list(FLASH_ATTENTION_FRACTION[kernel_family or
                                                                   FLASH_ATTENTION_FALLBACK]),
         # a training loop's sustained matmul rate over MAMF, {"bf16", "fp8", "source"}; None: 1
-        "sustained_matmul_fraction": dict(_SUSTAINED[name]) if name in _SUSTAINED else None,
+        "sustained_matmul_fraction": dict(sustained) if sustained else None,
         # share of peak bandwidth a decode attention kernel streams the KV cache at; None: the
         # serving memory efficiency
-        "kv_stream_efficiency": KV_STREAM_EFFICIENCY if name.startswith(_KV_STREAM_CHIPS) else None,
+        "kv_stream_efficiency": kv_stream_efficiency,
         "source": source,
         "notes": f"{notes} Usable memory: {usable_src}.",
     })
@@ -291,8 +289,13 @@ H100_SXM = accelerator_row(
     ["h100", "h100-sxm5", "h100-sxm5-80gb", "h100-80gb", "h100-sxm-80gb", "h100-hgx"],
     memory_gb=80, memory_tb_per_s=3.35, tflops=HOPPER_SXM_TFLOPS,
     scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
-    domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
-    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+    topology="switch", domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+    host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,  # datasheet "PCIe Gen5"
+    usable_mib=81559,
+    usable_source=MODAL_2797 + "; also https://github.com/NVIDIA/nccl/issues/1264 (driver "
+                  "550.54.15). torch total_memory 81082-81090 MiB (public logs, torch 2.0-2.7)",
+    sms=132,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs on the SXM5 board
+    kernel_family="hopper", sustained=SUSTAINED_H100, kv_stream_efficiency=KV_STREAM_EFFICIENCY,
     source=NV_H100_SOURCE + " ; dense values: NVIDIA H100 Tensor Core GPU Architecture whitepaper",
     notes="Datasheet starred figures are sparse (BF16 1,979*, FP8 3,958*); dense halves. "
           "fp64 = tensor 67 (vector 34). NVLink 900 GB/s bidirectional. HGX H100: 8 GPUs, "
@@ -304,6 +307,37 @@ DEFAULT_ACCELERATOR = H100_SXM["name"]
 
 
 def default_accelerator():
-    """A copy of the default accelerator's record, as hardware.get_accelerator('h100-sxm') gives it."""
-    return Accelerator({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-                        for k, v in H100_SXM.items()})
+    """A copy of the default accelerator's record, as hardware.get_accelerator('h100-sxm') gives
+    it."""
+    return Accelerator({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list)
+                            else v) for k, v in H100_SXM.items()})
+
+
+# --- the one lookup ------------------------------------------------------------------------------
+def accelerator_table():
+    """The accelerator table: the package's own hardware module when this runs from the installed
+    package, else hardware.py beside the built script (ImportError when there is none). Imported
+    by name: the package's `hardware` is also an entry-point function."""
+    if __package__:
+        import importlib
+        return importlib.import_module(__package__.partition(".")[0] + ".hardware")
+    import hardware
+    return hardware
+
+
+def resolve_accelerator(name=None, *, missing_table=None):
+    """The record every tool computes with: hardware.py's row for `name` (case-insensitive, aliases
+    accepted), or the default accelerator for None, whose record needs no table. CalcError, one
+    line: the table's message for an unknown name ('unknown accelerator ...; nearest: a, b, c'),
+    and `missing_table` (what to pass instead) when no hardware.py sits beside a built script."""
+    if name is None:
+        return default_accelerator()
+    try:
+        table = accelerator_table()
+    except ImportError:
+        raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
+                        "script") from None
+    try:
+        return table.get_accelerator(name)
+    except KeyError as exc:
+        raise CalcError(str(exc.args[0]) if exc.args else f"unknown accelerator {name!r}") from None

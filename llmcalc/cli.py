@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from .accelerator import accelerator_table, resolve_accelerator
 from .errors import CalcError
 
 
@@ -336,23 +337,15 @@ def run_tool(main):
 
 
 def load_hardware():
-    """The accelerator table: the package's own hardware module when this runs from the installed
-    package, else hardware.py beside the built script (ImportError when there is none)."""
-    if __package__:
-        import importlib
-        return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
-    return hardware
+    """The accelerator table (accelerator.accelerator_table: the package's hardware module, else
+    hardware.py beside the built script; ImportError when there is none)."""
+    return accelerator_table()
 
 
 def accelerator_record(name, parser, *, without):
-    """hardware.py's record for --gpu NAME. One-line exit 2 when the table is missing (`without`
-    says which explicit flags to pass instead) or the name is unknown (the table's message)."""
-    try:
-        hardware = load_hardware()
-    except ImportError:
-        parser.error(f"--gpu needs hardware.py beside this script; {without}")
-    try:
-        return hardware.get_accelerator(name)
-    except KeyError as exc:
-        parser.error(str(exc.args[0]) if exc.args else f"unknown accelerator {name!r}")
+    """The record for --gpu NAME (accelerator.resolve_accelerator, the one lookup; None: the default
+    accelerator). One-line exit 2 when the table is missing (`without` says which explicit flags to
+    pass instead) or the name is unknown (the table's message)."""
+    with calc_errors(parser):
+        return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
+                                   f"script; {without}")

@@ -46,8 +46,9 @@ TPU link figures cross-checked against Austin et al., "How to Scale Your Model" 
 
 import json
 
-from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, Accelerator, HOPPER_SXM_TFLOPS, MAMF_SOURCE,
-    NV_H100_SOURCE, NVLINK_C2C_GB_S, PCIE3_X16_GB_S, PCIE4_X16_GB_S, PCIE5_X16_GB_S, TERA, accelerator_row)
+from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, HOPPER_SXM_TFLOPS, KV_STREAM_EFFICIENCY,
+    MAMF_SOURCE, MODAL_2797, NV_H100_SOURCE, NVLINK_C2C_GB_S, PCIE3_X16_GB_S, PCIE4_X16_GB_S,
+    PCIE5_X16_GB_S, SUSTAINED_BLACKWELL, SUSTAINED_H100, TERA, Accelerator, accelerator_row)
 from .cli import OneLineErrorParser, run_tool
 
 # --- shared source strings -------------------------------------------------------------------
@@ -75,7 +76,21 @@ _NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/
 
 # --- the table ---------------------------------------------------------------------------------
 # tflops: dense TFLOP/s (int8: TOPS). scale_up_gb_per_s_unidir: GB/s per device per direction.
-# scale_out_gbit_per_s: NIC line rate per device, Gb/s, one direction.
+# scale_out_gbit_per_s: NIC line rate per device, Gb/s, one direction. Every fact the models read
+# is an argument of its row, with its source beside it or in the row's source/notes: the usable
+# memory (usable_mib), SMs, the scale-up topology, the kernel family, the sustained-loop factor,
+# KV streaming and the host link.
+# The host link, one field for every use (training's ZeRO-Offload copies, the serving KV tier),
+# line rate per direction. Datasheets: V100 "PCIe Gen3"; A100 SXM/PCIe "PCIe Gen4: 64 GB/s" (both
+# directions), A10, A10G, L4, L40S "PCIe Gen4 x16"; H100 SXM/PCIe/NVL, H800, H20, H200 "PCIe
+# Gen5: 128 GB/s" (both directions); HGX B200 and B300 boards put each GPU on PCIe Gen5 x16 to the
+# host (B300's own Gen6 port meets Gen5 hosts: 5.0 taken); GeForce RTX 3090/4090 PCIe 4.0 x16, RTX
+# 5090 PCIe 5.0 x16; AMD MI250X "PCIe Gen4", MI300X, MI325X, MI355X "PCIe Gen5 x16"; GH200 and
+# GB200 reach their Grace CPU's LPDDR5X over NVLink-C2C (900 GB/s bidirectional). TPU, Gaudi and
+# Trainium hosts: not listed (None).
+# SMs of the B200, GB200 and B300 as the devices report them (cudaDeviceProp.multiProcessorCount;
+# the "Blackwell SM readings" below): FlashInfer's NVFP4 sparse-MLA decode notes (flashinfer-ai/
+# flashinfer#5716) list "B200 (148 SMs)", "GB200 (152 SMs)" and "B300 (148 SMs)".
 _B200_TFLOPS = dict(fp64=37, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, int8=4500,
                     fp4=9000)
 _MI300_TFLOPS = dict(fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9,
@@ -88,6 +103,10 @@ _ROWS = [
          memory_gb=16, memory_tb_per_s=0.9, tflops=dict(fp64=7.8, fp32=15.7, fp16=125),
          scale_up_link="NVLink 2 (6 links x 25 GB/s/dir)", scale_up_gb_per_s_unidir=150,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=300,
+         topology="hybrid-cube-mesh",
+         # host link: datasheet "PCIe Gen3"
+         host_link="PCIe 3.0 x16", host_link_gb_per_s_unidir=PCIE3_X16_GB_S,
+         sms=80,  # NVIDIA Tesla V100 GPU Architecture whitepaper: 80 SMs
          source=_NV_V100,
          notes="16 GB HBM2 (peers that print 32 GB for the 16GB card are wrong). fp16 is the "
                "tensor-core rate; no bf16/tf32/fp8. NVLink 300 GB/s is bidirectional total. "
@@ -98,6 +117,9 @@ _ROWS = [
          memory_gb=32, memory_tb_per_s=0.9, tflops=dict(fp64=7.8, fp32=15.7, fp16=125),
          scale_up_link="NVLink 2 (6 links x 25 GB/s/dir)", scale_up_gb_per_s_unidir=150,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=300,
+         topology="hybrid-cube-mesh",
+         host_link="PCIe 3.0 x16", host_link_gb_per_s_unidir=PCIE3_X16_GB_S,
+         sms=80,  # NVIDIA Tesla V100 GPU Architecture whitepaper: 80 SMs
          source=_NV_V100,
          notes="Same compute and 900 GB/s as the 16GB part; 32 GB HBM2. See v100-16gb notes."),
     accelerator_row("a100-40gb", "NVIDIA A100 SXM4 40GB", "NVIDIA",
@@ -106,6 +128,15 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 (12 links) via NVSwitch gen2", scale_up_gb_per_s_unidir=300,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=200, tdp_w=400,
+         topology="switch",
+         # host link: datasheet "PCIe Gen4: 64 GB/s"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=40960,
+         usable_source=MODAL_2797 + "; also https://github.com/bottlerocket-os/bottlerocket-"
+                       "core-kit/pull/834 (driver 580.126.09). Older drivers showed 40536 MiB "
+                       "(https://github.com/nanopool/phoenix-miner/issues/17, driver 470)",
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="Datasheet 600 GB/s NVLink is bidirectional. fp32 is non-tensor (no fp32 tensor "
                "mode; tf32 is separate). No fp8. HGX A100 NVSwitch gen2 has no SHARP.",
@@ -117,6 +148,11 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 (12 links) via NVSwitch gen2", scale_up_gb_per_s_unidir=300,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=200, tdp_w=400,
+         topology="switch",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=81920, usable_source=MODAL_2797,
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="80 GB HBM2e at 2,039 GB/s. Same compute as the 40GB part. 'a100' resolves here.",
          achievable_tflops=dict(bf16=271.2), achievable_source=MAMF_SOURCE + " (A100 SXM, memory "
@@ -127,6 +163,10 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=250,
+         topology="pair",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100 + " ; " + _NV_A100_PB,
          notes="Datasheet gives the same peak TFLOPS as SXM, at 250 W sustained clocks may be "
                "lower. NVLink bridge joins 2 cards (600 GB/s bidirectional). No reference "
@@ -139,6 +179,10 @@ _ROWS = [
          tflops=dict(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
          scale_up_link="NVLink 3 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=300,
+         topology="pair",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+         kernel_family="ampere",
          source=_NV_A100,
          notes="1,935 GB/s HBM2e, 300 W. See a100-40gb-pcie notes.",
          achievable_tflops=dict(bf16=252.9), achievable_source=MAMF_SOURCE + " (A100 PCIe, memory "
@@ -149,6 +193,13 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=None, tdp_w=150,
+         # host link: datasheet "PCIe Gen4 x16"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=23028,
+         usable_source=MODAL_2797 + "; NVML total 24146608128 B in https://github.com/mayooot/"
+                       "detect-gpu/issues/3",
+         # datasheet FP32 31.2 TFLOP/s = 72 SMs x 128 FP32 lanes x 2 x 1.695 GHz (GA102 SM)
+         sms=72,
          source="NVIDIA A10 datasheet https://www.nvidia.com/content/dam/en-zz/Solutions/"
                 "Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf",
          notes="GDDR6, PCIe only, no NVLink. Datasheet TF32/BF16/INT8 starred figures are "
@@ -159,6 +210,11 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=12.5, tdp_w=300,
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=23028,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/DCGM/issues/232 (driver "
+                       "535.247.01)",
+         sms=80,  # SECONDARY (Baseten, source): 35.0 TFLOP/s = 80 x 128 x 2 x 1.71 GHz
          source="SECONDARY: Baseten, 'NVIDIA A10 vs A10G for ML model inference' "
                 "https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/ ; "
                 "AWS G5 https://aws.amazon.com/ec2/instance-types/g5/",
@@ -172,6 +228,11 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=12.5, tdp_w=72,
+         # host link: datasheet "PCIe Gen4 x16"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=23034, usable_source=MODAL_2797,
+         # datasheet FP32 30.3 TFLOP/s = 58 SMs x 128 FP32 lanes x 2 x 2.04 GHz (AD104 has 60)
+         sms=58,
          source="NVIDIA L4 datasheet https://www.nvidia.com/en-us/data-center/l4/ ; AWS G6 "
                 "https://aws.amazon.com/ec2/instance-types/g6/",
          notes="Datasheet tensor figures (TF32 120, BF16 242, FP8 485, INT8 485) are sparse; "
@@ -182,6 +243,12 @@ _ROWS = [
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, pcie_peer_gb_per_s_unidir=PCIE4_X16_GB_S,
          scale_out_gbit_per_s=50, tdp_w=350,
+         # host link: datasheet "PCIe Gen4 x16"
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=46068,
+         usable_source=MODAL_2797 + "; also https://github.com/akash-network/provider-configs/"
+                       "pull/99 (driver 595.71.05)",
+         sms=142,  # NVIDIA Ada Lovelace architecture whitepaper / L40S datasheet: 142 SMs
          source="NVIDIA L40S datasheet https://www.nvidia.com/en-us/data-center/l40s/ ; AWS G6e "
                 "https://aws.amazon.com/ec2/instance-types/g6e/",
          notes="Datasheet lists dense|sparse pairs (BF16 362.05 | 733). GDDR6, PCIe, no NVLink. "
@@ -193,6 +260,11 @@ _ROWS = [
          tflops=dict(fp64=51, fp32=51, tf32=378, bf16=756, fp16=756, fp8=1513, int8=1513),
          scale_up_link="NVLink 4 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=350,
+         topology="pair",
+         # host link: datasheet "PCIe Gen5: 128 GB/s"
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         sms=114,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: 114 SMs on PCIe
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=NV_H100_SOURCE + " ; NVIDIA H100 PCIe product brief PB-11133-001",
          notes="HBM2e 'over 2,000 GB/s'. NVLink bridge 600 GB/s bidirectional joins 2 cards. "
                "TDP 300-350 W configurable; 350 shown. Scale-out: no reference design (None)."),
@@ -202,6 +274,13 @@ _ROWS = [
                      int8=1670.5),
          scale_up_link="NVLink 4 bridge (pairs)", scale_up_gb_per_s_unidir=300, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=400,
+         topology="pair",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=95330,
+         usable_source="DRM dedicated total 99961274368 B reported by the driver in "
+                       "https://github.com/fastfetch-cli/fastfetch/issues/1658 (driver 570.86.15)",
+         sms=132,  # the H100 SXM5's GH100 configuration (132 SMs, H100 whitepaper)
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=NV_H100_SOURCE,
          notes="Per GPU of the NVL card (early material quoted the 2-GPU pair: 188 GB, 2x "
                "FLOPS). 94 GB HBM3, 3.9 TB/s, 350-400 W. Bridge 600 GB/s bidirectional."),
@@ -211,6 +290,15 @@ _ROWS = [
                      int8=1978.9),
          scale_up_link="NVLink 4 (export-limited) via NVSwitch gen3", scale_up_gb_per_s_unidir=200,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+         topology="switch",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=81559,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/DCGM/issues/183 (driver "
+                       "535.183.01)",
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper: 132 SMs)
+         # the 700 W GH100 of the H100 SXM: its kernels, sustained-loop factor and KV streaming
+         kernel_family="hopper", sustained=SUSTAINED_H100,
+         kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source="SECONDARY: Reuters/TechPowerUp reporting; https://aiwiki.ai/wiki/nvidia_h800 ; "
                 "DeepSeek-V3 technical report https://arxiv.org/abs/2412.19437 (sec. 3.1-3.2)",
          notes="No public NVIDIA datasheet. Same GH100 compute as H100 SXM except fp64 (~1 "
@@ -225,6 +313,15 @@ _ROWS = [
          tflops=dict(fp64=1, fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
          scale_up_link="NVLink 4 via NVSwitch gen3", scale_up_gb_per_s_unidir=450, domain=8,
          in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=400,
+         topology="switch",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=97871,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/nvtrust/issues/128 (driver "
+                       "580.95.05)",
+         sms=78,  # SECONDARY: a Geekbench 6 device report, per the spec summary in source
+         # the GH100 chip streams its KV cache as the H100; no kernel family: its tensor rate is
+         # cut to 15% of the H100's, so the H100's measured kernel rates do not carry over
+         kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source="SECONDARY (no public NVIDIA datasheet): https://willitrunai.com/es/gpus/h20-96gb ; "
                 "https://zangshuxian.com/new/674733024499207168 (spec leak summaries)",
          notes="China-market Hopper. Figures from secondary spec summaries that agree with each "
@@ -235,6 +332,15 @@ _ROWS = [
          memory_gb=141, memory_tb_per_s=4.8, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 (18 links) via NVSwitch gen3", scale_up_gb_per_s_unidir=450,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=700,
+         topology="switch",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=143771,
+         usable_source="nvidia-smi 143771 MiB in many public GitHub logs (e.g. 8x H200, driver "
+                       "570.158.01; repository not recorded); torch total_memory 143156 MiB in a "
+                       "public vLLM example comment",
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper; H200 page: the same compute)
+         kernel_family="hopper", sustained=SUSTAINED_H100,
+         kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=_NV_H200,
          notes="Same GH100 compute as H100 SXM (datasheet sparse figures identical); 141 GB "
                "HBM3e at 4.8 TB/s; TDP up to 700 W. HGX H200 8-GPU NVSwitch gen3 with SHARP.",
@@ -247,6 +353,11 @@ _ROWS = [
          memory_gb=144, memory_tb_per_s=4.9, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 via NVLink Switch System (NVL32)", scale_up_gb_per_s_unidir=450,
          domain=32, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="switch",
+         # host link: GH200 page: NVLink-C2C 900 GB/s
+         host_link="NVLink-C2C", host_link_gb_per_s_unidir=NVLINK_C2C_GB_S,
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper: 132 SMs)
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=_NV_GH200,
          notes="GPU side only (plus 480 GB LPDDR5X on the Grace CPU at ~512 GB/s, NVLink-C2C "
                "900 GB/s). Original GH200 has 96 GB HBM3 at 4 TB/s. Compute = H100 SXM. TDP "
@@ -260,6 +371,10 @@ _ROWS = [
          memory_gb=96, memory_tb_per_s=4.0, tflops=HOPPER_SXM_TFLOPS,
          scale_up_link="NVLink 4 via NVLink Switch System (NVL32)", scale_up_gb_per_s_unidir=450,
          domain=32, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="switch",
+         host_link="NVLink-C2C", host_link_gb_per_s_unidir=NVLINK_C2C_GB_S,
+         sms=132,  # the H100 SXM5's GH100 (H100 whitepaper: 132 SMs)
+         kernel_family="hopper", kv_stream_efficiency=KV_STREAM_EFFICIENCY,
          source=_NV_GH200,
          notes="The original GH200: 96 GB HBM3 at 4 TB/s on the GPU beside the Grace CPU's 480 GB "
                "LPDDR5X (sold as 'GH200 480GB', the name TensorRT-LLM's perf tables use). Same GH100 "
@@ -271,6 +386,14 @@ _ROWS = [
          memory_gb=180, memory_tb_per_s=8.0, tflops=_B200_TFLOPS,
          scale_up_link="NVLink 5 (18 links) via NVLink 5 switch", scale_up_gb_per_s_unidir=900,
          domain=8, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="switch",
+         # host link: HGX B200: each GPU on PCIe Gen5 x16 to the host
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=183359,
+         usable_source="nvidia-smi in https://github.com/NVIDIA/TensorRT-LLM/issues/10278 (driver "
+                       "580.95.05); torch total_memory 182631-182642 MiB in public logs",
+         sms=148,  # 74 of each die's 80 SMs (Blackwell SM readings, above)
+         kernel_family="blackwell", sustained=SUSTAINED_BLACKWELL,
          source=_NV_HGX + " (HGX B200 column divided by 8 GPUs) ; https://glennklockwood.com/"
                           "garden/processors/B200",
          notes="HGX table gives 8-GPU totals with sparsity (FP4 144 PF, FP8 72 PF, BF16 36 PF, "
@@ -288,6 +411,10 @@ _ROWS = [
                      fp4=10000),
          scale_up_link="NVLink 5 via NVLink Switch (rack)", scale_up_gb_per_s_unidir=900,
          domain=72, in_network_reduction=True, scale_out_gbit_per_s=400, tdp_w=1200,
+         topology="switch",
+         host_link="NVLink-C2C", host_link_gb_per_s_unidir=NVLINK_C2C_GB_S,
+         sms=152,  # more SMs on than the HGX B200's 148 (Blackwell SM readings, above)
+         kernel_family="blackwell", sustained=SUSTAINED_BLACKWELL,
          source=_NV_GB200 + " (NVL72 totals divided by 72) ; https://glennklockwood.com/garden/"
                             "processors/B200",
          notes="Per GPU; a GB200 superchip is 1 Grace + 2 of these. NVL72 sheet: FP4 1,440 PF, "
@@ -307,6 +434,13 @@ _ROWS = [
          tflops=dict(fp64=1.25, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, fp4=13500),
          scale_up_link="NVLink 5 via NVLink 5 switch", scale_up_gb_per_s_unidir=900, domain=8,
          in_network_reduction=True, scale_out_gbit_per_s=800, tdp_w=1100,
+         topology="switch",
+         # host link: B300's Gen6 port meets Gen5 hosts: 5.0 taken
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         # 148 of the full die's 160 (NVIDIA, "Inside NVIDIA Blackwell Ultra"); the GB300 has
+         # 152, as the GB200 (Blackwell SM readings, above)
+         sms=148,
+         kernel_family="blackwell", sustained=SUSTAINED_BLACKWELL,
          source=_NV_HGX + " (HGX B300 column / 8) ; https://glennklockwood.com/garden/processors/"
                           "B300 ; https://verda.com/blog/gb300-nvl72-architecture",
          notes="SOURCES DISAGREE on dense FP4: HGX table 108 PF/8 = 13.5 PF (used); Klockwood "
@@ -324,6 +458,12 @@ _ROWS = [
          tflops=dict(fp32=35.6, tf32=35.6, bf16=71, fp16=71, int8=284),
          scale_up_link="NVLink 3 bridge (pairs)", scale_up_gb_per_s_unidir=56.25, domain=2,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=350,
+         topology="pair",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=24576,
+         usable_source="nvidia-smi in https://github.com/noonghunna/club-3090/issues/1128 "
+                       "(driver 595.84)",
+         sms=82,  # GA102 whitepaper, Appendix A, RTX 3090: 82 SMs
          source="NVIDIA Ampere GA102 GPU Architecture whitepaper, Appendix A (RTX 3090 column) "
                 "https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf",
          notes="fp16/bf16 with FP32 accumulate (71); FP16-accumulate is 142. NVLink bridge "
@@ -333,6 +473,11 @@ _ROWS = [
          tflops=dict(fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3, int8=660.6),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=450,
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
+         usable_mib=24564,
+         usable_source="nvidia-smi in https://github.com/RLinf/RLinf/issues/255 (driver "
+                       "550.163.01); torch total_memory 24563 MiB in a public log",
+         sms=128,  # Ada whitepaper, Appendix, RTX 4090: 128 SMs
          source="NVIDIA Ada Lovelace GPU Architecture whitepaper, Appendix (RTX 4090 column) "
                 "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf",
          notes="fp16/bf16/fp8 with FP32 accumulate (165.2 / 330.3); FP16-accumulate rates are "
@@ -343,6 +488,11 @@ _ROWS = [
                      fp4=1676),
          scale_up_link=None, scale_up_gb_per_s_unidir=None, domain=1,
          in_network_reduction=False, scale_out_gbit_per_s=None, tdp_w=575,
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         usable_mib=32607,
+         usable_source="nvidia-smi in https://github.com/noonghunna/club-3090/issues/617 "
+                       "(driver 595.71.05)",
+         sms=170,  # RTX Blackwell whitepaper, RTX 5090: 170 SMs
          source="NVIDIA RTX Blackwell GPU Architecture whitepaper (RTX 5090 column) "
                 "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf",
          notes="fp16/bf16/fp8 with FP32 accumulate; FP16-accumulate rates are 2x (419 / 838). "
@@ -356,6 +506,11 @@ _ROWS = [
          tflops=dict(fp64=95.7, fp32=95.7, bf16=383, fp16=383, int8=383),
          scale_up_link="Infinity Fabric (xGMI 3)", scale_up_gb_per_s_unidir=350, domain=4,
          in_network_reduction=False, scale_out_gbit_per_s=200, tdp_w=560,
+         topology="mesh",
+         host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,  # AMD: "PCIe Gen4"
+         # compute units of both GCDs (AMD MI250X page: 220 CUs, 14,080 stream processors;
+         # fp64 vector 47.9 TFLOP/s = 220 x 128 x 1.7 GHz)
+         sms=220,
          source=_AMD + "mi200/mi250x.html ; " + _STAS_NET,
          notes="One package = 2 GCDs that software sees as 2 GPUs; figures are per package. "
                "fp64/fp32 are matrix rates (vector 47.9). IF all-to-all 350 GB/s unidirectional "
@@ -366,6 +521,9 @@ _ROWS = [
          memory_gb=192, memory_tb_per_s=5.3, tflops=_MI300_TFLOPS,
          scale_up_link="Infinity Fabric (xGMI), 7 peers x 64 GB/s", scale_up_gb_per_s_unidir=448,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=750,
+         topology="mesh",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,  # AMD: "PCIe Gen5 x16"
+         sms=304,  # compute units (AMD CDNA 3 white paper: 8 XCDs x 38 CUs)
          source=_AMD + "mi300/mi300x.html ; AMD Instinct MI300X data sheet ; " + _STAS_NET,
          notes="Dense peaks from AMD (sparse FP8/INT8 are 2x). fp64 matrix 163.4 (vector 81.7). "
                "xGMI is a full mesh, not a switch: 64 GB/s per direction per peer, 448 GB/s "
@@ -378,6 +536,9 @@ _ROWS = [
          memory_gb=256, memory_tb_per_s=6.0, tflops=_MI300_TFLOPS,
          scale_up_link="Infinity Fabric (xGMI), 7 peers x 64 GB/s", scale_up_gb_per_s_unidir=448,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=1000,
+         topology="mesh",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         sms=304,  # compute units: the MI300X's CDNA 3 die (304 CUs)
          source=_AMD + "mi300/mi325x.html ; " + _STAS_NET,
          notes="Same CDNA3 compute as MI300X; 256 GB HBM3e at 6 TB/s; 1000 W.",
          achievable_tflops=dict(bf16=784.9),
@@ -388,6 +549,9 @@ _ROWS = [
                      fp4=10066.3),
          scale_up_link="Infinity Fabric (xGMI 4), 7 peers x 76.5 GB/s", scale_up_gb_per_s_unidir=535.5,
          domain=8, in_network_reduction=False, scale_out_gbit_per_s=400, tdp_w=1400,
+         topology="mesh",
+         host_link="PCIe 5.0 x16", host_link_gb_per_s_unidir=PCIE5_X16_GB_S,
+         sms=256,  # compute units (AMD CDNA 4 white paper: 8 XCDs x 32 CUs)
          source=_AMD + "mi350/mi355x.html ; " + _STAS_NET + " ; Tom's Hardware (ISC 2025) "
                 "https://www.tomshardware.com/pc-components/gpus/amds-instinct-mi355x-accelerator-will-consume-1-400-watts",
          notes="AMD quotes FP4/FP6 20.1 PF with sparsity -> 10.07 dense; FP8 ~5 PF dense "
@@ -403,6 +567,8 @@ _ROWS = [
          tflops=dict(bf16=275, int8=275),
          scale_up_link="ICI, 3D torus, 6 links x 45 GB/s/dir", scale_up_gb_per_s_unidir=270,
          domain=4096, in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=192,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v4 ; " + _SCALING_BOOK,
          notes="Google: 275 TFLOPS bf16/int8, '32 GiB, 1200 GBps', pod 4096 chips, measured "
                "max power 192 W (used as TDP). ICI not on Google's page: 4.5e10 B/s per link "
@@ -412,6 +578,8 @@ _ROWS = [
          memory_gb=16, memory_tb_per_s=0.819, tflops=dict(bf16=197, int8=393),
          scale_up_link="ICI, 2D torus, 4 ports", scale_up_gb_per_s_unidir=200, domain=256,
          in_network_reduction=False, scale_out_gbit_per_s=25, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v5e ; " + _SCALING_BOOK,
          notes="Google: 197 TFLOPS bf16, 393 TOPS int8 (Scaling Book 394), 16 GB at 819 GBps "
                "(another version of the page says 800 GiBps), bidirectional ICI 400 GBps per "
@@ -421,6 +589,8 @@ _ROWS = [
          memory_gb=95, memory_tb_per_s=2.765, tflops=dict(bf16=459, int8=918),
          scale_up_link="ICI, 3D torus, 6 links", scale_up_gb_per_s_unidir=600, domain=8960,
          in_network_reduction=False, scale_out_gbit_per_s=50, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v5p ; " + _SCALING_BOOK,
          notes="Google: 459 TFLOPS bf16, '95GB' (newer table says 95 GiB; Scaling Book 96GB), "
                "2765 GBps, bidirectional ICI 1200 GBps per chip (older page: 4800 Gbps one "
@@ -432,6 +602,8 @@ _ROWS = [
          memory_gb=32, memory_tb_per_s=1.638, tflops=dict(bf16=918, int8=1836),
          scale_up_link="ICI, 2D torus, 4 ports", scale_up_gb_per_s_unidir=400, domain=256,
          in_network_reduction=False, scale_out_gbit_per_s=25, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_GOOGLE + "v6e ; " + _SCALING_BOOK,
          notes="Google: 918 TFLOPS bf16, 1836 TOPS int8, 32 GB at 1638 GBps, bidirectional ICI "
                "800 GBps per chip => 400 per direction, pod 256. Scale-out not published per "
@@ -442,6 +614,8 @@ _ROWS = [
          scale_up_link="21x 100GbE RoCE (of 24) all-to-all, HLS-Gaudi2",
          scale_up_gb_per_s_unidir=262.5, domain=8, in_network_reduction=False,
          scale_out_gbit_per_s=300, tdp_w=600,
+         topology="mesh",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source="Intel Gaudi 3 Hot Chips 2024 slides (R. Kaplan), generation table ; "
                 "https://habana.ai/products/gaudi2/ ; " + MAMF_SOURCE,
          notes="Intel long published no Gaudi 2 TFLOPS; 432 bf16 / 865 fp8 MME figures come "
@@ -456,6 +630,8 @@ _ROWS = [
          scale_up_link="21x 200GbE RoCE (of 24) all-to-all, HLS-Gaudi3",
          scale_up_gb_per_s_unidir=525, domain=8, in_network_reduction=False,
          scale_out_gbit_per_s=600, tdp_w=900,
+         topology="mesh",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source="Intel Gaudi 3 AI Accelerator white paper https://www.intel.com/content/www/us/"
                 "en/content-details/817486/intel-gaudi-3-ai-accelerator-white-paper.html ; "
                 "Hot Chips 2024 slides (R. Kaplan) ; " + MAMF_SOURCE,
@@ -474,6 +650,8 @@ _ROWS = [
          scale_up_link="NeuronLink-v2 (2D torus / 4D hypercube in trn1.32xlarge)",
          scale_up_gb_per_s_unidir=192, domain=16, in_network_reduction=False,
          scale_out_gbit_per_s=50, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_NEURON + "trainium.html ; " + _NEURON + "trainium2.html (Trn1 vs Trn2 table) ; "
                 "trn1 arch page (EFA 800 Gbps per trn1.32xlarge)",
          notes="AWS: 190 FP16/BF16/cFP8/TF32 TFLOPS, 47.5 FP32, 380 INT8 TOPS (an older page "
@@ -487,6 +665,8 @@ _ROWS = [
          scale_up_link="NeuronLink-v3 (4x4 torus in trn2.48xlarge)",
          scale_up_gb_per_s_unidir=640, domain=16, in_network_reduction=False,
          scale_out_gbit_per_s=200, tdp_w=None,
+         topology="torus",
+         sms=None,  # matrix units, no SMs or compute units: no wave-quantization term
          source=_NEURON + "trainium2.html ; AWS Trn2 instances https://aws.amazon.com/ec2/"
                           "instance-types/trn2/",
          notes="AWS: 1,299 FP8, 667 BF16/FP16/TF32, 181 FP32 TFLOPS dense (2,563 sparse), 96 "
@@ -495,36 +675,6 @@ _ROWS = [
                "(uncertain). Domain 16 per trn2.48xlarge (64 in a Trn2 UltraServer). EFA 3.2 "
                "Tbps per 16 chips = 200 Gb/s per chip."),
 ]
-
-# Each GPU's link to host memory, one field for every use (training's ZeRO-Offload copies, the
-# serving KV tier): (link, line rate per direction in GB/s) by row. Datasheets: V100 "PCIe Gen3";
-# A100 SXM/PCIe "PCIe Gen4: 64 GB/s" (both directions), A10, A10G, L4, L40S "PCIe Gen4 x16"; H100
-# SXM/PCIe/NVL, H800, H20, H200 "PCIe Gen5: 128 GB/s" (both directions); HGX B200 and B300 boards
-# put each GPU on PCIe Gen5 x16 to the host (B300's own Gen6 port meets Gen5 hosts: 5.0 taken);
-# GeForce RTX 3090/4090 PCIe 4.0 x16, RTX 5090 PCIe 5.0 x16; AMD MI250X "PCIe Gen4", MI300X,
-# MI325X, MI355X "PCIe Gen5 x16"; GH200 and GB200 reach their Grace CPU's LPDDR5X over NVLink-C2C
-# (900 GB/s bidirectional). TPU, Gaudi and Trainium hosts: not listed (None). H100 SXM's is set in
-# its own row (accelerator.H100_SXM, every script's default).
-_HOST_LINKS = {
-    **{n: ("PCIe 3.0 x16", PCIE3_X16_GB_S) for n in ("v100-16gb", "v100-32gb")},
-    **{n: ("PCIe 4.0 x16", PCIE4_X16_GB_S) for n in ("a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie",
-                                                    "a10", "a10g", "l4", "l40s", "rtx-3090", "rtx-4090",
-                                                    "mi250x")},
-    **{n: ("PCIe 5.0 x16", PCIE5_X16_GB_S) for n in ("h100-pcie", "h100-nvl", "h800", "h20", "h200",
-                                                    "b200", "b300", "rtx-5090", "mi300x", "mi325x", "mi355x")},
-    **{n: ("NVLink-C2C", NVLINK_C2C_GB_S) for n in ("gh200", "gh200-96gb", "gb200")},
-}
-
-
-def _add_host_links(rows):
-    """Fill each row's host_link fields from _HOST_LINKS (GB/s in, bytes/s out, as accelerator_row)."""
-    for rec in rows:
-        if rec["name"] in _HOST_LINKS:
-            link, gbps = _HOST_LINKS[rec["name"]]
-            rec["host_link"], rec["host_link_bandwidth_bytes_per_s"] = link, gbps * GIGA
-
-
-_add_host_links(_ROWS)
 
 _BY_NAME = {rec["name"]: rec for rec in _ROWS}
 

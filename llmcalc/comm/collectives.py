@@ -4,6 +4,8 @@ each was set from."""
 
 import math
 
+from ..records import Record
+
 
 # ---------------------------------------------------------------------------------------------
 # Constants. Latencies in seconds; efficiencies are achieved / line-rate bandwidth.
@@ -237,17 +239,40 @@ def group_placement(*, size, stride, gpus_per_node):
     return per_node, size // per_node
 
 
+class Network(Record):
+    """The network the collective formulas read, built once by build_net: effective bandwidths
+    (line rate x efficiency, bytes/s per GPU and direction) and latencies (s)."""
+
+    FIELDS = {
+        "intra_bytes_per_s": "scale-up link one rank drives (NVLink, xGMI, PCIe peers) x the "
+                             "ring/tree efficiency",
+        "inter_bytes_per_s": "scale-out link per GPU (its NIC) x the scale-out efficiency; 0.0 "
+                             "when none was given (a job inside one scale-up domain never reads "
+                             "it)",
+        "nvls_bytes_per_s": "NVLS all-reduce rate: the scale-up line rate x the NVLS efficiency",
+        "in_network_reduction": "the scale-up switch reduces (NVLink SHARP): NVLS algorithms "
+                                "allowed",
+        "mesh_domain": "devices of a full-mesh scale-up fabric (xGMI, Gaudi RoCE), whose bandwidth "
+                       "splits over its peer links; None: a switch (or the user's own link)",
+        "launch_s": "fixed cost of one collective call",
+        "nvls_s": "NVLS all-reduce latency on top of launch_s",
+        "hop_s": "per-hop latency by protocol and link: {'ll'|'simple': {'intra', 'inter'}}",
+    }
+    REQUIRED = tuple(FIELDS)
+
+
 def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, intra_efficiency,
               inter_efficiency, nvls_efficiency, launch_s, intra_hop_ll_s, inter_hop_ll_s,
               mesh_domain=None):
-    """Effective bandwidths (line rate x efficiency) and latencies used by the formulas. Simple
-    protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
+    """The Network the formulas read: effective bandwidths (line rate x efficiency) and latencies.
+    Simple protocol hops keep NCCL's Simple/LL ratios (3.4/0.6 NVLink, 14/2.7 network)."""
     r_i = ALPHA_HOP_S["simple"]["intra"] / ALPHA_HOP_S["ll"]["intra"]
     r_o = ALPHA_HOP_S["simple"]["inter"] / ALPHA_HOP_S["ll"]["inter"]
-    return {"intra_bytes_per_s": intra_bytes_per_s * intra_efficiency,
-            "inter_bytes_per_s": (inter_bytes_per_s or 0.0) * inter_efficiency,
-            "nvls_bytes_per_s": intra_bytes_per_s * nvls_efficiency,
-            "in_network_reduction": bool(in_network_reduction), "mesh_domain": mesh_domain,
-            "launch_s": launch_s, "nvls_s": ALPHA_NVLS_S,
-            "hop_s": {"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
-                      "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}}}
+    return Network(
+        intra_bytes_per_s=intra_bytes_per_s * intra_efficiency,
+        inter_bytes_per_s=(inter_bytes_per_s or 0.0) * inter_efficiency,
+        nvls_bytes_per_s=intra_bytes_per_s * nvls_efficiency,
+        in_network_reduction=bool(in_network_reduction), mesh_domain=mesh_domain,
+        launch_s=launch_s, nvls_s=ALPHA_NVLS_S,
+        hop_s={"ll": {"intra": intra_hop_ll_s, "inter": inter_hop_ll_s},
+               "simple": {"intra": intra_hop_ll_s * r_i, "inter": inter_hop_ll_s * r_o}})

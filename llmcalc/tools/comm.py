@@ -64,9 +64,9 @@ import argparse
 import math
 import sys
 
-from ..accelerator import default_accelerator
-from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, check_ranges,
-    finite_float, load_hardware, parse_tool_args, print_warnings, ranges_epilog, run_tool)
+from ..accelerator import resolve_accelerator
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, calc_errors,
+    check_ranges, finite_float, parse_tool_args, print_warnings, ranges_epilog, run_tool)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY,
     PCIE_PEER_EFFICIENCY, PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net,
     bus_bandwidth_factor, collective_time_s, group_placement)
@@ -125,16 +125,10 @@ def parse_size_bytes(text):
 # Hardware and network description
 # ---------------------------------------------------------------------------------------------
 
-def load_accelerator(name):
-    """hardware.get_accelerator(name) from hardware.py beside this script. Raises LookupError
-    (hardware.py missing) or KeyError (unknown name, args[0] a one-line message)."""
-    try:
-        hardware = load_hardware()
-    except ImportError:
-        raise LookupError("hardware.py was not found beside calc_comm.py; instead of --gpu pass "
-                          "--intra-node-bw-GBps (and --inter-node-bw-GBps, --gpus-per-node, "
-                          "--in-network-reduction) explicitly") from None
-    return hardware.get_accelerator(name)
+# what to pass instead of --gpu when no hardware.py sits beside calc_comm.py
+NO_TABLE = ("hardware.py was not found beside calc_comm.py; instead of --gpu pass "
+            "--intra-node-bw-GBps (and --inter-node-bw-GBps, --gpus-per-node, "
+            "--in-network-reduction) explicitly")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,15 +303,9 @@ def resolve_hardware(args, parser):
     """Bandwidths, domain size and NVLS from --gpu, overridden by explicit flags; and the notes to
     print once every check has passed (an exit-2 error stays one line)."""
     notes = []
-    if args.gpu is not None:
-        try:
-            rec = load_accelerator(args.gpu)
-        except LookupError as exc:
-            if isinstance(exc, KeyError):
-                parser.error(str(exc.args[0]) if exc.args else f"unknown --gpu {args.gpu!r}")
-            parser.error(str(exc))
-    else:  # the default accelerator: exactly the record --gpu h100-sxm reads
-        rec = default_accelerator()
+    with calc_errors(parser):  # no --gpu: the default accelerator, the record of --gpu h100-sxm
+        rec = resolve_accelerator(args.gpu, missing_table=NO_TABLE)
+    if args.gpu is None:
         given = [f for f, v in (("--intra-node-bw-GBps", args.intra_bw), ("--inter-node-bw-GBps", args.inter_bw),
                                 ("--gpus-per-node", args.gpus_per_node),
                                 ("--in-network-reduction", args.in_network_reduction)) if v is not None]

@@ -673,7 +673,7 @@ def main(argv=None):
         parser.error(f"--offload-params / --offload-activations are costed for Megatron-LM's kernels only, not "
                      f"--framework {args.framework} (FSDP's CPUOffload moves weights, gradients and optimizer "
                      "together: not modelled)")
-    hw, net, hw_notes = resolve_hardware(args, parser)
+    hw, net, hw_notes = resolve_hardware(args, parser, counts=counts)
     hw_notes = list(hw_notes)
     if args.fp8_recipe == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
         not_bw = [x or hw["name"] for x in names if kernel_family(x, parser) != "blackwell"]
@@ -735,7 +735,8 @@ def main(argv=None):
         best_keys = []  # the --top best rank keys over all clusters so far, ascending
         for gi, name in enumerate(names):
             if len(names) > 1:
-                hw, net, hw_notes_g = resolve_hardware(argparse.Namespace(**dict(vars(args), gpu=name)), parser)
+                hw, net, hw_notes_g = resolve_hardware(
+                    argparse.Namespace(**dict(vars(args), gpu=name)), parser, counts=counts)
                 hw_notes += [x for x in hw_notes_g if x not in hw_notes]
             for count in counts:
                 c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
