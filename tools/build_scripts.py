@@ -141,7 +141,8 @@ def dependency_order(tool, root=ROOT):
             cycle = chain[chain.index(module):] + [module]
             raise BuildError("import cycle: " + " -> ".join(f"{PACKAGE}/{m}.py" for m in cycle))
         if not os.path.exists(module_path(module, root)):
-            raise BuildError(f"{PACKAGE}/{chain[-1]}.py imports {PACKAGE}/{module}.py, which does not exist")
+            raise BuildError(f"{PACKAGE}/{chain[-1]}.py imports {PACKAGE}/{module}.py, "
+                             "which does not exist")
         state[module] = "open"
         parsed[module] = info = parse_module(module, root)
         for dep in info["deps"]:
