@@ -159,6 +159,7 @@ TEST_CONCERNS = {
     "test_layer_spec.py": ("model",),
     "test_line_length.py": ("style",),
     "test_model_path_errors.py": ("model", "cli"),
+    "test_model_spec.py": ("model",),
     "test_moe_kernel_measurements.py": ("serve",),
     "test_no_tracebacks.py": ("cli",),
     "test_one_answer.py": ("cli",),

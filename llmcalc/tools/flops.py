@@ -76,6 +76,7 @@ from ..train.flops import (CORE_KEYS, SECONDS_PER_DAY, backward_flops, decode_ke
 
 
 DEFAULT_MFU = 0.40  # see the module docstring for why
+DEFAULT_TOKENS = 300e9  # T when --tokens is not given: the cookbook's default
 
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
@@ -359,11 +360,9 @@ def validate(args, parser):
         val = getattr(args, name)
         if val is not None and val <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {val}")
-    args.tokens_given = args.tokens is not None
-    if args.tokens is None:
-        args.tokens = 300e9  # the cookbook's default
-    if not args.tokens > 0 or args.tokens != int(args.tokens):
-        parser.error(f"--tokens must be a positive whole number, got {args.tokens:g}")
+    tokens = run_tokens(args)
+    if not tokens > 0 or tokens != int(tokens):
+        parser.error(f"--tokens must be a positive whole number, got {tokens:g}")
     if args.output_tokens is not None and args.output_tokens < 0:
         parser.error(f"--output-tokens must not be negative, got {args.output_tokens}")
     if not args.checkpoint_activations and args.recompute not in (None, "none"):
@@ -379,12 +378,17 @@ def validate(args, parser):
     check_ranges(args, parser, FLAG_RANGES)
 
 
+def run_tokens(args):
+    """T, the tokens to train on: --tokens, else DEFAULT_TOKENS."""
+    return DEFAULT_TOKENS if args.tokens is None else args.tokens
+
+
 def training_time_command(args, parser):
     """The calc_training_time.py command that costs this run's step on its GPUs (the layout's own
     MFU, --search for the fastest layout), from the flags given: the model flags as typed, the
     sequence, the global batch (-b here is samples), the tokens and the GPUs."""
-    words = [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
-             f"--global-batch-size {args.batch_size}"]
+    words = [f"-s {args.sequence_length}", f"--tokens {_num(run_tokens(args))}",
+             f"--num-gpus {args.num_gpus or 1}", f"--global-batch-size {args.batch_size}"]
     last = ([] if args.gpu else [f"--peak-tflops {args.peak_tflops:g}"]) + (
         [f"--dtype {args.dtype}"] if args.dtype != "bf16" else [])
     return script_command("calc_training_time.py", parser, args, words=words,
@@ -408,11 +412,11 @@ def main(argv=None):
     # The model defaults are every script's (experts in every layer, -ei 1; 8 experts, top-1); the
     # cookbook's flops script alone took -e 128 -ei 2 (README, "Flags shared by name").
     try:
-        spec, notes = resolve_model_spec(args)
+        spec, notes = resolve_model_spec(vars(args))
     except ValueError as exc:
         parser.error(str(exc))
     warnings = list(spec["warnings"])
-    s, b, T = args.sequence_length, args.batch_size, int(args.tokens)
+    s, b, T = args.sequence_length, args.batch_size, int(run_tokens(args))
     attention = args.attention_flops or "full"
     if args.infer:
         recompute, recompute_source = "none", "--infer"
@@ -478,7 +482,8 @@ def main(argv=None):
 
     res = {"model": spec_summary(spec), "warnings": warnings,
            "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
-           "infer": args.infer, "tokens_given": args.tokens_given, "recompute": recompute, "recompute_source": recompute_source,
+           "infer": args.infer, "tokens_given": args.tokens is not None, "recompute": recompute,
+           "recompute_source": recompute_source,
            "attention_flops": attention,
            "attention_flops_default": args.attention_flops is None,
            "forward_breakdown_flops": fwd_parts,

@@ -133,7 +133,7 @@ def main(argv=None):
         parser.error(f"--sequence-length must be positive, got {args.sequence_length}")
     check_ranges(args, parser, FLAG_RANGES)
     try:
-        spec, notes = resolve_model_spec(args)
+        spec, notes = resolve_model_spec(vars(args))
     except ValueError as exc:
         parser.error(str(exc))
     for note in notes:
