@@ -2000,44 +2000,44 @@ def _json_depth_ok(obj, limit):
 def load_hf_config(name_or_path):
     """Return a Hugging Face config as a dict: from a local folder or config.json with `json`
     alone, else from the hub through transformers.AutoConfig (imported only here, never with
-    trust_remote_code). Raises ValueError with a one-line message. A local file must be a JSON
+    trust_remote_code). Raises CalcError with a one-line message. A local file must be a JSON
     object of at most CONFIG_MAX_BYTES, nested at most CONFIG_MAX_DEPTH deep."""
     if not str(name_or_path).strip():
-        raise ValueError("--hf_model_name_or_path is empty: give a folder with config.json, a "
+        raise CalcError("--hf_model_name_or_path is empty: give a folder with config.json, a "
                          "config.json path or a hub id")
     path = os.path.expanduser(name_or_path)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
         if not os.path.isfile(path):
-            raise ValueError(f"no config.json in folder {name_or_path!r}")
+            raise CalcError(f"no config.json in folder {name_or_path!r}")
     if os.path.isfile(path):
         import json  # imported where it is used: a run without a config never needs it
         try:
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
-                raise ValueError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
+                raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
                 cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
                 # unbounded limits); the typed reader refuses them in any field it reads
         except RecursionError:
-            raise ValueError(f"{path!r} nests too deep to be a model config") from None
+            raise CalcError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             msg = str(exc).replace("\n", " ")
-            raise ValueError(msg if msg.startswith(repr(path)) else f"cannot read {path!r}: {msg}") from None
+            raise CalcError(msg if msg.startswith(repr(path)) else f"cannot read {path!r}: {msg}") from None
         if not isinstance(cfg, dict):
-            raise ValueError(f"{path!r} is not a JSON object")
+            raise CalcError(f"{path!r} is not a JSON object")
         if not _json_depth_ok(cfg, CONFIG_MAX_DEPTH):
-            raise ValueError(f"{path!r} nests more than {CONFIG_MAX_DEPTH} deep: not a model config")
+            raise CalcError(f"{path!r} nests more than {CONFIG_MAX_DEPTH} deep: not a model config")
         cfg.setdefault("_config_path", path)
         side = os.path.join(os.path.dirname(path), "hf_quant_config.json")
         if "quantization_config" not in cfg and os.path.isfile(side):
             cfg["quantization_config"] = _sidecar_quant_config(side)
         return cfg
     if os.path.exists(path):  # /dev/null, a pipe, a socket: never read, never a hub id
-        raise ValueError(f"{name_or_path!r} is not a config file (neither a regular file nor a folder)")
+        raise CalcError(f"{name_or_path!r} is not a config file (neither a regular file nor a folder)")
     parts = name_or_path.split("/")  # a hub id is `name` or `org/name`; anything else is a path
     if name_or_path.endswith(".json") or name_or_path.startswith((".", "~")) or len(parts) > 2 \
             or "" in parts:
-        raise ValueError(f"config file {name_or_path!r} not found")
+        raise CalcError(f"config file {name_or_path!r} not found")
     return _hub_config(name_or_path)
 
 
@@ -2048,15 +2048,15 @@ def _sidecar_quant_config(path):
     import json
     try:
         if os.path.getsize(path) > CONFIG_MAX_BYTES:
-            raise ValueError("too large")
+            raise CalcError("too large")
         with open(path, encoding="utf-8") as fh:
             qc = json.load(fh)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         msg = str(exc).replace("\n", " ")
-        raise ValueError(f"cannot read {path!r} (the checkpoint's quantization): {msg}") from None
+        raise CalcError(f"cannot read {path!r} (the checkpoint's quantization): {msg}") from None
     if not isinstance(qc, dict) or not isinstance(qc.get("quantization"), dict) \
             or not _json_depth_ok(qc, CONFIG_MAX_DEPTH):
-        raise ValueError(f"{path!r} has no \"quantization\" object: not ModelOpt's hf_quant_config.json")
+        raise CalcError(f"{path!r} has no \"quantization\" object: not ModelOpt's hf_quant_config.json")
     return qc
 
 
@@ -2065,10 +2065,10 @@ def _hub_config(repo_id):
     the local Hugging Face cache; else one metadata request, given HF_HUB_ETAG_TIMEOUT (default 1 s)
     plus 0.5 s and no retries, then the download. Without network this fails in about a second, not
     after huggingface_hub's ~25 s of retries. transformers' advisories, the hub's warnings and
-    progress bars stay off the screen. Raises ValueError with a one-line message."""
+    progress bars stay off the screen. Raises CalcError with a one-line message."""
     import contextlib, importlib.util, io, logging, threading, warnings  # noqa: E401
     if importlib.util.find_spec("transformers") is None:
-        raise ValueError(f"{repo_id!r} is not a local folder or file, and reading a hub id needs "
+        raise CalcError(f"{repo_id!r} is not a local folder or file, and reading a hub id needs "
                          "`pip install transformers` (or pass a local config.json)")
     try:
         timeout_s = float(os.environ.get("HF_HUB_ETAG_TIMEOUT") or 1)
@@ -2089,7 +2089,7 @@ def _hub_config(repo_id):
         try:  # the cache alone: files, no request (hf_hub_download would send one even so)
             path = hub.try_to_load_from_cache(repo_id, "config.json")
         except Exception as exc:  # HFValidationError: not a repo id, which no request can fix
-            raise ValueError(f"cannot load config {repo_id!r}: {first_line(exc)}") from None
+            raise CalcError(f"cannot load config {repo_id!r}: {first_line(exc)}") from None
         if not isinstance(path, str):  # not cached (None), or cached as missing from the repo
             url, answer = hub.hf_hub_url(repo_id, "config.json"), []
 
@@ -2104,18 +2104,18 @@ def _hub_config(repo_id):
             err = answer[0] if answer else TimeoutError(f"no answer within {timeout_s:g} s")
             status = getattr(getattr(err, "response", None), "status_code", None)
             if status is not None:  # the hub answered: no such repo or file, or no access
-                raise ValueError(f"cannot load config {repo_id!r} from the hub: {type(err).__name__} "
+                raise CalcError(f"cannot load config {repo_id!r} from the hub: {type(err).__name__} "
                                  f"(HTTP {status}); check the id; a private or gated repo needs a "
                                  "token (HF_TOKEN)")
             if isinstance(err, Exception):  # no network, a firewall, HF_HUB_OFFLINE=1
-                raise ValueError(
+                raise CalcError(
                     f"cannot load config {repo_id!r}: the hub is unreachable ({type(err).__name__}: "
                     f"{first_line(err)}) and it is not in the local cache; to work offline, download "
                     f"{url} and pass that file or its folder to --hf_model_name_or_path")
             try:
                 path = hub.hf_hub_download(repo_id, "config.json")
             except Exception as exc:
-                raise ValueError(f"cannot load config {repo_id!r} from the hub: "
+                raise CalcError(f"cannot load config {repo_id!r} from the hub: "
                                  f"{first_line(exc)}") from None
             fetched = True
         else:
@@ -2131,7 +2131,7 @@ def _hub_config(repo_id):
                 side = hub.hf_hub_download(repo_id, "hf_quant_config.json")
         except Exception as exc:  # the hub's 404: no sidecar; anything else leaves the format unknown
             if getattr(getattr(exc, "response", None), "status_code", None) != 404:
-                raise ValueError(f"cannot load {repo_id!r}'s hf_quant_config.json (the checkpoint's "
+                raise CalcError(f"cannot load {repo_id!r}'s hf_quant_config.json (the checkpoint's "
                                  f"quantization) from the hub: {first_line(exc)}") from None
             side = None
         try:
@@ -2139,7 +2139,7 @@ def _hub_config(repo_id):
             logging.getLogger("transformers").setLevel(logging.ERROR)  # its import set WARNING
             cfg = AutoConfig.from_pretrained(path, trust_remote_code=False).to_dict()
         except Exception as exc:  # e.g. a model_type this transformers does not know
-            raise ValueError(f"cannot load config {repo_id!r} ({path}): {first_line(exc)}") from None
+            raise CalcError(f"cannot load config {repo_id!r} ({path}): {first_line(exc)}") from None
     if "quantization_config" not in cfg and isinstance(side, str):
         cfg["quantization_config"] = _sidecar_quant_config(side)
     cfg.setdefault("_config_path", repo_id)
@@ -2218,7 +2218,7 @@ class ConfigReader:
         self.warnings_out = [] if warnings_out is None else warnings_out
 
     def fail(self, key, what, value):
-        raise ValueError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
+        raise CalcError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
 
     def has(self, key):
         return self.cfg.get(key) is not None
@@ -2233,7 +2233,7 @@ class ConfigReader:
         k0, v0 = found[0]
         for k, v in found[1:]:
             if v != v0:
-                raise ValueError(f"{self.where}: fields {k0!r} ({_short(v0)}) and {k!r} ({_short(v)}) "
+                raise CalcError(f"{self.where}: fields {k0!r} ({_short(v0)}) and {k!r} ({_short(v)}) "
                                  "disagree; keep one")
         return k0, v0
 
@@ -2374,7 +2374,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     hca_rate = r.int("compress_rate_hca", default=None) or rates.get("heavily_compressed_attention", 128)
     for v in (csa_rate, hca_rate):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**20:
-            raise ValueError(f"{r.where}: compress_rates must hold positive integers, got {_short(v)}")
+            raise CalcError(f"{r.where}: compress_rates must hold positive integers, got {_short(v)}")
     names = {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}
     if r.has("layer_types"):
         lt = r.str_list("layer_types", choices=names, length=L)
@@ -2396,7 +2396,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
             "o_groups": r.int("o_groups", default=8), "o_lora_rank": r.int("o_lora_rank", default=1024),
             "c_index_heads": 0, "c_index_head_dim": 0, "c_index_topk": 0, "compress": 0, "compress_kind": "none"}
     if (s["num_attention_heads"] * s["head_dim"]) % base["o_groups"]:
-        raise ValueError(f"{r.where}: num_attention_heads x head_dim is not divisible by o_groups {base['o_groups']}")
+        raise CalcError(f"{r.where}: num_attention_heads x head_dim is not divisible by o_groups {base['o_groups']}")
     kinds = {"sliding_attention": {"attention": dict(base)},
              "heavily_compressed_attention": {"attention": dict(base, compress=hca_rate, compress_kind="hca")},
              "compressed_sparse_attention": {"attention": dict(
@@ -2461,7 +2461,7 @@ def _read_step3p5(r, s, ll, notes, warnings):
         if heads != a:  # one override object per head count, so layers of a kind stay one layer dict
             over[i] = by_heads.setdefault(heads, {"attention": {"heads": heads}})
     if any(v["attention"]["heads"] % s["num_kv_heads"] for v in over.values()):
-        raise ValueError(f"{r.where}: sliding layers' query heads are not a multiple of the kv heads")
+        raise CalcError(f"{r.where}: sliding layers' query heads are not a multiple of the kv heads")
     s["layer_overrides"] = over
     if r.has("mlp_layer_types"):
         mlt = r.str_list("mlp_layer_types", choices={"dense", "sparse"}, length=n_cfg)[:L]
@@ -2634,13 +2634,13 @@ def _read_dsa(r, s, ll, notes, warnings):
     _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=3)))
     _read_mla(r, s)
     if not s.get("q_lora_rank"):
-        raise ValueError(f"{r.where}: {s['model_type']} needs q_lora_rank (the indexer reads the query latent)")
+        raise CalcError(f"{r.where}: {s['model_type']} needs q_lora_rank (the indexer reads the query latent)")
     r.str_list("layer_types", choices={"indexed_attention", "deepseek_sparse_attention", "full_attention"},
                length=L)
     s["layer_types"] = None
     H, dI, k = (r.int("index_n_heads", hi=2**16), r.int("index_head_dim"), r.int("index_topk"))
     if None in (H, dI, k):
-        raise ValueError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
+        raise CalcError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
     s.update(index_n_heads=H, index_head_dim=dI, index_topk=k)
     shared = _indexer_shared_layers(r, s, L)
     if shared is not None:
@@ -2921,7 +2921,7 @@ def _read_gpt2(r, s, ll, notes, warnings):
              position_embedding_rows=r.int("n_positions", "max_position_embeddings"),
              ffn_hidden_size=r.int("n_inner", default=4 * h))
     if s["position_embedding_rows"] is None:
-        raise ValueError(f"{r.where}: config lacks n_positions for GPT-2's learned position table")
+        raise CalcError(f"{r.where}: config lacks n_positions for GPT-2's learned position table")
 
 
 def _read_gpt_neox(r, s, ll, notes, warnings):
@@ -2936,7 +2936,7 @@ def _read_opt(r, s, ll, notes, warnings):
     pre = r.bool("do_layer_norm_before", default=True)
     rows = r.int("max_position_embeddings", hi=2**31 - 2)
     if rows is None:
-        raise ValueError(f"{r.where}: config lacks max_position_embeddings for OPT's position table")
+        raise CalcError(f"{r.where}: config lacks max_position_embeddings for OPT's position table")
     s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
              position_embedding="learned", position_embedding_rows=rows + 2,  # OPT offsets by 2
              ffn_hidden_size=r.int("ffn_dim"),
@@ -3102,7 +3102,7 @@ def _read_gemma4(r, s, ll, notes, warnings):
                "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False,
                "router_bias": False}  # + router_extra below: its scale (h) and per-expert scale (E)
         if None in moe.values():
-            raise ValueError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
+            raise CalcError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
         moe["router_extra"] = h + moe["num_experts"]
     plc = r.sub("per_layer_config")  # written by transformers: {"05": {"head_dim": 512}, ...}
     per = {}
@@ -3184,7 +3184,7 @@ def _read_exaone4(r, s, ll, notes, warnings):
     if not r.has("layer_types") and w:
         p = r.pick("sliding_window_pattern")[1]
         if isinstance(p, str):
-            raise ValueError(f"{r.where}: sliding_window_pattern {p!r} needs layer_types (transformers "
+            raise CalcError(f"{r.where}: sliding_window_pattern {p!r} needs layer_types (transformers "
                              "cannot derive them from a string either)")
         p = r.int("sliding_window_pattern", default=4)
         s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)]
@@ -3234,12 +3234,12 @@ def _read_qwen_gdn(r, s, ll, notes, warnings):
         "conv_kernel": r.int("linear_conv_kernel_dim", default=4),
         "state_chunk": GDN_CHUNK}
     if s["linear_mixer"]["heads"] % s["linear_mixer"]["kv_heads"]:
-        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+        raise CalcError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
                          f"of linear_num_key_heads {s['linear_mixer']['kv_heads']}")
     if r.has("layer_types"):
         s["layer_types"] = _layer_pattern(r, L, s)
         if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
-            raise ValueError(f"{r.where}: layer_types of a {mt} model lists only linear_attention and "
+            raise CalcError(f"{r.where}: layer_types of a {mt} model lists only linear_attention and "
                              "full_attention layers")
     else:
         n = r.int("full_attention_interval", default=4)
@@ -3286,13 +3286,13 @@ def _read_olmo_hybrid(r, s, ll, notes, warnings):
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4),
                          "state_chunk": GDN_CHUNK}
     if s["linear_mixer"]["heads"] % hk:
-        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+        raise CalcError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
                          f"of linear_num_key_heads {hk}")
     r.bool("linear_allow_neg_eigval", default=True)  # beta in (0, 2): no weights
     if r.has("layer_types"):
         s["layer_types"] = _layer_pattern(r, L, s)
         if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
-            raise ValueError(f"{r.where}: layer_types of an olmo_hybrid model lists only linear_attention "
+            raise CalcError(f"{r.where}: layer_types of an olmo_hybrid model lists only linear_attention "
                              "and full_attention layers")
     else:
         lt = ["full" if i % 4 == 3 else "linear" for i in range(L)]
@@ -3307,9 +3307,9 @@ def _mamba2_mixer(r, s, *, d_in, heads, head_dim, groups, state, conv, chunk, in
                   conv_bias, gated_norm):
     """The spec's linear_mixer for a family's Mamba-2 layers; the head width must tile d_in."""
     if heads * head_dim != d_in:
-        raise ValueError(f"{r.where}: Mamba-2 heads {heads} x head dim {head_dim} must equal its inner width {d_in}")
+        raise CalcError(f"{r.where}: Mamba-2 heads {heads} x head dim {head_dim} must equal its inner width {d_in}")
     if heads % groups:
-        raise ValueError(f"{r.where}: Mamba-2 heads {heads} are not a multiple of its {groups} groups")
+        raise CalcError(f"{r.where}: Mamba-2 heads {heads} are not a multiple of its {groups} groups")
     s["linear_mixer"] = {"kind": "mamba2", "heads": heads, "kv_heads": groups, "head_dim": head_dim,
                          "v_head_dim": head_dim, "state_size": state, "conv_kernel": conv, "state_chunk": chunk,
                          "in_bias": in_bias, "mixer_out_bias": out_bias, "conv_bias": conv_bias,
@@ -3343,7 +3343,7 @@ def _nemotron_blocks(r):
     else:
         pat = ["M", "E", "*", "-"]
     if not pat:
-        raise ValueError(f"{r.where}: the layer pattern is empty")
+        raise CalcError(f"{r.where}: the layer pattern is empty")
     return [_NEMOTRON_BLOCKS[x] for x in pat]
 
 
@@ -3357,7 +3357,7 @@ def _read_nemotron_h(r, s, ll, notes, warnings):
     blocks = _nemotron_blocks(r)
     if s["_layers_from_flag"]:
         if s["num_layers"] > len(blocks):
-            raise ValueError(f"--num-layers {s['num_layers']} is more than the {len(blocks)} layers the "
+            raise CalcError(f"--num-layers {s['num_layers']} is more than the {len(blocks)} layers the "
                              "config's layer pattern describes")
         blocks = blocks[:s["num_layers"]]
     elif len(blocks) != s["num_layers"]:
@@ -3380,7 +3380,7 @@ def _read_nemotron_h(r, s, ll, notes, warnings):
                   conv_bias=r.bool("use_conv_bias", "mamba_conv_bias", default=True), gated_norm=True)
     r.used.update(("expand", "mamba_proj_bias", "n_shared_experts", "mamba_ssm_cache_dtype"))
     if r.int("moe_latent_size", default=0, lo=0):
-        raise ValueError(f"{r.where}: moe_latent_size (latent MoE projections) is not described by this script yet")
+        raise CalcError(f"{r.where}: moe_latent_size (latent MoE projections) is not described by this script yet")
     moe = [i for i, b in enumerate(blocks) if b == "moe"]
     if moe:
         f_e = r.int("moe_intermediate_size", default=2688)
@@ -3465,7 +3465,7 @@ def _read_jamba(r, s, ll, notes, warnings):
     ap, ao = r.int("attn_layer_period", default=8), r.int("attn_layer_offset", lo=0, default=4)
     ep, eo = r.int("expert_layer_period", default=2), r.int("expert_layer_offset", lo=0, default=1)
     if ao >= ap or eo >= ep:
-        raise ValueError(f"{r.where}: attn_layer_offset / expert_layer_offset must be below their period")
+        raise CalcError(f"{r.where}: attn_layer_offset / expert_layer_offset must be below their period")
     s["layer_types"] = ["full" if i % ap == ao else "linear" for i in range(L)]
     E = int(r.num("mamba_expand", default=2) * h)
     rank = r.cfg.get("mamba_dt_rank", "auto")
@@ -3542,13 +3542,13 @@ def _read_kimi_linear(r, s, ll, notes, warnings):
         for i in kda:
             lt[i - 1] = "linear"
         if None in lt:
-            raise ValueError(f"{r.where}: linear_attn_config's kda_layers and full_attn_layers leave layer "
+            raise CalcError(f"{r.where}: linear_attn_config's kda_layers and full_attn_layers leave layer "
                              f"{lt.index(None) + 1} (1-based) without a kind")
         s["layer_types"] = lt[:L]
     else:
         s["layer_types"] = ["full" if i and i % 4 == 0 else "linear" for i in range(L)]
     if any(t not in ("full", "linear") for t in s["layer_types"]):
-        raise ValueError(f"{r.where}: a kimi_linear model has only linear_attention and full_attention layers")
+        raise CalcError(f"{r.where}: a kimi_linear model has only linear_attention and full_attention layers")
     s["sliding_window"] = None
     E = r.int("num_experts", "num_local_experts", default=256)
     f_e = r.int("moe_intermediate_size", default=1024)
@@ -3893,7 +3893,7 @@ def _read_minimax_m3(r, s, ll, notes, warnings):
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
     lt = r.str_list("layer_types", choices={"full_attention", "sliding_attention", "indexed_attention"}, length=L)
     if lt and "indexed_attention" in lt:
-        raise ValueError(f"{r.where}: indexed_attention layers (a top-k block indexer) are not counted by this "
+        raise CalcError(f"{r.where}: indexed_attention layers (a top-k block indexer) are not counted by this "
                          "script yet")
     moe = _mlp_pattern(r, L, default_dense=())
     sh = r.int("shared_intermediate_size", lo=0, default=0)
@@ -3960,7 +3960,7 @@ def _read_laguna(r, s, ll, notes, warnings):
     L = s["num_layers"]
     heads = r.int_list("num_attention_heads_per_layer", lo=1, length=L, default=None)
     if heads and any(x != s["num_attention_heads"] for x in heads):
-        raise ValueError(f"{r.where}: num_attention_heads_per_layer differs between layers, which this "
+        raise CalcError(f"{r.where}: num_attention_heads_per_layer differs between layers, which this "
                          "script does not describe yet")
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head",
            attn_output_gate="headwise" if r.bool("gating", default=True) else "none")
@@ -4096,7 +4096,7 @@ def _read_muse_spark(r, s, ll, notes, warnings):
     L, h = s["num_layers"], s["hidden_size"]
     m, f = r.int("moe_hidden_size"), r.int("moe_intermediate_size")
     if (m * f) % h:
-        raise ValueError(f"{r.where}: moe_hidden_size x moe_intermediate_size is not a multiple of hidden_size")
+        raise CalcError(f"{r.where}: moe_hidden_size x moe_intermediate_size is not a multiple of hidden_size")
     _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="elementwise", norms_per_layer=3)
     moe = _mlp_pattern(r, L, default_dense=())
     s.update(moe=bool(moe), num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
@@ -4245,7 +4245,7 @@ def _read_doge(r, s, ll, notes, warnings):
     and before the MLP (2 h). Its cross-domain MoE (is_moe: product-key retrieval experts) is
     refused."""
     if r.bool("is_moe", default=False):
-        raise ValueError(f"{r.where}: Doge with is_moe (product-key retrieval experts) is not counted by this "
+        raise CalcError(f"{r.where}: Doge with is_moe (product-key retrieval experts) is not counted by this "
                          "script yet")
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
     kv, d, h = s["num_kv_heads"], s["head_dim"], s["hidden_size"]
@@ -4265,7 +4265,7 @@ def _read_hrm_text(r, s, ll, notes, warnings):
     n, H, Lc = r.int("num_layers_per_stack"), r.int("H_cycles", default=2), r.int("L_cycles", default=3)
     L = s["num_layers"]
     if not s.get("_layers_from_flag") and L != n * H * (Lc + 1):
-        raise ValueError(f"{r.where}: num_hidden_layers {L} is not num_layers_per_stack x H_cycles x (L_cycles + 1) "
+        raise CalcError(f"{r.where}: num_hidden_layers {L} is not num_layers_per_stack x H_cycles x (L_cycles + 1) "
                          f"= {n * H * (Lc + 1)}; transformers' cache would not match it")
     first_high = Lc * n  # the high stack first runs after L_cycles passes of the low one
     s["layer_overrides"] = {i: {"attention": {"tied": True}, "mlp": {"tied": True}} for i in range(L)
@@ -4523,10 +4523,10 @@ def _read_dory(r, s, ll, notes, warnings):
     if half:
         lt = lt[::2]
         if "mlp" in lt:
-            raise ValueError(f"{r.where}: layer_types lists 'mlp' where an attention entry belongs (pairs of "
+            raise CalcError(f"{r.where}: layer_types lists 'mlp' where an attention entry belongs (pairs of "
                              "attention, mlp)")
         if L > len(lt):
-            raise ValueError(f"--num-layers {L} is more than the {len(lt)} layers (attention, mlp pairs) the "
+            raise CalcError(f"--num-layers {L} is more than the {len(lt)} layers (attention, mlp pairs) the "
                              "config's layer_types describes")
         s["num_layers"] = L = max(1, L)
     if lt is None:
@@ -4763,7 +4763,7 @@ def _read_zamba(r, s, ll, notes, warnings):
     d = r.int("attention_head_dim", default=A // a)
     n_mem = r.int("num_mem_blocks", default=1) if mt == "zamba2" else 1
     if mt == "zamba2" and r.bool("use_shared_attention_adapter", default=False):
-        raise ValueError(f"{r.where}: use_shared_attention_adapter (LoRA on the shared attention) is not counted "
+        raise CalcError(f"{r.where}: use_shared_attention_adapter (LoRA on the shared attention) is not counted "
                          "by this script yet")
     _llama(r, s, ll, notes, warnings, "llama", head_dim=d, num_kv_heads=r.int("num_key_value_heads", default=a),
            norms_per_layer=1, layer_types=["hybrid" if b == "hybrid" else "linear" for b in blocks],
@@ -4987,7 +4987,7 @@ def spec_from_hf_config(cfg, num_layers=None):
     if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
         top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
     if top_qc is not None and not isinstance(top_qc, dict):
-        raise ValueError(f"{where}: field 'quantization_config' must be an object (a dict of quant_method, "
+        raise CalcError(f"{where}: field 'quantization_config' must be an object (a dict of quant_method, "
                          f"bits, ...), got {str(top_qc)[:40]!r}; transformers refuses it too")
     _check_dtype(cfg, where, warnings)
     cfg, mm = _read_multimodal(cfg, where, warnings)
@@ -4998,12 +4998,12 @@ def spec_from_hf_config(cfg, num_layers=None):
         r = ConfigReader(cfg, r.where, warnings)
         r.used.update(k for k in FIELD_ALIASES if k in cfg)
     if mt in _NOT_YET:
-        raise ValueError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
+        raise CalcError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
     known = mt in _FAMILY_READERS
     if not known:
         foreign = [k for k in _FOREIGN_LAYER_FIELDS if r.has(k)]
         if foreign:
-            raise ValueError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
+            raise CalcError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
                              f"cannot describe (fields {', '.join(foreign)})")
     h = r.int("hidden_size", "n_embd", "n_embed", "d_model")
     if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
@@ -5018,17 +5018,17 @@ def spec_from_hf_config(cfg, num_layers=None):
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:
-        raise ValueError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
+        raise CalcError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
     # transformers refuses a layer pattern of another length; checkpoints that pad it with their
     # multi-token-prediction layers (Step 3.5/3.7) are cut to the layers
     mtp = next((v for k in ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers")
                 if isinstance(v := cfg.get(k), int) and not isinstance(v, bool) and v > 0), 0)
     for key in ("layer_types", "mlp_layer_types"):
         if isinstance(cfg.get(key), list) and len(cfg[key]) not in (L_cfg, L_cfg + mtp):
-            raise ValueError(f"{r.where}: field {key!r} lists {len(cfg[key])} layers, but the model has {L_cfg} "
+            raise CalcError(f"{r.where}: field {key!r} lists {len(cfg[key])} layers, but the model has {L_cfg} "
                              "(num_hidden_layers); transformers refuses such a config")
     if num_layers is not None and num_layers > L_cfg and (r.has("layer_types") or r.has("mlp_layer_types")):
-        raise ValueError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
+        raise CalcError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
                          "layer pattern describes")
     L = num_layers or L_cfg
     s = {"model_type": mt, "vocab_size": r.int("vocab_size"), "hidden_size": h,
@@ -5064,14 +5064,14 @@ def spec_from_hf_config(cfg, num_layers=None):
     if s["layer_types"] is None and s["sliding_window"] and s.get("slides_every_layer"):
         s["layer_types"] = ["sliding"] * L
     if s["layer_types"] and "sliding" in s["layer_types"] and not s["sliding_window"]:
-        raise ValueError(f"{where}: layer_types has sliding layers but sliding_window is not set")
+        raise CalcError(f"{where}: layer_types has sliding layers but sliding_window is not set")
     if s["layer_types"] and "chunked" in s["layer_types"] and not s["attention_chunk_size"]:
-        raise ValueError(f"{where}: layer_types has chunked layers but attention_chunk_size is not set")
+        raise CalcError(f"{where}: layer_types has chunked layers but attention_chunk_size is not set")
     if s.get("moe"):
         s["expert_interval"] = 1  # a config's MoE layout is explicit, never a script's -ei default
         # (also when --num-dense-layers redraws it: the layers past the dense ones are all MoE)
     if s.get("moe") and s.get("topk") is None:
-        raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
+        raise CalcError(f"{where}: MoE config lacks num_experts_per_tok")
     if s.get("moe") and r.has("n_group") and r.has("topk_group"):  # group-limited routing (DeepSeek-V2/V3)
         _check_router_groups(r, s, warnings)
     s.pop("_layers_from_flag", None)
