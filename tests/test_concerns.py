@@ -37,10 +37,11 @@ def test_every_package_file_touches_a_concern():
 
 def test_a_change_maps_to_its_concerns():
     # the longest prefix wins: llmcalc/hardware.py is hardware, not the built script's build
-    assert conftest.concerns_of_paths(["llmcalc/hardware.py"]) == {"hardware"}
+    # (and any package change the grid's)
+    assert conftest.concerns_of_paths(["llmcalc/hardware.py"]) == {"hardware", "grid"}
     assert conftest.concerns_of_paths(["hardware.py"]) == {"build", "hardware"}
     assert conftest.concerns_of_paths(["llmcalc/serve/steady.py", "tests/test_calc_comm.py"]) == {
-        "serve", "comm"}
+        "serve", "comm", "grid"}
     assert conftest.concerns_of_paths(["VALIDATION.md", "tests/fixtures/configs/x.json"]) == set()
 
 
