@@ -12,40 +12,8 @@ Layout (imports form a tree; each module opens with what it owns):
   serve/       serving stacks, the forward pass, steady state, simulated benchmark, memory, search
   tools/       one thin module per calculator: its flags, main() and report
 
-The installed commands (pyproject.toml's [project.scripts]) are the functions below, one per tool,
-and `python -m llmcalc TOOL` (__main__.py) runs the same: each imports only its tool's modules
-(start-up time), and runs the tool module's main(), which is what its built script runs too.
+The installed commands (pyproject.toml's [project.scripts]) are the functions of commands.py, one
+per tool, and `python -m llmcalc TOOL` (__main__.py) runs the same: each imports only its tool's
+modules (start-up time), and runs the tool module's main(), which is what its built script runs
+too. This file defines nothing, so `llmcalc.comm` and `llmcalc.hardware` are always the submodules.
 """
-
-TOOLS = {  # name on the command line: (module, the built script it matches)
-    "params": ("llmcalc.tools.params", "calc_transformer_params.py"),
-    "flops": ("llmcalc.tools.flops", "calc_transformer_flops.py"),
-    "mem": ("llmcalc.tools.mem", "calc_transformer_mem.py"),
-    "train-time": ("llmcalc.tools.training_time", "calc_training_time.py"),
-    "latency": ("llmcalc.tools.latency", "calc_inference_latency.py"),
-    "comm": ("llmcalc.tools.comm", "calc_comm.py"),
-    "hardware": ("llmcalc.hardware", "hardware.py"),
-}
-
-
-def run(name, argv=None):
-    """Run one tool as a command (exit status 2 on bad input, 141 when the reader of its output
-    quits early); returns 0."""
-    import importlib
-    from .cli import run_tool
-    module = importlib.import_module(TOOLS[name][0])
-    run_tool(lambda: module.main(argv))
-    return 0
-
-
-def _command(name):
-    """The installed command for one tool (pyproject.toml's [project.scripts] names these)."""
-    def command():
-        return run(name)
-    command.__name__ = name.replace("-", "_")
-    return command
-
-
-params, flops, mem = _command("params"), _command("flops"), _command("mem")
-train_time, latency = _command("train-time"), _command("latency")
-comm, hardware = _command("comm"), _command("hardware")

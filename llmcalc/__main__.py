@@ -1,8 +1,8 @@
 """`python -m llmcalc TOOL [flags]`: runs one tool as its installed command does (see
-llmcalc/__init__.py)."""
+llmcalc/commands.py)."""
 import sys
 
-from . import TOOLS, run
+from .commands import TOOLS, run
 
 
 def main(argv=None):

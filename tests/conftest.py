@@ -1,4 +1,7 @@
-"""Shared test helpers: the repository root on sys.path, and a runner for a script's main()."""
+"""Shared test helpers: the repository root on sys.path, a runner for a script's main(), and the
+concern markers: each test file's concerns (TEST_CONCERNS), applied as pytest markers (`-m serve`
+runs one concern), and the run ordered so that the tests of the concerns touched in the working
+tree (git: changes against HEAD and new files) run first."""
 import contextlib
 import io
 import importlib
@@ -6,6 +9,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -122,3 +126,152 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped under CI, where every test must run: {reason}"
+
+
+# The concern of each test file: its markers (registered in pyproject.toml's
+# [tool.pytest.ini_options]). A test file not listed here fails test_concerns.py.
+TEST_CONCERNS = {
+    "test_all_types.py": ("model",),
+    "test_blackwell_kernels.py": ("train", "hardware"),
+    "test_build.py": ("build",),
+    "test_calc_comm.py": ("comm",),
+    "test_calc_inference_latency.py": ("serve",),
+    "test_calc_training_time.py": ("train",),
+    "test_calc_transformer_flops.py": ("model", "train"),
+    "test_calc_transformer_mem.py": ("train", "serve"),
+    "test_calc_transformer_params.py": ("model",),
+    "test_capacity_plan.py": ("serve",),
+    "test_concerns.py": ("build",),
+    "test_context_parallel.py": ("train",),
+    "test_cookbook_readme.py": ("cli", "docs"),
+    "test_eager_memory.py": ("train",),
+    "test_fixtures.py": ("model",),
+    "test_grid.py": ("grid",),
+    "test_h100_measurements.py": ("train", "serve"),
+    "test_h200_measurements.py": ("train", "serve"),
+    "test_gpu_record.py": ("hardware", "train", "serve"),
+    "test_hardware.py": ("hardware",),
+    "test_hf_cache_fixture.py": ("serve",),
+    "test_hostile_configs.py": ("model",),
+    "test_hostile_flags.py": ("cli",),
+    "test_install.py": ("build",),
+    "test_kv_cache_layers.py": ("model", "serve"),
+    "test_layer_families.py": ("model",),
+    "test_layer_spec.py": ("model",),
+    "test_line_length.py": ("style",),
+    "test_model_path_errors.py": ("model", "cli"),
+    "test_model_spec.py": ("model",),
+    "test_moe_kernel_measurements.py": ("serve",),
+    "test_no_tracebacks.py": ("cli",),
+    "test_one_answer.py": ("cli",),
+    "test_readme_examples.py": ("docs",),
+    "test_readme_numbers.py": ("docs",),
+    "test_recompute_modes.py": ("train",),
+    "test_roofline_corner.py": ("serve",),
+    "test_serving_mix.py": ("serve",),
+    "test_speculative.py": ("serve",),
+    "test_standalone.py": ("build",),
+    "test_training_today.py": ("train",),
+    "test_validate_serving.py": ("serve",),
+}
+
+# The concerns a changed file touches: the longest matching path prefix wins. A changed test file
+# touches its own concerns (TEST_CONCERNS); a path no row matches touches none. Any change in the
+# package touches the grid too: it is what keeps every output byte-identical.
+SOURCE_CONCERNS = (
+    ("llmcalc/model/", ("model",)),
+    ("llmcalc/train/", ("train",)),
+    ("llmcalc/serve/", ("serve",)),
+    ("llmcalc/comm/", ("comm",)),
+    ("llmcalc/hardware.py", ("hardware",)),
+    ("llmcalc/accelerator.py", ("hardware",)),
+    ("llmcalc/tools/params.py", ("model",)),
+    ("llmcalc/tools/flops.py", ("model", "train")),
+    ("llmcalc/tools/mem.py", ("train", "serve")),
+    ("llmcalc/tools/training_", ("train",)),
+    ("llmcalc/tools/latency", ("serve",)),
+    ("llmcalc/tools/comm.py", ("comm",)),
+    ("llmcalc/precision.py", ("train", "serve")),
+    ("llmcalc/cli.py", ("cli",)),
+    ("llmcalc/errors.py", ("cli",)),
+    ("llmcalc/records.py", ("model", "train", "serve", "comm", "hardware")),
+    ("llmcalc/commands.py", ("build",)),
+    ("llmcalc/__", ("build",)),
+    ("tools/build_scripts.py", ("build",)),
+    ("pyproject.toml", ("build",)),
+    (".gitattributes", ("build",)),
+    ("calc_", ("build",)),
+    ("hardware.py", ("build", "hardware")),
+    ("tests/grid.py", ("grid",)),
+    ("tests/fixtures/grid_outputs.json", ("grid",)),
+    ("tools/record_grid.py", ("grid",)),
+    ("tests/fixtures/line_lengths.json", ("style",)),
+    ("tools/line_lengths.py", ("style",)),
+    ("tools/validate_serving.py", ("serve",)),
+    ("README.md", ("docs",)),
+)
+
+
+def concerns_of_paths(paths):
+    """The concerns the changed files (paths relative to the repository root) touch."""
+    touched = set()
+    for path in paths:
+        name = os.path.basename(path)
+        if path.startswith("tests/") and name in TEST_CONCERNS:
+            touched.update(TEST_CONCERNS[name])
+            continue
+        rows = [r for r in SOURCE_CONCERNS if path.startswith(r[0])]
+        if rows:
+            touched.update(max(rows, key=lambda r: len(r[0]))[1])
+        if path.startswith("llmcalc/"):
+            touched.add("grid")
+    return touched
+
+
+def changed_paths(root=ROOT):
+    """Files changed against HEAD (staged or not) and new files git does not ignore; None when
+    git or a checkout is not there (then nothing is reordered)."""
+    try:
+        runs = [subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True, timeout=20)
+                for cmd in (("diff", "--name-only", "HEAD"),
+                            ("ls-files", "--others", "--exclude-standard"))]
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if any(r.returncode for r in runs):
+        return None
+    return [line for r in runs for line in r.stdout.splitlines() if line]
+
+
+def order_by_concerns(items, touched):
+    """The tests whose file's concerns were touched first, each group in its collected order."""
+    def rank(item):
+        return 0 if touched.intersection(TEST_CONCERNS.get(item.path.name, ())) else 1
+    items[:] = sorted(items, key=rank)  # stable: the order within each group stays pytest's
+
+
+_TOUCHED = pytest.StashKey()
+
+
+def touched_concerns(config):
+    """The concerns of the working tree's changes, found once per run ([] without git)."""
+    if _TOUCHED not in config.stash:
+        paths = changed_paths()
+        config.stash[_TOUCHED] = sorted(concerns_of_paths(paths)) if paths else []
+    return config.stash[_TOUCHED]
+
+
+def pytest_report_header(config):
+    touched = touched_concerns(config)
+    if touched:
+        return f"concerns touched in the working tree, their tests first: {', '.join(touched)}"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for concern in TEST_CONCERNS.get(item.path.name, ()):
+            item.add_marker(concern)
+    touched = touched_concerns(config)
+    if touched:
+        order_by_concerns(items, set(touched))

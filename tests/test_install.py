@@ -3,6 +3,7 @@
 `pip install .` into a fresh virtual environment gives one command per tool (pyproject.toml's
 [project.scripts]); each answers its default question with exactly what its built script prints.
 `python -m llmcalc TOOL` runs the same main(). One answer to one question, whichever entry point.
+The commands live in llmcalc/commands.py, so none shadows a submodule of the same name.
 """
 import os
 import subprocess
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-import llmcalc as entry
+import llmcalc.commands as entry
 import llmcalc.__main__ as python_m
 from conftest import ROOT, run_main
 
@@ -27,8 +28,8 @@ COMMANDS = {"llmcalc-params": ("params", "calc_transformer_params.py"),
 def test_pyproject_names_every_command():
     text = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
     for command, (name, _) in COMMANDS.items():
-        assert f'{command} = "llmcalc:{name.replace("-", "_")}"' in text
-        assert name in entry.TOOLS
+        assert f'{command} = "llmcalc.commands:{name.replace("-", "_")}"' in text
+        assert name in entry.TOOLS and callable(getattr(entry, name.replace("-", "_")))
     assert "dependencies = []" in text
 
 
@@ -39,6 +40,19 @@ def test_python_m_llmcalc_answers_as_the_built_script(name, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["python -m llmcalc"])
     rc, got, _ = run_main(python_m.main, [name, "--json"])
     assert rc == 0 and got == want
+
+
+def test_no_command_shadows_a_submodule():
+    # A fresh interpreter: `from llmcalc import comm, hardware` are the modules whatever was
+    # imported first (a function of that name in llmcalc/__init__.py would win until the submodule
+    # was imported, and lose after: two meanings for one name).
+    code = ("import inspect, llmcalc\n"
+            "assert not [n for n in vars(llmcalc) if not n.startswith('__')], vars(llmcalc)\n"
+            "from llmcalc import comm, hardware\n"
+            "print(inspect.ismodule(comm), inspect.ismodule(hardware))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout.split() == ["True", "True"], p.stderr[-2000:]
 
 
 def test_python_m_llmcalc_without_a_tool_lists_them():

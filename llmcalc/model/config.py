@@ -2,6 +2,7 @@
 family's reader (the registry below) into a flat spec; the checkpoint's quantization format
 (compressed-tensors, FP8 blocks, MXFP4, ModelOpt NVFP4/FP8/AWQ) and the bits each weight is stored at."""
 
+from ..errors import CalcError
 from .families_dense import (_read_bloom, _read_cohere2, _read_exaone4, _read_falcon, _read_gemma3,
     _read_gemma4, _read_generic_moe, _read_gpt2, _read_gpt_neox, _read_llama_like, _read_olmo3,
     _read_opt, _read_seed_oss, _read_smollm3, _read_starcoder2)
@@ -129,7 +130,7 @@ def spec_from_hf_config(cfg, num_layers=None):
     if isinstance(top_qc, dict) and cfg.get("expert_dtype") is not None and "expert_dtype" not in top_qc:
         top_qc = dict(top_qc, expert_dtype=cfg["expert_dtype"])  # as DeepseekV4Config moves it there
     if top_qc is not None and not isinstance(top_qc, dict):
-        raise ValueError(f"{where}: field 'quantization_config' must be an object (a dict of quant_method, "
+        raise CalcError(f"{where}: field 'quantization_config' must be an object (a dict of quant_method, "
                          f"bits, ...), got {str(top_qc)[:40]!r}; transformers refuses it too")
     _check_dtype(cfg, where, warnings)
     cfg, mm = _read_multimodal(cfg, where, warnings)
@@ -140,12 +141,12 @@ def spec_from_hf_config(cfg, num_layers=None):
         r = ConfigReader(cfg, r.where, warnings)
         r.used.update(k for k in FIELD_ALIASES if k in cfg)
     if mt in _NOT_YET:
-        raise ValueError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
+        raise CalcError(f"{where}: model_type {mt!r} {_NOT_YET[mt]}")
     known = mt in _FAMILY_READERS
     if not known:
         foreign = [k for k in _FOREIGN_LAYER_FIELDS if r.has(k)]
         if foreign:
-            raise ValueError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
+            raise CalcError(f"{where}: unknown model_type {mt!r} has layers a Llama-style reading "
                              f"cannot describe (fields {', '.join(foreign)})")
     h = r.int("hidden_size", "n_embd", "n_embed", "d_model")
     if mt == "longcat_flash":  # num_hidden_layers = 2 x num_layers there (two blocks a layer): not a clash
@@ -160,17 +161,17 @@ def spec_from_hf_config(cfg, num_layers=None):
     missing = [k for k, v in (("vocab_size", r.int("vocab_size")), ("hidden_size", h),
                               ("num_layers", L_cfg), ("num_attention_heads", a)) if v is None]
     if missing:
-        raise ValueError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
+        raise CalcError(f"{where}: config lacks integer field(s) for {', '.join(missing)}")
     # transformers refuses a layer pattern of another length; checkpoints that pad it with their
     # multi-token-prediction layers (Step 3.5/3.7) are cut to the layers
     mtp = next((v for k in ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers")
                 if isinstance(v := cfg.get(k), int) and not isinstance(v, bool) and v > 0), 0)
     for key in ("layer_types", "mlp_layer_types"):
         if isinstance(cfg.get(key), list) and len(cfg[key]) not in (L_cfg, L_cfg + mtp):
-            raise ValueError(f"{r.where}: field {key!r} lists {len(cfg[key])} layers, but the model has {L_cfg} "
+            raise CalcError(f"{r.where}: field {key!r} lists {len(cfg[key])} layers, but the model has {L_cfg} "
                              "(num_hidden_layers); transformers refuses such a config")
     if num_layers is not None and num_layers > L_cfg and (r.has("layer_types") or r.has("mlp_layer_types")):
-        raise ValueError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
+        raise CalcError(f"--num-layers {num_layers} is more than the {L_cfg} layers the config's "
                          "layer pattern describes")
     L = num_layers or L_cfg
     s = {"model_type": mt, "vocab_size": r.int("vocab_size"), "hidden_size": h,
@@ -206,14 +207,14 @@ def spec_from_hf_config(cfg, num_layers=None):
     if s["layer_types"] is None and s["sliding_window"] and s.get("slides_every_layer"):
         s["layer_types"] = ["sliding"] * L
     if s["layer_types"] and "sliding" in s["layer_types"] and not s["sliding_window"]:
-        raise ValueError(f"{where}: layer_types has sliding layers but sliding_window is not set")
+        raise CalcError(f"{where}: layer_types has sliding layers but sliding_window is not set")
     if s["layer_types"] and "chunked" in s["layer_types"] and not s["attention_chunk_size"]:
-        raise ValueError(f"{where}: layer_types has chunked layers but attention_chunk_size is not set")
+        raise CalcError(f"{where}: layer_types has chunked layers but attention_chunk_size is not set")
     if s.get("moe"):
         s["expert_interval"] = 1  # a config's MoE layout is explicit, never a script's -ei default
         # (also when --num-dense-layers redraws it: the layers past the dense ones are all MoE)
     if s.get("moe") and s.get("topk") is None:
-        raise ValueError(f"{where}: MoE config lacks num_experts_per_tok")
+        raise CalcError(f"{where}: MoE config lacks num_experts_per_tok")
     if s.get("moe") and r.has("n_group") and r.has("topk_group"):  # group-limited routing (DeepSeek-V2/V3)
         _check_router_groups(r, s, warnings)
     s.pop("_layers_from_flag", None)

@@ -2,6 +2,7 @@
 StarCoder2, the Llama-style families and their MoE variants, Qwen, Gemma 3/4, OLMo 3, SmolLM3,
 Seed-OSS, EXAONE 4, Cohere 2): each turns its config into the flat spec's fields."""
 
+from ..errors import CalcError
 from .families_moe import _nope_from_interval, _read_deepseek
 from .reader import ConfigReader, _layer_pattern
 
@@ -26,7 +27,7 @@ def _read_gpt2(r, s, ll, notes, warnings):
              position_embedding_rows=r.int("n_positions", "max_position_embeddings"),
              ffn_hidden_size=r.int("n_inner", default=4 * h))
     if s["position_embedding_rows"] is None:
-        raise ValueError(f"{r.where}: config lacks n_positions for GPT-2's learned position table")
+        raise CalcError(f"{r.where}: config lacks n_positions for GPT-2's learned position table")
 
 
 def _read_gpt_neox(r, s, ll, notes, warnings):
@@ -41,7 +42,7 @@ def _read_opt(r, s, ll, notes, warnings):
     pre = r.bool("do_layer_norm_before", default=True)
     rows = r.int("max_position_embeddings", hi=2**31 - 2)
     if rows is None:
-        raise ValueError(f"{r.where}: config lacks max_position_embeddings for OPT's position table")
+        raise CalcError(f"{r.where}: config lacks max_position_embeddings for OPT's position table")
     s.update(norm="layernorm", num_mlp_linears=2, qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias,
              position_embedding="learned", position_embedding_rows=rows + 2,  # OPT offsets by 2
              ffn_hidden_size=r.int("ffn_dim"),
@@ -207,7 +208,7 @@ def _read_gemma4(r, s, ll, notes, warnings):
                "zero_experts": 0, "shared_width": 0, "shared_bias": False, "shared_gate": False,
                "router_bias": False}  # + router_extra below: its scale (h) and per-expert scale (E)
         if None in moe.values():
-            raise ValueError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
+            raise CalcError(f"{r.where}: enable_moe_block needs num_experts, top_k_experts and moe_intermediate_size")
         moe["router_extra"] = h + moe["num_experts"]
     plc = r.sub("per_layer_config")  # written by transformers: {"05": {"head_dim": 512}, ...}
     per = {}
@@ -289,7 +290,7 @@ def _read_exaone4(r, s, ll, notes, warnings):
     if not r.has("layer_types") and w:
         p = r.pick("sliding_window_pattern")[1]
         if isinstance(p, str):
-            raise ValueError(f"{r.where}: sliding_window_pattern {p!r} needs layer_types (transformers "
+            raise CalcError(f"{r.where}: sliding_window_pattern {p!r} needs layer_types (transformers "
                              "cannot derive them from a string either)")
         p = r.int("sliding_window_pattern", default=4)
         s["layer_types"] = ["sliding" if (i + 1) % p else "full" for i in range(L)]

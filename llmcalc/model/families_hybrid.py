@@ -2,6 +2,7 @@
 DeltaNet, OLMo hybrid, Mamba-2 mixers of Nemotron-H, GraniteMoeHybrid, Falcon-H1 and Jamba, LFM,
 Kimi Linear's KDA)."""
 
+from ..errors import CalcError
 from .families_moe import _mlp_pattern, _note_mtp, _read_mla
 from .kinds import GDN_CHUNK
 from .reader import ConfigReader, _layer_pattern
@@ -27,12 +28,12 @@ def _read_qwen_gdn(r, s, ll, notes, warnings):
         "conv_kernel": r.int("linear_conv_kernel_dim", default=4),
         "state_chunk": GDN_CHUNK}
     if s["linear_mixer"]["heads"] % s["linear_mixer"]["kv_heads"]:
-        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+        raise CalcError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
                          f"of linear_num_key_heads {s['linear_mixer']['kv_heads']}")
     if r.has("layer_types"):
         s["layer_types"] = _layer_pattern(r, L, s)
         if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
-            raise ValueError(f"{r.where}: layer_types of a {mt} model lists only linear_attention and "
+            raise CalcError(f"{r.where}: layer_types of a {mt} model lists only linear_attention and "
                              "full_attention layers")
     else:
         n = r.int("full_attention_interval", default=4)
@@ -79,13 +80,13 @@ def _read_olmo_hybrid(r, s, ll, notes, warnings):
                          "conv_kernel": r.int("linear_conv_kernel_dim", default=4),
                          "state_chunk": GDN_CHUNK}
     if s["linear_mixer"]["heads"] % hk:
-        raise ValueError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
+        raise CalcError(f"{r.where}: linear_num_value_heads {s['linear_mixer']['heads']} is not a multiple "
                          f"of linear_num_key_heads {hk}")
     r.bool("linear_allow_neg_eigval", default=True)  # beta in (0, 2): no weights
     if r.has("layer_types"):
         s["layer_types"] = _layer_pattern(r, L, s)
         if "sliding" in s["layer_types"] or "chunked" in s["layer_types"]:
-            raise ValueError(f"{r.where}: layer_types of an olmo_hybrid model lists only linear_attention "
+            raise CalcError(f"{r.where}: layer_types of an olmo_hybrid model lists only linear_attention "
                              "and full_attention layers")
     else:
         lt = ["full" if i % 4 == 3 else "linear" for i in range(L)]
@@ -100,9 +101,9 @@ def _mamba2_mixer(r, s, *, d_in, heads, head_dim, groups, state, conv, chunk, in
                   conv_bias, gated_norm):
     """The spec's linear_mixer for a family's Mamba-2 layers; the head width must tile d_in."""
     if heads * head_dim != d_in:
-        raise ValueError(f"{r.where}: Mamba-2 heads {heads} x head dim {head_dim} must equal its inner width {d_in}")
+        raise CalcError(f"{r.where}: Mamba-2 heads {heads} x head dim {head_dim} must equal its inner width {d_in}")
     if heads % groups:
-        raise ValueError(f"{r.where}: Mamba-2 heads {heads} are not a multiple of its {groups} groups")
+        raise CalcError(f"{r.where}: Mamba-2 heads {heads} are not a multiple of its {groups} groups")
     s["linear_mixer"] = {"kind": "mamba2", "heads": heads, "kv_heads": groups, "head_dim": head_dim,
                          "v_head_dim": head_dim, "state_size": state, "conv_kernel": conv, "state_chunk": chunk,
                          "in_bias": in_bias, "mixer_out_bias": out_bias, "conv_bias": conv_bias,
@@ -136,7 +137,7 @@ def _nemotron_blocks(r):
     else:
         pat = ["M", "E", "*", "-"]
     if not pat:
-        raise ValueError(f"{r.where}: the layer pattern is empty")
+        raise CalcError(f"{r.where}: the layer pattern is empty")
     return [_NEMOTRON_BLOCKS[x] for x in pat]
 
 
@@ -150,7 +151,7 @@ def _read_nemotron_h(r, s, ll, notes, warnings):
     blocks = _nemotron_blocks(r)
     if s["_layers_from_flag"]:
         if s["num_layers"] > len(blocks):
-            raise ValueError(f"--num-layers {s['num_layers']} is more than the {len(blocks)} layers the "
+            raise CalcError(f"--num-layers {s['num_layers']} is more than the {len(blocks)} layers the "
                              "config's layer pattern describes")
         blocks = blocks[:s["num_layers"]]
     elif len(blocks) != s["num_layers"]:
@@ -173,7 +174,7 @@ def _read_nemotron_h(r, s, ll, notes, warnings):
                   conv_bias=r.bool("use_conv_bias", "mamba_conv_bias", default=True), gated_norm=True)
     r.used.update(("expand", "mamba_proj_bias", "n_shared_experts", "mamba_ssm_cache_dtype"))
     if r.int("moe_latent_size", default=0, lo=0):
-        raise ValueError(f"{r.where}: moe_latent_size (latent MoE projections) is not described by this script yet")
+        raise CalcError(f"{r.where}: moe_latent_size (latent MoE projections) is not described by this script yet")
     moe = [i for i, b in enumerate(blocks) if b == "moe"]
     if moe:
         f_e = r.int("moe_intermediate_size", default=2688)
@@ -258,7 +259,7 @@ def _read_jamba(r, s, ll, notes, warnings):
     ap, ao = r.int("attn_layer_period", default=8), r.int("attn_layer_offset", lo=0, default=4)
     ep, eo = r.int("expert_layer_period", default=2), r.int("expert_layer_offset", lo=0, default=1)
     if ao >= ap or eo >= ep:
-        raise ValueError(f"{r.where}: attn_layer_offset / expert_layer_offset must be below their period")
+        raise CalcError(f"{r.where}: attn_layer_offset / expert_layer_offset must be below their period")
     s["layer_types"] = ["full" if i % ap == ao else "linear" for i in range(L)]
     E = int(r.num("mamba_expand", default=2) * h)
     rank = r.cfg.get("mamba_dt_rank", "auto")
@@ -335,13 +336,13 @@ def _read_kimi_linear(r, s, ll, notes, warnings):
         for i in kda:
             lt[i - 1] = "linear"
         if None in lt:
-            raise ValueError(f"{r.where}: linear_attn_config's kda_layers and full_attn_layers leave layer "
+            raise CalcError(f"{r.where}: linear_attn_config's kda_layers and full_attn_layers leave layer "
                              f"{lt.index(None) + 1} (1-based) without a kind")
         s["layer_types"] = lt[:L]
     else:
         s["layer_types"] = ["full" if i and i % 4 == 0 else "linear" for i in range(L)]
     if any(t not in ("full", "linear") for t in s["layer_types"]):
-        raise ValueError(f"{r.where}: a kimi_linear model has only linear_attention and full_attention layers")
+        raise CalcError(f"{r.where}: a kimi_linear model has only linear_attention and full_attention layers")
     s["sliding_window"] = None
     E = r.int("num_experts", "num_local_experts", default=256)
     f_e = r.int("moe_intermediate_size", default=1024)

@@ -2,6 +2,7 @@
 Llama 4, GLM-4.5/5 with DSA, Mistral Large 4, MiniMax-M2, ERNIE 4.5, Hunyuan, LongCat-Flash,
 Step-3.5, GraniteMoE, PhiMoE), and the helpers they share (MLA fields, MTP layers, MoE patterns)."""
 
+from ..errors import CalcError
 from .hub import _short
 from .reader import ConfigReader
 
@@ -40,7 +41,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
     hca_rate = r.int("compress_rate_hca", default=None) or rates.get("heavily_compressed_attention", 128)
     for v in (csa_rate, hca_rate):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**20:
-            raise ValueError(f"{r.where}: compress_rates must hold positive integers, got {_short(v)}")
+            raise CalcError(f"{r.where}: compress_rates must hold positive integers, got {_short(v)}")
     names = {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}
     if r.has("layer_types"):
         lt = r.str_list("layer_types", choices=names, length=L)
@@ -62,7 +63,7 @@ def _read_deepseek_v4(r, s, ll, notes, warnings):
             "o_groups": r.int("o_groups", default=8), "o_lora_rank": r.int("o_lora_rank", default=1024),
             "c_index_heads": 0, "c_index_head_dim": 0, "c_index_topk": 0, "compress": 0, "compress_kind": "none"}
     if (s["num_attention_heads"] * s["head_dim"]) % base["o_groups"]:
-        raise ValueError(f"{r.where}: num_attention_heads x head_dim is not divisible by o_groups {base['o_groups']}")
+        raise CalcError(f"{r.where}: num_attention_heads x head_dim is not divisible by o_groups {base['o_groups']}")
     kinds = {"sliding_attention": {"attention": dict(base)},
              "heavily_compressed_attention": {"attention": dict(base, compress=hca_rate, compress_kind="hca")},
              "compressed_sparse_attention": {"attention": dict(
@@ -127,7 +128,7 @@ def _read_step3p5(r, s, ll, notes, warnings):
         if heads != a:  # one override object per head count, so layers of a kind stay one layer dict
             over[i] = by_heads.setdefault(heads, {"attention": {"heads": heads}})
     if any(v["attention"]["heads"] % s["num_kv_heads"] for v in over.values()):
-        raise ValueError(f"{r.where}: sliding layers' query heads are not a multiple of the kv heads")
+        raise CalcError(f"{r.where}: sliding layers' query heads are not a multiple of the kv heads")
     s["layer_overrides"] = over
     if r.has("mlp_layer_types"):
         mlt = r.str_list("mlp_layer_types", choices={"dense", "sparse"}, length=n_cfg)[:L]
@@ -300,13 +301,13 @@ def _read_dsa(r, s, ll, notes, warnings):
     _read_routed_shared(r, s, L, dense=range(r.int("first_k_dense_replace", lo=0, default=3)))
     _read_mla(r, s)
     if not s.get("q_lora_rank"):
-        raise ValueError(f"{r.where}: {s['model_type']} needs q_lora_rank (the indexer reads the query latent)")
+        raise CalcError(f"{r.where}: {s['model_type']} needs q_lora_rank (the indexer reads the query latent)")
     r.str_list("layer_types", choices={"indexed_attention", "deepseek_sparse_attention", "full_attention"},
                length=L)
     s["layer_types"] = None
     H, dI, k = (r.int("index_n_heads", hi=2**16), r.int("index_head_dim"), r.int("index_topk"))
     if None in (H, dI, k):
-        raise ValueError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
+        raise CalcError(f"{r.where}: sparse attention needs index_n_heads, index_head_dim and index_topk")
     s.update(index_n_heads=H, index_head_dim=dI, index_topk=k)
     shared = _indexer_shared_layers(r, s, L)
     if shared is not None:

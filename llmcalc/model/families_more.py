@@ -8,6 +8,7 @@ state-space and linear-attention families are in families_state.py. Each reader
 is a few lines: the switches its modeling_<family>.py sets (checked against the meta-device build,
 tests/test_all_types.py)."""
 
+from ..errors import CalcError
 from .families_dense import _read_gemma4, _read_generic_moe, _read_gpt2, _read_llama_like
 from .reader import ConfigReader, _layer_pattern
 from .families_moe import _mlp_pattern, _read_dsa, _read_dsa_every_layer, _read_glm4_moe, _read_granitemoe, _read_mla, _read_one_shared_expert, _read_routed_shared
@@ -334,7 +335,7 @@ def _read_minimax_m3(r, s, ll, notes, warnings):
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
     lt = r.str_list("layer_types", choices={"full_attention", "sliding_attention", "indexed_attention"}, length=L)
     if lt and "indexed_attention" in lt:
-        raise ValueError(f"{r.where}: indexed_attention layers (a top-k block indexer) are not counted by this "
+        raise CalcError(f"{r.where}: indexed_attention layers (a top-k block indexer) are not counted by this "
                          "script yet")
     moe = _mlp_pattern(r, L, default_dense=())
     sh = r.int("shared_intermediate_size", lo=0, default=0)
@@ -401,7 +402,7 @@ def _read_laguna(r, s, ll, notes, warnings):
     L = s["num_layers"]
     heads = r.int_list("num_attention_heads_per_layer", lo=1, length=L, default=None)
     if heads and any(x != s["num_attention_heads"] for x in heads):
-        raise ValueError(f"{r.where}: num_attention_heads_per_layer differs between layers, which this "
+        raise CalcError(f"{r.where}: num_attention_heads_per_layer differs between layers, which this "
                          "script does not describe yet")
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head",
            attn_output_gate="headwise" if r.bool("gating", default=True) else "none")
@@ -537,7 +538,7 @@ def _read_muse_spark(r, s, ll, notes, warnings):
     L, h = s["num_layers"], s["hidden_size"]
     m, f = r.int("moe_hidden_size"), r.int("moe_intermediate_size")
     if (m * f) % h:
-        raise ValueError(f"{r.where}: moe_hidden_size x moe_intermediate_size is not a multiple of hidden_size")
+        raise CalcError(f"{r.where}: moe_hidden_size x moe_intermediate_size is not a multiple of hidden_size")
     _llama(r, s, ll, notes, warnings, "llama", attn_output_gate="elementwise", norms_per_layer=3)
     moe = _mlp_pattern(r, L, default_dense=())
     s.update(moe=bool(moe), num_experts=r.int("num_local_experts"), topk=r.int("num_experts_per_tok"),
@@ -686,7 +687,7 @@ def _read_doge(r, s, ll, notes, warnings):
     and before the MLP (2 h). Its cross-domain MoE (is_moe: product-key retrieval experts) is
     refused."""
     if r.bool("is_moe", default=False):
-        raise ValueError(f"{r.where}: Doge with is_moe (product-key retrieval experts) is not counted by this "
+        raise CalcError(f"{r.where}: Doge with is_moe (product-key retrieval experts) is not counted by this "
                          "script yet")
     _llama(r, s, ll, notes, warnings, "llama", qk_norm="head")
     kv, d, h = s["num_kv_heads"], s["head_dim"], s["hidden_size"]
@@ -706,7 +707,7 @@ def _read_hrm_text(r, s, ll, notes, warnings):
     n, H, Lc = r.int("num_layers_per_stack"), r.int("H_cycles", default=2), r.int("L_cycles", default=3)
     L = s["num_layers"]
     if not s.get("_layers_from_flag") and L != n * H * (Lc + 1):
-        raise ValueError(f"{r.where}: num_hidden_layers {L} is not num_layers_per_stack x H_cycles x (L_cycles + 1) "
+        raise CalcError(f"{r.where}: num_hidden_layers {L} is not num_layers_per_stack x H_cycles x (L_cycles + 1) "
                          f"= {n * H * (Lc + 1)}; transformers' cache would not match it")
     first_high = Lc * n  # the high stack first runs after L_cycles passes of the low one
     s["layer_overrides"] = {i: {"attention": {"tied": True}, "mlp": {"tied": True}} for i in range(L)

@@ -6,6 +6,7 @@ configs list attention and MLP as separate entries of layer_types). Each
 reader says what its modeling file builds, checked against the meta-device build
 (tests/test_all_types.py)."""
 
+from ..errors import CalcError
 from .families_moe import _mlp_pattern
 
 
@@ -177,10 +178,10 @@ def _read_dory(r, s, ll, notes, warnings):
     if half:
         lt = lt[::2]
         if "mlp" in lt:
-            raise ValueError(f"{r.where}: layer_types lists 'mlp' where an attention entry belongs (pairs of "
+            raise CalcError(f"{r.where}: layer_types lists 'mlp' where an attention entry belongs (pairs of "
                              "attention, mlp)")
         if L > len(lt):
-            raise ValueError(f"--num-layers {L} is more than the {len(lt)} layers (attention, mlp pairs) the "
+            raise CalcError(f"--num-layers {L} is more than the {len(lt)} layers (attention, mlp pairs) the "
                              "config's layer_types describes")
         s["num_layers"] = L = max(1, L)
     if lt is None:

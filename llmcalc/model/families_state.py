@@ -5,6 +5,7 @@ RecurrentGemma (Griffin's RG-LRU), Lara-mini (Gated DeltaNet), Bailing hybrid an
 Delta Attention). Each turns its config into the flat spec's fields, checked against the meta-device
 build (tests/test_all_types.py); their caches and FLOPs against transformers' own (VALIDATION.md)."""
 
+from ..errors import CalcError
 from .families_hybrid import _granite_mamba2, _mamba2_mixer
 from .families_more import _llama
 from .families_moe import _hyper_connection_layer_fields, _mlp_pattern, _note_mtp, _read_dsa_every_layer, _read_mla, _read_one_shared_expert, _read_routed_shared
@@ -216,7 +217,7 @@ def _read_zamba(r, s, ll, notes, warnings):
     d = r.int("attention_head_dim", default=A // a)
     n_mem = r.int("num_mem_blocks", default=1) if mt == "zamba2" else 1
     if mt == "zamba2" and r.bool("use_shared_attention_adapter", default=False):
-        raise ValueError(f"{r.where}: use_shared_attention_adapter (LoRA on the shared attention) is not counted "
+        raise CalcError(f"{r.where}: use_shared_attention_adapter (LoRA on the shared attention) is not counted "
                          "by this script yet")
     _llama(r, s, ll, notes, warnings, "llama", head_dim=d, num_kv_heads=r.int("num_key_value_heads", default=a),
            norms_per_layer=1, layer_types=["hybrid" if b == "hybrid" else "linear" for b in blocks],

@@ -2,6 +2,7 @@
 naming the field and the file in its one-line error; the fields it did not read that could change
 a count become warnings. Also the layer_types pattern every family may state."""
 
+from ..errors import CalcError
 from .hub import _short
 
 
@@ -66,7 +67,7 @@ class ConfigReader:
         self.warnings_out = [] if warnings_out is None else warnings_out
 
     def fail(self, key, what, value):
-        raise ValueError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
+        raise CalcError(f"{self.where}: field {key!r} {what}, got {_short(value)}")
 
     def has(self, key):
         return self.cfg.get(key) is not None
@@ -81,7 +82,7 @@ class ConfigReader:
         k0, v0 = found[0]
         for k, v in found[1:]:
             if v != v0:
-                raise ValueError(f"{self.where}: fields {k0!r} ({_short(v0)}) and {k!r} ({_short(v)}) "
+                raise CalcError(f"{self.where}: fields {k0!r} ({_short(v0)}) and {k!r} ({_short(v)}) "
                                  "disagree; keep one")
         return k0, v0
 

@@ -65,8 +65,8 @@ References:
 import sys
 
 from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, add_output_args,
-    bounded_int, check_ranges, count_float, finite_float, parse_tool_args, print_result,
-    print_warnings, ranges_epilog, run_tool, script_command)
+    bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
+    print_result, print_warnings, ranges_epilog, run_tool, script_command)
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
 from ..model.kinds import GDN_CHUNK, attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
@@ -76,6 +76,7 @@ from ..train.flops import (CORE_KEYS, SECONDS_PER_DAY, backward_flops, decode_ke
 
 
 DEFAULT_MFU = 0.40  # see the module docstring for why
+DEFAULT_TOKENS = 300e9  # T when --tokens is not given: the cookbook's default
 
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
@@ -359,11 +360,9 @@ def validate(args, parser):
         val = getattr(args, name)
         if val is not None and val <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {val}")
-    args.tokens_given = args.tokens is not None
-    if args.tokens is None:
-        args.tokens = 300e9  # the cookbook's default
-    if not args.tokens > 0 or args.tokens != int(args.tokens):
-        parser.error(f"--tokens must be a positive whole number, got {args.tokens:g}")
+    tokens = run_tokens(args)
+    if not tokens > 0 or tokens != int(tokens):
+        parser.error(f"--tokens must be a positive whole number, got {tokens:g}")
     if args.output_tokens is not None and args.output_tokens < 0:
         parser.error(f"--output-tokens must not be negative, got {args.output_tokens}")
     if not args.checkpoint_activations and args.recompute not in (None, "none"):
@@ -379,12 +378,17 @@ def validate(args, parser):
     check_ranges(args, parser, FLAG_RANGES)
 
 
+def run_tokens(args):
+    """T, the tokens to train on: --tokens, else DEFAULT_TOKENS."""
+    return DEFAULT_TOKENS if args.tokens is None else args.tokens
+
+
 def training_time_command(args, parser):
     """The calc_training_time.py command that costs this run's step on its GPUs (the layout's own
     MFU, --search for the fastest layout), from the flags given: the model flags as typed, the
     sequence, the global batch (-b here is samples), the tokens and the GPUs."""
-    words = [f"-s {args.sequence_length}", f"--tokens {_num(args.tokens)}", f"--num-gpus {args.num_gpus or 1}",
-             f"--global-batch-size {args.batch_size}"]
+    words = [f"-s {args.sequence_length}", f"--tokens {_num(run_tokens(args))}",
+             f"--num-gpus {args.num_gpus or 1}", f"--global-batch-size {args.batch_size}"]
     last = ([] if args.gpu else [f"--peak-tflops {args.peak_tflops:g}"]) + (
         [f"--dtype {args.dtype}"] if args.dtype != "bf16" else [])
     return script_command("calc_training_time.py", parser, args, words=words,
@@ -401,30 +405,69 @@ def peak_from_hardware(args, parser):
     return peak, f"{rec.get('name', args.gpu)} {args.dtype} dense, hardware.py"
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parse_tool_args(parser, argv)
-    validate(args, parser)
-    # The model defaults are every script's (experts in every layer, -ei 1; 8 experts, top-1); the
-    # cookbook's flops script alone took -e 128 -ei 2 (README, "Flags shared by name").
-    try:
-        spec, notes = resolve_model_spec(args)
-    except ValueError as exc:
-        parser.error(str(exc))
-    warnings = list(spec["warnings"])
-    s, b, T = args.sequence_length, args.batch_size, int(args.tokens)
-    attention = args.attention_flops or "full"
+def recompute_mode(args):
+    """(recompute mode, what set it): none for --infer or -ca, else --recompute, else full."""
     if args.infer:
-        recompute, recompute_source = "none", "--infer"
-    elif args.recompute is not None:
-        recompute, recompute_source = args.recompute, "--recompute"
-    elif not args.checkpoint_activations:
-        recompute, recompute_source = "none", "-ca"
+        return "none", "--infer"
+    if args.recompute is not None:
+        return args.recompute, "--recompute"
+    if not args.checkpoint_activations:
+        return "none", "-ca"
+    return "full", "default"
+
+
+def inference_flops(spec, args, *, attention):
+    """The inference section: prefill of P tokens, one decode step at the decode context, and o
+    decode steps."""
+    P = args.prompt_tokens or args.sequence_length
+    o = args.output_tokens or 0
+    ctx = args.decode_context or P + 1
+    prefill, decode_total = generate_flops(spec, prompt_tokens=P, output_tokens=o,
+                                           attention=attention)
+    return {"prompt_tokens": P, "output_tokens": o, "decode_context": ctx,
+            "prefill_flops": prefill,
+            "decode_flops_per_token": decode_flops_per_token(spec, context=ctx),
+            "decode_flops_total": decode_total,
+            "generate_flops": prefill + decode_total if o else 0}
+
+
+def time_and_cost(args, parser, *, model, hardware_total):
+    """Wall time, GPU-hours and cost of the run on --gpu or --peak-tflops at the MFU (or HFU);
+    None when neither is given."""
+    if args.gpu is None and args.peak_tflops is None:
+        return None
+    if args.gpu is not None:
+        peak, source = peak_from_hardware(args, parser)
     else:
-        recompute, recompute_source = "full", "default"
+        peak, source = args.peak_tflops * 1e12, "--peak-tflops"
+    n = args.num_gpus or 1
+    if args.hfu is not None:
+        kind, util, flops = "hfu", args.hfu, hardware_total
+    else:
+        kind, util, flops = "mfu", args.mfu or DEFAULT_MFU, model
+    wall = train_time_s(flops=flops, num_gpus=n, peak_flops_per_s=peak, utilization=util)
+    gpu_h = wall * n / 3600
+    return {"num_gpus": n, "peak_flops_per_s": peak, "peak_source": source,
+            "utilization_kind": kind,
+            "mfu": util if kind == "mfu" else model / hardware_total * util,
+            "hfu": util if kind == "hfu" else hardware_total / model * util,
+            "mfu_default": kind == "mfu" and args.mfu is None,
+            "wall_time_s": wall, "wall_time_days": wall / SECONDS_PER_DAY, "gpu_hours": gpu_h,
+            "cost_per_gpu_hour": args.cost_per_gpu_hour,
+            "cost": gpu_h * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None,
+            "layout_command": None if args.infer else training_time_command(args, parser)}
+
+
+def flops_result(spec, args, parser):
+    """The result dict main returns and prints: training FLOPs of T tokens (forward, backward,
+    recompute; model and hardware), the 6ND rules beside them, the inference section, time."""
+    s, b, T = args.sequence_length, args.batch_size, int(run_tokens(args))
+    attention = args.attention_flops or "full"
+    recompute, recompute_source = recompute_mode(args)
     groups = layer_groups(spec)
     has_moe = any(m["kind"] == "moe" for layer, _, _ in groups for m in layer["mlp"])
-    has_zero = any(m["kind"] == "moe" and m["zero_experts"] for layer, _, _ in groups for m in layer["mlp"])
+    has_zero = any(m["kind"] == "moe" and m["zero_experts"]
+                   for layer, _, _ in groups for m in layer["mlp"])
     attns = [a for layer, _, _ in groups for a in layer["attention"]]
 
     # One sequence of s tokens, then scaled to T tokens (T / s sequences; exact when s divides T).
@@ -443,69 +486,56 @@ def main(argv=None):
     core_full_per_token = sum(seq[k] for k in CORE_KEYS) / s
     six_nd = c * n_rule * T
     six_nd_attn = six_nd + (c // 2) * core_full_per_token * T
+    inference = inference_flops(spec, args, attention=attention)
+    return {"model": spec_summary(spec), "warnings": list(spec["warnings"]),
+            "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
+            "infer": args.infer, "tokens_given": args.tokens is not None, "recompute": recompute,
+            "recompute_source": recompute_source,
+            "attention_flops": attention,
+            "attention_flops_default": args.attention_flops is None,
+            "forward_breakdown_flops": fwd_parts,
+            "forward_flops": fwd, "backward_flops": bwd, "recompute_flops": rec,
+            "model_flops": model, "hardware_flops": hardware_total,
+            "model_flops_per_iteration": model / iterations,
+            "hardware_flops_per_iteration": hardware_total / iterations,
+            "forward_flops_per_sequence": sum(seq.values()),
+            "layer_kinds": layer_kind_flops(spec, seq_len=s, attention=attention,
+                                            decode_context=inference["decode_context"]),
+            "total_params": pb["total_params"], "active_params": pb["active_params"],
+            "params_for_rule": n_rule,
+            "params_for_rule_kind": "total, as 6ND is usually quoted" if not has_moe else
+                                    "total incl. all experts, as 6ND is usually quoted",
+            "six_n_d_flops": six_nd, "six_n_d_plus_attention_flops": six_nd_attn,
+            "six_n_active_d_flops": c * pb["active_params"] * T if has_moe else None,
+            "show_inference": bool(args.infer or args.prompt_tokens or args.output_tokens
+                                   or args.decode_context),
+            "inference": inference,
+            "time": time_and_cost(args, parser, model=model, hardware_total=hardware_total),
+            "convention": convention(attns, attention=attention,
+                                     default=args.attention_flops is None, zero_experts=has_zero)}
 
-    P = args.prompt_tokens or s
-    o = args.output_tokens or 0
-    ctx = args.decode_context or P + 1
-    prefill, decode_total = generate_flops(spec, prompt_tokens=P, output_tokens=o, attention=attention)
-    inference = {"prompt_tokens": P, "output_tokens": o, "decode_context": ctx,
-                 "prefill_flops": prefill,
-                 "decode_flops_per_token": decode_flops_per_token(spec, context=ctx),
-                 "decode_flops_total": decode_total,
-                 "generate_flops": prefill + decode_total if o else 0}
 
-    time = None
-    if args.gpu is not None or args.peak_tflops is not None:
-        if args.gpu is not None:
-            peak, source = peak_from_hardware(args, parser)
-        else:
-            peak, source = args.peak_tflops * 1e12, "--peak-tflops"
-        n = args.num_gpus or 1
-        if args.hfu is not None:
-            kind, util, flops = "hfu", args.hfu, hardware_total
-        else:
-            kind, util, flops = "mfu", args.mfu or DEFAULT_MFU, model
-        wall = train_time_s(flops=flops, num_gpus=n, peak_flops_per_s=peak, utilization=util)
-        gpu_h = wall * n / 3600
-        time = {"num_gpus": n, "peak_flops_per_s": peak, "peak_source": source,
-                "utilization_kind": kind, "mfu": util if kind == "mfu" else model / hardware_total * util,
-                "hfu": util if kind == "hfu" else hardware_total / model * util,
-                "mfu_default": kind == "mfu" and args.mfu is None,
-                "wall_time_s": wall, "wall_time_days": wall / SECONDS_PER_DAY, "gpu_hours": gpu_h,
-                "cost_per_gpu_hour": args.cost_per_gpu_hour,
-                "cost": gpu_h * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None,
-                "layout_command": None if args.infer else training_time_command(args, parser)}
-
-    res = {"model": spec_summary(spec), "warnings": warnings,
-           "tokens": T, "sequence_length": s, "batch_size": b, "iterations": iterations,
-           "infer": args.infer, "tokens_given": args.tokens_given, "recompute": recompute, "recompute_source": recompute_source,
-           "attention_flops": attention,
-           "attention_flops_default": args.attention_flops is None,
-           "forward_breakdown_flops": fwd_parts,
-           "forward_flops": fwd, "backward_flops": bwd, "recompute_flops": rec,
-           "model_flops": model, "hardware_flops": hardware_total,
-           "model_flops_per_iteration": model / iterations,
-           "hardware_flops_per_iteration": hardware_total / iterations,
-           "forward_flops_per_sequence": sum(seq.values()),
-           "layer_kinds": layer_kind_flops(spec, seq_len=s, attention=attention, decode_context=ctx),
-           "total_params": pb["total_params"], "active_params": pb["active_params"],
-           "params_for_rule": n_rule,
-           "params_for_rule_kind": "total, as 6ND is usually quoted" if not has_moe else
-                                   "total incl. all experts, as 6ND is usually quoted",
-           "six_n_d_flops": six_nd, "six_n_d_plus_attention_flops": six_nd_attn,
-           "six_n_active_d_flops": c * pb["active_params"] * T if has_moe else None,
-           "show_inference": bool(args.infer or args.prompt_tokens or args.output_tokens
-                                  or args.decode_context),
-           "inference": inference, "time": time,
-           "convention": convention(attns, attention=attention, default=args.attention_flops is None,
-                                    zero_experts=has_zero)}
+def main(argv=None):
+    parser = build_parser()
+    args = parse_tool_args(parser, argv)
+    validate(args, parser)
+    # The model defaults are every script's (experts in every layer, -ei 1; 8 experts, top-1); the
+    # cookbook's flops script alone took -e 128 -ei 2 (README, "Flags shared by name").
+    with calc_errors(parser):
+        spec, notes = resolve_model_spec(vars(args))
+    res = flops_result(spec, args, parser)
     for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(warnings, as_json=args.json)
-    print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"{r['model_flops']:.4e} FLOPs" if r["tokens_given"] or not r["infer"]
-                        else f"{r['inference']['prefill_flops']:.4e} FLOPs per prefill") if args.brief else None)
+    print_warnings(res["warnings"], as_json=args.json)
+    print_result(res, as_json=args.json, report=format_report, brief=brief_line if args.brief else None)
     return res
+
+
+def brief_line(res):
+    """--brief: the training FLOPs, or a request's prefill FLOPs for --infer without --tokens."""
+    if res["tokens_given"] or not res["infer"]:
+        return f"{res['model_flops']:.4e} FLOPs"
+    return f"{res['inference']['prefill_flops']:.4e} FLOPs per prefill"
 
 
 if __name__ == "__main__":

@@ -45,8 +45,8 @@ References:
 
 import sys
 
-from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, check_ranges,
-    parse_tool_args, print_result, print_warnings, ranges_epilog, run_tool)
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, calc_errors,
+    check_ranges, parse_tool_args, print_result, print_warnings, ranges_epilog, run_tool)
 from ..model.formulas import param_breakdown
 from ..model.spec import resolve_model_spec, spec_summary
 
@@ -132,10 +132,8 @@ def main(argv=None):
     if args.sequence_length <= 0:
         parser.error(f"--sequence-length must be positive, got {args.sequence_length}")
     check_ranges(args, parser, FLAG_RANGES)
-    try:
-        spec, notes = resolve_model_spec(args)
-    except ValueError as exc:
-        parser.error(str(exc))
+    with calc_errors(parser):
+        spec, notes = resolve_model_spec(vars(args))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print_warnings(spec["warnings"], as_json=args.json)
