@@ -604,7 +604,7 @@ def test_decode_memory_bound_at_batch_1_every_model_and_gpu(model, data):
         return
     args = cil.build_parser().parse_args(["--gpu", gpu])
     args.activation_bits = 16
-    hw, _ = cil.resolve_hardware(args, cil.build_parser())
+    hw, _ = cil.hardware_from_flags(args, cil.build_parser())
     r = cil.forward_pass(spec, hw, tp=1, pp=1, batch=1, new_tokens=1, context_before=1024,
                          w_bits=16, a_bits=16, kv_bits=16, absorbed=True)
     assert r["bound"] == "memory", (model, gpu)
@@ -1451,7 +1451,7 @@ def test_alltoall_matches_deepep_low_latency_table(ep):
     to 256 is 12%)."""
     args = cil.build_parser().parse_args(["--gpu", "h800", "-tp", "1", "-dp", str(ep)])
     args.activation_bits = 16
-    hw, _ = cil.resolve_hardware(args, cil.build_parser())
+    hw, _ = cil.hardware_from_flags(args, cil.build_parser())
     h, copies = 7168, 128 * 8
     dispatch = cil.group_collective_s("alltoall", size_bytes=copies * (h + h // 128 * 4), n=ep, stride=1, hw=hw)
     combine = cil.group_collective_s("alltoall", size_bytes=copies * h * 2, n=ep, stride=1, hw=hw)
