@@ -5986,7 +5986,7 @@ def trtllm_pre_xqa_command(p):
     return ["# TensorRT-LLM v0.5-v0.7 (before XQA) has no server command: build the engine "
             f"(examples/<model>/build.py, --world_size {p.tp * p.dp}, --max_batch_size "
             f"{p.max_num_seqs or 'N'}) and serve it with Triton's tensorrtllm_backend "
-            "(scripts/launch_triton_server.py); a current TensorRT-LLM runs with XQA: "
+            "(its v0.5-v0.7 release); a current TensorRT-LLM runs with XQA: "
             "--serving-stack tensorrt-llm"]
 
 
@@ -6032,8 +6032,8 @@ def no_server_command(p):
 def hf_generate_command(p):
     """transformers' generate() in eager PyTorch is called from a script, not a server."""
     return ["# hf-eager is transformers' generate() in eager PyTorch: no server command; call "
-            f"model.generate() from your own script (AutoModelForCausalLM.from_pretrained({p.model!r}), "
-            f"tensor parallel {p.tp} through torch.distributed: torchrun --nproc-per-node {p.tp})"]
+            f"AutoModelForCausalLM.from_pretrained({p.model!r}).generate() from your own script"
+            + (f" (tp {p.tp}: tp_plan='auto', under torchrun --nproc-per-node {p.tp})" if p.tp > 1 else "")]
 
 
 # ======== llmcalc/serve/offload.py ================================================================
