@@ -1894,3 +1894,22 @@ def test_trtllm_pytorch_preset_slows_only_the_moe_blocks():
     ca, cb = a["decode_first_step_components_s"], b["decode_first_step_components_s"]
     assert cb["mlp"] == pytest.approx(cil.TRTLLM_PYTORCH_MOE_FACTOR * ca["mlp"], rel=1e-12)
     assert all(cb[k] == ca[k] for k in ca if k != "mlp")
+
+
+def test_vllm_batch_defaults_follow_vllms_own_rule_on_every_gpu():
+    # vLLM's get_batch_defaults (vllm/engine/arg_utils.py): the larger defaults (8192 batched
+    # tokens, 1024 sequences) when `device_memory >= 70 GiB and "a100" not in device_name`, else
+    # 2048 and 256. The preset reads the record's kernel_family instead of the name; on every GPU
+    # of the table the two rules must give the same defaults.
+    try:
+        hardware = importlib.import_module("hardware")
+    except ImportError:
+        pytest.skip("hardware.py not beside the script")
+    for name in hardware.list_accelerators():
+        rec = hardware.get_accelerator(name)
+        if not any((rec["peak_flops_per_s"] or {}).get(k) for k in ("bf16", "fp16")):
+            continue
+        args = cil.build_parser().parse_args(["--gpu", name, "--serving-stack", "vllm"])
+        hw, _ = cil.hardware_from_flags(args, cil.build_parser())
+        large = hw["gpu_memory_bytes"] >= 70 * 2 ** 30 and "a100" not in rec["full_name"].lower()
+        assert (hw["token_budget"], hw["max_num_seqs"]) == ((8192, 1024) if large else (2048, 256)), name

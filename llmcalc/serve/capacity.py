@@ -1,6 +1,6 @@
 """Capacity planning: how many GPUs, of which kind, serve a request rate within a TTFT and TPOT
-target at a percentile, and what a million input and output tokens then cost; with the engine
-command that sets the winner up.
+target at a percentile, and what a million input and output tokens then cost (the command that
+sets the winner up is its stack's own, launch.py).
 
 For each GPU kind and each replica layout that holds the model (tensor parallel inside a node;
 data-parallel attention and expert parallelism for MoE models), the most requests per second one

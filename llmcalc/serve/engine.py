@@ -67,12 +67,12 @@ def serve_steady_state(spec, hw, req, *, tp, pp, s, o, bits, w_bytes):
              f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} GiB of weights")
     if cap < 1 and pool > 0:  # a pool, too small for one request's cache
         raise CalcError(f"one request of {s + o:,} tokens needs {per_req / 2**30:.2f} GiB of KV cache per GPU and "
-                     f"the pool holds {pool / 2**30:.2f} GiB ({share}); shorten -s/-o, raise -tp/-pp or cut "
-                     "--kv-cache-bits")
+                        f"the pool holds {pool / 2**30:.2f} GiB ({share}); shorten -s/-o, raise -tp/-pp or cut "
+                        "--kv-cache-bits")
     if cap < 1:
         raise CalcError(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
-                     f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "
-                     "raise --gpu-memory-utilization")
+                        f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "
+                        "raise --gpu-memory-utilization")
     budget = hw["token_budget"] or math.inf  # None: every waiting prompt in one step
     base = dict(token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool, kv_bytes_per_request_per_gpu=per_req,
                 kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=req.concurrency,
@@ -93,7 +93,7 @@ def serve_steady_state(spec, hw, req, *, tp, pp, s, o, bits, w_bytes):
         except SimulationTooLong as exc:
             left, done, n = exc.args
             raise CalcError(f"--num-requests {n:,} would take about {left / 60:,.0f} more minutes to simulate "
-                         f"({done:,} done); run fewer requests (the statistics settle within a few thousand)")
+                            f"({done:,} done); run fewer requests (the statistics settle within a few thousand)")
         rps = st["requests_per_s"]
         at_once = req.request_rate is not None and math.isinf(req.request_rate)  # JSON has no inf
         base.update(request_rate=None if at_once else req.request_rate, sent_at_once=at_once)
@@ -110,15 +110,15 @@ def serve_steady_state(spec, hw, req, *, tp, pp, s, o, bits, w_bytes):
             held = (f"the KV pool holds {cap} requests of {s + o} tokens" if run_cap == cap else
                     f"the stack runs at most {run_cap} requests at once (--max-num-seqs)")
             raise CalcError(f"--request-rate {number_text(req.request_rate)}/s is more than this layout sustains: "
-                         f"{held}, which serve at most {st['requests_per_s']:.4g} requests/s; lower the "
-                         "rate or add GPUs")
+                            f"{held}, which serve at most {st['requests_per_s']:.4g} requests/s; lower the "
+                            "rate or add GPUs")
     else:
         c = req.concurrency
         if c > cap and run_cap == cap and req.refuse_past_pool:
             raise CalcError(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU: "
-                         f"{share}) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
-                         "raise -tp or -dp, or cut --kv-cache-bits or s + o (or drop --refuse-past-pool: "
-                         "the server queues them)")
+                            f"{share}) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
+                            "raise -tp or -dp, or cut --kv-cache-bits or s + o (or drop --refuse-past-pool: "
+                            "the server queues them)")
         st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
     req_s = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req_s, st["e2e_s"] + req_s
@@ -186,7 +186,7 @@ def serve_mix(spec, hw, req, *, tp, pp, bits, pool, per_req, context, seqs, base
     except SimulationTooLong as exc:
         left, done, n = exc.args
         raise CalcError(f"{n:,} requests would take about {left / 60:,.0f} more minutes to simulate ({done:,} done); "
-                     "run fewer (--num-requests)")
+                        "run fewer (--num-requests)")
     except ValueError as exc:
         raise CalcError(f"{exc}: cut the longest requests, raise -tp/-pp or cut --kv-cache-bits")
     at_once = req.request_rate is not None and math.isinf(req.request_rate)
@@ -213,7 +213,7 @@ def host_tier(spec, hw, req, *, tp, pp, bits, per_req, context, s_mean):
           else hw.get("host_kv_bytes_per_s"))
     if bw is None:
         raise CalcError(f"the host link of {hw.get('gpu') or 'this GPU'} is not known here: give "
-                     "--host-kv-bandwidth-gbps")
+                        "--host-kv-bandwidth-gbps")
     per_token = per_req / context  # KV bytes per token on one GPU
     n = max(1, round(s_mean))
     pre = forward_pass(spec, hw, tp=tp, pp=pp, batch=1, new_tokens=n, context_before=0, absorbed=False,

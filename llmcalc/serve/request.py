@@ -1,6 +1,7 @@
 """The serving request a run answers: its layout, bits, load, request mix and targets, as the tool
 resolves them from its flags (defaults filled, a mix's means standing for s and o). Built once by
-the tool (tools/latency.py), read by engine.py, search.py and capacity.py; no argparse below it."""
+the tool (tools/latency.py), read by engine.py, search.py and capacity.py, which never see the
+command line itself."""
 
 from ..records import Record
 
@@ -56,5 +57,5 @@ class ServingRequest(Record):
 
     @classmethod
     def from_flags(cls, flags):
-        """The request as the flags give it (an argparse namespace or any object with them)."""
+        """The request as the flags give it (the parsed flags, or any object with them)."""
         return cls({k: getattr(flags, k) for k in cls.FLAGS})

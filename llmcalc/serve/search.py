@@ -331,7 +331,7 @@ def search_serving(spec, req, fmt, *, gpu, gpu_given, flags):
     if not points:
         if best["tpot"] is None:
             raise CalcError(f"no layout of {N} GPUs holds the weights and one request of {s + o} tokens; "
-                         "raise --num-gpus or cut --weight-bits")
+                            "raise --num-gpus or cut --weight-bits")
         miss = []
         if best["tpot"]["tpot_s"] > max_tpot:
             miss.append(f"the lowest TPOT any layout reaches is {best['tpot']['tpot_s'] * 1e3:.3g} ms "
@@ -339,8 +339,8 @@ def search_serving(spec, req, fmt, *, gpu, gpu_given, flags):
         if best["ttft"]["ttft_s"] > max_ttft:
             miss.append(f"the lowest TTFT is {best['ttft']['ttft_s'] * 1e3:.3g} ms ({layout_label(best['ttft'])})")
         raise CalcError(f"no layout of {N} GPUs meets the targets: " + "; ".join(miss or [
-            "each layout meets one target only at a concurrency that misses the other"])
-            + "; relax --max-ttft-ms/--max-tpot-ms or raise --num-gpus")
+               "each layout meets one target only at a concurrency that misses the other"])
+               + "; relax --max-ttft-ms/--max-tpot-ms or raise --num-gpus")
     front = pareto_front(points)
     gpu = next(iter(hw_cache.values()))  # every layout runs on the one accelerator
     return {"num_gpus": N, "gpu": gpu["gpu"], "gpu_default": gpu["gpu_default"], "missed": missed,

@@ -1,5 +1,9 @@
-"""Serving stack presets (vLLM, SGLang, TensorRT-LLM and its PyTorch backend) with the constants
-they set, and the hardware a serving run resolves to (--gpu or explicit flags)."""
+"""Serving stacks (vLLM, SGLang, TensorRT-LLM and its PyTorch backend, Triton, FasterTransformer,
+plain transformers, the kernels-only model), one ServingStack record each: the constants they set,
+their scheduler defaults and their launch command (launch.py); and the hardware a serving run
+resolves to (ServingHardware: the GPU record the tool gives, the flags over it, the layout's links
+and the stack's costs). Nothing here reads a GPU's or a stack's name to decide: the GPU's facts
+are its record's fields, the stack's its record's."""
 
 import math
 
@@ -190,7 +194,7 @@ SERVING_STACKS = {s["name"]: s for s in (
            launch=vllm_command),
     # SGLang: TensorRT-LLM-derived custom all-reduce (PR #2904, as tensorrt-llm); the overlap
     # scheduler hides host work (v0.4 blog: no idle time between decode batches): 0 per step;
-    # chunked_prefill_size 2048 below 35 GB, 8192 below 160 GB, else 16384 (server_args.py);
+    # chunked_prefill_size 2048 below 35 GB, 8192 below 160 GB, else 16384 (its ServerArgs defaults);
     # max_running_requests unset: derived from the KV token pool (no cap here beyond the pool);
     # per-request cost assumed vLLM's (no SGLang figure found)
     _stack("sglang", allreduce_us=4.4, allreduce_gbps=31.0, request_overhead_ms=4.0,
@@ -205,7 +209,7 @@ SERVING_STACKS = {s["name"]: s for s in (
 # defaults are what a user gets without tuning
 DEFAULT_SERVING_STACK = "vllm"
 ALLOWED_BITS = (4, 8, 16, 32)
-# The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real
+# The range of each script flag (its dest: (lo, hi), both inclusive): far past any real
 # request or accelerator (1e6 TFLOP/s and 1e6 GB/s ~ 500 x an H100; 1e9 tokens ~ 100 x the
 # longest context), and tight enough that no time overflows to inf, divides by ~0 or turns
 # negative. The bit widths take ALLOWED_BITS; the model flags have their caps in model/spec.py (_CAPS).
@@ -269,7 +273,7 @@ class HardwareFlags(Record):
 
     @classmethod
     def from_flags(cls, flags):
-        """The overrides as the flags give them (an argparse namespace or any object with them)."""
+        """The overrides as the flags give them (the parsed flags, or any object with them)."""
         return cls({k: getattr(flags, k) for k in cls.FIELDS})
 
 
