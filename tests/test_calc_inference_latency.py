@@ -618,11 +618,12 @@ def test_allreduce_defaults_are_the_collectives_block_and_its_measurements():
     collectives = importlib.import_module("llmcalc.comm.collectives")
     stacks = importlib.import_module("llmcalc.serve.stacks")
     assert stacks.DEFAULT_ALLREDUCE_EFFICIENCY is collectives.SCALE_UP_EFFICIENCY
-    assert stacks.DEFAULT_ALLREDUCE_LATENCY_US * 1e-6 == pytest.approx(collectives.ALPHA_LAUNCH_S, rel=1e-12)
+    alpha = collectives.ALPHA_LAUNCH_S
+    assert stacks.DEFAULT_ALLREDUCE_LATENCY_US * 1e-6 == pytest.approx(alpha, rel=1e-12)
     args = cil.build_parser().parse_args(["--serving-stack", "kernels", "-tp", "2"])
     hw, _ = cil.hardware_from_flags(args, cil.build_parser())
     assert hw["link_efficiency"] == collectives.SCALE_UP_EFFICIENCY
-    assert hw["nccl_latency_s"] == hw["link_latency_s"] == pytest.approx(collectives.ALPHA_LAUNCH_S, rel=1e-12)
+    assert hw["nccl_latency_s"] == hw["link_latency_s"] == pytest.approx(alpha, rel=1e-12)
     # by value, against the measurements the block names: nccl-tests' all_reduce_perf floor of
     # 10.14 us on 2 x A100 is the call cost plus two LL hops over NVLink (within 0.1 us), and ring
     # busbw / line rate is 235/300 on A100 and 370/450 on H100 (0.80 lies between them)
@@ -1047,10 +1048,10 @@ def test_rank_split_agrees_with_the_memory_script_on_a_hand_count():
     # (replicated, Megatron-LM / vLLM), the query heads and the MLP split 16 ways, the norms whole,
     # embedding and head split over the vocabulary. Counted by hand here, at 16 bits:
     h, a, kv, d, f, V, L, tp = 4096, 32, 8, 128, 14336, 128256, 32, 16
-    attn = h * (a // tp * d) + 2 * h * (max(1, kv // tp) * d) + (a // tp * d) * h   # q, k + v, o
-    mlp = 3 * h * (f // tp)                                                          # gate, up, down
-    layer = attn + mlp + 2 * h                                                       # + two RMSNorms
-    per_gpu = L * layer + 2 * V * h // tp + h                                        # + embed, head, norm
+    attn = h * (a // tp * d) + 2 * h * (max(1, kv // tp) * d) + (a // tp * d) * h  # q, k + v, o
+    mlp = 3 * h * (f // tp)                                       # gate, up, down
+    layer = attn + mlp + 2 * h                                    # + two RMSNorms
+    per_gpu = L * layer + 2 * V * h // tp + h                     # + embed, head, final norm
     assert (attn, mlp, layer) == (3_145_728, 11_010_048, 14_163_968)
     from conftest import config_path, run_main
     import calc_transformer_mem as mem
@@ -1912,4 +1913,5 @@ def test_vllm_batch_defaults_follow_vllms_own_rule_on_every_gpu():
         args = cil.build_parser().parse_args(["--gpu", name, "--serving-stack", "vllm"])
         hw, _ = cil.hardware_from_flags(args, cil.build_parser())
         large = hw["gpu_memory_bytes"] >= 70 * 2 ** 30 and "a100" not in rec["full_name"].lower()
-        assert (hw["token_budget"], hw["max_num_seqs"]) == ((8192, 1024) if large else (2048, 256)), name
+        want = (8192, 1024) if large else (2048, 256)
+        assert (hw["token_budget"], hw["max_num_seqs"]) == want, name

@@ -166,8 +166,10 @@ def test_every_stacks_capacity_plan_launches_that_stack(stack):
     others = {p for s, p in STACK_PROGRAMS.items() if p != STACK_PROGRAMS[stack]}
     assert not [p for p in others if p in cmd], (stack, cmd)
     if stack in BACKEND:
-        assert BACKEND[stack] in cmd and not [b for b in BACKEND.values() if b != BACKEND[stack] and b in cmd]
+        assert BACKEND[stack] in cmd
+        assert not [b for b in BACKEND.values() if b != BACKEND[stack] and b in cmd]
     if not cmd.startswith("#"):  # a real command carries the layout the plan chose
         tp = res["layout"]["tp"]
-        assert any(f"{flag}{tp}" in cmd for flag in ("--tensor-parallel-size ", "--tp ", "--tp_size ",
-                                                      "--world_size ", "tensor_para_size ", "-n ")), cmd
+        flags = ("--tensor-parallel-size ", "--tp ", "--tp_size ", "--world_size ",
+                 "tensor_para_size ", "-n ")
+        assert any(f"{flag}{tp}" in cmd for flag in flags), cmd

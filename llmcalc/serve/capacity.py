@@ -38,8 +38,8 @@ def cost_per_million_tokens(*, dollars_per_hour, input_tokens_per_s, output_toke
     return i, o
 
 
-def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile, rate, max_ttft, max_tpot,
-                  sim_requests, progress=None):
+def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile, rate, max_ttft,
+                  max_tpot, sim_requests, progress=None):
     """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` ((name as given, accelerator
     record) pairs; `flags` the HardwareFlags over them) that serve `rate` requests/s
     of `requests`' mix within max_ttft / max_tpot (seconds, inf: none) at `percentile` (50, 90 or
@@ -51,7 +51,7 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
     q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
-    steps = req.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark run takes it
+    steps = req.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark runs it
     cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
     # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
     key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
@@ -91,9 +91,10 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
             memo = {}
 
             def run(r):
-                return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
-                                         pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=req.seed,
-                                         pp=pp, dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
+                return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests],
+                                         token_budget=budget, pool_tokens=pool_tokens,
+                                         max_running=seqs, bits=bits, rate=r, seed=req.seed, pp=pp,
+                                         dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
 
             def meets(st):
                 return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
@@ -127,9 +128,10 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
-        st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
-                               pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
-                               seed=req.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
+        st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests],
+                               token_budget=c["budget"], pool_tokens=c["pool_tokens"],
+                               max_running=c["max_num_seqs"], bits=bits, rate=a_rate, seed=req.seed,
+                               pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
         mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
                   decode_context=s_mean + o_mean / 2)
         full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],

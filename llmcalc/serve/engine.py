@@ -61,64 +61,39 @@ def serve_steady_state(spec, hw, req, *, tp, pp, s, o, bits, w_bytes):
                                           state_bits=req.state_bits, dp=dp)
     seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
     run_cap = min(cap, seqs) if seqs else cap  # requests that run at once
-    util = hw["memory_utilization"]
-    share = (f"{util:g} x what the weights ({w_bytes / 2**30:.2f} GiB) leave of {hw['gpu_memory_bytes'] / 2**30:.2f} GiB"
-             if hw.get("pool_of_free") else
-             f"{util:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB less {w_bytes / 2**30:.2f} GiB of weights")
-    if cap < 1 and pool > 0:  # a pool, too small for one request's cache
-        raise CalcError(f"one request of {s + o:,} tokens needs {per_req / 2**30:.2f} GiB of KV cache per GPU and "
-                        f"the pool holds {pool / 2**30:.2f} GiB ({share}); shorten -s/-o, raise -tp/-pp or cut "
-                        "--kv-cache-bits")
+    share = pool_share_text(hw, w_bytes)
     if cap < 1:
-        raise CalcError(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in {util:g} x "
-                        f"{hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp, cut --weight-bits or "
-                        "raise --gpu-memory-utilization")
+        refuse_no_pool(hw, pool=pool, per_req=per_req, context=s + o, share=share, w_bytes=w_bytes)
     budget = hw["token_budget"] or math.inf  # None: every waiting prompt in one step
-    base = dict(token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool, kv_bytes_per_request_per_gpu=per_req,
-                kv_pool_max_concurrency=cap, max_num_seqs=seqs, concurrency=req.concurrency,
-                request_rate=req.request_rate)
+    base = dict(token_budget=hw["token_budget"], kv_pool_bytes_per_gpu=pool,
+                kv_bytes_per_request_per_gpu=per_req, kv_pool_max_concurrency=cap,
+                max_num_seqs=seqs, concurrency=req.concurrency, request_rate=req.request_rate)
     if req.requests:
         return serve_mix(spec, hw, req, tp=tp, pp=pp, bits=bits, pool=pool, per_req=per_req,
                          context=s + o, seqs=seqs, base=base)
     if req.num_requests is not None:
-        from .simulate import SimulationTooLong, simulate_benchmark  # only --num-requests
-        try:
-            sp = hw.get("speculative")
-            steps = (speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=True)
-                     if sp and o > 1 else None)
-            st = simulate_benchmark(spec, hw, tp=tp, num_requests=req.num_requests, prompt_tokens=s, output_tokens=o,
-                                    token_budget=budget, run_cap=run_cap, bits=bits, output_steps=steps,
-                                    rate=req.request_rate, concurrency=req.concurrency, arrivals=req.arrivals,
-                                    seed=req.seed, pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
-        except SimulationTooLong as exc:
-            left, done, n = exc.args
-            raise CalcError(f"--num-requests {n:,} would take about {left / 60:,.0f} more minutes to simulate "
-                            f"({done:,} done); run fewer requests (the statistics settle within a few thousand)")
-        rps = st["requests_per_s"]
-        at_once = req.request_rate is not None and math.isinf(req.request_rate)  # JSON has no inf
-        base.update(request_rate=None if at_once else req.request_rate, sent_at_once=at_once)
-        return dict(st, **base, benchmark=True, arrivals=req.arrivals, seed=req.seed,
-                    running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
-                    output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
-                    tokens_per_s_per_user=1.0 / st["tpot_s"])
+        return simulated_run(spec, hw, req, tp=tp, pp=pp, s=s, o=o, bits=bits, budget=budget,
+                             run_cap=run_cap, base=base)
     sp = hw.get("speculative")  # a request's decode steps at the accepted tokens per step
-    o_steps = speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"], whole=False) if sp else o
-    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits, dp=dp, ep=ep)
+    o_steps = (speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"],
+                                        whole=False) if sp else o)
+    kw = dict(tp=tp, pp=pp, prompt_tokens=s, output_tokens=o_steps, token_budget=budget, bits=bits,
+              dp=dp, ep=ep)
     if req.request_rate is not None:
         c, st = concurrency_for_rate(spec, hw, rate=req.request_rate, limit=run_cap, **kw)
         if c is None:  # st: the steady state of a full KV pool (or of the running cap)
             held = (f"the KV pool holds {cap} requests of {s + o} tokens" if run_cap == cap else
                     f"the stack runs at most {run_cap} requests at once (--max-num-seqs)")
-            raise CalcError(f"--request-rate {number_text(req.request_rate)}/s is more than this layout sustains: "
-                            f"{held}, which serve at most {st['requests_per_s']:.4g} requests/s; lower the "
-                            "rate or add GPUs")
+            raise CalcError(f"--request-rate {number_text(req.request_rate)}/s is more than this "
+                            f"layout sustains: {held}, which serve at most "
+                            f"{st['requests_per_s']:.4g} requests/s; lower the rate or add GPUs")
     else:
         c = req.concurrency
         if c > cap and run_cap == cap and req.refuse_past_pool:
-            raise CalcError(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB per GPU: "
-                            f"{share}) holds {cap} requests of {s + o} tokens; use -c {cap} or less, "
-                            "raise -tp or -dp, or cut --kv-cache-bits or s + o (or drop --refuse-past-pool: "
-                            "the server queues them)")
+            raise CalcError(f"--concurrency {c} does not fit: the KV pool ({pool / 2**30:.2f} GiB "
+                            f"per GPU: {share}) holds {cap} requests of {s + o} tokens; use -c "
+                            f"{cap} or less, raise -tp or -dp, or cut --kv-cache-bits or s + o (or "
+                            "drop --refuse-past-pool: the server queues them)")
         st = steady_state(spec, hw, concurrency=min(c, run_cap), **kw)
     req_s = hw["request_overhead_s"]
     ttft, e2e = st["ttft_s"] + req_s, st["e2e_s"] + req_s
@@ -138,6 +113,54 @@ def serve_steady_state(spec, hw, req, *, tp, pp, s, o, bits, w_bytes):
                 tokens_per_s_per_user=1.0 / st["tpot_s"])
 
 
+def pool_share_text(hw, w_bytes):
+    """The memory the KV pool is a share of, in words (the stack's rule: of the GPU less the
+    weights, or of what the weights leave)."""
+    util, gib = hw["memory_utilization"], hw["gpu_memory_bytes"] / 2 ** 30
+    if hw.get("pool_of_free"):
+        return f"{util:g} x what the weights ({w_bytes / 2**30:.2f} GiB) leave of {gib:.2f} GiB"
+    return f"{util:g} x {gib:.2f} GiB less {w_bytes / 2**30:.2f} GiB of weights"
+
+
+def refuse_no_pool(hw, *, pool, per_req, context, share, w_bytes):
+    """CalcError: the pool cannot hold one request (or there is no pool), saying what would fit."""
+    if pool > 0:  # a pool, too small for one request's cache
+        raise CalcError(f"one request of {context:,} tokens needs {per_req / 2**30:.2f} GiB of KV "
+                        f"cache per GPU and the pool holds {pool / 2**30:.2f} GiB ({share}); "
+                        "shorten -s/-o, raise -tp/-pp or cut --kv-cache-bits")
+    raise CalcError(f"the weights ({w_bytes / 2**30:.2f} GiB per GPU) leave no KV pool in "
+                    f"{hw['memory_utilization']:g} x {hw['gpu_memory_bytes'] / 2**30:.2f} GiB; "
+                    "raise -tp/-pp, cut --weight-bits or raise --gpu-memory-utilization")
+
+
+def simulated_run(spec, hw, req, *, tp, pp, s, o, bits, budget, run_cap, base):
+    """--num-requests of alike requests: simulate_benchmark's run, as the dict main reports under
+    "serving"; CalcError when it would run too long."""
+    from .simulate import SimulationTooLong, simulate_benchmark  # only --num-requests
+    dp, ep = req.data_parallel_size, req.expert_parallel_size
+    try:
+        sp = hw.get("speculative")
+        steps = (speculative_decode_steps(output_tokens=o, tokens_per_step=sp["tokens_per_step"],
+                                          whole=True) if sp and o > 1 else None)
+        st = simulate_benchmark(spec, hw, tp=tp, num_requests=req.num_requests, prompt_tokens=s,
+                                output_tokens=o, token_budget=budget, run_cap=run_cap, bits=bits,
+                                output_steps=steps, rate=req.request_rate,
+                                concurrency=req.concurrency, arrivals=req.arrivals, seed=req.seed,
+                                pp=pp, dp=dp, ep=ep, progress=lambda m: print(m, file=sys.stderr))
+    except SimulationTooLong as exc:
+        left, done, n = exc.args
+        raise CalcError(f"--num-requests {n:,} would take about {left / 60:,.0f} more minutes to "
+                        f"simulate ({done:,} done); run fewer requests (the statistics settle "
+                        "within a few thousand)") from None
+    rps = st["requests_per_s"]
+    at_once = req.request_rate is not None and math.isinf(req.request_rate)  # JSON has no inf
+    base.update(request_rate=None if at_once else req.request_rate, sent_at_once=at_once)
+    return dict(st, **base, benchmark=True, arrivals=req.arrivals, seed=req.seed,
+                running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,
+                output_tokens_per_s=rps * o, output_tokens_per_s_per_gpu=rps * o / (tp * dp * pp),
+                tokens_per_s_per_user=1.0 / st["tpot_s"])
+
+
 def workload_requests(req):
     """The requests of a --num-requests run that are not all alike, or None when they are: a
     --trace file, a drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
@@ -149,15 +172,17 @@ def workload_requests(req):
         try:
             reqs = read_trace(req.trace)
         except ValueError as exc:
-            raise CalcError(str(exc))
+            raise CalcError(str(exc)) from None
         reqs = reqs[:n] if n is not None else reqs
     elif req.dataset == "random":
-        reqs = random_requests(n=n, input_len=req.random_input_len, output_len=req.random_output_len,
-                               range_ratio=req.random_range_ratio, prefix_tokens=p, seed=seed)
+        reqs = random_requests(n=n, input_len=req.random_input_len,
+                               output_len=req.random_output_len, range_ratio=req.random_range_ratio,
+                               prefix_tokens=p, seed=seed)
     elif req.dataset == "sharegpt":
         reqs = sharegpt_requests(n=n, prefix_tokens=p, seed=seed)
-    elif (p or (req.num_scheduler_steps or 1) > 1) and n is not None:  # prefixes or multi-step: per request
-        reqs = fixed_requests(n=n, input_len=req.prompt_tokens, output_len=req.output_tokens, prefix_tokens=p)
+    elif (p or (req.num_scheduler_steps or 1) > 1) and n is not None:  # prefixes, multi-step: each
+        reqs = fixed_requests(n=n, input_len=req.prompt_tokens, output_len=req.output_tokens,
+                              prefix_tokens=p)
     else:
         return None
     return apply_hit_rate(reqs, hit_rate=req.prefix_hit_rate, seed=seed)
@@ -180,22 +205,25 @@ def serve_mix(spec, hw, req, *, tp, pp, bits, pool, per_req, context, seqs, base
                                host_tokens=host["host_tokens"] if host else 0,
                                host_s_per_token=host["load_s_per_token"] if host else 0.0,
                                scheduler_steps=req.num_scheduler_steps or 1,
-                               max_running=seqs, bits=bits, rate=req.request_rate, concurrency=req.concurrency,
+                               max_running=seqs, bits=bits, rate=req.request_rate,
+                               concurrency=req.concurrency,
                                arrivals=req.arrivals, seed=req.seed, pp=pp, dp=dp, ep=ep,
                                progress=lambda m: print(m, file=sys.stderr))
     except SimulationTooLong as exc:
         left, done, n = exc.args
-        raise CalcError(f"{n:,} requests would take about {left / 60:,.0f} more minutes to simulate ({done:,} done); "
-                        "run fewer (--num-requests)")
+        raise CalcError(f"{n:,} requests would take about {left / 60:,.0f} more minutes to "
+                        f"simulate ({done:,} done); run fewer (--num-requests)")
     except ValueError as exc:
-        raise CalcError(f"{exc}: cut the longest requests, raise -tp/-pp or cut --kv-cache-bits")
+        raise CalcError(f"{exc}: cut the longest requests, raise -tp/-pp or cut "
+                        "--kv-cache-bits") from None
     at_once = req.request_rate is not None and math.isinf(req.request_rate)
     base.update(request_rate=None if at_once else req.request_rate, sent_at_once=at_once)
     mix = length_summary(reqs)
     mix.update(dataset=req.dataset or ("trace" if req.trace else "fixed"), trace=req.trace,
                random_range_ratio=req.random_range_ratio if req.dataset == "random" else None,
                prefix_tokens=req.prefix_tokens, prefix_hit_rate=req.prefix_hit_rate,
-               trace_arrivals=bool(req.trace) and req.request_rate is None and req.concurrency is None,
+               trace_arrivals=(bool(req.trace) and req.request_rate is None
+                               and req.concurrency is None),
                host_tier=host)
     return dict(st, **base, benchmark=True, mix=mix, arrivals=req.arrivals, seed=req.seed,
                 running_requests=st["most_running"], queued_requests=0, queue_wait_s=0.0,

@@ -10,8 +10,8 @@ Flag spellings, as each engine's own documentation gives them:
   SGLang: `python -m sglang.launch_server` (docs.sglang.ai, server arguments: --model-path, --tp,
     --dp, --enable-dp-attention, --ep-size, --mem-fraction-static, --chunked-prefill-size,
     --max-running-requests, --kv-cache-dtype, --disable-radix-cache, --speculative-*).
-  TensorRT-LLM: `trtllm-serve MODEL` (nvidia.github.io/TensorRT-LLM, commands/trtllm-serve: --backend
-    pytorch|tensorrt, the PyTorch backend the default since 1.0; --tp_size, --ep_size,
+  TensorRT-LLM: `trtllm-serve MODEL` (nvidia.github.io/TensorRT-LLM, commands/trtllm-serve:
+    --backend pytorch|tensorrt, the PyTorch backend the default since 1.0; --tp_size, --ep_size,
     --kv_cache_free_gpu_memory_fraction, --max_batch_size, --max_num_tokens,
     --extra_llm_api_options FILE.yaml).
   Triton's tensorrtllm_backend: an engine from `trtllm-build --checkpoint_dir --output_dir
@@ -126,7 +126,7 @@ def _trtllm_serve(p, backend):
 
 
 def trtllm_engine_command(p):
-    """TensorRT-LLM's TensorRT-engine path (the tensorrt-llm preset): trtllm-serve --backend tensorrt."""
+    """TensorRT-LLM's TensorRT-engine path (the tensorrt-llm preset): --backend tensorrt."""
     return _trtllm_serve(p, "tensorrt")
 
 
@@ -159,7 +159,8 @@ def trtllm_triton_command(p):
             + (f",triton_max_batch_size:{p.max_num_seqs}" if p.max_num_seqs else "")
             + (",enable_kv_cache_reuse:true" if p.prefix_caching else ""))
     return [" \\\n    ".join(build) + "\n" + fill + "\n"
-            + f"python3 scripts/launch_triton_server.py --world_size {n} --model_repo triton_model_repo"]
+            + f"python3 scripts/launch_triton_server.py --world_size {n} --model_repo "
+              "triton_model_repo"]
 
 
 def fastertransformer_command(p):
@@ -188,4 +189,5 @@ def hf_generate_command(p):
     """transformers' generate() in eager PyTorch is called from a script, not a server."""
     return ["# hf-eager is transformers' generate() in eager PyTorch: no server command; call "
             f"AutoModelForCausalLM.from_pretrained({p.model!r}).generate() from your own script"
-            + (f" (tp {p.tp}: tp_plan='auto', under torchrun --nproc-per-node {p.tp})" if p.tp > 1 else "")]
+            + (f" (tp {p.tp}: tp_plan='auto', under torchrun --nproc-per-node "
+               f"{p.tp})" if p.tp > 1 else "")]

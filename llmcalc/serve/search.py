@@ -54,8 +54,8 @@ def search_bit_options(req, fmt, low_bit_ok):
     would only repeat the work (accuracy is not weighed; pass --precision or --*-bits to search at
     a format)."""
     if req.bits_given:
-        return [(req.weight_store_bits if not fmt else fmt["linear_bits"], req.activation_bits, req.kv_cache_bits,
-                 fmt["expert_bits"] if fmt else None)]
+        return [(req.weight_store_bits if not fmt else fmt["linear_bits"], req.activation_bits,
+                 req.kv_cache_bits, fmt["expert_bits"] if fmt else None)]
     w, e = (fmt["linear_bits"], fmt["expert_bits"]) if fmt else (8, None)
     return [(w, 8 if low_bit_ok else 16, 8, e)]
 
@@ -161,8 +161,8 @@ def disaggregated_points(spec, req, *, layouts, options, hw_for, max_ttft, max_t
         gpus = tp * pp * dp
         if gpus > N - 1:
             continue
-        for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(spec, req, lay, options=options,
-                                                                                 hw_for=hw_for):
+        for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(
+                spec, req, lay, options=options, hw_for=hw_for):
             xfer = kv_transfer_s(spec, hw, s=s, kv_bits=kvb, a_bits=ab, state_bits=req.state_bits,
                                  gpus_p=gpus, gpus_d=gpus, cross_node=pools_cross)
             got = prefill_pool_rate(spec, hw, lay=lay, bits=bits, s=s, kv_transfer_s=xfer, max_ttft=max_ttft,
@@ -246,8 +246,9 @@ def search_serving(spec, req, fmt, *, gpu, gpu_given, flags):
     one = hw_for(1, 1, 1, 16)
     # what the hardware can join: no peer link (GeForce cards: no NVLink, no PCIe P2P), one-GPU
     # replicas; no NIC, one node
-    max_replica = (1 if not one["peer_link"] else req.max_replica_gpus if one["scale_out_bytes_per_s"]
-                   else min(req.max_replica_gpus, one["gpus_per_node"]))
+    max_replica = (1 if not one["peer_link"] else
+                   req.max_replica_gpus if one["scale_out_bytes_per_s"] else
+                   min(req.max_replica_gpus, one["gpus_per_node"]))
     if max_replica < min(N, req.max_replica_gpus):
         print(f"note: --search builds replicas of at most {max_replica} GPU(s): "
               + ("the GPU has no modelled peer link (--tp-bandwidth-gbps gives one)" if not one["peer_link"]
@@ -324,14 +325,14 @@ def search_serving(spec, req, fmt, *, gpu, gpu_given, flags):
                 stalled[family] = (dp, top)
             reached[family] = (max(top[0], prev[0]), max(top[1], prev[1])) if prev else top
     if req.disaggregated:
-        more, n_more = disaggregated_points(spec, req, layouts=layouts, options=options, hw_for=hw_for,
-                                            max_ttft=max_ttft, max_tpot=max_tpot)
+        more, n_more = disaggregated_points(spec, req, layouts=layouts, options=options,
+                                            hw_for=hw_for, max_ttft=max_ttft, max_tpot=max_tpot)
         points += more
         evaluated += n_more
     if not points:
         if best["tpot"] is None:
-            raise CalcError(f"no layout of {N} GPUs holds the weights and one request of {s + o} tokens; "
-                            "raise --num-gpus or cut --weight-bits")
+            raise CalcError(f"no layout of {N} GPUs holds the weights and one request of {s + o} "
+                            "tokens; raise --num-gpus or cut --weight-bits")
         miss = []
         if best["tpot"]["tpot_s"] > max_tpot:
             miss.append(f"the lowest TPOT any layout reaches is {best['tpot']['tpot_s'] * 1e3:.3g} ms "

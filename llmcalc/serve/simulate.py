@@ -244,18 +244,19 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     # the expected tokens per verification step (rounded up)
     o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
              if sp else r[2] for r in reqs]
-    pending, sent = _mix_arrivals(reqs, concurrency=concurrency, units=units, rate=rate, arrivals=arrivals,
-                                  seed=seed)
-    memo = {} if memo is None else memo  # step costs: a caller running one layout again passes its own
+    pending, sent = _mix_arrivals(reqs, concurrency=concurrency, units=units, rate=rate,
+                                  arrivals=arrivals, seed=seed)
+    memo = {} if memo is None else memo  # step costs (a caller running one layout again: its own)
     step_s = _mix_step_cost(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, memo=memo)
     pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
                       host_s_per_token=host_s_per_token)
     run = _run_mix(reqs, o_run, pool, step_s, pending=pending, sent=sent, closed=closed, K=K,
                    run_cap=max(1, min(max_running // units if max_running else 10 ** 9, K)),
-                   req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps, progress=progress,
-                   units=units, pool_tokens=pool_tokens)
-    return _mix_statistics(spec, hw, reqs, run, pool, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, K=K, units=units,
-                           engines=engines, pool_tokens=pool_tokens, host_s_per_token=host_s_per_token)
+                   req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
+                   progress=progress, units=units, pool_tokens=pool_tokens)
+    return _mix_statistics(spec, hw, reqs, run, pool, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, K=K,
+                           units=units, engines=engines, pool_tokens=pool_tokens,
+                           host_s_per_token=host_s_per_token)
 
 
 def _mix_arrivals(reqs, *, concurrency, units, rate, arrivals, seed):
@@ -348,9 +349,9 @@ class _TokenPool:
         a request whose key is only there brings it back into the pool, the step that starts its
         prompt waiting host_s_per_token per token of it (not overlapped with the step's layers)."""
 
-    __slots__ = ("reqs", "free", "host_tokens", "host_s_per_token", "reserved", "uses", "cache", "held",
-                 "most_held", "hits", "evictions", "host", "host_held", "host_hits", "loaded", "load_wait",
-                 "computed", "skipped")
+    __slots__ = ("reqs", "free", "host_tokens", "host_s_per_token", "reserved", "uses", "cache",
+                 "held", "most_held", "hits", "evictions", "host", "host_held", "host_hits",
+                 "loaded", "load_wait", "computed", "skipped")
 
     def __init__(self, reqs, *, free, host_tokens, host_s_per_token):
         import collections  # only a simulated benchmark needs it (start-up time)
@@ -359,9 +360,10 @@ class _TokenPool:
         self.host_tokens, self.host_s_per_token = host_tokens, host_s_per_token
         self.reserved = [0] * n  # pool tokens each running request holds
         self.uses = [None] * n   # the cached prefix a running request reads
-        self.cache = collections.OrderedDict()  # prefix key -> [tokens cached, running readers]; oldest use first
+        # prefix key -> [tokens cached, running readers]; oldest use first
+        self.cache = collections.OrderedDict()
         self.held = self.most_held = self.hits = self.evictions = 0
-        self.host = collections.OrderedDict()  # the host tier: prefix key -> tokens; oldest use first
+        self.host = collections.OrderedDict()  # the host tier: key -> tokens; oldest use first
         self.host_held = self.host_hits = self.loaded = 0
         self.load_wait = 0.0  # seconds of host loads the next step waits for
         self.computed = self.skipped = 0
@@ -443,8 +445,8 @@ class _TokenPool:
         self.free += self.reserved[i]
 
 
-def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, req_s, scheduler_steps,
-             progress, units, pool_tokens):
+def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, req_s,
+             scheduler_steps, progress, units, pool_tokens):
     """The mix's engine loop (simulate_requests): arrivals wait, admissions take pool tokens, each
     step runs every decode and prompt chunks up to K tokens (none inside a multi-step window), and
     finished requests free their tokens (and send a closed-loop client's next request). Returns
@@ -501,7 +503,8 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             since += k
         else:
             since = 0 if scheduler_steps > 1 else since
-        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0) + pool.load_wait
+        pctx = ctx_sum / len(chunks) if chunks else 0
+        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, pctx) + pool.load_wait
         pool.load_wait = 0.0
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
         while finishing and finishing[0][0] <= step:
@@ -540,12 +543,12 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
                 heapq.heappush(finishing, (step + o_run[i] - 1, i))
         if progress and time.monotonic() - last_shown > 1.0:
             last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
-    return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens, pre_tokens=pre_tokens,
-                duration=duration, most=most)
+    return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
+                pre_tokens=pre_tokens, duration=duration, most=most)
 
 
-def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines, pool_tokens,
-                    host_s_per_token):
+def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines,
+                    pool_tokens, host_s_per_token):
     """simulate_requests' answer: the run's throughput, the mean step's composition (mixed_step at
     the mix's means), the prefix cache's and host tier's counts, and the means, medians, p90 and
     p99 of TTFT, TPOT and end-to-end time."""

@@ -94,15 +94,17 @@ class ServingStack(Record):
     FIELDS = {
         "name": "the --serving-stack key",
         "kernel_overhead_us": "gap per kernel, us (ATTENTION_KERNELS + MLP_KERNELS per layer; no "
-                              "source separates CUDA-graph replay from eager launches, so decode and "
-                              "prompt steps pay the same)",
+                              "source separates CUDA-graph replay from eager launches, so decode "
+                              "and prompt steps pay the same)",
         "allreduce_us": "fixed cost per TP all-reduce call, us",
-        "allreduce_gbps": "None: NCCL's ring (the calc_comm model: hops and link bandwidth); else a "
-                          "custom one-shot kernel costed as allreduce_us + (n-1)/n x bytes / this "
-                          "effective rate (GB/s), or NCCL's ring when that is faster",
-        "step_overhead_ms": "host time per engine step the GPU waits for (scheduling, sampling), ms",
+        "allreduce_gbps": "None: NCCL's ring (the calc_comm model: hops and link bandwidth); else "
+                          "a custom one-shot kernel costed as allreduce_us + (n-1)/n x bytes / "
+                          "this effective rate (GB/s), or NCCL's ring when that is faster",
+        "step_overhead_ms": "host time per engine step the GPU waits for (scheduling, sampling), "
+                            "ms",
         "request_overhead_ms": "per request outside the engine (HTTP server, tokenizer, IPC), ms",
-        "token_budget": "tokens per engine step, a rule (None: a whole batch's prompts in one pass)",
+        "token_budget": "tokens per engine step, a rule (None: a whole batch's prompts in one "
+                        "pass)",
         "max_num_seqs": "requests the scheduler runs at once per data-parallel engine, a rule "
                         "(vLLM's max_num_seqs, TensorRT-LLM's max_batch_size, SGLang's "
                         "max_running_requests); None: only the KV pool limits it; past it "
@@ -120,9 +122,9 @@ class ServingStack(Record):
 
 
 def _stack(name, *, launch, allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce_gbps=None,
-           kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0, request_overhead_ms=0.0,
-           token_budget=None, max_num_seqs=None, memory_utilization=1.0, pool_of_free=False,
-           per_head_kv_decode=False, moe_factor=1.0):
+           kernel_overhead_us=DEFAULT_KERNEL_OVERHEAD_US, step_overhead_ms=0.0,
+           request_overhead_ms=0.0, token_budget=None, max_num_seqs=None, memory_utilization=1.0,
+           pool_of_free=False, per_head_kv_decode=False, moe_factor=1.0):
     """A ServingStack with the kernels-only defaults for every value the stack does not set."""
     return ServingStack(
         name=name, kernel_overhead_us=kernel_overhead_us, allreduce_us=allreduce_us,
@@ -189,12 +191,13 @@ SERVING_STACKS = {s["name"]: s for s in (
     # offline (HTTP + ZMQ, tenstorrent/tt-inference-server#190); per-step host time: no V1 figure
     # was found, TensorRT-LLM's 0.58 ms stands in (stated)
     _stack("vllm", allreduce_us=9.0, allreduce_gbps=26.0, step_overhead_ms=0.58,
-           request_overhead_ms=4.0, token_budget=[(_VLLM_A100_RULE, 2048), (70, 2048), (None, 8192)],
+           request_overhead_ms=4.0,
+           token_budget=[(_VLLM_A100_RULE, 2048), (70, 2048), (None, 8192)],
            max_num_seqs=[(_VLLM_A100_RULE, 256), (70, 256), (None, 1024)], memory_utilization=0.9,
            launch=vllm_command),
     # SGLang: TensorRT-LLM-derived custom all-reduce (PR #2904, as tensorrt-llm); the overlap
     # scheduler hides host work (v0.4 blog: no idle time between decode batches): 0 per step;
-    # chunked_prefill_size 2048 below 35 GB, 8192 below 160 GB, else 16384 (its ServerArgs defaults);
+    # chunked_prefill_size 2048 below 35 GB, 8192 below 160 GB, else 16384 (ServerArgs defaults);
     # max_running_requests unset: derived from the KV token pool (no cap here beyond the pool);
     # per-request cost assumed vLLM's (no SGLang figure found)
     _stack("sglang", allreduce_us=4.4, allreduce_gbps=31.0, request_overhead_ms=4.0,
@@ -244,7 +247,8 @@ def stack_rule(rule, memory_bytes, kernel_family):
         return rule
     gib = memory_bytes / 2 ** 30
     return next(b for bound, b in rule
-                if bound is None or (bound == kernel_family if isinstance(bound, str) else gib < bound))
+                if bound is None
+                or (bound == kernel_family if isinstance(bound, str) else gib < bound))
 
 
 # --- hardware ------------------------------------------------------------------------------------
@@ -255,7 +259,8 @@ class HardwareFlags(Record):
     __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
 
     FIELDS = {
-        "serving_stack": "the SERVING_STACKS key", "peak_tflops": "dense peak TFLOP/s at the activation bits",
+        "serving_stack": "the SERVING_STACKS key",
+        "peak_tflops": "dense peak TFLOP/s at the activation bits",
         "memory_bandwidth_gbps": "HBM bandwidth, GB/s", "gpu_memory_gib": "memory per GPU, GiB",
         "compute_efficiency": "fraction of peak FLOP/s matmuls reach",
         "memory_efficiency": "fraction of peak bandwidth reached",
@@ -265,7 +270,8 @@ class HardwareFlags(Record):
         "scale_out_gbps": "network per GPU beyond the node, GB/s one direction",
         "tp_latency_us": "fixed cost per all-reduce call, us",
         "tp_efficiency": "fraction of the link bandwidth reached",
-        "request_overhead_ms": "fixed cost per request, ms", "step_overhead_ms": "host cost per step, ms",
+        "request_overhead_ms": "fixed cost per request, ms",
+        "step_overhead_ms": "host cost per step, ms",
         "max_num_batched_tokens": "tokens per engine step", "max_num_seqs": "running-request cap",
         "gpu_memory_utilization": "memory share for weights and the KV pool",
         "ep_imbalance": "busiest expert-parallel rank's load over the mean",
@@ -306,8 +312,10 @@ class ServingHardware(Record):
         "kernel_overhead_s": "gap per kernel", "serving_stack": "the stack's name",
         "nccl_latency_s": "NCCL's call cost: pipeline hand-offs, and all-reduces too large for a "
                           "custom kernel",
-        "step_overhead_s": "host time per engine step", "request_overhead_s": "fixed cost per request",
-        "allreduce_custom_bytes_per_s": "the stack's custom all-reduce's effective rate; None: NCCL",
+        "step_overhead_s": "host time per engine step",
+        "request_overhead_s": "fixed cost per request",
+        "allreduce_custom_bytes_per_s": "the stack's custom all-reduce's effective rate; None: "
+                                        "NCCL",
         "token_budget": "tokens per engine step; None: every waiting prompt whole",
         "max_num_seqs": "running-request cap per data-parallel engine; None: the pool's",
         "memory_utilization": "memory share for weights plus the KV pool",
@@ -338,13 +346,14 @@ def _matmul_rates(gpu, flags, a_bits, notes):
     keys = COMPUTE_DTYPE[a_bits]
     key = next((k for k in keys if peaks.get(k)), None)
     if key is None:
-        raise CalcError(f"{gpu['name']} has no {'/'.join(keys)} peak for --activation-bits {a_bits}; "
-                        "pass --peak-tflops")
+        raise CalcError(f"{gpu['name']} has no {'/'.join(keys)} peak for --activation-bits "
+                        f"{a_bits}; pass --peak-tflops")
     peak = peaks[key]
     if achs.get(key) and ce is None:
         ce = MAMF_SHAPE_FACTOR * achs[key] / peak
         notes.append(f"compute efficiency {ce:.3f} = {MAMF_SHAPE_FACTOR:.3f} x achievable {key} "
-                     f"matmul {achs[key] / 1e12:.1f} / peak {peak / 1e12:.1f} TFLOP/s ({gpu['name']})")
+                     f"matmul {achs[key] / 1e12:.1f} / peak {peak / 1e12:.1f} TFLOP/s "
+                     f"({gpu['name']})")
     peak16 = ce16 = None  # the attention math's 16-bit rate, when the matmuls run below 16 bits
     key16 = next((k for k in COMPUTE_DTYPE[16] if peaks.get(k)), None)
     if a_bits < 16 and key16:
@@ -362,8 +371,8 @@ def _compute(rates, flags, a_bits, notes):
         ce = DEFAULT_COMPUTE_EFFICIENCY * (LOW_BIT_EFFICIENCY_RATIO if a_bits < 16 else 1.0)
     if a_bits == 4 and flags.compute_efficiency is None:  # FP4 reaches its best shape later
         ce *= FP4_SHAPE_PENALTY
-        notes.append(f"fp4 matmuls x {FP4_SHAPE_PENALTY:.3f} (FP4 falls further below its best shape "
-                     f"than FP8 at 4096^3, Azure GB200 cuBLASLt): efficiency {ce:.3f}")
+        notes.append(f"fp4 matmuls x {FP4_SHAPE_PENALTY:.3f} (FP4 falls further below its best "
+                     f"shape than FP8 at 4096^3, Azure GB200 cuBLASLt): efficiency {ce:.3f}")
     if a_bits < 16:  # attention at 16 bits: the table's 16-bit peak, else half the rate per halving
         peak16 = peak16 or peak * a_bits / 16
         ce16 = ce16 or (ce if flags.compute_efficiency is not None else DEFAULT_COMPUTE_EFFICIENCY)
@@ -384,7 +393,8 @@ def _memory(gpu, flags, notes):
         ach = gpu.get("achievable_memory_bandwidth_bytes_per_s")
         if ach and me is None:
             me = ach / bw
-            notes.append(f"memory efficiency {me:.3f} = achievable / peak bandwidth ({gpu['name']})")
+            notes.append(f"memory efficiency {me:.3f} = achievable / peak bandwidth "
+                         f"({gpu['name']})")
     if flags.gpu_memory_gib is not None:
         mem = flags.gpu_memory_gib * 2 ** 30
     else:  # driver-reported capacity; older hardware.py: vendor GB
@@ -393,7 +403,8 @@ def _memory(gpu, flags, notes):
     kv = gpu.get("kv_stream_efficiency")  # the decode attention's KV streaming (accelerator.py)
     return {"memory_bandwidth_bytes_per_s": bw, "memory_efficiency": me, "bytes_per_s": bw * me,
             "gpu_memory_bytes": mem,
-            "cache_bytes_per_s": bw * (max(me, kv) if flags.memory_efficiency is None and kv else me)}
+            "cache_bytes_per_s": bw * (max(me, kv) if flags.memory_efficiency is None and kv
+                                       else me)}
 
 
 def _scale_up(gpu, flags, *, gpu_given, stages, notes):
@@ -403,17 +414,18 @@ def _scale_up(gpu, flags, *, gpu_given, stages, notes):
     agg, dom = gpu.get("scale_up_bandwidth_bytes_per_s"), gpu.get("scale_up_domain_size")
     mesh = gpu.get("scale_up_topology") == "mesh" and bool(dom and dom > 1)
     # in-network reduction is the record's switch; a link of your own without --gpu has none
-    in_net = bool(gpu.get("scale_up_in_network_reduction")) and not (not gpu_given and flags.tp_bandwidth_gbps)
+    in_net = (bool(gpu.get("scale_up_in_network_reduction"))
+              and not (not gpu_given and flags.tp_bandwidth_gbps))
     pcie = False
     if not agg and gpu.get("pcie_peer_bandwidth_bytes_per_s") and flags.tp_bandwidth_gbps is None:
         agg, dom, pcie = gpu["pcie_peer_bandwidth_bytes_per_s"], PCIE_SERVER_GPUS, True
         if stages > 1:
             notes.append(f"{gpu['name']}: no NVLink; peers over PCIe at {agg / 1e9:.1f} GB/s x "
-                         f"{PCIE_PEER_EFFICIENCY:.3f} (NCCL's ring; no custom all-reduce), servers of "
-                         f"{PCIE_SERVER_GPUS} GPUs")
+                         f"{PCIE_PEER_EFFICIENCY:.3f} (NCCL's ring; no custom all-reduce), servers "
+                         f"of {PCIE_SERVER_GPUS} GPUs")
     if not agg and stages > 1 and flags.tp_bandwidth_gbps is None:
-        raise CalcError(f"--gpu {gpu['name']} has no scale-up link and no peer-to-peer over PCIe; pass "
-                        "--tp-bandwidth-gbps (GB/s per GPU, one direction)")
+        raise CalcError(f"--gpu {gpu['name']} has no scale-up link and no peer-to-peer over PCIe; "
+                        "pass --tp-bandwidth-gbps (GB/s per GPU, one direction)")
     if flags.tp_bandwidth_gbps is not None:  # the user's link; without a domain it joins every GPU
         agg, mesh = flags.tp_bandwidth_gbps * 1e9, False
         dom = dom if gpu.get("scale_up_bandwidth_bytes_per_s") else None
@@ -432,9 +444,9 @@ def _links(gpu, flags, *, gpu_given, tp, pp, dp, notes):
     if flags.scale_out_gbps is not None:
         out = flags.scale_out_gbps * 1e9
     if width * pp > dom and not out:
-        raise CalcError(f"-tp {tp} x -dp {dp} x -pp {pp} spans more than one "
-                        f"{gpu['name']} node of {dom} GPUs and no scale-out bandwidth is known; pass "
-                        "--scale-out-gbps (GB/s per GPU, one direction)")
+        raise CalcError(f"-tp {tp} x -dp {dp} x -pp {pp} spans more than one {gpu['name']} node of "
+                        f"{dom} GPUs and no scale-out bandwidth is known; pass --scale-out-gbps "
+                        "(GB/s per GPU, one direction)")
     if width > dom:
         notes.append(f"-tp {tp} x -dp {dp} spans {math.ceil(width / dom)} nodes of "
                      f"{dom} GPUs: collectives cross the network at {out / 1e9:g} GB/s per GPU "
@@ -459,7 +471,8 @@ def _stack_costs(stack, flags, *, pcie, memory_bytes, kernel_family):
         return default if flag is None else flag
     lat = given(flags.tp_latency_us,  # PCIe peers: NCCL's own call cost (no custom kernel)
                 DEFAULT_ALLREDUCE_LATENCY_US if pcie else stack.allreduce_us)
-    leff = given(flags.tp_efficiency, PCIE_PEER_EFFICIENCY if pcie else DEFAULT_ALLREDUCE_EFFICIENCY)
+    leff = given(flags.tp_efficiency,
+                 PCIE_PEER_EFFICIENCY if pcie else DEFAULT_ALLREDUCE_EFFICIENCY)
     return {
         "link_latency_s": lat * 1e-6, "link_efficiency": leff,
         "kernel_overhead_s": given(flags.kernel_overhead_us, stack.kernel_overhead_us) * 1e-6,
@@ -467,8 +480,8 @@ def _stack_costs(stack, flags, *, pcie, memory_bytes, kernel_family):
         "nccl_latency_s": given(flags.tp_latency_us, DEFAULT_ALLREDUCE_LATENCY_US) * 1e-6,
         "step_overhead_s": given(flags.step_overhead_ms, stack.step_overhead_ms) * 1e-3,
         "request_overhead_s": given(flags.request_overhead_ms, stack.request_overhead_ms) * 1e-3,
-        "allreduce_custom_bytes_per_s": (stack.allreduce_gbps * 1e9 if stack.allreduce_gbps
-                                         and flags.tp_bandwidth_gbps is None and not pcie else None),
+        "allreduce_custom_bytes_per_s": (stack.allreduce_gbps * 1e9 if stack.allreduce_gbps and
+                                         flags.tp_bandwidth_gbps is None and not pcie else None),
         "token_budget": given(flags.max_num_batched_tokens,
                               stack_rule(stack.token_budget, memory_bytes, kernel_family)),
         "max_num_seqs": given(flags.max_num_seqs,
@@ -494,7 +507,8 @@ def resolve_hardware(gpu, flags, *, gpu_given, tp, pp, dp, activation_bits):
     hw.update(links)
     hw["ep_imbalance"] = flags.ep_imbalance
     hw.update(_stack_costs(SERVING_STACKS[flags.serving_stack], flags, pcie=pcie,
-                           memory_bytes=mem["gpu_memory_bytes"], kernel_family=gpu.get("kernel_family")))
+                           memory_bytes=mem["gpu_memory_bytes"],
+                           kernel_family=gpu.get("kernel_family")))
     hw["net"] = build_net(intra_bytes_per_s=agg, inter_bytes_per_s=links["scale_out_bytes_per_s"],
                           in_network_reduction=in_net, intra_efficiency=hw["link_efficiency"],
                           inter_efficiency=SCALE_OUT_EFFICIENCY, nvls_efficiency=NVLS_EFFICIENCY,

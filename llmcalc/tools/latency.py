@@ -379,7 +379,8 @@ def validate(args, parser, spec, req):
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {req[name]}")
     for name in ("weight_bits", "activation_bits", "kv_cache_bits"):
         if req[name] not in ALLOWED_BITS:
-            parser.error(f"--{name.replace('_', '-')} must be one of {ALLOWED_BITS}, got {req[name]}")
+            parser.error(f"--{name.replace('_', '-')} must be one of {ALLOWED_BITS}, got "
+                         f"{req[name]}")
     for name in ("peak_tflops", "memory_bandwidth_gbps", "gpu_memory_gib", "tp_bandwidth_gbps"):
         v = getattr(args, name)
         if v is not None and not (v > 0 and math.isfinite(v)):
@@ -388,8 +389,10 @@ def validate(args, parser, spec, req):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
-    all_at_once = req.request_rate is not None and math.isinf(req.request_rate)  # needs --num-requests (below)
-    check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if not (all_at_once and k == "request_rate")})
+    # inf sends every request at once; it needs --num-requests (below)
+    all_at_once = req.request_rate is not None and math.isinf(req.request_rate)
+    check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items()
+                                if not (all_at_once and k == "request_rate")})
     if (req.num_requests is not None and req.concurrency is None and req.request_rate is None
             and not req.trace and args.target_request_rate is None):
         parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
@@ -405,8 +408,10 @@ def validate(args, parser, spec, req):
                 or req.num_requests is not None):
             parser.error("--search picks the concurrency and the layout itself; leave out -c, --request-rate, "
                          "--num-requests and -b")
-        fixed = [f for f, v in (("-tp", req.tensor_parallel_size), ("-pp", req.pipeline_parallel_size),
-                                ("-dp", req.data_parallel_size), ("-ep", req.expert_parallel_size)) if v != 1]
+        fixed = [f for f, v in (("-tp", req.tensor_parallel_size),
+                                ("-pp", req.pipeline_parallel_size),
+                                ("-dp", req.data_parallel_size), ("-ep", req.expert_parallel_size))
+                 if v != 1]
         if fixed:
             parser.error(f"--search picks the layout itself; leave out {', '.join(fixed)} (--num-gpus sets the budget)")
         for name in ("max_ttft_ms", "max_tpot_ms"):
@@ -431,21 +436,27 @@ def unused_flag_notes(req, *, search):
     flag_notes = []
     unused = [f for f, v in (("--seed", req.seed), ("--arrivals", req.arrivals)) if v is not None]
     if req.capacity and req.arrivals is not None:
-        flag_notes.append("--arrivals: a capacity plan sizes each layout on Poisson arrivals (its convention)")
-    if req.trace:  # a trace's arrivals are drawn only at a --request-rate (or in a capacity plan's runs);
-        unused = [f for f in unused if req.request_rate is None and not req.capacity  # --seed: also a hit rate's
+        flag_notes.append("--arrivals: a capacity plan sizes each layout on Poisson arrivals (its "
+                          "convention)")
+    # a trace's arrivals are drawn only at a --request-rate (or in a capacity plan's runs);
+    # --seed also draws a hit rate's
+    if req.trace:
+        unused = [f for f in unused if req.request_rate is None and not req.capacity
                   and not (f == "--seed" and req.prefix_hit_rate is not None)]
         if unused:
-            flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} arrivals at a "
-                              "--request-rate; without it the trace's requests come at their own times "
-                              "(or from the -c clients)")
+            flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} "
+                              "arrivals at a --request-rate; without it the trace's requests come "
+                              "at their own times (or from the -c clients)")
     elif unused and req.num_requests is None:
-        flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
-                          "--num-requests benchmark; without it there are none to draw")
-    targets = [f for f, v in (("--max-ttft-ms", req.max_ttft_ms), ("--max-tpot-ms", req.max_tpot_ms)) if v is not None]
+        flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the "
+                          "arrivals of a --num-requests benchmark; without it there are none to "
+                          "draw")
+    targets = [f for f, v in (("--max-ttft-ms", req.max_ttft_ms),
+                              ("--max-tpot-ms", req.max_tpot_ms)) if v is not None]
     if targets and not search and not req.capacity:
-        flag_notes.append(f"{' and '.join(targets)} {'is a target' if len(targets) == 1 else 'are targets'} of "
-                          "--search or a capacity plan (--target-request-rate R); nothing here is held to "
+        flag_notes.append(f"{' and '.join(targets)} "
+                          f"{'is a target' if len(targets) == 1 else 'are targets'} of --search or "
+                          "a capacity plan (--target-request-rate R); nothing here is held to "
                           f"{'it' if len(targets) == 1 else 'them'}")
     return flag_notes
 
@@ -456,8 +467,8 @@ def resolve_request(args, parser, spec):
     the breakdown and the memory check. Returns (ServingRequest, notes on unused flags)."""
     req = ServingRequest.from_flags(args)
     wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
-    req.bits_given = bool(args.precision or args.weight_bits is not None or args.activation_bits is not None
-                          or args.kv_cache_bits is not None)
+    req.bits_given = bool(args.precision or args.weight_bits is not None
+                          or args.activation_bits is not None or args.kv_cache_bits is not None)
     req.weight_bits = wb if args.weight_bits is None else args.weight_bits
     req.activation_bits = abits if args.activation_bits is None else args.activation_bits
     if args.kv_cache_bits is None:
@@ -481,8 +492,9 @@ def serving_gpu(name, parser):
     the name, else the default accelerator (exactly the record --gpu h100-sxm reads)."""
     if not name:
         return default_accelerator(), False
-    return accelerator_record(name, parser, without="without it pass --peak-tflops, "
-                              "--memory-bandwidth-gbps, --gpu-memory-gib and --tp-bandwidth-gbps"), True
+    without = ("without it pass --peak-tflops, --memory-bandwidth-gbps, --gpu-memory-gib and "
+               "--tp-bandwidth-gbps")
+    return accelerator_record(name, parser, without=without), True
 
 
 def hardware_from_flags(args, parser):
@@ -492,17 +504,19 @@ def hardware_from_flags(args, parser):
     with calc_errors(parser):
         return resolve_hardware(gpu, HardwareFlags.from_flags(args), gpu_given=gpu_given,
                                 tp=args.tensor_parallel_size, pp=args.pipeline_parallel_size,
-                                dp=args.data_parallel_size, activation_bits=args.activation_bits or 16)
+                                dp=args.data_parallel_size,
+                                activation_bits=args.activation_bits or 16)
 
 
 def run_bits(spec, req, args, pending):
     """(the checkpoint's own format or None, the bits forward_pass takes): a quantized checkpoint's
     stored bits unless a bits flag or --precision overrides them."""
-    fmt = spec.get("checkpoint_format") if not (args.weight_bits is not None or args.precision) else None
+    own = args.weight_bits is None and not args.precision  # no bits flag: the checkpoint's own
+    fmt = spec.get("checkpoint_format") if own else None
     if req.weight_store_bits != req.weight_bits:
         pending.insert(0, f"note: fp4 weights stored as NVFP4, {NVFP4_BITS:g} bits each with their "
                           "scales (--weight-bits 4 counts bare values)")
-    w_store = fmt["linear_bits"] if fmt else req.weight_store_bits  # bits per stored weight, scales in
+    w_store = fmt["linear_bits"] if fmt else req.weight_store_bits  # per stored weight, scales in
     return fmt, dict(w_bits=w_store, a_bits=req.activation_bits, kv_bits=req.kv_cache_bits,
                      e_bits=fmt["expert_bits"] if fmt else None, state_bits=req.state_bits)
 
@@ -525,8 +539,9 @@ def main(argv=None):
     gpu, gpu_given = serving_gpu(req.capacity_gpus[0] if req.capacity else args.gpu, parser)
     flags = HardwareFlags.from_flags(args)
     with calc_errors(parser):
-        hw, hw_notes = resolve_hardware(gpu, flags, gpu_given=gpu_given, tp=req.tensor_parallel_size,
-                                        pp=req.pipeline_parallel_size, dp=req.data_parallel_size,
+        hw, hw_notes = resolve_hardware(gpu, flags, gpu_given=gpu_given,
+                                        tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+                                        dp=req.data_parallel_size,
                                         activation_bits=req.activation_bits)
         if req.speculative:
             hw["speculative"] = req.speculative
@@ -534,9 +549,9 @@ def main(argv=None):
         # its one error line alone
         trained = spec.get("trained_context")
         if trained and req.prompt_tokens + req.output_tokens > trained:
-            spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is past the "
-                                    f"model's trained context ({trained:,}: max_position_embeddings or "
-                                    "its rope scaling)")
+            spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is "
+                                    f"past the model's trained context ({trained:,}: "
+                                    "max_position_embeddings or its rope scaling)")
         pending = ([f"note: {note}" for note in notes + hw_notes + flag_notes]
                    + [f"warning: {w}" for w in spec["warnings"] if args.json])
         fmt, bits = run_bits(spec, req, args, pending)
@@ -566,8 +581,8 @@ def run_search(spec, req, args, hw, *, fmt, pending, gpu, gpu_given, flags):
         import json
         print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
     else:
-        print(search_report(res, s=req.prompt_tokens, o=req.output_tokens, stack=hw["serving_stack"],
-                            top=args.top))
+        print(search_report(res, s=req.prompt_tokens, o=req.output_tokens,
+                            stack=hw["serving_stack"], top=args.top))
     return res
 
 
@@ -575,8 +590,8 @@ def static_times(spec, hw, req, *, b, bits):
     """A static batch of b: (prompt pass, first and last decode steps, decode seconds in all),
     each step with the stack's host cost; speculative decoding verifies K + 1 tokens per step."""
     s, o = req.prompt_tokens, req.output_tokens
-    lay = dict(tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size, dp=req.data_parallel_size,
-               ep=req.expert_parallel_size)
+    lay = dict(tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+               dp=req.data_parallel_size, ep=req.expert_parallel_size)
     step_s = hw["step_overhead_s"]  # the stack's host cost per engine step (0 for kernels only)
 
     def with_step(r):
@@ -588,11 +603,12 @@ def static_times(spec, hw, req, *, b, bits):
     sp = req.speculative
     if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step (mixed_step)
         def spec_step(ctx):
-            return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0, prompt_tokens=s,
-                              bits=bits, **lay)
+            return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0,
+                              prompt_tokens=s, bits=bits, **lay)
         first, last = spec_step(s), spec_step(s + max(o - 2, 0))
         pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
-        return pre, first, last, (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        return pre, first, last, dec_total
     first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
                                    **lay, **bits))
     last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
@@ -609,17 +625,18 @@ def layout_times(spec, hw, req, *, bits, w_bytes):
     b, o = req.batch_size, req.output_tokens
     if req.concurrency is not None or req.request_rate is not None or req.requests:
         serving = serve_steady_state(spec, hw, req, tp=req.tensor_parallel_size,
-                                     pp=req.pipeline_parallel_size, s=req.prompt_tokens, o=o, bits=bits,
-                                     w_bytes=w_bytes)
+                                     pp=req.pipeline_parallel_size, s=req.prompt_tokens, o=o,
+                                     bits=bits, w_bytes=w_bytes)
         pre, first = serving.pop("prompt_step"), serving.pop("decode_step")
         # the memory check holds the requests in service (queued ones hold no KV cache)
         return dict(serving=serving, b=max(1, math.ceil(serving["running_requests"])), pre=pre,
-                    first=first, last=first, dec_total=first["time_s"] * (o - 1), tpot=serving["tpot_s"],
-                    ttft=serving["ttft_s"], total=serving["e2e_s"])
+                    first=first, last=first, dec_total=first["time_s"] * (o - 1),
+                    tpot=serving["tpot_s"], ttft=serving["ttft_s"], total=serving["e2e_s"])
     pre, first, last, dec_total = static_times(spec, hw, req, b=b, bits=bits)
     ttft = hw["request_overhead_s"] + pre["time_s"]
     return dict(serving=None, b=b, pre=pre, first=first, last=last, dec_total=dec_total,
-                tpot=dec_total / (o - 1) if o > 1 else first["time_s"], ttft=ttft, total=ttft + dec_total)
+                tpot=dec_total / (o - 1) if o > 1 else first["time_s"], ttft=ttft,
+                total=ttft + dec_total)
 
 
 def memory_use(spec, req, *, b, w_bytes):
@@ -637,7 +654,8 @@ def memory_warning(cache, *, w_bytes, gpu_memory_bytes):
     """The one-line warning when the weights and caches exceed the GPU's memory."""
     print(f"warning: weights {w_bytes / 2**30:.2f} GiB + KV cache {cache['kv'] / 2**30:.2f} GiB"
           + (f" + indexer keys {cache['indexer'] / 2**30:.2f} GiB" if cache["indexer"] else "")
-          + (f" + linear-attention state {cache['state'] / 2**30:.2f} GiB" if cache["state"] else "")
+          + (f" + linear-attention state {cache['state'] / 2**30:.2f} "
+             "GiB" if cache["state"] else "")
           + f" per GPU exceed its {gpu_memory_bytes / 2**30:.2f} GiB; raise -tp/-pp or cut "
           "bits, b, s+o", file=sys.stderr)
 
@@ -650,7 +668,8 @@ def layer_kind_rows(spec, req, t, *, bits):
     kinds = []
     for (layer, cnt, first_i), pk, dk in zip(layer_groups(spec), t["pre"]["layer_kinds"],
                                              t["first"]["layer_kinds"]):
-        lc = layer_cache_bytes(layer, tp=tp, batch=b_group, context=req.prompt_tokens + req.output_tokens,
+        lc = layer_cache_bytes(layer, tp=tp, batch=b_group,
+                               context=req.prompt_tokens + req.output_tokens,
                                kv_bits=req.kv_cache_bits, a_bits=req.activation_bits,
                                state_bits=req.state_bits)
         kinds.append({
@@ -660,9 +679,9 @@ def layer_kind_rows(spec, req, t, *, bits):
             "prefill_s_per_layer": pk["time_s_per_layer"],
             "decode_first_step_s_per_layer": dk["time_s_per_layer"],
             "decode_first_step_s": cnt * dk["time_s_per_layer"],
-            "weight_bytes_per_layer_per_gpu": layer_weight_bytes(layer, h=spec["hidden_size"], norm=spec["norm"],
-                                                                 tp=tp, w_bits=bits["w_bits"],
-                                                                 e_bits=bits["e_bits"], ep=ep, etp=tp * dp // ep),
+            "weight_bytes_per_layer_per_gpu": layer_weight_bytes(
+                layer, h=spec["hidden_size"], norm=spec["norm"], tp=tp, w_bits=bits["w_bits"],
+                e_bits=bits["e_bits"], ep=ep, etp=tp * dp // ep),
             "kv_cache_bytes_per_layer_per_gpu": lc["kv"],
             "indexer_cache_bytes_per_layer_per_gpu": lc["indexer"],
             "state_bytes_per_layer_per_gpu": lc["state"]})
@@ -674,8 +693,8 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
     returned as the result dict."""
     tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
     dp, ep = req.data_parallel_size, req.expert_parallel_size
-    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"], ep=ep,
-                                   etp=tp * dp // ep)
+    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"],
+                                   ep=ep, etp=tp * dp // ep)
     t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes)
     flush(pending)
     steps = {}  # decode steps by batch: the two searches share their forward passes
@@ -684,9 +703,11 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
     cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes)
     if mem > hw["gpu_memory_bytes"]:
         memory_warning(cache, w_bytes=w_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
-    res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache, mem=mem)
+    res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache,
+                      mem=mem)
     print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT {r['decode_per_token_s'] * 1e3:.2f} ms")
+                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT "
+                                  f"{r['decode_per_token_s'] * 1e3:.2f} ms")
                  if args.brief else None)
     return res
 
@@ -695,8 +716,8 @@ def sliding_layers(spec):
     """(the sliding layers' window or None, the indices of the sliding layers)."""
     win_layers = [i for i, layer in enumerate(spec["layers"])
                   if any(a["span"] == "sliding" for a in layer["attention"])]
-    win = (next(a["window"] for a in spec["layers"][win_layers[0]]["attention"] if a["span"] == "sliding")
-           if win_layers else None)
+    win = (next(a["window"] for a in spec["layers"][win_layers[0]]["attention"]
+                if a["span"] == "sliding") if win_layers else None)
     return win, win_layers
 
 
@@ -720,9 +741,10 @@ def result_dict(spec, req, hw, t, *, bits, fmt, crit, w_bytes, cache, mem):
         "activation_bits": req.activation_bits, "checkpoint_format": fmt,
         "kv_cache_bits": req.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
         "hardware": hw.reported(),
-        "speculative": ({k: v for k, v in req.speculative.items() if k not in ("draft_spec", "target_spec")}
-                        if req.speculative else None),
-        "prefill_s": pre["time_s"], "ttft_s": t["ttft"], "request_overhead_s": hw["request_overhead_s"],
+        "speculative": ({k: v for k, v in req.speculative.items()
+                         if k not in ("draft_spec", "target_spec")} if req.speculative else None),
+        "prefill_s": pre["time_s"], "ttft_s": t["ttft"],
+        "request_overhead_s": hw["request_overhead_s"],
         "prefill_bound": pre["bound"],
         "prefill_components_s": pre["components_s"], "prefill_flops_per_gpu": pre["flops"],
         "prefill_bytes_per_gpu": pre["bytes"],
@@ -736,7 +758,8 @@ def result_dict(spec, req, hw, t, *, bits, fmt, crit, w_bytes, cache, mem):
         "output_tokens_per_s": serving["output_tokens_per_s"] if serving else b * o / total,
         "output_tokens_per_s_per_gpu": (serving["output_tokens_per_s_per_gpu"] if serving
                                         else b * o / total / gpus),
-        "tokens_per_s_per_user": 1.0 / t["tpot"], "serving_stack": hw["serving_stack"], "serving": serving,
+        "tokens_per_s_per_user": 1.0 / t["tpot"], "serving_stack": hw["serving_stack"],
+        "serving": serving,
         "critical_batch_size": crit[0], "critical_batch_size_matmuls": crit[1],
         "weight_bytes_per_gpu": w_bytes, "kv_cache_bytes_per_gpu": cache["kv"],
         "indexer_cache_bytes_per_gpu": cache["indexer"], "state_bytes_per_gpu": cache["state"],
@@ -745,11 +768,11 @@ def result_dict(spec, req, hw, t, *, bits, fmt, crit, w_bytes, cache, mem):
         "layer_kinds": layer_kind_rows(spec, req, t, bits=bits),
         "convention": "TTFT = one prefill pass over the prompt (the first token comes from it); "
                       "o-1 decode steps, each reading every weight shard and the KV cache; per-op "
-                      f"roofline (weight matmuls: soft corner, p = {ROOFLINE_CORNER_P}) + fixed per-kernel "
-                      "overhead, summed over the layer list; TP ring "
-                      "all-reduce after each attention and MLP block; PP stages sequential (a static "
-                      "batch one in flight, continuous batching up to pp micro-batches); memory per GPU on "
-                      "the most-loaded stage (weights + KV at s+o, no "
+                      f"roofline (weight matmuls: soft corner, p = {ROOFLINE_CORNER_P}) + fixed "
+                      "per-kernel overhead, summed over the layer list; TP ring all-reduce after "
+                      "each attention and MLP block; PP stages sequential (a static batch one in "
+                      "flight, continuous batching up to pp micro-batches); memory per GPU on the "
+                      "most-loaded stage (weights + KV at s+o, no "
                       "activations/workspace)" + attention_convention(spec),
     }
 

@@ -28,9 +28,11 @@ def validate_capacity(args, parser, req):
     """One-line errors for the capacity flags; sets req.capacity (False outside a plan), the GPU
     kinds (req.capacity_gpus; the first is the GPU of the rest of main) and prices."""
     req.capacity = False
-    trace_plan = req.trace and (req.max_ttft_ms is not None or req.max_tpot_ms is not None) and not args.search
+    targets = req.max_ttft_ms is not None or req.max_tpot_ms is not None
+    trace_plan = req.trace and targets and not args.search
     if args.target_request_rate is None and not trace_plan:
-        for f, v in (("--slo-percentile", req.slo_percentile), ("--cost-per-gpu-hour", args.cost_per_gpu_hour)):
+        for f, v in (("--slo-percentile", req.slo_percentile),
+                     ("--cost-per-gpu-hour", args.cost_per_gpu_hour)):
             if v is not None:
                 parser.error(f"{f} belongs to a capacity plan; add --target-request-rate R")
         if args.gpu and "," in args.gpu:
@@ -40,9 +42,11 @@ def validate_capacity(args, parser, req):
     if args.search:
         parser.error("--target-request-rate plans a fleet; leave out --search (it fronts one GPU budget)")
     load = [f for f, v in (("-c", req.concurrency), ("--request-rate", req.request_rate),
-                           ("-b", req.batch_size if req.batch_size_given else None)) if v is not None]
+                           ("-b", req.batch_size if req.batch_size_given else None))
+            if v is not None]
     layout = [f for f, v in (("-tp", req.tensor_parallel_size), ("-pp", req.pipeline_parallel_size),
-                             ("-dp", req.data_parallel_size), ("-ep", req.expert_parallel_size)) if v != 1]
+                             ("-dp", req.data_parallel_size), ("-ep", req.expert_parallel_size))
+              if v != 1]
     if load or layout:
         parser.error(f"a capacity plan picks the layout and the load per replica itself; leave out "
                      f"{', '.join(load + layout)}")
@@ -85,7 +89,8 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
     from ..serve.capacity import capacity_plan
     from ..serve.workload import fixed_requests
     reqs = req.requests or fixed_requests(n=req.num_requests, input_len=req.prompt_tokens,
-                                           output_len=req.output_tokens, prefix_tokens=req.prefix_tokens or 0)
+                                          output_len=req.output_tokens,
+                                          prefix_tokens=req.prefix_tokens or 0)
     rate = args.target_request_rate
     if rate is None:  # the trace's own mean rate
         span = reqs[-1][0] - reqs[0][0]
@@ -96,20 +101,21 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
     max_tpot = req.max_tpot_ms * 1e-3 if req.max_tpot_ms is not None else math.inf
     gpus = [(n, accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs"))
             for n in req.capacity_gpus]
-    plan = capacity_plan(spec, req, gpus=gpus, flags=flags, prices=req.capacity_prices, requests=reqs,
-                         bits=bits, percentile=req.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
-                         sim_requests=req.num_requests, progress=lambda m: print(m, file=sys.stderr))
+    plan = capacity_plan(spec, req, gpus=gpus, flags=flags, prices=req.capacity_prices,
+                         requests=reqs, bits=bits, percentile=req.slo_percentile, rate=rate,
+                         max_ttft=max_ttft, max_tpot=max_tpot, sim_requests=req.num_requests,
+                         progress=lambda m: print(m, file=sys.stderr))
     w = plan["winner"]
     if w is None and not plan["layouts_fitted"]:
         longest = max(r[1] + r[2] for r in reqs)
-        parser.error(f"no layout of {', '.join(req.capacity_gpus)} (one node per replica) holds the weights and "
-                     f"a request of {longest:,} tokens in its KV pool: cut -s/-o, --precision or --kv-cache-bits, or "
-                     "add a GPU kind")
+        parser.error(f"no layout of {', '.join(req.capacity_gpus)} (one node per replica) holds "
+                     f"the weights and a request of {longest:,} tokens in its KV pool: cut -s/-o, "
+                     "--precision or --kv-cache-bits, or add a GPU kind")
     if w is None:
         parser.error(f"no layout of {', '.join(req.capacity_gpus)} (one node per replica) meets "
-                     f"{targets_text(req.max_ttft_ms, req.max_tpot_ms)} at "
-                     f"p{req.slo_percentile}, even lightly loaded: relax the targets, cut -s/-o or --precision, or "
-                     "add a GPU kind")
+                     f"{targets_text(req.max_ttft_ms, req.max_tpot_ms)} at p{req.slo_percentile}, "
+                     "even lightly loaded: relax the targets, cut -s/-o or --precision, or add a "
+                     "GPU kind")
     model = args.hf_model_name_or_path or "MODEL"
     prefix = bool(req.prefix_tokens) or any(r[3] is not None for r in reqs)
 
@@ -120,11 +126,13 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
         return out
     by_gpu = {g: public(c) for g, c in plan["by_gpu"].items()}
     best = by_gpu[w["gpu"]]
-    res = {"target_request_rate": rate, "slo_percentile": req.slo_percentile, "max_ttft_ms": req.max_ttft_ms,
+    res = {"target_request_rate": rate, "slo_percentile": req.slo_percentile,
+           "max_ttft_ms": req.max_ttft_ms,
            "max_tpot_ms": req.max_tpot_ms, "gpus_considered": req.capacity_gpus,
            "prices_per_gpu_hour": req.capacity_prices, "serving_stack": w["hw"]["serving_stack"],
            "mean_input_tokens": sum(r[1] for r in reqs) / len(reqs),
-           "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs), "requests_simulated": req.num_requests,
+           "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs),
+           "requests_simulated": req.num_requests,
            "num_gpus": best["num_gpus"], "gpu": best["gpu"], "replicas": best["replicas"],
            "layout": {k: best[k] for k in ("tp", "pp", "dp", "ep", "gpus_per_replica")},
            "dollars_per_hour": best["dollars_per_hour"],
@@ -133,12 +141,13 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
            "cost_per_million_cached_input_tokens": best["cost_per_million_cached_input_tokens"],
            "engine_command": best["engine_command"], "by_gpu": by_gpu,
            "layouts_sized": len(plan["candidates"]), "warnings": list(spec["warnings"]),
-           "convention": "each replica one node at most; its rate the most requests/s whose simulated run of "
-                         f"{req.num_requests} Poisson arrivals keeps TTFT and TPOT at p{req.slo_percentile} within "
-                         "the targets (bisection to 0.8% of the saturation rate); replicas = ceil(rate / that); "
-                         "the cost split into input and output by the share of a mean step's time its prompt "
-                         "chunks take; cached input tokens take no prefill (priced 0, their pool space is in the "
-                         "output share)"}
+           "convention": "each replica one node at most; its rate the most requests/s whose "
+                         f"simulated run of {req.num_requests} Poisson arrivals keeps TTFT and "
+                         f"TPOT at p{req.slo_percentile} within the targets (bisection to 0.8% of "
+                         "the saturation rate); replicas = ceil(rate / that); the cost split into "
+                         "input and output by the share of a mean step's time its prompt chunks "
+                         "take; cached input tokens take no prefill (priced 0, their pool space is "
+                         "in the output share)"}
     if args.brief:
         print(f"{res['num_gpus']} x {res['gpu']}" + (f", ${res['cost_per_million_output_tokens']:.3f} per million output "
                                                      "tokens" if res["cost_per_million_output_tokens"] is not None else ""))
@@ -154,7 +163,8 @@ def launch_command(c, *, model, prefix_caching, speculative):
     """A plan candidate's launch command, as its stack's record writes it (serve/launch.py)."""
     from ..serve.launch import LaunchPlan, launch_text
     from ..serve.stacks import SERVING_STACKS
-    plan = LaunchPlan(model=model, tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], replicas=c["replicas"],
+    plan = LaunchPlan(model=model, tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"],
+                      replicas=c["replicas"],
                       kv_bits=c["bits"]["kv_bits"], memory_utilization=c["memory_utilization"],
                       max_num_seqs=c["max_num_seqs"] and c["max_num_seqs"] // c["dp"],
                       max_num_tokens=c["token_budget"], prefix_caching=prefix_caching,

@@ -114,21 +114,23 @@ def validate_speculative(args, parser, spec, req):
         if why:
             parser.error(f"--draft-model at the target's -tp {req.tensor_parallel_size}: {why}")
     source = (DEFAULT_ACCEPTANCE[method][1] if args.acceptance_rate is None else "given")
-    req.speculative = {"k": k, "method": method, "acceptance_rates": rates, "acceptance_source": source,
-                        "tokens_per_step": tokens_per_step(rates), "draft_spec": draft, "target_spec": spec,
-                        "draft_model": args.draft_model}
+    req.speculative = {"k": k, "method": method, "acceptance_rates": rates,
+                       "acceptance_source": source, "tokens_per_step": tokens_per_step(rates),
+                       "draft_spec": draft, "target_spec": spec, "draft_model": args.draft_model}
 
 
 def validate_workload(args, parser, req):
     """One-line errors for the request-mix, trace and prefix-cache flags."""
-    rnd = [f for f, v in (("--random-input-len", req.random_input_len), ("--random-output-len", req.random_output_len),
+    rnd = [f for f, v in (("--random-input-len", req.random_input_len),
+                          ("--random-output-len", req.random_output_len),
                           ("--random-range-ratio", req.random_range_ratio)) if v is not None]
     if rnd and req.dataset != "random":
         parser.error(f"{', '.join(rnd)} belong{'s' if len(rnd) == 1 else ''} to --dataset random; add it")
     if req.trace and req.dataset:
         parser.error("--trace and --dataset both give the requests; give one")
     if req.random_range_ratio is not None and not 0 <= req.random_range_ratio < 1:
-        parser.error(f"--random-range-ratio must be at least 0 and below 1 (vLLM's rule), got {req.random_range_ratio:g}")
+        parser.error("--random-range-ratio must be at least 0 and below 1 (vLLM's rule), got "
+                     f"{req.random_range_ratio:g}")
     if req.prefix_hit_rate is not None:
         if not 0 <= req.prefix_hit_rate <= 1:
             parser.error(f"--prefix-hit-rate must be between 0 and 1, got {req.prefix_hit_rate:g}")
@@ -142,19 +144,23 @@ def validate_workload(args, parser, req):
     if (mix or req.prefix_tokens) and args.search:
         parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
     if req.dataset and req.num_requests is None and args.target_request_rate is None:
-        parser.error(f"--dataset {req.dataset} draws --num-requests N requests; add it (and --request-rate or -c)")
+        parser.error(f"--dataset {req.dataset} draws --num-requests N requests; add it (and "
+                     "--request-rate or -c)")
     if req.trace and req.batch_size_given:
         parser.error("--trace is a served load; leave out -b")
     if req.prefix_tokens and not mix and req.num_requests is None and (
             req.concurrency is not None or req.request_rate is not None):
         parser.error("prefix caching under a load is simulated: add --num-requests N (a benchmark run)")
-    if req.prefix_tokens and not req.dataset and not req.trace and req.prefix_tokens >= req.prompt_tokens:
-        parser.error(f"--prefix-tokens {req.prefix_tokens} must be fewer than the prompt's -s {req.prompt_tokens} "
-                     "(the prefix is its first tokens; a request computes at least one of its own)")
+    if (req.prefix_tokens and not req.dataset and not req.trace
+            and req.prefix_tokens >= req.prompt_tokens):
+        parser.error(f"--prefix-tokens {req.prefix_tokens} must be fewer than the prompt's -s "
+                     f"{req.prompt_tokens} (the prefix is its first tokens; a request computes at "
+                     "least one of its own)")
     if req.num_scheduler_steps is not None and req.num_requests is None and not req.trace:
         parser.error("--num-scheduler-steps is simulated: add --num-requests N (a benchmark run)")
     host = [f for f, v in (("--host-kv-cache-gib", req.host_kv_cache_gib),
-                           ("--host-kv-bandwidth-gbps", req.host_kv_bandwidth_gbps)) if v is not None]
+                           ("--host-kv-bandwidth-gbps", req.host_kv_bandwidth_gbps))
+            if v is not None]
     if host and not (req.prefix_tokens or req.trace):
         parser.error(f"{host[0]} is a tier for cached prefixes: add --prefix-tokens N or a --trace with prefix_id "
                      "(and --num-requests)")
