@@ -604,18 +604,32 @@ def test_decode_memory_bound_at_batch_1_every_model_and_gpu(model, data):
         return
     args = cil.build_parser().parse_args(["--gpu", gpu])
     args.activation_bits = 16
-    hw, _ = cil.resolve_hardware(args, cil.build_parser())
+    hw, _ = cil.hardware_from_flags(args, cil.build_parser())
     r = cil.forward_pass(spec, hw, tp=1, pp=1, batch=1, new_tokens=1, context_before=1024,
                          w_bits=16, a_bits=16, kv_bits=16, absorbed=True)
     assert r["bound"] == "memory", (model, gpu)
 
 
 # --- the collectives agree with calc_comm.py ---------------------------------------------------
-def test_allreduce_constants_are_the_shared_blocks():
-    # the presets and the help name the NCCL call cost and link efficiency; they must be the shared
-    # collectives block's (which tests/test_shared_copies.py keeps equal to calc_comm.py's)
-    assert cil.DEFAULT_ALLREDUCE_LATENCY_US * 1e-6 == pytest.approx(cil.ALPHA_LAUNCH_S)
-    assert cil.DEFAULT_ALLREDUCE_EFFICIENCY == cil.SCALE_UP_EFFICIENCY
+def test_allreduce_defaults_are_the_collectives_block_and_its_measurements():
+    # The serving defaults are the collectives block's own objects, not retyped copies (a retyped
+    # 0.80 is another float object), and a plain run's resolved hardware carries them: NCCL's call
+    # cost on every all-reduce and hand-off, the ring's share of the NVLink line rate.
+    collectives = importlib.import_module("llmcalc.comm.collectives")
+    stacks = importlib.import_module("llmcalc.serve.stacks")
+    assert stacks.DEFAULT_ALLREDUCE_EFFICIENCY is collectives.SCALE_UP_EFFICIENCY
+    alpha = collectives.ALPHA_LAUNCH_S
+    assert stacks.DEFAULT_ALLREDUCE_LATENCY_US * 1e-6 == pytest.approx(alpha, rel=1e-12)
+    args = cil.build_parser().parse_args(["--serving-stack", "kernels", "-tp", "2"])
+    hw, _ = cil.hardware_from_flags(args, cil.build_parser())
+    assert hw["link_efficiency"] == collectives.SCALE_UP_EFFICIENCY
+    assert hw["nccl_latency_s"] == hw["link_latency_s"] == pytest.approx(alpha, rel=1e-12)
+    # by value, against the measurements the block names: nccl-tests' all_reduce_perf floor of
+    # 10.14 us on 2 x A100 is the call cost plus two LL hops over NVLink (within 0.1 us), and ring
+    # busbw / line rate is 235/300 on A100 and 370/450 on H100 (0.80 lies between them)
+    hops = 2 * collectives.ALPHA_HOP_S["ll"]["intra"]
+    assert cil.DEFAULT_ALLREDUCE_LATENCY_US + hops * 1e6 == pytest.approx(10.14, abs=0.1)
+    assert 235 / 300 <= cil.DEFAULT_ALLREDUCE_EFFICIENCY <= 370 / 450
 
 
 @pytest.mark.parametrize("tp,algo", [(8, "ring"), (16, "auto"), (32, "auto")])
@@ -1028,11 +1042,25 @@ def test_weights_per_gpu_agree_with_the_memory_script(name, tp, pp, bits):
     assert lat["weight_bytes_per_gpu"] == pytest.approx(m["weights_bytes"], rel=1e-12), name
 
 
-def test_rank_split_functions_are_the_memory_scripts():
+def test_rank_split_agrees_with_the_memory_script_on_a_hand_count():
+    # Llama-3-8B (config fixture: L 32, h 4096, a 32, kv 8, d 128, f 14336, V 128256, untied
+    # embeddings, no biases) at -tp 16: 8 KV heads over 16 ranks leave each rank one KV head
+    # (replicated, Megatron-LM / vLLM), the query heads and the MLP split 16 ways, the norms whole,
+    # embedding and head split over the vocabulary. Counted by hand here, at 16 bits:
+    h, a, kv, d, f, V, L, tp = 4096, 32, 8, 128, 14336, 128256, 32, 16
+    attn = h * (a // tp * d) + 2 * h * (max(1, kv // tp) * d) + (a // tp * d) * h  # q, k + v, o
+    mlp = 3 * h * (f // tp)                                       # gate, up, down
+    layer = attn + mlp + 2 * h                                    # + two RMSNorms
+    per_gpu = L * layer + 2 * V * h // tp + h                     # + embed, head, final norm
+    assert (attn, mlp, layer) == (3_145_728, 11_010_048, 14_163_968)
+    from conftest import config_path, run_main
     import calc_transformer_mem as mem
-    import inspect
-    for fn in ("_kv_heads_per_rank", "attention_on_rank", "mlp_on_rank"):
-        assert inspect.getsource(getattr(cil, fn)).split('"""')[2] == inspect.getsource(getattr(mem, fn)).split('"""')[2], fn
+    argv = ["--hf_model_name_or_path", config_path("llama-3-8b"), "-tp", str(tp)]
+    lat, _, _ = run_main(cil.main, argv + ["--json"])
+    m, _, _ = run_main(mem.main, argv + ["--infer", "--num-gpus", str(tp), "--json"])
+    assert lat["layer_kinds"][0]["weight_bytes_per_layer_per_gpu"] == 2 * layer
+    assert lat["weight_bytes_per_gpu"] == 2 * per_gpu
+    assert m["params_per_gpu"] == per_gpu
 
 
 def test_cross_node_pipeline_handoff_agrees_with_calc_comm_sendrecv():
@@ -1451,7 +1479,7 @@ def test_alltoall_matches_deepep_low_latency_table(ep):
     to 256 is 12%)."""
     args = cil.build_parser().parse_args(["--gpu", "h800", "-tp", "1", "-dp", str(ep)])
     args.activation_bits = 16
-    hw, _ = cil.resolve_hardware(args, cil.build_parser())
+    hw, _ = cil.hardware_from_flags(args, cil.build_parser())
     h, copies = 7168, 128 * 8
     dispatch = cil.group_collective_s("alltoall", size_bytes=copies * (h + h // 128 * 4), n=ep, stride=1, hw=hw)
     combine = cil.group_collective_s("alltoall", size_bytes=copies * h * 2, n=ep, stride=1, hw=hw)
@@ -1867,3 +1895,23 @@ def test_trtllm_pytorch_preset_slows_only_the_moe_blocks():
     ca, cb = a["decode_first_step_components_s"], b["decode_first_step_components_s"]
     assert cb["mlp"] == pytest.approx(cil.TRTLLM_PYTORCH_MOE_FACTOR * ca["mlp"], rel=1e-12)
     assert all(cb[k] == ca[k] for k in ca if k != "mlp")
+
+
+def test_vllm_batch_defaults_follow_vllms_own_rule_on_every_gpu():
+    # vLLM's get_batch_defaults (vllm/engine/arg_utils.py): the larger defaults (8192 batched
+    # tokens, 1024 sequences) when `device_memory >= 70 GiB and "a100" not in device_name`, else
+    # 2048 and 256. The preset reads the record's kernel_family instead of the name; on every GPU
+    # of the table the two rules must give the same defaults.
+    try:
+        hardware = importlib.import_module("hardware")
+    except ImportError:
+        pytest.skip("hardware.py not beside the script")
+    for name in hardware.list_accelerators():
+        rec = hardware.get_accelerator(name)
+        if not any((rec["peak_flops_per_s"] or {}).get(k) for k in ("bf16", "fp16")):
+            continue
+        args = cil.build_parser().parse_args(["--gpu", name, "--serving-stack", "vllm"])
+        hw, _ = cil.hardware_from_flags(args, cil.build_parser())
+        large = hw["gpu_memory_bytes"] >= 70 * 2 ** 30 and "a100" not in rec["full_name"].lower()
+        want = (8192, 1024) if large else (2048, 256)
+        assert (hw["token_budget"], hw["max_num_seqs"]) == want, name

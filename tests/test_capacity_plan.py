@@ -132,3 +132,44 @@ def test_multi_step_scheduling_reaches_the_plan():
     plain, steps = run(base), run(base + ["--num-scheduler-steps", "10"])
     assert steps["by_gpu"]["h100"]["replica_request_rate"] < plain["by_gpu"]["h100"]["replica_request_rate"]
     assert steps["num_gpus"] > plain["num_gpus"]
+
+
+# Each stack's own launch program, as its documentation spells it (serve/launch.py cites them): the
+# command of a plan on that stack must run this program, and no other stack's. A stack with no
+# server command says so in a comment line (#) naming what it is instead. Issue 42: before, the
+# plan printed `vllm serve` for fastertransformer, kernels and hf-eager.
+STACK_PROGRAMS = {
+    "vllm": "vllm serve ",                                     # docs.vllm.ai, vllm serve
+    "sglang": "python -m sglang.launch_server ",               # SGLang server arguments
+    "tensorrt-llm": "trtllm-serve ",                           # TensorRT-LLM commands/trtllm-serve
+    "tensorrt-llm-pytorch": "trtllm-serve ",
+    "tensorrt-llm-triton": "scripts/launch_triton_server.py",  # tensorrtllm_backend README
+    "tensorrt-llm-mmha": "# TensorRT-LLM v0.5-v0.7",           # no trtllm-serve before 0.17
+    "fastertransformer": "./bin/multi_gpu_gpt_example",        # FasterTransformer docs/gpt_guide.md
+    "fastertransformer-triton": "tritonserver ",               # fastertransformer_backend
+    "kernels": "# the kernels stack",                          # a model, not an engine
+    "hf-eager": "# hf-eager is transformers' generate()",      # a library call, not a server
+}
+# trtllm-serve's --backend: the TensorRT engine path for the tensorrt-llm preset, the PyTorch one
+# for tensorrt-llm-pytorch (trtllm-serve --help: pytorch, tensorrt, _autodeploy)
+BACKEND = {"tensorrt-llm": "--backend tensorrt", "tensorrt-llm-pytorch": "--backend pytorch"}
+
+
+@pytest.mark.parametrize("stack", sorted(cil.SERVING_STACKS))
+def test_every_stacks_capacity_plan_launches_that_stack(stack):
+    assert stack in STACK_PROGRAMS, f"{stack}: no launch program listed for it here"
+    res = run(L8 + ["--gpu", "h100", "--target-request-rate", "5", "-s", "500", "-o", "100",
+                    "--max-tpot-ms", "40", "--serving-stack", stack])
+    cmd = res["engine_command"]
+    assert res["serving_stack"] == stack
+    assert STACK_PROGRAMS[stack] in cmd, (stack, cmd)
+    others = {p for s, p in STACK_PROGRAMS.items() if p != STACK_PROGRAMS[stack]}
+    assert not [p for p in others if p in cmd], (stack, cmd)
+    if stack in BACKEND:
+        assert BACKEND[stack] in cmd
+        assert not [b for b in BACKEND.values() if b != BACKEND[stack] and b in cmd]
+    if not cmd.startswith("#"):  # a real command carries the layout the plan chose
+        tp = res["layout"]["tp"]
+        flags = ("--tensor-parallel-size ", "--tp ", "--tp_size ", "--world_size ",
+                 "tensor_para_size ", "-n ")
+        assert any(f"{flag}{tp}" in cmd for flag in flags), cmd

@@ -31,7 +31,7 @@ from llmcalc.model.spec import resolve_model_spec  # noqa: E402
 from llmcalc.train.attention_rates import HOPPER_TABLE_PEAK_FLOPS, hopper_attention_fractions  # noqa: E402
 from llmcalc.train.step import fp8_cast_time_s, pair_operand_elements  # noqa: E402
 from llmcalc.serve.forward import forward_pass  # noqa: E402
-from llmcalc.serve.stacks import resolve_hardware as serve_hardware  # noqa: E402
+from llmcalc.tools.latency import hardware_from_flags as serve_hardware  # noqa: E402
 
 
 def _rows(path):

@@ -366,6 +366,8 @@ def test_training_and_serving_read_the_same_host_link():
     from llmcalc.tools.training_hardware import host_link_reached_bytes_per_s
     for name in ("a100-80gb", "h100-sxm", "gh200", "b200", "mi300x"):
         line = get_accelerator(name)["host_link_bandwidth_bytes_per_s"]
-        assert host_link_bytes_per_s(name) == pytest.approx(KV_RELOAD_EFFICIENCY * line)
+        assert host_link_bytes_per_s(get_accelerator(name)) == pytest.approx(
+            KV_RELOAD_EFFICIENCY * line)
         assert host_link_reached_bytes_per_s(get_accelerator(name)) == pytest.approx(HOST_LINK_EFFICIENCY * line)
-    assert host_link_bytes_per_s("tpu-v5p") is None  # not listed: the KV tier needs --host-kv-bandwidth-gbps
+    # not listed: the KV tier needs --host-kv-bandwidth-gbps
+    assert host_link_bytes_per_s(get_accelerator("tpu-v5p")) is None

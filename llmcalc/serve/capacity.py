@@ -1,6 +1,6 @@
 """Capacity planning: how many GPUs, of which kind, serve a request rate within a TTFT and TPOT
-target at a percentile, and what a million input and output tokens then cost; with the engine
-command that sets the winner up.
+target at a percentile, and what a million input and output tokens then cost (the command that
+sets the winner up is its stack's own, launch.py).
 
 For each GPU kind and each replica layout that holds the model (tensor parallel inside a node;
 data-parallel attention and expert parallelism for MoE models), the most requests per second one
@@ -9,7 +9,6 @@ targets (bisection on the rate; each point a run of Poisson arrivals through sim
 the steady state's saturation rate as the upper bound); the fleet is then ceil(R / that) replicas.
 The winner has the fewest GPUs, or with prices the lowest cost per hour."""
 
-import argparse
 import math
 import sys
 
@@ -39,71 +38,10 @@ def cost_per_million_tokens(*, dollars_per_hour, input_tokens_per_s, output_toke
     return i, o
 
 
-def engine_command(*, stack, model, tp, dp, ep, replicas, kv_bits, mem_util, max_seqs, max_tokens,
-                   prefix_caching, speculative):
-    """The command that starts the winner's replica on its stack, with the flags that carry the
-    layout and the pool (vLLM's `vllm serve`, SGLang's launch_server, TensorRT-LLM's
-    trtllm-serve); replicas beyond one are the same command behind a router."""
-    fp8_kv = kv_bits == 8
-    if stack == "sglang":
-        cmd = [f"python -m sglang.launch_server --model-path {model}", f"--tp {tp * dp}"]
-        if dp > 1:
-            cmd += [f"--dp {dp}", "--enable-dp-attention"]
-        if ep > 1:
-            cmd.append(f"--ep-size {ep}")
-        cmd += [f"--mem-fraction-static {mem_util:g}"]
-        if max_tokens:
-            cmd.append(f"--chunked-prefill-size {max_tokens}")
-        if max_seqs:
-            cmd.append(f"--max-running-requests {max_seqs}")
-        if fp8_kv:
-            cmd.append("--kv-cache-dtype fp8_e5m2")
-        if not prefix_caching:
-            cmd.append("--disable-radix-cache")
-        if speculative:
-            cmd.append(f"--speculative-algorithm {'EAGLE' if speculative['method'] in ('mtp', 'eagle') else 'NGRAM' if speculative['method'] == 'ngram' else 'STANDALONE'} "
-                       f"--speculative-num-steps {speculative['k']} --speculative-eagle-topk 1 "
-                       f"--speculative-num-draft-tokens {speculative['k'] + 1}")
-    elif stack.startswith("tensorrt-llm"):
-        cmd = [f"trtllm-serve {model}", f"--tp_size {tp * dp}"]
-        if ep > 1:
-            cmd.append(f"--ep_size {ep}")
-        cmd += [f"--kv_cache_free_gpu_memory_fraction {mem_util:g}"]
-        if max_seqs:
-            cmd.append(f"--max_batch_size {max_seqs}")
-        if max_tokens:
-            cmd.append(f"--max_num_tokens {max_tokens}")
-        if dp > 1 or speculative:
-            cmd.append("--extra_llm_api_options extra.yaml  # " + "; ".join(
-                (["enable_attention_dp: true"] if dp > 1 else [])
-                + ([f"speculative_config: {{decoding_type: {speculative['method'].upper()}, "
-                    f"num_nextn_predict_layers: {speculative['k']}}}"] if speculative else [])))
-    else:  # vllm
-        cmd = [f"vllm serve {model}", f"--tensor-parallel-size {tp}"]
-        if dp > 1:
-            cmd.append(f"--data-parallel-size {dp}")
-        if ep > 1:
-            cmd.append("--enable-expert-parallel")
-        cmd += [f"--gpu-memory-utilization {mem_util:g}"]
-        if max_seqs:
-            cmd.append(f"--max-num-seqs {max_seqs}")
-        if max_tokens:
-            cmd.append(f"--max-num-batched-tokens {max_tokens}")
-        if fp8_kv:
-            cmd.append("--kv-cache-dtype fp8")
-        cmd.append("--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching")
-        if speculative:
-            method = {"mtp": "deepseek_mtp", "eagle": "eagle3", "ngram": "ngram", "draft": "draft_model"}[
-                speculative["method"]]
-            cmd.append(f"--speculative-config '{{\"method\": \"{method}\", \"num_speculative_tokens\": "
-                       f"{speculative['k']}}}'")
-    line = " \\\n    ".join(cmd)
-    return line + (f"\n# x {replicas} replicas behind a load balancer" if replicas > 1 else "")
-
-
-def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentile, rate, max_ttft, max_tpot,
-                  sim_requests, progress=None):
-    """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` that serve `rate` requests/s
+def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile, rate, max_ttft,
+                  max_tpot, sim_requests, progress=None):
+    """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` ((name as given, accelerator
+    record) pairs; `flags` the HardwareFlags over them) that serve `rate` requests/s
     of `requests`' mix within max_ttft / max_tpot (seconds, inf: none) at `percentile` (50, 90 or
     99), at the bits given (`bits`, as forward_pass takes them). Returns
     {"candidates": [...per kind and layout...], "by_gpu": {kind: best}, "winner": best overall,
@@ -113,26 +51,25 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[percentile]
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
-    steps = args.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark run takes it
+    steps = req.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark runs it
     cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
     # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
     key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
         lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
-    for g_i, gpu in enumerate(gpus):
-        a = argparse.Namespace(**vars(args))
-        a.gpu = gpu
-        one = resolve_hardware(a, parser)[0]
+    for g_i, (gpu, rec) in enumerate(gpus):
+        def hardware(tp=1, pp=1, dp=1):
+            return resolve_hardware(rec, flags, gpu_given=True, tp=tp, pp=pp, dp=dp,
+                                    activation_bits=req.activation_bits)[0]
+        one = hardware()
         node = one.get("gpus_per_node") or 8
         layouts = [lay for lay in serving_layouts(spec, node, max_tp=node, max_replica=node) if lay[1] == 1]
         for tp, pp, dp, ep in layouts:
             if time.perf_counter() - shown > 1.0 and progress:
                 progress(f"capacity: {gpu} layout tp {tp} dp {dp} ep {ep}, {time.perf_counter() - t0:.1f} s so far")
                 shown = time.perf_counter()
-            a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size = tp, pp, dp
-            a.expert_parallel_size = ep
-            hw = resolve_hardware(a, parser)[0]
-            if args.speculative:
-                hw["speculative"] = args.speculative
+            hw = hardware(tp, pp, dp)
+            if req.speculative:
+                hw["speculative"] = req.speculative
             w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"], ep=ep,
                                            etp=tp * dp // ep)
             ctx = max(1, round(s_mean + o_mean))
@@ -154,9 +91,10 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
             memo = {}
 
             def run(r):
-                return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests], token_budget=budget,
-                                         pool_tokens=pool_tokens, max_running=seqs, bits=bits, rate=r, seed=args.seed,
-                                         pp=pp, dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
+                return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests],
+                                         token_budget=budget, pool_tokens=pool_tokens,
+                                         max_running=seqs, bits=bits, rate=r, seed=req.seed, pp=pp,
+                                         dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
 
             def meets(st):
                 return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
@@ -190,9 +128,10 @@ def capacity_plan(spec, args, parser, *, gpus, prices, requests, bits, percentil
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
-        st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests], token_budget=c["budget"],
-                               pool_tokens=c["pool_tokens"], max_running=c["max_num_seqs"], bits=bits, rate=a_rate,
-                               seed=args.seed, pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
+        st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests],
+                               token_budget=c["budget"], pool_tokens=c["pool_tokens"],
+                               max_running=c["max_num_seqs"], bits=bits, rate=a_rate, seed=req.seed,
+                               pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
         mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
                   decode_context=s_mean + o_mean / 2)
         full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],

@@ -5,9 +5,6 @@ on a hit, instead of being computed again. The link is the GPU's own in hardware
 direction), the one field training's ZeRO-Offload copies read too; KV_RELOAD_EFFICIENCY of its line
 rate is reached."""
 
-from ..accelerator import DEFAULT_ACCELERATOR, default_accelerator
-from ..cli import load_hardware
-
 # Share of the host link's line rate a KV reload reaches: LMCache's own log of one (LMCache PR
 # #1740, its CPU-offload example on vLLM V1 with Qwen3-8B: "Retrieved 10010 ... tokens ... size:
 # 1.3747 gb, cost 33.4281 ms, throughput: 41.1230 GB/s"; 10,010 tokens x 147,456 bytes (36 layers x
@@ -18,15 +15,10 @@ from ..cli import load_hardware
 KV_RELOAD_EFFICIENCY = 0.70
 
 
-def host_link_bytes_per_s(gpu_name):
-    """The reached host-to-GPU bandwidth (bytes/s) for a hardware.py GPU name: its table record's
-    host link line rate x KV_RELOAD_EFFICIENCY; None when the table lists no host link for it
-    (or the name is not in the table)."""
-    try:
-        rec = load_hardware().get_accelerator(gpu_name)
-    except (ImportError, KeyError):  # no table beside the script: only the default accelerator is known
-        rec = default_accelerator() if gpu_name == DEFAULT_ACCELERATOR else None
-    line = (rec or {}).get("host_link_bandwidth_bytes_per_s")
+def host_link_bytes_per_s(gpu):
+    """The reached host-to-GPU bandwidth (bytes/s) of an accelerator record: its host link line
+    rate x KV_RELOAD_EFFICIENCY; None when the record lists no host link."""
+    line = gpu.get("host_link_bandwidth_bytes_per_s")
     return line * KV_RELOAD_EFFICIENCY if line else None
 
 

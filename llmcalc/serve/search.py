@@ -1,12 +1,11 @@
 """The serving search: layouts, bit widths and disaggregated prefill pools, ranked on a Pareto
 front, with its report and plot."""
 
-import argparse
 import math
 import sys
 import textwrap
 
-from ..cli import load_hardware
+from ..errors import CalcError
 from .engine import layout_problem
 from .forward import forward_pass, layout_net
 from .memory import cache_bytes_per_gpu, kv_pool_capacity, weight_bytes_per_gpu
@@ -46,7 +45,7 @@ def nominal_bits(stored_bits):
     return int(stored_bits) if stored_bits == int(stored_bits) else math.floor(stored_bits)
 
 
-def search_bit_options(args, fmt, low_bit_ok):
+def search_bit_options(req, fmt, low_bit_ok):
     """(weight, activation, KV-cache, expert) bits --search costs: the user's when any bits flag is
     given; else the fewest the GPU runs, 8-bit weights and KV cache with 8-bit matmuls where the GPU
     has an 8-bit peak (else 16-bit matmuls), a quantized checkpoint's own weights. In this model
@@ -54,9 +53,9 @@ def search_bit_options(args, fmt, low_bit_ok):
     concurrency a wider format is beaten on both axes and can never reach the front: costing it
     would only repeat the work (accuracy is not weighed; pass --precision or --*-bits to search at
     a format)."""
-    if args.bits_given:
-        return [(args.weight_store_bits if not fmt else fmt["linear_bits"], args.activation_bits, args.kv_cache_bits,
-                 fmt["expert_bits"] if fmt else None)]
+    if req.bits_given:
+        return [(req.weight_store_bits if not fmt else fmt["linear_bits"], req.activation_bits,
+                 req.kv_cache_bits, fmt["expert_bits"] if fmt else None)]
     w, e = (fmt["linear_bits"], fmt["expert_bits"]) if fmt else (8, None)
     return [(w, 8 if low_bit_ok else 16, 8, e)]
 
@@ -121,25 +120,25 @@ def kv_transfer_s(spec, hw, *, s, kv_bits, a_bits, state_bits, gpus_p, gpus_d, c
     return hw.get("nccl_latency_s", 0.0) + nbytes / (min(gpus_p, gpus_d) * bw)
 
 
-def sized_options(spec, args, lay, *, options, hw_for):
+def sized_options(spec, req, lay, *, options, hw_for):
     """For one layout, each bit option whose weights leave a KV pool: (bits tuple, hw, bits dict,
     weight bytes per GPU, KV bytes per request per GPU, requests that run at once: those the pool
     holds, or fewer under the stack's running cap)."""
     tp, pp, dp, ep = lay
-    s, o = args.prompt_tokens, args.output_tokens
+    s, o = req.prompt_tokens, req.output_tokens
     for wb, ab, kvb, eb in options:
         hw = hw_for(tp, pp, dp, ab)
-        bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=args.state_bits)
+        bits = dict(w_bits=wb, a_bits=ab, kv_bits=kvb, e_bits=eb, state_bits=req.state_bits)
         w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=wb, e_bits=eb, ep=ep, etp=tp * dp // ep)
         _, per_req, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
-                                           kv_bits=kvb, a_bits=ab, state_bits=args.state_bits, dp=dp)
+                                           kv_bits=kvb, a_bits=ab, state_bits=req.state_bits, dp=dp)
         if cap >= 1 and hw.get("max_num_seqs"):  # the stack runs no more at once (past it: only queueing)
             cap = min(cap, hw["max_num_seqs"] * dp)
         if cap >= 1:
             yield (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap
 
 
-def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_tpot):
+def disaggregated_points(spec, req, *, layouts, options, hw_for, max_ttft, max_tpot):
     """--disaggregated: prefill and decode on separate GPU pools (DistServe, Zhong et al. 2024;
     Splitwise). Decode replicas run decode-only steps at concurrency C (TPOT = the step; each
     request spends o - 1 steps there, so C / ((o - 1) TPOT) requests/s); prefill replicas serve at
@@ -147,7 +146,7 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
     (prefill_pool_rate). For every decode point and each of the three prefill layouts with the most
     requests/s per GPU at the same bits, every split of the GPU budget into whole replicas; the
     request rate is the smaller pool's. Returns (points, evaluated)."""
-    N, s, o = args.num_gpus, args.prompt_tokens, args.output_tokens
+    N, s, o = req.num_gpus, req.prompt_tokens, req.output_tokens
     if o < 2:
         return [], 0
     one = hw_for(1, 1, 1, 16)
@@ -162,9 +161,9 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
         gpus = tp * pp * dp
         if gpus > N - 1:
             continue
-        for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(spec, args, lay, options=options,
-                                                                                 hw_for=hw_for):
-            xfer = kv_transfer_s(spec, hw, s=s, kv_bits=kvb, a_bits=ab, state_bits=args.state_bits,
+        for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(
+                spec, req, lay, options=options, hw_for=hw_for):
+            xfer = kv_transfer_s(spec, hw, s=s, kv_bits=kvb, a_bits=ab, state_bits=req.state_bits,
                                  gpus_p=gpus, gpus_d=gpus, cross_node=pools_cross)
             got = prefill_pool_rate(spec, hw, lay=lay, bits=bits, s=s, kv_transfer_s=xfer, max_ttft=max_ttft,
                                     cap=cap)
@@ -214,7 +213,7 @@ def disaggregated_points(spec, args, *, layouts, options, hw_for, max_ttft, max_
     return points, evaluated
 
 
-def search_serving(spec, args, parser, fmt):
+def search_serving(spec, req, fmt, *, gpu, gpu_given, flags):
     """--search: for every layout (serving_layouts) and bit option (search_bit_options), the
     steady state at concurrency 1, 2, 4, ... up to the KV pool (serve_steady_state's model, the
     stack's per-request cost included), kept when it meets --max-ttft-ms and --max-tpot-ms. More
@@ -228,32 +227,29 @@ def search_serving(spec, args, parser, fmt):
     missed = []
     import time  # only --search times itself
     t0 = time.perf_counter()
-    N, s, o = args.num_gpus, args.prompt_tokens, args.output_tokens
-    max_ttft = args.max_ttft_ms * 1e-3 if args.max_ttft_ms is not None else math.inf
-    max_tpot = args.max_tpot_ms * 1e-3 if args.max_tpot_ms is not None else math.inf
-    rec_peaks = {}
-    if args.gpu:
-        rec_peaks = load_hardware().get_accelerator(args.gpu)["peak_flops_per_s"] or {}  # checked
-    low_ok = any(rec_peaks.get(k) for k in COMPUTE_DTYPE[8]) or args.peak_tflops is not None
-    options = search_bit_options(args, fmt, low_ok)
+    N, s, o = req.num_gpus, req.prompt_tokens, req.output_tokens
+    max_ttft = req.max_ttft_ms * 1e-3 if req.max_ttft_ms is not None else math.inf
+    max_tpot = req.max_tpot_ms * 1e-3 if req.max_tpot_ms is not None else math.inf
+    rec_peaks = (gpu["peak_flops_per_s"] or {}) if gpu_given else {}
+    low_ok = any(rec_peaks.get(k) for k in COMPUTE_DTYPE[8]) or flags.peak_tflops is not None
+    options = search_bit_options(req, fmt, low_ok)
     points, evaluated, best = [], 0, {"ttft": None, "tpot": None}
     hw_cache, held, stalled, reached = {}, set(), {}, {}
 
     def hw_for(tp, pp, dp, ab):
         key = (tp, pp, dp, ab)
         if key not in hw_cache:
-            a = argparse.Namespace(**vars(args))
-            a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size = tp, pp, dp
-            a.activation_bits = ab
-            hw_cache[key] = resolve_hardware(a, parser)[0]
+            hw_cache[key] = resolve_hardware(gpu, flags, gpu_given=gpu_given, tp=tp, pp=pp, dp=dp,
+                                             activation_bits=ab)[0]
         return hw_cache[key]
 
     one = hw_for(1, 1, 1, 16)
     # what the hardware can join: no peer link (GeForce cards: no NVLink, no PCIe P2P), one-GPU
     # replicas; no NIC, one node
-    max_replica = (1 if not one["peer_link"] else args.max_replica_gpus if one["scale_out_bytes_per_s"]
-                   else min(args.max_replica_gpus, one["gpus_per_node"]))
-    if max_replica < min(N, args.max_replica_gpus):
+    max_replica = (1 if not one["peer_link"] else
+                   req.max_replica_gpus if one["scale_out_bytes_per_s"] else
+                   min(req.max_replica_gpus, one["gpus_per_node"]))
+    if max_replica < min(N, req.max_replica_gpus):
         print(f"note: --search builds replicas of at most {max_replica} GPU(s): "
               + ("the GPU has no modelled peer link (--tp-bandwidth-gbps gives one)" if not one["peer_link"]
                  else "no scale-out bandwidth is known (--scale-out-gbps gives one)"), file=sys.stderr)
@@ -265,7 +261,7 @@ def search_serving(spec, args, parser, fmt):
             shown = time.perf_counter() + 1.0
         gpus = tp * pp * dp
         for (wb, ab, kvb, eb), hw, bits, w_bytes, per_req, cap in sized_options(
-                spec, args, (tp, pp, dp, ep), options=options, hw_for=hw_for):
+                spec, req, (tp, pp, dp, ep), options=options, hw_for=hw_for):
             budget = hw["token_budget"] or math.inf
             held.add((tp, pp, dp, ep, wb, ab, kvb))
             # inside a node a wider tp or more replicas serve the same GPUs at least as well as a
@@ -328,28 +324,28 @@ def search_serving(spec, args, parser, fmt):
             if prev is not None and top[0] <= prev[0] and top[1] <= prev[1]:
                 stalled[family] = (dp, top)
             reached[family] = (max(top[0], prev[0]), max(top[1], prev[1])) if prev else top
-    if args.disaggregated:
-        more, n_more = disaggregated_points(spec, args, layouts=layouts, options=options, hw_for=hw_for,
-                                            max_ttft=max_ttft, max_tpot=max_tpot)
+    if req.disaggregated:
+        more, n_more = disaggregated_points(spec, req, layouts=layouts, options=options,
+                                            hw_for=hw_for, max_ttft=max_ttft, max_tpot=max_tpot)
         points += more
         evaluated += n_more
     if not points:
         if best["tpot"] is None:
-            parser.error(f"no layout of {N} GPUs holds the weights and one request of {s + o} tokens; "
-                         "raise --num-gpus or cut --weight-bits")
+            raise CalcError(f"no layout of {N} GPUs holds the weights and one request of {s + o} "
+                            "tokens; raise --num-gpus or cut --weight-bits")
         miss = []
         if best["tpot"]["tpot_s"] > max_tpot:
             miss.append(f"the lowest TPOT any layout reaches is {best['tpot']['tpot_s'] * 1e3:.3g} ms "
                         f"({layout_label(best['tpot'])})")
         if best["ttft"]["ttft_s"] > max_ttft:
             miss.append(f"the lowest TTFT is {best['ttft']['ttft_s'] * 1e3:.3g} ms ({layout_label(best['ttft'])})")
-        parser.error(f"no layout of {N} GPUs meets the targets: " + "; ".join(miss or [
-            "each layout meets one target only at a concurrency that misses the other"])
-            + "; relax --max-ttft-ms/--max-tpot-ms or raise --num-gpus")
+        raise CalcError(f"no layout of {N} GPUs meets the targets: " + "; ".join(miss or [
+               "each layout meets one target only at a concurrency that misses the other"])
+               + "; relax --max-ttft-ms/--max-tpot-ms or raise --num-gpus")
     front = pareto_front(points)
     gpu = next(iter(hw_cache.values()))  # every layout runs on the one accelerator
     return {"num_gpus": N, "gpu": gpu["gpu"], "gpu_default": gpu["gpu_default"], "missed": missed,
-            "max_ttft_ms": args.max_ttft_ms, "max_tpot_ms": args.max_tpot_ms,
+            "max_ttft_ms": req.max_ttft_ms, "max_tpot_ms": req.max_tpot_ms,
             "layouts_evaluated": evaluated, "feasible": len(points), "pareto_front": front,
             "best": front[0], "search_time_s": time.perf_counter() - t0, "points": points}
 
@@ -410,7 +406,7 @@ def search_report(res, *, s, o, stack, top):
     return "\n".join(lines)
 
 
-def plot_front(res, path, *, parser, precision=None):
+def plot_front(res, path, *, precision=None):
     """Draw every point that meets the targets and the Pareto front to path with matplotlib
     (imported only here), titled with the model, the GPUs, the precision and the targets; returns
     the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
@@ -457,6 +453,6 @@ def plot_front(res, path, *, parser, precision=None):
         fig.savefig(path, dpi=120)
     except (OSError, ValueError) as exc:  # a full disk, a folder gone since the check
         plt.close(fig)
-        parser.error(f"--plot {path}: the plot could not be written ({exc})")
+        raise CalcError(f"--plot {path}: the plot could not be written ({exc})")
     plt.close(fig)
     return f"plot of the front written to {path}"

@@ -216,28 +216,15 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
                       host_tokens=0, host_s_per_token=0.0, scheduler_steps=1):
     """A benchmark run of requests that differ (workload.py: a drawn length mix or a trace), each
     (arrival_s, s_i, o_i, prefix_key, prefix_tokens), stepped through with simulate_benchmark's
-    scheduler, per request instead of per cohort:
+    scheduler, per request instead of per cohort (_run_mix):
       * the KV pool counts tokens (pool_tokens per data-parallel group and micro-batch, a
         request's cache at its s_i + o_i: reserved whole on admission, TensorRT-LLM's
         GUARANTEED_NO_EVICT); at most max_running run at once; admission in arrival order stops at
         the first request that does not fit (first come, first served);
-      * prefix caching (vLLM's automatic prefix caching, SGLang's RadixAttention): a prefix key
-        names a cached token sequence; a request finds min(prefix_tokens, its length) tokens of it
-        (at most s_i - 1), computes only the rest of its prompt, attending to the cached ones (its
-        chunks cost as prompt tokens after that context), and reserves only its own tokens. The
-        first request of a key caches its prefix from the end of its prompt, and every request of
-        a key leaves its whole sequence (prompt and output) cached under it when done, so the next
-        turn of a conversation finds its history. A key holds pool tokens until evicted, least
-        recently used first among those no running request reads, when an admission needs room
-        (one key per request: a system prompt shared across conversations and each conversation's
-        own history are not both expressed);
+      * prefix caching and the host tier (host_tokens > 0): _TokenPool;
       * a step's prompt chunks are costed as one group of equal chunks at their mean length and
         mean cached context, its decodes at their mean context; step costs are memoised on a grid
-        3% apart (_bucket);
-      * a host tier (host_tokens > 0, KV offload): a prefix the pool evicts moves to host memory
-        (least recently used dropped past host_tokens; the copy out is written behind, not timed);
-        a request whose key is only there brings it back into the pool, the step that starts its
-        prompt waiting host_s_per_token per token of it (not overlapped with the step's layers);
+        3% apart (_mix_step_cost);
       * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
         runs N decode steps before it looks again, so an arrival waits for the window to end; a
         step with prompt work opens a new window;
@@ -247,33 +234,54 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
         simulated (at rate / units), as simulate_benchmark splits alike requests.
     Returns simulate_benchmark's statistics (means, medians, p90 and p99 over the mix) plus the
     prefix cache's: hits, prompt tokens computed and skipped, evictions, most pool tokens held."""
-    import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
     K = token_budget if math.isfinite(token_budget) else 10 ** 18
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else len(requests)) // dp))
     units = dp * engines
     reqs = requests[::units] if units > 1 else requests
-    n = len(reqs)
     sp = hw.get("speculative")
     # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
     # the expected tokens per verification step (rounded up)
     o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
              if sp else r[2] for r in reqs]
-    run_cap = max(1, min(max_running // units if max_running else 10 ** 9, K))
-    free = pool_tokens / units  # tokens of the unit's pool
-    req_s, step_oh = hw["request_overhead_s"], hw["step_overhead_s"]
-    if closed:
+    pending, sent = _mix_arrivals(reqs, concurrency=concurrency, units=units, rate=rate,
+                                  arrivals=arrivals, seed=seed)
+    memo = {} if memo is None else memo  # step costs (a caller running one layout again: its own)
+    step_s = _mix_step_cost(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, memo=memo)
+    pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
+                      host_s_per_token=host_s_per_token)
+    run = _run_mix(reqs, o_run, pool, step_s, pending=pending, sent=sent, closed=closed, K=K,
+                   run_cap=max(1, min(max_running // units if max_running else 10 ** 9, K)),
+                   req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
+                   progress=progress, units=units, pool_tokens=pool_tokens)
+    return _mix_statistics(spec, hw, reqs, run, pool, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, K=K,
+                           units=units, engines=engines, pool_tokens=pool_tokens,
+                           host_s_per_token=host_s_per_token)
+
+
+def _mix_arrivals(reqs, *, concurrency, units, rate, arrivals, seed):
+    """(a heap of (arrival time, request index), requests sent so far) of the unit simulated: the
+    closed loop's first requests at 0, else every request at its drawn or traced time."""
+    import heapq  # only a simulated benchmark needs it (start-up time)
+    n = len(reqs)
+    if concurrency is not None:
         pending = [(0.0, i) for i in range(min(max(1, math.ceil(concurrency / units)), n))]
-        sent = len(pending)
     else:
         if rate is not None:
             times = benchmark_arrivals(n=n, rate=rate / units, arrivals=arrivals, seed=seed)
         else:
             times = [r[0] for r in reqs]
         pending = [(times[i], i) for i in range(n)]
-        sent = n
     heapq.heapify(pending)
-    memo = {} if memo is None else memo  # step costs: a caller running one layout again passes its own
+    return pending, len(pending)
+
+
+def _mix_step_cost(spec, hw, *, tp, pp, dp, ep, bits, memo):
+    """step_s(d, ctx, chunks, p, pctx): the seconds of one engine step of a mix with d decodes at
+    mean context ctx and `chunks` prompt chunks of p tokens in all at mean cached context pctx,
+    memoised in `memo` on the _bucket grid."""
+    sp = hw.get("speculative")
+    step_oh = hw["step_overhead_s"]
     kw = dict(tp=tp, pp=pp, dp=dp, ep=ep, **bits)
 
     def pass_s(batch, new, before, absorbed, also=()):
@@ -321,108 +329,149 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
                                        False)[1]
             t += a
         return t
+    return step_s
 
-    arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
-    reserved = [0] * n  # pool tokens each running request holds
-    uses = [None] * n   # the cached prefix a running request reads
-    cache = collections.OrderedDict()  # prefix key -> [tokens cached, running readers]; oldest use first
-    held = most_held = hits = evictions = 0
-    host = collections.OrderedDict()  # the host tier: prefix key -> tokens; oldest use first
-    host_held = host_hits = loaded = 0
-    load_wait = 0.0  # seconds of host loads the next step waits for
-    since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
-    computed = skipped = 0
-    waiting = collections.deque()
-    prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
-    finishing = []  # heap of (step of the last token, index)
-    d = base = n_run = step = done = most = 0  # base: sum over decoders of s_i - their first step
-    t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
-    started = last_shown = time.monotonic()
 
-    def evict(k):
+class _TokenPool:
+    """The KV pool of the unit simulated, in tokens, with its cached prefixes and host tier:
+      * prefix caching (vLLM's automatic prefix caching, SGLang's RadixAttention): a prefix key
+        names a cached token sequence; a request finds min(prefix_tokens, its length) tokens of it
+        (at most s_i - 1), computes only the rest of its prompt, attending to the cached ones (its
+        chunks cost as prompt tokens after that context), and reserves only its own tokens. The
+        first request of a key caches its prefix from the end of its prompt, and every request of
+        a key leaves its whole sequence (prompt and output) cached under it when done, so the next
+        turn of a conversation finds its history. A key holds pool tokens until evicted, least
+        recently used first among those no running request reads, when an admission needs room
+        (one key per request: a system prompt shared across conversations and each conversation's
+        own history are not both expressed);
+      * a host tier (host_tokens > 0, KV offload): a prefix the pool evicts moves to host memory
+        (least recently used dropped past host_tokens; the copy out is written behind, not timed);
+        a request whose key is only there brings it back into the pool, the step that starts its
+        prompt waiting host_s_per_token per token of it (not overlapped with the step's layers)."""
+
+    __slots__ = ("reqs", "free", "host_tokens", "host_s_per_token", "reserved", "uses", "cache",
+                 "held", "most_held", "hits", "evictions", "host", "host_held", "host_hits",
+                 "loaded", "load_wait", "computed", "skipped")
+
+    def __init__(self, reqs, *, free, host_tokens, host_s_per_token):
+        import collections  # only a simulated benchmark needs it (start-up time)
+        n = len(reqs)
+        self.reqs, self.free = reqs, free  # free: tokens of the unit's pool
+        self.host_tokens, self.host_s_per_token = host_tokens, host_s_per_token
+        self.reserved = [0] * n  # pool tokens each running request holds
+        self.uses = [None] * n   # the cached prefix a running request reads
+        # prefix key -> [tokens cached, running readers]; oldest use first
+        self.cache = collections.OrderedDict()
+        self.held = self.most_held = self.hits = self.evictions = 0
+        self.host = collections.OrderedDict()  # the host tier: key -> tokens; oldest use first
+        self.host_held = self.host_hits = self.loaded = 0
+        self.load_wait = 0.0  # seconds of host loads the next step waits for
+        self.computed = self.skipped = 0
+
+    def evict(self, k):
         """The pool drops prefix k: to the host tier when there is one."""
-        nonlocal free, held, evictions, host_held
-        n_k = cache.pop(k)[0]
-        free, held, evictions = free + n_k, held - n_k, evictions + 1
-        if host_tokens and n_k <= host_tokens:
-            host_held += n_k - host.pop(k, 0)
+        n_k = self.cache.pop(k)[0]
+        self.free, self.held, self.evictions = self.free + n_k, self.held - n_k, self.evictions + 1
+        if self.host_tokens and n_k <= self.host_tokens:
+            host = self.host
+            self.host_held += n_k - host.pop(k, 0)
             host[k] = n_k
-            while host_held > host_tokens:
-                host_held -= host.popitem(last=False)[1]
+            while self.host_held > self.host_tokens:
+                self.host_held -= host.popitem(last=False)[1]
 
-    def admit(i):
-        """Admit request i if the pool has room (evicting unused prefixes); False if not."""
-        nonlocal free, held, hits, computed, skipped, host_held, host_hits, loaded, load_wait, most_held
-        _, s_i, o_i, key, p_i = reqs[i]
+    def admit(self, i):
+        """Admit request i if the pool has room (evicting unused prefixes): its [index, prompt
+        tokens still to compute, cached context], or None if it does not fit."""
+        _, s_i, o_i, key, p_i = self.reqs[i]
+        cache, host = self.cache, self.host
         entry = cache.get(key) if key is not None else None
         back = 0 if entry or key is None or key not in host else host[key]  # to bring back from the host
         h = min(p_i, entry[0] if entry else back, s_i - 1)  # cached tokens it finds (one of its own at least)
         need = s_i + o_i - h + back
         if back:
             host.move_to_end(key)  # the pool's evictions below push older prefixes out of the host first
-        if need > free:
+        if need > self.free:
             for k in [k for k, e in cache.items() if e[1] == 0 and k != key]:
-                if need <= free:
+                if need <= self.free:
                     break
-                evict(k)
-        if need > free:
-            return False
+                self.evict(k)
+        if need > self.free:
+            return None
         if back and key not in host:  # pushed out of a small host tier just now: computed instead
             back, h, need = 0, 0, s_i + o_i
         if back:  # the host's copy comes back into the pool as the key's cached sequence
-            host_held -= host.pop(key)
-            free, held, need = free - back, held + back, need - back
-            most_held = max(most_held, held)
+            self.host_held -= host.pop(key)
+            self.free, self.held, need = self.free - back, self.held + back, need - back
+            self.most_held = max(self.most_held, self.held)
             entry = cache[key] = [back, 0]
-            host_hits, loaded, load_wait = host_hits + 1, loaded + back, load_wait + back * host_s_per_token
-        free -= need
-        reserved[i] = need
+            self.host_hits, self.loaded = self.host_hits + 1, self.loaded + back
+            self.load_wait += back * self.host_s_per_token
+        self.free -= need
+        self.reserved[i] = need
         if entry:
             entry[1] += 1
             cache.move_to_end(key)
-            uses[i] = key
-        hits += h > 0
-        computed, skipped = computed + s_i - h, skipped + h
-        prefilling.append([i, s_i - h, h])
-        return True
+            self.uses[i] = key
+        self.hits += h > 0
+        self.computed, self.skipped = self.computed + s_i - h, self.skipped + h
+        return [i, s_i - h, h]
 
-    def grow(i, upto):
+    def grow(self, i, upto):
         """Request i's first `upto` tokens become its prefix key's cached sequence (from the pool
         tokens it reserved) where the entry is shorter."""
-        nonlocal held, most_held
-        key = reqs[i][3]
-        entry = cache.get(key)
+        key = self.reqs[i][3]
+        entry = self.cache.get(key)
         if entry is None:
-            entry = cache[key] = [0, 0]
-        if uses[i] is None:
+            entry = self.cache[key] = [0, 0]
+        if self.uses[i] is None:
             entry[1] += 1
-            uses[i] = key
-        cache.move_to_end(key)
-        moved = min(max(0, upto - entry[0]), reserved[i])
+            self.uses[i] = key
+        self.cache.move_to_end(key)
+        moved = min(max(0, upto - entry[0]), self.reserved[i])
         if moved:
             entry[0] += moved
-            reserved[i] -= moved
-            held += moved
-            most_held = max(most_held, held)
+            self.reserved[i] -= moved
+            self.held += moved
+            self.most_held = max(self.most_held, self.held)
 
-    def release(i):
+    def release(self, i):
         """Request i is done: its whole sequence stays cached under its prefix key (the next turn
         of a conversation finds it), the rest of its tokens go back to the pool."""
-        nonlocal free
-        key = reqs[i][3]
+        key = self.reqs[i][3]
         if key is not None:
-            grow(i, reqs[i][1] + reqs[i][2])
-            cache[key][1] -= 1
-            uses[i] = None
-        free += reserved[i]
+            self.grow(i, self.reqs[i][1] + self.reqs[i][2])
+            self.cache[key][1] -= 1
+            self.uses[i] = None
+        self.free += self.reserved[i]
 
+
+def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, req_s,
+             scheduler_steps, progress, units, pool_tokens):
+    """The mix's engine loop (simulate_requests): arrivals wait, admissions take pool tokens, each
+    step runs every decode and prompt chunks up to K tokens (none inside a multi-step window), and
+    finished requests free their tokens (and send a closed-loop client's next request). Returns
+    {ttft, e2e, tpot (lists), steps, decode and prompt tokens run, duration, most running}."""
+    import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
+    n = len(reqs)
+    arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
+    waiting = collections.deque()
+    prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
+    finishing = []  # heap of (step of the last token, index)
+    d = base = n_run = step = done = most = 0  # base: sum over decoders of s_i - their first step
+    t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
+    started = last_shown = time.monotonic()
     while done < n:
         while pending and pending[0][0] <= t:
             a, i = heapq.heappop(pending)
             arrival[i] = a
             waiting.append(i)
         looks = since >= scheduler_steps or not d  # the scheduler admits only between windows
-        while looks and waiting and n_run < run_cap and admit(waiting[0]):
+        while looks and waiting and n_run < run_cap:
+            row = pool.admit(waiting[0])
+            if row is None:
+                break
+            prefilling.append(row)
             waiting.popleft()
             n_run += 1
         if not n_run:
@@ -454,8 +503,9 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             since += k
         else:
             since = 0 if scheduler_steps > 1 else since
-        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, ctx_sum / len(chunks) if chunks else 0) + load_wait
-        load_wait = 0.0
+        pctx = ctx_sum / len(chunks) if chunks else 0
+        t += k * step_s(d, ctx + (k - 1) / 2, len(chunks), p, pctx) + pool.load_wait
+        pool.load_wait = 0.0
         step, dec_tokens, pre_tokens = step + k, dec_tokens + k * d, pre_tokens + p
         while finishing and finishing[0][0] <= step:
             _, i = heapq.heappop(finishing)
@@ -464,7 +514,7 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             e2e.append(t - arrival[i] + req_s)
             tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
             duration = t + req_s
-            release(i)
+            pool.release(i)
             if closed and sent < n:
                 heapq.heappush(pending, (t + req_s, sent))
                 sent += 1
@@ -478,13 +528,13 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
             i = r[0]
             first_t[i], first_step[i] = t, step
             if reqs[i][3] is not None and reqs[i][4]:  # its prefix is computed: cached from now on
-                grow(i, reqs[i][4])
+                pool.grow(i, reqs[i][4])
             if o_run[i] == 1:
                 n_run, done = n_run - 1, done + 1
                 ttft.append(t - arrival[i] + req_s)
                 e2e.append(t - arrival[i] + req_s)
                 duration = t + req_s
-                release(i)
+                pool.release(i)
                 if closed and sent < n:
                     heapq.heappush(pending, (t + req_s, sent))
                     sent += 1
@@ -493,28 +543,39 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
                 heapq.heappush(finishing, (step + o_run[i] - 1, i))
         if progress and time.monotonic() - last_shown > 1.0:
             last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
+    return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
+                pre_tokens=pre_tokens, duration=duration, most=most)
+
+
+def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines,
+                    pool_tokens, host_s_per_token):
+    """simulate_requests' answer: the run's throughput, the mean step's composition (mixed_step at
+    the mix's means), the prefix cache's and host tier's counts, and the means, medians, p90 and
+    p99 of TTFT, TPOT and end-to-end time."""
+    n, step, duration, e2e = len(reqs), run["steps"], run["duration"], run["e2e"]
     total = n * units
     s_mean = sum(r[1] for r in reqs) / n
     o_mean = sum(r[2] for r in reqs) / n
-    mean_dec, mean_pre = dec_tokens / step, pre_tokens / step
+    mean_dec, mean_pre = run["dec_tokens"] / step, run["pre_tokens"] / step
     ctx = s_mean + max(o_mean - 2, 0) / 2
     mk = dict(tp=tp, pp=pp, prompt_tokens=max(1, round(s_mean)), bits=bits, dp=dp, ep=ep)
     dec = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx, prefill_tokens=dp * mean_pre, **mk)
     pre = mixed_step(spec, hw, decodes=dp * mean_dec, decode_context=ctx,
                      prefill_tokens=dp * max(mean_pre, min(s_mean, K)), **mk)
-    tpots = tpot or [pre["time_s"]]
+    tpots = run["tpot"] or [pre["time_s"]]
     out = {"num_requests": total, "duration_s": duration, "requests_per_s": total / duration,
            "output_tokens_per_s": units * sum(r[2] for r in reqs) / duration,
            "input_tokens_per_s": units * sum(r[1] for r in reqs) / duration,
-           "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
+           "mean_in_flight": units * sum(e2e) / duration, "most_running": units * run["most"],
+           "engine_steps": step,
            "micro_batches": engines, "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
            "decode_step": dec, "prompt_step": pre,
-           "prefix_hits": hits * units, "prompt_tokens_computed": computed * units,
-           "prompt_tokens_cached": skipped * units, "prefix_evictions": evictions * units,
-           "prefix_tokens_held_most": most_held, "kv_pool_tokens": pool_tokens,
-           "host_hits": host_hits * units, "host_tokens_loaded": loaded * units,
-           "host_load_s": loaded * host_s_per_token, "host_tokens_held": host_held}
-    for name, xs in (("ttft", ttft), ("tpot", tpots), ("e2e", e2e)):
+           "prefix_hits": pool.hits * units, "prompt_tokens_computed": pool.computed * units,
+           "prompt_tokens_cached": pool.skipped * units, "prefix_evictions": pool.evictions * units,
+           "prefix_tokens_held_most": pool.most_held, "kv_pool_tokens": pool_tokens,
+           "host_hits": pool.host_hits * units, "host_tokens_loaded": pool.loaded * units,
+           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held}
+    for name, xs in (("ttft", run["ttft"]), ("tpot", tpots), ("e2e", e2e)):
         out[f"{name}_s"] = sum(xs) / len(xs)
         xs = sorted(xs)
         for q, label in ((50, "median"), (90, "p90"), (99, "p99")):

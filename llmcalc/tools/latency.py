@@ -183,215 +183,28 @@ References:
 
 import math
 import sys
-import textwrap
 
-from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, check_ranges,
-    finite_float, parse_tool_args, print_result, ranges_epilog, run_tool)
+from ..accelerator import default_accelerator
+from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
+    bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
+    ranges_epilog, run_tool)
 from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.engine import layout_problem, serve_steady_state
 from .latency_capacity import add_capacity_args, run_capacity, validate_capacity
-from .latency_mix import add_mix_args, mix_text, validate_speculative, validate_workload
+from .latency_mix import add_mix_args, validate_speculative, validate_workload
+from .latency_report import (attention_convention, format_report, layout_text, mode_text,
+    serving_mode_text)
 from ..serve.forward import forward_pass
 from ..serve.memory import (cache_bytes_per_gpu, layer_cache_bytes, layer_weight_bytes,
     weight_bytes_per_gpu)
 from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
     DEFAULT_ALLREDUCE_LATENCY_US, DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_KERNEL_OVERHEAD_US,
     DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY,
-    LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, resolve_hardware)
+    LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, HardwareFlags, resolve_hardware)
+from ..serve.request import ServingRequest
 from ..serve.steady import critical_batch, decode_total_s, mixed_step
-
-
-# --- output --------------------------------------------------------------------------------------
-def fmt_s(t):
-    """Seconds -> ms or s text."""
-    return f"{t * 1e3:,.2f} ms" if t < 1 else f"{t:,.3f} s"
-
-
-def gpu_line(hw):
-    """The first line of a report: the accelerator, and for the default how to change it."""
-    default = " (the default GPU; --gpu NAME for another)" if hw.get("gpu_default") else ""
-    return f"GPU: {hw['gpu']}{default}; serving stack {hw['serving_stack']}"
-
-
-def format_report(res):
-    """Aligned human-readable report of the dict main returns."""
-    r, hw = res, res["hardware"]
-    lines = [gpu_line(hw), f"Model: {r['model']['described']}"] + textwrap.wrap(
-        f"mode: {r['mode']}", width=100, subsequent_indent="      ")
-    lines += [f"WARNING: {w}" for w in r["warnings"]]
-    sp = r.get("speculative")
-    if sp:
-        rates = ", ".join(f"{a:g}" for a in sp["acceptance_rates"])
-        lines += textwrap.wrap(
-            f"speculative decoding: {sp['method']} draft, K = {sp['k']} tokens per step, acceptance {rates} "
-            f"({sp['acceptance_source']}): {sp['tokens_per_step']:.3f} tokens per verification step; a decode step "
-            f"below verifies K + 1 tokens per sequence and runs the draft's passes, TPOT = step / tokens per step",
-            width=100, subsequent_indent="      ")
-    if r["serving"]:
-        lines += serving_report_lines(r)
-    else:
-        lines += static_report_lines(r)
-    pc, dc = r["prefill_components_s"], r["decode_first_step_components_s"]
-    head = ("prompt step", "decode step") if r["serving"] else ("prefill", "decode step")
-    lines += ["", f"{'component':<22}{head[0]:>14}{'%':>7}{head[1]:>14}{'%':>7}"]
-    for name in pc:
-        lines.append(f"{name:<22}{fmt_s(pc[name]):>14}{100 * pc[name] / r['prefill_s']:>6.1f}%"
-                     f"{fmt_s(dc[name]):>14}{100 * dc[name] / r['decode_first_step_s']:>6.1f}%")
-    return lines_tail(r, lines)
-
-
-def benchmark_report_lines(r):
-    """The simulated benchmark's part of the report: per-request statistics, the run, the pool."""
-    sv = r["serving"]
-    gib = 2 ** 30
-    mix = sv.get("mix")
-    stats = ("_s", "_median_s", "_p90_s", "_p99_s") if mix else ("_s", "_median_s", "_p99_s")
-    rows = [(name, [fmt_s(sv[key + suffix]) for suffix in stats])
-            for name, key in (("TTFT (waiting included)", "ttft"), ("TPOT (time per output token)", "tpot"),
-                              ("End-to-end" + (" (the mix)" if mix else f" ({r['output_tokens']} output tokens)"),
-                               "e2e"))]
-    w = max(12, 2 + max(len(c) for _, cells in rows for c in cells))  # columns apart at any magnitude
-    heads = ("mean", "median", "p90", "p99") if mix else ("mean", "median", "p99")
-    lines = ["", f"{'per request' + (' (over the mix)' if mix else ''):<34}" + "".join(f"{x:>{w}}" for x in heads)]
-    for name, cells in rows:
-        lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
-    lines += ["", f"{'the run':<34}{'':>12}",
-              f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
-              f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
-              f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
-              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}"]
-    if mix:
-        a, b = mix["input_tokens"], mix["output_tokens"]
-        lines += ["", f"{'the mix (tokens)':<34}{'mean':>10}{'median':>10}{'p99':>10}{'min':>10}{'max':>10}"]
-        for name, x in (("input (prompt)", a), ("output", b)):
-            lines.append(f"{name:<34}{x['mean']:>10,.1f}{x['median']:>10,}{x['p99']:>10,}{x['min']:>10,}{x['max']:>10,}")
-        done = sv["prompt_tokens_computed"] + sv["prompt_tokens_cached"]
-        if sv["prompt_tokens_cached"] or mix["prefix_tokens"] or mix["shared_prefix_requests"]:
-            lines.append(f"prefix cache: {sv['prefix_hits']:,} hits, {sv['prompt_tokens_cached']:,} of {done:,} prompt "
-                         f"tokens cached ({100 * sv['prompt_tokens_cached'] / max(done, 1):.1f}%, not computed), "
-                         f"{sv['prefix_evictions']:,} evictions, at most {sv['prefix_tokens_held_most']:,} tokens "
-                         "of cached prefixes held in one group's pool of "
-                         f"{sv['kv_pool_tokens'] / max(1, r['data_parallel_size']):,.0f}")
-        ht = mix.get("host_tier")
-        if ht:
-            lines.append(f"host KV tier: {ht['host_bytes_per_gpu'] / 2**30:,.1f} GiB per GPU ({ht['host_tokens']:,.0f} "
-                         f"tokens) at {ht['host_bytes_per_s'] / 1e9:,.1f} GB/s: {sv['host_hits']:,} prefixes brought back "
-                         f"({sv['host_tokens_loaded']:,} tokens, {fmt_s(sv['host_load_s'])} of loading); a token loads in "
-                         f"{ht['load_s_per_token'] * 1e6:,.2f} us against {ht['recompute_s_per_token'] * 1e6:,.2f} us to "
-                         f"compute it again: the tier {'pays' if ht['pays'] else 'does not pay'}")
-    lines += ["", f"engine: {sv['engine_steps']:,} steps of {sv['decodes_per_step']:.1f} decodes and "
-              f"{sv['prompt_tokens_per_step']:.0f} prompt tokens on average; {sv['mean_in_flight']:.1f} requests "
-              f"in the server on average, at most {sv['most_running']:,} running at once",
-              f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
-              f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
-              f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each; reserved whole on admission)"
-              + (f"; the stack runs at most {sv['max_num_seqs']:,} at once (--max-num-seqs)"
-                 if sv["max_num_seqs"] else "")]
-    return lines
-
-
-def serving_report_lines(r):
-    """The continuous-batching part of the report: mean times, the mean step, the KV pool."""
-    sv = r["serving"]
-    if sv.get("benchmark"):
-        return benchmark_report_lines(r)
-    gib = 2 ** 30
-    lines = ["", f"{'per request (means)':<40}{'time':>14}",
-             f"{'TTFT (waiting included)':<40}{fmt_s(sv['ttft_s']):>14}",
-             f"{'TPOT (time per output token)':<40}{fmt_s(sv['tpot_s']):>14}",
-             f"{'End-to-end (%d output tokens)' % r['output_tokens']:<40}{fmt_s(sv['e2e_s']):>14}",
-             "", f"{'throughput':<40}{'tokens/s':>14}",
-             f"{'per user (1/TPOT)':<40}{sv['tokens_per_s_per_user']:>14,.1f}",
-             f"{'total (C x o / end-to-end)':<40}{sv['output_tokens_per_s']:>14,.1f}",
-             f"{'per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
-             f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-             "", f"mean engine step: {sv['decodes_per_step']:.1f} decodes + {sv['prompt_tokens_per_step']:.0f} "
-             f"prompt tokens of others; a request's own prompt spans {sv['prompt_steps']:.2f} step(s)"
-             + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
-             + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"
-             + (f" and {sv['queue_steps']:.1f} steps for the budget" if sv["queue_steps"] > 1e-9 else "")
-             + (f"; its prompt waits {fmt_s(sv['prompt_queue_wait_s'])} for the others' prefills ahead of it"
-                if sv.get("prompt_queue_wait_s", 0.0) > 1e-9 else ""),
-             f"KV pool: {sv['kv_pool_bytes_per_gpu'] / gib:,.2f} GiB per GPU holds "
-             f"{sv['kv_pool_max_concurrency']:,} requests of s + o tokens "
-             f"({sv['kv_bytes_per_request_per_gpu'] / gib:,.3f} GiB each)"
-             + (f"; the stack runs at most {sv['max_num_seqs']:,} at once (--max-num-seqs)"
-                if sv["max_num_seqs"] else "")]
-    if sv["queued_requests"]:
-        why = ("the stack's running cap" if sv["max_num_seqs"] and sv["max_num_seqs"] < sv["kv_pool_max_concurrency"]
-               else "the KV pool")
-        lines.append(f"queue: {sv['queued_requests']:,} of the {sv['concurrency']:,} requests wait in the server's "
-                     f"queue past {why}, {fmt_s(sv['queue_wait_s'])} each on average (in TTFT and end-to-end)")
-    return lines
-
-
-def static_report_lines(r):
-    """The static-batch part of the report: prefill, decode steps, throughput."""
-    lines = ["", f"{'phase':<34}{'time':>14}   bound",
-              f"{'TTFT (prefill, %d x %d tokens)' % (r['batch_size'], r['prompt_tokens']):<34}"
-              f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
-              + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)" if r["request_overhead_s"] else ""),
-              f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   {r['decode_bound']}",
-              f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
-              f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
-              f"{fmt_s(r['decode_per_token_s']):>14}",
-              f"{'End-to-end (%d output tokens)' % r['output_tokens']:<34}{fmt_s(r['total_s']):>14}",
-              "", f"{'throughput':<34}{'tokens/s':>14}",
-              f"{'per user (decode, 1/TPOT)':<34}{r['tokens_per_s_per_user']:>14,.1f}",
-              f"{'total (b x o / end-to-end)':<34}{r['output_tokens_per_s']:>14,.1f}",
-              f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}"]
-    return lines
-
-
-def lines_tail(r, lines):
-    """The report's layer kinds, memory, hardware and convention lines."""
-    hw = r["hardware"]
-    lines += ["", f"{'layers':>7}{'first':>7}{'decode step':>14}{'% of step':>10}   layer kind "
-                  "(attention | mlp); time per layer, its kernels and all-reduces included"]
-    for k in r["layer_kinds"]:
-        lines.append(f"{k['layers']:>7}{k['first_layer']:>7}{fmt_s(k['decode_first_step_s_per_layer']):>14}"
-                     f"{100 * k['decode_first_step_s'] / r['decode_first_step_s']:>9.1f}%   "
-                     f"{k['attention']} | {k['mlp']}")
-    cb, cm = r["critical_batch_size"], r["critical_batch_size_matmuls"]
-    gib = 2 ** 30
-    lines += ["", f"decode turns compute-bound at batch: weight matmuls {cm if cm else 'never'}, whole "
-              f"step {cb if cb else 'never (KV-cache reads grow with b as fast as the math)'}"
-              f" (context {r['prompt_tokens']})",
-              "", f"{'memory per GPU (most-loaded stage)':<40}{'GiB':>12}",
-              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}",
-              f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
-    if r["indexer_cache_bytes_per_gpu"]:
-        lines.append(f"{'  indexer keys (DSA) at s + o tokens':<40}"
-                     f"{r['indexer_cache_bytes_per_gpu'] / gib:>12,.2f}")
-    if r["state_bytes_per_gpu"]:
-        lines.append(f"{'  linear-attention state (constant)':<40}{r['state_bytes_per_gpu'] / gib:>12,.2f}")
-    lines += [f"{'  total':<40}{r['memory_bytes_per_gpu'] / gib:>12,.2f} of "
-              f"{hw['gpu_memory_bytes'] / gib:,.2f} GiB" + ("" if r["fits_in_memory"] else "  ** DOES NOT FIT **"),
-              "", f"hardware: {hw['peak_flops_per_s'] / 1e12:,.1f} TFLOP/s x {hw['compute_efficiency']:.2f}, "
-              f"{hw['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s x {hw['memory_efficiency']:.2f}, "
-              f"link {hw['link_bytes_per_s'] / 1e9:,.0f} GB/s, tp {r['tensor_parallel_size']} "
-              f"pp {r['pipeline_parallel_size']}, w{r['weight_bits']}a{r['activation_bits']} "
-              f"kv{r['kv_cache_bits']}" + (f" ({hw['gpu']})" if hw["gpu"] else "")
-              + f"; stack {hw['serving_stack']}: {hw['kernel_overhead_s'] * 1e6:g} us per kernel, "
-              f"{hw['link_latency_s'] * 1e6:g} us per all-reduce call, {hw['step_overhead_s'] * 1e3:g} ms "
-              f"per step, {hw['request_overhead_s'] * 1e3:g} ms per request"
-              + (f", MoE blocks x {hw['moe_factor']:g}" if hw.get("moe_factor", 1.0) != 1.0 else "")
-              + (f", sliding window {r['sliding_window']} on {len(r['sliding_layers'])} of "
-                 f"{r['model']['num_layers']} layers" if r["sliding_window"] else ""),
-              "convention: " + r["convention"]]
-    fmt = r.get("checkpoint_format")
-    if fmt:
-        lines.insert(-1, f"weights as the checkpoint stores them ({fmt['method']}, scales included): routed "
-                         f"experts at {fmt['expert_bits']:.4g} bits, other layer matrices at "
-                         f"{fmt['linear_bits']:.4g} (--weight-bits overrides)"
-                         + (f"; its KV cache format is {fmt['kv_cache_format']} (kv_cache_quant_algo), counted "
-                            f"here at {r['kv_cache_bits']} bits" + ("" if r["kv_cache_bits"] == 8 else
-                                                                   ": TensorRT-LLM follows it by default, pass "
-                                                                   "--kv-cache-bits 8 for that")
-                            if fmt.get("kv_cache_format") else ""))
-    return "\n".join(lines)
 
 
 def rate_float(text):
@@ -551,21 +364,23 @@ def check_plot_path(path, parser):
         parser.error(f"--plot {path}: {folder if not os.access(folder, os.W_OK) else path} is not writable")
 
 
-def validate(args, parser, spec):
-    """One-line errors (exit 2) for values the model cannot take."""
-    if args.concurrency is not None and args.request_rate is not None:
+def validate(args, parser, spec, req):
+    """One-line errors (exit 2) for values the model cannot take; fills the request's defaults and
+    returns the notes on flags that do nothing in this mode."""
+    if req.concurrency is not None and req.request_rate is not None:
         parser.error("--concurrency and --request-rate both set the load; give one")
-    if args.batch_size is not None and (args.concurrency is not None or args.request_rate is not None):
+    if req.batch_size is not None and (req.concurrency is not None or req.request_rate is not None):
         parser.error("-b is a static batch; with --concurrency or --request-rate leave it out")
-    args.batch_size_given = args.batch_size is not None
-    args.batch_size = 1 if args.batch_size is None else args.batch_size
+    req.batch_size_given = req.batch_size is not None
+    req.batch_size = 1 if req.batch_size is None else req.batch_size
     for name in ("batch_size", "prompt_tokens", "output_tokens", "tensor_parallel_size",
                  "pipeline_parallel_size", "data_parallel_size", "expert_parallel_size"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+        if req[name] < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {req[name]}")
     for name in ("weight_bits", "activation_bits", "kv_cache_bits"):
-        if getattr(args, name) not in ALLOWED_BITS:
-            parser.error(f"--{name.replace('_', '-')} must be one of {ALLOWED_BITS}, got {getattr(args, name)}")
+        if req[name] not in ALLOWED_BITS:
+            parser.error(f"--{name.replace('_', '-')} must be one of {ALLOWED_BITS}, got "
+                         f"{req[name]}")
     for name in ("peak_tflops", "memory_bandwidth_gbps", "gpu_memory_gib", "tp_bandwidth_gbps"):
         v = getattr(args, name)
         if v is not None and not (v > 0 and math.isfinite(v)):
@@ -574,155 +389,143 @@ def validate(args, parser, spec):
         v = getattr(args, name)
         if v is not None and not (v >= 0 and math.isfinite(v)):
             parser.error(f"--{name.replace('_', '-')} must not be negative, got {v}")
-    all_at_once = args.request_rate is not None and math.isinf(args.request_rate)  # needs --num-requests (below)
-    check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if not (all_at_once and k == "request_rate")})
-    if (args.num_requests is not None and args.concurrency is None and args.request_rate is None
-            and not args.trace and args.target_request_rate is None):
+    # inf sends every request at once; it needs --num-requests (below)
+    all_at_once = req.request_rate is not None and math.isinf(req.request_rate)
+    check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items()
+                                if not (all_at_once and k == "request_rate")})
+    if (req.num_requests is not None and req.concurrency is None and req.request_rate is None
+            and not req.trace and args.target_request_rate is None):
         parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
-    if args.request_rate is not None and math.isinf(args.request_rate) and args.num_requests is None:
+    if req.request_rate is not None and math.isinf(req.request_rate) and req.num_requests is None:
         parser.error("--request-rate inf sends every request at once: add --num-requests N (a steady "
                      "state needs a finite rate)")
-    why = layout_problem(spec, tp=args.tensor_parallel_size, pp=args.pipeline_parallel_size,
-                         dp=args.data_parallel_size, ep=args.expert_parallel_size)
+    why = layout_problem(spec, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+                         dp=req.data_parallel_size, ep=req.expert_parallel_size)
     if why:
         parser.error(why)
     if args.search:
-        if (args.concurrency is not None or args.request_rate is not None or args.batch_size_given
-                or args.num_requests is not None):
+        if (req.concurrency is not None or req.request_rate is not None or req.batch_size_given
+                or req.num_requests is not None):
             parser.error("--search picks the concurrency and the layout itself; leave out -c, --request-rate, "
                          "--num-requests and -b")
-        fixed = [f for f, v in (("-tp", args.tensor_parallel_size), ("-pp", args.pipeline_parallel_size),
-                                ("-dp", args.data_parallel_size), ("-ep", args.expert_parallel_size)) if v != 1]
+        fixed = [f for f, v in (("-tp", req.tensor_parallel_size),
+                                ("-pp", req.pipeline_parallel_size),
+                                ("-dp", req.data_parallel_size), ("-ep", req.expert_parallel_size))
+                 if v != 1]
         if fixed:
             parser.error(f"--search picks the layout itself; leave out {', '.join(fixed)} (--num-gpus sets the budget)")
         for name in ("max_ttft_ms", "max_tpot_ms"):
-            v = getattr(args, name)
+            v = req[name]
             if v is not None and not v > 0:
                 parser.error(f"--{name.replace('_', '-')} must be positive, got {v}")
-    elif args.plot or args.disaggregated:
+    elif args.plot or req.disaggregated:
         parser.error(f"{'--plot' if args.plot else '--disaggregated'} belongs to --search; add --search")
     if args.plot is not None:
         check_plot_path(args.plot, parser)
-    validate_capacity(args, parser)
-    validate_workload(args, parser)
-    validate_speculative(args, parser, spec)
-    args.flag_notes = []  # flags that do nothing in this mode: said, not dropped silently
-    unused = [f for f, v in (("--seed", args.seed), ("--arrivals", args.arrivals)) if v is not None]
-    if args.capacity and args.arrivals is not None:
-        args.flag_notes.append("--arrivals: a capacity plan sizes each layout on Poisson arrivals (its convention)")
-    if args.trace:  # a trace's arrivals are drawn only at a --request-rate (or in a capacity plan's runs);
-        unused = [f for f in unused if args.request_rate is None and not args.capacity  # --seed: also a hit rate's
-                  and not (f == "--seed" and args.prefix_hit_rate is not None)]
+    validate_capacity(args, parser, req)
+    validate_workload(args, parser, req)
+    validate_speculative(args, parser, spec, req)
+    notes = unused_flag_notes(req, search=args.search)
+    req.seed = 0 if req.seed is None else req.seed
+    req.arrivals = req.arrivals or "poisson"
+    return notes
+
+
+def unused_flag_notes(req, *, search):
+    """Flags that do nothing in this mode: said, not dropped silently (notes on stderr)."""
+    flag_notes = []
+    unused = [f for f, v in (("--seed", req.seed), ("--arrivals", req.arrivals)) if v is not None]
+    if req.capacity and req.arrivals is not None:
+        flag_notes.append("--arrivals: a capacity plan sizes each layout on Poisson arrivals (its "
+                          "convention)")
+    # a trace's arrivals are drawn only at a --request-rate (or in a capacity plan's runs);
+    # --seed also draws a hit rate's
+    if req.trace:
+        unused = [f for f in unused if req.request_rate is None and not req.capacity
+                  and not (f == "--seed" and req.prefix_hit_rate is not None)]
         if unused:
-            args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} arrivals at a "
-                                   "--request-rate; without it the trace's requests come at their own times "
-                                   "(or from the -c clients)")
-    elif unused and args.num_requests is None:
-        args.flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the arrivals of a "
-                               "--num-requests benchmark; without it there are none to draw")
-    targets = [f for f, v in (("--max-ttft-ms", args.max_ttft_ms), ("--max-tpot-ms", args.max_tpot_ms)) if v is not None]
-    if targets and not args.search and not args.capacity:
-        args.flag_notes.append(f"{' and '.join(targets)} {'is a target' if len(targets) == 1 else 'are targets'} of "
-                               "--search or a capacity plan (--target-request-rate R); nothing here is held to "
-                               f"{'it' if len(targets) == 1 else 'them'}")
-    args.seed = 0 if args.seed is None else args.seed
-    args.arrivals = args.arrivals or "poisson"
+            flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} "
+                              "arrivals at a --request-rate; without it the trace's requests come "
+                              "at their own times (or from the -c clients)")
+    elif unused and req.num_requests is None:
+        flag_notes.append(f"{' and '.join(unused)} draw{'s' if len(unused) == 1 else ''} the "
+                          "arrivals of a --num-requests benchmark; without it there are none to "
+                          "draw")
+    targets = [f for f, v in (("--max-ttft-ms", req.max_ttft_ms),
+                              ("--max-tpot-ms", req.max_tpot_ms)) if v is not None]
+    if targets and not search and not req.capacity:
+        flag_notes.append(f"{' and '.join(targets)} "
+                          f"{'is a target' if len(targets) == 1 else 'are targets'} of --search or "
+                          "a capacity plan (--target-request-rate R); nothing here is held to "
+                          f"{'it' if len(targets) == 1 else 'them'}")
+    return flag_notes
 
 
-def mode_text(*, b, s, o, tp, pp, gpus=None):
-    """The regime the numbers are for, in words (the report's first line)."""
-    return (f"b = {b} concurrent sequence{'s' if b > 1 else ''} run as one batch (static batching: "
-            f"they start and end together), each with s = {s} prompt and o = {o} output tokens; "
-            f"tp {tp} = tensor parallel (every layer's weights split over {tp} GPU{'s' if tp > 1 else ''}, "
-            f"an all-reduce after each block), pp {pp} = pipeline parallel ({pp} stage{'s' if pp > 1 else ''} "
-            f"of consecutive layers run one after the other, one batch in flight); {gpus or tp * pp} "
-            f"GPU{'s' if (gpus or tp * pp) > 1 else ''} in all; times are per request, memory is the most-loaded GPU's")
+def resolve_request(args, parser, spec):
+    """The serving request from the flags (args is left as parsed): the bits (--precision, then
+    each --*-bits), the checks (validate), a mix drawn or read, its means standing for s and o in
+    the breakdown and the memory check. Returns (ServingRequest, notes on unused flags)."""
+    req = ServingRequest.from_flags(args)
+    wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
+    req.bits_given = bool(args.precision or args.weight_bits is not None
+                          or args.activation_bits is not None or args.kv_cache_bits is not None)
+    req.weight_bits = wb if args.weight_bits is None else args.weight_bits
+    req.activation_bits = abits if args.activation_bits is None else args.activation_bits
+    if args.kv_cache_bits is None:
+        req.kv_cache_bits = kvb if kvb is not None else max(req.activation_bits, 8)
+    req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
+                             else req.weight_bits)
+    notes = validate(args, parser, spec, req)
+    req.requests = None
+    if req.num_requests is not None or req.trace:
+        from ..serve.engine import workload_requests  # only a benchmark run
+        with calc_errors(parser):
+            req.requests = workload_requests(req)
+    if req.requests:
+        req.prompt_tokens = max(1, round(sum(r[1] for r in req.requests) / len(req.requests)))
+        req.output_tokens = max(1, round(sum(r[2] for r in req.requests) / len(req.requests)))
+    return req, notes
 
 
-def serving_mode_text(sv, *, s, o, tp, pp, stack, gpus=None):
-    """The continuous-batching regime in words (the report's first line)."""
-    budget = sv["token_budget"]
-    if sv.get("benchmark"):
-        rate = sv["request_rate"]
-        load = ("all sent at once" if sv["sent_at_once"] else
-                f"{sv['concurrency']} clients, each sending its next request when the last returns"
-                if rate is None else f"sent at {rate:g} requests/s ({sv['arrivals']} arrivals, seed {sv['seed']})")
-        mix = sv.get("mix")
-        if mix and mix["trace_arrivals"]:
-            load = f"sent at the trace's own times ({mix['trace']})"
-        lengths = f"each with s = {s} prompt and o = {o} output tokens"
-        if mix:
-            lengths = (mix_text(mix) + f" (means s = {mix['input_tokens']['mean']:,.1f}, o = "
-                       f"{mix['output_tokens']['mean']:,.1f})")
-        return (f"a benchmark run of {sv['num_requests']:,} requests simulated step by step, {stack} stack: "
-                f"{load}, {lengths}; an engine step runs every decode "
-                "and " + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
-                + f"; tp {tp} pp {pp}" + (f" ({sv['micro_batches']} micro-batches in flight, one per stage at a "
-                                         "time)" if pp > 1 else "")
-                + f" ({gpus or tp * pp} GPU{'s' if (gpus or tp * pp) > 1 else ''} per replica); times are means "
-                "per request, throughput is over the run's duration (ramp-up and drain included), memory is the "
-                "most-loaded GPU's with the most requests that ran at once")
-    load = (f"{sv['request_rate']:g} requests/s arriving (open loop; {sv['concurrency']:.1f} in flight "
-            "on average)" if sv["request_rate"] is not None else f"C = {sv['concurrency']} requests in flight "
-            "(closed loop: a finished request is replaced at once)")
-    return (f"continuous batching in steady state, {stack} stack: {load}, each with s = {s} prompt and "
-            f"o = {o} output tokens; an engine step runs every decode and "
-            + (f"prompt chunks up to {budget} tokens in all" if budget else "every waiting prompt whole")
-            + f"; tp {tp} pp {pp}" + (f" ({min(pp, max(1, math.floor(sv['concurrency'])))} micro-batches in "
-                                         "flight, one per stage at a time)" if pp > 1 else "")
-            + f" ({gpus or tp * pp} GPU{'s' if (gpus or tp * pp) > 1 else ''} per replica); times are "
-            "means per request, memory is the most-loaded GPU's with C requests at s + o tokens")
+def serving_gpu(name, parser):
+    """(the accelerator record the run costs on, whether it was named): hardware.py's record for
+    the name, else the default accelerator (exactly the record --gpu h100-sxm reads)."""
+    if not name:
+        return default_accelerator(), False
+    without = ("without it pass --peak-tflops, --memory-bandwidth-gbps, --gpu-memory-gib and "
+               "--tp-bandwidth-gbps")
+    return accelerator_record(name, parser, without=without), True
 
 
-def layout_text(*, dp, ep, tp, pp, hw, imbalance):
-    """What data-parallel attention, expert parallelism and nodes add to the mode line ('' if none)."""
-    parts = []
-    if dp > 1:
-        parts.append(f"dp {dp} = data-parallel attention ({dp} groups of tp {tp}, each with 1/{dp} of "
-                     "the requests and its own KV cache; the MoE layers take every group's tokens)")
-    if ep > 1:
-        parts.append(f"ep {ep} = expert parallel (whole experts spread over the {ep} GPUs of a stage, "
-                     f"tokens sent and returned by two all-to-alls per MoE layer; the busiest GPU "
-                     f"carries {imbalance:.2f} x the mean expert work)")
-    elif dp > 1:
-        parts.append(f"experts split over all {tp * dp} GPUs of a stage (tokens all-gathered before and "
-                     "reduce-scattered after each MoE layer)")
-    g = hw.get("gpus_per_node")
-    if g and tp * dp * pp > g:
-        parts.append(f"{g} GPUs per node: groups beyond it use the network at "
-                     f"{hw['scale_out_bytes_per_s'] / 1e9:g} GB/s per GPU")
-    return "".join("; " + x for x in parts)
+def hardware_from_flags(args, parser):
+    """(ServingHardware, notes) of a parsed command line at its own layout and --activation-bits
+    (16 when not set): for scripts and tests that cost single passes."""
+    gpu, gpu_given = serving_gpu(args.gpu, parser)
+    with calc_errors(parser):
+        return resolve_hardware(gpu, HardwareFlags.from_flags(args), gpu_given=gpu_given,
+                                tp=args.tensor_parallel_size, pp=args.pipeline_parallel_size,
+                                dp=args.data_parallel_size,
+                                activation_bits=args.activation_bits or 16)
 
 
-def attention_convention(spec):
-    """What the layer kinds' spans and indexers do to the work, for the convention line."""
-    counts = {}
-    for layer, cnt, _ in layer_groups(spec):
-        for attn in layer["attention"]:
-            texts = []
-            if attn["span"] == "sliding":
-                texts.append(f"sliding-window attention (w = {attn['window']}): a query attends to at "
-                             "most w keys, a decode step reads at most w - 1 cached tokens")
-            elif attn["span"] == "chunked":
-                texts.append(f"chunked attention (C = {attn['chunk']}): a query attends within its "
-                             "chunk, a decode step reads 0 .. C-1 cached tokens in turn")
-            if attn["index_topk"]:
-                texts.append(f"DSA (top-{attn['index_topk']}): the core attends to at most "
-                             f"{attn['index_topk']} keys")
-            if attn["index_topk"] and attn["index_heads"]:
-                texts.append("a lightning indexer scores every cached key")
-            if attn["kind"] == "dsv4" and attn["compress"]:
-                texts.append(f"DeepSeek-V4 compression (1/{attn['compress']}): a query also attends to the compressed "
-                             "entries closed before it" + (f" (the indexer scores them all, the core its top-"
-                                                           f"{attn['c_index_topk']})" if attn["compress_kind"] == "csa" else ""))
-            if attn["span"] == "state":
-                texts.append(f"Gated DeltaNet: no KV cache; prefill runs the chunked algorithm (chunks of "
-                             f"{attn['state_chunk']}), a decode step one recurrent update, reading and "
-                             "writing its constant state (recurrent state at --state-bits)")
-            for text in texts:
-                counts[text] = counts.get(text, 0) + cnt
-    L = spec["num_layers"]
-    return "".join(f"; {text} on {n} of {L} layers" for text, n in counts.items())
+def run_bits(spec, req, args, pending):
+    """(the checkpoint's own format or None, the bits forward_pass takes): a quantized checkpoint's
+    stored bits unless a bits flag or --precision overrides them."""
+    own = args.weight_bits is None and not args.precision  # no bits flag: the checkpoint's own
+    fmt = spec.get("checkpoint_format") if own else None
+    if req.weight_store_bits != req.weight_bits:
+        pending.insert(0, f"note: fp4 weights stored as NVFP4, {NVFP4_BITS:g} bits each with their "
+                          "scales (--weight-bits 4 counts bare values)")
+    w_store = fmt["linear_bits"] if fmt else req.weight_store_bits  # per stored weight, scales in
+    return fmt, dict(w_bits=w_store, a_bits=req.activation_bits, kv_bits=req.kv_cache_bits,
+                     e_bits=fmt["expert_bits"] if fmt else None, state_bits=req.state_bits)
+
+
+def flush(pending):
+    """Print the notes and warnings held back until the answer stood."""
+    for line in pending:
+        print(line, file=sys.stderr)
+    pending.clear()
 
 
 def main(argv=None):
@@ -732,142 +535,143 @@ def main(argv=None):
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 8})
     except ValueError as exc:
         parser.error(str(exc))
-    wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
-    weight_bits_given = args.weight_bits is not None
-    args.bits_given = bool(args.precision or weight_bits_given or args.activation_bits is not None
-                           or args.kv_cache_bits is not None)
-    args.weight_bits = wb if args.weight_bits is None else args.weight_bits
-    args.activation_bits = abits if args.activation_bits is None else args.activation_bits
-    if args.kv_cache_bits is None:
-        args.kv_cache_bits = kvb if kvb is not None else max(args.activation_bits, 8)
-    validate(args, parser, spec)
-    args.requests = None
-    if args.num_requests is not None or args.trace:
-        from ..serve.engine import workload_requests  # only a benchmark run
-        args.requests = workload_requests(args, parser)
-    if args.requests:  # the mean request stands for s and o in the breakdown and the memory check
-        args.prompt_tokens = max(1, round(sum(r[1] for r in args.requests) / len(args.requests)))
-        args.output_tokens = max(1, round(sum(r[2] for r in args.requests) / len(args.requests)))
-    hw, hw_notes = resolve_hardware(args, parser)
-    if args.speculative:
-        hw["speculative"] = args.speculative
-    # notes and warnings go to stderr once the answer stands: an input refused further on gets
-    # its one error line alone
-    trained = spec.get("trained_context")
-    if trained and args.prompt_tokens + args.output_tokens > trained:
-        spec["warnings"].append(f"context {args.prompt_tokens + args.output_tokens:,} tokens is past the model's "
-                                f"trained context ({trained:,}: max_position_embeddings or its rope scaling)")
-    pending = ([f"note: {note}" for note in notes + hw_notes + args.flag_notes]
-               + [f"warning: {w}" for w in spec["warnings"] if args.json])
+    req, flag_notes = resolve_request(args, parser, spec)
+    gpu, gpu_given = serving_gpu(req.capacity_gpus[0] if req.capacity else args.gpu, parser)
+    flags = HardwareFlags.from_flags(args)
+    with calc_errors(parser):
+        hw, hw_notes = resolve_hardware(gpu, flags, gpu_given=gpu_given,
+                                        tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+                                        dp=req.data_parallel_size,
+                                        activation_bits=req.activation_bits)
+        if req.speculative:
+            hw["speculative"] = req.speculative
+        # notes and warnings go to stderr once the answer stands: an input refused further on gets
+        # its one error line alone
+        trained = spec.get("trained_context")
+        if trained and req.prompt_tokens + req.output_tokens > trained:
+            spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is "
+                                    f"past the model's trained context ({trained:,}: "
+                                    "max_position_embeddings or its rope scaling)")
+        pending = ([f"note: {note}" for note in notes + hw_notes + flag_notes]
+                   + [f"warning: {w}" for w in spec["warnings"] if args.json])
+        fmt, bits = run_bits(spec, req, args, pending)
+        if req.capacity:
+            flush(pending)
+            return run_capacity(spec, req, args, parser, bits=bits, flags=flags)
+        if args.search:
+            return run_search(spec, req, args, hw, fmt=fmt, pending=pending,
+                              gpu=gpu, gpu_given=gpu_given, flags=flags)
+        return run_layout(spec, req, args, hw, bits=bits, fmt=fmt, pending=pending)
 
-    def flush_pending():
-        for line in pending:
-            print(line, file=sys.stderr)
-        pending.clear()
-    h = spec["hidden_size"]
-    win_layers = [i for i, layer in enumerate(spec["layers"])
-                  if any(a["span"] == "sliding" for a in layer["attention"])]
-    win = (next(a["window"] for a in spec["layers"][win_layers[0]]["attention"] if a["span"] == "sliding")
-           if win_layers else None)
 
-    b, s, o = args.batch_size, args.prompt_tokens, args.output_tokens
-    tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
-    dp, ep = args.data_parallel_size, args.expert_parallel_size
-    etp = tp * dp // ep  # ranks each routed expert is split over
-    gpus = tp * dp * pp
-    fmt = spec.get("checkpoint_format") if not (weight_bits_given or args.precision) else None
-    args.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and not weight_bits_given
-                              else args.weight_bits)
-    if args.weight_store_bits != args.weight_bits:
-        pending.insert(0, f"note: fp4 weights stored as NVFP4, {NVFP4_BITS:g} bits each with their "
-                          "scales (--weight-bits 4 counts bare values)")
-    w_store = fmt["linear_bits"] if fmt else args.weight_store_bits  # bits per stored weight, scales in
-    bits = dict(w_bits=w_store, a_bits=args.activation_bits, kv_bits=args.kv_cache_bits,
-                e_bits=fmt["expert_bits"] if fmt else None, state_bits=args.state_bits)
-    if args.capacity:
-        flush_pending()
-        return run_capacity(spec, args, parser, bits=bits)
-    if args.search:
-        from ..serve.search import plot_front, search_report, search_serving  # only --search
-        res = search_serving(spec, args, parser, fmt)
-        flush_pending()
-        res["warnings"] = list(spec["warnings"])
-        res["serving_stack"] = hw["serving_stack"]
-        res["model_described"] = spec["described"]
-        note = plot_front(res, args.plot, parser=parser, precision=args.precision) if args.plot else None
-        if note:
-            print(f"note: {note}", file=sys.stderr)
-        if args.brief:  # the front's best tokens/s per GPU
-            print(f"{res['best']['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU")
-        elif args.json:
-            import json
-            print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
-        else:
-            print(search_report(res, s=s, o=o, stack=hw["serving_stack"], top=args.top))
-        return res
-    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=w_store, e_bits=bits["e_bits"], ep=ep, etp=etp)
-    serving = None
-    if args.concurrency is not None or args.request_rate is not None or args.requests:
-        serving = serve_steady_state(spec, hw, args, parser, tp=tp, pp=pp, s=s, o=o, bits=bits,
-                                     w_bytes=w_bytes)
-        # the memory check holds the requests in service (queued ones hold no KV cache)
-        b = max(1, math.ceil(serving["running_requests"]))
+def run_search(spec, req, args, hw, *, fmt, pending, gpu, gpu_given, flags):
+    """--search: the Pareto front, printed (table, --json or --brief) and returned."""
+    from ..serve.search import plot_front, search_report, search_serving  # only --search
+    res = search_serving(spec, req, fmt, gpu=gpu, gpu_given=gpu_given, flags=flags)
+    flush(pending)
+    res["warnings"] = list(spec["warnings"])
+    res["serving_stack"] = hw["serving_stack"]
+    res["model_described"] = spec["described"]
+    note = plot_front(res, args.plot, precision=args.precision) if args.plot else None
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    if args.brief:  # the front's best tokens/s per GPU
+        print(f"{res['best']['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU")
+    elif args.json:
+        import json
+        print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
+    else:
+        print(search_report(res, s=req.prompt_tokens, o=req.output_tokens,
+                            stack=hw["serving_stack"], top=args.top))
+    return res
+
+
+def static_times(spec, hw, req, *, b, bits):
+    """A static batch of b: (prompt pass, first and last decode steps, decode seconds in all),
+    each step with the stack's host cost; speculative decoding verifies K + 1 tokens per step."""
+    s, o = req.prompt_tokens, req.output_tokens
+    lay = dict(tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+               dp=req.data_parallel_size, ep=req.expert_parallel_size)
     step_s = hw["step_overhead_s"]  # the stack's host cost per engine step (0 for kernels only)
 
     def with_step(r):
         return dict(r, time_s=r["time_s"] + step_s,
                     components_s=dict(r["components_s"], step_overhead=step_s))
+    cached = req.prefix_tokens or 0  # -b with --prefix-tokens: the prefix's cache is there already
+    pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached,
+                                 absorbed=False, **lay, **bits))
+    sp = req.speculative
+    if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step (mixed_step)
+        def spec_step(ctx):
+            return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0,
+                              prompt_tokens=s, bits=bits, **lay)
+        first, last = spec_step(s), spec_step(s + max(o - 2, 0))
+        pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
+        dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        return pre, first, last, dec_total
+    first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
+                                   **lay, **bits))
+    last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
+                                  absorbed=True, **lay, **bits))
+    dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
+                 + step_s * (o - 1))
+    return pre, first, last, dec_total
 
-    if serving:  # the steady state's two steps stand for prefill and decode in the breakdown
+
+def layout_times(spec, hw, req, *, bits, w_bytes):
+    """The times of one layout: the steady state or simulated run under a load (serve_steady_state,
+    its two steps standing for prefill and decode in the breakdown), else a static batch. Returns
+    {serving, b (requests held in memory), pre, first, last, dec_total, tpot, ttft, total}."""
+    b, o = req.batch_size, req.output_tokens
+    if req.concurrency is not None or req.request_rate is not None or req.requests:
+        serving = serve_steady_state(spec, hw, req, tp=req.tensor_parallel_size,
+                                     pp=req.pipeline_parallel_size, s=req.prompt_tokens, o=o,
+                                     bits=bits, w_bytes=w_bytes)
         pre, first = serving.pop("prompt_step"), serving.pop("decode_step")
-        last, dec_total = first, first["time_s"] * (o - 1)
-        tpot, ttft, total = serving["tpot_s"], serving["ttft_s"], serving["e2e_s"]
-        req_s = hw["request_overhead_s"]
-    else:
-        lay = dict(tp=tp, pp=pp, dp=dp, ep=ep)
-        cached = args.prefix_tokens or 0  # -b with --prefix-tokens: the prefix's cache is there already
-        pre = with_step(forward_pass(spec, hw, batch=b, new_tokens=s - cached, context_before=cached, absorbed=False,
-                                     **lay, **bits))
-        sp = args.speculative
-        if sp:  # a verification pass of K + 1 tokens and the draft's K passes per step (mixed_step)
-            def spec_step(ctx):
-                return mixed_step(spec, hw, decodes=b, decode_context=ctx, prefill_tokens=0, prompt_tokens=s,
-                                  bits=bits, **lay)
-            first, last = spec_step(s), spec_step(s + max(o - 2, 0))
-            pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
-            dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
-        else:
-            first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
-                                           **lay, **bits))
-            last = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s + max(o - 2, 0),
-                                          absorbed=True, **lay, **bits))
-            dec_total = (decode_total_s(spec, hw, batch=b, prompt_tokens=s, output_tokens=o, **lay, **bits)
-                         + step_s * (o - 1))
-        tpot = dec_total / (o - 1) if o > 1 else first["time_s"]
-        req_s = hw["request_overhead_s"]
-        ttft = req_s + pre["time_s"]
-        total = ttft + dec_total
-    flush_pending()
-    steps = {}  # decode steps by batch: the two searches share their forward passes
-    crit = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=False,
-                          steps=steps, **bits)
-    crit_mm = critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=s, matmuls_only=True,
-                             steps=steps, **bits)
-    b_group = math.ceil(b / dp)  # the requests of the most-loaded data-parallel group
-    cache = cache_bytes_per_gpu(spec, tp=tp, pp=pp, batch=b_group, context=s + o, kv_bits=args.kv_cache_bits,
-                                a_bits=args.activation_bits, state_bits=args.state_bits)
-    mem = w_bytes + cache["kv"] + cache["indexer"] + cache["state"]
-    fits = mem <= hw["gpu_memory_bytes"]
-    if not fits:
-        print(f"warning: weights {w_bytes / 2**30:.2f} GiB + KV cache {cache['kv'] / 2**30:.2f} GiB"
-              + (f" + indexer keys {cache['indexer'] / 2**30:.2f} GiB" if cache["indexer"] else "")
-              + (f" + linear-attention state {cache['state'] / 2**30:.2f} GiB" if cache["state"] else "")
-              + f" per GPU exceed its {hw['gpu_memory_bytes'] / 2**30:.2f} GiB; raise -tp/-pp or cut "
-              "bits, b, s+o", file=sys.stderr)
+        # the memory check holds the requests in service (queued ones hold no KV cache)
+        return dict(serving=serving, b=max(1, math.ceil(serving["running_requests"])), pre=pre,
+                    first=first, last=first, dec_total=first["time_s"] * (o - 1),
+                    tpot=serving["tpot_s"], ttft=serving["ttft_s"], total=serving["e2e_s"])
+    pre, first, last, dec_total = static_times(spec, hw, req, b=b, bits=bits)
+    ttft = hw["request_overhead_s"] + pre["time_s"]
+    return dict(serving=None, b=b, pre=pre, first=first, last=last, dec_total=dec_total,
+                tpot=dec_total / (o - 1) if o > 1 else first["time_s"], ttft=ttft,
+                total=ttft + dec_total)
+
+
+def memory_use(spec, req, *, b, w_bytes):
+    """Weights plus the cache of the most-loaded data-parallel group's b / dp requests at s + o,
+    per GPU: (cache dict, bytes in all); a warning on stderr when it exceeds the GPU."""
+    cache = cache_bytes_per_gpu(spec, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+                                batch=math.ceil(b / req.data_parallel_size),
+                                context=req.prompt_tokens + req.output_tokens,
+                                kv_bits=req.kv_cache_bits, a_bits=req.activation_bits,
+                                state_bits=req.state_bits)
+    return cache, w_bytes + cache["kv"] + cache["indexer"] + cache["state"]
+
+
+def memory_warning(cache, *, w_bytes, gpu_memory_bytes):
+    """The one-line warning when the weights and caches exceed the GPU's memory."""
+    print(f"warning: weights {w_bytes / 2**30:.2f} GiB + KV cache {cache['kv'] / 2**30:.2f} GiB"
+          + (f" + indexer keys {cache['indexer'] / 2**30:.2f} GiB" if cache["indexer"] else "")
+          + (f" + linear-attention state {cache['state'] / 2**30:.2f} "
+             "GiB" if cache["state"] else "")
+          + f" per GPU exceed its {gpu_memory_bytes / 2**30:.2f} GiB; raise -tp/-pp or cut "
+          "bits, b, s+o", file=sys.stderr)
+
+
+def layer_kind_rows(spec, req, t, *, bits):
+    """One row per distinct layer kind: its count, time per layer in the prompt pass and the first
+    decode step, and its weights and caches per GPU."""
+    tp, dp, ep = req.tensor_parallel_size, req.data_parallel_size, req.expert_parallel_size
+    b_group = math.ceil(t["b"] / dp)  # the requests of the most-loaded data-parallel group
     kinds = []
-    for (layer, cnt, first_i), pk, dk in zip(layer_groups(spec), pre["layer_kinds"], first["layer_kinds"]):
-        lc = layer_cache_bytes(layer, tp=tp, batch=b_group, context=s + o, kv_bits=args.kv_cache_bits,
-                               a_bits=args.activation_bits, state_bits=args.state_bits)
+    for (layer, cnt, first_i), pk, dk in zip(layer_groups(spec), t["pre"]["layer_kinds"],
+                                             t["first"]["layer_kinds"]):
+        lc = layer_cache_bytes(layer, tp=tp, batch=b_group,
+                               context=req.prompt_tokens + req.output_tokens,
+                               kv_bits=req.kv_cache_bits, a_bits=req.activation_bits,
+                               state_bits=req.state_bits)
         kinds.append({
             "layers": cnt, "first_layer": first_i,
             "attention": " + ".join(attention_kind(a) for a in layer["attention"]) or "-",
@@ -875,13 +679,57 @@ def main(argv=None):
             "prefill_s_per_layer": pk["time_s_per_layer"],
             "decode_first_step_s_per_layer": dk["time_s_per_layer"],
             "decode_first_step_s": cnt * dk["time_s_per_layer"],
-            "weight_bytes_per_layer_per_gpu": layer_weight_bytes(layer, h=h, norm=spec["norm"], tp=tp,
-                                                                 w_bits=w_store, e_bits=bits["e_bits"],
-                                                                 ep=ep, etp=etp),
+            "weight_bytes_per_layer_per_gpu": layer_weight_bytes(
+                layer, h=spec["hidden_size"], norm=spec["norm"], tp=tp, w_bits=bits["w_bits"],
+                e_bits=bits["e_bits"], ep=ep, etp=tp * dp // ep),
             "kv_cache_bytes_per_layer_per_gpu": lc["kv"],
             "indexer_cache_bytes_per_layer_per_gpu": lc["indexer"],
             "state_bytes_per_layer_per_gpu": lc["state"]})
-    res = {
+    return kinds
+
+
+def run_layout(spec, req, args, hw, *, bits, fmt, pending):
+    """One layout's answer (a static batch, a steady state or a simulated run), printed and
+    returned as the result dict."""
+    tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
+    dp, ep = req.data_parallel_size, req.expert_parallel_size
+    w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"],
+                                   ep=ep, etp=tp * dp // ep)
+    t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes)
+    flush(pending)
+    steps = {}  # decode steps by batch: the two searches share their forward passes
+    crit = [critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=req.prompt_tokens,
+                           matmuls_only=mm, steps=steps, **bits) for mm in (False, True)]
+    cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes)
+    if mem > hw["gpu_memory_bytes"]:
+        memory_warning(cache, w_bytes=w_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
+    res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache,
+                      mem=mem)
+    print_result(res, as_json=args.json, report=format_report,
+                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT "
+                                  f"{r['decode_per_token_s'] * 1e3:.2f} ms")
+                 if args.brief else None)
+    return res
+
+
+def sliding_layers(spec):
+    """(the sliding layers' window or None, the indices of the sliding layers)."""
+    win_layers = [i for i, layer in enumerate(spec["layers"])
+                  if any(a["span"] == "sliding" for a in layer["attention"])]
+    win = (next(a["window"] for a in spec["layers"][win_layers[0]]["attention"]
+                if a["span"] == "sliding") if win_layers else None)
+    return win, win_layers
+
+
+def result_dict(spec, req, hw, t, *, bits, fmt, crit, w_bytes, cache, mem):
+    """The dict main returns (and --json prints) for one layout."""
+    b, s, o = t["b"], req.prompt_tokens, req.output_tokens
+    tp, pp = req.tensor_parallel_size, req.pipeline_parallel_size
+    dp, ep = req.data_parallel_size, req.expert_parallel_size
+    gpus = tp * dp * pp
+    serving, pre, first, last, total = t["serving"], t["pre"], t["first"], t["last"], t["total"]
+    win, win_layers = sliding_layers(spec)
+    return {
         "mode": (serving_mode_text(serving, s=s, o=o, tp=tp, pp=pp, stack=hw["serving_stack"], gpus=gpus)
                  if serving else mode_text(b=b, s=s, o=o, tp=tp, pp=pp, gpus=gpus))
                 + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"]),
@@ -889,44 +737,44 @@ def main(argv=None):
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp,
         "expert_parallel_size": ep, "ep_imbalance": first["ep_imbalance"], "num_gpus": gpus,
-        "weight_bits": args.weight_bits, "weight_storage_bits": w_store, "activation_bits": args.activation_bits,
-        "checkpoint_format": fmt,
-        "kv_cache_bits": args.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
-        "hardware": {k: v for k, v in hw.items() if k != "speculative"},
-        "speculative": ({k: v for k, v in args.speculative.items() if k not in ("draft_spec", "target_spec")}
-                        if args.speculative else None),
-        "prefill_s": pre["time_s"], "ttft_s": ttft, "request_overhead_s": req_s, "prefill_bound": pre["bound"],
+        "weight_bits": req.weight_bits, "weight_storage_bits": bits["w_bits"],
+        "activation_bits": req.activation_bits, "checkpoint_format": fmt,
+        "kv_cache_bits": req.kv_cache_bits, "sliding_window": win, "sliding_layers": win_layers,
+        "hardware": hw.reported(),
+        "speculative": ({k: v for k, v in req.speculative.items()
+                         if k not in ("draft_spec", "target_spec")} if req.speculative else None),
+        "prefill_s": pre["time_s"], "ttft_s": t["ttft"],
+        "request_overhead_s": hw["request_overhead_s"],
+        "prefill_bound": pre["bound"],
         "prefill_components_s": pre["components_s"], "prefill_flops_per_gpu": pre["flops"],
         "prefill_bytes_per_gpu": pre["bytes"],
-        "decode_per_token_s": tpot, "decode_first_step_s": first["time_s"],
+        "decode_per_token_s": t["tpot"], "decode_first_step_s": first["time_s"],
         "decode_last_step_s": last["time_s"] if o > 1 else first["time_s"],
         "decode_bound": first["bound"], "decode_first_step_components_s": first["components_s"],
         "decode_step_flops_per_gpu": first["flops"], "decode_step_bytes_per_gpu": first["bytes"],
         "decode_step_weight_bytes_read_per_gpu": first["weight_bytes"],
         "decode_step_cache_bytes_read_per_gpu": first["cache_read_bytes"],
-        "decode_total_s": dec_total, "total_s": total,
+        "decode_total_s": t["dec_total"], "total_s": total,
         "output_tokens_per_s": serving["output_tokens_per_s"] if serving else b * o / total,
         "output_tokens_per_s_per_gpu": (serving["output_tokens_per_s_per_gpu"] if serving
                                         else b * o / total / gpus),
-        "tokens_per_s_per_user": 1.0 / tpot, "serving_stack": hw["serving_stack"], "serving": serving,
-        "critical_batch_size": crit, "critical_batch_size_matmuls": crit_mm,
+        "tokens_per_s_per_user": 1.0 / t["tpot"], "serving_stack": hw["serving_stack"],
+        "serving": serving,
+        "critical_batch_size": crit[0], "critical_batch_size_matmuls": crit[1],
         "weight_bytes_per_gpu": w_bytes, "kv_cache_bytes_per_gpu": cache["kv"],
         "indexer_cache_bytes_per_gpu": cache["indexer"], "state_bytes_per_gpu": cache["state"],
-        "state_bits": args.state_bits,
-        "memory_bytes_per_gpu": mem, "fits_in_memory": fits,
-        "layer_kinds": kinds,
+        "state_bits": req.state_bits,
+        "memory_bytes_per_gpu": mem, "fits_in_memory": mem <= hw["gpu_memory_bytes"],
+        "layer_kinds": layer_kind_rows(spec, req, t, bits=bits),
         "convention": "TTFT = one prefill pass over the prompt (the first token comes from it); "
                       "o-1 decode steps, each reading every weight shard and the KV cache; per-op "
-                      f"roofline (weight matmuls: soft corner, p = {ROOFLINE_CORNER_P}) + fixed per-kernel overhead, "
-                      "summed over the layer list; TP ring "
-                      "all-reduce after each attention and MLP block; PP stages sequential (a static "
-                      "batch one in flight, continuous batching up to pp micro-batches); memory per GPU on the most-loaded stage (weights + KV at s+o, no "
+                      f"roofline (weight matmuls: soft corner, p = {ROOFLINE_CORNER_P}) + fixed "
+                      "per-kernel overhead, summed over the layer list; TP ring all-reduce after "
+                      "each attention and MLP block; PP stages sequential (a static batch one in "
+                      "flight, continuous batching up to pp micro-batches); memory per GPU on the "
+                      "most-loaded stage (weights + KV at s+o, no "
                       "activations/workspace)" + attention_convention(spec),
     }
-    print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT {r['decode_per_token_s'] * 1e3:.2f} ms")
-                 if args.brief else None)
-    return res
 
 
 if __name__ == "__main__":

@@ -24,25 +24,29 @@ def add_capacity_args(parser):
                         "cheapest fleet and prices a million input and output tokens")
 
 
-def validate_capacity(args, parser):
-    """One-line errors for the capacity flags; sets args.capacity (None outside a plan), the GPU
-    kinds (args.capacity_gpus; args.gpu keeps the first for the rest of main) and prices."""
-    args.capacity = False
-    trace_plan = args.trace and (args.max_ttft_ms is not None or args.max_tpot_ms is not None) and not args.search
+def validate_capacity(args, parser, req):
+    """One-line errors for the capacity flags; sets req.capacity (False outside a plan), the GPU
+    kinds (req.capacity_gpus; the first is the GPU of the rest of main) and prices."""
+    req.capacity = False
+    targets = req.max_ttft_ms is not None or req.max_tpot_ms is not None
+    trace_plan = req.trace and targets and not args.search
     if args.target_request_rate is None and not trace_plan:
-        for f, v in (("--slo-percentile", args.slo_percentile), ("--cost-per-gpu-hour", args.cost_per_gpu_hour)):
+        for f, v in (("--slo-percentile", req.slo_percentile),
+                     ("--cost-per-gpu-hour", args.cost_per_gpu_hour)):
             if v is not None:
                 parser.error(f"{f} belongs to a capacity plan; add --target-request-rate R")
         if args.gpu and "," in args.gpu:
             parser.error("--gpu takes one name outside a capacity plan (--target-request-rate R takes a list)")
         return
-    args.capacity = True
+    req.capacity = True
     if args.search:
         parser.error("--target-request-rate plans a fleet; leave out --search (it fronts one GPU budget)")
-    load = [f for f, v in (("-c", args.concurrency), ("--request-rate", args.request_rate),
-                           ("-b", args.batch_size if args.batch_size_given else None)) if v is not None]
-    layout = [f for f, v in (("-tp", args.tensor_parallel_size), ("-pp", args.pipeline_parallel_size),
-                             ("-dp", args.data_parallel_size), ("-ep", args.expert_parallel_size)) if v != 1]
+    load = [f for f, v in (("-c", req.concurrency), ("--request-rate", req.request_rate),
+                           ("-b", req.batch_size if req.batch_size_given else None))
+            if v is not None]
+    layout = [f for f, v in (("-tp", req.tensor_parallel_size), ("-pp", req.pipeline_parallel_size),
+                             ("-dp", req.data_parallel_size), ("-ep", req.expert_parallel_size))
+              if v != 1]
     if load or layout:
         parser.error(f"a capacity plan picks the layout and the load per replica itself; leave out "
                      f"{', '.join(load + layout)}")
@@ -52,15 +56,15 @@ def validate_capacity(args, parser):
         v = getattr(args, name)
         if v is not None and not v > 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {v:g}")
-    if args.max_ttft_ms is None and args.max_tpot_ms is None:
+    if req.max_ttft_ms is None and req.max_tpot_ms is None:
         parser.error("a capacity plan needs a target: --max-ttft-ms and/or --max-tpot-ms")
     names = [x.strip() for x in (args.gpu or "h100-sxm").split(",") if x.strip()]
     if not names or len(set(names)) != len(names):
         parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
     for n in names:
         accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
-    args.capacity_gpus, args.gpu = names, names[0]
-    args.capacity_prices = None
+    req.capacity_gpus = names
+    req.capacity_prices = None
     if args.cost_per_gpu_hour is not None:
         try:
             prices = [float(x) for x in args.cost_per_gpu_hour.split(",")]
@@ -73,58 +77,62 @@ def validate_capacity(args, parser):
         if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
             parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per GPU-hour, got "
                          f"{args.cost_per_gpu_hour}")
-        args.capacity_prices = prices * len(names) if len(prices) == 1 else prices
-    args.slo_percentile = args.slo_percentile or 90
-    if args.num_requests is None:
-        args.num_requests = 500  # the simulated run at each candidate rate
+        req.capacity_prices = prices * len(names) if len(prices) == 1 else prices
+    req.slo_percentile = req.slo_percentile or 90
+    if req.num_requests is None:
+        req.num_requests = 500  # the simulated run at each candidate rate
 
 
-def run_capacity(spec, args, parser, *, bits):
-    """The plan, printed (report or --json) and returned as a dict."""
-    from ..serve.capacity import capacity_plan, engine_command
+def run_capacity(spec, req, args, parser, *, bits, flags):
+    """The plan, printed (report or --json) and returned as a dict. flags: the HardwareFlags over
+    each GPU kind's record."""
+    from ..serve.capacity import capacity_plan
     from ..serve.workload import fixed_requests
-    reqs = args.requests or fixed_requests(n=args.num_requests, input_len=args.prompt_tokens,
-                                           output_len=args.output_tokens, prefix_tokens=args.prefix_tokens or 0)
+    reqs = req.requests or fixed_requests(n=req.num_requests, input_len=req.prompt_tokens,
+                                          output_len=req.output_tokens,
+                                          prefix_tokens=req.prefix_tokens or 0)
     rate = args.target_request_rate
     if rate is None:  # the trace's own mean rate
         span = reqs[-1][0] - reqs[0][0]
         if not span > 0:
             parser.error("--trace: its arrivals span no time, so it has no rate; give --target-request-rate R")
         rate = (len(reqs) - 1) / span
-    max_ttft = args.max_ttft_ms * 1e-3 if args.max_ttft_ms is not None else math.inf
-    max_tpot = args.max_tpot_ms * 1e-3 if args.max_tpot_ms is not None else math.inf
-    plan = capacity_plan(spec, args, parser, gpus=args.capacity_gpus, prices=args.capacity_prices, requests=reqs,
-                         bits=bits, percentile=args.slo_percentile, rate=rate, max_ttft=max_ttft, max_tpot=max_tpot,
-                         sim_requests=args.num_requests, progress=lambda m: print(m, file=sys.stderr))
+    max_ttft = req.max_ttft_ms * 1e-3 if req.max_ttft_ms is not None else math.inf
+    max_tpot = req.max_tpot_ms * 1e-3 if req.max_tpot_ms is not None else math.inf
+    gpus = [(n, accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs"))
+            for n in req.capacity_gpus]
+    plan = capacity_plan(spec, req, gpus=gpus, flags=flags, prices=req.capacity_prices,
+                         requests=reqs, bits=bits, percentile=req.slo_percentile, rate=rate,
+                         max_ttft=max_ttft, max_tpot=max_tpot, sim_requests=req.num_requests,
+                         progress=lambda m: print(m, file=sys.stderr))
     w = plan["winner"]
     if w is None and not plan["layouts_fitted"]:
         longest = max(r[1] + r[2] for r in reqs)
-        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) holds the weights and "
-                     f"a request of {longest:,} tokens in its KV pool: cut -s/-o, --precision or --kv-cache-bits, or "
-                     "add a GPU kind")
+        parser.error(f"no layout of {', '.join(req.capacity_gpus)} (one node per replica) holds "
+                     f"the weights and a request of {longest:,} tokens in its KV pool: cut -s/-o, "
+                     "--precision or --kv-cache-bits, or add a GPU kind")
     if w is None:
-        parser.error(f"no layout of {', '.join(args.capacity_gpus)} (one node per replica) meets "
-                     f"{targets_text(args.max_ttft_ms, args.max_tpot_ms)} at "
-                     f"p{args.slo_percentile}, even lightly loaded: relax the targets, cut -s/-o or --precision, or "
-                     "add a GPU kind")
+        parser.error(f"no layout of {', '.join(req.capacity_gpus)} (one node per replica) meets "
+                     f"{targets_text(req.max_ttft_ms, req.max_tpot_ms)} at p{req.slo_percentile}, "
+                     "even lightly loaded: relax the targets, cut -s/-o or --precision, or add a "
+                     "GPU kind")
     model = args.hf_model_name_or_path or "MODEL"
-    prefix = bool(args.prefix_tokens) or any(r[3] is not None for r in reqs)
+    prefix = bool(req.prefix_tokens) or any(r[3] is not None for r in reqs)
 
     def public(c):
         out = {k: v for k, v in c.items() if k not in ("hw", "bits", "budget", "pool_tokens")}
-        out["engine_command"] = engine_command(
-            stack=c["hw"]["serving_stack"], model=model, tp=c["tp"], dp=c["dp"], ep=c["ep"], replicas=c["replicas"],
-            kv_bits=c["bits"]["kv_bits"], mem_util=c["memory_utilization"], max_seqs=c["max_num_seqs"] and
-            c["max_num_seqs"] // c["dp"], max_tokens=c["token_budget"], prefix_caching=prefix,
-            speculative=args.speculative)
+        out["engine_command"] = launch_command(c, model=model, prefix_caching=prefix,
+                                               speculative=req.speculative)
         return out
     by_gpu = {g: public(c) for g, c in plan["by_gpu"].items()}
     best = by_gpu[w["gpu"]]
-    res = {"target_request_rate": rate, "slo_percentile": args.slo_percentile, "max_ttft_ms": args.max_ttft_ms,
-           "max_tpot_ms": args.max_tpot_ms, "gpus_considered": args.capacity_gpus,
-           "prices_per_gpu_hour": args.capacity_prices, "serving_stack": w["hw"]["serving_stack"],
+    res = {"target_request_rate": rate, "slo_percentile": req.slo_percentile,
+           "max_ttft_ms": req.max_ttft_ms,
+           "max_tpot_ms": req.max_tpot_ms, "gpus_considered": req.capacity_gpus,
+           "prices_per_gpu_hour": req.capacity_prices, "serving_stack": w["hw"]["serving_stack"],
            "mean_input_tokens": sum(r[1] for r in reqs) / len(reqs),
-           "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs), "requests_simulated": args.num_requests,
+           "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs),
+           "requests_simulated": req.num_requests,
            "num_gpus": best["num_gpus"], "gpu": best["gpu"], "replicas": best["replicas"],
            "layout": {k: best[k] for k in ("tp", "pp", "dp", "ep", "gpus_per_replica")},
            "dollars_per_hour": best["dollars_per_hour"],
@@ -133,12 +141,13 @@ def run_capacity(spec, args, parser, *, bits):
            "cost_per_million_cached_input_tokens": best["cost_per_million_cached_input_tokens"],
            "engine_command": best["engine_command"], "by_gpu": by_gpu,
            "layouts_sized": len(plan["candidates"]), "warnings": list(spec["warnings"]),
-           "convention": "each replica one node at most; its rate the most requests/s whose simulated run of "
-                         f"{args.num_requests} Poisson arrivals keeps TTFT and TPOT at p{args.slo_percentile} within "
-                         "the targets (bisection to 0.8% of the saturation rate); replicas = ceil(rate / that); "
-                         "the cost split into input and output by the share of a mean step's time its prompt "
-                         "chunks take; cached input tokens take no prefill (priced 0, their pool space is in the "
-                         "output share)"}
+           "convention": "each replica one node at most; its rate the most requests/s whose "
+                         f"simulated run of {req.num_requests} Poisson arrivals keeps TTFT and "
+                         f"TPOT at p{req.slo_percentile} within the targets (bisection to 0.8% of "
+                         "the saturation rate); replicas = ceil(rate / that); the cost split into "
+                         "input and output by the share of a mean step's time its prompt chunks "
+                         "take; cached input tokens take no prefill (priced 0, their pool space is "
+                         "in the output share)"}
     if args.brief:
         print(f"{res['num_gpus']} x {res['gpu']}" + (f", ${res['cost_per_million_output_tokens']:.3f} per million output "
                                                      "tokens" if res["cost_per_million_output_tokens"] is not None else ""))
@@ -148,6 +157,19 @@ def run_capacity(spec, args, parser, *, bits):
     else:
         print(capacity_report(res))
     return res
+
+
+def launch_command(c, *, model, prefix_caching, speculative):
+    """A plan candidate's launch command, as its stack's record writes it (serve/launch.py)."""
+    from ..serve.launch import LaunchPlan, launch_text
+    from ..serve.stacks import SERVING_STACKS
+    plan = LaunchPlan(model=model, tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"],
+                      replicas=c["replicas"],
+                      kv_bits=c["bits"]["kv_bits"], memory_utilization=c["memory_utilization"],
+                      max_num_seqs=c["max_num_seqs"] and c["max_num_seqs"] // c["dp"],
+                      max_num_tokens=c["token_budget"], prefix_caching=prefix_caching,
+                      speculative=speculative)
+    return launch_text(SERVING_STACKS[c["hw"]["serving_stack"]].launch(plan), c["replicas"])
 
 
 def targets_text(max_ttft_ms, max_tpot_ms):

@@ -64,11 +64,11 @@ def add_mix_args(parser):
                    help="--speculative-method draft: the draft model's config.json (or folder)")
 
 
-def validate_speculative(args, parser, spec):
+def validate_speculative(args, parser, spec, req):
     """One-line errors for the speculative-decoding flags; resolves the method, the acceptance
-    rates and the draft's spec into args.speculative (None without --speculative-tokens)."""
+    rates and the draft's spec into req.speculative (None without --speculative-tokens)."""
     from ..serve.speculative import DEFAULT_ACCEPTANCE, acceptance_rates, draft_layer_spec, tokens_per_step
-    args.speculative = None
+    req.speculative = None
     given = [f for f, v in (("--speculative-method", args.speculative_method), ("--acceptance-rate",
                                                                               args.acceptance_rate),
                             ("--draft-model", args.draft_model)) if v is not None]
@@ -110,68 +110,74 @@ def validate_speculative(args, parser, spec):
                                           defaults={"num_experts": 8})
         except ValueError as exc:
             parser.error(f"--draft-model: {exc}")
-        why = layout_problem(draft, tp=args.tensor_parallel_size, pp=1, dp=1, ep=1)
+        why = layout_problem(draft, tp=req.tensor_parallel_size, pp=1, dp=1, ep=1)
         if why:
-            parser.error(f"--draft-model at the target's -tp {args.tensor_parallel_size}: {why}")
+            parser.error(f"--draft-model at the target's -tp {req.tensor_parallel_size}: {why}")
     source = (DEFAULT_ACCEPTANCE[method][1] if args.acceptance_rate is None else "given")
-    args.speculative = {"k": k, "method": method, "acceptance_rates": rates, "acceptance_source": source,
-                        "tokens_per_step": tokens_per_step(rates), "draft_spec": draft, "target_spec": spec,
-                        "draft_model": args.draft_model}
+    req.speculative = {"k": k, "method": method, "acceptance_rates": rates,
+                       "acceptance_source": source, "tokens_per_step": tokens_per_step(rates),
+                       "draft_spec": draft, "target_spec": spec, "draft_model": args.draft_model}
 
 
-def validate_workload(args, parser):
+def validate_workload(args, parser, req):
     """One-line errors for the request-mix, trace and prefix-cache flags."""
-    rnd = [f for f, v in (("--random-input-len", args.random_input_len), ("--random-output-len", args.random_output_len),
-                          ("--random-range-ratio", args.random_range_ratio)) if v is not None]
-    if rnd and args.dataset != "random":
+    rnd = [f for f, v in (("--random-input-len", req.random_input_len),
+                          ("--random-output-len", req.random_output_len),
+                          ("--random-range-ratio", req.random_range_ratio)) if v is not None]
+    if rnd and req.dataset != "random":
         parser.error(f"{', '.join(rnd)} belong{'s' if len(rnd) == 1 else ''} to --dataset random; add it")
-    if args.trace and args.dataset:
+    if req.trace and req.dataset:
         parser.error("--trace and --dataset both give the requests; give one")
-    if args.random_range_ratio is not None and not 0 <= args.random_range_ratio < 1:
-        parser.error(f"--random-range-ratio must be at least 0 and below 1 (vLLM's rule), got {args.random_range_ratio:g}")
-    if args.prefix_hit_rate is not None:
-        if not 0 <= args.prefix_hit_rate <= 1:
-            parser.error(f"--prefix-hit-rate must be between 0 and 1, got {args.prefix_hit_rate:g}")
-        if not args.prefix_tokens and not args.trace:
+    if req.random_range_ratio is not None and not 0 <= req.random_range_ratio < 1:
+        parser.error("--random-range-ratio must be at least 0 and below 1 (vLLM's rule), got "
+                     f"{req.random_range_ratio:g}")
+    if req.prefix_hit_rate is not None:
+        if not 0 <= req.prefix_hit_rate <= 1:
+            parser.error(f"--prefix-hit-rate must be between 0 and 1, got {req.prefix_hit_rate:g}")
+        if not req.prefix_tokens and not req.trace:
             parser.error("--prefix-hit-rate is the share of requests that find the shared prefix: add "
                          "--prefix-tokens N (or a --trace with prefix_id)")
-        if args.num_requests is None and not args.trace:
+        if req.num_requests is None and not req.trace:
             parser.error("--prefix-hit-rate draws which requests of a benchmark run find the prefix: add "
                          "--num-requests N and a load (without one, -b takes the prefix's cache as there)")
-    mix = bool(args.dataset or args.trace)
-    if (mix or args.prefix_tokens) and args.search:
+    mix = bool(req.dataset or req.trace)
+    if (mix or req.prefix_tokens) and args.search:
         parser.error("--search runs every request alike (-s, -o); leave out --dataset, --trace and --prefix-tokens")
-    if args.dataset and args.num_requests is None and args.target_request_rate is None:
-        parser.error(f"--dataset {args.dataset} draws --num-requests N requests; add it (and --request-rate or -c)")
-    if args.trace and args.batch_size_given:
+    if req.dataset and req.num_requests is None and args.target_request_rate is None:
+        parser.error(f"--dataset {req.dataset} draws --num-requests N requests; add it (and "
+                     "--request-rate or -c)")
+    if req.trace and req.batch_size_given:
         parser.error("--trace is a served load; leave out -b")
-    if args.prefix_tokens and not mix and args.num_requests is None and (
-            args.concurrency is not None or args.request_rate is not None):
+    if req.prefix_tokens and not mix and req.num_requests is None and (
+            req.concurrency is not None or req.request_rate is not None):
         parser.error("prefix caching under a load is simulated: add --num-requests N (a benchmark run)")
-    if args.prefix_tokens and not args.dataset and not args.trace and args.prefix_tokens >= args.prompt_tokens:
-        parser.error(f"--prefix-tokens {args.prefix_tokens} must be fewer than the prompt's -s {args.prompt_tokens} "
-                     "(the prefix is its first tokens; a request computes at least one of its own)")
-    if args.num_scheduler_steps is not None and args.num_requests is None and not args.trace:
+    if (req.prefix_tokens and not req.dataset and not req.trace
+            and req.prefix_tokens >= req.prompt_tokens):
+        parser.error(f"--prefix-tokens {req.prefix_tokens} must be fewer than the prompt's -s "
+                     f"{req.prompt_tokens} (the prefix is its first tokens; a request computes at "
+                     "least one of its own)")
+    if req.num_scheduler_steps is not None and req.num_requests is None and not req.trace:
         parser.error("--num-scheduler-steps is simulated: add --num-requests N (a benchmark run)")
-    host = [f for f, v in (("--host-kv-cache-gib", args.host_kv_cache_gib),
-                           ("--host-kv-bandwidth-gbps", args.host_kv_bandwidth_gbps)) if v is not None]
-    if host and not (args.prefix_tokens or args.trace):
+    host = [f for f, v in (("--host-kv-cache-gib", req.host_kv_cache_gib),
+                           ("--host-kv-bandwidth-gbps", req.host_kv_bandwidth_gbps))
+            if v is not None]
+    if host and not (req.prefix_tokens or req.trace):
         parser.error(f"{host[0]} is a tier for cached prefixes: add --prefix-tokens N or a --trace with prefix_id "
                      "(and --num-requests)")
-    if args.host_kv_bandwidth_gbps is not None and args.host_kv_cache_gib is None:
+    if req.host_kv_bandwidth_gbps is not None and req.host_kv_cache_gib is None:
         parser.error("--host-kv-bandwidth-gbps belongs to a host tier: add --host-kv-cache-gib G")
-    if host and args.capacity:
+    if host and req.capacity:
         parser.error(f"a capacity plan sizes the GPU pool alone; leave out {host[0]}")
-    if host and args.num_requests is None and not args.trace:
+    if host and req.num_requests is None and not req.trace:
         parser.error(f"{host[0]} is simulated in a benchmark run: add --num-requests N and a load (-b takes the "
                      "prefix's cache as there, with no tier to fill)")
     for f in ("host_kv_cache_gib", "host_kv_bandwidth_gbps"):
         v = getattr(args, f)
         if v is not None and not v > 0:
             parser.error(f"--{f.replace('_', '-')} must be positive, got {v:g}")
-    args.random_input_len = 1024 if args.random_input_len is None else args.random_input_len
-    args.random_output_len = 128 if args.random_output_len is None else args.random_output_len
-    args.random_range_ratio = 0.0 if args.random_range_ratio is None else args.random_range_ratio
+    req.random_input_len = 1024 if req.random_input_len is None else req.random_input_len
+    req.random_output_len = 128 if req.random_output_len is None else req.random_output_len
+    req.random_range_ratio = 0.0 if req.random_range_ratio is None else req.random_range_ratio
 
 
 def mix_text(mix):
