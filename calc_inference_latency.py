@@ -222,10 +222,10 @@ class CalcError(ValueError):
 # A record is a dict whose keys are declared in one place, its class's FIELDS (name: meaning, with
 # units), so that a reader finds what a record holds without tracing who wrote which key, and a key
 # nobody declared is refused where it is written (TypeError: a programming error, not bad input).
-# Fields read as attributes too (`hw.sms` is `hw["sms"]`). Records stay dicts so that `--json`
-# prints them as they are. Not dataclasses or TypedDicts: `dataclasses` costs ~15 ms and `typing`
-# ~10 ms of start-up (python -X importtime, Python 3.11), against a budget of tens of milliseconds
-# for a whole answer.
+# Fields read and write as attributes too (`hw.sms` is `hw["sms"]`). Records stay dicts so that
+# `--json` prints them as they are. Not dataclasses or TypedDicts: `dataclasses` costs ~15 ms and
+# `typing` ~10 ms of start-up (python -X importtime, Python 3.11), against a budget of tens of
+# milliseconds for a whole answer.
 #
 # Each record is declared beside the code that builds it: the accelerator (accelerator.Accelerator),
 # the network (comm/collectives.Network), the model spec (model/spec.ModelSpec), a layer's costs and
@@ -252,6 +252,11 @@ class Record(dict):
         if key not in self.FIELDS:
             raise TypeError(f"{type(self).__name__} has no field {key!r}")
         super().__setitem__(key, value)
+
+    def __setattr__(self, name, value):
+        # `rec.x = v` writes the field (checked); without this a subclass without __slots__ would
+        # keep it in an instance __dict__, beside the dict, where --json never sees it
+        self[name] = value
 
     def update(self, *args, **fields):
         for k, v in dict(*args, **fields).items():
@@ -6150,7 +6155,7 @@ def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, int
 class LaunchPlan(Record):
     """What a launch command carries: the winner's layout, its pool and its scheduler caps."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "model": "the model's path or hub id as given (--hf_model_name_or_path), or MODEL",
@@ -6424,7 +6429,7 @@ class ServingStack(Record):
     tried in order: a number bound matches a GPU with less memory (GiB), a text bound a GPU whose
     kernel_family it is (accelerator record), None any GPU (stack_rule)."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "name": "the --serving-stack key",
@@ -6591,7 +6596,7 @@ class HardwareFlags(Record):
     """What the command line sets over the GPU record and the stack (None: not given, the record's
     or the stack's value stands). Built once by the tool from its flags."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "serving_stack": "the SERVING_STACKS key",
@@ -6623,7 +6628,7 @@ class ServingHardware(Record):
     the links of the layout, and the stack's costs and scheduler caps (resolve_hardware builds it;
     the forward pass, the steady state and the simulation read it). Rates in bytes/s and FLOP/s."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "gpu": "the GPU record's name", "gpu_default": "True when no --gpu was given",
@@ -9425,7 +9430,7 @@ def validate_capacity(args, parser, req):
             parser.error(f"--{name.replace('_', '-')} must be positive, got {v:g}")
     if req.max_ttft_ms is None and req.max_tpot_ms is None:
         parser.error("a capacity plan needs a target: --max-ttft-ms and/or --max-tpot-ms")
-    names = [x.strip() for x in (args.gpu or "h100-sxm").split(",") if x.strip()]
+    names = [x.strip() for x in (args.gpu or DEFAULT_ACCELERATOR).split(",") if x.strip()]
     if not names or len(set(names)) != len(names):
         parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
     for n in names:
@@ -10111,13 +10116,9 @@ def attention_convention(spec):
 
 class ServingRequest(Record):
     """One serving run's inputs, resolved. None: not given (the meaning says what stands). The
-    tool resolves it field by field, so `req.x = v` writes the field (Record itself has no
-    __setattr__: without this it would land in an instance __dict__, beside the dict)."""
+    tool resolves it field by field (`req.x = v` writes the field, as on every Record)."""
 
     __slots__ = ()
-
-    def __setattr__(self, name, value):
-        self[name] = value
 
     FLAGS = {  # the fields the tool copies from its flags before resolving them
         "prompt_tokens": "s prompt tokens per request (a mix: its mean, rounded)",

@@ -3,10 +3,10 @@
 A record is a dict whose keys are declared in one place, its class's FIELDS (name: meaning, with
 units), so that a reader finds what a record holds without tracing who wrote which key, and a key
 nobody declared is refused where it is written (TypeError: a programming error, not bad input).
-Fields read as attributes too (`hw.sms` is `hw["sms"]`). Records stay dicts so that `--json`
-prints them as they are. Not dataclasses or TypedDicts: `dataclasses` costs ~15 ms and `typing`
-~10 ms of start-up (python -X importtime, Python 3.11), against a budget of tens of milliseconds
-for a whole answer.
+Fields read and write as attributes too (`hw.sms` is `hw["sms"]`). Records stay dicts so that
+`--json` prints them as they are. Not dataclasses or TypedDicts: `dataclasses` costs ~15 ms and
+`typing` ~10 ms of start-up (python -X importtime, Python 3.11), against a budget of tens of
+milliseconds for a whole answer.
 
 Each record is declared beside the code that builds it: the accelerator (accelerator.Accelerator),
 the network (comm/collectives.Network), the model spec (model/spec.ModelSpec), a layer's costs and
@@ -35,6 +35,11 @@ class Record(dict):
         if key not in self.FIELDS:
             raise TypeError(f"{type(self).__name__} has no field {key!r}")
         super().__setitem__(key, value)
+
+    def __setattr__(self, name, value):
+        # `rec.x = v` writes the field (checked); without this a subclass without __slots__ would
+        # keep it in an instance __dict__, beside the dict, where --json never sees it
+        self[name] = value
 
     def update(self, *args, **fields):
         for k, v in dict(*args, **fields).items():

@@ -144,14 +144,9 @@ def test_no_table_beside_a_script_is_one_calc_error_saying_what_to_pass(monkeypa
 
 
 # --- nothing below the tools matches a GPU name ---------------------------------------------------
-# Names the scan finds at this branch point in modules other helpers of issue 42 own; each is to
-# go (the serving helper's and the latency tools' parts of the issue). Known, not allowed: a new
-# one fails.
-KNOWN = {
-    ("llmcalc/serve/stacks.py", "a100"),  # vLLM's A100 batch-size exception (serving helper)
-    ("llmcalc/serve/stacks.py", "a100-80gb"),  # the same rule's default name (serving helper)
-    ("llmcalc/tools/latency_capacity.py", "h100-sxm"),  # the default of --gpu (latency tools)
-}
+# Names allowed as string constants below the tools: none (the serving stack's vLLM rule reads the
+# record's kernel_family; the capacity plan's default GPU is accelerator.DEFAULT_ACCELERATOR).
+KNOWN = set()
 SCANNED = ("serve", "train", "model", "comm", "tools")
 
 

@@ -32,7 +32,7 @@ from ..records import Record
 class LaunchPlan(Record):
     """What a launch command carries: the winner's layout, its pool and its scheduler caps."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "model": "the model's path or hub id as given (--hf_model_name_or_path), or MODEL",

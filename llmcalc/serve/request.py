@@ -8,13 +8,9 @@ from ..records import Record
 
 class ServingRequest(Record):
     """One serving run's inputs, resolved. None: not given (the meaning says what stands). The
-    tool resolves it field by field, so `req.x = v` writes the field (Record itself has no
-    __setattr__: without this it would land in an instance __dict__, beside the dict)."""
+    tool resolves it field by field (`req.x = v` writes the field, as on every Record)."""
 
     __slots__ = ()
-
-    def __setattr__(self, name, value):
-        self[name] = value
 
     FLAGS = {  # the fields the tool copies from its flags before resolving them
         "prompt_tokens": "s prompt tokens per request (a mix: its mean, rounded)",

@@ -89,7 +89,7 @@ class ServingStack(Record):
     tried in order: a number bound matches a GPU with less memory (GiB), a text bound a GPU whose
     kernel_family it is (accelerator record), None any GPU (stack_rule)."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "name": "the --serving-stack key",
@@ -256,7 +256,7 @@ class HardwareFlags(Record):
     """What the command line sets over the GPU record and the stack (None: not given, the record's
     or the stack's value stands). Built once by the tool from its flags."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "serving_stack": "the SERVING_STACKS key",
@@ -288,7 +288,7 @@ class ServingHardware(Record):
     the links of the layout, and the stack's costs and scheduler caps (resolve_hardware builds it;
     the forward pass, the steady state and the simulation read it). Rates in bytes/s and FLOP/s."""
 
-    __slots__ = ()  # fields are keys: hw["x"] = v (an attribute write is refused)
+    __slots__ = ()
 
     FIELDS = {
         "gpu": "the GPU record's name", "gpu_default": "True when no --gpu was given",

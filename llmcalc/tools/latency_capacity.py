@@ -6,6 +6,7 @@ command. The search itself is serve/capacity.py."""
 import math
 import sys
 
+from ..accelerator import DEFAULT_ACCELERATOR
 from ..cli import accelerator_record, bounded_int, finite_float
 
 
@@ -58,7 +59,7 @@ def validate_capacity(args, parser, req):
             parser.error(f"--{name.replace('_', '-')} must be positive, got {v:g}")
     if req.max_ttft_ms is None and req.max_tpot_ms is None:
         parser.error("a capacity plan needs a target: --max-ttft-ms and/or --max-tpot-ms")
-    names = [x.strip() for x in (args.gpu or "h100-sxm").split(",") if x.strip()]
+    names = [x.strip() for x in (args.gpu or DEFAULT_ACCELERATOR).split(",") if x.strip()]
     if not names or len(set(names)) != len(names):
         parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
     for n in names:
