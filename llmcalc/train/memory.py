@@ -276,7 +276,7 @@ def lora_params_per_layer(layer, *, h, rank, targets, tp):
 # Activations (Korthikanti et al. 2022)
 # ------------------------------------------------------------------------------------------------
 
-def _mlp_stored_widths(num_linears):
+def mlp_stored_widths(num_linears):
     """Widths an MLP keeps per token, in units of f: its input matmul output(s) and the product fed
     to the output matrix: 2 f for a 2-matrix MLP (up, activation output: Korthikanti et al. 2022
     sec. 4.1's 8 sbh for f = 4h, counted in units of f), 3 f for a gated one (fused gate|up 2 f,
@@ -334,13 +334,13 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
         outside += sb * h * (2 * B + mask) + hc_in
         by["norm_out"] += B * sb * h
         if m["kind"] == "dense":
-            inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
-            by["mlp_inside"] += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
+            inside += B * sb * m["width"] * mlp_stored_widths(m["linears"]) // tp
+            by["mlp_inside"] += B * sb * m["width"] * mlp_stored_widths(m["linears"]) // tp
         else:
             mo = moe_activation_bytes(m, s=s, b=b, h=h, tp=tp, etp=etp, act_bytes=B)
             outside += mo["replicated"]
             inside += mo["sharded"]
-            shared = B * sb * m["shared_width"] * _mlp_stored_widths(m["linears"]) // tp
+            shared = B * sb * m["shared_width"] * mlp_stored_widths(m["linears"]) // tp
             by["moe_outside"] += mo["replicated"]
             by["moe_inside"] += mo["sharded"]
             by["shared_inside"] += shared
@@ -377,7 +377,7 @@ def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
     Korthikanti et al. 2022's per-block accounting (sec. 4.1) applied to a GShard-style MoE layer
     (Lepikhin et al. 2020: router softmax, dispatch and combine)."""
     B, sb = act_bytes, s * b
-    per_f = _mlp_stored_widths(mlp["linears"])
+    per_f = mlp_stored_widths(mlp["linears"])
     k = mlp["topk"]
     replicated = 8 * sb * (mlp["num_experts"] + mlp["zero_experts"]) + 2 * k * B * sb * h
     sharded = (B * expected_real_experts(mlp) * sb * mlp["width"] * per_f // etp
@@ -553,8 +553,10 @@ def eager_output_layer_bytes(*, s, b, h, V, tp, sp, act_bytes, autocast):
     return s * b * ((4 * h + R * h + 4 + act_bytes * h) / (tp if sp else 1) + EAGER_LOSS_BYTES_PER_LOGIT * V / tp)
 
 
-def _per_kind(layers, indices, fn):
-    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
+def once_per_kind(layers, indices, fn):
+    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict (a
+    model's layers of one kind are one shared dict): the per-kind sums of training and serving
+    memory."""
     seen, out = {}, []
     for i in indices:
         layer = layers[i]
@@ -613,7 +615,7 @@ def training_memory(spec, c, b):
         lora = c["lora"]
         if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
             base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
-            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
+            ad = sum(once_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
                 x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
             w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
                                              grad_bytes=lora["adapter_bytes"],
@@ -637,10 +639,10 @@ def training_memory(spec, c, b):
             buffers += c["zbs"] * c["weight_bytes"]
         if c["zero_stage"] == 3 and c["zero_shard"] > 1:
             buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
-        parts = _per_kind(all_layers, layers, parts_of)
-        eager_parts = _per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
+        parts = once_per_kind(all_layers, layers, parts_of)
+        eager_parts = once_per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
         modes = [layer_mode(c, i) for i in layers]  # --recompute-every: the others keep everything
-        sacs = _per_kind(all_layers, layers, sac_of) if "op-sac" in modes else [0] * len(parts)
+        sacs = once_per_kind(all_layers, layers, sac_of) if "op-sac" in modes else [0] * len(parts)
         per_mb = 0
         for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
             if md == "op-sac":
