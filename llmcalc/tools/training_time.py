@@ -70,7 +70,7 @@ from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FP8_CAST_BYTES_PER_ELEMENT, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN, TE_FP8_RECIPES,
     eager_framework)
-from ..train.memory import PIPELINE_SPLIT_KEYS, optimizer_bytes_per_param
+from ..train.memory import PIPELINE_SPLIT_KEYS, memory_defaults
 from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
@@ -709,9 +709,7 @@ def main(argv=None):
             "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
             "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
             "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split}
-    c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
-          "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
-          "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
+    c0 = memory_defaults(overhead_bytes=args.framework_mem_gib * GIB_)
     flops = sequence_flops(spec, seq_len=args.sequence_length)
     res = {"model": spec_summary(spec), "warnings": list(spec["warnings"]), "gpu": hw["name"],
            "gpu_default": hw["default"],

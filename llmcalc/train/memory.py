@@ -5,7 +5,8 @@ pipeline stages and LoRA."""
 from ..model.formulas import (attention_head_dims, expected_real_experts, layer_params,
     mixer_widths, norm_params)
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_mode
+from ..records import Record
+from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_mode, modules_of
 
 
 # Optimizer state bytes per trainable parameter, EXCLUDING the fp32 master copy that mixed
@@ -26,6 +27,98 @@ FSDP_TO_ZERO = {"no_shard": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shar
 LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
 
 QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
+
+
+class MemoryConfig(Record):
+    """The configuration training_memory reads (and train/fit.py's ways out), one layout's: built by
+    memory_config from a calc_training_time.py layout, or by calc_transformer_mem.py from its flags
+    (which extends it with its inference and capacity fields). Counts per GPU, bytes per value."""
+
+    FIELDS = {
+        "tp": "tensor-parallel size", "pp": "pipeline stages",
+        "vp": "model chunks per pipeline rank",
+        "cp": "context-parallel size (the sequence split over cp ranks)",
+        "ep": "expert-parallel size",
+        "etp": "tensor-parallel size inside each expert", "dp": "data-parallel size",
+        "num_gpus": "GPUs in the job (train/fit.py scales it)",
+        "chunk_layers": "counts[rank][chunk] of an uneven pipeline split, None for the even one",
+        "decoder_first_pipeline_num_layers": "Megatron-LM's layers on the first stage, or None",
+        "decoder_last_pipeline_num_layers": "Megatron-LM's layers on the last stage, or None",
+        "account_for_embedding_in_pipeline_split": "the embedding counted as a layer of the split",
+        "account_for_loss_in_pipeline_split": "the head and loss counted as one layer of the split",
+        "zero_stage": "ZeRO stage 0-3 (FSDP's read as its equivalent)",
+        "zero_shard": "ranks the dense model states are sharded over (dp x cp; zero_shards)",
+        "expert_zero_shard": "ranks the expert states are sharded over (zero_shards)",
+        "zbs": "ZeRO all-gather bucket, elements at the weight width (0: sharded in place)",
+        "zmlp": "ZeRO-3 parameters kept gathered at once",
+        "sequence_length": "tokens per sequence (before the cp split)",
+        "batch_size": "micro-batch per GPU (calc_transformer_mem.py's -b)",
+        "num_microbatches": "micro-batches per step, None: as many as pipeline stages",
+        "recompute": "activation recompute: none, selective, full or op-sac",
+        "recompute_modules": "selective recompute's modules (None: the default core_attn)",
+        "recompute_every": "recompute on one layer in k (1: every layer)",
+        "sequence_parallel": "Megatron sequence parallelism (norms and dropouts / tp)",
+        "partition_activations": "DeepSpeed's checkpointed inputs split over tp",
+        "flash_attention": "a fused attention kernel (no s x s scores stored)",
+        "dropout": "dropout masks stored",
+        "mixed_precision": "16-bit training with an fp32 master copy",
+        "high_bytes": "bytes of a high-precision value (the master copy)",
+        "weight_bytes": "bytes per weight held", "act_bytes": "bytes per stored activation",
+        "grad_bytes": "bytes per gradient", "optimizer": "optimizer name (OPTIMIZER_STATE_BYTES)",
+        "opt_bytes": "optimizer bytes per trainable parameter on the GPU (0 offloaded)",
+        "host_opt_bytes": "optimizer bytes per parameter held on the host (--offload)",
+        "activation_rule": "fused (Korthikanti et al. 2022) or eager (what autograd saves)",
+        "autocast": "fp32 weights under torch.autocast (the eager rule's mixed precision)",
+        "framework": "the training stack whose activations are counted",
+        "lora": "LoRA: {rank, targets, base_bits, adapter_bytes}, or None for full training",
+        "overhead_bytes": "framework allowance and misc per GPU",
+        "memory_bytes": "the GPU's capacity, or None (train/fit.py's limit)",
+        "offload": "optimizer states on the host (ZeRO-Offload)",
+        "offload_param": "DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host",
+        "offload_params": "the layers' 16-bit weights in host memory, two layers on the GPU",
+        "offload_activations": "stored activations in host memory, two layers' worth on the GPU",
+    }
+
+    def replace(self, **changes):
+        """A copy with `changes` (declared fields only), as the ways out try one change each."""
+        return type(self)(self, **changes)
+
+
+def memory_defaults(*, overhead_bytes):
+    """The part of calc_training_time.py's memory config no layout sets: Megatron-LM's mixed
+    precision (16-bit weights and activations, fp32 gradients, Adam with the fp32 master copy),
+    no LoRA, no ZeRO bucket (its distributed optimizer shards in place) and the allowance."""
+    adam = optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4)
+    return MemoryConfig(act_bytes=2, partition_activations=False, lora=None, weight_bytes=2,
+                        grad_bytes=4, opt_bytes=adam, zbs=0, zmlp=1e9,
+                        overhead_bytes=overhead_bytes)
+
+
+def memory_config(spec, lay, base):
+    """calc_training_time.py's memory config for a layout (training_memory's `c`): `base`
+    (memory_defaults) with the layout's sizes; under --framework pytorch the eager activation
+    rule, with autocast's fp32 weights at ZeRO 0-1."""
+    dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
+    if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
+        autocast = lay["zero_stage"] <= 1
+        base = base.replace(activation_rule="eager", autocast=autocast)
+        if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
+            base.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
+                optimizer="adam", mixed_precision=False, master_bytes=4))
+    return base.replace(
+        tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
+        chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
+        **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
+        sequence_length=lay["sequence_length"],
+        num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
+        recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
+        sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
+        dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else base["opt_bytes"],
+        offload_param=bool(lay.get("offload_param")),
+        # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
+        # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
+        zbs=5e8 if lay["zero_stage"] == 3 else 0)
+
 
 # ------------------------------------------------------------------------------------------------
 # Model states

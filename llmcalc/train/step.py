@@ -19,7 +19,7 @@ from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
 from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
     sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
-    optimizer_bytes_per_param, stage_params_per_rank, training_memory, zero_shards)
+    memory_config, stage_params_per_rank, training_memory)
 
 
 def linear_operand_elements(m, n, k):
@@ -639,30 +639,6 @@ def optimizer_s(params_local, *, lay, hw):
     if path:
         nbytes = path["optimizer"] or nbytes
     return memory_time_s(p * nbytes, 5, hw=hw)
-
-
-def memory_config(spec, lay, c0):
-    """calc_transformer_mem.py's configuration dict for this layout (training_memory's `c`); under
-    --framework pytorch the eager activation rule, with autocast's fp32 weights at ZeRO 0-1."""
-    dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
-    if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
-        autocast = lay["zero_stage"] <= 1
-        c0 = dict(c0, activation_rule="eager", autocast=autocast)
-        if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
-            c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
-                optimizer="adam", mixed_precision=False, master_bytes=4))
-    return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
-                chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
-                **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
-                sequence_length=lay["sequence_length"],
-                num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
-                recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
-                sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
-                dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
-                offload_param=bool(lay.get("offload_param")),
-                # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
-                # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
-                zbs=5e8 if lay["zero_stage"] == 3 else 0)
 
 
 # The layout fields one layer's cost depends on (the cache key of evaluate: layouts that differ only
