@@ -5653,13 +5653,14 @@ def memory_config(spec, lay, base):
     (memory_defaults) with the layout's sizes; under --framework pytorch the eager activation
     rule, with autocast's fp32 weights at ZeRO 0-1."""
     dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
+    fields = dict(base)  # one record built below (a search builds one per layout it costs)
     if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
         autocast = lay["zero_stage"] <= 1
-        base = base.replace(activation_rule="eager", autocast=autocast)
+        fields.update(activation_rule="eager", autocast=autocast)
         if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
-            base.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
+            fields.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
-    return base.replace(
+    fields.update(
         tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
         chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
         **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
@@ -5667,11 +5668,12 @@ def memory_config(spec, lay, base):
         num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
         recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
         sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
-        dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else base["opt_bytes"],
+        dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else fields["opt_bytes"],
         offload_param=bool(lay.get("offload_param")),
         # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
         # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
         zbs=5e8 if lay["zero_stage"] == 3 else 0)
+    return MemoryConfig(fields)
 
 
 # ------------------------------------------------------------------------------------------------
