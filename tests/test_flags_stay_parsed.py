@@ -69,3 +69,16 @@ def test_layer_costs_components_are_declared():
     parts = {k[len("compute_"):] for k in res["breakdown_s"] if k.startswith("compute_")}
     assert parts - stage_only and parts - stage_only <= set(LAYER_COMPUTE_PARTS)
     assert set(LayerCosts.FIELDS) == {"compute", "comm"}
+
+
+def test_layout_refuses_an_undeclared_field_and_the_result_layout_is_declared():
+    from llmcalc.train.layout import Layout, complete_layout
+    lay = complete_layout(Layout(num_gpus=8, tp=2, pp=1, cp=1, global_batch_size=16,
+                                 micro_batch_size=2))
+    assert (lay["dp"], lay["num_microbatches"]) == (4, 2) and isinstance(lay, Layout)
+    with pytest.raises(TypeError):
+        lay.replace(pipeline_parallel=2)  # the field is "pp"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        res = T.main(SMALL + ["--num-gpus", "8", "-tp", "2", "--global-batch-size", "16", "--json"])
+    # the report adds sequence_parallel (the flag's name for sp); every other key is declared
+    assert set(res["layout"]) - {"sequence_parallel"} <= set(Layout.FIELDS)

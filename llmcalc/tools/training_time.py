@@ -73,8 +73,9 @@ from ..train.memory import PIPELINE_SPLIT_KEYS, memory_defaults
 from ..train.deepspeed import DEEPSPEED
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
-from ..train.search import (_divisors, check_layout, complete_layout, layout_shape, limiter,
-    search_layouts, sequence_flops)
+from ..train.layout import Layout, complete_layout
+from ..train.search import (_divisors, check_layout, layout_shape, limiter, search_layouts,
+    sequence_flops)
 from ..train.offload import evaluate_layout
 from .training_framework import resolve_framework_defaults
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
@@ -629,7 +630,7 @@ def layout_base(args, knobs, hw, n):
     """The layout every candidate starts from: the flags and the framework's knobs, n GPUs of hw."""
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     k = knobs
-    return {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
+    return Layout({"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
             "cp_comm_type": args.cp_comm_type,
             "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
             "sp": bool(k["sequence_parallel"] and tp > 1), "zero_stage": k["zero_stage"],
@@ -658,7 +659,7 @@ def layout_base(args, knobs, hw, n):
             "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
             "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
             "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
-            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split}
+            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split})
 
 
 def search_clusters(args, parser, run, base):
@@ -678,7 +679,7 @@ def search_clusters(args, parser, run, base):
             run["hw_notes"] += [x for x in hw_notes_g if x not in run["hw_notes"]]
         for count in counts:
             c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
-            b = dict(base, num_gpus=count,  # each GPU its default kernel
+            b = base.replace(num_gpus=count,  # each GPU its default kernel
                      gpus_per_node=job_gpus_per_node(gpus_per_node=hw["gpus_per_node"],
                                                      num_gpus=count),
                      attention_kernel=args.attention_kernel or default_attention_kernel(
@@ -780,7 +781,7 @@ def one_layout_answer(args, parser, run, base, res):
     cands = [b] if b else _divisors(gbs // dp, 64) if gbs % dp == 0 else [1]
     best = None
     for x in cands:
-        lay = dict(base, micro_batch_size=x)
+        lay = base.replace(micro_batch_size=x)
         why = check_layout(spec, lay) or cp_layout_error(spec, lay)
         if why:
             if b or x == cands[-1] and best is None:

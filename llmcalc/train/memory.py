@@ -6,7 +6,7 @@ from ..model.formulas import (attention_head_dims, expected_real_experts, layer_
     mixer_widths, norm_params)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from ..records import Record
-from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_mode, modules_of
+from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_modes, modules_of
 
 
 # Optimizer state bytes per trainable parameter, EXCLUDING the fp32 master copy that mixed
@@ -80,8 +80,14 @@ class MemoryConfig(Record):
     }
 
     def replace(self, **changes):
-        """A copy with `changes` (declared fields only), as the ways out try one change each."""
-        return type(self)(self, **changes)
+        """A copy with `changes` (each checked as declared; the rest already was), as the ways
+        out try one change each and memory_config adds a layout's sizes."""
+        if not changes.keys() <= self.FIELDS.keys():
+            MemoryConfig(changes)  # raises TypeError naming the undeclared field
+        new = dict.__new__(type(self))
+        dict.update(new, self)
+        dict.update(new, changes)
+        return new
 
 
 def memory_defaults(*, overhead_bytes):
@@ -99,13 +105,14 @@ def memory_config(spec, lay, base):
     (memory_defaults) with the layout's sizes; under --framework pytorch the eager activation
     rule, with autocast's fp32 weights at ZeRO 0-1."""
     dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
-    fields = dict(base)  # one record built below (a search builds one per layout it costs)
+    fields = {}  # the record built once below (a search builds one per layout it costs)
     if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
         autocast = lay["zero_stage"] <= 1
         fields.update(activation_rule="eager", autocast=autocast)
         if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
             fields.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
+    opt_bytes = fields.get("opt_bytes", base["opt_bytes"])
     fields.update(
         tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
         chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
@@ -114,12 +121,12 @@ def memory_config(spec, lay, base):
         num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
         recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
         sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
-        dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else fields["opt_bytes"],
+        dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else opt_bytes,
         offload_param=bool(lay.get("offload_param")),
         # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
         # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
         zbs=5e8 if lay["zero_stage"] == 3 else 0)
-    return MemoryConfig(fields)
+    return base.replace(**fields)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -663,149 +670,189 @@ def once_per_kind(layers, indices, fn):
 
 def training_memory(spec, c, b):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
-    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
-    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
-    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
-    2022, Table 2, per layer kind. With c["activation_rule"] == "eager" (eager PyTorch,
-    transformers' modules) the layers eager_rule_covers store what autograd saves, the loss keeps
-    its fp32 log-softmax tensors, autocast keeps a 16-bit copy of each linear weight whose forward
-    is not recomputed, and gradients exist only from the backward to the optimizer step (zeroed
-    with set_to_none, as torch's optimizers do), so the peak is the larger of two moments: the
-    backward's start (states, gradients only under accumulation, every saved activation, the
-    loss) and its end (states and all gradients, plus a tied embedding's second dense gradient or
-    the rebuilt layer under full recompute)."""
-    tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
-    s = c["sequence_length"] // cp
-    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
-    ab = c["act_bytes"]
-    m = c["num_microbatches"] if c["num_microbatches"] else pp
-
-    def parts_of(layer):
-        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
-                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
-                                      streams=spec.get("residual_streams", 1))
-    sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
-    eager = c.get("activation_rule") == "eager"
-    autocast = eager and c.get("autocast", False)
-
-    def eager_of(layer):  # None: a layer the eager rule does not cover (and selective recompute)
-        if c["recompute"] == "selective" or not eager_rule_covers(layer, norm=spec["norm"],
-                                                                   model_type=spec.get("model_type")):
-            return None
-        return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
-                                            act_bytes=ab, autocast=autocast)
-    mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
-
-    def sac_of(layer):
-        return op_sac_layer_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp_or_pa=sp_or_pa, flash=c["flash_attention"],
-                                  act_bytes=ab, residual_bytes=4 if autocast else ab,
-                                  streams=spec.get("residual_streams", 1))
-    stages = []
-    chunks = c["chunk_layers"]
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
-    for st in range(pp):
-        layers = by_stage[st]
-        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
-                                            layers_held=layers)
-        lora = c["lora"]
-        if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
-            base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
-            ad = sum(once_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
-                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
-            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
-                                             grad_bytes=lora["adapter_bytes"],
-                                             optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
-                                             zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
-            trainable = ad
-        else:
-            w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
-            w, g, o = w1 + w2, g1 + g2, o1 + o2
-            if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights live on the host
-                w = 0
-            trainable = ne + ex
-        buffers = 0
-        if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
-            buffers += c["zbs"] * c["weight_bytes"]
-        if c["zero_stage"] == 3 and c["zero_shard"] > 1:
-            buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
-        parts = once_per_kind(all_layers, layers, parts_of)
-        eager_parts = once_per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
-        modes = [layer_mode(c, i) for i in layers]  # --recompute-every: the others keep everything
-        sacs = once_per_kind(all_layers, layers, sac_of) if "op-sac" in modes else [0] * len(parts)
-        per_mb = 0
-        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
-            if md == "op-sac":
-                per_mb += sac
-            elif e is None:
-                per_mb += stored_layer_bytes(x, recompute=md, sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
-                                             h=h, act_bytes=ab, streams=spec.get("residual_streams", 1),
-                                             modules=mods)
-            elif md == "full":
-                per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=sp_or_pa,
-                                                         act_bytes=ab, autocast=autocast)
-            else:
-                per_mb += e
-        emb_mb = 0
-        if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
-            emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
-        flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
-        stored = (per_mb + emb_mb) * flight
-        # the stage's largest layer rebuilt during its backward: all of it under full, what op-SAC did not
-        # keep, what the selective modules dropped
-        working = 0
-        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
-            whole = x["outside"] + x["inside"] + x["scores"] if e is None else e
-            if md == "full":
-                working = max(working, whole)
-            elif md == "op-sac":
-                working = max(working, whole - sac)
-            elif md == "selective":
-                working = max(working, selective_dropped_bytes(x, mods))
-        logits = casts = 0
-        if st == pp - 1:
-            if eager:
-                logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                  sp=c["sequence_parallel"], act_bytes=ab, autocast=autocast)
-            else:
-                logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                       sp=c["sequence_parallel"], act_bytes=ab)
-        phase = None
-        if eager:  # the larger of the backward's start and end (training_memory's docstring)
-            if autocast:  # 16-bit weight copies saved by the linears whose forward is kept, and the head's
-                # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
-                casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
-                casts += ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp if st == pp - 1 else 0
-            g_start = g if m > 1 else 0  # accumulation: the earlier micro-batches' gradients
-            tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
-                    if spec["tied_embeddings"] and pp == 1 else 0)
-            if g_start + casts + stored + logits >= g + max(tied, working):
-                phase, g = "backward start", g_start
-                working = 0
-            else:
-                phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
-                g, working = (g + tied, 0) if tied >= working else (g, working)
-        act = stored + working + logits
-        total = w + g + o + buffers + casts + act + c["overhead_bytes"]
-        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
-                       "trainable_params_per_gpu": trainable,
-                       "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
-                       "optimizer_bytes": o, "zero_buffers_bytes": buffers,
-                       "activations_stored_bytes": stored,
-                       "activations_layers_bytes": per_mb * flight,
-                       "activations_embedding_bytes": emb_mb * flight,
-                       "activations_recompute_bytes": working,
-                       "activations_logits_bytes": logits, "activations_bytes": act,
-                       "weight_casts_bytes": casts, "peak_phase": phase,
-                       "eager_rule_layers": sum(e is not None for e in eager_parts),
-                       "in_flight_microbatches": flight, "total_bytes": total})
+    list of per-stage totals. `c` is the MemoryConfig. Sums the formulas above over each stage's
+    layers: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in Megatron-LM
+    (Narayanan et al. 2021), activations after Korthikanti et al. 2022, Table 2, per layer kind.
+    With c["activation_rule"] == "eager" (eager PyTorch, transformers' modules) the layers
+    eager_rule_covers store what autograd saves, the loss keeps its fp32 log-softmax tensors,
+    autocast keeps a 16-bit copy of each linear weight whose forward is not recomputed, and
+    gradients exist only from the backward to the optimizer step (zeroed with set_to_none, as
+    torch's optimizers do), so the peak is the larger of two moments: the backward's start
+    (states, gradients only under accumulation, every saved activation, the loss) and its end
+    (states and all gradients, plus a tied embedding's second dense gradient or the rebuilt layer
+    under full recompute)."""
+    pp, vp = c["pp"], c["vp"]
+    ctx = _ActivationRules(spec, c, b)
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
+                                chunk_layers=c["chunk_layers"])
+    stages = [_stage_memory(spec, c, ctx, st, layers) for st, layers in enumerate(by_stage)]
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
+
+
+class _ActivationRules:
+    """What training_memory reads once per call: the shard sizes and widths every layer's
+    activation formula takes, and, per distinct layer kind, its fused-rule parts, eager bytes
+    and op-SAC bytes (computed on first use)."""
+
+    __slots__ = ("c", "spec", "s", "b", "h", "tp", "etp", "ab", "m", "sp", "sp_or_pa", "eager",
+                 "autocast", "mods", "streams")
+
+    def __init__(self, spec, c, b):
+        self.spec, self.c, self.b = spec, c, b
+        self.s = c["sequence_length"] // c["cp"]
+        self.h, self.tp, self.etp = spec["hidden_size"], c["tp"], c["etp"]
+        self.ab = c["act_bytes"]
+        self.m = c["num_microbatches"] if c["num_microbatches"] else c["pp"]
+        self.sp = c["sequence_parallel"]
+        self.sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
+        self.eager = c.get("activation_rule") == "eager"
+        self.autocast = self.eager and c.get("autocast", False)
+        self.mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
+        self.streams = spec.get("residual_streams", 1)
+
+    def parts_of(self, layer):
+        c = self.c
+        return layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
+                                      sp=self.sp, flash=c["flash_attention"], dropout=c["dropout"],
+                                      act_bytes=self.ab, streams=self.streams)
+
+    def eager_of(self, layer):
+        """None: a layer the eager rule does not cover (and selective recompute)."""
+        spec = self.spec
+        if self.c["recompute"] == "selective" or not eager_rule_covers(
+                layer, norm=spec["norm"], model_type=spec.get("model_type")):
+            return None
+        return eager_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
+                                            sp=self.sp, act_bytes=self.ab, autocast=self.autocast)
+
+    def sac_of(self, layer):
+        return op_sac_layer_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
+                                  sp_or_pa=self.sp_or_pa, flash=self.c["flash_attention"],
+                                  act_bytes=self.ab, residual_bytes=4 if self.autocast else self.ab,
+                                  streams=self.streams)
+
+
+def _stage_model_states(spec, c, *, layers, ne, ex, emb, tp):
+    """(weights, gradients, optimizer, trainable parameters, ZeRO buffers) bytes of one stage's
+    rank: LoRA's frozen base and adapters, or every parameter's states after ZeRO."""
+    lora = c["lora"]
+    if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
+        base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
+        ad = sum(once_per_kind(spec["layers"], layers, lambda x: lora_params_per_layer(
+            x, h=spec["hidden_size"], rank=lora["rank"], targets=lora["targets"], tp=tp)))
+        w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
+                                         grad_bytes=lora["adapter_bytes"],
+                                         optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
+                                         zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+        w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
+        trainable = ad
+    else:
+        kw = dict(weight_bytes=c["weight_bytes"], grad_bytes=c["grad_bytes"],
+                  optimizer_bytes=c["opt_bytes"], zero_stage=c["zero_stage"])
+        w1, g1, o1 = zero_model_state_bytes(params=ne, shard_degree=c["zero_shard"], **kw)
+        w2, g2, o2 = zero_model_state_bytes(params=ex, shard_degree=c["expert_zero_shard"], **kw)
+        w, g, o = w1 + w2, g1 + g2, o1 + o2
+        if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host
+            w = 0
+        trainable = ne + ex
+    buffers = 0
+    if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
+        buffers += c["zbs"] * c["weight_bytes"]
+    if c["zero_stage"] == 3 and c["zero_shard"] > 1:
+        buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
+    return w, g, o, trainable, buffers
+
+
+def _stage_layer_activations(ctx, layers):
+    """(stored bytes of one micro-batch, the recompute working set, each layer's eager bytes or
+    None) of one stage's layers: per layer by its recompute mode (--recompute-every leaves the
+    others keeping everything) and rule; the working set is the stage's largest layer rebuilt in
+    its backward: all of it under full, what op-SAC did not keep, what the selective modules
+    dropped."""
+    all_layers, s, b, h, tp, ab = ctx.spec["layers"], ctx.s, ctx.b, ctx.h, ctx.tp, ctx.ab
+    parts = once_per_kind(all_layers, layers, ctx.parts_of)
+    eager_parts = (once_per_kind(all_layers, layers, ctx.eager_of) if ctx.eager
+                   else [None] * len(parts))
+    modes = layer_modes(ctx.c, layers)
+    sacs = once_per_kind(all_layers, layers, ctx.sac_of) if "op-sac" in modes else [0] * len(parts)
+    per_mb = 0
+    for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+        if md == "op-sac":
+            per_mb += sac
+        elif e is None:
+            per_mb += stored_layer_bytes(x, recompute=md, sp_or_pa=ctx.sp_or_pa, tp=tp, s=s, b=b,
+                                         h=h, act_bytes=ab, streams=ctx.streams, modules=ctx.mods)
+        elif md == "full":
+            per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=ctx.sp_or_pa,
+                                                     act_bytes=ab, autocast=ctx.autocast)
+        else:
+            per_mb += e
+    working = 0
+    for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+        whole = x["outside"] + x["inside"] + x["scores"] if e is None else e
+        if md == "full":
+            working = max(working, whole)
+        elif md == "op-sac":
+            working = max(working, whole - sac)
+        elif md == "selective":
+            working = max(working, selective_dropped_bytes(x, ctx.mods))
+    return per_mb, working, eager_parts
+
+
+def _stage_memory(spec, c, ctx, st, layers):
+    """One pipeline stage's breakdown (training_memory's list entry)."""
+    tp, pp, s, b, h, ab = ctx.tp, c["pp"], ctx.s, ctx.b, ctx.h, ctx.ab
+    ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp, ep=c["ep"],
+                                        stage=st, layers_held=layers)
+    w, g, o, trainable, buffers = _stage_model_states(spec, c, layers=layers, ne=ne, ex=ex, emb=emb,
+                                                      tp=tp)
+    per_mb, working, eager_parts = _stage_layer_activations(ctx, layers)
+    emb_mb = 0
+    if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
+        emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
+    flight = in_flight_microbatches(pp=pp, vp=c["vp"], stage=st, num_microbatches=ctx.m)
+    stored = (per_mb + emb_mb) * flight
+    logits = casts = 0
+    if st == pp - 1:
+        if ctx.eager:
+            logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                              sp=c["sequence_parallel"], act_bytes=ab,
+                                              autocast=ctx.autocast)
+        else:
+            logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                   sp=c["sequence_parallel"], act_bytes=ab)
+    phase = None
+    if ctx.eager:  # the larger of the backward's start and end (training_memory's docstring)
+        if ctx.autocast:
+            # 16-bit weight copies saved by the linears whose forward is kept, and the head's
+            # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
+            casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
+            casts += (ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp
+                      if st == pp - 1 else 0)
+        g_start = g if ctx.m > 1 else 0  # accumulation: the earlier micro-batches' gradients
+        tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
+                if spec["tied_embeddings"] and pp == 1 else 0)
+        if g_start + casts + stored + logits >= g + max(tied, working):
+            phase, g = "backward start", g_start
+            working = 0
+        else:
+            phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
+            g, working = (g + tied, 0) if tied >= working else (g, working)
+    act = stored + working + logits
+    total = w + g + o + buffers + casts + act + c["overhead_bytes"]
+    return {"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+            "trainable_params_per_gpu": trainable,
+            "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
+            "optimizer_bytes": o, "zero_buffers_bytes": buffers,
+            "activations_stored_bytes": stored,
+            "activations_layers_bytes": per_mb * flight,
+            "activations_embedding_bytes": emb_mb * flight,
+            "activations_recompute_bytes": working,
+            "activations_logits_bytes": logits, "activations_bytes": act,
+            "weight_casts_bytes": casts, "peak_phase": phase,
+            "eager_rule_layers": sum(e is not None for e in eager_parts),
+            "in_flight_microbatches": flight, "total_bytes": total}
 
 
 OFFLOAD_WEIGHT_BYTES = 2  # offloaded 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)

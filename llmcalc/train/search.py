@@ -9,6 +9,7 @@ import math
 from ..model.kinds import layer_groups
 from .flops import backward_flops, recompute_flops, sequence_forward_flops
 from .kernels import LEGACY_MEGATRON, RECOMPUTE, eager_framework
+from .layout import complete_layout
 from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_activation_bytes, layer_params_per_rank,
     layout_chunk_layers, layout_split, pipeline_split_error, stage_params_per_rank, stored_layer_bytes,
     suggest_pipeline_split)
@@ -97,12 +98,6 @@ def check_layout(spec, lay):
         return ("--offload-params / --offload-activations are costed for Megatron-LM's kernels only (FSDP's "
                 "CPUOffload moves weights, gradients and optimizer together: not modelled)")
     return None
-
-
-def complete_layout(lay):
-    """Derived fields: dp and the number of micro-batches per step."""
-    dp = lay["num_gpus"] // (lay["tp"] * lay["pp"] * lay["cp"])
-    return dict(lay, dp=dp, num_microbatches=lay["global_batch_size"] // (lay["micro_batch_size"] * dp))
 
 
 # The TP-overlap modes in the order the step model costs them, most overlap first, and the modes
@@ -328,9 +323,10 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         gbs_dp = gbs // dp * dp
         etp = 1 if g["ep"] > 1 else tp
         split = {k: g[k] for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")}
-        opt_floor = {o: _optimizer_floor_s(spec, dict(base, tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
-                                                      zero_stage=g["zero_stage"], offload=o, **split), hw=hw,
-                                        cache=cache if memo is None else memo)
+        sizes = dict(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
+                     zero_stage=g["zero_stage"], **split)
+        opt_floor = {o: _optimizer_floor_s(spec, base.replace(offload=o, **sizes), hw=hw,
+                                           cache=cache if memo is None else memo)
                      for o in {x[0] for x in knobs["offload"]}}
         least_opt = min(opt_floor.values())
         mbs = _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH)
@@ -341,8 +337,9 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
                         for b in mbs:
                             lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
                             if lk not in lbs:
-                                lay = dict(base, tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp, tp_comm_overlap=mode,
-                                           recompute=rc, micro_batch_size=b)
+                                lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
+                                                   tp_comm_overlap=mode, recompute=rc,
+                                                   micro_batch_size=b)
                                 lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
                                                          act_bytes=c0["act_bytes"])
                             layers_s, copies_s = lbs[lk]
@@ -369,7 +366,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         mk = (gi, sp, mode, dpo, ri, offload)
         if b >= too_big.get(mk, math.inf):
             continue
-        lay = dict(base, global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
+        lay = base.replace(global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
                    micro_batch_size=b, recompute=rcs[ri], tp_comm_overlap=mode, dp_overlap=dpo, offload=offload[0],
                    offload_params=offload[1], offload_activations=offload[2],
                    **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage", "decoder_first_pipeline_num_layers",
@@ -434,8 +431,8 @@ def _dominates(t_off, twin, offload, lay, cache, hw):
     if offload[0] and not t_off[0]:  # whichever stage sets the optimizer step, offloaded it is no faster
         for st in range(lay["pp"]):
             held = sum(cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], layout_split(lay), st)])
-            if optimizer_s(held, lay=dict(lay, offload=True), hw=hw) < optimizer_s(held, lay=dict(lay, offload=False),
-                                                                                     hw=hw):
+            on, off = lay.replace(offload=True), lay.replace(offload=False)
+            if optimizer_s(held, lay=on, hw=hw) < optimizer_s(held, lay=off, hw=hw):
                 return False
     return True
 

@@ -10,6 +10,7 @@ from ..records import Record
 from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
 from .context_parallel import (A2A_COPY_KERNELS, CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
     ring_attention_extra_bytes)
+from .layout import Layout
 from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, TE_FP8_CAST_BYTES, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
@@ -17,8 +18,8 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
-from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
-    sequence_recompute_flops)
+from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
+    recompute_key, sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
     memory_config, stage_params_per_rank, training_memory)
 
@@ -603,7 +604,8 @@ def layer_cost(layer, *, spec, lay, hw, net):
     """LayerCosts of one layer for one micro-batch on one rank: its compute (layer_compute_s) and
     exposed communication (layer_comm_s, with Megatron-Core's EP all-to-all overlap)."""
     h = spec["hidden_size"]
-    lay = dict(lay, residual_streams=spec.get("residual_streams", 1), norm=spec["norm"])
+    model = {"residual_streams": spec.get("residual_streams", 1), "norm": spec["norm"]}
+    lay = lay.replace(**model) if isinstance(lay, Layout) else Layout(lay, **model)
     parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
     core = parts.get("attention_core", [0.0, 0.0, 0.0])
     comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
@@ -783,15 +785,15 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     layers = spec["layers"]
     for st in range(pp):
         comp, comm, kinds = {}, {}, {}
-        for i in by_stage[st]:
-            lid = (id(layers[i]), layer_mode(lay, i))
+        for i, mode in zip(by_stage[st], layer_modes(lay, by_stage[st])):
+            lid = (id(layers[i]), mode)
             kinds[lid] = kinds.get(lid, 0) + 1
             kinds.setdefault(("layer", lid), layers[i])
         for lid, count in kinds.items():
             if lid[0] == "layer":
                 continue
             if lid[1] not in lays:
-                ly = lay if lid[1] == lay["recompute"] else dict(lay, recompute=lid[1])
+                ly = lay if lid[1] == lay["recompute"] else Layout(lay, recompute=lid[1])
                 lays[lid[1]] = (ly, tuple(ly.get(k) for k in LAYER_COST_KEYS))
             ly, key_lay = lays[lid[1]]
             k = (lid[0], key_lay)
