@@ -764,56 +764,16 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     FLOPs of one sequence (calc_transformer_flops.py's count), per recompute mode; `memory`: the
     layout's training_memory() when the caller has it."""
     cache = {} if cache is None else cache
-    L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
+    L, pp, vp, m = spec["num_layers"], lay["pp"], lay["vp"], lay["num_microbatches"]
     by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=layout_chunk_layers(L, lay))
-    first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
+    ends = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
+    p2p = pipeline_p2p_s(spec, lay=lay, net=net)
     lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
     stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
-    m = lay["num_microbatches"]
-    G = lay["gpus_per_node"]
-    p2p = 0.0
-    if pp > 1:
-        act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
-        act *= spec.get("residual_streams", 1)
-        p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
-                          net=net, gpus_per_node=G) * deepspeed_p2p_factor(lay)
-        if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
-            # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
-            # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
-            # rank sends 1/tp of the tensor, the receiver all-gathers it over NVLink, unoverlapped
-            p2p += comm_time_s("all_gather", act, n=lay["tp"], stride=1, net=net, gpus_per_node=G)
-    layers = spec["layers"]
     for st in range(pp):
-        comp, comm, kinds = {}, {}, {}
-        for i, mode in zip(by_stage[st], layer_modes(lay, by_stage[st])):
-            lid = (id(layers[i]), mode)
-            kinds[lid] = kinds.get(lid, 0) + 1
-            kinds.setdefault(("layer", lid), layers[i])
-        for lid, count in kinds.items():
-            if lid[0] == "layer":
-                continue
-            if lid[1] not in lays:
-                ly = lay if lid[1] == lay["recompute"] else Layout(lay, recompute=lid[1])
-                lays[lid[1]] = (ly, tuple(ly.get(k) for k in LAYER_COST_KEYS))
-            ly, key_lay = lays[lid[1]]
-            k = (lid[0], key_lay)
-            if k not in cache:
-                cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=ly, hw=hw, net=net)
-            _sum_into(comp, cache[k]["compute"], count)
-            _sum_into(comm, cache[k]["comm"], count)
-        if st == 0:
-            _sum_into(comp, {"embedding": [first[0], first[1], 0.0]})
-        if st == pp - 1:
-            _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
-        if pp > 1:
-            _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
-        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], layout_split(lay), st)
-        if pk not in cache:
-            cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
-                                              stage=st, layers_held=by_stage[st])[:2]
-        params_by_stage.append(cache[pk])
-        if eager_framework(lay):
-            _sum_into(comp, {"grad_casts_and_copies": eager_grad_s(sum(cache[pk]), len(by_stage[st]), lay=lay, hw=hw)})
+        comp, comm, params = stage_costs(spec, lay, st, by_stage[st], hw=hw, net=net, cache=cache,
+                                         lays=lays, ends=ends, p2p=p2p)
+        params_by_stage.append(params)
         fwd, bwd = pass_times_s(comp, comm)
         stage_s.append(fwd + bwd)
         stage_b.append(bwd)
@@ -821,40 +781,133 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
     dp_rule = deepspeed_dp_exposed_s if lay.get("framework") == DEEPSPEED else dp_exposed_s
     dp_exp, dp_sync = dp_rule(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay, net=net)
-    # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
-    # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
-    z3 = 0.0
-    eager = eager_framework(lay)
-    if lay["zero_stage"] == 3 and (lay["dp"] * lay["cp"] > 1 or lay.get("offload_param")) and not eager:
-        ne, ex = params_by_stage[0]
-        per_layer = (ne + ex) / max(len(by_stage[0]), 1)
-        ag = comm_time_s("all_gather", per_layer * 2, n=lay["dp"] * lay["cp"], stride=lay["tp"], net=net, gpus_per_node=G)
-        if lay.get("offload_param"):  # DeepSpeed offload_param: the shard comes from the host first
-            ag += offload_param_fetch_s(per_layer / (lay["dp"] * lay["cp"]), lay=lay, hw=hw)
-        comp = stage_parts[0][0]
-        nl = max(len(by_stage[0]), 1)
-        f_layer, b_layer = (t / nl for t in pass_times_s(comp))
-        z3 = m * nl * (_hidden(ag, f_layer, lay["overlap_slowdown"]) + _hidden(ag, b_layer, lay["overlap_slowdown"]))
-    elif eager and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1:
-        z3 = fsdp_exposed_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), lay=lay, net=net)
-        dp_exp = 0.0
+    z3, dp_exp = sharded_gathers_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), dp_exp,
+                                   lay=lay, hw=hw, net=net)
     worst = max(range(pp), key=lambda i: stage_s[i])
     opt = optimizer_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
-    copies = 0.0
-    path = grad_path(lay)
-    if path and (not lay["dp_overlap"] or lay["dp"] * lay["cp"] > 1):
-        # the dated gradient sync's copies (GRAD_PATH_2021 / GRAD_PATH_2022): local DDP runs them
-        # after the pipeline drains for any dp, dp = 1 included; PyTorch DDP's bucket copies run on
-        # the compute stream in the backward
-        copies = memory_time_s(sum(params_by_stage[worst]) * path["sync_torch" if lay["dp_overlap"] else "sync_local"],
-                               3, hw=hw)
-    tied = 0.0
-    if pp > 1 and spec["tied_embeddings"]:  # Megatron-LM all-reduces the two embedding copies' grads
-        tied = comm_time_s("all_reduce", spec["vocab_size"] * spec["word_embed_proj_dim"] / lay["tp"] * lay["grad_bytes"],
-                           n=2, stride=lay["tp"] * lay["cp"] * lay["dp"] * (pp - 1), net=net, gpus_per_node=G)
+    copies = grad_sync_copies_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
+    tied = tied_embedding_sync_s(spec, lay=lay, net=net)
     step = pipe + dp_exp + z3 + opt + tied + copies
-    # breakdown: the slowest stage's components x m, then what the schedule and the step add
-    comp, comm = stage_parts[worst]
+    breakdown = step_breakdown(stage_parts[worst], m=m, bubble=pipe - m * stage_s[worst],
+                               dp=dp_exp + tied, sharded=z3, eager=eager_framework(lay), opt=opt,
+                               copies=copies)
+    if memory is None:
+        memory, _ = training_memory(spec, memory_config(spec, lay, c0), lay["micro_batch_size"])
+    return step_result(spec, lay, step=step, breakdown=breakdown, memory=memory, hw=hw, flops=flops,
+                       worst=worst, stage_s=stage_s, dp_sync=dp_sync)
+
+
+def pipeline_p2p_s(spec, *, lay, net):
+    """Seconds of one pipeline send/receive of a micro-batch's activations between stages (0
+    without a pipeline), with Megatron-LM's scatter/gather over tensor parallelism."""
+    if lay["pp"] <= 1:
+        return 0.0
+    G = lay["gpus_per_node"]
+    act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
+    act *= spec.get("residual_streams", 1)
+    p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
+                      net=net, gpus_per_node=G) * deepspeed_p2p_factor(lay)
+    if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
+        # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
+        # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
+        # rank sends 1/tp of the tensor, the receiver all-gathers it over NVLink, unoverlapped
+        p2p += comm_time_s("all_gather", act, n=lay["tp"], stride=1, net=net, gpus_per_node=G)
+    return p2p
+
+
+def stage_costs(spec, lay, st, held, *, hw, net, cache, lays, ends, p2p):
+    """(compute, exposed comm, (non-expert, expert) parameters) of pipeline stage `st` holding
+    layers `held`, per micro-batch: its layers' LayerCosts (cached per kind, recompute mode and
+    LAYER_COST_KEYS), the embedding on the first stage, the head and loss on the last, the
+    pipeline sends, and eager PyTorch's weight-gradient kernels. `lays`: the layout of each
+    recompute mode, shared by the stages."""
+    pp, vp, layers = lay["pp"], lay["vp"], spec["layers"]
+    comp, comm, kinds = {}, {}, {}
+    for i, mode in zip(held, layer_modes(lay, held)):
+        lid = (id(layers[i]), mode)
+        kinds[lid] = kinds.get(lid, 0) + 1
+        kinds.setdefault(("layer", lid), layers[i])
+    for lid, count in kinds.items():
+        if lid[0] == "layer":
+            continue
+        if lid[1] not in lays:
+            ly = lay if lid[1] == lay["recompute"] else Layout(lay, recompute=lid[1])
+            lays[lid[1]] = (ly, tuple(ly.get(k) for k in LAYER_COST_KEYS))
+        ly, key_lay = lays[lid[1]]
+        k = (lid[0], key_lay)
+        if k not in cache:
+            cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=ly, hw=hw, net=net)
+        _sum_into(comp, cache[k]["compute"], count)
+        _sum_into(comm, cache[k]["comm"], count)
+    first, last = ends
+    if st == 0:
+        _sum_into(comp, {"embedding": [first[0], first[1], 0.0]})
+    if st == pp - 1:
+        _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
+    if pp > 1:
+        _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
+    pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], layout_split(lay), st)
+    if pk not in cache:
+        cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"],
+                                          ep=lay["ep"], stage=st, layers_held=held)[:2]
+    if eager_framework(lay):
+        grads = eager_grad_s(sum(cache[pk]), len(held), lay=lay, hw=hw)
+        _sum_into(comp, {"grad_casts_and_copies": grads})
+    return comp, comm, cache[pk]
+
+
+def sharded_gathers_s(params, comp, num_layers, dp_exp, *, lay, hw, net):
+    """(exposed seconds of the per-layer parameter gathers, the DP exposure left) from the first
+    stage's parameters and compute. ZeRO-3: every layer's parameters gathered before its forward
+    and backward, every micro-batch, prefetched one layer ahead (DeepSpeed stage 3 / FSDP):
+    exposed where a gather outlasts its layer. Eager PyTorch at ZeRO 2-3: FSDP's per-layer
+    collectives (fsdp_exposed_s) in place of the bucketed DP reduction."""
+    n = lay["dp"] * lay["cp"]
+    eager = eager_framework(lay)
+    if lay["zero_stage"] == 3 and (n > 1 or lay.get("offload_param")) and not eager:
+        ne, ex = params
+        per_layer = (ne + ex) / max(num_layers, 1)
+        ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net,
+                         gpus_per_node=lay["gpus_per_node"])
+        if lay.get("offload_param"):  # DeepSpeed offload_param: the shard comes from the host first
+            ag += offload_param_fetch_s(per_layer / n, lay=lay, hw=hw)
+        nl = max(num_layers, 1)
+        f_layer, b_layer = (t / nl for t in pass_times_s(comp))
+        sd = lay["overlap_slowdown"]
+        z3 = lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(ag, b_layer, sd))
+        return z3, dp_exp
+    if eager and lay["zero_stage"] >= 2 and n > 1:
+        return fsdp_exposed_s(params, comp, num_layers, lay=lay, net=net), 0.0
+    return 0.0, dp_exp
+
+
+def grad_sync_copies_s(params, *, lay, hw):
+    """The dated gradient sync's copies (GRAD_PATH_2021 / GRAD_PATH_2022) for `params` held: local
+    DDP runs them after the pipeline drains for any dp, dp = 1 included; PyTorch DDP's bucket
+    copies run on the compute stream in the backward. 0 for today's stacks."""
+    path = grad_path(lay)
+    if not path or (lay["dp_overlap"] and lay["dp"] * lay["cp"] <= 1):
+        return 0.0
+    per_param = path["sync_torch" if lay["dp_overlap"] else "sync_local"]
+    return memory_time_s(params * per_param, 3, hw=hw)
+
+
+def tied_embedding_sync_s(spec, *, lay, net):
+    """Megatron-LM all-reduces the two embedding copies' gradients of a tied model across the
+    first and last stages (0 without a pipeline or tying)."""
+    pp = lay["pp"]
+    if pp <= 1 or not spec["tied_embeddings"]:
+        return 0.0
+    nbytes = spec["vocab_size"] * spec["word_embed_proj_dim"] / lay["tp"] * lay["grad_bytes"]
+    stride = lay["tp"] * lay["cp"] * lay["dp"] * (pp - 1)
+    return comm_time_s("all_reduce", nbytes, n=2, stride=stride, net=net,
+                       gpus_per_node=lay["gpus_per_node"])
+
+
+def step_breakdown(parts, *, m, bubble, dp, sharded, eager, opt, copies):
+    """The step's breakdown: the slowest stage's components x m, then what the schedule and the
+    step add."""
+    comp, comm = parts
     breakdown = {}
     for k, v in comp.items():
         breakdown[f"compute_{k}"] = m * (v[0] + v[1])
@@ -862,15 +915,20 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             breakdown[f"recompute_{k}"] = m * v[2]
     for k, v in comm.items():
         breakdown[f"exposed_{k}_comm"] = m * (v[0] + v[1] + v[2])
-    breakdown["pipeline_bubble"] = pipe - m * stage_s[worst]
-    breakdown["exposed_dp_comm"] = dp_exp + tied
-    if z3:  # PyTorch FSDP's per-layer gathers and reduce-scatters, or ZeRO-3's gathers
-        breakdown["exposed_fsdp_comm" if eager else "exposed_zero3_gather"] = z3
+    breakdown["pipeline_bubble"] = bubble
+    breakdown["exposed_dp_comm"] = dp
+    if sharded:  # PyTorch FSDP's per-layer gathers and reduce-scatters, or ZeRO-3's gathers
+        breakdown["exposed_fsdp_comm" if eager else "exposed_zero3_gather"] = sharded
     breakdown["optimizer_step"] = opt
     if copies:
         breakdown["grad_sync_copies"] = copies
-    gbs = lay["global_batch_size"]
-    n = lay["num_gpus"]
+    return breakdown
+
+
+def step_result(spec, lay, *, step, breakdown, memory, hw, flops, worst, stage_s, dp_sync):
+    """evaluate()'s result: the step, MFU and HFU (hardware FLOPs per recompute mode, counted
+    once per mode into `flops`), throughput, and the memory against the GPU's capacity."""
+    gbs, n = lay["global_batch_size"], lay["num_gpus"]
     model_flops = gbs * flops["model"]
     rkey = recompute_key(lay)
     if rkey not in flops["hardware"]:
@@ -878,16 +936,13 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
                                                                           lay=lay)
     hw_flops = gbs * flops["hardware"][rkey]
     tokens = gbs * lay["sequence_length"]
-    if memory is None:
-        memory, _ = training_memory(spec, memory_config(spec, lay, c0), lay["micro_batch_size"])
-    stage_mem = memory
-    total_bytes = stage_mem["total_bytes"]
+    total_bytes = memory["total_bytes"]
     return {"step_time_s": step, "breakdown_s": breakdown,
             "mfu": model_flops / (step * n * hw["peak_mfu"]),
             "hfu": hw_flops / (step * n * hw["peak_mfu"]),
             "model_tflops_per_gpu": model_flops / step / n / 1e12,
             "tokens_per_s": tokens / step, "tokens_per_s_per_gpu": tokens / step / n,
-            "total_bytes": total_bytes, "memory": stage_mem,
+            "total_bytes": total_bytes, "memory": memory,
             "fits": hw["memory_bytes"] is None or total_bytes <= hw["memory_bytes"],
             "headroom_bytes": None if hw["memory_bytes"] is None else hw["memory_bytes"] - total_bytes,
             "slowest_stage": worst, "stage_time_s": stage_s, "dp_sync_s": dp_sync,
