@@ -69,6 +69,7 @@ Each kernel is counted from the module's source (the eager_* functions cite the 
 import argparse
 import bisect
 import heapq
+import itertools
 import math
 import os
 import sys
@@ -8759,39 +8760,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         kinds[id(layer)] = (layer, kinds.get(id(layer), (layer, 0))[1] + 1)
     rcs = [rc for rc in RECOMPUTE if ("recompute" in pinned and rc == base["recompute"])
            or ("recompute" not in pinned and not (rc == "selective" and (base["flash_attention"] or y2021)))]
-    cands, lbs = [], {}
     offloads = sorted(knobs["offload"])  # a subset before its supersets (the twin cut needs it)
     zero1_dominates = 1 in {g["zero_stage"] for g in groups} and base.get("framework", "megatron") == "megatron"
     zero1_fits = set()  # the ZeRO-1 layouts that fit (their ZeRO-2 twins are not costed)
-    for gi, g in enumerate(groups):
-        dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
-        gbs_dp = gbs // dp * dp
-        etp = 1 if g["ep"] > 1 else tp
-        split = {k: g[k] for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")}
-        sizes = dict(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
-                     zero_stage=g["zero_stage"], **split)
-        opt_floor = {o: _optimizer_floor_s(spec, base.replace(offload=o, **sizes), hw=hw,
-                                           cache=cache if memo is None else memo)
-                     for o in {x[0] for x in knobs["offload"]}}
-        least_opt = min(opt_floor.values())
-        mbs = _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH)
-        for sp in g["sps"]:
-            for mode in knobs["tp_comm_overlap"] if tp > 1 else knobs["tp_comm_overlap"][:1]:
-                for dpo in knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]:
-                    for ri, rc in enumerate(rcs):
-                        for b in mbs:
-                            lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
-                            if lk not in lbs:
-                                lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
-                                                   tp_comm_overlap=mode, recompute=rc,
-                                                   micro_batch_size=b)
-                                lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
-                                                         act_bytes=c0["act_bytes"])
-                            layers_s, copies_s = lbs[lk]
-                            m = gbs_dp // (b * dp)
-                            f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
-                            cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
-                                          (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+    cands = _bounded_candidates(spec, base, groups, knobs, rcs, hw=hw, net=net, c0=c0, cache=cache,
+                                floor_cache=cache if memo is None else memo, kinds=kinds)
     heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
     kth = []  # the `keep` best times, negated (a max-heap)
@@ -8860,6 +8833,46 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
                                       exhaustive=exhaustive, keep=keep, memo=memo, wanted=wanted, streaming=True)
         return more, evaluated + ev2, len(groups)
     return rows, evaluated, len(groups)
+
+
+def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds):
+    """Every candidate of the search (a group's sequence parallelism, TP and DP overlap, recompute
+    and micro-batch), each with its step_lower_bound_s per sequence and what the costing loop
+    re-bounds it from: (bound, order, (layers' time, their offload copies, the pipeline factor,
+    optimizer floor per offload), group index, sp, TP mode, DP overlap, recompute index, b). The
+    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s)."""
+    gbs = base["global_batch_size"]
+    cands, lbs = [], {}
+    for gi, g in enumerate(groups):
+        dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
+        gbs_dp = gbs // dp * dp
+        etp = 1 if g["ep"] > 1 else tp
+        split = {k: g[k] for k in ("decoder_first_pipeline_num_layers",
+                                   "decoder_last_pipeline_num_layers")}
+        sizes = dict(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
+                     zero_stage=g["zero_stage"], **split)
+        opt_floor = {o: _optimizer_floor_s(spec, base.replace(offload=o, **sizes), hw=hw,
+                                           cache=floor_cache)
+                     for o in {x[0] for x in knobs["offload"]}}
+        least_opt = min(opt_floor.values())
+        mbs = _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH)
+        modes = knobs["tp_comm_overlap"] if tp > 1 else knobs["tp_comm_overlap"][:1]
+        dpos = knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]
+        # nested in this order: sp, TP mode, DP overlap, recompute, micro-batch
+        knob_values = itertools.product(g["sps"], modes, dpos, enumerate(rcs), mbs)
+        for sp, mode, dpo, (ri, rc), b in knob_values:
+            lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
+            if lk not in lbs:
+                lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
+                                   tp_comm_overlap=mode, recompute=rc, micro_batch_size=b)
+                lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
+                                        act_bytes=c0["act_bytes"])
+            layers_s, copies_s = lbs[lk]
+            m = gbs_dp // (b * dp)
+            f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
+            cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
+                          (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+    return cands
 
 
 def _popped(heap):
