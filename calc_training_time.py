@@ -10265,6 +10265,13 @@ def training_totals(args, lay, r, n, price):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
+    with calc_errors(parser):  # a CalcError from below the tools: one line, exit 2
+        return training_answer(args, parser)
+
+
+def training_answer(args, parser):
+    """The step (or the search's best layouts) for the parsed flags: resolve, cost, print; returns
+    the result dict."""
     run = resolve_run(args, parser)
     spec, hw, net = run["spec"], run["hw"], run["net"]
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size

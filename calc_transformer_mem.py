@@ -7487,6 +7487,13 @@ def search_command(parser, args, c, b, n):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
+    with calc_errors(parser):  # a CalcError from below the tools: one line, exit 2
+        return memory_answer(args, parser)
+
+
+def memory_answer(args, parser):
+    """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
+    compute, print; returns the result dict."""
     spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

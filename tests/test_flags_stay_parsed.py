@@ -82,3 +82,15 @@ def test_layout_refuses_an_undeclared_field_and_the_result_layout_is_declared():
         res = T.main(SMALL + ["--num-gpus", "8", "-tp", "2", "--global-batch-size", "16", "--json"])
     # the report adds sequence_parallel (the flag's name for sp); every other key is declared
     assert set(res["layout"]) - {"sequence_parallel"} <= set(Layout.FIELDS)
+
+
+@pytest.mark.parametrize("tool,inner", [(M, "resolve"), (T, "resolve_run")])
+def test_a_calc_error_below_the_tools_is_one_line_and_exit_2(tool, inner, monkeypatch, capsys):
+    def refuse(*args, **kwargs):
+        raise tool.CalcError("--num-gpus 3 is not a layout this model splits over")
+    monkeypatch.setattr(tool, inner, refuse)
+    with pytest.raises(SystemExit) as exc:
+        tool.main(SMALL)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2
+    assert err[-1].endswith("error: --num-gpus 3 is not a layout this model splits over")

@@ -65,8 +65,8 @@ import sys
 
 from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, add_output_args,
-    bounded_int, check_ranges, finite_float, parse_tool_args, print_result, print_warnings,
-    ranges_epilog, run_tool, script_command)
+    bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
+    print_warnings, ranges_epilog, run_tool, script_command)
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
@@ -841,6 +841,13 @@ def search_command(parser, args, c, b, n):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
+    with calc_errors(parser):  # a CalcError from below the tools: one line, exit 2
+        return memory_answer(args, parser)
+
+
+def memory_answer(args, parser):
+    """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
+    compute, print; returns the result dict."""
     spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

@@ -60,8 +60,8 @@ import sys
 import time
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
-    bounded_int, check_ranges, count_float, finite_float, parse_tool_args, print_warnings,
-    ranges_epilog, run_tool, script_command)
+    bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
+    print_warnings, ranges_epilog, run_tool, script_command)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
@@ -833,6 +833,13 @@ def training_totals(args, lay, r, n, price):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
+    with calc_errors(parser):  # a CalcError from below the tools: one line, exit 2
+        return training_answer(args, parser)
+
+
+def training_answer(args, parser):
+    """The step (or the search's best layouts) for the parsed flags: resolve, cost, print; returns
+    the result dict."""
     run = resolve_run(args, parser)
     spec, hw, net = run["spec"], run["hw"], run["net"]
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
