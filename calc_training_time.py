@@ -8547,7 +8547,7 @@ def check_layout(spec, lay):
 
 
 # The TP-overlap modes in the order the step model costs them, most overlap first, and the modes
-# each framework's code had (training_time.resolve_framework_defaults refuses the others).
+# each framework's code had (tools/training_framework.py refuses the others).
 TP_OVERLAP_ORDER = ("full", "backward", "none")
 TP_OVERLAP_MODES = {"megatron-2021": ("none",), "megatron-2022": ("backward", "none")}
 SEARCH_MAX_MICRO_BATCH = 1024  # a bound on the enumeration, far above any micro-batch that fits
