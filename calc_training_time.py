@@ -6086,6 +6086,10 @@ class MemoryConfig(Record):
     def replace(self, **changes):
         """A copy with `changes` (each checked as declared; the rest already was), as the ways
         out try one change each and memory_config adds a layout's sizes."""
+        return self.extended(changes)
+
+    def extended(self, changes):
+        """replace() with the changes as a dict (no keyword repacking: memory_config's thirty)."""
         if not changes.keys() <= self.FIELDS.keys():
             MemoryConfig(changes)  # raises TypeError naming the undeclared field
         new = dict.__new__(type(self))
@@ -6130,7 +6134,7 @@ def memory_config(spec, lay, base):
         # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
         # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
         zbs=5e8 if lay["zero_stage"] == 3 else 0)
-    return base.replace(**fields)
+    return base.extended(fields)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -6752,10 +6756,13 @@ def _stage_model_states(spec, c, *, layers, ne, ex, emb, tp):
         w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
         trainable = ad
     else:
-        kw = dict(weight_bytes=c["weight_bytes"], grad_bytes=c["grad_bytes"],
-                  optimizer_bytes=c["opt_bytes"], zero_stage=c["zero_stage"])
-        w1, g1, o1 = zero_model_state_bytes(params=ne, shard_degree=c["zero_shard"], **kw)
-        w2, g2, o2 = zero_model_state_bytes(params=ex, shard_degree=c["expert_zero_shard"], **kw)
+        wb, gb, ob, z = c["weight_bytes"], c["grad_bytes"], c["opt_bytes"], c["zero_stage"]
+        w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["zero_shard"])
+        w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["expert_zero_shard"])
         w, g, o = w1 + w2, g1 + g2, o1 + o2
         if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host
             w = 0
@@ -8859,19 +8866,20 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
         modes = knobs["tp_comm_overlap"] if tp > 1 else knobs["tp_comm_overlap"][:1]
         dpos = knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]
         # nested in this order: sp, TP mode, DP overlap, recompute, micro-batch
-        knob_values = itertools.product(g["sps"], modes, dpos, enumerate(rcs), mbs)
-        for sp, mode, dpo, (ri, rc), b in knob_values:
-            lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
-            if lk not in lbs:
-                lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
-                                   tp_comm_overlap=mode, recompute=rc, micro_batch_size=b)
-                lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
-                                        act_bytes=c0["act_bytes"])
-            layers_s, copies_s = lbs[lk]
-            m = gbs_dp // (b * dp)
-            f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
-            cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
-                          (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+        for sp, mode, dpo in itertools.product(g["sps"], modes, dpos):
+            for ri, rc in enumerate(rcs):
+                for b in mbs:
+                    lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
+                    if lk not in lbs:
+                        lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
+                                           tp_comm_overlap=mode, recompute=rc, micro_batch_size=b)
+                        lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
+                                                act_bytes=c0["act_bytes"])
+                    layers_s, copies_s = lbs[lk]
+                    m = gbs_dp // (b * dp)
+                    f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
+                    cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
+                                  (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
     return cands
 
 

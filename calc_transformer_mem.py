@@ -5643,6 +5643,10 @@ class MemoryConfig(Record):
     def replace(self, **changes):
         """A copy with `changes` (each checked as declared; the rest already was), as the ways
         out try one change each and memory_config adds a layout's sizes."""
+        return self.extended(changes)
+
+    def extended(self, changes):
+        """replace() with the changes as a dict (no keyword repacking: memory_config's thirty)."""
         if not changes.keys() <= self.FIELDS.keys():
             MemoryConfig(changes)  # raises TypeError naming the undeclared field
         new = dict.__new__(type(self))
@@ -5687,7 +5691,7 @@ def memory_config(spec, lay, base):
         # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
         # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
         zbs=5e8 if lay["zero_stage"] == 3 else 0)
-    return base.replace(**fields)
+    return base.extended(fields)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -6309,10 +6313,13 @@ def _stage_model_states(spec, c, *, layers, ne, ex, emb, tp):
         w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
         trainable = ad
     else:
-        kw = dict(weight_bytes=c["weight_bytes"], grad_bytes=c["grad_bytes"],
-                  optimizer_bytes=c["opt_bytes"], zero_stage=c["zero_stage"])
-        w1, g1, o1 = zero_model_state_bytes(params=ne, shard_degree=c["zero_shard"], **kw)
-        w2, g2, o2 = zero_model_state_bytes(params=ex, shard_degree=c["expert_zero_shard"], **kw)
+        wb, gb, ob, z = c["weight_bytes"], c["grad_bytes"], c["opt_bytes"], c["zero_stage"]
+        w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["zero_shard"])
+        w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["expert_zero_shard"])
         w, g, o = w1 + w2, g1 + g2, o1 + o2
         if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host
             w = 0

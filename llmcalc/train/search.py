@@ -414,19 +414,20 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
         modes = knobs["tp_comm_overlap"] if tp > 1 else knobs["tp_comm_overlap"][:1]
         dpos = knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]
         # nested in this order: sp, TP mode, DP overlap, recompute, micro-batch
-        knob_values = itertools.product(g["sps"], modes, dpos, enumerate(rcs), mbs)
-        for sp, mode, dpo, (ri, rc), b in knob_values:
-            lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
-            if lk not in lbs:
-                lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
-                                   tp_comm_overlap=mode, recompute=rc, micro_batch_size=b)
-                lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
-                                        act_bytes=c0["act_bytes"])
-            layers_s, copies_s = lbs[lk]
-            m = gbs_dp // (b * dp)
-            f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
-            cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
-                          (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+        for sp, mode, dpo in itertools.product(g["sps"], modes, dpos):
+            for ri, rc in enumerate(rcs):
+                for b in mbs:
+                    lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
+                    if lk not in lbs:
+                        lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
+                                           tp_comm_overlap=mode, recompute=rc, micro_batch_size=b)
+                        lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
+                                                act_bytes=c0["act_bytes"])
+                    layers_s, copies_s = lbs[lk]
+                    m = gbs_dp // (b * dp)
+                    f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
+                    cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
+                                  (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
     return cands
 
 
