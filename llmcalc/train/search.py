@@ -404,10 +404,10 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
         etp = 1 if g["ep"] > 1 else tp
         split = {k: g[k] for k in ("decoder_first_pipeline_num_layers",
                                    "decoder_last_pipeline_num_layers")}
-        sizes = dict(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
-                     zero_stage=g["zero_stage"], **split)
-        opt_floor = {o: _optimizer_floor_s(spec, base.replace(offload=o, **sizes), hw=hw,
-                                           cache=floor_cache)
+        shaped = base.replace(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
+                              zero_stage=g["zero_stage"], **split)
+        opt_floor = {o: _optimizer_floor_s(spec, shaped if o == shaped["offload"] else
+                                           shaped.replace(offload=o), hw=hw, cache=floor_cache)
                      for o in {x[0] for x in knobs["offload"]}}
         least_opt = min(opt_floor.values())
         mbs = _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH)
