@@ -5662,6 +5662,13 @@ def layer_mode(lay, index):
     return lay["recompute"] if layer_checkpointed(index, every=every) else "none"
 
 
+def layer_modes(lay, indices):
+    """layer_mode of each layer in `indices` (a stage's), the layout read once."""
+    every = lay.get("recompute_every") or 1
+    mode = lay["recompute"]
+    return [mode if layer_checkpointed(i, every=every) else "none" for i in indices]
+
+
 def modules_of(lay):
     """The selective modules in force ((), unless the mode is selective)."""
     if lay["recompute"] != "selective":
@@ -5836,6 +5843,111 @@ FSDP_TO_ZERO = {"no_shard": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shar
 LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
 
 QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
+
+
+class MemoryConfig(Record):
+    """The configuration training_memory reads (and train/fit.py's ways out), one layout's: built by
+    memory_config from a calc_training_time.py layout, or by calc_transformer_mem.py from its flags
+    (which extends it with its inference and capacity fields). Counts per GPU, bytes per value."""
+
+    FIELDS = {
+        "tp": "tensor-parallel size", "pp": "pipeline stages",
+        "vp": "model chunks per pipeline rank",
+        "cp": "context-parallel size (the sequence split over cp ranks)",
+        "ep": "expert-parallel size",
+        "etp": "tensor-parallel size inside each expert", "dp": "data-parallel size",
+        "num_gpus": "GPUs in the job (train/fit.py scales it)",
+        "chunk_layers": "counts[rank][chunk] of an uneven pipeline split, None for the even one",
+        "decoder_first_pipeline_num_layers": "Megatron-LM's layers on the first stage, or None",
+        "decoder_last_pipeline_num_layers": "Megatron-LM's layers on the last stage, or None",
+        "account_for_embedding_in_pipeline_split": "the embedding counted as a layer of the split",
+        "account_for_loss_in_pipeline_split": "the head and loss counted as one layer of the split",
+        "zero_stage": "ZeRO stage 0-3 (FSDP's read as its equivalent)",
+        "zero_shard": "ranks the dense model states are sharded over (dp x cp; zero_shards)",
+        "expert_zero_shard": "ranks the expert states are sharded over (zero_shards)",
+        "zbs": "ZeRO all-gather bucket, elements at the weight width (0: sharded in place)",
+        "zmlp": "ZeRO-3 parameters kept gathered at once",
+        "sequence_length": "tokens per sequence (before the cp split)",
+        "batch_size": "micro-batch per GPU (calc_transformer_mem.py's -b)",
+        "num_microbatches": "micro-batches per step, None: as many as pipeline stages",
+        "recompute": "activation recompute: none, selective, full or op-sac",
+        "recompute_modules": "selective recompute's modules (None: the default core_attn)",
+        "recompute_every": "recompute on one layer in k (1: every layer)",
+        "sequence_parallel": "Megatron sequence parallelism (norms and dropouts / tp)",
+        "partition_activations": "DeepSpeed's checkpointed inputs split over tp",
+        "flash_attention": "a fused attention kernel (no s x s scores stored)",
+        "dropout": "dropout masks stored",
+        "mixed_precision": "16-bit training with an fp32 master copy",
+        "high_bytes": "bytes of a high-precision value (the master copy)",
+        "weight_bytes": "bytes per weight held", "act_bytes": "bytes per stored activation",
+        "grad_bytes": "bytes per gradient", "optimizer": "optimizer name (OPTIMIZER_STATE_BYTES)",
+        "opt_bytes": "optimizer bytes per trainable parameter on the GPU (0 offloaded)",
+        "host_opt_bytes": "optimizer bytes per parameter held on the host (--offload)",
+        "activation_rule": "fused (Korthikanti et al. 2022) or eager (what autograd saves)",
+        "autocast": "fp32 weights under torch.autocast (the eager rule's mixed precision)",
+        "framework": "the training stack whose activations are counted",
+        "lora": "LoRA: {rank, targets, base_bits, adapter_bytes}, or None for full training",
+        "overhead_bytes": "framework allowance and misc per GPU",
+        "memory_bytes": "the GPU's capacity, or None (train/fit.py's limit)",
+        "offload": "optimizer states on the host (ZeRO-Offload)",
+        "offload_param": "DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host",
+        "offload_params": "the layers' 16-bit weights in host memory, two layers on the GPU",
+        "offload_activations": "stored activations in host memory, two layers' worth on the GPU",
+    }
+
+    def replace(self, **changes):
+        """A copy with `changes` (each checked as declared; the rest already was), as the ways
+        out try one change each and memory_config adds a layout's sizes."""
+        return self.extended(changes)
+
+    def extended(self, changes):
+        """replace() with the changes as a dict (no keyword repacking: memory_config's thirty)."""
+        if not changes.keys() <= self.FIELDS.keys():
+            MemoryConfig(changes)  # raises TypeError naming the undeclared field
+        new = dict.__new__(type(self))
+        dict.update(new, self)
+        dict.update(new, changes)
+        return new
+
+
+def memory_defaults(*, overhead_bytes):
+    """The part of calc_training_time.py's memory config no layout sets: Megatron-LM's mixed
+    precision (16-bit weights and activations, fp32 gradients, Adam with the fp32 master copy),
+    no LoRA, no ZeRO bucket (its distributed optimizer shards in place) and the allowance."""
+    adam = optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4)
+    return MemoryConfig(act_bytes=2, partition_activations=False, lora=None, weight_bytes=2,
+                        grad_bytes=4, opt_bytes=adam, zbs=0, zmlp=1e9,
+                        overhead_bytes=overhead_bytes)
+
+
+def memory_config(spec, lay, base):
+    """calc_training_time.py's memory config for a layout (training_memory's `c`): `base`
+    (memory_defaults) with the layout's sizes; under --framework pytorch the eager activation
+    rule, with autocast's fp32 weights at ZeRO 0-1."""
+    dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
+    fields = {}  # the record built once below (a search builds one per layout it costs)
+    if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
+        autocast = lay["zero_stage"] <= 1
+        fields.update(activation_rule="eager", autocast=autocast)
+        if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
+            fields.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
+                optimizer="adam", mixed_precision=False, master_bytes=4))
+    opt_bytes = fields.get("opt_bytes", base["opt_bytes"])
+    fields.update(
+        tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
+        chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
+        **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
+        sequence_length=lay["sequence_length"],
+        num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
+        recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
+        sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
+        dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else opt_bytes,
+        offload_param=bool(lay.get("offload_param")),
+        # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
+        # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
+        zbs=5e8 if lay["zero_stage"] == 3 else 0)
+    return base.extended(fields)
+
 
 # ------------------------------------------------------------------------------------------------
 # Model states
@@ -6086,7 +6198,7 @@ def lora_params_per_layer(layer, *, h, rank, targets, tp):
 # Activations (Korthikanti et al. 2022)
 # ------------------------------------------------------------------------------------------------
 
-def _mlp_stored_widths(num_linears):
+def mlp_stored_widths(num_linears):
     """Widths an MLP keeps per token, in units of f: its input matmul output(s) and the product fed
     to the output matrix: 2 f for a 2-matrix MLP (up, activation output: Korthikanti et al. 2022
     sec. 4.1's 8 sbh for f = 4h, counted in units of f), 3 f for a gated one (fused gate|up 2 f,
@@ -6144,13 +6256,13 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
         outside += sb * h * (2 * B + mask) + hc_in
         by["norm_out"] += B * sb * h
         if m["kind"] == "dense":
-            inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
-            by["mlp_inside"] += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
+            inside += B * sb * m["width"] * mlp_stored_widths(m["linears"]) // tp
+            by["mlp_inside"] += B * sb * m["width"] * mlp_stored_widths(m["linears"]) // tp
         else:
             mo = moe_activation_bytes(m, s=s, b=b, h=h, tp=tp, etp=etp, act_bytes=B)
             outside += mo["replicated"]
             inside += mo["sharded"]
-            shared = B * sb * m["shared_width"] * _mlp_stored_widths(m["linears"]) // tp
+            shared = B * sb * m["shared_width"] * mlp_stored_widths(m["linears"]) // tp
             by["moe_outside"] += mo["replicated"]
             by["moe_inside"] += mo["sharded"]
             by["shared_inside"] += shared
@@ -6187,7 +6299,7 @@ def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
     Korthikanti et al. 2022's per-block accounting (sec. 4.1) applied to a GShard-style MoE layer
     (Lepikhin et al. 2020: router softmax, dispatch and combine)."""
     B, sb = act_bytes, s * b
-    per_f = _mlp_stored_widths(mlp["linears"])
+    per_f = mlp_stored_widths(mlp["linears"])
     k = mlp["topk"]
     replicated = 8 * sb * (mlp["num_experts"] + mlp["zero_experts"]) + 2 * k * B * sb * h
     sharded = (B * expected_real_experts(mlp) * sb * mlp["width"] * per_f // etp
@@ -6363,8 +6475,10 @@ def eager_output_layer_bytes(*, s, b, h, V, tp, sp, act_bytes, autocast):
     return s * b * ((4 * h + R * h + 4 + act_bytes * h) / (tp if sp else 1) + EAGER_LOSS_BYTES_PER_LOGIT * V / tp)
 
 
-def _per_kind(layers, indices, fn):
-    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
+def once_per_kind(layers, indices, fn):
+    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict (a
+    model's layers of one kind are one shared dict): the per-kind sums of training and serving
+    memory."""
     seen, out = {}, []
     for i in indices:
         layer = layers[i]
@@ -6376,149 +6490,192 @@ def _per_kind(layers, indices, fn):
 
 def training_memory(spec, c, b):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
-    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
-    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
-    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
-    2022, Table 2, per layer kind. With c["activation_rule"] == "eager" (eager PyTorch,
-    transformers' modules) the layers eager_rule_covers store what autograd saves, the loss keeps
-    its fp32 log-softmax tensors, autocast keeps a 16-bit copy of each linear weight whose forward
-    is not recomputed, and gradients exist only from the backward to the optimizer step (zeroed
-    with set_to_none, as torch's optimizers do), so the peak is the larger of two moments: the
-    backward's start (states, gradients only under accumulation, every saved activation, the
-    loss) and its end (states and all gradients, plus a tied embedding's second dense gradient or
-    the rebuilt layer under full recompute)."""
-    tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
-    s = c["sequence_length"] // cp
-    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
-    ab = c["act_bytes"]
-    m = c["num_microbatches"] if c["num_microbatches"] else pp
-
-    def parts_of(layer):
-        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
-                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
-                                      streams=spec.get("residual_streams", 1))
-    sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
-    eager = c.get("activation_rule") == "eager"
-    autocast = eager and c.get("autocast", False)
-
-    def eager_of(layer):  # None: a layer the eager rule does not cover (and selective recompute)
-        if c["recompute"] == "selective" or not eager_rule_covers(layer, norm=spec["norm"],
-                                                                   model_type=spec.get("model_type")):
-            return None
-        return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
-                                            act_bytes=ab, autocast=autocast)
-    mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
-
-    def sac_of(layer):
-        return op_sac_layer_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp_or_pa=sp_or_pa, flash=c["flash_attention"],
-                                  act_bytes=ab, residual_bytes=4 if autocast else ab,
-                                  streams=spec.get("residual_streams", 1))
-    stages = []
-    chunks = c["chunk_layers"]
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
-    for st in range(pp):
-        layers = by_stage[st]
-        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
-                                            layers_held=layers)
-        lora = c["lora"]
-        if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
-            base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
-            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
-                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
-            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
-                                             grad_bytes=lora["adapter_bytes"],
-                                             optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
-                                             zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
-            trainable = ad
-        else:
-            w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
-            w, g, o = w1 + w2, g1 + g2, o1 + o2
-            if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights live on the host
-                w = 0
-            trainable = ne + ex
-        buffers = 0
-        if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
-            buffers += c["zbs"] * c["weight_bytes"]
-        if c["zero_stage"] == 3 and c["zero_shard"] > 1:
-            buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
-        parts = _per_kind(all_layers, layers, parts_of)
-        eager_parts = _per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
-        modes = [layer_mode(c, i) for i in layers]  # --recompute-every: the others keep everything
-        sacs = _per_kind(all_layers, layers, sac_of) if "op-sac" in modes else [0] * len(parts)
-        per_mb = 0
-        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
-            if md == "op-sac":
-                per_mb += sac
-            elif e is None:
-                per_mb += stored_layer_bytes(x, recompute=md, sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
-                                             h=h, act_bytes=ab, streams=spec.get("residual_streams", 1),
-                                             modules=mods)
-            elif md == "full":
-                per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=sp_or_pa,
-                                                         act_bytes=ab, autocast=autocast)
-            else:
-                per_mb += e
-        emb_mb = 0
-        if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
-            emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
-        flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
-        stored = (per_mb + emb_mb) * flight
-        # the stage's largest layer rebuilt during its backward: all of it under full, what op-SAC did not
-        # keep, what the selective modules dropped
-        working = 0
-        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
-            whole = x["outside"] + x["inside"] + x["scores"] if e is None else e
-            if md == "full":
-                working = max(working, whole)
-            elif md == "op-sac":
-                working = max(working, whole - sac)
-            elif md == "selective":
-                working = max(working, selective_dropped_bytes(x, mods))
-        logits = casts = 0
-        if st == pp - 1:
-            if eager:
-                logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                  sp=c["sequence_parallel"], act_bytes=ab, autocast=autocast)
-            else:
-                logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                       sp=c["sequence_parallel"], act_bytes=ab)
-        phase = None
-        if eager:  # the larger of the backward's start and end (training_memory's docstring)
-            if autocast:  # 16-bit weight copies saved by the linears whose forward is kept, and the head's
-                # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
-                casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
-                casts += ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp if st == pp - 1 else 0
-            g_start = g if m > 1 else 0  # accumulation: the earlier micro-batches' gradients
-            tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
-                    if spec["tied_embeddings"] and pp == 1 else 0)
-            if g_start + casts + stored + logits >= g + max(tied, working):
-                phase, g = "backward start", g_start
-                working = 0
-            else:
-                phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
-                g, working = (g + tied, 0) if tied >= working else (g, working)
-        act = stored + working + logits
-        total = w + g + o + buffers + casts + act + c["overhead_bytes"]
-        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
-                       "trainable_params_per_gpu": trainable,
-                       "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
-                       "optimizer_bytes": o, "zero_buffers_bytes": buffers,
-                       "activations_stored_bytes": stored,
-                       "activations_layers_bytes": per_mb * flight,
-                       "activations_embedding_bytes": emb_mb * flight,
-                       "activations_recompute_bytes": working,
-                       "activations_logits_bytes": logits, "activations_bytes": act,
-                       "weight_casts_bytes": casts, "peak_phase": phase,
-                       "eager_rule_layers": sum(e is not None for e in eager_parts),
-                       "in_flight_microbatches": flight, "total_bytes": total})
+    list of per-stage totals. `c` is the MemoryConfig. Sums the formulas above over each stage's
+    layers: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in Megatron-LM
+    (Narayanan et al. 2021), activations after Korthikanti et al. 2022, Table 2, per layer kind.
+    With c["activation_rule"] == "eager" (eager PyTorch, transformers' modules) the layers
+    eager_rule_covers store what autograd saves, the loss keeps its fp32 log-softmax tensors,
+    autocast keeps a 16-bit copy of each linear weight whose forward is not recomputed, and
+    gradients exist only from the backward to the optimizer step (zeroed with set_to_none, as
+    torch's optimizers do), so the peak is the larger of two moments: the backward's start
+    (states, gradients only under accumulation, every saved activation, the loss) and its end
+    (states and all gradients, plus a tied embedding's second dense gradient or the rebuilt layer
+    under full recompute)."""
+    pp, vp = c["pp"], c["vp"]
+    ctx = _ActivationRules(spec, c, b)
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
+                                chunk_layers=c["chunk_layers"])
+    stages = [_stage_memory(spec, c, ctx, st, layers) for st, layers in enumerate(by_stage)]
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
+
+
+class _ActivationRules:
+    """What training_memory reads once per call: the shard sizes and widths every layer's
+    activation formula takes, and, per distinct layer kind, its fused-rule parts, eager bytes
+    and op-SAC bytes (computed on first use)."""
+
+    __slots__ = ("c", "spec", "s", "b", "h", "tp", "etp", "ab", "m", "sp", "sp_or_pa", "eager",
+                 "autocast", "mods", "streams")
+
+    def __init__(self, spec, c, b):
+        self.spec, self.c, self.b = spec, c, b
+        self.s = c["sequence_length"] // c["cp"]
+        self.h, self.tp, self.etp = spec["hidden_size"], c["tp"], c["etp"]
+        self.ab = c["act_bytes"]
+        self.m = c["num_microbatches"] if c["num_microbatches"] else c["pp"]
+        self.sp = c["sequence_parallel"]
+        self.sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
+        self.eager = c.get("activation_rule") == "eager"
+        self.autocast = self.eager and c.get("autocast", False)
+        self.mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
+        self.streams = spec.get("residual_streams", 1)
+
+    def parts_of(self, layer):
+        c = self.c
+        return layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
+                                      sp=self.sp, flash=c["flash_attention"], dropout=c["dropout"],
+                                      act_bytes=self.ab, streams=self.streams)
+
+    def eager_of(self, layer):
+        """None: a layer the eager rule does not cover (and selective recompute)."""
+        spec = self.spec
+        if self.c["recompute"] == "selective" or not eager_rule_covers(
+                layer, norm=spec["norm"], model_type=spec.get("model_type")):
+            return None
+        return eager_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
+                                            sp=self.sp, act_bytes=self.ab, autocast=self.autocast)
+
+    def sac_of(self, layer):
+        return op_sac_layer_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
+                                  sp_or_pa=self.sp_or_pa, flash=self.c["flash_attention"],
+                                  act_bytes=self.ab, residual_bytes=4 if self.autocast else self.ab,
+                                  streams=self.streams)
+
+
+def _stage_model_states(spec, c, *, layers, ne, ex, emb, tp):
+    """(weights, gradients, optimizer, trainable parameters, ZeRO buffers) bytes of one stage's
+    rank: LoRA's frozen base and adapters, or every parameter's states after ZeRO."""
+    lora = c["lora"]
+    if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
+        base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
+        ad = sum(once_per_kind(spec["layers"], layers, lambda x: lora_params_per_layer(
+            x, h=spec["hidden_size"], rank=lora["rank"], targets=lora["targets"], tp=tp)))
+        w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
+                                         grad_bytes=lora["adapter_bytes"],
+                                         optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
+                                         zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+        w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
+        trainable = ad
+    else:
+        wb, gb, ob, z = c["weight_bytes"], c["grad_bytes"], c["opt_bytes"], c["zero_stage"]
+        w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["zero_shard"])
+        w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["expert_zero_shard"])
+        w, g, o = w1 + w2, g1 + g2, o1 + o2
+        if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host
+            w = 0
+        trainable = ne + ex
+    buffers = 0
+    if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
+        buffers += c["zbs"] * c["weight_bytes"]
+    if c["zero_stage"] == 3 and c["zero_shard"] > 1:
+        buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
+    return w, g, o, trainable, buffers
+
+
+def _stage_layer_activations(ctx, layers):
+    """(stored bytes of one micro-batch, the recompute working set, each layer's eager bytes or
+    None) of one stage's layers: per layer by its recompute mode (--recompute-every leaves the
+    others keeping everything) and rule; the working set is the stage's largest layer rebuilt in
+    its backward: all of it under full, what op-SAC did not keep, what the selective modules
+    dropped."""
+    all_layers, s, b, h, tp, ab = ctx.spec["layers"], ctx.s, ctx.b, ctx.h, ctx.tp, ctx.ab
+    parts = once_per_kind(all_layers, layers, ctx.parts_of)
+    eager_parts = (once_per_kind(all_layers, layers, ctx.eager_of) if ctx.eager
+                   else [None] * len(parts))
+    modes = layer_modes(ctx.c, layers)
+    sacs = once_per_kind(all_layers, layers, ctx.sac_of) if "op-sac" in modes else [0] * len(parts)
+    per_mb = 0
+    for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+        if md == "op-sac":
+            per_mb += sac
+        elif e is None:
+            per_mb += stored_layer_bytes(x, recompute=md, sp_or_pa=ctx.sp_or_pa, tp=tp, s=s, b=b,
+                                         h=h, act_bytes=ab, streams=ctx.streams, modules=ctx.mods)
+        elif md == "full":
+            per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=ctx.sp_or_pa,
+                                                     act_bytes=ab, autocast=ctx.autocast)
+        else:
+            per_mb += e
+    working = 0
+    for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+        whole = x["outside"] + x["inside"] + x["scores"] if e is None else e
+        if md == "full":
+            working = max(working, whole)
+        elif md == "op-sac":
+            working = max(working, whole - sac)
+        elif md == "selective":
+            working = max(working, selective_dropped_bytes(x, ctx.mods))
+    return per_mb, working, eager_parts
+
+
+def _stage_memory(spec, c, ctx, st, layers):
+    """One pipeline stage's breakdown (training_memory's list entry)."""
+    tp, pp, s, b, h, ab = ctx.tp, c["pp"], ctx.s, ctx.b, ctx.h, ctx.ab
+    ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp, ep=c["ep"],
+                                        stage=st, layers_held=layers)
+    w, g, o, trainable, buffers = _stage_model_states(spec, c, layers=layers, ne=ne, ex=ex, emb=emb,
+                                                      tp=tp)
+    per_mb, working, eager_parts = _stage_layer_activations(ctx, layers)
+    emb_mb = 0
+    if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
+        emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
+    flight = in_flight_microbatches(pp=pp, vp=c["vp"], stage=st, num_microbatches=ctx.m)
+    stored = (per_mb + emb_mb) * flight
+    logits = casts = 0
+    if st == pp - 1:
+        if ctx.eager:
+            logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                              sp=c["sequence_parallel"], act_bytes=ab,
+                                              autocast=ctx.autocast)
+        else:
+            logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                   sp=c["sequence_parallel"], act_bytes=ab)
+    phase = None
+    if ctx.eager:  # the larger of the backward's start and end (training_memory's docstring)
+        if ctx.autocast:
+            # 16-bit weight copies saved by the linears whose forward is kept, and the head's
+            # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
+            casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
+            casts += (ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp
+                      if st == pp - 1 else 0)
+        g_start = g if ctx.m > 1 else 0  # accumulation: the earlier micro-batches' gradients
+        tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
+                if spec["tied_embeddings"] and pp == 1 else 0)
+        if g_start + casts + stored + logits >= g + max(tied, working):
+            phase, g = "backward start", g_start
+            working = 0
+        else:
+            phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
+            g, working = (g + tied, 0) if tied >= working else (g, working)
+    act = stored + working + logits
+    total = w + g + o + buffers + casts + act + c["overhead_bytes"]
+    return {"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+            "trainable_params_per_gpu": trainable,
+            "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
+            "optimizer_bytes": o, "zero_buffers_bytes": buffers,
+            "activations_stored_bytes": stored,
+            "activations_layers_bytes": per_mb * flight,
+            "activations_embedding_bytes": emb_mb * flight,
+            "activations_recompute_bytes": working,
+            "activations_logits_bytes": logits, "activations_bytes": act,
+            "weight_casts_bytes": casts, "peak_phase": phase,
+            "eager_rule_layers": sum(e is not None for e in eager_parts),
+            "in_flight_microbatches": flight, "total_bytes": total}
 
 
 OFFLOAD_WEIGHT_BYTES = 2  # offloaded 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)
@@ -6597,7 +6754,7 @@ def state_cache_bytes(spec, layer_indices, *, tp, conv_bytes, state_bytes, batch
     """{"conv", "recurrent"}: the linear mixers' state on one rank holding `layer_indices`, the sum
     of layer_state_bytes over those layers (once per distinct layer kind)."""
     out = {"conv": 0, "recurrent": 0}
-    for x in _per_kind(spec["layers"], layer_indices, lambda layer: layer_state_bytes(
+    for x in once_per_kind(spec["layers"], layer_indices, lambda layer: layer_state_bytes(
             layer, tp=tp, conv_bytes=conv_bytes, state_bytes=state_bytes, batch=batch)):
         out["conv"] += x["conv"]
         out["recurrent"] += x["recurrent"]
@@ -6650,7 +6807,7 @@ def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes, etp=
                 per_tok += B * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"]) + 4 * s
             widest = max(widest, per_tok)
         for m in layer["mlp"]:
-            per_f = _mlp_stored_widths(m["linears"])
+            per_f = mlp_stored_widths(m["linears"])
             if m["kind"] == "dense":
                 width = m["width"] * per_f / tp
             else:  # routed experts split their width over etp, shared experts over tp
@@ -6686,7 +6843,7 @@ def inference_memory(spec, c, b, ctx):
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
                                             stage=st, layers_held=layers)
         # norms, routers and other per-layer weights stay unquantized (>= 16 bits), whole on every rank
-        small = sum(_per_kind(spec["layers"], layers, lambda x: sum(
+        small = sum(once_per_kind(spec["layers"], layers, lambda x: sum(
             layer_params(x, h=spec["hidden_size"], norm=spec["norm"])[k] for k in ("norms", "router", "extra"))))
         wb = c["weight_bits"] / 8
         w = ((ne - emb - small) * wb + small * max(wb, c["weight_bytes"]) + ex * c["expert_weight_bits"] / 8
@@ -6771,7 +6928,8 @@ GPUS_PER_HOST = 8  # one host per 8 GPUs (DGX/HGX); fewer when the job has fewer
 def offload_host_memory(spec, c, b):
     """Host memory the offloaded optimizer needs: per GPU, and per host of GPUS_PER_HOST GPUs."""
     per_param = c["host_opt_bytes"] + OFFLOAD_GRAD_BYTES
-    on_gpu = training_memory(spec, dict(c, opt_bytes=c["host_opt_bytes"]), b)[0]["optimizer_bytes"]
+    on_gpu = training_memory(spec, c.replace(opt_bytes=c["host_opt_bytes"]), b)[0]
+    on_gpu = on_gpu["optimizer_bytes"]
     per_gpu = on_gpu / c["host_opt_bytes"] * per_param if c["host_opt_bytes"] else 0.0
     host_gpus = min(GPUS_PER_HOST, c["num_gpus"])
     return {"host_bytes_per_gpu": per_gpu, "gpus_per_host": host_gpus, "host_bytes_per_host": per_gpu * host_gpus,
@@ -6780,8 +6938,8 @@ def offload_host_memory(spec, c, b):
 
 def with_dp(c, dp):
     """The configuration with dp data-parallel ranks (the other parallel sizes kept)."""
-    return dict(c, dp=dp, num_gpus=dp * c["cp"] * c["tp"] * c["pp"],
-                **zero_shards(dp=dp, cp=c["cp"], tp=c["tp"], pp=c["pp"], etp=c["etp"], ep=c["ep"]))
+    return c.replace(dp=dp, num_gpus=dp * c["cp"] * c["tp"] * c["pp"],
+                     **zero_shards(dp=dp, **{k: c[k] for k in ("cp", "tp", "pp", "etp", "ep")}))
 
 
 def training_ways_out(spec, c, b):
@@ -6794,17 +6952,19 @@ def training_ways_out(spec, c, b):
     def add(flags, cc, why):
         total = training_memory(spec, cc, b)[0]["total_bytes"]
         out.append({"flags": flags, "why": why, "total_bytes": total, "fits": total <= lim})
-    most, flags = dict(c), []
+    most, flags = c.copy(), []
     if c["zero_stage"] < 3 and c["zero_shard"] > 1:
-        add("-z 3", dict(c, zero_stage=3), f"weights, gradients and optimizer states over dp*cp = {c['zero_shard']}")
+        add("-z 3", c.replace(zero_stage=3),
+            f"weights, gradients and optimizer states over dp*cp = {c['zero_shard']}")
         most["zero_stage"] = 3
         flags.append("-z 3")
     if c["recompute"] != "full" or (c.get("recompute_every") or 1) > 1:
-        add("--recompute full", dict(c, recompute="full", recompute_every=1), "keep only each layer's input")
+        add("--recompute full", c.replace(recompute="full", recompute_every=1),
+            "keep only each layer's input")
         most.update(recompute="full", recompute_every=1)
         flags.append("--recompute full")
     if not c["offload"] and c["opt_bytes"]:
-        off = dict(c, offload=True, host_opt_bytes=c["opt_bytes"], opt_bytes=0)
+        off = c.replace(offload=True, host_opt_bytes=c["opt_bytes"], opt_bytes=0)
         add("--offload", off, "optimizer states on the host: "
             f"{offload_host_memory(spec, off, b)['host_bytes_per_host'] / 1e9:,.0f} GB of host memory per host")
         most.update(offload=True, host_opt_bytes=c["opt_bytes"], opt_bytes=0)
@@ -6812,7 +6972,7 @@ def training_ways_out(spec, c, b):
     if len(flags) > 1:
         add(" ".join(flags), most, "all of these together")
     fewest = None
-    scaled = dict(c, zero_stage=3, recompute="full", recompute_every=1)
+    scaled = c.replace(zero_stage=3, recompute="full", recompute_every=1)
     dp = c["dp"]  # these GPUs first: ZeRO-3 and full recompute may be enough without offload
     while dp < 1 << 20:
         cc = with_dp(scaled, dp)
@@ -7088,57 +7248,92 @@ def build_parser():
     return p
 
 
-def _pos(parser, name, val):
-    if val is not None and val <= 0:
-        parser.error(f"--{name} must be positive, got {val}")
+class MemConfig(MemoryConfig):
+    """calc_transformer_mem.py's resolved configuration (the result's "config"): the training
+    memory config (train/memory.MemoryConfig) and the fields of inference and of the capacity check,
+    built once, by config_from_flags."""
+
+    FIELDS = dict(MemoryConfig.FIELDS, **{
+        "weight_bits": "bits per layer weight (inference, QLoRA's default base)",
+        "expert_weight_bits": "bits per routed-expert weight (inference)",
+        "checkpoint_format": "the checkpoint's quantization as stored (served as is), or None",
+        "kv_bytes": "bytes per KV cache element",
+        "state_bytes": "bytes per recurrent-state element",
+        "output_tokens": "generated tokens (inference)",
+        "sliding_window": "the widest sliding window",
+        "sliding_layers": "indices of the layers with sliding-window attention",
+        "prefill_chunk": "tokens one prefill forward processes, or None: the whole batch",
+        "mla_cache": "MLA cache: latent or expanded", "gpu": "the capacity's source, in words",
+        "gpu_default": "no --gpu or --gpu-memory-gib given: the default accelerator's capacity",
+        "memory_field": "which capacity: hardware.py's field or --gpu-memory-gib",
+        "infer": "inference instead of training"})
 
 
-def check_pipeline_split(args, parser, L, pp, vp):
-    """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
-    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
-    kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
-              last=args.decoder_last_pipeline_num_layers, embedding_in_split=args.account_for_embedding_in_pipeline_split,
-              loss_in_split=args.account_for_loss_in_pipeline_split)
-    why = pipeline_split_error(**kw)
-    if why:
-        parser.error(why)
-    return pipeline_chunk_layers(**kw)
+# Flags that must be positive when given (the others have their own rule)
+POSITIVE_FLAGS = ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size",
+                  "virtual_pipeline_size", "context_parallel_size", "expert_parallelism",
+                  "expert_tensor_parallel_size",
+                  "batch_size_per_gpu", "global_batch_size", "sequence_length",
+                  "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
+                  "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
+                  "adapter_bytes_per_val", "lora_rank", "zero3_max_live_params",
+                  "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")
 
 
-def resolve(args, parser):
-    """Resolve the model and configuration; every check is a one-line parser.error (exit 2)."""
-    if args.precision and args.infer:  # the preset fills the bit widths not given, as latency's
-        w, _, kv = PRECISIONS[args.precision]
-        if args.weight_bits is None:
-            args.weight_bits = NVFP4_BITS if args.precision == "fp4" else w
-        if args.kv_cache_bits is None and args.kv_cache_bytes_per_val is None:
-            args.kv_cache_bits = kv
-    for name in ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size", "virtual_pipeline_size",
-                 "context_parallel_size", "expert_parallelism", "expert_tensor_parallel_size",
-                 "batch_size_per_gpu", "global_batch_size", "sequence_length",
-                 "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
-                 "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
-                 "adapter_bytes_per_val", "lora_rank",
-                 "zero3_max_live_params",
-                 "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
-        _pos(parser, name.replace("_", "-"), getattr(args, name))
+def check_flag_values(args, parser):
+    """Each flag's own rule, one parser.error: positive, not negative, within FLAG_RANGES."""
+    for name in POSITIVE_FLAGS:
+        val = getattr(args, name)
+        if val is not None and val <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {val}")
     for name in ("misc_mem_gib", "framework_mem_gib"):
         if getattr(args, name) is not None and getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     if args.output_tokens is not None and args.output_tokens < 0:
         parser.error("--output-tokens must not be negative")
     check_ranges(args, parser, FLAG_RANGES)
-    for bits, nbytes in (("kv_cache_bits", "kv_cache_bytes_per_val"), ("state_bits", "state_bytes_per_val")):
-        if getattr(args, bits) is not None:  # the latency script's spelling, in bits
-            if getattr(args, nbytes) is not None:
+
+
+def bit_widths(args, parser):
+    """The weight bits and the KV cache and state bytes per element the flags give (None where
+    none does): --precision fills those not given under --infer, as calc_inference_latency.py's
+    preset; --kv-cache-bits / --state-bits are the latency script's spellings, in bits."""
+    weight_bits, kv_bits = args.weight_bits, args.kv_cache_bits
+    if args.precision and args.infer:
+        w, _, kv = PRECISIONS[args.precision]
+        if weight_bits is None:
+            weight_bits = NVFP4_BITS if args.precision == "fp4" else w
+        if kv_bits is None and args.kv_cache_bytes_per_val is None:
+            kv_bits = kv
+    out = {"weight_bits": weight_bits}
+    for key, bits, nbytes in (("kv_bytes", "kv_cache_bits", "kv_cache_bytes_per_val"),
+                              ("state_bytes", "state_bits", "state_bytes_per_val")):
+        val = kv_bits if bits == "kv_cache_bits" else args.state_bits
+        out[key] = getattr(args, nbytes)
+        if val is not None:
+            if out[key] is not None:
                 parser.error(f"give --{bits.replace('_', '-')} or --{nbytes.replace('_', '-')}, not both")
-            if bits == "kv_cache_bits" and args.kv_cache_bits not in (4, 8, 16, 32):
-                parser.error(f"--{bits.replace('_', '-')} must be 4, 8, 16 or 32, got {getattr(args, bits)}")
-            setattr(args, nbytes, getattr(args, bits) / 8)
+            if bits == "kv_cache_bits" and val not in (4, 8, 16, 32):
+                parser.error(f"--{bits.replace('_', '-')} must be 4, 8, 16 or 32, got {val}")
+            out[key] = val / 8
+    return out
+
+
+def with_cookbook_heads(args):
+    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
+    gives the heads, a copy with the cookbook mem script's 64 (heads_defaulted: not a shape the user
+    gave, so the report says "default"). Returns a new namespace; `args` is left as parsed."""
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            args.num_attention_heads = 64  # the cookbook mem script's default
-            args.heads_defaulted = True  # not a shape the user gave (the report says "default")
+            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
+                                             heads_defaulted=True))
+    return args
+
+
+def model_spec(model_args, parser):
+    """The model spec and notes; what the result should say about flags it does not use goes into
+    the spec's warnings."""
+    args = model_args
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
     except ValueError as exc:
@@ -7155,18 +7350,36 @@ def resolve(args, parser):
             spec["warnings"].append(f"{', '.join(unused)} {'describes' if len(unused) == 1 else 'describe'} "
                                     "training; --infer does not model it (weights and cache per GPU come from "
                                     "-tp, -pp and -ep)")
+    return spec, notes
+
+
+def check_pipeline_split(args, parser, L, pp, vp):
+    """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
+    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
+    kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
+              last=args.decoder_last_pipeline_num_layers,
+              embedding_in_split=args.account_for_embedding_in_pipeline_split,
+              loss_in_split=args.account_for_loss_in_pipeline_split)
+    why = pipeline_split_error(**kw)
+    if why:
+        parser.error(why)
+    return pipeline_chunk_layers(**kw)
+
+
+def parallel_sizes(args, parser, spec, notes):
+    """tp, pp, vp, cp, ep, etp, dp and the GPUs, each split checked against every layer kind
+    (heads, kv heads, widths and experts divide; the pipeline split is Megatron-LM's), and the
+    chunk layers of the split; an etp on a dense model is noted and reset to tp."""
     n = args.num_gpus or 1
     tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
     vp, cp = args.virtual_pipeline_size, args.context_parallel_size
     ep = args.expert_parallelism or 1
     etp = args.expert_tensor_parallel_size or tp
-    L = spec["num_layers"]
     kinds = [g[0] for g in layer_groups(spec)]
-    attns = [x for layer in kinds for x in layer["attention"]]
     mlps = [m for layer in kinds for m in layer["mlp"]]
     if n % (tp * pp * cp):
         parser.error(f"--num-gpus {n} is not divisible by tp*pp*cp = {tp}*{pp}*{cp} = {tp * pp * cp}")
-    for x in attns:  # every attention kind's heads split over tp (Megatron-LM, vLLM)
+    for x in (x for layer in kinds for x in layer["attention"]):  # every kind's heads split over tp
         if x["heads"] % tp:
             parser.error(f"--num-attention-heads {x['heads']} is not divisible by "
                          f"--tensor-parallel-size {tp}")
@@ -7177,13 +7390,21 @@ def resolve(args, parser):
         if x["kv_heads"] % tp and tp % x["kv_heads"]:
             parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must "
                          "divide the other")
-    chunk_layers = check_pipeline_split(args, parser, L, pp, vp)
+    chunk_layers = check_pipeline_split(args, parser, spec["num_layers"], pp, vp)
     for m in mlps:
         if m["kind"] == "dense" and m["width"] % tp:
             parser.error(f"MLP width {m['width']} is not divisible by --tensor-parallel-size {tp}")
     if vp > 1 and pp == 1:
         parser.error("--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1")
-    moe_mlps = [m for m in mlps if m["kind"] == "moe"]
+    moe = [m for m in mlps if m["kind"] == "moe"]
+    etp = check_experts(parser, moe, n=n, tp=tp, pp=pp, ep=ep, etp=etp, notes=notes)
+    return dict(num_gpus=n, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, dp=n // (tp * pp * cp),
+                chunk_layers=chunk_layers)
+
+
+def check_experts(parser, moe_mlps, *, n, tp, pp, ep, etp, notes):
+    """The expert splits (experts over ep, widths over etp and tp), one parser.error; returns etp
+    (tp on a model without MoE layers, with a note when another was given)."""
     for m in moe_mlps:
         if m["num_experts"] % ep:
             parser.error(f"--num-experts {m['num_experts']} is not divisible by --expert-parallelism {ep}")
@@ -7200,7 +7421,11 @@ def resolve(args, parser):
         notes.append(f"--expert-tensor-parallel-size {etp} ignored: the model has no MoE layer (etp "
                      f"splits experts only); etp = tp = {tp}")
         etp = tp
-    dp = n // (tp * pp * cp)
+    return etp
+
+
+def zero_stage_of(args, parser, pp, notes):
+    """The ZeRO stage: --fsdp's equivalent, else -z (default 1), checked against the pipeline."""
     zero = FSDP_TO_ZERO[args.fsdp] if args.fsdp else (1 if args.zero_stage is None else args.zero_stage)
     if args.fsdp and args.zero_stage is not None and args.zero_stage != zero:
         parser.error(f"--fsdp {args.fsdp} is ZeRO stage {zero}, but --zero-stage {args.zero_stage} was given")
@@ -7210,6 +7435,11 @@ def resolve(args, parser):
     if zero == 2 and pp > 1 and not args.infer:
         notes.append("ZeRO-2 with pipeline parallelism is rejected by DeepSpeed's pipeline engine; "
                      "counted as if gradients were sharded")
+    return zero
+
+
+def batch_shape(args, parser, *, cp, dp, vp, pp):
+    """(sequence length, micro-batch, micro-batches per step or None), each checked."""
     s = args.sequence_length or 2048
     if cp > 1 and s % cp:
         parser.error(f"--sequence-length {s} is not divisible by --context-parallel-size {cp}")
@@ -7222,6 +7452,11 @@ def resolve(args, parser):
         m = args.global_batch_size // (b * dp)
         if vp > 1 and m % pp:
             parser.error(f"the interleaved schedule needs micro-batches ({m}) divisible by pp {pp}")
+    return s, b, m
+
+
+def recompute_of(args, parser, notes):
+    """The recompute mode (-ca is full; default none), its modules' and -pa's rules."""
     recompute = args.recompute or ("full" if args.checkpoint_activations else "none")
     if args.checkpoint_activations and args.recompute not in (None, "full"):
         parser.error(f"--checkpoint-activations means full recompute, but --recompute {args.recompute} was given")
@@ -7232,13 +7467,12 @@ def resolve(args, parser):
     if args.partition_activations and recompute != "full":
         notes.append("--partition-activations splits checkpointed layer inputs; it changes "
                      "nothing without --recompute full")
-    mixed = args.is_mixed_precision
-    high = args.high_prec_bytes_per_val or 4
-    low = args.low_prec_bytes_per_val or 2
-    wbytes = low if mixed else high
-    eager = args.framework == "pytorch" and not args.infer
-    # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
-    autocast = eager and mixed and zero <= 1
+    return recompute
+
+
+def check_training_kind(args, parser, *, eager, zero, recompute, notes):
+    """What the eager rule and layer offload count (full training; offload on Megatron-LM's
+    kernels at ZeRO 0-2), one parser.error."""
     layer_offload = (args.offload_params or args.offload_activations) and not args.infer
     if layer_offload and (eager or args.finetune != "full"):
         parser.error("--offload-params / --offload-activations are counted for full training on Megatron-LM's "
@@ -7252,28 +7486,30 @@ def resolve(args, parser):
     if eager and recompute == "selective":
         notes.append("--framework pytorch: transformers has no selective recompute; its layers are "
                      "counted with the fused-kernel rule")
-    lora = None
-    if args.finetune != "full":
-        if args.infer:
-            parser.error("--finetune applies to training, not --infer")
-        targets = (list(LORA_MATRICES) if args.lora_targets == "all-linear"
-                   else [x.strip() for x in args.lora_targets.split(",") if x.strip()])
-        bad = [x for x in targets if x not in LORA_MATRICES]
-        if bad or not targets:
-            parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or all-linear")
-        bits = args.weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
-        lora = {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
-                "adapter_bytes": args.adapter_bytes_per_val or 4}
-    weight_bits = args.weight_bits or 8 * wbytes
-    expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
-    if args.infer and args.weight_bits is None and fmt:  # serve the checkpoint as it is stored
-        weight_bits, expert_bits = fmt["linear_bits"], fmt["expert_bits"]
-    sliding = [i for i, layer in enumerate(spec["layers"])
-               if any(x["span"] == "sliding" for x in layer["attention"])]
-    windows = {x["window"] for x in attns if x["span"] == "sliding"}
-    mem = None
-    gpu = None
-    mem_field = None
+
+
+def lora_of(args, parser, *, weight_bits, wbytes):
+    """LoRA / QLoRA's adapters and frozen base ({rank, targets, base_bits, adapter_bytes}), None
+    for full training."""
+    if args.finetune == "full":
+        return None
+    if args.infer:
+        parser.error("--finetune applies to training, not --infer")
+    targets = (list(LORA_MATRICES) if args.lora_targets == "all-linear"
+               else [x.strip() for x in args.lora_targets.split(",") if x.strip()])
+    bad = [x for x in targets if x not in LORA_MATRICES]
+    if bad or not targets:
+        parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or "
+                     "all-linear")
+    bits = weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
+    return {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
+            "adapter_bytes": args.adapter_bytes_per_val or 4}
+
+
+def gpu_capacity(args, parser):
+    """{memory_bytes, gpu, gpu_default, memory_field}: the capacity checked against, from --gpu
+    (driver-reported where hardware.py has it), --gpu-memory-gib, or the default accelerator."""
+    mem = gpu = mem_field = None
     if args.gpu:
         rec = accelerator_record(args.gpu, parser, without="pass --gpu-memory-gib (e.g. 80 for an "
                                  "H100 80GB) instead")
@@ -7291,40 +7527,83 @@ def resolve(args, parser):
         rec = default_accelerator()
         mem_field = "memory_usable_bytes"
         mem, gpu = rec[mem_field], rec["name"]
+    return {"memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default, "memory_field": mem_field}
+
+
+def resolve(args, parser):
+    """Resolve the model and configuration from the parsed flags (left as parsed): (spec,
+    MemConfig, notes, the flags as the model reader saw them); every check is a one-line
+    parser.error (exit 2)."""
+    check_flag_values(args, parser)
+    bits = bit_widths(args, parser)
+    model_args = with_cookbook_heads(args)
+    spec, notes = model_spec(model_args, parser)
+    shape = parallel_sizes(args, parser, spec, notes)
+    zero = zero_stage_of(args, parser, shape["pp"], notes)
+    s, b, m = batch_shape(args, parser, **{k: shape[k] for k in ("cp", "dp", "vp", "pp")})
+    recompute = recompute_of(args, parser, notes)
+    eager = args.framework == "pytorch" and not args.infer
+    check_training_kind(args, parser, eager=eager, zero=zero, recompute=recompute, notes=notes)
+    c = config_from_flags(args, parser, spec, shape=shape, zero=zero, batch=(s, b, m),
+                          recompute=recompute, eager=eager, bits=bits)
+    return spec, c, notes, model_args
+
+
+def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eager, bits):
+    """The one place calc_transformer_mem.py's configuration (MemConfig) is built, from the checked
+    flags and the sizes resolve() found; key order is the result's "config" order."""
+    s, b, m = batch
+    mixed = args.is_mixed_precision
+    high = args.high_prec_bytes_per_val or 4
+    low = args.low_prec_bytes_per_val or 2
+    wbytes = low if mixed else high
+    # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
+    autocast = eager and mixed and zero <= 1
+    lora = lora_of(args, parser, weight_bits=bits["weight_bits"], wbytes=wbytes)
+    weight_bits = bits["weight_bits"] or 8 * wbytes
+    expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
+    served_as_stored = args.infer and bits["weight_bits"] is None
+    if served_as_stored and fmt:  # serve the checkpoint as it is stored
+        weight_bits, expert_bits = fmt["linear_bits"], fmt["expert_bits"]
+    attns = [x for g in layer_groups(spec) for x in g[0]["attention"]]
+    sliding = [i for i, layer in enumerate(spec["layers"])
+               if any(x["span"] == "sliding" for x in layer["attention"])]
+    windows = {x["window"] for x in attns if x["span"] == "sliding"}
+    cap = gpu_capacity(args, parser)
     overhead = ((args.misc_mem_gib or 0) + args.framework_mem_gib) * GIB
-    c = {"tp": tp, "pp": pp, "vp": vp, "cp": cp, "ep": ep, "etp": etp, "dp": dp, "num_gpus": n,
-         "chunk_layers": chunk_layers,
-         "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
-         "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
-         "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
-         "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
-         "zero_stage": zero,
-         **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
-         "zbs": 5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size, "zmlp": args.zero3_max_live_params or 1e9,
-         "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
-         "recompute_modules": tuple(dict.fromkeys(args.recompute_modules)) if args.recompute_modules else None,
-         "recompute_every": args.recompute_every or 1,
-         "sequence_parallel": args.sequence_parallel and tp > 1,
-         "partition_activations": args.partition_activations, "flash_attention": args.flash_attention,
-         "dropout": args.dropout, "mixed_precision": mixed, "high_bytes": high,
-         "weight_bytes": high if autocast else wbytes, "act_bytes": wbytes,
-         "grad_bytes": args.bytes_per_grad_ele or 4, "optimizer": args.optimizer,
-         "opt_bytes": optimizer_bytes_per_param(optimizer=args.optimizer, mixed_precision=mixed and not autocast,
-                                                master_bytes=high),
-         "activation_rule": "eager" if eager else "fused", "autocast": autocast,
-         "framework": args.framework,
-         "lora": lora, "weight_bits": weight_bits, "expert_weight_bits": expert_bits,
-         "checkpoint_format": fmt if args.infer and args.weight_bits is None else None,
-         "kv_bytes": args.kv_cache_bytes_per_val or low, "state_bytes": args.state_bytes_per_val or 4, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
-         "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
-         "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
-         "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default,
-         "memory_field": mem_field, "offload": args.offload and not args.infer,
-         "offload_params": args.offload_params and not args.infer,
-         "offload_activations": args.offload_activations and not args.infer}
+    sh = shape
+    c = MemConfig(
+        **{k: sh[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "num_gpus",
+                              "chunk_layers")},
+        **{k: getattr(args, k) for k in PIPELINE_SPLIT_KEYS}, zero_stage=zero,
+        **zero_shards(**{k: sh[k] for k in ("dp", "cp", "tp", "pp", "etp", "ep")}),
+        zbs=5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size,
+        zmlp=args.zero3_max_live_params or 1e9,
+        sequence_length=s, batch_size=b, num_microbatches=m, recompute=recompute,
+        recompute_modules=(tuple(dict.fromkeys(args.recompute_modules))
+                           if args.recompute_modules else None),
+        recompute_every=args.recompute_every or 1,
+        sequence_parallel=args.sequence_parallel and sh["tp"] > 1,
+        partition_activations=args.partition_activations, flash_attention=args.flash_attention,
+        dropout=args.dropout, mixed_precision=mixed, high_bytes=high,
+        weight_bytes=high if autocast else wbytes, act_bytes=wbytes,
+        grad_bytes=args.bytes_per_grad_ele or 4, optimizer=args.optimizer,
+        opt_bytes=optimizer_bytes_per_param(
+            optimizer=args.optimizer, mixed_precision=mixed and not autocast, master_bytes=high),
+        activation_rule="eager" if eager else "fused", autocast=autocast, framework=args.framework,
+        lora=lora, weight_bits=weight_bits, expert_weight_bits=expert_bits,
+        checkpoint_format=fmt if served_as_stored else None,
+        kv_bytes=bits["kv_bytes"] or low, state_bytes=bits["state_bytes"] or 4,
+        output_tokens=1 if args.output_tokens is None else args.output_tokens,
+        sliding_window=max(windows) if windows else None, sliding_layers=sliding,
+        prefill_chunk=args.prefill_chunk, mla_cache=args.mla_cache, overhead_bytes=overhead, **cap,
+        offload=args.offload and not args.infer,
+        offload_params=args.offload_params and not args.infer,
+        offload_activations=args.offload_activations and not args.infer)
     if c["offload"]:  # the optimizer step runs on the host: its states leave the GPU
         c["host_opt_bytes"], c["opt_bytes"] = c["opt_bytes"], 0
-    return spec, c, notes
+    c["infer"] = args.infer
+    return c
 
 
 def cache_rules_text(spec):
@@ -7470,8 +7749,14 @@ def search_command(parser, args, c, b, n):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
-    spec, c, notes = resolve(args, parser)
-    c["infer"] = args.infer
+    with calc_errors(parser):  # a CalcError from below the tools: one line, exit 2
+        return memory_answer(args, parser)
+
+
+def memory_answer(args, parser):
+    """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
+    compute, print; returns the result dict."""
+    spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print_warnings(spec["warnings"], as_json=args.json)
@@ -7522,7 +7807,8 @@ def main(argv=None):
                 ways = training_ways_out(spec, c, b)
                 if c["offload_params"] or c["offload_activations"]:  # its rows are costed without them (and
                     ways["without_layer_offload"] = True  # -z 3 with --offload-params is refused): say so
-                ways["search_command"] = search_command(parser, args, c, b, ways["fewest_gpus"] or c["num_gpus"])
+                ways["search_command"] = search_command(parser, model_args, c, b,
+                                                        ways["fewest_gpus"] or c["num_gpus"])
                 fit["ways_out"] = ways
     res = {"mode": "inference" if args.infer else "training", "mode_text": mode_text(args, c),
            "warnings": spec["warnings"], "model": spec_summary(spec),

@@ -146,6 +146,7 @@ TEST_CONCERNS = {
     "test_cookbook_readme.py": ("cli", "docs"),
     "test_eager_memory.py": ("train",),
     "test_fixtures.py": ("model",),
+    "test_flags_stay_parsed.py": ("train",),
     "test_grid.py": ("grid",),
     "test_h100_measurements.py": ("train", "serve"),
     "test_h200_measurements.py": ("train", "serve"),
@@ -171,6 +172,7 @@ TEST_CONCERNS = {
     "test_serving_mix.py": ("serve",),
     "test_speculative.py": ("serve",),
     "test_standalone.py": ("build",),
+    "test_structure.py": ("style",),
     "test_training_today.py": ("train",),
     "test_validate_serving.py": ("serve",),
 }

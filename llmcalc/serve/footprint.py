@@ -10,7 +10,7 @@ from ..model.formulas import (attention_head_dims, cached_tokens, compressed_cac
 from ..model.kinds import attention_kind, layer_groups
 from ..model.sharding import attention_on_rank
 from .cache import layer_cache_bytes_per_token, layer_kv_cache_bytes, layer_state_bytes
-from ..train.memory import (_mlp_stored_widths, _per_kind, all_stage_layers, stage_layers,
+from ..train.memory import (all_stage_layers, mlp_stored_widths, once_per_kind, stage_layers,
     stage_params_per_rank)
 
 
@@ -34,7 +34,7 @@ def state_cache_bytes(spec, layer_indices, *, tp, conv_bytes, state_bytes, batch
     """{"conv", "recurrent"}: the linear mixers' state on one rank holding `layer_indices`, the sum
     of layer_state_bytes over those layers (once per distinct layer kind)."""
     out = {"conv": 0, "recurrent": 0}
-    for x in _per_kind(spec["layers"], layer_indices, lambda layer: layer_state_bytes(
+    for x in once_per_kind(spec["layers"], layer_indices, lambda layer: layer_state_bytes(
             layer, tp=tp, conv_bytes=conv_bytes, state_bytes=state_bytes, batch=batch)):
         out["conv"] += x["conv"]
         out["recurrent"] += x["recurrent"]
@@ -87,7 +87,7 @@ def inference_activation_bytes(layers, *, s, b, h, V, tp, flash, act_bytes, etp=
                 per_tok += B * (x["index_heads"] * x["index_head_dim"] + x["index_head_dim"]) + 4 * s
             widest = max(widest, per_tok)
         for m in layer["mlp"]:
-            per_f = _mlp_stored_widths(m["linears"])
+            per_f = mlp_stored_widths(m["linears"])
             if m["kind"] == "dense":
                 width = m["width"] * per_f / tp
             else:  # routed experts split their width over etp, shared experts over tp
@@ -123,7 +123,7 @@ def inference_memory(spec, c, b, ctx):
         ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=1, etp=c["etp"], ep=c["ep"],
                                             stage=st, layers_held=layers)
         # norms, routers and other per-layer weights stay unquantized (>= 16 bits), whole on every rank
-        small = sum(_per_kind(spec["layers"], layers, lambda x: sum(
+        small = sum(once_per_kind(spec["layers"], layers, lambda x: sum(
             layer_params(x, h=spec["hidden_size"], norm=spec["norm"])[k] for k in ("norms", "router", "extra"))))
         wb = c["weight_bits"] / 8
         w = ((ne - emb - small) * wb + small * max(wb, c["weight_bytes"]) + ex * c["expert_weight_bits"] / 8

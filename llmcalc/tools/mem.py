@@ -65,8 +65,8 @@ import sys
 
 from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, add_output_args,
-    bounded_int, check_ranges, finite_float, parse_tool_args, print_result, print_warnings,
-    ranges_epilog, run_tool, script_command)
+    bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
+    print_warnings, ranges_epilog, run_tool, script_command)
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
@@ -75,9 +75,10 @@ from ..serve.footprint import all_attention_layers, any_attn, inference_memory, 
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
-from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES, QLORA_NF4_DQ_BITS,
-    offloaded_stages, optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error,
-    training_memory, zero_shards)
+from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES,
+    PIPELINE_SPLIT_KEYS, QLORA_NF4_DQ_BITS, MemoryConfig, offloaded_stages,
+    optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error, training_memory,
+    zero_shards)
 
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive): far past any real run
@@ -339,57 +340,92 @@ def build_parser():
     return p
 
 
-def _pos(parser, name, val):
-    if val is not None and val <= 0:
-        parser.error(f"--{name} must be positive, got {val}")
+class MemConfig(MemoryConfig):
+    """calc_transformer_mem.py's resolved configuration (the result's "config"): the training
+    memory config (train/memory.MemoryConfig) and the fields of inference and of the capacity check,
+    built once, by config_from_flags."""
+
+    FIELDS = dict(MemoryConfig.FIELDS, **{
+        "weight_bits": "bits per layer weight (inference, QLoRA's default base)",
+        "expert_weight_bits": "bits per routed-expert weight (inference)",
+        "checkpoint_format": "the checkpoint's quantization as stored (served as is), or None",
+        "kv_bytes": "bytes per KV cache element",
+        "state_bytes": "bytes per recurrent-state element",
+        "output_tokens": "generated tokens (inference)",
+        "sliding_window": "the widest sliding window",
+        "sliding_layers": "indices of the layers with sliding-window attention",
+        "prefill_chunk": "tokens one prefill forward processes, or None: the whole batch",
+        "mla_cache": "MLA cache: latent or expanded", "gpu": "the capacity's source, in words",
+        "gpu_default": "no --gpu or --gpu-memory-gib given: the default accelerator's capacity",
+        "memory_field": "which capacity: hardware.py's field or --gpu-memory-gib",
+        "infer": "inference instead of training"})
 
 
-def check_pipeline_split(args, parser, L, pp, vp):
-    """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
-    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
-    kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
-              last=args.decoder_last_pipeline_num_layers, embedding_in_split=args.account_for_embedding_in_pipeline_split,
-              loss_in_split=args.account_for_loss_in_pipeline_split)
-    why = pipeline_split_error(**kw)
-    if why:
-        parser.error(why)
-    return pipeline_chunk_layers(**kw)
+# Flags that must be positive when given (the others have their own rule)
+POSITIVE_FLAGS = ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size",
+                  "virtual_pipeline_size", "context_parallel_size", "expert_parallelism",
+                  "expert_tensor_parallel_size",
+                  "batch_size_per_gpu", "global_batch_size", "sequence_length",
+                  "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
+                  "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
+                  "adapter_bytes_per_val", "lora_rank", "zero3_max_live_params",
+                  "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")
 
 
-def resolve(args, parser):
-    """Resolve the model and configuration; every check is a one-line parser.error (exit 2)."""
-    if args.precision and args.infer:  # the preset fills the bit widths not given, as latency's
-        w, _, kv = PRECISIONS[args.precision]
-        if args.weight_bits is None:
-            args.weight_bits = NVFP4_BITS if args.precision == "fp4" else w
-        if args.kv_cache_bits is None and args.kv_cache_bytes_per_val is None:
-            args.kv_cache_bits = kv
-    for name in ("num_gpus", "tensor_parallel_size", "pipeline_parallel_size", "virtual_pipeline_size",
-                 "context_parallel_size", "expert_parallelism", "expert_tensor_parallel_size",
-                 "batch_size_per_gpu", "global_batch_size", "sequence_length",
-                 "high_prec_bytes_per_val", "low_prec_bytes_per_val", "bytes_per_grad_ele",
-                 "weight_bits", "kv_cache_bytes_per_val", "gpu_memory_gib", "prefill_chunk",
-                 "adapter_bytes_per_val", "lora_rank",
-                 "zero3_max_live_params",
-                 "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
-        _pos(parser, name.replace("_", "-"), getattr(args, name))
+def check_flag_values(args, parser):
+    """Each flag's own rule, one parser.error: positive, not negative, within FLAG_RANGES."""
+    for name in POSITIVE_FLAGS:
+        val = getattr(args, name)
+        if val is not None and val <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {val}")
     for name in ("misc_mem_gib", "framework_mem_gib"):
         if getattr(args, name) is not None and getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
     if args.output_tokens is not None and args.output_tokens < 0:
         parser.error("--output-tokens must not be negative")
     check_ranges(args, parser, FLAG_RANGES)
-    for bits, nbytes in (("kv_cache_bits", "kv_cache_bytes_per_val"), ("state_bits", "state_bytes_per_val")):
-        if getattr(args, bits) is not None:  # the latency script's spelling, in bits
-            if getattr(args, nbytes) is not None:
+
+
+def bit_widths(args, parser):
+    """The weight bits and the KV cache and state bytes per element the flags give (None where
+    none does): --precision fills those not given under --infer, as calc_inference_latency.py's
+    preset; --kv-cache-bits / --state-bits are the latency script's spellings, in bits."""
+    weight_bits, kv_bits = args.weight_bits, args.kv_cache_bits
+    if args.precision and args.infer:
+        w, _, kv = PRECISIONS[args.precision]
+        if weight_bits is None:
+            weight_bits = NVFP4_BITS if args.precision == "fp4" else w
+        if kv_bits is None and args.kv_cache_bytes_per_val is None:
+            kv_bits = kv
+    out = {"weight_bits": weight_bits}
+    for key, bits, nbytes in (("kv_bytes", "kv_cache_bits", "kv_cache_bytes_per_val"),
+                              ("state_bytes", "state_bits", "state_bytes_per_val")):
+        val = kv_bits if bits == "kv_cache_bits" else args.state_bits
+        out[key] = getattr(args, nbytes)
+        if val is not None:
+            if out[key] is not None:
                 parser.error(f"give --{bits.replace('_', '-')} or --{nbytes.replace('_', '-')}, not both")
-            if bits == "kv_cache_bits" and args.kv_cache_bits not in (4, 8, 16, 32):
-                parser.error(f"--{bits.replace('_', '-')} must be 4, 8, 16 or 32, got {getattr(args, bits)}")
-            setattr(args, nbytes, getattr(args, bits) / 8)
+            if bits == "kv_cache_bits" and val not in (4, 8, 16, 32):
+                parser.error(f"--{bits.replace('_', '-')} must be 4, 8, 16 or 32, got {val}")
+            out[key] = val / 8
+    return out
+
+
+def with_cookbook_heads(args):
+    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
+    gives the heads, a copy with the cookbook mem script's 64 (heads_defaulted: not a shape the user
+    gave, so the report says "default"). Returns a new namespace; `args` is left as parsed."""
     if args.num_attention_heads is None and not args.hf_model_name_or_path:
         if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            args.num_attention_heads = 64  # the cookbook mem script's default
-            args.heads_defaulted = True  # not a shape the user gave (the report says "default")
+            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
+                                             heads_defaulted=True))
+    return args
+
+
+def model_spec(model_args, parser):
+    """The model spec and notes; what the result should say about flags it does not use goes into
+    the spec's warnings."""
+    args = model_args
     try:
         spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
     except ValueError as exc:
@@ -406,18 +442,36 @@ def resolve(args, parser):
             spec["warnings"].append(f"{', '.join(unused)} {'describes' if len(unused) == 1 else 'describe'} "
                                     "training; --infer does not model it (weights and cache per GPU come from "
                                     "-tp, -pp and -ep)")
+    return spec, notes
+
+
+def check_pipeline_split(args, parser, L, pp, vp):
+    """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
+    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
+    kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
+              last=args.decoder_last_pipeline_num_layers,
+              embedding_in_split=args.account_for_embedding_in_pipeline_split,
+              loss_in_split=args.account_for_loss_in_pipeline_split)
+    why = pipeline_split_error(**kw)
+    if why:
+        parser.error(why)
+    return pipeline_chunk_layers(**kw)
+
+
+def parallel_sizes(args, parser, spec, notes):
+    """tp, pp, vp, cp, ep, etp, dp and the GPUs, each split checked against every layer kind
+    (heads, kv heads, widths and experts divide; the pipeline split is Megatron-LM's), and the
+    chunk layers of the split; an etp on a dense model is noted and reset to tp."""
     n = args.num_gpus or 1
     tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
     vp, cp = args.virtual_pipeline_size, args.context_parallel_size
     ep = args.expert_parallelism or 1
     etp = args.expert_tensor_parallel_size or tp
-    L = spec["num_layers"]
     kinds = [g[0] for g in layer_groups(spec)]
-    attns = [x for layer in kinds for x in layer["attention"]]
     mlps = [m for layer in kinds for m in layer["mlp"]]
     if n % (tp * pp * cp):
         parser.error(f"--num-gpus {n} is not divisible by tp*pp*cp = {tp}*{pp}*{cp} = {tp * pp * cp}")
-    for x in attns:  # every attention kind's heads split over tp (Megatron-LM, vLLM)
+    for x in (x for layer in kinds for x in layer["attention"]):  # every kind's heads split over tp
         if x["heads"] % tp:
             parser.error(f"--num-attention-heads {x['heads']} is not divisible by "
                          f"--tensor-parallel-size {tp}")
@@ -428,13 +482,21 @@ def resolve(args, parser):
         if x["kv_heads"] % tp and tp % x["kv_heads"]:
             parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must "
                          "divide the other")
-    chunk_layers = check_pipeline_split(args, parser, L, pp, vp)
+    chunk_layers = check_pipeline_split(args, parser, spec["num_layers"], pp, vp)
     for m in mlps:
         if m["kind"] == "dense" and m["width"] % tp:
             parser.error(f"MLP width {m['width']} is not divisible by --tensor-parallel-size {tp}")
     if vp > 1 and pp == 1:
         parser.error("--virtual-pipeline-size > 1 needs --pipeline-parallel-size > 1")
-    moe_mlps = [m for m in mlps if m["kind"] == "moe"]
+    moe = [m for m in mlps if m["kind"] == "moe"]
+    etp = check_experts(parser, moe, n=n, tp=tp, pp=pp, ep=ep, etp=etp, notes=notes)
+    return dict(num_gpus=n, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, dp=n // (tp * pp * cp),
+                chunk_layers=chunk_layers)
+
+
+def check_experts(parser, moe_mlps, *, n, tp, pp, ep, etp, notes):
+    """The expert splits (experts over ep, widths over etp and tp), one parser.error; returns etp
+    (tp on a model without MoE layers, with a note when another was given)."""
     for m in moe_mlps:
         if m["num_experts"] % ep:
             parser.error(f"--num-experts {m['num_experts']} is not divisible by --expert-parallelism {ep}")
@@ -451,7 +513,11 @@ def resolve(args, parser):
         notes.append(f"--expert-tensor-parallel-size {etp} ignored: the model has no MoE layer (etp "
                      f"splits experts only); etp = tp = {tp}")
         etp = tp
-    dp = n // (tp * pp * cp)
+    return etp
+
+
+def zero_stage_of(args, parser, pp, notes):
+    """The ZeRO stage: --fsdp's equivalent, else -z (default 1), checked against the pipeline."""
     zero = FSDP_TO_ZERO[args.fsdp] if args.fsdp else (1 if args.zero_stage is None else args.zero_stage)
     if args.fsdp and args.zero_stage is not None and args.zero_stage != zero:
         parser.error(f"--fsdp {args.fsdp} is ZeRO stage {zero}, but --zero-stage {args.zero_stage} was given")
@@ -461,6 +527,11 @@ def resolve(args, parser):
     if zero == 2 and pp > 1 and not args.infer:
         notes.append("ZeRO-2 with pipeline parallelism is rejected by DeepSpeed's pipeline engine; "
                      "counted as if gradients were sharded")
+    return zero
+
+
+def batch_shape(args, parser, *, cp, dp, vp, pp):
+    """(sequence length, micro-batch, micro-batches per step or None), each checked."""
     s = args.sequence_length or 2048
     if cp > 1 and s % cp:
         parser.error(f"--sequence-length {s} is not divisible by --context-parallel-size {cp}")
@@ -473,6 +544,11 @@ def resolve(args, parser):
         m = args.global_batch_size // (b * dp)
         if vp > 1 and m % pp:
             parser.error(f"the interleaved schedule needs micro-batches ({m}) divisible by pp {pp}")
+    return s, b, m
+
+
+def recompute_of(args, parser, notes):
+    """The recompute mode (-ca is full; default none), its modules' and -pa's rules."""
     recompute = args.recompute or ("full" if args.checkpoint_activations else "none")
     if args.checkpoint_activations and args.recompute not in (None, "full"):
         parser.error(f"--checkpoint-activations means full recompute, but --recompute {args.recompute} was given")
@@ -483,13 +559,12 @@ def resolve(args, parser):
     if args.partition_activations and recompute != "full":
         notes.append("--partition-activations splits checkpointed layer inputs; it changes "
                      "nothing without --recompute full")
-    mixed = args.is_mixed_precision
-    high = args.high_prec_bytes_per_val or 4
-    low = args.low_prec_bytes_per_val or 2
-    wbytes = low if mixed else high
-    eager = args.framework == "pytorch" and not args.infer
-    # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
-    autocast = eager and mixed and zero <= 1
+    return recompute
+
+
+def check_training_kind(args, parser, *, eager, zero, recompute, notes):
+    """What the eager rule and layer offload count (full training; offload on Megatron-LM's
+    kernels at ZeRO 0-2), one parser.error."""
     layer_offload = (args.offload_params or args.offload_activations) and not args.infer
     if layer_offload and (eager or args.finetune != "full"):
         parser.error("--offload-params / --offload-activations are counted for full training on Megatron-LM's "
@@ -503,28 +578,30 @@ def resolve(args, parser):
     if eager and recompute == "selective":
         notes.append("--framework pytorch: transformers has no selective recompute; its layers are "
                      "counted with the fused-kernel rule")
-    lora = None
-    if args.finetune != "full":
-        if args.infer:
-            parser.error("--finetune applies to training, not --infer")
-        targets = (list(LORA_MATRICES) if args.lora_targets == "all-linear"
-                   else [x.strip() for x in args.lora_targets.split(",") if x.strip()])
-        bad = [x for x in targets if x not in LORA_MATRICES]
-        if bad or not targets:
-            parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or all-linear")
-        bits = args.weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
-        lora = {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
-                "adapter_bytes": args.adapter_bytes_per_val or 4}
-    weight_bits = args.weight_bits or 8 * wbytes
-    expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
-    if args.infer and args.weight_bits is None and fmt:  # serve the checkpoint as it is stored
-        weight_bits, expert_bits = fmt["linear_bits"], fmt["expert_bits"]
-    sliding = [i for i, layer in enumerate(spec["layers"])
-               if any(x["span"] == "sliding" for x in layer["attention"])]
-    windows = {x["window"] for x in attns if x["span"] == "sliding"}
-    mem = None
-    gpu = None
-    mem_field = None
+
+
+def lora_of(args, parser, *, weight_bits, wbytes):
+    """LoRA / QLoRA's adapters and frozen base ({rank, targets, base_bits, adapter_bytes}), None
+    for full training."""
+    if args.finetune == "full":
+        return None
+    if args.infer:
+        parser.error("--finetune applies to training, not --infer")
+    targets = (list(LORA_MATRICES) if args.lora_targets == "all-linear"
+               else [x.strip() for x in args.lora_targets.split(",") if x.strip()])
+    bad = [x for x in targets if x not in LORA_MATRICES]
+    if bad or not targets:
+        parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or "
+                     "all-linear")
+    bits = weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
+    return {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
+            "adapter_bytes": args.adapter_bytes_per_val or 4}
+
+
+def gpu_capacity(args, parser):
+    """{memory_bytes, gpu, gpu_default, memory_field}: the capacity checked against, from --gpu
+    (driver-reported where hardware.py has it), --gpu-memory-gib, or the default accelerator."""
+    mem = gpu = mem_field = None
     if args.gpu:
         rec = accelerator_record(args.gpu, parser, without="pass --gpu-memory-gib (e.g. 80 for an "
                                  "H100 80GB) instead")
@@ -542,40 +619,83 @@ def resolve(args, parser):
         rec = default_accelerator()
         mem_field = "memory_usable_bytes"
         mem, gpu = rec[mem_field], rec["name"]
+    return {"memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default, "memory_field": mem_field}
+
+
+def resolve(args, parser):
+    """Resolve the model and configuration from the parsed flags (left as parsed): (spec,
+    MemConfig, notes, the flags as the model reader saw them); every check is a one-line
+    parser.error (exit 2)."""
+    check_flag_values(args, parser)
+    bits = bit_widths(args, parser)
+    model_args = with_cookbook_heads(args)
+    spec, notes = model_spec(model_args, parser)
+    shape = parallel_sizes(args, parser, spec, notes)
+    zero = zero_stage_of(args, parser, shape["pp"], notes)
+    s, b, m = batch_shape(args, parser, **{k: shape[k] for k in ("cp", "dp", "vp", "pp")})
+    recompute = recompute_of(args, parser, notes)
+    eager = args.framework == "pytorch" and not args.infer
+    check_training_kind(args, parser, eager=eager, zero=zero, recompute=recompute, notes=notes)
+    c = config_from_flags(args, parser, spec, shape=shape, zero=zero, batch=(s, b, m),
+                          recompute=recompute, eager=eager, bits=bits)
+    return spec, c, notes, model_args
+
+
+def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eager, bits):
+    """The one place calc_transformer_mem.py's configuration (MemConfig) is built, from the checked
+    flags and the sizes resolve() found; key order is the result's "config" order."""
+    s, b, m = batch
+    mixed = args.is_mixed_precision
+    high = args.high_prec_bytes_per_val or 4
+    low = args.low_prec_bytes_per_val or 2
+    wbytes = low if mixed else high
+    # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
+    autocast = eager and mixed and zero <= 1
+    lora = lora_of(args, parser, weight_bits=bits["weight_bits"], wbytes=wbytes)
+    weight_bits = bits["weight_bits"] or 8 * wbytes
+    expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
+    served_as_stored = args.infer and bits["weight_bits"] is None
+    if served_as_stored and fmt:  # serve the checkpoint as it is stored
+        weight_bits, expert_bits = fmt["linear_bits"], fmt["expert_bits"]
+    attns = [x for g in layer_groups(spec) for x in g[0]["attention"]]
+    sliding = [i for i, layer in enumerate(spec["layers"])
+               if any(x["span"] == "sliding" for x in layer["attention"])]
+    windows = {x["window"] for x in attns if x["span"] == "sliding"}
+    cap = gpu_capacity(args, parser)
     overhead = ((args.misc_mem_gib or 0) + args.framework_mem_gib) * GIB
-    c = {"tp": tp, "pp": pp, "vp": vp, "cp": cp, "ep": ep, "etp": etp, "dp": dp, "num_gpus": n,
-         "chunk_layers": chunk_layers,
-         "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
-         "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
-         "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
-         "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
-         "zero_stage": zero,
-         **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
-         "zbs": 5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size, "zmlp": args.zero3_max_live_params or 1e9,
-         "sequence_length": s, "batch_size": b, "num_microbatches": m, "recompute": recompute,
-         "recompute_modules": tuple(dict.fromkeys(args.recompute_modules)) if args.recompute_modules else None,
-         "recompute_every": args.recompute_every or 1,
-         "sequence_parallel": args.sequence_parallel and tp > 1,
-         "partition_activations": args.partition_activations, "flash_attention": args.flash_attention,
-         "dropout": args.dropout, "mixed_precision": mixed, "high_bytes": high,
-         "weight_bytes": high if autocast else wbytes, "act_bytes": wbytes,
-         "grad_bytes": args.bytes_per_grad_ele or 4, "optimizer": args.optimizer,
-         "opt_bytes": optimizer_bytes_per_param(optimizer=args.optimizer, mixed_precision=mixed and not autocast,
-                                                master_bytes=high),
-         "activation_rule": "eager" if eager else "fused", "autocast": autocast,
-         "framework": args.framework,
-         "lora": lora, "weight_bits": weight_bits, "expert_weight_bits": expert_bits,
-         "checkpoint_format": fmt if args.infer and args.weight_bits is None else None,
-         "kv_bytes": args.kv_cache_bytes_per_val or low, "state_bytes": args.state_bytes_per_val or 4, "output_tokens": 1 if args.output_tokens is None else args.output_tokens,
-         "sliding_window": max(windows) if windows else None, "sliding_layers": sliding,
-         "prefill_chunk": args.prefill_chunk, "mla_cache": args.mla_cache,
-         "overhead_bytes": overhead, "memory_bytes": mem, "gpu": gpu, "gpu_default": gpu_default,
-         "memory_field": mem_field, "offload": args.offload and not args.infer,
-         "offload_params": args.offload_params and not args.infer,
-         "offload_activations": args.offload_activations and not args.infer}
+    sh = shape
+    c = MemConfig(
+        **{k: sh[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "num_gpus",
+                              "chunk_layers")},
+        **{k: getattr(args, k) for k in PIPELINE_SPLIT_KEYS}, zero_stage=zero,
+        **zero_shards(**{k: sh[k] for k in ("dp", "cp", "tp", "pp", "etp", "ep")}),
+        zbs=5e8 if args.zero_allgather_bucket_size is None else args.zero_allgather_bucket_size,
+        zmlp=args.zero3_max_live_params or 1e9,
+        sequence_length=s, batch_size=b, num_microbatches=m, recompute=recompute,
+        recompute_modules=(tuple(dict.fromkeys(args.recompute_modules))
+                           if args.recompute_modules else None),
+        recompute_every=args.recompute_every or 1,
+        sequence_parallel=args.sequence_parallel and sh["tp"] > 1,
+        partition_activations=args.partition_activations, flash_attention=args.flash_attention,
+        dropout=args.dropout, mixed_precision=mixed, high_bytes=high,
+        weight_bytes=high if autocast else wbytes, act_bytes=wbytes,
+        grad_bytes=args.bytes_per_grad_ele or 4, optimizer=args.optimizer,
+        opt_bytes=optimizer_bytes_per_param(
+            optimizer=args.optimizer, mixed_precision=mixed and not autocast, master_bytes=high),
+        activation_rule="eager" if eager else "fused", autocast=autocast, framework=args.framework,
+        lora=lora, weight_bits=weight_bits, expert_weight_bits=expert_bits,
+        checkpoint_format=fmt if served_as_stored else None,
+        kv_bytes=bits["kv_bytes"] or low, state_bytes=bits["state_bytes"] or 4,
+        output_tokens=1 if args.output_tokens is None else args.output_tokens,
+        sliding_window=max(windows) if windows else None, sliding_layers=sliding,
+        prefill_chunk=args.prefill_chunk, mla_cache=args.mla_cache, overhead_bytes=overhead, **cap,
+        offload=args.offload and not args.infer,
+        offload_params=args.offload_params and not args.infer,
+        offload_activations=args.offload_activations and not args.infer)
     if c["offload"]:  # the optimizer step runs on the host: its states leave the GPU
         c["host_opt_bytes"], c["opt_bytes"] = c["opt_bytes"], 0
-    return spec, c, notes
+    c["infer"] = args.infer
+    return c
 
 
 def cache_rules_text(spec):
@@ -721,8 +841,14 @@ def search_command(parser, args, c, b, n):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
-    spec, c, notes = resolve(args, parser)
-    c["infer"] = args.infer
+    with calc_errors(parser):  # a CalcError from below the tools: one line, exit 2
+        return memory_answer(args, parser)
+
+
+def memory_answer(args, parser):
+    """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
+    compute, print; returns the result dict."""
+    spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print_warnings(spec["warnings"], as_json=args.json)
@@ -773,7 +899,8 @@ def main(argv=None):
                 ways = training_ways_out(spec, c, b)
                 if c["offload_params"] or c["offload_activations"]:  # its rows are costed without them (and
                     ways["without_layer_offload"] = True  # -z 3 with --offload-params is refused): say so
-                ways["search_command"] = search_command(parser, args, c, b, ways["fewest_gpus"] or c["num_gpus"])
+                ways["search_command"] = search_command(parser, model_args, c, b,
+                                                        ways["fewest_gpus"] or c["num_gpus"])
                 fit["ways_out"] = ways
     res = {"mode": "inference" if args.infer else "training", "mode_text": mode_text(args, c),
            "warnings": spec["warnings"], "model": spec_summary(spec),

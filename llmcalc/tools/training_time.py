@@ -60,23 +60,24 @@ import sys
 import time
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
-    bounded_int, check_ranges, count_float, finite_float, parse_tool_args, print_warnings,
-    ranges_epilog, run_tool, script_command)
+    bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
+    print_warnings, ranges_epilog, run_tool, script_command)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
 from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel, has_attention_rates
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FP8_CAST_BYTES_PER_ELEMENT, FP8_RECIPES, FRAMEWORKS,
-    GEMM_TILE, KERNEL_FLOOR_S, LEGACY_MEGATRON, MEM_BW_FRACTION, OVERLAP_SLOWDOWN, TE_FP8_RECIPES,
-    eager_framework)
-from ..train.memory import PIPELINE_SPLIT_KEYS, optimizer_bytes_per_param
-from ..train.deepspeed import DEEPSPEED, REDUCE_BUCKET_ELEMENTS
+    GEMM_TILE, KERNEL_FLOOR_S, MEM_BW_FRACTION, OVERLAP_SLOWDOWN, eager_framework)
+from ..train.memory import PIPELINE_SPLIT_KEYS, memory_defaults
+from ..train.deepspeed import DEEPSPEED
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
-from ..train.search import (_divisors, check_layout, complete_layout, layout_shape, limiter,
-    search_layouts, sequence_flops)
+from ..train.layout import Layout, complete_layout
+from ..train.search import (_divisors, check_layout, layout_shape, limiter, search_layouts,
+    sequence_flops)
 from ..train.offload import evaluate_layout
+from .training_framework import resolve_framework_defaults
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
 
@@ -145,7 +146,16 @@ def build_parser():
     p = OneLineErrorParser(
         description="Step time, MFU and the fastest layout of LLM training, from first principles.")
     add_model_args(p)
-    bo = argparse.BooleanOptionalAction
+    add_hardware_flags(p)
+    add_layout_flags(p)
+    add_framework_flags(p)
+    add_question_flags(p)
+    p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
+    return p
+
+
+def add_hardware_flags(p):
+    """The accelerator: --gpu (a list with --search), or its figures one by one."""
     h = p.add_argument_group("hardware")
     h.add_argument("--gpu", default=None, help="accelerator name from hardware.py (e.g. a100, h100, b200); with "
                    "--search a comma-separated list (h100,h200,b200,mi300x) to compare clusters")
@@ -167,6 +177,11 @@ def build_parser():
     h.add_argument("--gpu-memory-gib", type=finite_float, default=None, help="capacity per GPU (overrides --gpu)")
     h.add_argument("--framework-mem-gib", type=finite_float, default=1.0,
                    help="CUDA context, cuBLAS workspace, NCCL buffers (default 1.0)")
+
+
+def add_layout_flags(p):
+    """One layout's parallel sizes, pipeline split, ZeRO stage, batch, recompute and offloads."""
+    bo = argparse.BooleanOptionalAction
     lay = p.add_argument_group("layout")
     lay.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1)
     lay.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1)
@@ -219,6 +234,11 @@ def build_parser():
                           "--framework deepspeed ZeRO-3's offload_param (needs -z 3; --offload-device)")
     lay.add_argument("--offload-activations", action=bo, default=None,
                      help="what each layer stores for its backward in host memory, two layers' worth on the GPU")
+
+
+def add_framework_flags(p):
+    """The training stack's kernels and execution knobs (training_framework.py's defaults)."""
+    bo = argparse.BooleanOptionalAction
     k = p.add_argument_group("framework")
     k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default="megatron",
                    help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
@@ -284,6 +304,10 @@ def build_parser():
                    help="busiest expert rank's tokens / mean (default 1.0)")
     k.add_argument("--overlap-slowdown", type=finite_float, default=OVERLAP_SLOWDOWN,
                    help="compute slowdown while a collective overlaps it (default 0.19, Lee et al. 2025)")
+
+
+def add_question_flags(p):
+    """What to answer: a run's time and cost, a deadline, the search and its ranking."""
     o = p.add_argument_group("question")
     o.add_argument("--tokens", type=count_float, default=None,
                    help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
@@ -298,8 +322,6 @@ def build_parser():
                    help="order of --search (at a fixed --num-gpus, cost per sequence = time per sequence x "
                         "GPUs x price: the same order)")
     add_output_args(o, json_help="print the result dict as JSON only")
-    p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
-    return p
 
 
 def fmt_s(t):
@@ -501,117 +523,10 @@ def assumptions(hw, lay):
     return out
 
 
-# What a left-out flag means under each framework. Megatron-LM of 2021 (de7dc40, the sc21 artifact)
-# had no distributed optimizer (added 2022-02, 329fe58), all-reduced the TP input gradient
-# synchronously in the backward (megatron/mpu/mappings.py; the overlap came 2021-09, 16c9044), no
-# fused attention kernel (FlashAttention: Dao et al. 2022), recomputed whole layers
-# (--checkpoint-activations, as every Table 1 run), reduced gradients after the backward with its
-# default local DDP, in the 16-bit parameter dtype for fp16 (arguments.py forces fp32 only for bf16).
-FRAMEWORK_DEFAULTS = {
-    "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
-                      "recompute": "full", "dp_overlap": False},
-    # Megatron-LM of 2022-05 (d898a8991d, the sequence-parallel merge, Korthikanti et al. 2022): the
-    # distributed optimizer came 2022-06-08 (d07d29df14); the backward TP collectives overlap the
-    # weight-gradient GEMM (mpu/layers.py); no flash kernel; local DDP reduces after the backward
-    "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
-                      "recompute": "selective", "dp_overlap": False},
-    "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
-                "recompute": "selective", "dp_overlap": True},
-    # DeepSpeed (deepspeed/runtime/zero/config.py): ZeRO stage 0 unless configured, overlap_comm on
-    # only at stage 3 (set in resolve_framework_defaults), reduce_bucket_size 5e8; Megatron-DeepSpeed's
-    # tensor parallelism all-reduces synchronously; no recompute unless asked
-    DEEPSPEED: {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": True, "recompute": "none"}}
-
-
-def resolve_framework_defaults(args, parser):
-    """Fill the flags left out with the framework's defaults (FRAMEWORK_DEFAULTS); refuse, in one
-    line, a megatron-2021 or megatron-2022 run asking for what that code did not have."""
-    fw = args.framework
-    if args.fp8_recipe:
-        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
-        if args.dtype != "fp8":
-            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
-        if fw == "pytorch" and args.fp8_recipe not in torchao:
-            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under --framework pytorch "
-                         f"(torchao) use {' or '.join(torchao)}")
-        if fw == "megatron" and args.fp8_recipe not in te:
-            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron (Transformer "
-                         f"Engine) use {', '.join(te)}")
-        if fw not in ("pytorch", "megatron"):
-            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: {', '.join(te)}) "
-                         f"and pytorch (torchao: {', '.join(torchao)}), not {fw}")
-    elif args.dtype == "fp8" and fw in ("pytorch", "megatron"):  # the recipe the cost model uses, shown in --json
-        args.fp8_recipe = "delayed" if fw == "megatron" else "tensorwise"
-    if args.compile and fw != "pytorch":
-        parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with --framework pytorch "
-                     f"(--framework {fw} " + ("has fused kernels already)" if fw != "llm-foundry" else
-                                              "ran composer's eager modules)"))
-    if fw in LEGACY_MEGATRON:
-        y2021 = fw == "megatron-2021"
-        bad = [(args.zero_stage not in (None, 0), f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
-               (y2021 and args.tp_comm_overlap not in (None, "none"), f"--tp-comm-overlap {args.tp_comm_overlap} "
-                "(the TP all-reduces ran synchronously)"),
-               (args.tp_comm_overlap == "full", "--tp-comm-overlap full (no userbuffers overlap of the "
-                "forward collectives)"),
-               (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
-               (y2021 and args.recompute == "selective", "--recompute selective (Korthikanti et al. 2022)"),
-               (args.recompute == "op-sac", "--recompute op-sac (torchtitan's per-op checkpointing)"),
-               (bool(args.recompute_modules), "--recompute-modules (Megatron-Core's selective modules)"),
-               (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
-               (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
-               (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
-               (args.offload_params, "--offload-params"), (args.offload_activations, "--offload-activations"),
-               (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
-                "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
-               (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
-                "--dp-overlap with fp32 gradients (arguments.py: fp32 accumulation needs local DDP, which "
-                "reduces after the backward; pass --grad-reduce-dtype fp16 for --DDP-impl torch)")]
-        why = [w for b, w in bad if b]
-        if why:
-            parser.error(f"--framework {fw} has no {why[0]}")
-    ds = fw == DEEPSPEED
-    if ds:
-        bad = [(args.virtual_pipeline_size > 1, "-vp > 1 (its pipeline engine runs 1F1B without interleaving)"),
-               (args.pipeline_parallel_size > 1 and (args.zero_stage or 0) >= 2,
-                f"-z {args.zero_stage} with -pp > 1 (ZeRO-2 and ZeRO-3 are incompatible with its pipeline engine)"),
-               (args.context_parallel_size > 1, "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
-               (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
-               (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
-               (args.search, "--search (one layout at a time)"),
-               (bool(args.offload_activations), "--offload-activations (its cpu_checkpointing is not costed here)")]
-        why = [w for b, w in bad if b]
-        if why:
-            parser.error(f"--framework {fw} has no {why[0]}")
-    else:
-        for flag, val in (("--offload-device", args.offload_device), ("--nvme-gbps", args.nvme_gbps)):
-            if val is not None:
-                parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
-    for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
-        if getattr(args, k) is None:
-            setattr(args, k, v)
-    if ds:
-        if args.dp_overlap is None:
-            args.dp_overlap = args.zero_stage == 3  # overlap_comm's default (zero/config.py overlap_comm_valid)
-        if args.offload_device and not (args.offload or args.offload_params):
-            parser.error("--offload-device needs --offload (optimizer states) or --offload-params (weights)")
-        # one flag for weights in host memory: under DeepSpeed it is ZeRO-3's offload_param
-        args.offload_param = (args.offload_device or "cpu") if args.offload_params else None
-        if args.offload_param and args.zero_stage != 3:
-            parser.error(f"--offload-params under --framework deepspeed needs -z 3 (DeepSpeed offloads parameters "
-                         f"at stage 3 only), not -z {args.zero_stage}")
-        if "nvme" in (args.offload_device, args.offload_param) and args.nvme_gbps is None:
-            parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU (none is assumed)")
-    if args.dp_bucket_mparams is None:
-        args.dp_bucket_mparams = REDUCE_BUCKET_ELEMENTS / 1e6 if ds else 40.0
-    if args.grad_reduce_dtype is None:
-        args.grad_reduce_dtype = "fp16" if fw == "megatron-2021" and args.dtype == "fp16" else "fp32"
-
-
 def resolve_clusters(args, parser):
-    """The lists a search compares: GPU names (None: the default), GPU counts and one price per GPU
-    name (None without a price). Each count and price is range-checked as the single flag is;
-    args.gpu, args.num_gpus and args.cost_per_gpu_hour become the first of each, and every flag's
-    range is checked (FLAG_RANGES) before the rules between flags."""
+    """(GPU names (None: the default), GPU counts, one price per GPU name (None without one)): the
+    lists a search compares. Each count and price is range-checked as the single flag is, then
+    every other flag's range (FLAG_RANGES), before the rules between flags."""
     names = [x.strip() for x in args.gpu.split(",")] if args.gpu is not None else [None]
     if args.gpu is not None and not all(names):
         parser.error(f"--gpu {args.gpu!r}: an empty name in the list")
@@ -619,10 +534,9 @@ def resolve_clusters(args, parser):
     prices = list(args.cost_per_gpu_hour or (None,))
     for dest, vals in (("num_gpus", counts), ("cost_per_gpu_hour", prices)):
         for v in vals:
-            setattr(args, dest, v)
-            check_ranges(args, parser, {dest: FLAG_RANGES[dest]})
-    args.gpu, args.num_gpus, args.cost_per_gpu_hour = names[0], counts[0], prices[0]
-    check_ranges(args, parser, FLAG_RANGES)
+            check_ranges(argparse.Namespace(**{dest: v}), parser, {dest: FLAG_RANGES[dest]})
+    listed = ("num_gpus", "cost_per_gpu_hour")  # checked above, value by value
+    check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items() if k not in listed})
     if (len(names) > 1 or len(counts) > 1) and not args.search:
         parser.error("a list of --gpu or --num-gpus needs --search (one layout runs on one cluster)")
     if len(prices) not in (1, len(names)):
@@ -637,210 +551,320 @@ def resolve_clusters(args, parser):
     return names, counts, prices * len(names) if len(prices) == 1 else prices
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parse_tool_args(parser, argv)
+def with_cookbook_heads(args):
+    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
+    gives the heads, a copy with calc_transformer_mem.py's default of 64 (heads_defaulted: not a
+    shape the user gave). Returns a new namespace; `args` is left as parsed."""
+    if args.num_attention_heads is None and not args.hf_model_name_or_path:
+        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
+            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
+                                             heads_defaulted=True))
+    return args
+
+
+def gpu_flags(args, name):
+    """The flags as tools/training_hardware.resolve_hardware reads them for GPU `name` (one of a
+    --gpu list; None: the default accelerator): a copy, `args` left as parsed."""
+    return argparse.Namespace(**dict(vars(args), gpu=name))
+
+
+def resolve_run(args, parser):
+    """Everything the answer needs from the flags, checked in order, as a dict: the clusters
+    (names, counts, prices), the knobs a search keeps (pinned), the framework's knobs, the model
+    (spec, notes, model_args), the first GPU's hardware (hw, net, hw_notes) and the memory base."""
     names, counts, prices = resolve_clusters(args, parser)
     # the execution knobs a search keeps as given (it searches the ones left out)
     pinned = {k for k, d in (("tp_comm_overlap", "tp_comm_overlap"), ("dp_overlap", "dp_overlap"),
                              ("offload", "offload"), ("sp", "sequence_parallel"),
                              ("offload_params", "offload_params"), ("offload_activations", "offload_activations"))
               if getattr(args, d) is not None}
-    if args.sequence_parallel is None and args.framework == "pytorch":
+    sp = args.sequence_parallel
+    if sp is None and args.framework == "pytorch":
         # torchtitan's tensor parallelism always shards the norms over the sequence (SequenceParallel
         # on attention_norm, ffn_norm and norm in models/llama3/infra/parallelize.py apply_tp)
-        args.sequence_parallel = True
-    args.sequence_parallel, args.offload = bool(args.sequence_parallel), bool(args.offload)
-    args.offload_params, args.offload_activations = bool(args.offload_params), bool(args.offload_activations)
-    if args.rank_by == "cost" and args.cost_per_gpu_hour is None:
+        sp = True
+    if args.rank_by == "cost" and prices[0] is None:
         parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
                      "adds the cost column)")
-    if args.num_attention_heads is None and not args.hf_model_name_or_path:
-        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            args.num_attention_heads = 64  # as calc_transformer_mem.py's default
-            args.heads_defaulted = True  # not a shape the user gave
+    model_args = with_cookbook_heads(args)
     try:
-        spec, notes = resolve_model_spec(args)
+        spec, notes = resolve_model_spec(model_args)
     except ValueError as exc:
         parser.error(str(exc))
-    resolve_framework_defaults(args, parser)
-    if args.recompute_modules and args.recompute != "selective":
-        parser.error(f"--recompute-modules needs --recompute selective, not --recompute {args.recompute}")
-    if args.search and (args.recompute_modules or (args.recompute_every or 1) > 1 or args.recompute == "op-sac"):
+    knobs = resolve_framework_defaults(args, parser)
+    knobs.update(sequence_parallel=bool(sp), offload=bool(args.offload),
+                 offload_params=bool(args.offload_params),
+                 offload_activations=bool(args.offload_activations))
+    check_recompute_and_offload(args, parser, knobs)
+    hw, net, hw_notes = resolve_hardware(gpu_flags(args, names[0]), parser, counts=counts)
+    if knobs["fp8_recipe"] == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
+        not_bw = [x or hw["name"] for x in names if kernel_family(x, parser) != "blackwell"]
+        if not_bw:
+            parser.error(f"--fp8-recipe mxfp8 needs a Blackwell GPU (b200, gb200, b300), "
+                         f"not {not_bw[0]}")
+    return {"names": names, "counts": counts, "prices": prices, "pinned": pinned, "knobs": knobs,
+            "model_args": model_args, "spec": spec, "notes": notes, "hw": hw, "net": net,
+            "hw_notes": list(hw_notes),
+            "c0": memory_defaults(overhead_bytes=args.framework_mem_gib * GIB_),
+            "flops": sequence_flops(spec, seq_len=args.sequence_length)}
+
+
+def check_recompute_and_offload(args, parser, knobs):
+    """The recompute flags' rules (modules need selective; a search picks the mode itself) and
+    layer offload's (Megatron-LM's kernels only)."""
+    if args.recompute_modules and knobs["recompute"] != "selective":
+        parser.error(f"--recompute-modules needs --recompute selective, not --recompute "
+                     f"{knobs['recompute']}")
+    if args.search and (args.recompute_modules or (args.recompute_every or 1) > 1
+                        or knobs["recompute"] == "op-sac"):
         parser.error("--search chooses among --recompute none, selective and full itself: drop --recompute-modules, "
                      "--recompute-every and --recompute op-sac, or drop --search")
-    if (args.offload_params or args.offload_activations) and eager_framework({"framework": args.framework}):
+    layer_offload = knobs["offload_params"] or knobs["offload_activations"]
+    if layer_offload and eager_framework({"framework": args.framework}):
         parser.error(f"--offload-params / --offload-activations are costed for Megatron-LM's kernels only, not "
                      f"--framework {args.framework} (FSDP's CPUOffload moves weights, gradients and optimizer "
                      "together: not modelled)")
-    hw, net, hw_notes = resolve_hardware(args, parser, counts=counts)
-    hw_notes = list(hw_notes)
-    if args.fp8_recipe == "mxfp8":  # MXFP8's block-scaled GEMMs are Blackwell's (TE: sm100+)
-        not_bw = [x or hw["name"] for x in names if kernel_family(x, parser) != "blackwell"]
-        if not_bw:
-            parser.error(f"--fp8-recipe mxfp8 needs a Blackwell GPU (b200, gb200, b300), not {not_bw[0]}")
+
+
+def layout_base(args, knobs, hw, n):
+    """The layout every candidate starts from: the flags and the framework's knobs, n GPUs of hw."""
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
-    n = args.num_gpus or tp * pp * cp
-    base = {"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
+    k = knobs
+    return Layout({"num_gpus": n, "tp": tp, "pp": pp, "vp": args.virtual_pipeline_size, "cp": cp,
             "cp_comm_type": args.cp_comm_type,
             "ep": args.expert_parallelism, "etp": args.expert_tensor_parallel_size or tp,
-            "sp": bool(args.sequence_parallel and tp > 1), "zero_stage": args.zero_stage,
-            "sequence_length": args.sequence_length, "recompute": args.recompute, "offload": args.offload,
+            "sp": bool(k["sequence_parallel"] and tp > 1), "zero_stage": k["zero_stage"],
+            "sequence_length": args.sequence_length, "recompute": k["recompute"],
+            "offload": k["offload"],
             "recompute_modules": tuple(dict.fromkeys(args.recompute_modules)) if args.recompute_modules else None,
             "recompute_every": args.recompute_every or 1,
             # under deepspeed the weights' offload is ZeRO-3's offload_param, costed by its engine
-            "offload_params": args.offload_params and args.framework != DEEPSPEED,
-            "offload_activations": args.offload_activations,
-            "flash_attention": args.flash_attention, "dropout": args.dropout,
+            "offload_params": k["offload_params"] and args.framework != DEEPSPEED,
+            "offload_activations": k["offload_activations"],
+            "flash_attention": k["flash_attention"], "dropout": args.dropout,
             "attention_kernel": args.attention_kernel or default_attention_kernel(
                 args.framework, hopper_or_newer=hw["family"] in ("hopper", "blackwell")),
-            "tp_comm_overlap": args.tp_comm_overlap, "dp_overlap": args.dp_overlap,
-            "dp_bucket_params": args.dp_bucket_mparams * 1e6, "moe_imbalance": args.moe_imbalance,
+            "tp_comm_overlap": k["tp_comm_overlap"], "dp_overlap": k["dp_overlap"],
+            "dp_bucket_params": k["dp_bucket_mparams"] * 1e6, "moe_imbalance": args.moe_imbalance,
             "overlap_slowdown": args.overlap_slowdown,
             "gpus_per_node": job_gpus_per_node(gpus_per_node=hw["gpus_per_node"], num_gpus=n),
-            "matmul_bytes": 1 if args.dtype == "fp8" else 2, "grad_bytes": 4 if args.grad_reduce_dtype == "fp32" else 2,
-            "framework": args.framework, "compile": args.compile, "fp8_recipe": args.fp8_recipe,
+            "matmul_bytes": 1 if args.dtype == "fp8" else 2,
+            "grad_bytes": 4 if k["grad_reduce_dtype"] == "fp32" else 2,
+            "framework": args.framework, "compile": args.compile, "fp8_recipe": k["fp8_recipe"],
             "moe_dispatcher": args.moe_dispatcher, "moe_a2a_overlap": args.moe_a2a_overlap,
-            "offload_device": (args.offload_device or "cpu") if args.offload else None,
-            "offload_param": getattr(args, "offload_param", None),
+            "offload_device": (args.offload_device or "cpu") if k["offload"] else None,
+            "offload_param": k["offload_param"],
             "nvme_bytes_per_s": args.nvme_gbps * 1e9 if args.nvme_gbps else None,
             "precision16": "fp16" if args.dtype == "fp16" else "bf16",
             "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
             "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
             "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
-            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split}
-    c0 = {"act_bytes": 2, "partition_activations": False, "lora": None, "weight_bytes": 2, "grad_bytes": 4,
-          "opt_bytes": optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4),
-          "zbs": 0, "zmlp": 1e9, "overhead_bytes": args.framework_mem_gib * GIB_}
-    flops = sequence_flops(spec, seq_len=args.sequence_length)
-    res = {"model": spec_summary(spec), "warnings": list(spec["warnings"]), "gpu": hw["name"],
-           "gpu_default": hw["default"],
-           "num_gpus": n, "dtype": args.dtype, "memory_bytes": hw["memory_bytes"]}
-    if args.search:
-        if args.cp_comm_type == "a2a":
-            parser.error("--cp-comm-type a2a is costed one layout at a time: --search places context "
-                         "parallelism as the p2p ring (drop one of the two)")
-        if not args.num_gpus or not args.global_batch_size:
-            parser.error("--search needs --num-gpus and --global-batch-size")
-        split = [k for k in PIPELINE_SPLIT_KEYS if base[k]]
-        if split:
-            parser.error(f"--{split[0].replace('_', '-')} describes one layout's pipeline: --search chooses the split "
-                         "itself (uneven where the layers do not divide)")
-        base["global_batch_size"] = args.global_batch_size
-        t0 = time.perf_counter()
-        show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
-            if sys.stderr.isatty() and not args.json else None
-        found, evaluated, ngroups, memo = [], 0, 0, {}
-        many = len(names) * len(counts) > 1
-        best_keys = []  # the --top best rank keys over all clusters so far, ascending
-        for gi, name in enumerate(names):
-            if len(names) > 1:
-                hw, net, hw_notes_g = resolve_hardware(
-                    argparse.Namespace(**dict(vars(args), gpu=name)), parser, counts=counts)
-                hw_notes += [x for x in hw_notes_g if x not in hw_notes]
-            for count in counts:
-                c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
-                b = dict(base, num_gpus=count,  # each GPU its default kernel
-                         gpus_per_node=job_gpus_per_node(gpus_per_node=hw["gpus_per_node"], num_gpus=count),
-                         attention_kernel=args.attention_kernel or default_attention_kernel(
-                             args.framework, hopper_or_newer=hw["family"] in ("hopper", "blackwell")))
-                wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
-                rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops, progress=show,
-                                              pinned=pinned, keep=args.top, memo=memo, wanted=wanted)
-                evaluated, ngroups = evaluated + ev, ngroups + ng
-                found.append(dict(c, rows=rows, base=b))
-        if show:
-            print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
-        elapsed = time.perf_counter() - t0
-        if not any(c["rows"] for c in found):
-            tried = "full recompute and offload" if not ({"offload", "offload_params", "offload_activations"} & pinned) \
-                else "full recompute and the offloads given"
-            if len(found) > 1:
-                parser.error(f"no layout of any cluster ({', '.join(names if names != [None] else [hw['name']])} "
-                             f"x {', '.join(map(str, counts))} GPUs) fits for global batch "
-                             f"{args.global_batch_size}, even with {tried}")
-            parser.error(f"no layout of {n} GPUs fits {hw['memory_bytes'] / GIB_:.1f} GiB per GPU "
-                         f"for global batch {args.global_batch_size}, even with {tried}")
-        clusters = rank_clusters(found, args)
-        win = next(c for c in found if c["rows"] and c["rows"][0] is clusters[0]["row"])
-        if many and len({layout_shape(x[1]) for x in win["rows"]}) < 2:  # the report's runner-up shape
-            win["rows"] = search_layouts(spec, win["base"], hw=win["hw"], net=win["net"], c0=c0, flops=flops,
-                                         pinned=pinned, keep=args.top, memo=memo)[0]
-        hw, net, n = win["hw"], win["net"], win["num_gpus"]
-        _, lay, r = win["rows"][0]
-        merged = sorted(((rank_key(c, row, args), c, row) for c in found for row in c["rows"][:args.top]),
-                        key=lambda x: x[0])
-        top = []
-        for _, c, (_, ly, rr) in merged[:args.top]:
-            top.append(dict({k: ly[k] for k in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero_stage",
-                                                  "micro_batch_size", "recompute", "offload", "offload_params",
-                                                  "offload_activations", "num_microbatches",
-                                                  "global_batch_size", "sequence_length", "tp_comm_overlap",
-                                                  "dp_overlap", *PIPELINE_SPLIT_KEYS)},
-                            sequence_parallel=ly["sp"], sp=ly["sp"], gpu=c["hw"]["name"], num_gpus=c["num_gpus"],
-                            step_time_s=rr["step_time_s"],
-                            tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],
-                            total_bytes=rr["total_bytes"], headroom_bytes=rr["headroom_bytes"],
-                            limited_by=limiter(rr)))
-        res.update(gpu=hw["name"], gpu_default=hw["default"], num_gpus=n, memory_bytes=hw["memory_bytes"])
-        args.cost_per_gpu_hour = win["price"]
-        res.update(layouts=top, layouts_evaluated=evaluated, layout_groups=ngroups, search_time_s=elapsed,
-                   why=why_winner(win["rows"]))
+            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split})
+
+
+def search_clusters(args, parser, run, base):
+    """--search: every layout of every cluster (GPU kind x count), best first. Returns (found: one
+    entry per cluster with its rows, layouts costed, parallel shapes, seconds taken)."""
+    names, counts, prices, memo = run["names"], run["counts"], run["prices"], {}
+    hw, net, spec, c0, flops = run["hw"], run["net"], run["spec"], run["c0"], run["flops"]
+    t0 = time.perf_counter()
+    show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
+        if sys.stderr.isatty() and not args.json else None
+    found, evaluated, ngroups = [], 0, 0
+    many = len(names) * len(counts) > 1
+    best_keys = []  # the --top best rank keys over all clusters so far, ascending
+    for gi, name in enumerate(names):
+        if len(names) > 1:
+            hw, net, hw_notes_g = resolve_hardware(gpu_flags(args, name), parser, counts=counts)
+            run["hw_notes"] += [x for x in hw_notes_g if x not in run["hw_notes"]]
+        for count in counts:
+            c = {"hw": hw, "net": net, "name": name, "num_gpus": count, "price": prices[gi]}
+            b = base.replace(num_gpus=count,  # each GPU its default kernel
+                     gpus_per_node=job_gpus_per_node(gpus_per_node=hw["gpus_per_node"],
+                                                     num_gpus=count),
+                     attention_kernel=args.attention_kernel or default_attention_kernel(
+                         args.framework, hopper_or_newer=hw["family"] in ("hopper", "blackwell")))
+            wanted = (lambda t, c=c: list_bound_s(c, t, best_keys, args)) if many else None
+            rows, ev, ng = search_layouts(spec, b, hw=hw, net=net, c0=c0, flops=flops,
+                                          progress=show, pinned=run["pinned"], keep=args.top,
+                                          memo=memo, wanted=wanted)
+            evaluated, ngroups = evaluated + ev, ngroups + ng
+            found.append(dict(c, rows=rows, base=b))
+    if show:
+        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    run["memo"] = memo
+    return found, evaluated, ngroups, time.perf_counter() - t0
+
+
+def search_answer(args, parser, run, base, res):
+    """--search's answer into `res` (the layouts, and with several clusters their ranking);
+    returns (hw, net, GPUs, layout, its result, price per GPU-hour) of the winner."""
+    if args.cp_comm_type == "a2a":
+        parser.error("--cp-comm-type a2a is costed one layout at a time: --search places context "
+                     "parallelism as the p2p ring (drop one of the two)")
+    if not run["counts"][0] or not args.global_batch_size:
+        parser.error("--search needs --num-gpus and --global-batch-size")
+    split = [k for k in PIPELINE_SPLIT_KEYS if base[k]]
+    if split:
+        parser.error(f"--{split[0].replace('_', '-')} describes one layout's pipeline: --search "
+                     "chooses the split itself (uneven where the layers do not divide)")
+    base["global_batch_size"] = args.global_batch_size
+    found, evaluated, ngroups, elapsed = search_clusters(args, parser, run, base)
+    names, counts = run["names"], run["counts"]
+    if not any(c["rows"] for c in found):
+        pinned = run["pinned"]
+        streamed = {"offload", "offload_params", "offload_activations"} & pinned
+        tried = ("full recompute and offload" if not streamed
+                 else "full recompute and the offloads given")
         if len(found) > 1:
-            res["clusters"] = [{k: v for k, v in c.items() if k != "row"} for c in clusters]
-            res["rank_by"] = args.rank_by
+            kinds = names if names != [None] else [run["hw"]["name"]]
+            parser.error(f"no layout of any cluster ({', '.join(kinds)} "
+                         f"x {', '.join(map(str, counts))} GPUs) fits for global batch "
+                         f"{args.global_batch_size}, even with {tried}")
+        parser.error(f"no layout of {base['num_gpus']} GPUs fits "
+                     f"{run['hw']['memory_bytes'] / GIB_:.1f} GiB per GPU for global batch "
+                     f"{args.global_batch_size}, even with {tried}")
+    clusters = rank_clusters(found, args)
+    win = next(c for c in found if c["rows"] and c["rows"][0] is clusters[0]["row"])
+    if len(found) > 1 and len({layout_shape(x[1]) for x in win["rows"]}) < 2:
+        # the report's runner-up shape
+        win["rows"] = search_layouts(run["spec"], win["base"], hw=win["hw"], net=win["net"],
+                                     c0=run["c0"], flops=run["flops"], pinned=run["pinned"],
+                                     keep=args.top, memo=run["memo"])[0]
+    hw, n = win["hw"], win["num_gpus"]
+    _, lay, r = win["rows"][0]
+    res.update(gpu=hw["name"], gpu_default=hw["default"], num_gpus=n,
+               memory_bytes=hw["memory_bytes"])
+    res.update(layouts=top_layouts(found, args), layouts_evaluated=evaluated, layout_groups=ngroups,
+               search_time_s=elapsed, why=why_winner(win["rows"]))
+    if len(found) > 1:
+        res["clusters"] = [{k: v for k, v in c.items() if k != "row"} for c in clusters]
+        res["rank_by"] = args.rank_by
+    return hw, win["net"], n, lay, r, win["price"]
+
+
+# A layout's fields in the search's table of the best (--json's "layouts")
+TOP_LAYOUT_KEYS = ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero_stage", "micro_batch_size",
+                   "recompute", "offload", "offload_params", "offload_activations",
+                   "num_microbatches",
+                   "global_batch_size", "sequence_length", "tp_comm_overlap", "dp_overlap",
+                   *PIPELINE_SPLIT_KEYS)
+
+
+def top_layouts(found, args):
+    """The --top best layouts over every cluster, as the report's table lists them."""
+    merged = sorted(((rank_key(c, row, args), c, row) for c in found
+                     for row in c["rows"][:args.top]), key=lambda x: x[0])
+    top = []
+    for _, c, (_, ly, rr) in merged[:args.top]:
+        top.append(dict({k: ly[k] for k in TOP_LAYOUT_KEYS},
+                        sequence_parallel=ly["sp"], sp=ly["sp"], gpu=c["hw"]["name"],
+                        num_gpus=c["num_gpus"],
+                        step_time_s=rr["step_time_s"],
+                        tokens_per_s_per_gpu=rr["tokens_per_s_per_gpu"], mfu=rr["mfu"],
+                        total_bytes=rr["total_bytes"], headroom_bytes=rr["headroom_bytes"],
+                        limited_by=limiter(rr)))
+    return top
+
+
+def one_layout_answer(args, parser, run, base, res):
+    """One layout on --num-gpus: the given micro-batch, or the fastest that fits of those dividing
+    the per-replica batch (the smallest when none fits). Returns (layout, its result)."""
+    spec, n = run["spec"], base["num_gpus"]
+    tp, pp, cp = base["tp"], base["pp"], base["cp"]
+    dp = n // (tp * pp * cp) if n % (tp * pp * cp) == 0 else 0
+    if not dp:
+        parser.error(f"--num-gpus {n} is not divisible by tp x pp x cp = {tp * pp * cp}")
+    b = args.micro_batch_size
+    gbs = args.global_batch_size or dp * (b or 1)
+    base["global_batch_size"] = gbs
+    cands = [b] if b else _divisors(gbs // dp, 64) if gbs % dp == 0 else [1]
+    best = None
+    for x in cands:
+        lay = base.replace(micro_batch_size=x)
+        why = check_layout(spec, lay) or cp_layout_error(spec, lay)
+        if why:
+            if b or x == cands[-1] and best is None:
+                parser.error(why)
+            continue
+        lay = complete_layout(lay)
+        r = evaluate_layout(spec, lay, hw=run["hw"], net=run["net"], c0=run["c0"],
+                            flops=run["flops"])
+        key = (not r["fits"], r["step_time_s"] if r["fits"] else x)
+        if best is None or key < best[0]:
+            best = (key, lay, r)
+    res["micro_batch_size_source"] = "--micro-batch-size" if b else "the fastest that fits"
+    return best[1], best[2]
+
+
+def next_step(args, parser, run, lay, n):
+    """A layout that does not fit: the search over every layout of these GPUs, and the memory
+    script's command for this one (what fits on how many GPUs)."""
+    flags = gpu_flags(run["model_args"], run["names"][0])  # as given, with the heads the model read
+    s = f"-s {lay['sequence_length']} --num-gpus {n}"
+    search = [s, f"--global-batch-size {lay['global_batch_size']}"]
+    fw = args.framework
+    last = [*([f"--framework {fw}"] if fw != "megatron" else []), "--search"]
+    memory = [s, f"-tp {lay['tp']} -pp {lay['pp']} -b {lay['micro_batch_size']} "
+                 f"-z {lay['zero_stage']} --recompute {lay['recompute']}",
+              # Megatron's optimizer shards in place
+              *(["-zbs 0"] if lay["zero_stage"] < 3 else []),
+              *(["--framework pytorch"] if fw == "pytorch" else [])]
+    return {"search_command": script_command("calc_training_time.py", parser, flags, words=search,
+                                             last=last),
+            "memory_command": script_command("calc_transformer_mem.py", parser, flags,
+                                             words=memory)}
+
+
+def training_totals(args, lay, r, n, price):
+    """--tokens: steps, days, GPU-hours and cost of the run; whether it meets --deadline-days."""
+    steps = args.tokens / (lay["global_batch_size"] * lay["sequence_length"])
+    wall = steps * r["step_time_s"]
+    gh = wall * n / 3600
+    out = {"tokens": args.tokens, "steps": steps, "time_s": wall, "days": wall / SECONDS_PER_DAY,
+           "gpu_hours": gh, "cost_per_gpu_hour": price,
+           "cost": gh * price if price is not None else None}
+    if args.deadline_days is not None:  # this run against it (a list of clusters also ranks by it)
+        out.update(deadline_days=args.deadline_days,
+                   meets_deadline=wall / SECONDS_PER_DAY <= args.deadline_days)
+    return out
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parse_tool_args(parser, argv)
+    with calc_errors(parser):  # a CalcError from below the tools: one line, exit 2
+        return training_answer(args, parser)
+
+
+def training_answer(args, parser):
+    """The step (or the search's best layouts) for the parsed flags: resolve, cost, print; returns
+    the result dict."""
+    run = resolve_run(args, parser)
+    spec, hw, net = run["spec"], run["hw"], run["net"]
+    tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
+    n = run["counts"][0] or tp * pp * cp
+    base = layout_base(args, run["knobs"], hw, n)
+    res = {"model": spec_summary(spec), "warnings": list(spec["warnings"]), "gpu": hw["name"],
+           "gpu_default": hw["default"], "num_gpus": n, "dtype": args.dtype,
+           "memory_bytes": hw["memory_bytes"]}
+    price = run["prices"][0]
+    if args.search:
+        hw, net, n, lay, r, price = search_answer(args, parser, run, base, res)
     else:
-        dp = n // (tp * pp * cp) if n % (tp * pp * cp) == 0 else 0
-        if not dp:
-            parser.error(f"--num-gpus {n} is not divisible by tp x pp x cp = {tp * pp * cp}")
-        b = args.micro_batch_size
-        gbs = args.global_batch_size or dp * (b or 1)
-        base["global_batch_size"] = gbs
-        cands = [b] if b else _divisors(gbs // dp, 64) if gbs % dp == 0 else [1]
-        best = None
-        for x in cands:
-            lay = dict(base, micro_batch_size=x)
-            why = check_layout(spec, lay) or cp_layout_error(spec, lay)
-            if why:
-                if b or x == cands[-1] and best is None:
-                    parser.error(why)
-                continue
-            lay = complete_layout(lay)
-            r = evaluate_layout(spec, lay, hw=hw, net=net, c0=c0, flops=flops)
-            key = (not r["fits"], r["step_time_s"] if r["fits"] else x)
-            if best is None or key < best[0]:
-                best = (key, lay, r)
-        _, lay, r = best
-        res["micro_batch_size_source"] = "--micro-batch-size" if b else "the fastest that fits"
+        lay, r = one_layout_answer(args, parser, run, base, res)
     res.update({k: r[k] for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "hfu",
                                   "model_tflops_per_gpu", "total_bytes", "fits", "headroom_bytes",
                                   "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
     res["layout"] = dict(lay, sequence_parallel=lay["sp"])
     if not r["fits"] and not args.search:  # the way out: the search over every layout of these GPUs
-        s = f"-s {lay['sequence_length']} --num-gpus {n}"
-        search = [s, f"--global-batch-size {lay['global_batch_size']}"]
-        last = [*([f"--framework {args.framework}"] if args.framework != "megatron" else []), "--search"]
-        memory = [s, f"-tp {lay['tp']} -pp {lay['pp']} -b {lay['micro_batch_size']} -z {lay['zero_stage']} "
-                     f"--recompute {lay['recompute']}",
-                  *(["-zbs 0"] if lay["zero_stage"] < 3 else []),  # Megatron's optimizer shards in place
-                  *(["--framework pytorch"] if args.framework == "pytorch" else [])]
-        res["next_step"] = {"search_command": script_command("calc_training_time.py", parser, args, words=search,
-                                                             last=last),
-                            "memory_command": script_command("calc_transformer_mem.py", parser, args, words=memory)}
-    res["flops_per_step"] = {"model": lay["global_batch_size"] * flops["model"],
+        res["next_step"] = next_step(args, parser, run, lay, n)
+    res["flops_per_step"] = {"model": lay["global_batch_size"] * run["flops"]["model"],
                              "hardware": r["hardware_flops_per_step"]}
     if args.tokens:
-        steps = args.tokens / (lay["global_batch_size"] * lay["sequence_length"])
-        wall = steps * r["step_time_s"]
-        gh = wall * n / 3600
-        res["training"] = {"tokens": args.tokens, "steps": steps, "time_s": wall, "days": wall / SECONDS_PER_DAY,
-                           "gpu_hours": gh, "cost_per_gpu_hour": args.cost_per_gpu_hour,
-                           "cost": gh * args.cost_per_gpu_hour if args.cost_per_gpu_hour is not None else None}
-        if args.deadline_days is not None:  # this run against it (a list of clusters also ranks by it)
-            res["training"].update(deadline_days=args.deadline_days,
-                                   meets_deadline=wall / SECONDS_PER_DAY <= args.deadline_days)
+        res["training"] = training_totals(args, lay, r, n, price)
     res["assumptions"] = assumptions(hw, lay)
-    for note in [*hw_notes, *notes]:
+    for note in [*run["hw_notes"], *run["notes"]]:
         print(f"note: {note}", file=sys.stderr)
     print_warnings(res["warnings"], as_json=args.json)
     if args.brief:  # the run's time with --tokens, else the step's

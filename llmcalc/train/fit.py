@@ -33,7 +33,8 @@ GPUS_PER_HOST = 8  # one host per 8 GPUs (DGX/HGX); fewer when the job has fewer
 def offload_host_memory(spec, c, b):
     """Host memory the offloaded optimizer needs: per GPU, and per host of GPUS_PER_HOST GPUs."""
     per_param = c["host_opt_bytes"] + OFFLOAD_GRAD_BYTES
-    on_gpu = training_memory(spec, dict(c, opt_bytes=c["host_opt_bytes"]), b)[0]["optimizer_bytes"]
+    on_gpu = training_memory(spec, c.replace(opt_bytes=c["host_opt_bytes"]), b)[0]
+    on_gpu = on_gpu["optimizer_bytes"]
     per_gpu = on_gpu / c["host_opt_bytes"] * per_param if c["host_opt_bytes"] else 0.0
     host_gpus = min(GPUS_PER_HOST, c["num_gpus"])
     return {"host_bytes_per_gpu": per_gpu, "gpus_per_host": host_gpus, "host_bytes_per_host": per_gpu * host_gpus,
@@ -42,8 +43,8 @@ def offload_host_memory(spec, c, b):
 
 def with_dp(c, dp):
     """The configuration with dp data-parallel ranks (the other parallel sizes kept)."""
-    return dict(c, dp=dp, num_gpus=dp * c["cp"] * c["tp"] * c["pp"],
-                **zero_shards(dp=dp, cp=c["cp"], tp=c["tp"], pp=c["pp"], etp=c["etp"], ep=c["ep"]))
+    return c.replace(dp=dp, num_gpus=dp * c["cp"] * c["tp"] * c["pp"],
+                     **zero_shards(dp=dp, **{k: c[k] for k in ("cp", "tp", "pp", "etp", "ep")}))
 
 
 def training_ways_out(spec, c, b):
@@ -56,17 +57,19 @@ def training_ways_out(spec, c, b):
     def add(flags, cc, why):
         total = training_memory(spec, cc, b)[0]["total_bytes"]
         out.append({"flags": flags, "why": why, "total_bytes": total, "fits": total <= lim})
-    most, flags = dict(c), []
+    most, flags = c.copy(), []
     if c["zero_stage"] < 3 and c["zero_shard"] > 1:
-        add("-z 3", dict(c, zero_stage=3), f"weights, gradients and optimizer states over dp*cp = {c['zero_shard']}")
+        add("-z 3", c.replace(zero_stage=3),
+            f"weights, gradients and optimizer states over dp*cp = {c['zero_shard']}")
         most["zero_stage"] = 3
         flags.append("-z 3")
     if c["recompute"] != "full" or (c.get("recompute_every") or 1) > 1:
-        add("--recompute full", dict(c, recompute="full", recompute_every=1), "keep only each layer's input")
+        add("--recompute full", c.replace(recompute="full", recompute_every=1),
+            "keep only each layer's input")
         most.update(recompute="full", recompute_every=1)
         flags.append("--recompute full")
     if not c["offload"] and c["opt_bytes"]:
-        off = dict(c, offload=True, host_opt_bytes=c["opt_bytes"], opt_bytes=0)
+        off = c.replace(offload=True, host_opt_bytes=c["opt_bytes"], opt_bytes=0)
         add("--offload", off, "optimizer states on the host: "
             f"{offload_host_memory(spec, off, b)['host_bytes_per_host'] / 1e9:,.0f} GB of host memory per host")
         most.update(offload=True, host_opt_bytes=c["opt_bytes"], opt_bytes=0)
@@ -74,7 +77,7 @@ def training_ways_out(spec, c, b):
     if len(flags) > 1:
         add(" ".join(flags), most, "all of these together")
     fewest = None
-    scaled = dict(c, zero_stage=3, recompute="full", recompute_every=1)
+    scaled = c.replace(zero_stage=3, recompute="full", recompute_every=1)
     dp = c["dp"]  # these GPUs first: ZeRO-3 and full recompute may be enough without offload
     while dp < 1 << 20:
         cc = with_dp(scaled, dp)

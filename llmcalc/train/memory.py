@@ -5,7 +5,8 @@ pipeline stages and LoRA."""
 from ..model.formulas import (attention_head_dims, expected_real_experts, layer_params,
     mixer_widths, norm_params)
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_mode
+from ..records import Record
+from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_modes, modules_of
 
 
 # Optimizer state bytes per trainable parameter, EXCLUDING the fp32 master copy that mixed
@@ -26,6 +27,111 @@ FSDP_TO_ZERO = {"no_shard": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shar
 LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
 
 QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
+
+
+class MemoryConfig(Record):
+    """The configuration training_memory reads (and train/fit.py's ways out), one layout's: built by
+    memory_config from a calc_training_time.py layout, or by calc_transformer_mem.py from its flags
+    (which extends it with its inference and capacity fields). Counts per GPU, bytes per value."""
+
+    FIELDS = {
+        "tp": "tensor-parallel size", "pp": "pipeline stages",
+        "vp": "model chunks per pipeline rank",
+        "cp": "context-parallel size (the sequence split over cp ranks)",
+        "ep": "expert-parallel size",
+        "etp": "tensor-parallel size inside each expert", "dp": "data-parallel size",
+        "num_gpus": "GPUs in the job (train/fit.py scales it)",
+        "chunk_layers": "counts[rank][chunk] of an uneven pipeline split, None for the even one",
+        "decoder_first_pipeline_num_layers": "Megatron-LM's layers on the first stage, or None",
+        "decoder_last_pipeline_num_layers": "Megatron-LM's layers on the last stage, or None",
+        "account_for_embedding_in_pipeline_split": "the embedding counted as a layer of the split",
+        "account_for_loss_in_pipeline_split": "the head and loss counted as one layer of the split",
+        "zero_stage": "ZeRO stage 0-3 (FSDP's read as its equivalent)",
+        "zero_shard": "ranks the dense model states are sharded over (dp x cp; zero_shards)",
+        "expert_zero_shard": "ranks the expert states are sharded over (zero_shards)",
+        "zbs": "ZeRO all-gather bucket, elements at the weight width (0: sharded in place)",
+        "zmlp": "ZeRO-3 parameters kept gathered at once",
+        "sequence_length": "tokens per sequence (before the cp split)",
+        "batch_size": "micro-batch per GPU (calc_transformer_mem.py's -b)",
+        "num_microbatches": "micro-batches per step, None: as many as pipeline stages",
+        "recompute": "activation recompute: none, selective, full or op-sac",
+        "recompute_modules": "selective recompute's modules (None: the default core_attn)",
+        "recompute_every": "recompute on one layer in k (1: every layer)",
+        "sequence_parallel": "Megatron sequence parallelism (norms and dropouts / tp)",
+        "partition_activations": "DeepSpeed's checkpointed inputs split over tp",
+        "flash_attention": "a fused attention kernel (no s x s scores stored)",
+        "dropout": "dropout masks stored",
+        "mixed_precision": "16-bit training with an fp32 master copy",
+        "high_bytes": "bytes of a high-precision value (the master copy)",
+        "weight_bytes": "bytes per weight held", "act_bytes": "bytes per stored activation",
+        "grad_bytes": "bytes per gradient", "optimizer": "optimizer name (OPTIMIZER_STATE_BYTES)",
+        "opt_bytes": "optimizer bytes per trainable parameter on the GPU (0 offloaded)",
+        "host_opt_bytes": "optimizer bytes per parameter held on the host (--offload)",
+        "activation_rule": "fused (Korthikanti et al. 2022) or eager (what autograd saves)",
+        "autocast": "fp32 weights under torch.autocast (the eager rule's mixed precision)",
+        "framework": "the training stack whose activations are counted",
+        "lora": "LoRA: {rank, targets, base_bits, adapter_bytes}, or None for full training",
+        "overhead_bytes": "framework allowance and misc per GPU",
+        "memory_bytes": "the GPU's capacity, or None (train/fit.py's limit)",
+        "offload": "optimizer states on the host (ZeRO-Offload)",
+        "offload_param": "DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host",
+        "offload_params": "the layers' 16-bit weights in host memory, two layers on the GPU",
+        "offload_activations": "stored activations in host memory, two layers' worth on the GPU",
+    }
+
+    def replace(self, **changes):
+        """A copy with `changes` (each checked as declared; the rest already was), as the ways
+        out try one change each and memory_config adds a layout's sizes."""
+        return self.extended(changes)
+
+    def extended(self, changes):
+        """replace() with the changes as a dict (no keyword repacking: memory_config's thirty)."""
+        if not changes.keys() <= self.FIELDS.keys():
+            MemoryConfig(changes)  # raises TypeError naming the undeclared field
+        new = dict.__new__(type(self))
+        dict.update(new, self)
+        dict.update(new, changes)
+        return new
+
+
+def memory_defaults(*, overhead_bytes):
+    """The part of calc_training_time.py's memory config no layout sets: Megatron-LM's mixed
+    precision (16-bit weights and activations, fp32 gradients, Adam with the fp32 master copy),
+    no LoRA, no ZeRO bucket (its distributed optimizer shards in place) and the allowance."""
+    adam = optimizer_bytes_per_param(optimizer="adam", mixed_precision=True, master_bytes=4)
+    return MemoryConfig(act_bytes=2, partition_activations=False, lora=None, weight_bytes=2,
+                        grad_bytes=4, opt_bytes=adam, zbs=0, zmlp=1e9,
+                        overhead_bytes=overhead_bytes)
+
+
+def memory_config(spec, lay, base):
+    """calc_training_time.py's memory config for a layout (training_memory's `c`): `base`
+    (memory_defaults) with the layout's sizes; under --framework pytorch the eager activation
+    rule, with autocast's fp32 weights at ZeRO 0-1."""
+    dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
+    fields = {}  # the record built once below (a search builds one per layout it costs)
+    if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
+        autocast = lay["zero_stage"] <= 1
+        fields.update(activation_rule="eager", autocast=autocast)
+        if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
+            fields.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
+                optimizer="adam", mixed_precision=False, master_bytes=4))
+    opt_bytes = fields.get("opt_bytes", base["opt_bytes"])
+    fields.update(
+        tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
+        chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
+        **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
+        sequence_length=lay["sequence_length"],
+        num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
+        recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
+        sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
+        dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else opt_bytes,
+        offload_param=bool(lay.get("offload_param")),
+        # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
+        # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
+        zbs=5e8 if lay["zero_stage"] == 3 else 0)
+    return base.extended(fields)
+
 
 # ------------------------------------------------------------------------------------------------
 # Model states
@@ -276,7 +382,7 @@ def lora_params_per_layer(layer, *, h, rank, targets, tp):
 # Activations (Korthikanti et al. 2022)
 # ------------------------------------------------------------------------------------------------
 
-def _mlp_stored_widths(num_linears):
+def mlp_stored_widths(num_linears):
     """Widths an MLP keeps per token, in units of f: its input matmul output(s) and the product fed
     to the output matrix: 2 f for a 2-matrix MLP (up, activation output: Korthikanti et al. 2022
     sec. 4.1's 8 sbh for f = 4h, counted in units of f), 3 f for a gated one (fused gate|up 2 f,
@@ -334,13 +440,13 @@ def layer_activation_bytes(layer, *, s, b, h, tp, etp, sp, flash, dropout, act_b
         outside += sb * h * (2 * B + mask) + hc_in
         by["norm_out"] += B * sb * h
         if m["kind"] == "dense":
-            inside += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
-            by["mlp_inside"] += B * sb * m["width"] * _mlp_stored_widths(m["linears"]) // tp
+            inside += B * sb * m["width"] * mlp_stored_widths(m["linears"]) // tp
+            by["mlp_inside"] += B * sb * m["width"] * mlp_stored_widths(m["linears"]) // tp
         else:
             mo = moe_activation_bytes(m, s=s, b=b, h=h, tp=tp, etp=etp, act_bytes=B)
             outside += mo["replicated"]
             inside += mo["sharded"]
-            shared = B * sb * m["shared_width"] * _mlp_stored_widths(m["linears"]) // tp
+            shared = B * sb * m["shared_width"] * mlp_stored_widths(m["linears"]) // tp
             by["moe_outside"] += mo["replicated"]
             by["moe_inside"] += mo["sharded"]
             by["shared_inside"] += shared
@@ -377,7 +483,7 @@ def moe_activation_bytes(mlp, *, s, b, h, tp, etp, act_bytes):
     Korthikanti et al. 2022's per-block accounting (sec. 4.1) applied to a GShard-style MoE layer
     (Lepikhin et al. 2020: router softmax, dispatch and combine)."""
     B, sb = act_bytes, s * b
-    per_f = _mlp_stored_widths(mlp["linears"])
+    per_f = mlp_stored_widths(mlp["linears"])
     k = mlp["topk"]
     replicated = 8 * sb * (mlp["num_experts"] + mlp["zero_experts"]) + 2 * k * B * sb * h
     sharded = (B * expected_real_experts(mlp) * sb * mlp["width"] * per_f // etp
@@ -553,8 +659,10 @@ def eager_output_layer_bytes(*, s, b, h, V, tp, sp, act_bytes, autocast):
     return s * b * ((4 * h + R * h + 4 + act_bytes * h) / (tp if sp else 1) + EAGER_LOSS_BYTES_PER_LOGIT * V / tp)
 
 
-def _per_kind(layers, indices, fn):
-    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict."""
+def once_per_kind(layers, indices, fn):
+    """fn(layer) for each of layers[i], i in indices, computed once per distinct layer dict (a
+    model's layers of one kind are one shared dict): the per-kind sums of training and serving
+    memory."""
     seen, out = {}, []
     for i in indices:
         layer = layers[i]
@@ -566,149 +674,192 @@ def _per_kind(layers, indices, fn):
 
 def training_memory(spec, c, b):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
-    list of per-stage totals. `c` is the resolved configuration dict built in main. Sums the
-    formulas above over each stage's layers: model states after ZeRO (Rajbhandari et al. 2020,
-    sec. 5) sharded as in Megatron-LM (Narayanan et al. 2021), activations after Korthikanti et al.
-    2022, Table 2, per layer kind. With c["activation_rule"] == "eager" (eager PyTorch,
-    transformers' modules) the layers eager_rule_covers store what autograd saves, the loss keeps
-    its fp32 log-softmax tensors, autocast keeps a 16-bit copy of each linear weight whose forward
-    is not recomputed, and gradients exist only from the backward to the optimizer step (zeroed
-    with set_to_none, as torch's optimizers do), so the peak is the larger of two moments: the
-    backward's start (states, gradients only under accumulation, every saved activation, the
-    loss) and its end (states and all gradients, plus a tied embedding's second dense gradient or
-    the rebuilt layer under full recompute)."""
-    tp, pp, vp, cp, ep, etp = (c[k] for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
-    s = c["sequence_length"] // cp
-    h, L, all_layers = spec["hidden_size"], spec["num_layers"], spec["layers"]
-    ab = c["act_bytes"]
-    m = c["num_microbatches"] if c["num_microbatches"] else pp
-
-    def parts_of(layer):
-        return layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp=c["sequence_parallel"],
-                                      flash=c["flash_attention"], dropout=c["dropout"], act_bytes=ab,
-                                      streams=spec.get("residual_streams", 1))
-    sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
-    eager = c.get("activation_rule") == "eager"
-    autocast = eager and c.get("autocast", False)
-
-    def eager_of(layer):  # None: a layer the eager rule does not cover (and selective recompute)
-        if c["recompute"] == "selective" or not eager_rule_covers(layer, norm=spec["norm"],
-                                                                   model_type=spec.get("model_type")):
-            return None
-        return eager_layer_activation_bytes(layer, s=s, b=b, h=h, tp=tp, sp=c["sequence_parallel"],
-                                            act_bytes=ab, autocast=autocast)
-    mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
-
-    def sac_of(layer):
-        return op_sac_layer_bytes(layer, s=s, b=b, h=h, tp=tp, etp=etp, sp_or_pa=sp_or_pa, flash=c["flash_attention"],
-                                  act_bytes=ab, residual_bytes=4 if autocast else ab,
-                                  streams=spec.get("residual_streams", 1))
-    stages = []
-    chunks = c["chunk_layers"]
-    by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=chunks)
-    for st in range(pp):
-        layers = by_stage[st]
-        ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=vp, etp=etp, ep=ep, stage=st,
-                                            layers_held=layers)
-        lora = c["lora"]
-        if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
-            base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
-            ad = sum(_per_kind(all_layers, layers, lambda x: lora_params_per_layer(
-                x, h=h, rank=lora["rank"], targets=lora["targets"], tp=tp)))
-            w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
-                                             grad_bytes=lora["adapter_bytes"],
-                                             optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
-                                             zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
-            trainable = ad
-        else:
-            w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
-            w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=c["weight_bytes"],
-                                                grad_bytes=c["grad_bytes"], optimizer_bytes=c["opt_bytes"],
-                                                zero_stage=c["zero_stage"], shard_degree=c["expert_zero_shard"])
-            w, g, o = w1 + w2, g1 + g2, o1 + o2
-            if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights live on the host
-                w = 0
-            trainable = ne + ex
-        buffers = 0
-        if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
-            buffers += c["zbs"] * c["weight_bytes"]
-        if c["zero_stage"] == 3 and c["zero_shard"] > 1:
-            buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
-        parts = _per_kind(all_layers, layers, parts_of)
-        eager_parts = _per_kind(all_layers, layers, eager_of) if eager else [None] * len(parts)
-        modes = [layer_mode(c, i) for i in layers]  # --recompute-every: the others keep everything
-        sacs = _per_kind(all_layers, layers, sac_of) if "op-sac" in modes else [0] * len(parts)
-        per_mb = 0
-        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
-            if md == "op-sac":
-                per_mb += sac
-            elif e is None:
-                per_mb += stored_layer_bytes(x, recompute=md, sp_or_pa=sp_or_pa, tp=tp, s=s, b=b,
-                                             h=h, act_bytes=ab, streams=spec.get("residual_streams", 1),
-                                             modules=mods)
-            elif md == "full":
-                per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=sp_or_pa,
-                                                         act_bytes=ab, autocast=autocast)
-            else:
-                per_mb += e
-        emb_mb = 0
-        if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
-            emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
-        flight = in_flight_microbatches(pp=pp, vp=vp, stage=st, num_microbatches=m)
-        stored = (per_mb + emb_mb) * flight
-        # the stage's largest layer rebuilt during its backward: all of it under full, what op-SAC did not
-        # keep, what the selective modules dropped
-        working = 0
-        for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
-            whole = x["outside"] + x["inside"] + x["scores"] if e is None else e
-            if md == "full":
-                working = max(working, whole)
-            elif md == "op-sac":
-                working = max(working, whole - sac)
-            elif md == "selective":
-                working = max(working, selective_dropped_bytes(x, mods))
-        logits = casts = 0
-        if st == pp - 1:
-            if eager:
-                logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                  sp=c["sequence_parallel"], act_bytes=ab, autocast=autocast)
-            else:
-                logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
-                                                       sp=c["sequence_parallel"], act_bytes=ab)
-        phase = None
-        if eager:  # the larger of the backward's start and end (training_memory's docstring)
-            if autocast:  # 16-bit weight copies saved by the linears whose forward is kept, and the head's
-                # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
-                casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
-                casts += ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp if st == pp - 1 else 0
-            g_start = g if m > 1 else 0  # accumulation: the earlier micro-batches' gradients
-            tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
-                    if spec["tied_embeddings"] and pp == 1 else 0)
-            if g_start + casts + stored + logits >= g + max(tied, working):
-                phase, g = "backward start", g_start
-                working = 0
-            else:
-                phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
-                g, working = (g + tied, 0) if tied >= working else (g, working)
-        act = stored + working + logits
-        total = w + g + o + buffers + casts + act + c["overhead_bytes"]
-        stages.append({"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
-                       "trainable_params_per_gpu": trainable,
-                       "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
-                       "optimizer_bytes": o, "zero_buffers_bytes": buffers,
-                       "activations_stored_bytes": stored,
-                       "activations_layers_bytes": per_mb * flight,
-                       "activations_embedding_bytes": emb_mb * flight,
-                       "activations_recompute_bytes": working,
-                       "activations_logits_bytes": logits, "activations_bytes": act,
-                       "weight_casts_bytes": casts, "peak_phase": phase,
-                       "eager_rule_layers": sum(e is not None for e in eager_parts),
-                       "in_flight_microbatches": flight, "total_bytes": total})
+    list of per-stage totals. `c` is the MemoryConfig. Sums the formulas above over each stage's
+    layers: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in Megatron-LM
+    (Narayanan et al. 2021), activations after Korthikanti et al. 2022, Table 2, per layer kind.
+    With c["activation_rule"] == "eager" (eager PyTorch, transformers' modules) the layers
+    eager_rule_covers store what autograd saves, the loss keeps its fp32 log-softmax tensors,
+    autocast keeps a 16-bit copy of each linear weight whose forward is not recomputed, and
+    gradients exist only from the backward to the optimizer step (zeroed with set_to_none, as
+    torch's optimizers do), so the peak is the larger of two moments: the backward's start
+    (states, gradients only under accumulation, every saved activation, the loss) and its end
+    (states and all gradients, plus a tied embedding's second dense gradient or the rebuilt layer
+    under full recompute)."""
+    pp, vp = c["pp"], c["vp"]
+    ctx = _ActivationRules(spec, c, b)
+    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
+                                chunk_layers=c["chunk_layers"])
+    stages = [_stage_memory(spec, c, ctx, st, layers) for st, layers in enumerate(by_stage)]
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
+
+
+class _ActivationRules:
+    """What training_memory reads once per call: the shard sizes and widths every layer's
+    activation formula takes, and, per distinct layer kind, its fused-rule parts, eager bytes
+    and op-SAC bytes (computed on first use)."""
+
+    __slots__ = ("c", "spec", "s", "b", "h", "tp", "etp", "ab", "m", "sp", "sp_or_pa", "eager",
+                 "autocast", "mods", "streams")
+
+    def __init__(self, spec, c, b):
+        self.spec, self.c, self.b = spec, c, b
+        self.s = c["sequence_length"] // c["cp"]
+        self.h, self.tp, self.etp = spec["hidden_size"], c["tp"], c["etp"]
+        self.ab = c["act_bytes"]
+        self.m = c["num_microbatches"] if c["num_microbatches"] else c["pp"]
+        self.sp = c["sequence_parallel"]
+        self.sp_or_pa = c["sequence_parallel"] or c["partition_activations"]
+        self.eager = c.get("activation_rule") == "eager"
+        self.autocast = self.eager and c.get("autocast", False)
+        self.mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
+        self.streams = spec.get("residual_streams", 1)
+
+    def parts_of(self, layer):
+        c = self.c
+        return layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
+                                      sp=self.sp, flash=c["flash_attention"], dropout=c["dropout"],
+                                      act_bytes=self.ab, streams=self.streams)
+
+    def eager_of(self, layer):
+        """None: a layer the eager rule does not cover (and selective recompute)."""
+        spec = self.spec
+        if self.c["recompute"] == "selective" or not eager_rule_covers(
+                layer, norm=spec["norm"], model_type=spec.get("model_type")):
+            return None
+        return eager_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
+                                            sp=self.sp, act_bytes=self.ab, autocast=self.autocast)
+
+    def sac_of(self, layer):
+        return op_sac_layer_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
+                                  sp_or_pa=self.sp_or_pa, flash=self.c["flash_attention"],
+                                  act_bytes=self.ab, residual_bytes=4 if self.autocast else self.ab,
+                                  streams=self.streams)
+
+
+def _stage_model_states(spec, c, *, layers, ne, ex, emb, tp):
+    """(weights, gradients, optimizer, trainable parameters, ZeRO buffers) bytes of one stage's
+    rank: LoRA's frozen base and adapters, or every parameter's states after ZeRO."""
+    lora = c["lora"]
+    if lora:  # frozen base: quantized (QLoRA) or low-precision linear weights, no grads/states
+        base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
+        ad = sum(once_per_kind(spec["layers"], layers, lambda x: lora_params_per_layer(
+            x, h=spec["hidden_size"], rank=lora["rank"], targets=lora["targets"], tp=tp)))
+        w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
+                                         grad_bytes=lora["adapter_bytes"],
+                                         optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
+                                         zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
+        w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
+        trainable = ad
+    else:
+        wb, gb, ob, z = c["weight_bytes"], c["grad_bytes"], c["opt_bytes"], c["zero_stage"]
+        w1, g1, o1 = zero_model_state_bytes(params=ne, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["zero_shard"])
+        w2, g2, o2 = zero_model_state_bytes(params=ex, weight_bytes=wb, grad_bytes=gb,
+                                            optimizer_bytes=ob, zero_stage=z,
+                                            shard_degree=c["expert_zero_shard"])
+        w, g, o = w1 + w2, g1 + g2, o1 + o2
+        if c.get("offload_param"):  # DeepSpeed ZeRO-3 offload_param: the 16-bit weights on the host
+            w = 0
+        trainable = ne + ex
+    buffers = 0
+    if c["zero_stage"] >= 1 and c["zero_shard"] > 1:
+        buffers += c["zbs"] * c["weight_bytes"]
+    if c["zero_stage"] == 3 and c["zero_shard"] > 1:
+        buffers += min(c["zmlp"], ne + ex) * c["weight_bytes"]
+    return w, g, o, trainable, buffers
+
+
+def _stage_layer_activations(ctx, layers):
+    """(stored bytes of one micro-batch, the recompute working set, each layer's eager bytes or
+    None) of one stage's layers: per layer by its recompute mode (--recompute-every leaves the
+    others keeping everything) and rule; the working set is the stage's largest layer rebuilt in
+    its backward: all of it under full, what op-SAC did not keep, what the selective modules
+    dropped."""
+    all_layers, s, b, h, tp, ab = ctx.spec["layers"], ctx.s, ctx.b, ctx.h, ctx.tp, ctx.ab
+    parts = once_per_kind(all_layers, layers, ctx.parts_of)
+    eager_parts = (once_per_kind(all_layers, layers, ctx.eager_of) if ctx.eager
+                   else [None] * len(parts))
+    modes = layer_modes(ctx.c, layers)
+    sacs = once_per_kind(all_layers, layers, ctx.sac_of) if "op-sac" in modes else [0] * len(parts)
+    per_mb = 0
+    for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+        if md == "op-sac":
+            per_mb += sac
+        elif e is None:
+            per_mb += stored_layer_bytes(x, recompute=md, sp_or_pa=ctx.sp_or_pa, tp=tp, s=s, b=b,
+                                         h=h, act_bytes=ab, streams=ctx.streams, modules=ctx.mods)
+        elif md == "full":
+            per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=ctx.sp_or_pa,
+                                                     act_bytes=ab, autocast=ctx.autocast)
+        else:
+            per_mb += e
+    working = 0
+    for x, e, md, sac in zip(parts, eager_parts, modes, sacs):
+        whole = x["outside"] + x["inside"] + x["scores"] if e is None else e
+        if md == "full":
+            working = max(working, whole)
+        elif md == "op-sac":
+            working = max(working, whole - sac)
+        elif md == "selective":
+            working = max(working, selective_dropped_bytes(x, ctx.mods))
+    return per_mb, working, eager_parts
+
+
+def _stage_memory(spec, c, ctx, st, layers):
+    """One pipeline stage's breakdown (training_memory's list entry)."""
+    tp, pp, s, b, h, ab = ctx.tp, c["pp"], ctx.s, ctx.b, ctx.h, ctx.ab
+    ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp, ep=c["ep"],
+                                        stage=st, layers_held=layers)
+    w, g, o, trainable, buffers = _stage_model_states(spec, c, layers=layers, ne=ne, ex=ex, emb=emb,
+                                                      tp=tp)
+    per_mb, working, eager_parts = _stage_layer_activations(ctx, layers)
+    emb_mb = 0
+    if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
+        emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
+    flight = in_flight_microbatches(pp=pp, vp=c["vp"], stage=st, num_microbatches=ctx.m)
+    stored = (per_mb + emb_mb) * flight
+    logits = casts = 0
+    if st == pp - 1:
+        if ctx.eager:
+            logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                              sp=c["sequence_parallel"], act_bytes=ab,
+                                              autocast=ctx.autocast)
+        else:
+            logits = output_layer_activation_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                                   sp=c["sequence_parallel"], act_bytes=ab)
+    phase = None
+    if ctx.eager:  # the larger of the backward's start and end (training_memory's docstring)
+        if ctx.autocast:
+            # 16-bit weight copies saved by the linears whose forward is kept, and the head's
+            # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
+            casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
+            casts += (ab * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp
+                      if st == pp - 1 else 0)
+        g_start = g if ctx.m > 1 else 0  # accumulation: the earlier micro-batches' gradients
+        tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
+                if spec["tied_embeddings"] and pp == 1 else 0)
+        if g_start + casts + stored + logits >= g + max(tied, working):
+            phase, g = "backward start", g_start
+            working = 0
+        else:
+            phase, casts, stored, logits, per_mb, emb_mb = "backward end", 0, 0, 0, 0, 0
+            g, working = (g + tied, 0) if tied >= working else (g, working)
+    act = stored + working + logits
+    total = w + g + o + buffers + casts + act + c["overhead_bytes"]
+    return {"stage": st, "stage_layers": len(layers), "params_per_gpu": ne + ex,
+            "trainable_params_per_gpu": trainable,
+            "expert_params_per_gpu": ex, "weights_bytes": w, "gradients_bytes": g,
+            "optimizer_bytes": o, "zero_buffers_bytes": buffers,
+            "activations_stored_bytes": stored,
+            "activations_layers_bytes": per_mb * flight,
+            "activations_embedding_bytes": emb_mb * flight,
+            "activations_recompute_bytes": working,
+            "activations_logits_bytes": logits, "activations_bytes": act,
+            "weight_casts_bytes": casts, "peak_phase": phase,
+            "eager_rule_layers": sum(e is not None for e in eager_parts),
+            "in_flight_microbatches": flight, "total_bytes": total}
 
 
 OFFLOAD_WEIGHT_BYTES = 2  # offloaded 16-bit weights are what the layers read (the fp32 master copy is the optimizer's)

@@ -24,8 +24,8 @@ the weights, and PyTorch FSDP's CPUOffload moves weights, gradients and optimize
 """
 
 from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_params_per_rank, layout_chunk_layers,
-                     offloaded_memory, training_memory)
-from .step import LAYER_COST_KEYS, evaluate, layer_cost, memory_config, pass_times_s, pipeline_time_s
+                     memory_config, offloaded_memory, training_memory)
+from .step import LAYER_COST_KEYS, evaluate, layer_cost, pass_times_s, pipeline_time_s
 
 
 def layout_memory(spec, lay, c0, memo=None):

@@ -55,6 +55,13 @@ def layer_mode(lay, index):
     return lay["recompute"] if layer_checkpointed(index, every=every) else "none"
 
 
+def layer_modes(lay, indices):
+    """layer_mode of each layer in `indices` (a stage's), the layout read once."""
+    every = lay.get("recompute_every") or 1
+    mode = lay["recompute"]
+    return [mode if layer_checkpointed(i, every=every) else "none" for i in indices]
+
+
 def modules_of(lay):
     """The selective modules in force ((), unless the mode is selective)."""
     if lay["recompute"] != "selective":

@@ -4,11 +4,13 @@ and DP overlap and offload that fits, costed and ranked by branch and bound with
 them and stops each one once it cannot add to the answer (search_layouts' `wanted`)."""
 
 import heapq
+import itertools
 import math
 
 from ..model.kinds import layer_groups
 from .flops import backward_flops, recompute_flops, sequence_forward_flops
 from .kernels import LEGACY_MEGATRON, RECOMPUTE, eager_framework
+from .layout import complete_layout
 from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_activation_bytes, layer_params_per_rank,
     layout_chunk_layers, layout_split, pipeline_split_error, stage_params_per_rank, stored_layer_bytes,
     suggest_pipeline_split)
@@ -99,14 +101,8 @@ def check_layout(spec, lay):
     return None
 
 
-def complete_layout(lay):
-    """Derived fields: dp and the number of micro-batches per step."""
-    dp = lay["num_gpus"] // (lay["tp"] * lay["pp"] * lay["cp"])
-    return dict(lay, dp=dp, num_microbatches=lay["global_batch_size"] // (lay["micro_batch_size"] * dp))
-
-
 # The TP-overlap modes in the order the step model costs them, most overlap first, and the modes
-# each framework's code had (training_time.resolve_framework_defaults refuses the others).
+# each framework's code had (tools/training_framework.py refuses the others).
 TP_OVERLAP_ORDER = ("full", "backward", "none")
 TP_OVERLAP_MODES = {"megatron-2021": ("none",), "megatron-2022": ("backward", "none")}
 SEARCH_MAX_MICRO_BATCH = 1024  # a bound on the enumeration, far above any micro-batch that fits
@@ -319,37 +315,11 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         kinds[id(layer)] = (layer, kinds.get(id(layer), (layer, 0))[1] + 1)
     rcs = [rc for rc in RECOMPUTE if ("recompute" in pinned and rc == base["recompute"])
            or ("recompute" not in pinned and not (rc == "selective" and (base["flash_attention"] or y2021)))]
-    cands, lbs = [], {}
     offloads = sorted(knobs["offload"])  # a subset before its supersets (the twin cut needs it)
     zero1_dominates = 1 in {g["zero_stage"] for g in groups} and base.get("framework", "megatron") == "megatron"
     zero1_fits = set()  # the ZeRO-1 layouts that fit (their ZeRO-2 twins are not costed)
-    for gi, g in enumerate(groups):
-        dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
-        gbs_dp = gbs // dp * dp
-        etp = 1 if g["ep"] > 1 else tp
-        split = {k: g[k] for k in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")}
-        opt_floor = {o: _optimizer_floor_s(spec, dict(base, tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
-                                                      zero_stage=g["zero_stage"], offload=o, **split), hw=hw,
-                                        cache=cache if memo is None else memo)
-                     for o in {x[0] for x in knobs["offload"]}}
-        least_opt = min(opt_floor.values())
-        mbs = _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH)
-        for sp in g["sps"]:
-            for mode in knobs["tp_comm_overlap"] if tp > 1 else knobs["tp_comm_overlap"][:1]:
-                for dpo in knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]:
-                    for ri, rc in enumerate(rcs):
-                        for b in mbs:
-                            lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
-                            if lk not in lbs:
-                                lay = dict(base, tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp, tp_comm_overlap=mode,
-                                           recompute=rc, micro_batch_size=b)
-                                lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
-                                                         act_bytes=c0["act_bytes"])
-                            layers_s, copies_s = lbs[lk]
-                            m = gbs_dp // (b * dp)
-                            f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
-                            cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
-                                          (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+    cands = _bounded_candidates(spec, base, groups, knobs, rcs, hw=hw, net=net, c0=c0, cache=cache,
+                                floor_cache=cache if memo is None else memo, kinds=kinds)
     heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
     kth = []  # the `keep` best times, negated (a max-heap)
@@ -369,7 +339,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         mk = (gi, sp, mode, dpo, ri, offload)
         if b >= too_big.get(mk, math.inf):
             continue
-        lay = dict(base, global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
+        lay = base.replace(global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
                    micro_batch_size=b, recompute=rcs[ri], tp_comm_overlap=mode, dp_overlap=dpo, offload=offload[0],
                    offload_params=offload[1], offload_activations=offload[2],
                    **{k: g[k] for k in ("tp", "cp", "pp", "vp", "ep", "zero_stage", "decoder_first_pipeline_num_layers",
@@ -420,6 +390,47 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     return rows, evaluated, len(groups)
 
 
+def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds):
+    """Every candidate of the search (a group's sequence parallelism, TP and DP overlap, recompute
+    and micro-batch), each with its step_lower_bound_s per sequence and what the costing loop
+    re-bounds it from: (bound, order, (layers' time, their offload copies, the pipeline factor,
+    optimizer floor per offload), group index, sp, TP mode, DP overlap, recompute index, b). The
+    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s)."""
+    gbs = base["global_batch_size"]
+    cands, lbs = [], {}
+    for gi, g in enumerate(groups):
+        dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
+        gbs_dp = gbs // dp * dp
+        etp = 1 if g["ep"] > 1 else tp
+        split = {k: g[k] for k in ("decoder_first_pipeline_num_layers",
+                                   "decoder_last_pipeline_num_layers")}
+        shaped = base.replace(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
+                              zero_stage=g["zero_stage"], **split)
+        opt_floor = {o: _optimizer_floor_s(spec, shaped if o == shaped["offload"] else
+                                           shaped.replace(offload=o), hw=hw, cache=floor_cache)
+                     for o in {x[0] for x in knobs["offload"]}}
+        least_opt = min(opt_floor.values())
+        mbs = _divisors(gbs_dp // dp, SEARCH_MAX_MICRO_BATCH)
+        modes = knobs["tp_comm_overlap"] if tp > 1 else knobs["tp_comm_overlap"][:1]
+        dpos = knobs["dp_overlap"] if dp * g["cp"] > 1 else knobs["dp_overlap"][:1]
+        # nested in this order: sp, TP mode, DP overlap, recompute, micro-batch
+        for sp, mode, dpo in itertools.product(g["sps"], modes, dpos):
+            for ri, rc in enumerate(rcs):
+                for b in mbs:
+                    lk = (tp, g["cp"], g["ep"], etp, sp, mode, rc, b)
+                    if lk not in lbs:
+                        lay = base.replace(tp=tp, cp=g["cp"], ep=g["ep"], etp=etp, sp=sp,
+                                           tp_comm_overlap=mode, recompute=rc, micro_batch_size=b)
+                        lbs[lk] = _layer_time_s(spec, lay, hw=hw, net=net, cache=cache, kinds=kinds,
+                                                act_bytes=c0["act_bytes"])
+                    layers_s, copies_s = lbs[lk]
+                    m = gbs_dp // (b * dp)
+                    f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
+                    cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
+                                  (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+    return cands
+
+
 def _popped(heap):
     """The heap's items, smallest first, popped as they are asked for."""
     while heap:
@@ -434,8 +445,8 @@ def _dominates(t_off, twin, offload, lay, cache, hw):
     if offload[0] and not t_off[0]:  # whichever stage sets the optimizer step, offloaded it is no faster
         for st in range(lay["pp"]):
             held = sum(cache[("params", lay["tp"], lay["pp"], lay["vp"], lay["etp"], lay["ep"], layout_split(lay), st)])
-            if optimizer_s(held, lay=dict(lay, offload=True), hw=hw) < optimizer_s(held, lay=dict(lay, offload=False),
-                                                                                     hw=hw):
+            on, off = lay.replace(offload=True), lay.replace(offload=False)
+            if optimizer_s(held, lay=on, hw=hw) < optimizer_s(held, lay=off, hw=hw):
                 return False
     return True
 

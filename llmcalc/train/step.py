@@ -6,9 +6,11 @@ from ..comm.collectives import collective_time_s, group_placement
 from ..model.formulas import (attention_core_flops, attention_head_dims, expected_real_experts, mla_q_macs_per_token,
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
+from ..records import Record
 from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
 from .context_parallel import (A2A_COPY_KERNELS, CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
     ring_attention_extra_bytes)
+from .layout import Layout
 from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_PER_ELEMENT, TE_FP8_CAST_BYTES, COMPILE_LOSS_FACTOR, CPU_ADAM_PARAMS_PER_S, GRAD_ACCUM_BYTES, KERNEL_FLOOR_S,
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
@@ -16,10 +18,10 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
-from .recompute import (attention_linear_shapes, block_matmuls, layer_mode, modules_of, recompute_key,
-    sequence_recompute_flops)
+from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
+    recompute_key, sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
-    optimizer_bytes_per_param, stage_params_per_rank, training_memory, zero_shards)
+    memory_config, stage_params_per_rank, training_memory)
 
 
 def linear_operand_elements(m, n, k):
@@ -64,6 +66,68 @@ def kernel_attention_fractions(attn, *, lay, hw):
     return rates(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
 
 
+# The compute components of one layer (LayerCosts' "compute"), each [forward, backward, recompute]
+# seconds per micro-batch; a stage's also holds embedding, output_head_and_loss and, eager,
+# grad_casts_and_copies (evaluate), and the step's breakdown reads them as compute_<name>
+LAYER_COMPUTE_PARTS = {
+    "attention_linear": "an attention block's input and output projections",
+    "attention_core": "the attention core (fused kernel, eager s x s, or a linear mixer)",
+    "cp_kernels": "context parallelism's copies and merges beside the core",
+    "mlp": "dense MLPs and shared experts", "moe_experts": "routed experts' grouped matmuls",
+    "router": "the MoE router's matmul", "fp8_casts": "float8 scale, cast and transpose kernels",
+    "memory_bound": "norms, activations, residuals, rotary, permutations (unfused or fused)",
+    "grad_accumulation": "adding each micro-batch's weight gradients into the main gradients"}
+
+
+class LayerCosts(Record):
+    """One layer's costs for one micro-batch on one rank (layer_cost), cached per layer kind and
+    the layout fields in LAYER_COST_KEYS, and summed into each stage by evaluate."""
+
+    FIELDS = {"compute": "{LAYER_COMPUTE_PARTS name: [forward, backward, recompute] seconds}",
+              "comm": "{tp, ep, cp: [forward, backward, recompute] exposed seconds} (layer_comm_s)"}
+    REQUIRED = ("compute", "comm")
+
+
+class _LayerWork:
+    """What layer_compute_s accumulates over one layer's blocks: its compute parts and the matmuls
+    TP communication overlaps (its results), and the byte and kernel counts the memory-bound and
+    fp8 cast kernels are costed from once every block is seen. Also the layer's token counts and
+    recompute choices, read by every block."""
+
+    __slots__ = ("parts", "overlap", "blocks", "m", "mt", "m_cast", "a", "wb", "full", "sac",
+                 "mods", "rec_core", "ew_bytes", "ew_kernels", "ew_rec_bytes", "ew_rec_kernels",
+                 "fp8_elems", "te_in_norm", "te_in_other", "te_grad", "te_tensors", "other_bytes",
+                 "other_kernels")
+
+    def __init__(self, layer, lay):
+        tp, cp = lay["tp"], lay["cp"]
+        self.m = m = lay["micro_batch_size"] * lay["sequence_length"] // cp
+        self.a = 2  # activations stay 16-bit under FP8 matmuls
+        self.wb = lay["matmul_bytes"]
+        self.mt = m / tp if lay["sp"] else m
+        self.parts = {}
+        self.overlap = {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
+        self.full = lay["recompute"] == "full"
+        self.sac = lay["recompute"] == "op-sac"
+        self.mods = modules_of(lay)
+        self.rec_core = self.full or "core_attn" in self.mods
+        # memory-bound work a selective module repeats
+        self.ew_rec_bytes, self.ew_rec_kernels = 0.0, 0
+        self.ew_bytes, self.ew_kernels = 0.0, 0
+        self.fp8_elems = 0.0  # operand elements of the layer's fp8 linears (fp8_cast_time_s)
+        # rows of the h-wide activations torchao casts: the sequence shard under tensorwise
+        # (Float8ColwiseParallel casts before the all-gather); under rowwise torchtitan keeps plain
+        # TP, the all-gather moves bf16 and the cast runs on all m gathered rows
+        # (parallelize_llama.py @820504e: enable_float8_tensorwise_tp)
+        self.m_cast = m if lay.get("fp8_recipe") == "rowwise" else self.mt
+        # Transformer Engine's quantized tensors (TE_FP8_CAST_BYTES)
+        self.te_in_norm = self.te_in_other = self.te_grad = 0.0
+        self.te_tensors = 0
+        # MoE and state-mixer elementwise work (kept under pytorch)
+        self.other_bytes, self.other_kernels = 0.0, 0
+        self.blocks = bool(layer["attention"]) + len(layer["mlp"])
+
+
 def layer_compute_s(layer, *, h, lay, hw):
     """Per-component (forward, backward, recompute) seconds of one layer for one micro-batch on one
     rank, and the matmul pairs TP communication can overlap with. Tokens on the rank: m = b s / cp;
@@ -72,198 +136,242 @@ def layer_compute_s(layer, *, h, lay, hw):
     al. 2022 sec. 4.2.2). Recompute (train/recompute.py): full repeats the forward; selective its
     modules (core_attn the attention core, a fused kernel's forward included); op-sac every second
     matmul of the layer, the routed experts, router and all memory-bound work."""
-    tp, cp, ep, etp, sp = lay["tp"], lay["cp"], lay["ep"], lay["etp"], lay["sp"]
-    b, s = lay["micro_batch_size"], lay["sequence_length"]
-    m = b * s // cp
-    a = 2  # activations stay 16-bit under FP8 matmuls
-    wb = lay["matmul_bytes"]
-    mt = m / tp if sp else m
-    parts, overlap = {}, {"col_wgrad": 0.0, "col_dgrad": 0.0, "row_fwd": 0.0, "col_fwd": 0.0}
-    full = lay["recompute"] == "full"
-    sac = lay["recompute"] == "op-sac"
-    mods = modules_of(lay)
-    rec_core = full or "core_attn" in mods
-    if sac:  # the matmuls op-SAC recomputes, charged to their block
-        for k_, n_, rec, owner in block_matmuls(layer, h=h, tp=tp, etp=etp):
+    w = _LayerWork(layer, lay)
+    if w.sac:  # the matmuls op-SAC recomputes, charged to their block
+        for k_, n_, rec, owner in block_matmuls(layer, h=h, tp=lay["tp"], etp=lay["etp"]):
             if rec:
-                _add(parts, owner, 0.0, 0.0, gemm_time_s(m, n_, k_, hw=hw, dtype_bytes=wb))
-    ew_rec_bytes, ew_rec_kernels = 0.0, 0  # memory-bound work a selective module repeats
-    ew_bytes, ew_kernels = 0.0, 0
-    fp8_elems = 0.0  # operand elements of the layer's fp8 linears (their casts: fp8_cast_time_s)
-    # rows of the h-wide activations torchao casts: the sequence shard under tensorwise (Float8ColwiseParallel
-    # casts before the all-gather); under rowwise torchtitan keeps plain TP, the all-gather moves bf16 and
-    # the cast runs on all m gathered rows (parallelize_llama.py @820504e: enable_float8_tensorwise_tp)
-    m_cast = m if lay.get("fp8_recipe") == "rowwise" else mt
-    te_in_norm = te_in_other = te_grad = 0.0  # Transformer Engine's quantized tensors (TE_FP8_CAST_BYTES)
-    te_tensors = 0
-    other_bytes, other_kernels = 0.0, 0  # MoE and state-mixer elementwise work (kept under pytorch)
-    blocks = bool(layer["attention"]) + len(layer["mlp"])
+                _add(w.parts, owner, 0.0, 0.0, gemm_time_s(w.m, n_, k_, hw=hw, dtype_bytes=w.wb))
     for attn in layer["attention"]:
-        ar = attention_on_rank(attn, tp=tp)
-        n_in, n_out = attention_linear_shapes(ar, h=h)
-        f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
-        f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=wb) if n_out else (0.0, 0.0)
-        rec_lin = (f1 + f2) if full else 0.0
-        if "mla_up_proj" in mods and attn["kind"] == "mla":  # the up-projections' share of the folded matmul
-            d_nope, d_v = ar["qk_nope_head_dim"], ar["v_head_dim"]
-            up = ar["kv_lora_rank"] * ar["heads"] * (d_nope + d_v)
-            up += mla_q_macs_per_token(ar, h=h) - h * ar["q_lora_rank"] if ar["q_lora_rank"] else 0
-            rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
-        _add(parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
-        fp8_elems += pair_operand_elements(m, m_cast, h=h, n_up=n_in, n_down=n_out)
-        te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * n_out
-        te_grad, te_tensors = te_grad + m * n_in + (mt * h if n_out else 0), te_tensors + 1 + bool(n_out)
-        overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
-        overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
-        overlap["col_fwd"] += f1
-        overlap["row_fwd"] += f2
-        # attention core
-        if ar["span"] == "state":
-            pairs = query_key_pairs(attn, seq_len=s, attention="causal")
-            core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
-            ff, fb = hw["flash"]
-            tf, tb = core / (hw["peak16"] * ff), 2 * core / (hw["peak16"] * fb)
-            _add(parts, "attention_core", tf, tb, tf if full or sac else 0.0)
-            ew_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
-            ew_kernels += 4
-            other_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
-            other_kernels += 4
-        elif lay["flash_attention"]:
-            pairs = query_key_pairs(attn, seq_len=s, attention="causal")
-            core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
-            ff, fb = kernel_attention_fractions(attn, lay=lay, hw=hw)
-            tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
-            tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
-            _add(parts, "attention_core", tf, tb, tf if rec_core else 0.0)
-            if cp > 1:  # context parallelism's own kernels (train/context_parallel.py)
-                dq, dv = attention_head_dims(ar)
-                widths = dict(m=m, q_width=ar["heads"] * dq, v_width=ar["heads"] * dv,
-                              kv_width=ar["kv_heads"] * (dq + dv), a=a)
-                if lay.get("cp_comm_type") == "a2a":  # reorder copies around the all-to-alls
-                    rb_f, rb_b = a2a_attention_extra_bytes(**widths)
-                    rf, rbk = (memory_time_s(x, A2A_COPY_KERNELS, hw=hw) for x in (rb_f, rb_b))
-                else:  # the p2p ring's copies and merges
-                    rb_f, rb_b = ring_attention_extra_bytes(cp=cp, acc=4 if lay["framework"] == "pytorch" else 2,
-                                                            **widths)
-                    rf = memory_time_s(rb_f, CP_FWD_KERNELS_PER_STEP * cp, hw=hw)
-                    rbk = memory_time_s(rb_b, CP_BWD_KERNELS_PER_STEP * cp, hw=hw)
-                _add(parts, "cp_kernels", rf, rbk, rf if rec_core else 0.0)
-        else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
-            dq, dv = attention_head_dims(ar)
-            bh = b * ar["heads"]
-            sq = s // cp
-            f_qk, b_qk = linear_times_s(sq, s, dq, hw=hw, batch=bh)
-            f_av, b_av = linear_times_s(sq, dv, s, hw=hw, batch=bh)
-            probs = bh * sq * s
-            sm_f = memory_time_s(probs * (2 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
-            sm_b = memory_time_s(probs * (3 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
-            tf, tb = f_qk + f_av + sm_f, b_qk + b_av + sm_b
-            _add(parts, "attention_core", tf, tb, tf if rec_core else 0.0)
+        ar = attention_on_rank(attn, tp=lay["tp"])
+        _attention_linears_s(w, attn, ar, h=h, hw=hw)
+        _attention_core_s(w, attn, ar, lay=lay, hw=hw)
         if ar.get("rope", True) and ar["span"] != "state":
-            ew_bytes += 2 * a * m * (ar["heads"] + ar["kv_heads"]) * attention_head_dims(ar)[0]
-            ew_kernels += 1
+            d = attention_head_dims(ar)[0]
+            w.ew_bytes += 2 * w.a * w.m * (ar["heads"] + ar["kv_heads"]) * d
+            w.ew_kernels += 1
     for mlp in layer["mlp"]:
-        mr = mlp_on_rank(mlp, tp=tp, etp=etp)
+        mr = mlp_on_rank(mlp, tp=lay["tp"], etp=lay["etp"])
         fl = mlp_flops_per_token(mr, h=h)
         if mlp["kind"] == "dense":
-            w = mr["width"]
-            n_in = fl["dense_mlp"] / (2 * h) - w
-            f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=wb)
-            f2, b2 = linear_times_s(m, h, w, hw=hw, dtype_bytes=wb)
-            _add(parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if full or "mlp" in mods else 0.0)
-            fp8_elems += pair_operand_elements(m, m_cast, h=h, n_up=n_in, n_down=w)
-            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * w
-            te_grad, te_tensors = te_grad + m * n_in + mt * h, te_tensors + 2
-            overlap["col_wgrad"] += gemm_time_s(h, n_in, m, hw=hw, dtype_bytes=wb)
-            overlap["col_dgrad"] += gemm_time_s(m, h, n_in, hw=hw, dtype_bytes=wb)
-            overlap["col_fwd"] += f1
-            overlap["row_fwd"] += f2
-            ew_bytes += a * m * (n_in + w)  # activation (and gate): read n_in, write w
-            ew_kernels += 1
-            if "mlp" in mods:
-                ew_rec_bytes, ew_rec_kernels = ew_rec_bytes + a * m * (n_in + w), ew_rec_kernels + 1
-            continue
-        E, k_real = mlp["num_experts"], expected_real_experts(mlp)
-        # routed experts: the ep group's m*ep tokens x k spread over E experts, E/ep on this rank;
-        # one grouped matmul per projection (tiles of all local experts in one launch)
-        w = mr["width"]
-        per_tok = fl["routed_experts"] / k_real if k_real else 0.0
-        n_in = per_tok / (2 * h) - w
-        m_e = max(1, round(m * k_real * ep / E))
-        local = E // ep
-        f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
-        f2, b2 = linear_times_s(m_e, h, w, hw=hw, dtype_bytes=wb, batch=local)
-        fp8_elems += local * (linear_operand_elements(m_e, n_in, h) + linear_operand_elements(m_e, h, w))
-        te_in_other += local * m_e * (h + w)
-        te_grad, te_tensors = te_grad + local * m_e * (n_in + h), te_tensors + 2
-        g = lay["moe_imbalance"]
-        moe_rec = full or sac or "moe" in mods
-        _add(parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if moe_rec else 0.0)
-        if mlp["shared_width"]:
-            sw = mr["shared_width"]
-            n_s = fl["shared_experts"] / (2 * h) - sw
-            f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
-            f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
-            fp8_elems += pair_operand_elements(m, m_cast, h=h, n_up=n_s, n_down=sw)
-            te_in_norm, te_in_other = te_in_norm + mt * h, te_in_other + m * sw
-            te_grad, te_tensors = te_grad + m * n_s + mt * h, te_tensors + 2
-            _add(parts, "mlp", f3 + f4, b3 + b4,
-                 (f3 + f4) if full or "moe" in mods or "shared_experts" in mods else 0.0)
-            ew_bytes += a * m * (n_s + sw)
-            other_bytes += a * m * (n_s + sw)
-        fr, br = linear_times_s(m, E + mlp["zero_experts"], h, hw=hw)
-        _add(parts, "router", fr, br, fr if moe_rec else 0.0)
-        # activation, and the permutation into and out of expert order (read + write, twice)
-        ew_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
-        ew_kernels += 6
-        other_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h
-        other_kernels += 6
-        if "moe" in mods:  # activation, permutations (and the shared experts' activation)
-            ew_rec_bytes += g * a * m * k_real * (n_in + w) + 4 * a * m * k_real * h + (
-                a * m * (n_s + sw) if mlp["shared_width"] else 0)
-            ew_rec_kernels += 6
-        elif "moe_act" in mods:
-            ew_rec_bytes, ew_rec_kernels = ew_rec_bytes + g * a * m * k_real * (n_in + w), ew_rec_kernels + 1
-    # norms (one per block), residual add (+ bias, dropout mask) per block: Korthikanti Table 2's tensors
+            _dense_mlp_s(w, mr, fl, h=h, hw=hw)
+        else:
+            _moe_mlp_s(w, mlp, mr, fl, h=h, lay=lay, hw=hw)
+    _norms_and_residuals(w, layer, h=h, lay=lay)
+    if eager_framework(lay):
+        _eager_memory_bound_s(w, layer, h=h, lay=lay, hw=hw)
+    else:
+        _fused_memory_bound_s(w, layer, h=h, lay=lay, hw=hw)
+    return w.parts, w.overlap, w.blocks
+
+
+def _overlap_pair(w, n_in, h, f1, f2, hw):
+    """Add a column-parallel (h -> n_in) and row-parallel linear pair's matmuls to what TP
+    communication overlaps: the first's weight and input gradients, both forwards."""
+    w.overlap["col_wgrad"] += gemm_time_s(h, n_in, w.m, hw=hw, dtype_bytes=w.wb)
+    w.overlap["col_dgrad"] += gemm_time_s(w.m, h, n_in, hw=hw, dtype_bytes=w.wb)
+    w.overlap["col_fwd"] += f1
+    w.overlap["row_fwd"] += f2
+
+
+def _attention_linears_s(w, attn, ar, *, h, hw):
+    """An attention block's input and output projections on the rank's heads, their fp8 operands
+    and what TP communication overlaps; under mla_up_proj recompute the up-projections' share."""
+    m = w.m
+    n_in, n_out = attention_linear_shapes(ar, h=h)
+    f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=w.wb)
+    f2, b2 = linear_times_s(m, h, n_out, hw=hw, dtype_bytes=w.wb) if n_out else (0.0, 0.0)
+    rec_lin = (f1 + f2) if w.full else 0.0
+    if "mla_up_proj" in w.mods and attn["kind"] == "mla":
+        # the up-projections' share of the folded matmul
+        d_nope, d_v = ar["qk_nope_head_dim"], ar["v_head_dim"]
+        up = ar["kv_lora_rank"] * ar["heads"] * (d_nope + d_v)
+        up += mla_q_macs_per_token(ar, h=h) - h * ar["q_lora_rank"] if ar["q_lora_rank"] else 0
+        rec_lin = f1 * min(1.0, up / max(n_in * h, 1))
+    _add(w.parts, "attention_linear", f1 + f2, b1 + b2, rec_lin)
+    w.fp8_elems += pair_operand_elements(m, w.m_cast, h=h, n_up=n_in, n_down=n_out)
+    w.te_in_norm, w.te_in_other = w.te_in_norm + w.mt * h, w.te_in_other + m * n_out
+    w.te_grad = w.te_grad + m * n_in + (w.mt * h if n_out else 0)
+    w.te_tensors = w.te_tensors + 1 + bool(n_out)
+    _overlap_pair(w, n_in, h, f1, f2, hw)
+
+
+def _attention_core_s(w, attn, ar, *, lay, hw):
+    """An attention block's core: a linear mixer's chunked kernel, the fused kernel (with context
+    parallelism's own kernels), or eager matmuls and softmax over the full s x s."""
+    a, m, b, s, cp = w.a, w.m, lay["micro_batch_size"], lay["sequence_length"], lay["cp"]
+    if ar["span"] == "state":
+        pairs = query_key_pairs(attn, seq_len=s, attention="causal")
+        core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
+        ff, fb = hw["flash"]
+        tf, tb = core / (hw["peak16"] * ff), 2 * core / (hw["peak16"] * fb)
+        _add(w.parts, "attention_core", tf, tb, tf if w.full or w.sac else 0.0)
+        w.ew_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
+        w.ew_kernels += 4
+        w.other_bytes += 2 * a * m * ar["heads"] * (ar["head_dim"] + ar["v_head_dim"])
+        w.other_kernels += 4
+    elif lay["flash_attention"]:
+        pairs = query_key_pairs(attn, seq_len=s, attention="causal")
+        core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
+        ff, fb = kernel_attention_fractions(attn, lay=lay, hw=hw)
+        tf = max(core / (hw["peak16"] * ff), KERNEL_FLOOR_S)
+        tb = max(2.5 * core / (hw["peak16"] * fb), KERNEL_FLOOR_S)
+        _add(w.parts, "attention_core", tf, tb, tf if w.rec_core else 0.0)
+        if cp > 1:
+            _cp_kernels_s(w, ar, lay=lay, hw=hw)
+    else:  # eager: two batched matmuls over the full s x s, masked softmax and dropout between
+        dq, dv = attention_head_dims(ar)
+        bh = b * ar["heads"]
+        sq = s // cp
+        f_qk, b_qk = linear_times_s(sq, s, dq, hw=hw, batch=bh)
+        f_av, b_av = linear_times_s(sq, dv, s, hw=hw, batch=bh)
+        probs = bh * sq * s
+        sm_f = memory_time_s(probs * (2 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
+        sm_b = memory_time_s(probs * (3 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
+        tf, tb = f_qk + f_av + sm_f, b_qk + b_av + sm_b
+        _add(w.parts, "attention_core", tf, tb, tf if w.rec_core else 0.0)
+
+
+def _cp_kernels_s(w, ar, *, lay, hw):
+    """Context parallelism's own kernels beside a fused attention core
+    (train/context_parallel.py): a2a's reorder copies, or the p2p ring's copies and merges."""
+    cp = lay["cp"]
+    dq, dv = attention_head_dims(ar)
+    widths = dict(m=w.m, q_width=ar["heads"] * dq, v_width=ar["heads"] * dv,
+                  kv_width=ar["kv_heads"] * (dq + dv), a=w.a)
+    if lay.get("cp_comm_type") == "a2a":  # reorder copies around the all-to-alls
+        rb_f, rb_b = a2a_attention_extra_bytes(**widths)
+        rf, rbk = (memory_time_s(x, A2A_COPY_KERNELS, hw=hw) for x in (rb_f, rb_b))
+    else:  # the p2p ring's copies and merges
+        acc = 4 if lay["framework"] == "pytorch" else 2
+        rb_f, rb_b = ring_attention_extra_bytes(cp=cp, acc=acc, **widths)
+        rf = memory_time_s(rb_f, CP_FWD_KERNELS_PER_STEP * cp, hw=hw)
+        rbk = memory_time_s(rb_b, CP_BWD_KERNELS_PER_STEP * cp, hw=hw)
+    _add(w.parts, "cp_kernels", rf, rbk, rf if w.rec_core else 0.0)
+
+
+def _dense_mlp_s(w, mr, fl, *, h, hw):
+    """A dense MLP on the rank's width: its two matmuls (the gate folded into the first), their
+    fp8 operands, what TP overlaps, and the activation's memory-bound work."""
+    a, m = w.a, w.m
+    wd = mr["width"]
+    n_in = fl["dense_mlp"] / (2 * h) - wd
+    f1, b1 = linear_times_s(m, n_in, h, hw=hw, dtype_bytes=w.wb)
+    f2, b2 = linear_times_s(m, h, wd, hw=hw, dtype_bytes=w.wb)
+    _add(w.parts, "mlp", f1 + f2, b1 + b2, (f1 + f2) if w.full or "mlp" in w.mods else 0.0)
+    w.fp8_elems += pair_operand_elements(m, w.m_cast, h=h, n_up=n_in, n_down=wd)
+    w.te_in_norm, w.te_in_other = w.te_in_norm + w.mt * h, w.te_in_other + m * wd
+    w.te_grad, w.te_tensors = w.te_grad + m * n_in + w.mt * h, w.te_tensors + 2
+    _overlap_pair(w, n_in, h, f1, f2, hw)
+    w.ew_bytes += a * m * (n_in + wd)  # activation (and gate): read n_in, write w
+    w.ew_kernels += 1
+    if "mlp" in w.mods:
+        w.ew_rec_bytes = w.ew_rec_bytes + a * m * (n_in + wd)
+        w.ew_rec_kernels = w.ew_rec_kernels + 1
+
+
+def _moe_mlp_s(w, mlp, mr, fl, *, h, lay, hw):
+    """A MoE block: routed experts as grouped matmuls (the ep group's m ep tokens x k spread over
+    E experts, E / ep on this rank, one launch per projection), shared experts as a dense MLP, the
+    router, and the activation and permutations' memory-bound work."""
+    a, m, wb, ep = w.a, w.m, w.wb, lay["ep"]
+    E, k_real = mlp["num_experts"], expected_real_experts(mlp)
+    wd = mr["width"]
+    per_tok = fl["routed_experts"] / k_real if k_real else 0.0
+    n_in = per_tok / (2 * h) - wd
+    m_e = max(1, round(m * k_real * ep / E))
+    local = E // ep
+    f1, b1 = linear_times_s(m_e, n_in, h, hw=hw, dtype_bytes=wb, batch=local)
+    f2, b2 = linear_times_s(m_e, h, wd, hw=hw, dtype_bytes=wb, batch=local)
+    w.fp8_elems += local * (linear_operand_elements(m_e, n_in, h)
+                            + linear_operand_elements(m_e, h, wd))
+    w.te_in_other += local * m_e * (h + wd)
+    w.te_grad, w.te_tensors = w.te_grad + local * m_e * (n_in + h), w.te_tensors + 2
+    g = lay["moe_imbalance"]
+    moe_rec = w.full or w.sac or "moe" in w.mods
+    _add(w.parts, "moe_experts", g * (f1 + f2), g * (b1 + b2), g * (f1 + f2) if moe_rec else 0.0)
+    if mlp["shared_width"]:
+        sw = mr["shared_width"]
+        n_s = fl["shared_experts"] / (2 * h) - sw
+        f3, b3 = linear_times_s(m, n_s, h, hw=hw, dtype_bytes=wb)
+        f4, b4 = linear_times_s(m, h, sw, hw=hw, dtype_bytes=wb)
+        w.fp8_elems += pair_operand_elements(m, w.m_cast, h=h, n_up=n_s, n_down=sw)
+        w.te_in_norm, w.te_in_other = w.te_in_norm + w.mt * h, w.te_in_other + m * sw
+        w.te_grad, w.te_tensors = w.te_grad + m * n_s + w.mt * h, w.te_tensors + 2
+        _add(w.parts, "mlp", f3 + f4, b3 + b4,
+             (f3 + f4) if w.full or "moe" in w.mods or "shared_experts" in w.mods else 0.0)
+        w.ew_bytes += a * m * (n_s + sw)
+        w.other_bytes += a * m * (n_s + sw)
+    fr, br = linear_times_s(m, E + mlp["zero_experts"], h, hw=hw)
+    _add(w.parts, "router", fr, br, fr if moe_rec else 0.0)
+    # activation, and the permutation into and out of expert order (read + write, twice)
+    w.ew_bytes += g * a * m * k_real * (n_in + wd) + 4 * a * m * k_real * h
+    w.ew_kernels += 6
+    w.other_bytes += g * a * m * k_real * (n_in + wd) + 4 * a * m * k_real * h
+    w.other_kernels += 6
+    if "moe" in w.mods:  # activation, permutations (and the shared experts' activation)
+        w.ew_rec_bytes += g * a * m * k_real * (n_in + wd) + 4 * a * m * k_real * h + (
+            a * m * (n_s + sw) if mlp["shared_width"] else 0)
+        w.ew_rec_kernels += 6
+    elif "moe_act" in w.mods:
+        w.ew_rec_bytes = w.ew_rec_bytes + g * a * m * k_real * (n_in + wd)
+        w.ew_rec_kernels = w.ew_rec_kernels + 1
+
+
+def _norms_and_residuals(w, layer, *, h, lay):
+    """Norms (one per block) and the residual add (+ bias, dropout mask) per block: Korthikanti
+    Table 2's tensors; DeepSeek-V4's hyper-connection streams."""
+    a, mt, blocks = w.a, w.mt, w.blocks
     y2021 = lay.get("framework", "megatron") == "megatron-2021"
-    ew_bytes += blocks * ((0 if y2021 else 2 * a * mt * h) + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
-    ew_kernels += (1 if y2021 else 2) * blocks
-    if "layernorm" in mods:  # each block's norm: read x, write y
-        ew_rec_bytes, ew_rec_kernels = ew_rec_bytes + blocks * 2 * a * mt * h, ew_rec_kernels + blocks
+    w.ew_bytes += blocks * ((0 if y2021 else 2 * a * mt * h)
+                            + (3 * a + (1 if lay["dropout"] else 0)) * mt * h)
+    w.ew_kernels += (1 if y2021 else 2) * blocks
+    if "layernorm" in w.mods:  # each block's norm: read x, write y
+        w.ew_rec_bytes = w.ew_rec_bytes + blocks * 2 * a * mt * h
+        w.ew_rec_kernels = w.ew_rec_kernels + blocks
     if layer.get("extra_flops"):  # DeepSeek-V4 hyper-connections: their hc x h residual streams
         # are read and written once per block (small matmuls, memory-bound; an assumption)
-        ew_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
-        other_bytes += 2 * a * m * h * lay.get("residual_streams", 1)
-    if eager_framework(lay):
-        # eager PyTorch: each unfused kernel of the modules' source; weight-gradient kernels are
-        # charged per FSDP unit in evaluate (eager_grad_kernels_bytes), not here
-        kf, kb = eager_layer_kernels(layer, h=h, tp=tp, style=lay["framework"], norm=lay["norm"])
-        ef = eager_kernels_time_s(kf, tokens=m, tokens_sp=mt, hw=hw)
-        eb = eager_kernels_time_s(kb, tokens=m, tokens_sp=mt, hw=hw)
-        if other_bytes:
-            ef += memory_time_s(other_bytes, other_kernels, hw=hw)
-            eb += memory_time_s(2 * other_bytes, 2 * other_kernels, hw=hw)
-        if lay.get("compile"):  # Inductor's fused kernels at their measured share of the eager time
-            ef, eb = ef * COMPILE_LAYER_FACTOR, eb * COMPILE_LAYER_FACTOR
-        _add(parts, "memory_bound", ef, eb, ef if full or sac else 0.0)
-        if wb == 1 and lay["framework"] == "pytorch":  # torchao's casts (TE fuses its own: not costed)
-            cf, cb = fp8_cast_time_s(fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
-            _add(parts, "fp8_casts", cf, cb, cf if full or sac else 0.0)
-        return parts, overlap, blocks
-    if wb == 1 and lay.get("framework", "megatron") == "megatron" and te_tensors:
+        w.ew_bytes += 2 * a * w.m * h * lay.get("residual_streams", 1)
+        w.other_bytes += 2 * a * w.m * h * lay.get("residual_streams", 1)
+
+
+def _eager_memory_bound_s(w, layer, *, h, lay, hw):
+    """Eager PyTorch: each unfused kernel of the modules' source; weight-gradient kernels are
+    charged per FSDP unit in evaluate (eager_grad_kernels_bytes), not here; torchao's fp8 casts
+    (Transformer Engine fuses its own: not costed)."""
+    kf, kb = eager_layer_kernels(layer, h=h, tp=lay["tp"], style=lay["framework"], norm=lay["norm"])
+    ef = eager_kernels_time_s(kf, tokens=w.m, tokens_sp=w.mt, hw=hw)
+    eb = eager_kernels_time_s(kb, tokens=w.m, tokens_sp=w.mt, hw=hw)
+    if w.other_bytes:
+        ef += memory_time_s(w.other_bytes, w.other_kernels, hw=hw)
+        eb += memory_time_s(2 * w.other_bytes, 2 * w.other_kernels, hw=hw)
+    if lay.get("compile"):  # Inductor's fused kernels at their measured share of the eager time
+        ef, eb = ef * COMPILE_LAYER_FACTOR, eb * COMPILE_LAYER_FACTOR
+    _add(w.parts, "memory_bound", ef, eb, ef if w.full or w.sac else 0.0)
+    if w.wb == 1 and lay["framework"] == "pytorch":  # torchao's casts
+        cf, cb = fp8_cast_time_s(w.fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
+        _add(w.parts, "fp8_casts", cf, cb, cf if w.full or w.sac else 0.0)
+
+
+def _fused_memory_bound_s(w, layer, *, h, lay, hw):
+    """Fused-kernel stacks: Transformer Engine's fp8 quantization, the memory-bound work counted
+    above (apex's LayerNorm and the dated stacks' bias adds and context copies at their rates),
+    and the gradient accumulation."""
+    a, m, mt, blocks, full = w.a, w.m, w.mt, w.blocks, w.full
+    if w.wb == 1 and lay.get("framework", "megatron") == "megatron" and w.te_tensors:
         # Transformer Engine's quantization of each linear's input and output gradient (kernels.py)
         recipe = lay.get("fp8_recipe") or "delayed"
         by_arch = TE_FP8_CAST_BYTES[recipe]
         bn, bo, bg = by_arch["blackwell" if hw.get("family") == "blackwell" else "hopper"]
         per = 2 if recipe == "tensorwise" else 1  # current scaling: an amax kernel before each cast
-        cf = memory_time_s(bn * te_in_norm + bo * te_in_other, per * te_tensors, hw=hw)
-        cb = memory_time_s(bg * te_grad, per * te_tensors, hw=hw)
-        _add(parts, "fp8_casts", cf, cb, cf if full else 0.0)
-    ef = memory_time_s(ew_bytes, ew_kernels, hw=hw)
-    eb = memory_time_s(2 * ew_bytes, 2 * ew_kernels, hw=hw)
+        cf = memory_time_s(bn * w.te_in_norm + bo * w.te_in_other, per * w.te_tensors, hw=hw)
+        cb = memory_time_s(bg * w.te_grad, per * w.te_tensors, hw=hw)
+        _add(w.parts, "fp8_casts", cf, cb, cf if full else 0.0)
+    ef = memory_time_s(w.ew_bytes, w.ew_kernels, hw=hw)
+    eb = memory_time_s(2 * w.ew_bytes, 2 * w.ew_kernels, hw=hw)
     path = grad_path(lay)
     accum = path["accumulate"] if path else GRAD_ACCUM_BYTES
-    if y2021:  # apex's LayerNorm at its measured rates (APEX_LAYERNORM_2021): read x, write y; dy, x -> dx
+    if lay.get("framework", "megatron") == "megatron-2021":
+        # apex's LayerNorm at its measured rates (APEX_LAYERNORM_2021): read x, write y; dy, x -> dx
         lnf, lnb = APEX_LAYERNORM_2021
         ef += blocks * memory_time_s(2 * a * mt * h / lnf, 1, hw=hw)
         eb += blocks * memory_time_s(3 * a * mt * h / lnb, 2, hw=hw)
@@ -271,7 +379,7 @@ def layer_compute_s(layer, *, h, lay, hw):
         for attn in layer["attention"]:
             if attn["span"] == "state":
                 continue
-            ar = attention_on_rank(attn, tp=tp)
+            ar = attention_on_rank(attn, tp=lay["tp"])
             dq, dv = attention_head_dims(ar)
             qkv = ar["heads"] * dq + ar["kv_heads"] * (dq + dv)
             ctx = ar["heads"] * dv
@@ -285,11 +393,12 @@ def layer_compute_s(layer, *, h, lay, hw):
             qb = bool(attn.get("qkv_bias"))
             ef += memory_time_s(a * m * ((2 * qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
             eb += memory_time_s(a * m * ((qkv if qb else 0) + 2 * ctx), 1 + qb, hw=hw)
-    rec_ew = ef if full or sac else (memory_time_s(ew_rec_bytes, ew_rec_kernels, hw=hw) if ew_rec_bytes else 0.0)
-    _add(parts, "memory_bound", ef, eb, rec_ew)
-    ne, ex = layer_params_per_rank(layer, h=h, norm=lay["norm"], tp=tp, etp=etp, ep=ep)
-    _add(parts, "grad_accumulation", 0.0, (ne + ex) * accum / hw["mem_bw"])
-    return parts, overlap, blocks
+    rec_ew = ef if full or w.sac else (
+        memory_time_s(w.ew_rec_bytes, w.ew_rec_kernels, hw=hw) if w.ew_rec_bytes else 0.0)
+    _add(w.parts, "memory_bound", ef, eb, rec_ew)
+    ne, ex = layer_params_per_rank(layer, h=h, norm=lay["norm"], tp=lay["tp"], etp=lay["etp"],
+                                   ep=lay["ep"])
+    _add(w.parts, "grad_accumulation", 0.0, (ne + ex) * accum / hw["mem_bw"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -492,16 +601,17 @@ def head_and_embedding_s(spec, *, lay, hw, net):
 
 
 def layer_cost(layer, *, spec, lay, hw, net):
-    """{"compute": {component: [fwd, bwd, rec]}, "comm": {kind: [fwd, bwd, rec]}} for one layer and
-    one micro-batch on one rank."""
+    """LayerCosts of one layer for one micro-batch on one rank: its compute (layer_compute_s) and
+    exposed communication (layer_comm_s, with Megatron-Core's EP all-to-all overlap)."""
     h = spec["hidden_size"]
-    lay = dict(lay, residual_streams=spec.get("residual_streams", 1), norm=spec["norm"])
+    model = {"residual_streams": spec.get("residual_streams", 1), "norm": spec["norm"]}
+    lay = lay.replace(**model) if isinstance(lay, Layout) else Layout(lay, **model)
     parts, overlap, blocks = layer_compute_s(layer, h=h, lay=lay, hw=hw)
     core = parts.get("attention_core", [0.0, 0.0, 0.0])
     comm = layer_comm_s(layer, overlap, blocks, h=h, lay=lay, hw=hw, net=net, core_s=(core[0], core[1]))
     if lay.get("moe_a2a_overlap") and "ep" in comm:
         comm["ep"] = moe_a2a_overlap_s(comm["ep"], parts, slowdown=lay["overlap_slowdown"])
-    return {"compute": parts, "comm": comm}
+    return LayerCosts(compute=parts, comm=comm)
 
 
 def moe_a2a_overlap_s(ep, parts, *, slowdown):
@@ -641,30 +751,6 @@ def optimizer_s(params_local, *, lay, hw):
     return memory_time_s(p * nbytes, 5, hw=hw)
 
 
-def memory_config(spec, lay, c0):
-    """calc_transformer_mem.py's configuration dict for this layout (training_memory's `c`); under
-    --framework pytorch the eager activation rule, with autocast's fp32 weights at ZeRO 0-1."""
-    dp, cp, tp, pp, ep, etp = lay["dp"], lay["cp"], lay["tp"], lay["pp"], lay["ep"], lay["etp"]
-    if lay["framework"] == "pytorch":  # eager transformers-style modules; autocast without sharding
-        autocast = lay["zero_stage"] <= 1
-        c0 = dict(c0, activation_rule="eager", autocast=autocast)
-        if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
-            c0.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
-                optimizer="adam", mixed_precision=False, master_bytes=4))
-    return dict(c0, tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
-                chunk_layers=layout_chunk_layers(spec["num_layers"], lay), zero_stage=lay["zero_stage"],
-                **zero_shards(dp=dp, cp=cp, tp=tp, pp=pp, etp=etp, ep=ep),
-                sequence_length=lay["sequence_length"],
-                num_microbatches=lay["num_microbatches"], recompute=lay["recompute"],
-                recompute_modules=modules_of(lay), recompute_every=lay.get("recompute_every") or 1,
-                sequence_parallel=lay["sp"], flash_attention=lay["flash_attention"],
-                dropout=lay["dropout"], opt_bytes=0 if lay["offload"] else c0["opt_bytes"],
-                offload_param=bool(lay.get("offload_param")),
-                # Megatron-LM's distributed optimizer (ZeRO-1/2) shards in place; ZeRO-3 keeps
-                # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
-                zbs=5e8 if lay["zero_stage"] == 3 else 0)
-
-
 # The layout fields one layer's cost depends on (the cache key of evaluate: layouts that differ only
 # in pp, vp, dp, ZeRO or offload share their layers' costs)
 LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_length", "recompute",
@@ -678,56 +764,16 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     FLOPs of one sequence (calc_transformer_flops.py's count), per recompute mode; `memory`: the
     layout's training_memory() when the caller has it."""
     cache = {} if cache is None else cache
-    L, pp, vp = spec["num_layers"], lay["pp"], lay["vp"]
+    L, pp, vp, m = spec["num_layers"], lay["pp"], lay["vp"], lay["num_microbatches"]
     by_stage = all_stage_layers(num_layers=L, pp=pp, vp=vp, chunk_layers=layout_chunk_layers(L, lay))
-    first, last = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
+    ends = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
+    p2p = pipeline_p2p_s(spec, lay=lay, net=net)
     lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
     stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
-    m = lay["num_microbatches"]
-    G = lay["gpus_per_node"]
-    p2p = 0.0
-    if pp > 1:
-        act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
-        act *= spec.get("residual_streams", 1)
-        p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
-                          net=net, gpus_per_node=G) * deepspeed_p2p_factor(lay)
-        if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
-            # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
-            # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
-            # rank sends 1/tp of the tensor, the receiver all-gathers it over NVLink, unoverlapped
-            p2p += comm_time_s("all_gather", act, n=lay["tp"], stride=1, net=net, gpus_per_node=G)
-    layers = spec["layers"]
     for st in range(pp):
-        comp, comm, kinds = {}, {}, {}
-        for i in by_stage[st]:
-            lid = (id(layers[i]), layer_mode(lay, i))
-            kinds[lid] = kinds.get(lid, 0) + 1
-            kinds.setdefault(("layer", lid), layers[i])
-        for lid, count in kinds.items():
-            if lid[0] == "layer":
-                continue
-            if lid[1] not in lays:
-                ly = lay if lid[1] == lay["recompute"] else dict(lay, recompute=lid[1])
-                lays[lid[1]] = (ly, tuple(ly.get(k) for k in LAYER_COST_KEYS))
-            ly, key_lay = lays[lid[1]]
-            k = (lid[0], key_lay)
-            if k not in cache:
-                cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=ly, hw=hw, net=net)
-            _sum_into(comp, cache[k]["compute"], count)
-            _sum_into(comm, cache[k]["comm"], count)
-        if st == 0:
-            _sum_into(comp, {"embedding": [first[0], first[1], 0.0]})
-        if st == pp - 1:
-            _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
-        if pp > 1:
-            _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
-        pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], layout_split(lay), st)
-        if pk not in cache:
-            cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"], ep=lay["ep"],
-                                              stage=st, layers_held=by_stage[st])[:2]
-        params_by_stage.append(cache[pk])
-        if eager_framework(lay):
-            _sum_into(comp, {"grad_casts_and_copies": eager_grad_s(sum(cache[pk]), len(by_stage[st]), lay=lay, hw=hw)})
+        comp, comm, params = stage_costs(spec, lay, st, by_stage[st], hw=hw, net=net, cache=cache,
+                                         lays=lays, ends=ends, p2p=p2p)
+        params_by_stage.append(params)
         fwd, bwd = pass_times_s(comp, comm)
         stage_s.append(fwd + bwd)
         stage_b.append(bwd)
@@ -735,40 +781,133 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
     dp_rule = deepspeed_dp_exposed_s if lay.get("framework") == DEEPSPEED else dp_exposed_s
     dp_exp, dp_sync = dp_rule(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay, net=net)
-    # ZeRO-3: every layer's parameters gathered before its forward and backward, every micro-batch,
-    # prefetched one layer ahead (DeepSpeed stage 3 / FSDP): exposed where a gather outlasts its layer
-    z3 = 0.0
-    eager = eager_framework(lay)
-    if lay["zero_stage"] == 3 and (lay["dp"] * lay["cp"] > 1 or lay.get("offload_param")) and not eager:
-        ne, ex = params_by_stage[0]
-        per_layer = (ne + ex) / max(len(by_stage[0]), 1)
-        ag = comm_time_s("all_gather", per_layer * 2, n=lay["dp"] * lay["cp"], stride=lay["tp"], net=net, gpus_per_node=G)
-        if lay.get("offload_param"):  # DeepSpeed offload_param: the shard comes from the host first
-            ag += offload_param_fetch_s(per_layer / (lay["dp"] * lay["cp"]), lay=lay, hw=hw)
-        comp = stage_parts[0][0]
-        nl = max(len(by_stage[0]), 1)
-        f_layer, b_layer = (t / nl for t in pass_times_s(comp))
-        z3 = m * nl * (_hidden(ag, f_layer, lay["overlap_slowdown"]) + _hidden(ag, b_layer, lay["overlap_slowdown"]))
-    elif eager and lay["zero_stage"] >= 2 and lay["dp"] * lay["cp"] > 1:
-        z3 = fsdp_exposed_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), lay=lay, net=net)
-        dp_exp = 0.0
+    z3, dp_exp = sharded_gathers_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), dp_exp,
+                                   lay=lay, hw=hw, net=net)
     worst = max(range(pp), key=lambda i: stage_s[i])
     opt = optimizer_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
-    copies = 0.0
-    path = grad_path(lay)
-    if path and (not lay["dp_overlap"] or lay["dp"] * lay["cp"] > 1):
-        # the dated gradient sync's copies (GRAD_PATH_2021 / GRAD_PATH_2022): local DDP runs them
-        # after the pipeline drains for any dp, dp = 1 included; PyTorch DDP's bucket copies run on
-        # the compute stream in the backward
-        copies = memory_time_s(sum(params_by_stage[worst]) * path["sync_torch" if lay["dp_overlap"] else "sync_local"],
-                               3, hw=hw)
-    tied = 0.0
-    if pp > 1 and spec["tied_embeddings"]:  # Megatron-LM all-reduces the two embedding copies' grads
-        tied = comm_time_s("all_reduce", spec["vocab_size"] * spec["word_embed_proj_dim"] / lay["tp"] * lay["grad_bytes"],
-                           n=2, stride=lay["tp"] * lay["cp"] * lay["dp"] * (pp - 1), net=net, gpus_per_node=G)
+    copies = grad_sync_copies_s(sum(params_by_stage[worst]), lay=lay, hw=hw)
+    tied = tied_embedding_sync_s(spec, lay=lay, net=net)
     step = pipe + dp_exp + z3 + opt + tied + copies
-    # breakdown: the slowest stage's components x m, then what the schedule and the step add
-    comp, comm = stage_parts[worst]
+    breakdown = step_breakdown(stage_parts[worst], m=m, bubble=pipe - m * stage_s[worst],
+                               dp=dp_exp + tied, sharded=z3, eager=eager_framework(lay), opt=opt,
+                               copies=copies)
+    if memory is None:
+        memory, _ = training_memory(spec, memory_config(spec, lay, c0), lay["micro_batch_size"])
+    return step_result(spec, lay, step=step, breakdown=breakdown, memory=memory, hw=hw, flops=flops,
+                       worst=worst, stage_s=stage_s, dp_sync=dp_sync)
+
+
+def pipeline_p2p_s(spec, *, lay, net):
+    """Seconds of one pipeline send/receive of a micro-batch's activations between stages (0
+    without a pipeline), with Megatron-LM's scatter/gather over tensor parallelism."""
+    if lay["pp"] <= 1:
+        return 0.0
+    G = lay["gpus_per_node"]
+    act = 2 * lay["micro_batch_size"] * lay["sequence_length"] // lay["cp"] * spec["hidden_size"]
+    act *= spec.get("residual_streams", 1)
+    p2p = comm_time_s("sendrecv", act / lay["tp"], n=2, stride=lay["tp"] * lay["cp"] * lay["dp"],
+                      net=net, gpus_per_node=G) * deepspeed_p2p_factor(lay)
+    if lay["tp"] > 1 and not lay["sp"] and not eager_framework(lay):
+        # Megatron-LM's scatter/gather (Narayanan et al. 2021 sec. 4.1; on by default since
+        # 2021-02, skipped under sequence parallelism: megatron/p2p_communication.py): each tp
+        # rank sends 1/tp of the tensor, the receiver all-gathers it over NVLink, unoverlapped
+        p2p += comm_time_s("all_gather", act, n=lay["tp"], stride=1, net=net, gpus_per_node=G)
+    return p2p
+
+
+def stage_costs(spec, lay, st, held, *, hw, net, cache, lays, ends, p2p):
+    """(compute, exposed comm, (non-expert, expert) parameters) of pipeline stage `st` holding
+    layers `held`, per micro-batch: its layers' LayerCosts (cached per kind, recompute mode and
+    LAYER_COST_KEYS), the embedding on the first stage, the head and loss on the last, the
+    pipeline sends, and eager PyTorch's weight-gradient kernels. `lays`: the layout of each
+    recompute mode, shared by the stages."""
+    pp, vp, layers = lay["pp"], lay["vp"], spec["layers"]
+    comp, comm, kinds = {}, {}, {}
+    for i, mode in zip(held, layer_modes(lay, held)):
+        lid = (id(layers[i]), mode)
+        kinds[lid] = kinds.get(lid, 0) + 1
+        kinds.setdefault(("layer", lid), layers[i])
+    for lid, count in kinds.items():
+        if lid[0] == "layer":
+            continue
+        if lid[1] not in lays:
+            ly = lay if lid[1] == lay["recompute"] else Layout(lay, recompute=lid[1])
+            lays[lid[1]] = (ly, tuple(ly.get(k) for k in LAYER_COST_KEYS))
+        ly, key_lay = lays[lid[1]]
+        k = (lid[0], key_lay)
+        if k not in cache:
+            cache[k] = layer_cost(kinds[("layer", lid)], spec=spec, lay=ly, hw=hw, net=net)
+        _sum_into(comp, cache[k]["compute"], count)
+        _sum_into(comm, cache[k]["comm"], count)
+    first, last = ends
+    if st == 0:
+        _sum_into(comp, {"embedding": [first[0], first[1], 0.0]})
+    if st == pp - 1:
+        _sum_into(comp, {"output_head_and_loss": [last[0], last[1], 0.0]})
+    if pp > 1:
+        _sum_into(comm, {"pp": [p2p * vp, p2p * vp, 0.0]})
+    pk = ("params", lay["tp"], pp, vp, lay["etp"], lay["ep"], layout_split(lay), st)
+    if pk not in cache:
+        cache[pk] = stage_params_per_rank(spec, tp=lay["tp"], pp=pp, vp=vp, etp=lay["etp"],
+                                          ep=lay["ep"], stage=st, layers_held=held)[:2]
+    if eager_framework(lay):
+        grads = eager_grad_s(sum(cache[pk]), len(held), lay=lay, hw=hw)
+        _sum_into(comp, {"grad_casts_and_copies": grads})
+    return comp, comm, cache[pk]
+
+
+def sharded_gathers_s(params, comp, num_layers, dp_exp, *, lay, hw, net):
+    """(exposed seconds of the per-layer parameter gathers, the DP exposure left) from the first
+    stage's parameters and compute. ZeRO-3: every layer's parameters gathered before its forward
+    and backward, every micro-batch, prefetched one layer ahead (DeepSpeed stage 3 / FSDP):
+    exposed where a gather outlasts its layer. Eager PyTorch at ZeRO 2-3: FSDP's per-layer
+    collectives (fsdp_exposed_s) in place of the bucketed DP reduction."""
+    n = lay["dp"] * lay["cp"]
+    eager = eager_framework(lay)
+    if lay["zero_stage"] == 3 and (n > 1 or lay.get("offload_param")) and not eager:
+        ne, ex = params
+        per_layer = (ne + ex) / max(num_layers, 1)
+        ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net,
+                         gpus_per_node=lay["gpus_per_node"])
+        if lay.get("offload_param"):  # DeepSpeed offload_param: the shard comes from the host first
+            ag += offload_param_fetch_s(per_layer / n, lay=lay, hw=hw)
+        nl = max(num_layers, 1)
+        f_layer, b_layer = (t / nl for t in pass_times_s(comp))
+        sd = lay["overlap_slowdown"]
+        z3 = lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(ag, b_layer, sd))
+        return z3, dp_exp
+    if eager and lay["zero_stage"] >= 2 and n > 1:
+        return fsdp_exposed_s(params, comp, num_layers, lay=lay, net=net), 0.0
+    return 0.0, dp_exp
+
+
+def grad_sync_copies_s(params, *, lay, hw):
+    """The dated gradient sync's copies (GRAD_PATH_2021 / GRAD_PATH_2022) for `params` held: local
+    DDP runs them after the pipeline drains for any dp, dp = 1 included; PyTorch DDP's bucket
+    copies run on the compute stream in the backward. 0 for today's stacks."""
+    path = grad_path(lay)
+    if not path or (lay["dp_overlap"] and lay["dp"] * lay["cp"] <= 1):
+        return 0.0
+    per_param = path["sync_torch" if lay["dp_overlap"] else "sync_local"]
+    return memory_time_s(params * per_param, 3, hw=hw)
+
+
+def tied_embedding_sync_s(spec, *, lay, net):
+    """Megatron-LM all-reduces the two embedding copies' gradients of a tied model across the
+    first and last stages (0 without a pipeline or tying)."""
+    pp = lay["pp"]
+    if pp <= 1 or not spec["tied_embeddings"]:
+        return 0.0
+    nbytes = spec["vocab_size"] * spec["word_embed_proj_dim"] / lay["tp"] * lay["grad_bytes"]
+    stride = lay["tp"] * lay["cp"] * lay["dp"] * (pp - 1)
+    return comm_time_s("all_reduce", nbytes, n=2, stride=stride, net=net,
+                       gpus_per_node=lay["gpus_per_node"])
+
+
+def step_breakdown(parts, *, m, bubble, dp, sharded, eager, opt, copies):
+    """The step's breakdown: the slowest stage's components x m, then what the schedule and the
+    step add."""
+    comp, comm = parts
     breakdown = {}
     for k, v in comp.items():
         breakdown[f"compute_{k}"] = m * (v[0] + v[1])
@@ -776,15 +915,20 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
             breakdown[f"recompute_{k}"] = m * v[2]
     for k, v in comm.items():
         breakdown[f"exposed_{k}_comm"] = m * (v[0] + v[1] + v[2])
-    breakdown["pipeline_bubble"] = pipe - m * stage_s[worst]
-    breakdown["exposed_dp_comm"] = dp_exp + tied
-    if z3:  # PyTorch FSDP's per-layer gathers and reduce-scatters, or ZeRO-3's gathers
-        breakdown["exposed_fsdp_comm" if eager else "exposed_zero3_gather"] = z3
+    breakdown["pipeline_bubble"] = bubble
+    breakdown["exposed_dp_comm"] = dp
+    if sharded:  # PyTorch FSDP's per-layer gathers and reduce-scatters, or ZeRO-3's gathers
+        breakdown["exposed_fsdp_comm" if eager else "exposed_zero3_gather"] = sharded
     breakdown["optimizer_step"] = opt
     if copies:
         breakdown["grad_sync_copies"] = copies
-    gbs = lay["global_batch_size"]
-    n = lay["num_gpus"]
+    return breakdown
+
+
+def step_result(spec, lay, *, step, breakdown, memory, hw, flops, worst, stage_s, dp_sync):
+    """evaluate()'s result: the step, MFU and HFU (hardware FLOPs per recompute mode, counted
+    once per mode into `flops`), throughput, and the memory against the GPU's capacity."""
+    gbs, n = lay["global_batch_size"], lay["num_gpus"]
     model_flops = gbs * flops["model"]
     rkey = recompute_key(lay)
     if rkey not in flops["hardware"]:
@@ -792,16 +936,13 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
                                                                           lay=lay)
     hw_flops = gbs * flops["hardware"][rkey]
     tokens = gbs * lay["sequence_length"]
-    if memory is None:
-        memory, _ = training_memory(spec, memory_config(spec, lay, c0), lay["micro_batch_size"])
-    stage_mem = memory
-    total_bytes = stage_mem["total_bytes"]
+    total_bytes = memory["total_bytes"]
     return {"step_time_s": step, "breakdown_s": breakdown,
             "mfu": model_flops / (step * n * hw["peak_mfu"]),
             "hfu": hw_flops / (step * n * hw["peak_mfu"]),
             "model_tflops_per_gpu": model_flops / step / n / 1e12,
             "tokens_per_s": tokens / step, "tokens_per_s_per_gpu": tokens / step / n,
-            "total_bytes": total_bytes, "memory": stage_mem,
+            "total_bytes": total_bytes, "memory": memory,
             "fits": hw["memory_bytes"] is None or total_bytes <= hw["memory_bytes"],
             "headroom_bytes": None if hw["memory_bytes"] is None else hw["memory_bytes"] - total_bytes,
             "slowest_stage": worst, "stage_time_s": stage_s, "dp_sync_s": dp_sync,
