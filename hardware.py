@@ -81,12 +81,30 @@ class CalcError(ValueError):
 # the network (comm/collectives.Network), the model spec (model/spec.ModelSpec), a layer's costs and
 # the memory config (train/). A subclass sets FIELDS and, where every field must be given, REQUIRED.
 
+def _field_getter(name):
+    """rec.NAME: the field's value, None when the field is declared but not set (as .get says)."""
+    def get(self):
+        return self.get(name)
+    get.__name__ = name
+    return get
+
+
 class Record(dict):
     """A dict with declared keys (FIELDS); REQUIRED ones must be given when it is built."""
 
     __slots__ = ()
     FIELDS = {}    # name -> meaning (units in the name or the text)
     REQUIRED = ()  # names that must be present at construction
+
+    def __init_subclass__(cls, **kwargs):
+        # each field reads as an attribute through a property made here, once per class: a
+        # __getattr__ would do it too, but it slows every attribute lookup on the record (dict
+        # methods included; the training search does millions). A field named like a dict
+        # method (get, items, ...) is read with [] only.
+        super().__init_subclass__(**kwargs)
+        for name in cls.FIELDS:
+            if name.isidentifier() and not hasattr(dict, name) and name not in cls.__dict__:
+                setattr(cls, name, property(_field_getter(name)))
 
     def __init__(self, *args, **fields):
         super().__init__(*args, **fields)
@@ -116,14 +134,6 @@ class Record(dict):
         if key not in self:
             self[key] = default
         return self[key]
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            if name in type(self).FIELDS:
-                return None  # a declared field not set: absent, as .get() says
-            raise AttributeError(f"{type(self).__name__} has no field {name!r}") from None
 
     def copy(self):
         return type(self)(self)
@@ -800,21 +810,6 @@ def run_tool(main):
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         sys.exit(2)
-
-
-def load_hardware():
-    """The accelerator table (accelerator.accelerator_table: the package's hardware module, else
-    hardware.py beside the built script; ImportError when there is none)."""
-    return accelerator_table()
-
-
-def accelerator_record(name, parser, *, without):
-    """The record for --gpu NAME (accelerator.resolve_accelerator, the one lookup; None: the default
-    accelerator). One-line exit 2 when the table is missing (`without` says which explicit flags to
-    pass instead) or the name is unknown (the table's message)."""
-    with calc_errors(parser):
-        return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
-                                   f"script; {without}")
 
 
 # ======== llmcalc/hardware.py =====================================================================

@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 
-from .accelerator import accelerator_table, resolve_accelerator
 from .errors import CalcError
 
 
@@ -334,18 +333,3 @@ def run_tool(main):
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         sys.exit(2)
-
-
-def load_hardware():
-    """The accelerator table (accelerator.accelerator_table: the package's hardware module, else
-    hardware.py beside the built script; ImportError when there is none)."""
-    return accelerator_table()
-
-
-def accelerator_record(name, parser, *, without):
-    """The record for --gpu NAME (accelerator.resolve_accelerator, the one lookup; None: the default
-    accelerator). One-line exit 2 when the table is missing (`without` says which explicit flags to
-    pass instead) or the name is unknown (the table's message)."""
-    with calc_errors(parser):
-        return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
-                                   f"script; {without}")

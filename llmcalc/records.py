@@ -14,12 +14,30 @@ the memory config (train/). A subclass sets FIELDS and, where every field must b
 """
 
 
+def _field_getter(name):
+    """rec.NAME: the field's value, None when the field is declared but not set (as .get says)."""
+    def get(self):
+        return self.get(name)
+    get.__name__ = name
+    return get
+
+
 class Record(dict):
     """A dict with declared keys (FIELDS); REQUIRED ones must be given when it is built."""
 
     __slots__ = ()
     FIELDS = {}    # name -> meaning (units in the name or the text)
     REQUIRED = ()  # names that must be present at construction
+
+    def __init_subclass__(cls, **kwargs):
+        # each field reads as an attribute through a property made here, once per class: a
+        # __getattr__ would do it too, but it slows every attribute lookup on the record (dict
+        # methods included; the training search does millions). A field named like a dict
+        # method (get, items, ...) is read with [] only.
+        super().__init_subclass__(**kwargs)
+        for name in cls.FIELDS:
+            if name.isidentifier() and not hasattr(dict, name) and name not in cls.__dict__:
+                setattr(cls, name, property(_field_getter(name)))
 
     def __init__(self, *args, **fields):
         super().__init__(*args, **fields)
@@ -49,14 +67,6 @@ class Record(dict):
         if key not in self:
             self[key] = default
         return self[key]
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            if name in type(self).FIELDS:
-                return None  # a declared field not set: absent, as .get() says
-            raise AttributeError(f"{type(self).__name__} has no field {name!r}") from None
 
     def copy(self):
         return type(self)(self)

@@ -193,6 +193,7 @@ SOURCE_CONCERNS = (
     ("llmcalc/tools/training_", ("train",)),
     ("llmcalc/tools/latency", ("serve",)),
     ("llmcalc/tools/comm.py", ("comm",)),
+    ("llmcalc/tools/gpu.py", ("hardware",)),
     ("llmcalc/precision.py", ("train", "serve")),
     ("llmcalc/cli.py", ("cli",)),
     ("llmcalc/errors.py", ("cli",)),

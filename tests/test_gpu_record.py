@@ -19,7 +19,8 @@ import calc_inference_latency
 import calc_training_time as T
 import hardware
 from llmcalc import accelerator as A
-from llmcalc.cli import OneLineErrorParser, accelerator_record
+from llmcalc.cli import OneLineErrorParser
+from llmcalc.tools.gpu import accelerator_record
 from llmcalc.comm.collectives import Network, build_net
 from llmcalc.errors import CalcError
 

@@ -64,9 +64,10 @@ References:
 
 import sys
 
-from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, add_output_args,
+from ..cli import (OneLineErrorParser, _num, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
     print_result, print_warnings, ranges_epilog, run_tool, script_command)
+from .gpu import accelerator_record
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
 from ..model.kinds import GDN_CHUNK, attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary

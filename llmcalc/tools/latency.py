@@ -185,9 +185,10 @@ import math
 import sys
 
 from ..accelerator import default_accelerator
-from ..cli import (OneLineErrorParser, accelerator_record, add_model_args, add_output_args,
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
     ranges_epilog, run_tool)
+from .gpu import accelerator_record
 from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS

@@ -7,7 +7,8 @@ import math
 import sys
 
 from ..accelerator import DEFAULT_ACCELERATOR
-from ..cli import accelerator_record, bounded_int, finite_float
+from ..cli import bounded_int, finite_float
+from .gpu import accelerator_record
 
 
 def add_capacity_args(parser):

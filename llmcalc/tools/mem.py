@@ -64,9 +64,10 @@ import argparse
 import sys
 
 from ..accelerator import GIB, default_accelerator
-from ..cli import (OneLineErrorParser, _num, accelerator_record, add_model_args, add_output_args,
+from ..cli import (OneLineErrorParser, _num, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
     print_warnings, ranges_epilog, run_tool, script_command)
+from .gpu import accelerator_record
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary

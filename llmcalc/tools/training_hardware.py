@@ -6,7 +6,7 @@ name), overridden by explicit figures. A fact the record lacks is asked for (a j
 scale-up domain needs a scale-out bandwidth) or defaulted and said (Accelerator.STAND_INS)."""
 
 from ..accelerator import GIB, HOST_LINK_EFFICIENCY, PCIE4_X16_GB_S
-from ..cli import accelerator_record
+from .gpu import accelerator_record
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
 from ..train.kernels import FP8_OVER_BF16_MAMF, MEM_BW_FRACTION
