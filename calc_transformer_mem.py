@@ -5130,11 +5130,11 @@ _CAPS = (("num_layers", 100_000), ("vocab_size", 2**31), ("hidden_size", 2**24),
 def resolve_model_spec(flags, defaults=None):
     """Merge a model spec: values read from the config at flags["hf_model_name_or_path"], then
     explicit flags (which win, on every layer they apply to), then `defaults` (MODEL_DEFAULTS
-    updated by the calling tool). `flags` is {flag dest: value, None when not given}; an object
-    holding them as attributes is read through vars(). Validates, builds the layer list and
-    returns (ModelSpec, notes); the spec's "warnings" say what the result should show. Raises a
-    CalcError (a ValueError) with a one-line message."""
-    flag = (flags if isinstance(flags, dict) else vars(flags)).get
+    updated by the calling tool). `flags` is {flag dest: value, None when not given}: a tool
+    passes vars() of what it parsed. Validates, builds the layer list and returns (ModelSpec,
+    notes); the spec's "warnings" say what the result should show. Raises a CalcError (a
+    ValueError) with a one-line message."""
+    flag = flags.get
     d = dict(MODEL_DEFAULTS, **(defaults or {}))
     s, notes, warnings = _from_config(flag("hf_model_name_or_path"), flag("num_layers"))
     _check_flag_sizes(s, flag)
@@ -7345,7 +7345,7 @@ def model_spec(model_args, parser):
     the spec's warnings."""
     args = model_args
     try:
-        spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
+        spec, notes = resolve_model_spec(vars(args), defaults={"num_experts": 0})
     except ValueError as exc:
         parser.error(str(exc))
     if args.precision and not args.infer:

@@ -258,7 +258,7 @@ def test_spellings(capsys):
 
 def test_decode_sum_is_exact(capsys):
     """The closed-form decode total equals the step-by-step sum (contexts s .. s+o-2 cached)."""
-    spec, _ = cil.resolve_model_spec(cil.build_parser().parse_args(GPT67))
+    spec, _ = cil.resolve_model_spec(vars(cil.build_parser().parse_args(GPT67)))
     hw = {"flops_per_s": 200e12, "attention_flops_per_s": 200e12, "bytes_per_s": 1.4e12, "kernel_overhead_s": 4e-6,
           "link_bytes_per_s": 300e9, "link_latency_s": 8.9e-6, "link_efficiency": 0.8}
     for b, s, o in ((1, 10, 7), (64, 300, 40), (512, 2000, 9)):
@@ -270,7 +270,7 @@ def test_decode_sum_is_exact(capsys):
 
 
 def spec_of(argv):
-    return cil.resolve_model_spec(cil.build_parser().parse_args(argv))[0]
+    return cil.resolve_model_spec(vars(cil.build_parser().parse_args(argv)))[0]
 
 
 def test_decode_sum_is_exact_with_sliding_window(capsys):
@@ -597,8 +597,8 @@ def test_decode_memory_bound_at_batch_1_every_model_and_gpu(model, data):
     if not any((rec["peak_flops_per_s"] or {}).get(k) for k in ("bf16", "fp16")):
         return
     try:
-        spec, _ = cil.resolve_model_spec(cil.build_parser().parse_args(
-            ["--hf_model_name_or_path", cfg(model)]))
+        spec, _ = cil.resolve_model_spec(vars(cil.build_parser().parse_args(
+            ["--hf_model_name_or_path", cfg(model)])))
     except ValueError as exc:  # families whose layers the block does not count yet refuse, by design
         assert "linear-attention or state-space" in str(exc), (model, exc)
         return

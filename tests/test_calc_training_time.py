@@ -164,7 +164,7 @@ TABLE4 = [("none", False, 7.7, 11.9), ("none", True, 7.2, 11.8), ("full", False,
 def test_korthikanti_table4_one_layer_within_10_percent(recompute, sp, fwd_ms, bwd_ms, framework):
     parser = T.build_parser()
     args = parser.parse_args(gpt(48, 6144, 64))
-    spec, _ = T.resolve_model_spec(args)
+    spec, _ = T.resolve_model_spec(vars(args))
     hw, net, _ = T.resolve_hardware(args, parser)
     lay = T.complete_layout(dict(
         num_gpus=8, tp=8, pp=1, vp=1, cp=1, ep=1, etp=8, sp=sp, zero_stage=1, sequence_length=2048,
@@ -654,7 +654,7 @@ def test_weights_and_activations_in_host_memory(capsys):
     both = run(base + ["--offload-params", "--offload-activations"], capsys)
     assert both["step_time_s"] >= on["step_time_s"]
     m0, m1 = on["memory"], both["memory"]
-    emb = T.stage_params_per_rank(T.resolve_model_spec(T.build_parser().parse_args(base))[0], tp=2, pp=1, vp=1,
+    emb = T.stage_params_per_rank(T.resolve_model_spec(vars(T.build_parser().parse_args(base)))[0], tp=2, pp=1, vp=1,
                                   etp=2, ep=1, stage=0)[2]
     per_param = m0["weights_bytes"] / m0["params_per_gpu"]
     layers_w = m0["weights_bytes"] - emb * per_param

@@ -710,8 +710,8 @@ def test_model_block_agrees_with_params_script(argv):
     # spec and breakdown (both scripts take the same model defaults since issue 32).
     pa = params_mod.build_parser().parse_known_args(argv)[0]
     fa = flops_mod.build_parser().parse_known_args(argv)[0]
-    sp, _ = params_mod.resolve_model_spec(pa)
-    sf, _ = flops_mod.resolve_model_spec(fa)
+    sp, _ = params_mod.resolve_model_spec(vars(pa))
+    sf, _ = flops_mod.resolve_model_spec(vars(fa))
     assert sp == sf
     assert params_mod.param_breakdown(sp) == flops_mod.param_breakdown(sf)
 
@@ -742,7 +742,7 @@ def _brute_pairs(s, keep):
 
 def _spec(argv):
     args = flops_mod.build_parser().parse_args(argv)
-    spec, _ = flops_mod.resolve_model_spec(args)
+    spec, _ = flops_mod.resolve_model_spec(vars(args))
     return spec
 
 

@@ -33,7 +33,7 @@ CASES = [(name, run) for name in sorted(SAVED) for run in sorted(SAVED[name]["ru
 
 def _spec(name):
     args = M.build_parser().parse_args(["--hf_model_name_or_path", os.path.join(FIX, SAVED[name]["config_file"])])
-    spec, _ = resolve_model_spec(args, defaults={"num_experts": 0})
+    spec, _ = resolve_model_spec(vars(args), defaults={"num_experts": 0})
     return spec
 
 

@@ -285,7 +285,7 @@ def _prefill_s(configs, b, new, before):
     args = parser.parse_args(["--hf_model_name_or_path", configs["llama-8b"], "--gpu", "h200",
                               "--serving-stack", "hf-eager"])
     args.weight_bits = args.activation_bits = args.kv_cache_bits = 16
-    spec, _ = resolve_model_spec(args, defaults={"num_experts": 8})
+    spec, _ = resolve_model_spec(vars(args), defaults={"num_experts": 8})
     hw, _ = serve_hardware(args, parser)
     return forward_pass(spec, hw, tp=1, pp=1, batch=b, new_tokens=new, context_before=before, w_bits=16,
                         a_bits=16, kv_bits=16, absorbed=False)["time_s"]

@@ -35,7 +35,7 @@ def _spec(config_file):
     parser = argparse.ArgumentParser()
     add_model_args(parser)
     args = parser.parse_args(["--hf_model_name_or_path", os.path.join(FIXTURES, config_file)])
-    return resolve_model_spec(args)[0]
+    return resolve_model_spec(vars(args))[0]
 
 
 # transformers 5.24's dots3 caches its indexer keys in fp32 (its indexed layers' rotary tables are fp32,

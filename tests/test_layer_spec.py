@@ -73,7 +73,7 @@ FIXTURES = {
 def spec_of(path, *argv):
     parser = argparse.ArgumentParser()
     add_model_args(parser)
-    spec, _ = resolve_model_spec(parser.parse_args(["--hf_model_name_or_path", path, *argv]))
+    spec, _ = resolve_model_spec(vars(parser.parse_args(["--hf_model_name_or_path", path, *argv])))
     return spec
 
 
@@ -119,7 +119,7 @@ def test_sliding_window_flag_on_the_layers():
     assert sliding(spec_of(config_path("mistral-7b"), "--sliding-window", "0"))[0] == []
     parser = argparse.ArgumentParser()
     add_model_args(parser)
-    spec, _ = resolve_model_spec(parser.parse_args(["-l", "6", "--sliding-window", "512"]))
+    spec, _ = resolve_model_spec(vars(parser.parse_args(["-l", "6", "--sliding-window", "512"])))
     assert sliding(spec) == (list(range(6)), {512}, set())
 
 

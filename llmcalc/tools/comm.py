@@ -486,7 +486,7 @@ def run_training(args, parser, net, hw_inputs, notes=()):
     """Training-step mode: resolve the model, validate the layout, cost every collective. `notes`
     (the hardware's) and the model's are printed after the last check, so an error is one line."""
     try:
-        spec, model_notes = resolve_model_spec(args)
+        spec, model_notes = resolve_model_spec(vars(args))
     except ValueError as exc:
         parser.error(str(exc))
     tp, pp, dp, ep, cp = args.tp, args.pp, args.dp, args.ep, args.cp

@@ -533,7 +533,7 @@ def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
     try:
-        spec, notes = resolve_model_spec(args, defaults={"num_experts": 8})
+        spec, notes = resolve_model_spec(vars(args), defaults={"num_experts": 8})
     except ValueError as exc:
         parser.error(str(exc))
     req, flag_notes = resolve_request(args, parser, spec)

@@ -104,9 +104,8 @@ def validate_speculative(args, parser, spec, req):
     if method in ("mtp", "eagle"):
         draft = draft_layer_spec(spec)
     elif method == "draft":
-        import types
         try:
-            draft, _ = resolve_model_spec(types.SimpleNamespace(hf_model_name_or_path=args.draft_model),
+            draft, _ = resolve_model_spec({"hf_model_name_or_path": args.draft_model},
                                           defaults={"num_experts": 8})
         except ValueError as exc:
             parser.error(f"--draft-model: {exc}")

@@ -428,7 +428,7 @@ def model_spec(model_args, parser):
     the spec's warnings."""
     args = model_args
     try:
-        spec, notes = resolve_model_spec(args, defaults={"num_experts": 0})
+        spec, notes = resolve_model_spec(vars(args), defaults={"num_experts": 0})
     except ValueError as exc:
         parser.error(str(exc))
     if args.precision and not args.infer:

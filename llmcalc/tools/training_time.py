@@ -588,7 +588,7 @@ def resolve_run(args, parser):
                      "adds the cost column)")
     model_args = with_cookbook_heads(args)
     try:
-        spec, notes = resolve_model_spec(model_args)
+        spec, notes = resolve_model_spec(vars(model_args))
     except ValueError as exc:
         parser.error(str(exc))
     knobs = resolve_framework_defaults(args, parser)
