@@ -834,6 +834,18 @@ def run_tool(main):
         sys.exit(2)
 
 
+def with_cookbook_heads(args):
+    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
+    gives the heads, a copy with the cookbook mem script's default of 64 (calc_transformer_mem.py
+    and calc_training_time.py; heads_defaulted: not a shape the user gave, so the report says
+    "default"). Returns a new namespace; `args` is left as parsed."""
+    if args.num_attention_heads is None and not args.hf_model_name_or_path:
+        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
+            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
+                                             heads_defaulted=True))
+    return args
+
+
 # ======== llmcalc/comm/collectives.py =============================================================
 # Collective times over nodes as nccl-tests reports them: ring, tree, NVLS and two-level
 # algorithms under NCCL's LL, LL128 and Simple protocols (alpha-beta per hop), with the constants

@@ -66,7 +66,7 @@ import sys
 from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, _num, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
-    print_warnings, ranges_epilog, run_tool, script_command)
+    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
 from .gpu import accelerator_record
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
@@ -410,17 +410,6 @@ def bit_widths(args, parser):
                 parser.error(f"--{bits.replace('_', '-')} must be 4, 8, 16 or 32, got {val}")
             out[key] = val / 8
     return out
-
-
-def with_cookbook_heads(args):
-    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
-    gives the heads, a copy with the cookbook mem script's 64 (heads_defaulted: not a shape the user
-    gave, so the report says "default"). Returns a new namespace; `args` is left as parsed."""
-    if args.num_attention_heads is None and not args.hf_model_name_or_path:
-        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
-                                             heads_defaulted=True))
-    return args
 
 
 def model_spec(model_args, parser):

@@ -61,7 +61,7 @@ import time
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
-    print_warnings, ranges_epilog, run_tool, script_command)
+    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
@@ -549,17 +549,6 @@ def resolve_clusters(args, parser):
     if args.deadline_days is not None and not args.tokens:
         parser.error("--deadline-days needs --tokens (the run's length)")
     return names, counts, prices * len(names) if len(prices) == 1 else prices
-
-
-def with_cookbook_heads(args):
-    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
-    gives the heads, a copy with calc_transformer_mem.py's default of 64 (heads_defaulted: not a
-    shape the user gave). Returns a new namespace; `args` is left as parsed."""
-    if args.num_attention_heads is None and not args.hf_model_name_or_path:
-        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
-                                             heads_defaulted=True))
-    return args
 
 
 def gpu_flags(args, name):
