@@ -7,6 +7,7 @@ import os
 import sys
 
 from .errors import CalcError
+from .text import number_text
 
 
 def terminal_columns():
@@ -245,15 +246,6 @@ def script_command(script, parser, args, *, words=(), last=()):
     return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
 
 
-def _num(x):
-    """A bound or value as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent)."""
-    if isinstance(x, int) and abs(x) < 10 ** 6:
-        return str(x)
-    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
-    mant, _, exp = text.partition("e")
-    return f"{mant}e{int(exp)}" if exp else mant
-
-
 def _flag(parser, dest):
     return next(a.option_strings[0] for a in parser._actions if a.dest == dest)
 
@@ -262,7 +254,7 @@ def ranges_epilog(parser, ranges):
     """The --help line that lists each flag's range (from the table the checks use)."""
     import textwrap  # only --help needs it: build_parser passes this as a function (start-up time)
     return textwrap.fill("ranges (exit 2 outside): " + ", ".join(
-        f"{_flag(parser, d)} {_num(lo)}..{_num(hi)}" for d, (lo, hi) in ranges.items()),
+        f"{_flag(parser, d)} {number_text(lo)}..{number_text(hi)}" for d, (lo, hi) in ranges.items()),
         100, break_on_hyphens=False)
 
 
@@ -271,8 +263,9 @@ def check_ranges(args, parser, ranges):
     for dest, (lo, hi) in ranges.items():
         val = getattr(args, dest)
         if val is not None and not lo <= val <= hi:
-            got = val if isinstance(val, int) else _num(val)
-            parser.error(f"{_flag(parser, dest)} must be between {_num(lo)} and {_num(hi)}, got {got}")
+            got = val if isinstance(val, int) else number_text(val)
+            parser.error(f"{_flag(parser, dest)} must be between {number_text(lo)} and "
+                         f"{number_text(hi)}, got {got}")
 
 
 def parse_tool_args(parser, argv):

@@ -197,6 +197,7 @@ SOURCE_CONCERNS = (
     ("llmcalc/precision.py", ("train", "serve")),
     ("llmcalc/cli.py", ("cli",)),
     ("llmcalc/errors.py", ("cli",)),
+    ("llmcalc/text.py", ("cli",)),
     ("llmcalc/records.py", ("model", "train", "serve", "comm", "hardware")),
     ("llmcalc/commands.py", ("build",)),
     ("llmcalc/__", ("build",)),

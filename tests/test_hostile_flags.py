@@ -187,7 +187,8 @@ def test_every_numeric_script_flag_has_a_range_listed_in_help(script):
     assert not missing, f"{script}: numeric flags without a range: {sorted(missing)}"
     text = " ".join(parser.format_help().split())
     for dest, (lo, hi) in mod.FLAG_RANGES.items():
-        assert f"{mod._flag(parser, dest)} {mod._num(lo)}..{mod._num(hi)}" in text, dest
+        num = mod.number_text
+        assert f"{mod._flag(parser, dest)} {num(lo)}..{num(hi)}" in text, dest
 
 
 def _text(lo, hi, x):
@@ -233,13 +234,13 @@ def test_just_outside_a_range_exits_2_naming_the_bound(script):
             assert code == 2 and err.count("\n") == 1, (script, flag, val, err)
             assert flag in err, err
             if float(val) > hi:  # below lo, an older rule ("must be positive") may speak first
-                assert f"between {mod._num(lo)} and {mod._num(hi)}" in err, err
+                assert f"between {mod.number_text(lo)} and {mod.number_text(hi)}" in err, err
 
 
 def test_range_helpers_are_the_same_in_every_script():
     """check_ranges and its helpers are copied into each script (each stands alone): one text."""
     import inspect
-    for name in ("_num", "_flag", "ranges_epilog", "check_ranges"):
+    for name in ("number_text", "_flag", "ranges_epilog", "check_ranges"):
         texts = {inspect.getsource(getattr(importlib.import_module(s), name)) for s in CALCS}
         assert len(texts) == 1, name
 

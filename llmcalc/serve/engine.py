@@ -5,20 +5,11 @@ import math
 import sys
 
 from ..errors import CalcError
+from ..text import number_text
 from ..model.kinds import layer_groups
 from .memory import kv_pool_capacity, kv_pool_tokens
 from .speculative import speculative_decode_steps
 from .steady import concurrency_for_rate, steady_state
-
-
-def number_text(x):
-    """A number as a user types it: 4096, 0.001, 1e18 (no '+', no zero-padded exponent); the
-    tools' flag messages write bounds the same way (cli._num)."""
-    if isinstance(x, int) and abs(x) < 10 ** 6:
-        return str(x)
-    text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
-    mant, _, exp = text.partition("e")
-    return f"{mant}e{int(exp)}" if exp else mant
 
 
 def layout_problem(spec, *, tp, pp, dp, ep):

@@ -64,10 +64,11 @@ References:
 
 import sys
 
-from ..cli import (OneLineErrorParser, _num, add_model_args, add_output_args,
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
     print_result, print_warnings, ranges_epilog, run_tool, script_command)
 from .gpu import accelerator_record
+from ..text import number_text
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
 from ..model.kinds import GDN_CHUNK, attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
@@ -388,7 +389,7 @@ def training_time_command(args, parser):
     """The calc_training_time.py command that costs this run's step on its GPUs (the layout's own
     MFU, --search for the fastest layout), from the flags given: the model flags as typed, the
     sequence, the global batch (-b here is samples), the tokens and the GPUs."""
-    words = [f"-s {args.sequence_length}", f"--tokens {_num(run_tokens(args))}",
+    words = [f"-s {args.sequence_length}", f"--tokens {number_text(run_tokens(args))}",
              f"--num-gpus {args.num_gpus or 1}", f"--global-batch-size {args.batch_size}"]
     last = ([] if args.gpu else [f"--peak-tflops {args.peak_tflops:g}"]) + (
         [f"--dtype {args.dtype}"] if args.dtype != "bf16" else [])

@@ -64,10 +64,11 @@ import argparse
 import sys
 
 from ..accelerator import GIB, default_accelerator
-from ..cli import (OneLineErrorParser, _num, add_model_args, add_output_args,
+from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
     print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
 from .gpu import accelerator_record
+from ..text import number_text
 from ..model.formulas import param_breakdown
 from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
@@ -824,7 +825,7 @@ def training_memory_offloaded(spec, c, b):
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
     words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
-    last = [f"--gpu-memory-gib {_num(args.gpu_memory_gib)}"] if args.gpu_memory_gib is not None else []
+    last = [f"--gpu-memory-gib {number_text(args.gpu_memory_gib)}"] if args.gpu_memory_gib is not None else []
     return script_command("calc_training_time.py", parser, args, words=words, last=last + ["--search"])
 
 
