@@ -9418,8 +9418,9 @@ class Accelerator(Record):
         "pcie_peer_bandwidth_bytes_per_s": "not read: the card has a scale-up link, or no "
                                            "peer-to-peer (GeForce)",
         "host_link": "not listed (TPU, Gaudi, Trainium hosts)",
-        "host_link_bandwidth_bytes_per_s": "training's offload copies take PCIe 4.0 x16; "
-                                           "serving's KV tier asks for --host-kv-bandwidth-gbps",
+        "host_link_bandwidth_bytes_per_s": "training's offload copies take PCIe 4.0 x16 (said in "
+                                           "a note); serving's KV tier asks for "
+                                           "--host-kv-bandwidth-gbps",
         "tdp_w": "not read by the models (TPU, Trainium: not published)",
         "achievable_matmul_flops_per_s": "training's matmul ceiling takes 0.80 of the peak (the "
                                          "H100 SXM's MAMF / peak); said in the report's "
@@ -9877,6 +9878,11 @@ def resolve_hardware(args, parser, *, counts=None):
     mem_bw = _memory_bandwidth(rec, args, parser)
     intra, inter, intra_eff, gpn = _links(rec, args, parser, notes, counts=counts)
     notes += stand_in_notes(rec)
+    if not rec.get("host_link_bandwidth_bytes_per_s") and (
+            args.offload or args.offload_params or args.offload_activations):
+        notes.append(f"{rec.get('name')}: hardware.py lists no host link: the offload copies take "
+                     f"PCIe 4.0 x16 ({PCIE4_X16_GB_S:.1f} GB/s per direction x "
+                     f"{HOST_LINK_EFFICIENCY:g})")
     mem = args.gpu_memory_gib * GIB if args.gpu_memory_gib is not None else (
         rec.get("memory_usable_bytes") or rec.get("memory_bytes"))
     hw = {"name": rec.get("full_name") or rec.get("name"), "default": not args.gpu, "peak": peak,

@@ -70,8 +70,9 @@ class Accelerator(Record):
         "pcie_peer_bandwidth_bytes_per_s": "not read: the card has a scale-up link, or no "
                                            "peer-to-peer (GeForce)",
         "host_link": "not listed (TPU, Gaudi, Trainium hosts)",
-        "host_link_bandwidth_bytes_per_s": "training's offload copies take PCIe 4.0 x16; "
-                                           "serving's KV tier asks for --host-kv-bandwidth-gbps",
+        "host_link_bandwidth_bytes_per_s": "training's offload copies take PCIe 4.0 x16 (said in "
+                                           "a note); serving's KV tier asks for "
+                                           "--host-kv-bandwidth-gbps",
         "tdp_w": "not read by the models (TPU, Trainium: not published)",
         "achievable_matmul_flops_per_s": "training's matmul ceiling takes 0.80 of the peak (the "
                                          "H100 SXM's MAMF / peak); said in the report's "

@@ -232,6 +232,17 @@ def test_training_says_which_kernel_fact_a_default_stood_in_for():
     assert "kernel family" not in err
 
 
+def test_training_says_when_pcie_stands_in_for_a_host_link_it_reads():
+    # Gaudi 3's row lists no host link: an offloading run says PCIe 4.0 x16 stood in; a run that
+    # copies nothing to the host, or a GPU whose row lists its link, says nothing about it
+    argv = SMALL + ["--num-gpus", "1", "--global-batch-size", "1", "--json"]
+    _, _, err = run_main(T.main, argv + ["--gpu", "gaudi3", "--offload-params"])
+    assert "gaudi3: hardware.py lists no host link" in err and "PCIe 4.0 x16" in err
+    for more in (["--gpu", "gaudi3"], ["--gpu", "h100", "--offload-params"]):
+        _, _, err = run_main(T.main, argv + more)
+        assert "no host link" not in err, more
+
+
 # --- the network record -----------------------------------------------------------------------
 def test_build_net_returns_the_declared_network():
     net = build_net(intra_bytes_per_s=450e9, inter_bytes_per_s=None, in_network_reduction=True,

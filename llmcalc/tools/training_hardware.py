@@ -174,6 +174,11 @@ def resolve_hardware(args, parser, *, counts=None):
     mem_bw = _memory_bandwidth(rec, args, parser)
     intra, inter, intra_eff, gpn = _links(rec, args, parser, notes, counts=counts)
     notes += stand_in_notes(rec)
+    if not rec.get("host_link_bandwidth_bytes_per_s") and (
+            args.offload or args.offload_params or args.offload_activations):
+        notes.append(f"{rec.get('name')}: hardware.py lists no host link: the offload copies take "
+                     f"PCIe 4.0 x16 ({PCIE4_X16_GB_S:.1f} GB/s per direction x "
+                     f"{HOST_LINK_EFFICIENCY:g})")
     mem = args.gpu_memory_gib * GIB if args.gpu_memory_gib is not None else (
         rec.get("memory_usable_bytes") or rec.get("memory_bytes"))
     hw = {"name": rec.get("full_name") or rec.get("name"), "default": not args.gpu, "peak": peak,
