@@ -6151,7 +6151,9 @@ def resolve_hardware(args, parser):
 
 
 def validate(args, parser):
-    """One-line errors (exit 2) for every rule, before any computing."""
+    """One-line errors (exit 2) for every rule, before any computing. Returns (GPUs in the group,
+    whether a sweep runs) for one collective (--num-gpus or 8; a sweep when no --size is given);
+    (None, False) with --train. `args` is left as parsed."""
     for name in ("intra_bw", "inter_bw"):
         v = getattr(args, name)
         if v is not None and not v > 0:
@@ -6173,21 +6175,20 @@ def validate(args, parser):
     if args.train:
         if args.size or args.sweep:
             parser.error("--train computes a whole step; drop --size/--sweep")
-        return
+        return None, False
     if args.hf_model_name_or_path is not None:  # never a silent fallback: the model would be unused
         parser.error("--hf_model_name_or_path describes the model of a training step: add --train "
                      "(one collective takes --op and --size, not a model)")
-    if args.num_gpus is None:
-        args.num_gpus = DEFAULT_NUM_GPUS
-    if args.size is None:
-        args.sweep = True
-    if args.num_gpus < 2:
-        parser.error(f"{args.op} needs a group of at least 2 GPUs, got --num-gpus {args.num_gpus}")
-    if args.sweep:
+    n = DEFAULT_NUM_GPUS if args.num_gpus is None else args.num_gpus
+    sweep = args.sweep or args.size is None
+    if n < 2:
+        parser.error(f"{args.op} needs a group of at least 2 GPUs, got --num-gpus {n}")
+    if sweep:
         if size_arg(args, parser, "min_size") > size_arg(args, parser, "max_size"):
             parser.error("--min-size is larger than --max-size")
     else:
         size_arg(args, parser, "size")
+    return n, sweep
 
 
 def validate_placement(parser, *, n, gpus_per_node, inter, what):
@@ -6233,7 +6234,7 @@ def _json_text(res):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
-    validate(args, parser)
+    n, sweep = validate(args, parser)
     hwd, notes = resolve_hardware(args, parser)
     gpn = hwd["gpus_per_node"]
     net = build_net(intra_bytes_per_s=hwd["intra"], inter_bytes_per_s=hwd["inter"],
@@ -6259,7 +6260,6 @@ def main(argv=None):
               else _json_text(res) if args.json else format_training(res))
         return res
 
-    n = args.num_gpus
     validate_placement(parser, n=n, gpus_per_node=gpn, inter=hwd["inter"], what="--num-gpus")
     validate_algo(parser, algo=args.algo, op=args.op, n=n, gpus_per_node=gpn, nvls=hwd["nvls"])
     for note in notes:  # only now: a note printed before an error would make it two lines
@@ -6273,7 +6273,7 @@ def main(argv=None):
                               algo=args.algo)
         return dict(r, size_bytes=size)
 
-    if args.sweep:
+    if sweep:
         lo, hi = parse_size_bytes(args.min_size), parse_size_bytes(args.max_size)
         sizes, x = [], float(lo)
         while x <= hi * (1 + 1e-9):
