@@ -1,5 +1,4 @@
-"""The memory and training-time tools resolve their flags into records and locals, never back into
-the parsed namespace (issue 42: no derived state written into `args`), and the records they build
+"""The tools resolve their flags into records and locals, never back into the parsed namespace (issue 42: no derived state written into `args`), and the records they build
 hold only declared fields. Structural checks: each can fail (a tool that writes `args.x = ...`
 again, or a record built with a key nobody declared)."""
 import contextlib
@@ -8,8 +7,12 @@ import io
 
 import pytest
 
+import calc_comm as C
+import calc_inference_latency as L
 import calc_training_time as T
+import calc_transformer_flops as F
 import calc_transformer_mem as M
+import calc_transformer_params as P
 from llmcalc.train.memory import MemoryConfig, memory_defaults
 from llmcalc.train.step import LAYER_COMPUTE_PARTS, LayerCosts
 
@@ -23,6 +26,13 @@ COMMANDS = [
                  "--global-batch-size", "4"]),
     (T, SMALL + ["--gpu", "h100,a100", "--num-gpus", "8,16", "--global-batch-size", "32",
                  "--search", "--cost-per-gpu-hour", "2,1", "--tokens", "1e9"]),
+    # the other tools (issue 42: none writes derived state into its flags)
+    (P, SMALL),
+    (F, SMALL + ["--tokens", "1e9", "--gpu", "h100"]),
+    (L, SMALL + ["-b", "4", "-o", "16"]),
+    (L, SMALL + ["--num-requests", "20", "--request-rate", "4", "-o", "16"]),
+    (C, ["--op", "all_reduce"]),  # no --size: a sweep over 8 GPUs, neither written back
+    (C, ["--train", "-l", "4", "-hs", "1024", "-tp", "2", "--dp", "2"]),
 ]
 
 
