@@ -1,6 +1,7 @@
-"""The tools resolve their flags into records and locals, never back into the parsed namespace (issue 42: no derived state written into `args`), and the records they build
-hold only declared fields. Structural checks: each can fail (a tool that writes `args.x = ...`
-again, or a record built with a key nobody declared)."""
+"""The tools resolve their flags into records and locals, never back into the parsed namespace
+(issue 42: no derived state written into `args`), and the records they build hold only declared
+fields. Structural checks: each can fail (a tool that writes `args.x = ...` again, or a record
+built with a key nobody declared)."""
 import contextlib
 import copy
 import io
