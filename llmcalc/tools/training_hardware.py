@@ -9,6 +9,7 @@ from ..accelerator import GIB, HOST_LINK_EFFICIENCY, PCIE4_X16_GB_S
 from .gpu import accelerator_record
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY, PCIE_PEER_EFFICIENCY,
     PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net)
+from ..train.hardware import TrainingHardware
 from ..train.kernels import FP8_OVER_BF16_MAMF, MEM_BW_FRACTION
 
 # Matmul ceiling of a GPU hardware.py has no MAMF measurement for: the H100 SXM's (794.5 / 989.4).
@@ -181,14 +182,15 @@ def resolve_hardware(args, parser, *, counts=None):
                      f"{HOST_LINK_EFFICIENCY:g})")
     mem = args.gpu_memory_gib * GIB if args.gpu_memory_gib is not None else (
         rec.get("memory_usable_bytes") or rec.get("memory_bytes"))
-    hw = {"name": rec.get("full_name") or rec.get("name"), "default": not args.gpu, "peak": peak,
-          "peak16": peak16, "peak_mfu": peak, "matmul_ceiling": ceiling,
-          "matmul_ceiling16": ceiling16, "ceiling_source": ceiling_src, "mem_bw": mem_bw,
-          # a custom peak on the default GPU: its SMs are unknown
-          "sms": rec.get("sms") if (args.gpu or args.peak_tflops is None) else None,
-          "flash": tuple(rec["flash_attention_fraction"]), "family": rec.get("kernel_family"),
-          "pcie": host_link_reached_bytes_per_s(rec), "memory_bytes": mem,
-          "gpus_per_node": gpn, "link_bytes_per_s": (intra, inter)}
+    hw = TrainingHardware(
+        name=rec.get("full_name") or rec.get("name"), default=not args.gpu, peak=peak,
+        peak16=peak16, peak_mfu=peak, matmul_ceiling=ceiling, matmul_ceiling16=ceiling16,
+        ceiling_source=ceiling_src, mem_bw=mem_bw,
+        # a custom peak on the default GPU: its SMs are unknown
+        sms=rec.get("sms") if (args.gpu or args.peak_tflops is None) else None,
+        flash=tuple(rec["flash_attention_fraction"]), family=rec.get("kernel_family"),
+        pcie=host_link_reached_bytes_per_s(rec), memory_bytes=mem, gpus_per_node=gpn,
+        link_bytes_per_s=(intra, inter))
     mesh = rec.get("scale_up_domain_size") if rec.get("scale_up_topology") == "mesh" else None
     net = build_net(intra_bytes_per_s=intra, inter_bytes_per_s=inter,
                     in_network_reduction=(bool(rec.get("scale_up_in_network_reduction"))
