@@ -135,6 +135,7 @@ TEST_CONCERNS = {
     "test_blackwell_kernels.py": ("train", "hardware"),
     "test_build.py": ("build",),
     "test_calc_comm.py": ("comm",),
+    "test_calibration_registry.py": ("train", "serve", "comm"),
     "test_calc_inference_latency.py": ("serve",),
     "test_calc_training_time.py": ("train",),
     "test_calc_transformer_flops.py": ("model", "train"),
