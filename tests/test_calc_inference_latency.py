@@ -510,7 +510,7 @@ def test_gpu_without_hardware_exits_2(monkeypatch, capsys):
 
 # --- bad input: one line, exit 2 -------------------------------------------------------------
 @pytest.mark.parametrize("args", [
-    ["-b", "0"], ["-s", "0"], ["-o", "0"], ["-tp", "0"], ["-pp", "0"],
+    ["-b", "0"], ["-s", "0"], ["-o", "0", "-c", "4"], ["-tp", "0"], ["-pp", "0"],
     ["--weight-bits", "5"], ["--activation-bits", "3"], ["--kv-cache-bits", "12"],
     ["--compute-efficiency", "1.5"], ["--memory-efficiency", "0"], ["--tp-efficiency", "-1"],
     ["--peak-tflops", "0"], ["--memory-bandwidth-gbps", "-5"], ["--gpu-memory-gib", "0"],

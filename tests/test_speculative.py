@@ -125,10 +125,12 @@ def test_draft_cost_by_method():
 
 
 def test_speculative_decoding_under_load_keeps_the_output_and_cuts_tpot():
-    base = L8 + ["--gpu", "h100", "-s", "1000", "-o", "200"]
     spec = ["--speculative-tokens", "2", "--speculative-method", "eagle", "--acceptance-rate", "0.8,0.6"]
-    for load in (["-c", "16"], ["-c", "16", "--num-requests", "200"],
-                 ["--dataset", "random", "--num-requests", "200", "--request-rate", "4"]):
+    lengths = ["-s", "1000", "-o", "200"]  # a --dataset draws its own: -s/-o beside it are refused
+    for load in (lengths + ["-c", "16"], lengths + ["-c", "16", "--num-requests", "200"],
+                 ["--dataset", "random", "--random-input-len", "1000", "--random-output-len", "200",
+                  "--num-requests", "200", "--request-rate", "4"]):
+        base = L8 + ["--gpu", "h100"]
         a, b = run(base + load)["serving"], run(base + load + spec)["serving"]
         assert b["tpot_s"] < 0.75 * a["tpot_s"], load
         if "--num-requests" in load:

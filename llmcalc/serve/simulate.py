@@ -94,6 +94,8 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
     units = dp * engines  # alike: one is simulated
+    if num_requests % units:  # units unlike by one request: each simulated (_uneven_alike_run)
+        return _uneven_alike_run(spec, hw, **{k: v for k, v in locals().items() if k in _ALIKE})
     n = math.ceil(num_requests / units)
     run_cap = max(1, min(run_cap // units, K))  # a step decodes every running request within its budget
     req_s = hw["request_overhead_s"]
@@ -199,6 +201,29 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "decode_step": dec, "prompt_step": pre}
 
 
+_ALIKE = ("tp", "num_requests", "prompt_tokens", "output_tokens", "token_budget", "run_cap", "bits",
+          "rate", "concurrency", "arrivals", "seed", "pp", "dp", "ep", "progress")
+
+
+def _uneven_alike_run(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget,
+                      run_cap, bits, rate, concurrency, arrivals, seed, pp, dp, ep, progress):
+    """simulate_benchmark's run when its requests do not split evenly over the data-parallel
+    groups and micro-batches (201 over 2): simulate_requests serves each unit's own requests, so
+    the run counts num_requests, not the next multiple (the pool: run_cap requests' tokens).
+    Returns simulate_benchmark's keys."""
+    reqs = [(None, prompt_tokens, output_tokens, None, 0)] * num_requests
+    st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=token_budget,
+                           pool_tokens=run_cap * (prompt_tokens + output_tokens),
+                           max_running=run_cap, bits=bits, rate=rate, concurrency=concurrency,
+                           arrivals=arrivals, seed=seed, pp=pp, dp=dp, ep=ep, progress=progress)
+    keep = ("ttft", "tpot", "e2e")
+    return {k: v for k, v in st.items()
+            if k.split("_")[0] in keep or k in (
+                "num_requests", "duration_s", "requests_per_s", "mean_in_flight", "most_running",
+                "engine_steps", "micro_batches", "decodes_per_step", "prompt_tokens_per_step",
+                "decode_step", "prompt_step")}
+
+
 def _bucket(x, _log=math.log):
     """x rounded for the step-cost memo: exact below 64, else to a grid 1/32 apart in log (3%
     steps), so a mix's many contexts and chunk sizes cost a few hundred distinct passes. Returns
@@ -228,52 +253,89 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
       * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
         runs N decode steps before it looks again, so an arrival waits for the window to end; a
         step with prompt work opens a new window;
-      * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
-        `concurrency` clients each sending its next request when the last returns; with dp
-        data-parallel groups and pp micro-batches every units-th request goes to the one unit
-        simulated (at rate / units), as simulate_benchmark splits alike requests.
+      * arrivals: the trace's own times from its first, or `rate` per second
+        (benchmark_arrivals), or `concurrency` clients each sending its next request when the
+        last returns; with dp data-parallel groups and pp micro-batches the units take the
+        requests in turn and each unit is simulated, so every request is served (_unit_arrivals).
     Returns simulate_benchmark's statistics (means, medians, p90 and p99 over the mix) plus the
     prefix cache's: hits, prompt tokens computed and skipped, evictions, most pool tokens held."""
     K = token_budget if math.isfinite(token_budget) else 10 ** 18
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else len(requests)) // dp))
     units = dp * engines
-    reqs = requests[::units] if units > 1 else requests
     sp = hw.get("speculative")
-    # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
-    # the expected tokens per verification step (rounded up)
-    o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
-             if sp else r[2] for r in reqs]
-    pending, sent = _mix_arrivals(reqs, concurrency=concurrency, units=units, rate=rate,
-                                  arrivals=arrivals, seed=seed)
     memo = {} if memo is None else memo  # step costs (a caller running one layout again: its own)
     step_s = _mix_step_cost(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, memo=memo)
-    pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
-                      host_s_per_token=host_s_per_token)
-    run = _run_mix(reqs, o_run, pool, step_s, pending=pending, sent=sent, closed=closed, K=K,
-                   run_cap=max(1, min(max_running // units if max_running else 10 ** 9, K)),
-                   req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
-                   progress=progress, units=units, pool_tokens=pool_tokens)
-    return _mix_statistics(spec, hw, reqs, run, pool, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, K=K,
-                           units=units, engines=engines, pool_tokens=pool_tokens,
-                           host_s_per_token=host_s_per_token)
+    runs, pools = [], []
+    for reqs, pending in _unit_arrivals(requests, concurrency=concurrency, units=units, rate=rate,
+                                        arrivals=arrivals, seed=seed):
+        # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1
+        # tokens at the expected tokens per verification step (rounded up)
+        o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"],
+                                          whole=True) if sp else r[2] for r in reqs]
+        pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
+                          host_s_per_token=host_s_per_token)
+        runs.append(_run_mix(reqs, o_run, pool, step_s, pending=pending, sent=len(pending),
+                             closed=closed, K=K,
+                             run_cap=max(1, min(max_running // units if max_running
+                                                else 10 ** 9, K)),
+                             req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
+                             progress=progress, units=units, pool_tokens=pool_tokens))
+        pools.append(pool)
+    return _mix_statistics(spec, hw, requests, _merged_runs(runs), _PoolTotals(pools), tp=tp,
+                           pp=pp, dp=dp, ep=ep, bits=bits, K=K, units=1, engines=engines,
+                           pool_tokens=pool_tokens, host_s_per_token=host_s_per_token)
 
 
-def _mix_arrivals(reqs, *, concurrency, units, rate, arrivals, seed):
-    """(a heap of (arrival time, request index), requests sent so far) of the unit simulated: the
-    closed loop's first requests at 0, else every request at its drawn or traced time."""
+def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
+    """Each unit's (requests, heap of (arrival time, index among them)), every request served by
+    one unit: the units (data-parallel groups x pipeline micro-batches) take the requests in
+    arrival order in turn (a round-robin router). Arrivals are the trace's own times counted from
+    its first (a trace starting at t = 1,000 s starts the run there, not 1,000 s of idling), or
+    drawn at `rate` for all requests (benchmark_arrivals) and dealt out the same way; a closed
+    loop's clients are dealt out too, each unit's first requests sent at 0."""
     import heapq  # only a simulated benchmark needs it (start-up time)
-    n = len(reqs)
-    if concurrency is not None:
-        pending = [(0.0, i) for i in range(min(max(1, math.ceil(concurrency / units)), n))]
-    else:
+    n = len(requests)
+    if concurrency is None:
         if rate is not None:
-            times = benchmark_arrivals(n=n, rate=rate / units, arrivals=arrivals, seed=seed)
+            times = benchmark_arrivals(n=n, rate=rate, arrivals=arrivals, seed=seed)
         else:
-            times = [r[0] for r in reqs]
-        pending = [(times[i], i) for i in range(n)]
-    heapq.heapify(pending)
-    return pending, len(pending)
+            origin = min(r[0] for r in requests)
+            times = [r[0] - origin for r in requests]
+    for u in range(min(units, n)):
+        reqs = requests[u::units]
+        if concurrency is not None:
+            clients = concurrency // units + (u < concurrency % units)
+            pending = [(0.0, i) for i in range(min(max(1, clients), len(reqs)))]
+        else:
+            pending = [(t, i) for i, t in enumerate(times[u::units])]
+            heapq.heapify(pending)
+        yield reqs, pending
+
+
+def _merged_runs(runs):
+    """The units' runs as one: every request's times, the steps and tokens summed (so their ratio
+    is a unit's mean step), the run as long as the longest unit's, the most running summed."""
+    out = dict(ttft=[], e2e=[], tpot=[], steps=0, dec_tokens=0, pre_tokens=0, duration=0.0,
+               most=0, unit_steps=0)
+    for r in runs:
+        for k in ("ttft", "e2e", "tpot"):
+            out[k].extend(r[k])
+        for k in ("steps", "dec_tokens", "pre_tokens", "most"):
+            out[k] += r[k]
+        out["duration"] = max(out["duration"], r["duration"])
+        out["unit_steps"] = max(out["unit_steps"], r["steps"])
+    return out
+
+
+class _PoolTotals:
+    """The units' _TokenPool counts added up (the most held: one unit's most)."""
+
+    def __init__(self, pools):
+        for k in ("hits", "computed", "skipped", "evictions", "host_hits", "loaded"):
+            setattr(self, k, sum(getattr(p, k) for p in pools))
+        self.most_held = max(p.most_held for p in pools)
+        self.host_held = max(p.host_held for p in pools)
 
 
 def _mix_step_cost(spec, hw, *, tp, pp, dp, ep, bits, memo):
@@ -567,7 +629,7 @@ def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units
            "output_tokens_per_s": units * sum(r[2] for r in reqs) / duration,
            "input_tokens_per_s": units * sum(r[1] for r in reqs) / duration,
            "mean_in_flight": units * sum(e2e) / duration, "most_running": units * run["most"],
-           "engine_steps": step,
+           "engine_steps": run.get("unit_steps", step),
            "micro_batches": engines, "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
            "decode_step": dec, "prompt_step": pre,
            "prefix_hits": pool.hits * units, "prompt_tokens_computed": pool.computed * units,

@@ -208,6 +208,11 @@ from ..serve.request import ServingRequest
 from ..serve.steady import critical_batch, decode_total_s, mixed_step
 
 
+# -s and -o when not given (a trace or a --dataset gives each request its own lengths instead)
+DEFAULT_PROMPT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 128
+
+
 def rate_float(text):
     """argparse type for --request-rate: a finite number, or inf (all requests at once)."""
     if str(text).strip().lower() in ("inf", "infinity"):
@@ -222,8 +227,11 @@ def build_parser():
     g.add_argument("--batch-size", "-b", type=bounded_int, default=None,
                    help="b concurrent sequences decoded together as one batch (default 1)")
     g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=bounded_int,
-                   default=512, help="s prompt tokens per sequence (default 512)")
-    g.add_argument("--output-tokens", "-o", type=bounded_int, default=128, help="o output tokens (default 128)")
+                   default=None,
+                   help=f"s prompt tokens per sequence (default {DEFAULT_PROMPT_TOKENS})")
+    g.add_argument("--output-tokens", "-o", type=bounded_int, default=None,
+                   help=f"o output tokens (default {DEFAULT_OUTPUT_TOKENS}; 0 with -b: the "
+                        "prompt's pass alone, nothing decoded)")
     g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1,
                    help="tp GPUs that split every layer's weights (default 1)")
     g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1,
@@ -287,13 +295,15 @@ def build_parser():
                    help=f"preset of what the serving stack adds to the kernels (launch gaps, all-reduce "
                         f"and per-step costs, chunk size, memory share; default {DEFAULT_SERVING_STACK}; "
                         "the flags below and above override its values)")
-    g.add_argument("--concurrency", "-c", type=bounded_int, default=None,
+    g.add_argument("--concurrency", "-c", "--max-concurrency", type=bounded_int, default=None,
                    help="C requests in flight under continuous batching (steady state, chunked "
-                        "prefill) instead of one static batch of -b")
+                        "prefill) instead of one static batch of -b (--max-concurrency: vllm "
+                        "bench serve's spelling, whose default rate is inf: its clients are this "
+                        "closed loop)")
     g.add_argument("--request-rate", type=rate_float, default=None,
                    help="requests per second arriving (open loop): the concurrency that rate keeps "
                         "in flight, instead of -c; inf (with --num-requests) sends them all at once")
-    g.add_argument("--num-requests", type=bounded_int, default=None,
+    g.add_argument("--num-requests", "--num-prompts", type=bounded_int, default=None,
                    help="simulate a finite benchmark run of N requests step by step (ramp-up, queue and "
                         "drain included, throughput over the run's duration, as benchmark clients report "
                         "it) instead of the steady state; with --request-rate or -c")
@@ -393,7 +403,9 @@ def validate(args, parser, spec, req):
     # inf sends every request at once; it needs --num-requests (below)
     all_at_once = req.request_rate is not None and math.isinf(req.request_rate)
     check_ranges(args, parser, {k: v for k, v in FLAG_RANGES.items()
-                                if not (all_at_once and k == "request_rate")})
+                                if not (all_at_once and k == "request_rate")
+                                and not (k in ("output_tokens", "prefix_tokens")
+                                         and getattr(args, k) == 0)})  # resolve_lengths' zeros
     if (req.num_requests is not None and req.concurrency is None and req.request_rate is None
             and not req.trace and args.target_request_rate is None):
         parser.error("--num-requests runs a benchmark at a load; add --request-rate R (or inf) or -c C")
@@ -462,11 +474,68 @@ def unused_flag_notes(req, *, search):
     return flag_notes
 
 
+def resolve_lengths(args, parser, req):
+    """-s and -o: the defaults filled (req.lengths_given says which were given), refused beside a
+    trace or a --dataset (which give each request its own lengths), -o 0 (the prompt's pass
+    alone) answered as the pass that yields the first token with -b and refused under a load (a
+    served request generates at least one token: vLLM's max_tokens >= 1), --prefix-tokens 0 read
+    as no shared prefix. args is left as parsed."""
+    given = (args.prompt_tokens is not None, args.output_tokens is not None)
+    req.lengths_given = given
+    if args.trace is not None and not args.trace.strip():
+        parser.error("--trace is empty: give a trace file (.jsonl or .csv)")
+    mix = "--trace" if args.trace else f"--dataset {args.dataset}" if args.dataset else None
+    if mix and any(given):
+        flags = " and ".join(f for f, g in zip(("-s", "-o"), given) if g)
+        own = ("its rows' input_tokens and output_tokens" if args.trace else
+               "--random-input-len and --random-output-len" if args.dataset == "random"
+               else "its own drawn lengths")
+        parser.error(f"{flags} would do nothing beside {mix}: the lengths are {own}; leave "
+                     f"{'them' if all(given) else 'it'} out")
+    if args.prefix_tokens is not None and args.trace:
+        parser.error("--prefix-tokens would do nothing beside --trace: a trace shares prefixes "
+                     "row by row (its prefix_id and prefix_tokens columns); leave it out")
+    req.prompt_tokens = DEFAULT_PROMPT_TOKENS if args.prompt_tokens is None else args.prompt_tokens
+    req.output_tokens = DEFAULT_OUTPUT_TOKENS if args.output_tokens is None else args.output_tokens
+    if args.prefix_tokens == 0:
+        req.prefix_tokens = None  # nothing shared
+    if args.output_tokens == 0:
+        load = [f for f, v in (("-c", args.concurrency), ("--request-rate", args.request_rate),
+                               ("--num-requests", args.num_requests), ("--search", args.search),
+                               ("--target-request-rate", args.target_request_rate))
+                if v not in (None, False)]
+        if load:
+            parser.error(f"-o 0 under {load[0]}: a served request generates at least one token "
+                         "(vLLM's max_tokens >= 1); give -o 1 or more, or ask for the prompt's "
+                         "pass alone with -b")
+        req.output_tokens = 1  # the prompt's pass; its logits are the first token's
+
+
+def check_trace_rows(args, parser, req):
+    """The flags that need a trace's rows, checked once they are read: --prefix-hit-rate and the
+    host tier need rows sharing a prefix_id, --num-requests at most the trace's rows."""
+    if not req.trace:
+        return
+    n = len(req.requests)
+    if args.num_requests is not None and args.num_requests > req.trace_rows:
+        parser.error(f"--num-requests {args.num_requests:,} is more than the trace's "
+                     f"{req.trace_rows:,} requests; leave it out (every row is served) or give "
+                     f"at most {req.trace_rows:,}")
+    if any(r[3] is not None for r in req.requests) or n == 0:
+        return
+    flags = [f for f, v in (("--prefix-hit-rate", args.prefix_hit_rate),
+                            ("--host-kv-cache-gib", args.host_kv_cache_gib)) if v is not None]
+    if flags:
+        parser.error(f"{' and '.join(flags)} would do nothing: no row of --trace {req.trace} has "
+                     "a prefix_id (the rows that share a cached prefix)")
+
+
 def resolve_request(args, parser, spec):
     """The serving request from the flags (args is left as parsed): the bits (--precision, then
     each --*-bits), the checks (validate), a mix drawn or read, its means standing for s and o in
     the breakdown and the memory check. Returns (ServingRequest, notes on unused flags)."""
     req = ServingRequest.from_flags(args)
+    resolve_lengths(args, parser, req)
     wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
     req.bits_given = bool(args.precision or args.weight_bits is not None
                           or args.activation_bits is not None or args.kv_cache_bits is not None)
@@ -477,11 +546,18 @@ def resolve_request(args, parser, spec):
     req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
                              else req.weight_bits)
     notes = validate(args, parser, spec, req)
-    req.requests = None
+    req.requests = req.trace_rows = None
     if req.num_requests is not None or req.trace:
         from ..serve.engine import workload_requests  # only a benchmark run
-        with calc_errors(parser):
-            req.requests = workload_requests(req)
+        from ..serve.workload import trace_requests
+        try:
+            req.requests = trace_requests(req) if req.trace else None
+        except ValueError as exc:  # the trace's own line: its file, line and field
+            parser.error(str(exc))
+        if not req.trace:
+            with calc_errors(parser):
+                req.requests = workload_requests(req)
+    check_trace_rows(args, parser, req)
     if req.requests:
         req.prompt_tokens = max(1, round(sum(r[1] for r in req.requests) / len(req.requests)))
         req.output_tokens = max(1, round(sum(r[2] for r in req.requests) / len(req.requests)))
@@ -491,6 +567,9 @@ def resolve_request(args, parser, spec):
 def serving_gpu(name, parser):
     """(the accelerator record the run costs on, whether it was named): hardware.py's record for
     the name, else the default accelerator (exactly the record --gpu h100-sxm reads)."""
+    if name is not None and not name.strip():
+        parser.error("--gpu is empty: give a GPU name from hardware.py (e.g. h100, h200), or leave "
+                     "it out for the default h100-sxm")
     if not name:
         return default_accelerator(), False
     without = ("without it pass --peak-tflops, --memory-bandwidth-gbps, --gpu-memory-gib and "
@@ -549,8 +628,11 @@ def main(argv=None):
         # notes and warnings go to stderr once the answer stands: an input refused further on gets
         # its one error line alone
         trained = spec.get("trained_context")
-        if trained and req.prompt_tokens + req.output_tokens > trained:
-            spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is "
+        # the context asked about: -s + -o, or -s alone when -o is the default (a "128k context"
+        # question, -s 131072, is not past a 131,072-token model)
+        asked = req.prompt_tokens + (req.output_tokens if req.lengths_given[1] else 0)
+        if trained and asked > trained:
+            spec["warnings"].append(f"context {asked:,} tokens is "
                                     f"past the model's trained context ({trained:,}: "
                                     "max_position_embeddings or its rope scaling)")
         pending = ([f"note: {note}" for note in notes + hw_notes + flag_notes]
