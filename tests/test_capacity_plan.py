@@ -235,7 +235,8 @@ def test_prices_by_gpu_kind_name_match_prices_in_order():
     named = run(PLAN + ["--cost-per-gpu-hour", "h200=3.5,a100-80gb=1.5,h100=2.5"])
     ordered = run(PLAN + ["--cost-per-gpu-hour", "1.5,2.5,3.5"])
     assert named["prices_per_gpu_hour"] == ordered["prices_per_gpu_hour"] == [1.5, 2.5, 3.5]
-    assert named["gpu"] == ordered["gpu"] and named["dollars_per_hour"] == ordered["dollars_per_hour"]
+    assert named["gpu"] == ordered["gpu"]
+    assert named["dollars_per_hour"] == ordered["dollars_per_hour"]
 
 
 @pytest.mark.parametrize("prices,says", [
@@ -255,7 +256,8 @@ def test_the_command_names_the_model_as_given(tmp_path):
     # a hub id as given; a model folder (or its config.json) as that folder, or the hub id its
     # config records; a lone config file only as the fallback
     from llmcalc.tools.latency_capacity import served_model_name
-    assert served_model_name("meta-llama/Llama-3.1-8B-Instruct") == "meta-llama/Llama-3.1-8B-Instruct"
+    hub = "meta-llama/Llama-3.1-8B-Instruct"
+    assert served_model_name(hub) == hub
     folder = tmp_path / "Llama-3.1-8B"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))

@@ -81,11 +81,13 @@ def test_alike_requests_that_do_not_split_evenly_are_counted_as_sent(load):
 
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lengths=st.lists(st.tuples(st.integers(1, 4000), st.integers(1, 300)), min_size=1, max_size=30),
+@given(lengths=st.lists(st.tuples(st.integers(1, 4000), st.integers(1, 300)), min_size=1,
+                        max_size=30),
        layout=st.sampled_from([["-tp", "2"], ["-pp", "2"], ["-pp", "3"], ["-dp", "2", "-ep", "2"],
                                ["-tp", "2", "-dp", "2", "-ep", "4"], ["-tp", "2", "-pp", "2"]]),
        gap=st.sampled_from([0.0, 0.01, 0.3]), start=st.sampled_from([0.0, 500.0]))
-def test_tokens_served_equal_the_traces_tokens_under_any_layout(tmp_path, lengths, layout, gap, start):
+def test_tokens_served_equal_the_traces_tokens_under_any_layout(tmp_path, lengths, layout, gap,
+                                                                start):
     trace = [dict(arrival_s=start + i * gap, input_tokens=s, output_tokens=o)
              for i, (s, o) in enumerate(lengths)]
     path = write_jsonl(tmp_path / "t.jsonl", trace)
@@ -126,7 +128,8 @@ def test_a_capacity_plan_reads_every_row_of_a_trace(tmp_path):
     for order in (short + long, mixed):
         trace = [dict(r, arrival_s=i * 0.02) for i, r in enumerate(order)]
         path = write_jsonl(tmp_path / "t.jsonl", trace)
-        plans.append(run(L8 + ["--trace", path, "--max-ttft-ms", "2000", "--target-request-rate", "20"]))
+        plans.append(run(L8 + ["--trace", path, "--max-ttft-ms", "2000",
+                               "--target-request-rate", "20"]))
     assert [p["requests_simulated"] for p in plans] == [1000, 1000]
     assert [p["mean_input_tokens"] for p in plans] == [3100, 3100]
     assert plans[0]["num_gpus"] >= plans[1]["num_gpus"] > 1
@@ -167,7 +170,8 @@ HEADER = "arrival_s,input_tokens,output_tokens"
 
 
 @pytest.mark.parametrize("text,says", [
-    (HEADER + ",prefix_id,prefix_token\n0,100,10,a,50\n", "'prefix_token', which a trace does not have"),
+    (HEADER + ",prefix_id,prefix_token\n0,100,10,a,50\n",
+     "'prefix_token', which a trace does not have"),
     (HEADER + ",input_tokens\n0,100,10,100\n", "names the column 'input_tokens' twice"),
     (HEADER + "\n0,1,000,10\n", "quote numbers with a thousands separator"),
     (HEADER + "\n0,100\n", "2 fields under a header of 3"),

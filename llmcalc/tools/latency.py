@@ -205,6 +205,7 @@ from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
     DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY,
     LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, HardwareFlags, resolve_hardware)
 from ..serve.request import ServingRequest
+from ..serve.speculative import draft_weight_bytes, expected_verification_steps
 from ..serve.steady import critical_batch, decode_total_s, mixed_step
 
 
@@ -690,7 +691,9 @@ def static_times(spec, hw, req, *, b, bits):
                               prompt_tokens=s, bits=bits, **lay)
         first, last = spec_step(s), spec_step(s + max(o - 2, 0))
         pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
-        dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        # whole verification steps: a short output cannot use all of a step's tokens
+        steps = expected_verification_steps(tokens=o - 1, rates=sp["acceptance_rates"])
+        dec_total = steps * (first["time_s"] + last["time_s"]) / 2
         return pre, first, last, dec_total
     first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
                                    **lay, **bits))
@@ -778,21 +781,51 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
     dp, ep = req.data_parallel_size, req.expert_parallel_size
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"],
                                    ep=ep, etp=tp * dp // ep)
-    t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes)
+    d_bytes = (draft_weight_bytes(req.speculative, tp=tp, dp=dp, ep=ep, w_bits=bits["w_bits"],
+                                  e_bits=bits["e_bits"]) if req.speculative else 0)
+    t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes + d_bytes)  # the draft's share too
+    plain = speculation_baseline(spec, hw, req, bits=bits, w_bytes=w_bytes, t=t)
     flush(pending)
     steps = {}  # decode steps by batch: the two searches share their forward passes
     crit = [critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=req.prompt_tokens,
                            matmuls_only=mm, steps=steps, **bits) for mm in (False, True)]
-    cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes)
+    cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes + d_bytes)
     if mem > hw["gpu_memory_bytes"]:
-        memory_warning(cache, w_bytes=w_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
+        memory_warning(cache, w_bytes=w_bytes + d_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
     res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache,
                       mem=mem)
+    if req.speculative:
+        res.update(speculative_result(req, t, plain, draft_bytes=d_bytes))
     print_result(res, as_json=args.json, report=format_report,
                  brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT "
                                   f"{r['decode_per_token_s'] * 1e3:.2f} ms")
                  if args.brief else None)
     return res
+
+
+def speculation_baseline(spec, hw, req, *, bits, w_bytes, t):
+    """The same layout and load without speculative decoding (layout_times with no draft), for
+    the speedup line; None without --speculative-tokens."""
+    if not req.speculative:
+        return None
+    hw0, req0 = hw.copy(), req.copy()
+    hw0["speculative"] = req0.speculative = None
+    return layout_times(spec, hw0, req0, bits=bits, w_bytes=w_bytes)
+
+
+def speculative_result(req, t, plain, *, draft_bytes):
+    """The result keys of a speculative run: the verification steps a request runs, the time per
+    token at the first and the last steps (a step's time over the tokens it yields), TPOT without
+    speculation and the speedup, and the draft's weights (in the memory total)."""
+    sp, o = req.speculative, req.output_tokens
+    steps = expected_verification_steps(tokens=o - 1, rates=sp["acceptance_rates"])
+    per = max(o - 1, 1) / steps if steps else 1.0  # tokens per step this output length gets
+    return {"speculative_verification_steps": steps, "speculative_tokens_per_step_used": per,
+            "decode_first_token_s": t["first"]["time_s"] / per,
+            "decode_last_token_s": t["last"]["time_s"] / per,
+            "decode_per_token_s_without_speculation": plain["tpot"],
+            "speculative_speedup": plain["tpot"] / t["tpot"],
+            "draft_weight_bytes_per_gpu": draft_bytes}
 
 
 def sliding_layers(spec):

@@ -38,6 +38,10 @@ def format_report(res):
             width=100, subsequent_indent="      ")
     if r["serving"]:
         lines += serving_report_lines(r)
+        if sp:
+            lines.append(f"speculative decoding: TPOT {fmt_s(r['decode_per_token_s'])} against "
+                         f"{fmt_s(r['decode_per_token_s_without_speculation'])} without it at "
+                         f"this load: speedup {r['speculative_speedup']:.2f}x")
     else:
         lines += static_report_lines(r)
     pc, dc = r["prefill_components_s"], r["decode_first_step_components_s"]
@@ -155,11 +159,12 @@ def static_report_lines(r):
               f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
               + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)"
                  if r["request_overhead_s"] else ""),
-              f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   "
-              f"{r['decode_bound']}",
-              f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
-              f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
-              f"{fmt_s(r['decode_per_token_s']):>14}",
+              *(speculative_tpot_lines(r) if r.get("speculative") else [
+                  f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   "
+                  f"{r['decode_bound']}",
+                  f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
+                  f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
+                  f"{fmt_s(r['decode_per_token_s']):>14}"]),
               f"{'End-to-end (%d output tokens)' % r['output_tokens']:<34}"
               f"{fmt_s(r['total_s']):>14}",
               "", f"{'throughput':<34}{'tokens/s':>14}",
@@ -167,6 +172,22 @@ def static_report_lines(r):
               f"{'total (b x o / end-to-end)':<34}{r['output_tokens_per_s']:>14,.1f}",
               f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}"]
     return lines
+
+
+def speculative_tpot_lines(r):
+    """A speculative static batch's decode lines: per output token (a verification step's time
+    over the tokens it yields at this output length), the steps themselves apart, and the
+    speedup against the same batch without speculation."""
+    n, per = max(r["output_tokens"] - 1, 0), r["speculative_tokens_per_step_used"]
+    return [f"{'TPOT per token, first steps':<34}{fmt_s(r['decode_first_token_s']):>14}   "
+            f"{r['decode_bound']}",
+            f"{'TPOT per token, last steps':<34}{fmt_s(r['decode_last_token_s']):>14}",
+            f"{'TPOT mean over %d tokens' % n:<34}{fmt_s(r['decode_per_token_s']):>14}   "
+            f"{r['speculative_verification_steps']:,.2f} verification steps of "
+            f"{fmt_s(r['decode_first_step_s'])}, {per:.2f} tokens each",
+            f"{'TPOT without speculation':<34}"
+            f"{fmt_s(r['decode_per_token_s_without_speculation']):>14}   "
+            f"speedup {r['speculative_speedup']:.2f}x"]
 
 
 def kv_format_text(fmt, kv_bits):
@@ -194,8 +215,11 @@ def lines_tail(r, lines):
     lines += ["", f"decode turns compute-bound at batch: weight matmuls {cm if cm else 'never'}, "
                   f"whole step {whole} (context {r['prompt_tokens']})",
               "", f"{'memory per GPU (most-loaded stage)':<40}{'GiB':>12}",
-              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}",
-              f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
+              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}"]
+    if r.get("draft_weight_bytes_per_gpu"):
+        lines.append(f"{'  draft weights (%s)' % r['speculative']['method']:<40}"
+                     f"{r['draft_weight_bytes_per_gpu'] / gib:>12,.2f}")
+    lines += [f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
     if r["indexer_cache_bytes_per_gpu"]:
         lines.append(f"{'  indexer keys (DSA) at s + o tokens':<40}"
                      f"{r['indexer_cache_bytes_per_gpu'] / gib:>12,.2f}")
