@@ -173,6 +173,7 @@ TEST_CONCERNS = {
     "test_serving_mix.py": ("serve",),
     "test_speculative.py": ("serve",),
     "test_traces.py": ("serve",),
+    "test_latency_flags.py": ("serve",),
     "test_standalone.py": ("build",),
     "test_structure.py": ("style",),
     "test_training_today.py": ("train",),

@@ -49,6 +49,24 @@ def cost_per_million_tokens(*, dollars_per_hour, input_tokens_per_s, output_toke
     return i, o
 
 
+def saturation_rate(spec, hw, *, tp, pp, dp, ep, prompt_tokens, output_tokens, bits, w_bytes):
+    """The most requests/s a layout sustains: its running cap (the KV pool at s + o tokens, or the
+    stack's max_num_seqs) in the steady state, over that state's end-to-end time plus the stack's
+    cost per request (Little's law). None when the pool holds no request."""
+    s, o = prompt_tokens, output_tokens
+    _, _, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
+                                 kv_bits=bits["kv_bits"], a_bits=bits["a_bits"],
+                                 state_bits=bits["state_bits"], dp=dp)
+    if cap < 1:
+        return None
+    seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
+    run_cap = min(cap, seqs) if seqs else cap
+    st = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
+                      prompt_tokens=s, output_tokens=o, token_budget=hw["token_budget"] or math.inf,
+                      bits=bits)
+    return run_cap / (st["e2e_s"] + hw["request_overhead_s"])
+
+
 def seeded_runs(run, rate, *, seeds, meets=None):
     """The runs of `run(rate, seed)` over `seeds`, stopping at the first that misses the targets
     when `meets` is given (the rate is refused then). Returns (runs, whether all met)."""

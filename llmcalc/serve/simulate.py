@@ -34,6 +34,9 @@ def _percentile(values, q, presorted=False):
 
 # A simulation whose pace says it would run past this is stopped, saying how long it would take.
 SIMULATION_LIMIT_S = 120.0
+# Whether progress lines reach stderr: the tool turns them on for a person watching a terminal
+# (stderr a TTY, neither --json nor --brief), so scripts and tests see one clean error line.
+SHOW_PROGRESS = {"on": False}
 
 
 class SimulationTooLong(Exception):
@@ -48,6 +51,8 @@ def report_progress(progress, *, started, done, n, units):
     left = (n - done) * (now - started) / max(done, 1)
     if left > SIMULATION_LIMIT_S:
         raise SimulationTooLong(left, done * units, n * units)
+    if not SHOW_PROGRESS["on"]:
+        return now
     progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
              f"about {left:,.0f} s left")
     return now
@@ -266,7 +271,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
     sp = hw.get("speculative")
     memo = {} if memo is None else memo  # step costs (a caller running one layout again: its own)
     step_s = _mix_step_cost(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, memo=memo)
-    runs, pools = [], []
+    import time  # only a simulated benchmark needs it (start-up time)
+    runs, pools, clock = [], [], [time.monotonic(), time.monotonic(), 0, len(requests)]
     for reqs, pending in _unit_arrivals(requests, concurrency=concurrency, units=units, rate=rate,
                                         arrivals=arrivals, seed=seed):
         # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1
@@ -280,7 +286,8 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
                              run_cap=max(1, min(max_running // units if max_running
                                                 else 10 ** 9, K)),
                              req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
-                             progress=progress, units=units, pool_tokens=pool_tokens))
+                             progress=progress, units=units, pool_tokens=pool_tokens,
+                             clock=clock))
         pools.append(pool)
     return _mix_statistics(spec, hw, requests, _merged_runs(runs), _PoolTotals(pools), tp=tp,
                            pp=pp, dp=dp, ep=ep, bits=bits, K=K, units=1, engines=engines,
@@ -508,11 +515,13 @@ class _TokenPool:
 
 
 def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, req_s,
-             scheduler_steps, progress, units, pool_tokens):
+             scheduler_steps, progress, units, pool_tokens, clock=None):
     """The mix's engine loop (simulate_requests): arrivals wait, admissions take pool tokens, each
     step runs every decode and prompt chunks up to K tokens (none inside a multi-step window), and
-    finished requests free their tokens (and send a closed-loop client's next request). Returns
-    {ttft, e2e, tpot (lists), steps, decode and prompt tokens run, duration, most running}."""
+    finished requests free their tokens (and send a closed-loop client's next request). clock:
+    the whole run's progress [started, last shown, requests done before this unit, requests in
+    all], shared by the units of one run. Returns {ttft, e2e, tpot (lists), steps, decode and
+    prompt tokens run, duration, most running}."""
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
     n = len(reqs)
     arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
@@ -522,7 +531,7 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
     finishing = []  # heap of (step of the last token, index)
     d = base = n_run = step = done = most = 0  # base: sum over decoders of s_i - their first step
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
-    started = last_shown = time.monotonic()
+    clock = clock or [time.monotonic(), time.monotonic(), 0, n * units]
     while done < n:
         while pending and pending[0][0] <= t:
             a, i = heapq.heappop(pending)
@@ -603,8 +612,10 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             else:
                 d, base = d + 1, base + reqs[i][1] - step
                 heapq.heappush(finishing, (step + o_run[i] - 1, i))
-        if progress and time.monotonic() - last_shown > 1.0:
-            last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
+        if progress and time.monotonic() - clock[1] > 1.0:
+            clock[1] = report_progress(progress, started=clock[0], done=clock[2] + done,
+                                       n=clock[3], units=1)
+    clock[2] += n
     return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
                 pre_tokens=pre_tokens, duration=duration, most=most)
 

@@ -205,6 +205,7 @@ from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
     DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY,
     LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, HardwareFlags, resolve_hardware)
 from ..serve.request import ServingRequest
+from ..serve.simulate import SHOW_PROGRESS
 from ..serve.speculative import draft_weight_bytes, expected_verification_steps
 from ..serve.steady import critical_batch, decode_total_s, mixed_step
 
@@ -612,6 +613,8 @@ def flush(pending):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
+    # progress lines (simulations, searches, plans past a second) only for a person at a terminal
+    SHOW_PROGRESS["on"] = sys.stderr.isatty() and not (args.json or args.brief)
     try:
         spec, notes = resolve_model_spec(vars(args), defaults={"num_experts": 8})
     except ValueError as exc:
@@ -796,11 +799,39 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
                       mem=mem)
     if req.speculative:
         res.update(speculative_result(req, t, plain, draft_bytes=d_bytes))
+    if t["serving"]:
+        t["serving"].update(overload(spec, hw, req, t["serving"], bits=bits,
+                                     w_bytes=w_bytes + d_bytes))
     print_result(res, as_json=args.json, report=format_report,
                  brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT "
                                   f"{r['decode_per_token_s'] * 1e3:.2f} ms")
                  if args.brief else None)
     return res
+
+
+def overload(spec, hw, req, sv, *, bits, w_bytes):
+    """Whether a simulated open-loop run was sent more than the engine sustains (issue 46: sent
+    6/s, served 4.53/s, TTFT 8.6 s, and no word of it): the offered rate (--request-rate, or a
+    trace's own (n - 1) / its span) above the layout's saturation rate (capacity.saturation_rate,
+    the rate the steady state refuses past) and the run serving under 95% of it. Returns
+    {offered_requests_per_s, sustained_requests_per_s, overloaded}."""
+    from ..serve.capacity import saturation_rate  # only a simulated run asks
+    out = {"offered_requests_per_s": None, "sustained_requests_per_s": None, "overloaded": False}
+    if not sv.get("benchmark") or req.concurrency is not None:
+        return out  # the steady state refuses an overload itself; closed-loop clients wait
+    offered = req.request_rate
+    if offered is None and req.requests and len(req.requests) > 1:
+        span = max(r[0] for r in req.requests) - min(r[0] for r in req.requests)
+        offered = (len(req.requests) - 1) / span if span > 0 else None
+    if offered is None or math.isinf(offered):
+        return out  # all at once: a burst to drain, not a rate
+    top = saturation_rate(spec, hw, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+                          dp=req.data_parallel_size, ep=req.expert_parallel_size,
+                          prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens,
+                          bits=bits, w_bytes=w_bytes)
+    out.update(offered_requests_per_s=offered, sustained_requests_per_s=top,
+               overloaded=bool(top and offered > top and sv["requests_per_s"] < 0.95 * offered))
+    return out
 
 
 def speculation_baseline(spec, hw, req, *, bits, w_bytes, t):

@@ -9,6 +9,7 @@ import sys
 from ..accelerator import DEFAULT_ACCELERATOR
 from ..cli import bounded_int, finite_float
 from ..serve.capacity import CAPACITY_SEEDS
+from ..serve.simulate import SHOW_PROGRESS
 from .gpu import accelerator_record
 
 
@@ -177,7 +178,8 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
     plan = capacity_plan(spec, req, gpus=gpus, flags=flags, prices=req.capacity_prices,
                          requests=reqs, bits=bits, percentile=req.slo_percentile, rate=rate,
                          max_ttft=max_ttft, max_tpot=max_tpot, sim_requests=len(reqs),
-                         progress=lambda m: print(m, file=sys.stderr))
+                         progress=(lambda m: print(m, file=sys.stderr))
+                         if SHOW_PROGRESS["on"] else None)
     w = plan["winner"]
     if w is None and not plan["layouts_fitted"]:
         longest = max(r[1] + r[2] for r in reqs)

@@ -74,6 +74,13 @@ def benchmark_report_lines(r):
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
               f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
               f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}"]
+    if sv.get("overloaded"):
+        lines += textwrap.wrap(
+            f"OVERLOAD: sent {sv['offered_requests_per_s']:.3g} requests/s, served "
+            f"{sv['requests_per_s']:.3g}/s: this layout sustains about "
+            f"{sv['sustained_requests_per_s']:.3g}/s (the steady state's limit), so the queue "
+            f"grew through the run and TTFT ({fmt_s(sv['ttft_s'])} mean) grows with its length; "
+            "lower the rate or add GPUs", width=100, subsequent_indent="      ")
     if mix:
         a, b = mix["input_tokens"], mix["output_tokens"]
         lines += ["", f"{'the mix (tokens)':<34}{'mean':>10}{'median':>10}{'p99':>10}"
