@@ -151,13 +151,13 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
                 continue  # the weights leave no pool, or the longest request does not fit it
             fitted += 1
             seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
-            run_cap = min(cap, seqs) if seqs else cap
             budget = hw["token_budget"] or math.inf
             pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=ctx, dp=dp)
-            sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
-                               prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
-                               token_budget=budget, bits=bits)
-            top = run_cap / (sat["e2e_s"] + hw["request_overhead_s"])  # the replica's saturation rate
+            top = saturation_rate(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, w_bytes=w_bytes,
+                                  prompt_tokens=max(1, round(s_mean)),
+                                  output_tokens=max(1, round(o_mean)))
+            if not top:
+                continue  # the pool holds no request at the mix's mean length
             memo = {}
 
             def run(r, seed, hw=hw, tp=tp, pp=pp, dp=dp, ep=ep, budget=budget,
