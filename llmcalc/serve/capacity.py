@@ -122,7 +122,8 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
     o_mean = sum(r[2] for r in requests) / len(requests)
     steps = req.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark runs it
     seeds = range(req.seed, req.seed + CAPACITY_SEEDS)
-    cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
+    cands, by_gpu, fitted, pruned = [], {}, 0, 0  # fitted: layouts whose pool holds the longest
+    # request; pruned: those whose best case could not beat a layout sized before them
     # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
     key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
         lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
@@ -158,6 +159,15 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
                                   output_tokens=max(1, round(o_mean)))
             if not top:
                 continue  # the pool holds no request at the mix's mean length
+            n_gpus = tp * dp * pp
+            # at most 0.95 x top per replica: a layout whose best case cannot beat this kind's best
+            # so far is not sized (its fleet and its rate per GPU bound the key from below)
+            least = fleet_replicas(rate=rate, replica_rate=0.95 * top) * n_gpus
+            bound = ((prices[g_i] * least, least) if prices
+                     else (least, -0.95 * top / n_gpus))
+            if gpu in by_gpu and bound > key(by_gpu[gpu]):
+                pruned += 1
+                continue
             memo = {}
 
             def run(r, seed, hw=hw, tp=tp, pp=pp, dp=dp, ep=ep, budget=budget,
@@ -173,7 +183,6 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
             lo, best = replica_rate(run, meets, top=top, seeds=seeds)
             if best is None:
                 continue  # even a light load misses the targets on this layout
-            n_gpus = tp * dp * pp
             replicas = fleet_replicas(rate=rate, replica_rate=lo)
             c = {"gpu": gpu, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "gpus_per_replica": n_gpus,
                  "replica_request_rate": lo, "replicas": replicas, "num_gpus": replicas * n_gpus,
@@ -185,7 +194,8 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
             if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
                 by_gpu[gpu] = c
     if not by_gpu:
-        return {"candidates": cands, "by_gpu": by_gpu, "winner": None, "layouts_fitted": fitted}
+        return {"candidates": cands, "by_gpu": by_gpu, "winner": None, "layouts_fitted": fitted,
+                "layouts_pruned": pruned}
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
@@ -213,4 +223,5 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
     winner = min(by_gpu.values(), key=key)
     if progress and time.perf_counter() - t0 > 1.0:
         progress(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s")
-    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner, "layouts_fitted": fitted}
+    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner, "layouts_fitted": fitted,
+            "layouts_pruned": pruned}

@@ -225,7 +225,8 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
            "cost_per_million_output_tokens": best["cost_per_million_output_tokens"],
            "cost_per_million_cached_input_tokens": best["cost_per_million_cached_input_tokens"],
            "engine_command": best["engine_command"], "by_gpu": by_gpu,
-           "layouts_sized": len(plan["candidates"]), "warnings": list(spec["warnings"]),
+           "layouts_sized": len(plan["candidates"]), "layouts_pruned": plan["layouts_pruned"],
+           "warnings": list(spec["warnings"]),
            "convention": "each replica one node at most; its rate the most requests/s whose "
                          f"simulated runs of {len(reqs)} Poisson arrivals, each of "
                          f"{CAPACITY_SEEDS} seeds, keep TTFT and TPOT at p{req.slo_percentile} "
