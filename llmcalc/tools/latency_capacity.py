@@ -19,8 +19,11 @@ def add_capacity_args(parser):
     g.add_argument("--target-request-rate", type=finite_float, default=None,
                    help="requests/s the fleet must serve: the fewest GPUs (or the cheapest fleet) of each "
                         "--gpu kind (a comma list: --gpu a100,h100,h200) that keeps --max-ttft-ms and "
-                        "--max-tpot-ms at --slo-percentile; with --trace, its mix at this rate (default: the "
-                        "trace's own rate)")
+                        "--max-tpot-ms at --slo-percentile, each rate judged on 4 seeds of Poisson "
+                        "arrivals; prints the precision it sized at, the TTFT/TPOT p50/p90 it delivers "
+                        "and the winner's launch command on its --serving-stack (weight quantization "
+                        "included; none for stacks without a server); with --trace, all its rows at "
+                        "this rate (default: the trace's own rate). docs/serving-capacity.md")
     g.add_argument("--slo-percentile", type=bounded_int, choices=(50, 90, 99), default=None,
                    help="percentile of TTFT and TPOT the targets hold at in the plan (default 90)")
     g.add_argument("--cost-per-gpu-hour", default=None, metavar="$|GPU=$,...",
