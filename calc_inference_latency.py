@@ -7998,7 +7998,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
     units = dp * engines  # alike: one is simulated
-    if num_requests % units:  # units unlike by one request: each simulated (_uneven_alike_run)
+    if num_requests % units or (closed and concurrency % units):  # units unlike: each simulated
         return _uneven_alike_run(spec, hw, **{k: v for k, v in locals().items() if k in _ALIKE})
     n = math.ceil(num_requests / units)
     run_cap = max(1, min(run_cap // units, K))  # a step decodes every running request within its budget
@@ -8796,17 +8796,23 @@ def _json_rows(fh, shown):
             continue
         where = f"--trace {shown} line {i + 1}"
         try:
-            pairs = json.loads(line, object_pairs_hook=lambda kv: kv)
+            obj = json.loads(line)
+            # a key named twice leaves one entry: as many '":' as keys says none was (else the
+            # slower read that keeps every pair decides; a '":' inside a value also takes it)
+            if isinstance(obj, dict) and line.count('":') != len(obj):
+                names = [k for k, _ in json.loads(line, object_pairs_hook=lambda kv: kv)]
+            else:
+                names = list(obj) if isinstance(obj, dict) else None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: not JSON ({exc.msg})") from None
         except RecursionError:
             raise ValueError(f"{where}: nested too deep to be a trace row") from None
-        if not isinstance(pairs, list) or (pairs and not isinstance(pairs[0], tuple)):
+        if names is None:
             raise ValueError(f"{where}: each line must be a JSON object")
-        why = _columns_problem([k for k, _ in pairs], required=False)  # _trace_row: "missing"
+        why = _columns_problem(names, required=False)  # _trace_row says what is missing
         if why:
             raise ValueError(f"{where}: the object {why}")
-        yield _trace_row(dict(pairs), where)
+        yield _trace_row(obj, where)
 
 
 def read_trace(path, *, max_rows=TRACE_MAX_ROWS):
@@ -10028,7 +10034,8 @@ def capacity_report(res):
         return "-" if x is None else f"${x:,.3f}"
     lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
              f"{res['mean_output_tokens']:,.0f} output tokens (means), {targets_text(res['max_ttft_ms'], res['max_tpot_ms'])} "
-             f"at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
+             f"at p{res['slo_percentile']}, {res['serving_stack']} stack",
+             *[f"WARNING: {w}" for w in res["warnings"]], "",
              f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
              f"{'$/M in':>10}{'$/M out':>10}"]
     for g, c in res["by_gpu"].items():
@@ -10971,6 +10978,9 @@ def resolve_lengths(args, parser, req):
     req.lengths_given = given
     if args.trace is not None and not args.trace.strip():
         parser.error("--trace is empty: give a trace file (.jsonl or .csv)")
+    if args.gpu is not None and not args.gpu.strip():  # also before a capacity plan's GPU list
+        parser.error("--gpu is empty: give a GPU name from hardware.py (e.g. h100, h200), or "
+                     "leave it out for the default h100-sxm")
     mix = "--trace" if args.trace else f"--dataset {args.dataset}" if args.dataset else None
     if mix and any(given):
         flags = " and ".join(f for f, g in zip(("-s", "-o"), given) if g)
@@ -11033,6 +11043,9 @@ def resolve_request(args, parser, spec):
     req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
                              else req.weight_bits)
     notes = validate(args, parser, spec, req)
+    if args.output_tokens == 0:
+        notes.append("-o 0: the prompt's pass alone, answered as -o 1 (the pass computes the "
+                     "first token's logits; no decode step runs)")
     req.requests = req.trace_rows = None
     if req.num_requests is not None or req.trace:
         try:

@@ -266,3 +266,11 @@ def test_the_command_names_the_model_as_given(tmp_path):
     (folder / "config.json").write_text(json.dumps({"_name_or_path": "meta-llama/Llama-3.1-8B"}))
     assert served_model_name(str(folder / "config.json")) == "meta-llama/Llama-3.1-8B"
     assert served_model_name(L8[1]) == L8[1] and served_model_name(None) == "MODEL"
+
+
+def test_the_plans_text_carries_the_models_warnings(capsys):
+    # issue 46 item 2: the capacity plan's text dropped the model's warnings (its JSON had them)
+    cil.main(L8 + ["--gpu", "h100", "--target-request-rate", "2", "-s", "140000", "-o", "100",
+                   "--max-tpot-ms", "200"])
+    out = capsys.readouterr().out
+    assert "WARNING: context 140,100 tokens is past the model's trained context" in out

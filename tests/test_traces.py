@@ -79,6 +79,13 @@ def test_alike_requests_that_do_not_split_evenly_are_counted_as_sent(load):
     assert sv["output_tokens_per_s"] * sv["duration_s"] == pytest.approx(201 * 20, rel=1e-9)
 
 
+def test_closed_loop_clients_that_do_not_split_evenly_are_as_many_as_asked():
+    # -c 7 at -pp 2 ran 8 clients (4 per micro-batch): 8 requests in flight, not 7
+    sv = run(L8 + ["-pp", "2", "-c", "7", "--num-requests", "200", "-s", "300",
+                   "-o", "20"])["serving"]
+    assert sv["num_requests"] == 200 and sv["most_running"] == 7 and sv["mean_in_flight"] < 7
+
+
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lengths=st.lists(st.tuples(st.integers(1, 4000), st.integers(1, 300)), min_size=1,
@@ -158,6 +165,7 @@ def test_lengths_beside_a_dataset_are_refused(capsys, mix):
     (["--trace", ""], "--trace is empty"),
     (["--trace", "  "], "--trace is empty"),
     (["--gpu", ""], "--gpu is empty"),
+    (["--gpu", "", "--target-request-rate", "5", "--max-tpot-ms", "30"], "--gpu is empty"),
 ])
 def test_empty_names_are_refused_not_read_as_absent(capsys, argv, says):
     # issue 44: --trace '' answered a static batch, --gpu '' the default GPU

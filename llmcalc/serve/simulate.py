@@ -99,7 +99,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
     units = dp * engines  # alike: one is simulated
-    if num_requests % units:  # units unlike by one request: each simulated (_uneven_alike_run)
+    if num_requests % units or (closed and concurrency % units):  # units unlike: each simulated
         return _uneven_alike_run(spec, hw, **{k: v for k, v in locals().items() if k in _ALIKE})
     n = math.ceil(num_requests / units)
     run_cap = max(1, min(run_cap // units, K))  # a step decodes every running request within its budget

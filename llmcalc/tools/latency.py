@@ -486,6 +486,9 @@ def resolve_lengths(args, parser, req):
     req.lengths_given = given
     if args.trace is not None and not args.trace.strip():
         parser.error("--trace is empty: give a trace file (.jsonl or .csv)")
+    if args.gpu is not None and not args.gpu.strip():  # also before a capacity plan's GPU list
+        parser.error("--gpu is empty: give a GPU name from hardware.py (e.g. h100, h200), or "
+                     "leave it out for the default h100-sxm")
     mix = "--trace" if args.trace else f"--dataset {args.dataset}" if args.dataset else None
     if mix and any(given):
         flags = " and ".join(f for f, g in zip(("-s", "-o"), given) if g)
@@ -548,6 +551,9 @@ def resolve_request(args, parser, spec):
     req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
                              else req.weight_bits)
     notes = validate(args, parser, spec, req)
+    if args.output_tokens == 0:
+        notes.append("-o 0: the prompt's pass alone, answered as -o 1 (the pass computes the "
+                     "first token's logits; no decode step runs)")
     req.requests = req.trace_rows = None
     if req.num_requests is not None or req.trace:
         from ..serve.engine import workload_requests  # only a benchmark run

@@ -274,7 +274,8 @@ def capacity_report(res):
         return "-" if x is None else f"${x:,.3f}"
     lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
              f"{res['mean_output_tokens']:,.0f} output tokens (means), {targets_text(res['max_ttft_ms'], res['max_tpot_ms'])} "
-             f"at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
+             f"at p{res['slo_percentile']}, {res['serving_stack']} stack",
+             *[f"WARNING: {w}" for w in res["warnings"]], "",
              f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
              f"{'$/M in':>10}{'$/M out':>10}"]
     for g, c in res["by_gpu"].items():
