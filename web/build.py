@@ -39,8 +39,8 @@ PYODIDE = os.path.join(WEB, "node_modules", "pyodide")
 # The runtime files the page loads (the npm package's others are typings, source maps and demos).
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                  "pyodide-lock.json")
-# What a static host must send for these (Python's own table lacks .mjs before 3.12; a module
-# script served as application/octet-stream is refused by the browser).
+# What a static host must send for these (Python's table takes .mjs from the system's
+# /etc/mime.types, when there is one; a module script sent as application/octet-stream is refused).
 MIME = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
         ".json": "application/json", ".py": "text/plain; charset=utf-8", ".zip": "application/zip"}
 

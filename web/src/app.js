@@ -116,7 +116,7 @@ function modelPath() {
 
 function modelWidget(a) {
   const select = el("select", { id: "f-model", "data-key": "model" },
-    el("option", { value: "" }, "none: the shape from flags (or the script's defaults)"));
+    el("option", { value: "" }, "none (the shape from flags, or the defaults)"));
   if (state.dropped) select.append(el("option", { value: "dropped" }, `dropped: ${state.dropped.name}`));
   const group = el("optgroup", { label: "bundled configs (tests/fixtures/configs)" });
   for (const name of state.manifest.configs) group.append(el("option", { value: name }, name));

@@ -5,6 +5,7 @@
 //   step       result.breakdown_s against result.step_time_s: calc_training_time.py
 //   front      result.pareto_front, tokens/s per GPU against tokens/s per user (--search)
 //   capacity   result.by_gpu, the capacity plan's rows (--target-request-rate)
+//   sweep      result.rows, bus bandwidth against message size (calc_comm.py's sweep)
 // Nothing here computes a model quantity: it scales bars and axes to the numbers it is given.
 
 const NS = "http://www.w3.org/2000/svg";
@@ -181,8 +182,41 @@ function capacityTable(result) {
   return figure(`Capacity plan${rate} (result.by_gpu)`, table);
 }
 
+function sweepChart(result) {
+  const rows = result && Array.isArray(result.rows) ? result.rows
+    .filter((r) => r.size_bytes > 0 && r.busbw_bytes_per_s >= 0) : [];
+  if (rows.length < 3) return null;
+  const W = 900; const H = 300; const L = 70; const R = 20; const T = 14; const B = 46;
+  const lx = rows.map((r) => Math.log2(r.size_bytes));
+  const x0 = Math.min(...lx); const x1 = Math.max(...lx);
+  const gbs = rows.map((r) => r.busbw_bytes_per_s / 1e9);
+  const yt = niceTicks(Math.max(...gbs, 1e-9));
+  const X = (v) => L + ((W - L - R) * (v - x0)) / (x1 - x0 || 1);
+  const Y = (v) => H - B - ((H - B - T) * v) / yt[yt.length - 1];
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": "bus bandwidth by size" });
+  for (const t of yt) {
+    s.append(svg("line", { x1: L, x2: W - R, y1: Y(t), y2: Y(t), class: "grid" }));
+    s.append(svg("text", { x: L - 6, y: Y(t) + 4, "text-anchor": "end", class: "lbl" }, fmtNum(t)));
+  }
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  for (let e = Math.ceil(x0 / 10) * 10; e <= x1; e += 10) {
+    s.append(svg("line", { x1: X(e), x2: X(e), y1: T, y2: H - B, class: "grid" }));
+    s.append(svg("text", { x: X(e), y: H - B + 16, "text-anchor": "middle", class: "lbl" }, `1 ${units[e / 10] || `2^${e}`}`));
+  }
+  s.append(svg("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", class: "lbl axis" }, "message size (log scale)"));
+  s.append(svg("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle", class: "lbl axis",
+    transform: `rotate(-90 14 ${(T + H - B) / 2})` }, "bus bandwidth, GB/s"));
+  s.append(svg("polyline", { points: rows.map((r, i) => `${X(lx[i])},${Y(gbs[i])}`).join(" "),
+    fill: "none", stroke: COLORS[0], "stroke-width": 2 }));
+  rows.forEach((r, i) => s.append(tip(svg("circle", { cx: X(lx[i]), cy: Y(gbs[i]), r: 3, fill: COLORS[0] }),
+    `${r.size_bytes.toLocaleString("en-US")} B: ${fmtTime(r.time_s)}, busbw ${gbs[i].toFixed(2)} GB/s, ${r.algorithm || ""} ${r.regime || ""}`)));
+  const op = result.inputs && result.inputs.op ? `${result.inputs.op.replace(/_/g, "-")} over ${result.inputs.num_gpus} GPUs: ` : "";
+  return figure(`${op}bus bandwidth against message size (result.rows)`, s);
+}
+
 export function drawCharts(box, stdout, result) {
-  const figs = [memoryChart(stdout, result), stepChart(result), frontChart(result), capacityTable(result)]
+  const figs = [memoryChart(stdout, result), stepChart(result), frontChart(result), capacityTable(result),
+    sweepChart(result)]
     .filter(Boolean);
   box.replaceChildren(...figs);
 }
