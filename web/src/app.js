@@ -136,6 +136,7 @@ function modelWidget(a) {
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
   drop.addEventListener("drop", async (e) => {
     e.preventDefault();
+    e.stopPropagation();
     drop.classList.remove("over");
     const f = e.dataTransfer.files[0];
     if (f) await useConfig(f.name, await f.text());
@@ -372,6 +373,15 @@ async function main() {
   $("#form").addEventListener("submit", (e) => { e.preventDefault(); schedule(0); });
   $("#cmd").addEventListener("change", () => schedule(0));
   $("#copy").addEventListener("click", () => navigator.clipboard?.writeText($("#command").textContent));
+  // a config.json dropped anywhere on the page is the model (the browser would open it instead)
+  window.addEventListener("dragover", (e) => e.preventDefault());
+  window.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    const f = e.dataTransfer && e.dataTransfer.files[0];
+    if (f && state.parsers[state.tool.script].actions.some((a) => a.dest === MODEL)) {
+      await useConfig(f.name, await f.text());
+    }
+  });
   if ("serviceWorker" in navigator && location.protocol.startsWith("http")) {
     navigator.serviceWorker.register("sw.js").catch(() => {});
   }

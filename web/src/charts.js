@@ -186,7 +186,7 @@ function sweepChart(result) {
   const rows = result && Array.isArray(result.rows) ? result.rows
     .filter((r) => r.size_bytes > 0 && r.busbw_bytes_per_s >= 0) : [];
   if (rows.length < 3) return null;
-  const W = 900; const H = 300; const L = 70; const R = 20; const T = 14; const B = 46;
+  const W = 900; const H = 250; const L = 70; const R = 20; const T = 14; const B = 46;
   const lx = rows.map((r) => Math.log2(r.size_bytes));
   const x0 = Math.min(...lx); const x1 = Math.max(...lx);
   const gbs = rows.map((r) => r.busbw_bytes_per_s / 1e9);
