@@ -169,6 +169,9 @@ def test_bad_input_is_the_scripts_one_line(site):
     assert page_text(page, "#error") == line
     body = page_text(page, "body")
     assert "Traceback" not in body and 'File "' not in body
+    typo = ask(page, "tool=params&hidden-sise=4096")  # a URL key that names no flag
+    assert typo["code"] == 2 and typo["stderr"] == run_command(typo["command"]).stderr
+    assert "--hidden-sise 4096" in typo["command"]
     bad_quote = ask(page, "tool=params&cmd=--hidden-size '4096")
     assert bad_quote["code"] == 2 and len(bad_quote["stderr"].strip().splitlines()) == 1
 

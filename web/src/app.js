@@ -230,6 +230,12 @@ function formArgv() {
     else if (!a.takes_value) { if (v === "1") options.push(longFlag(a)); }
     else options.push(longFlag(a), ...words);
   }
+  // a URL key that names no flag of this script goes to it as one, so that its parser says so
+  // (a typo in a shared link is an error, not a question silently answered without it)
+  const known = new Set(desc.actions.map(keyOf));
+  for (const [k, v] of Object.entries(state.values)) {
+    if (!known.has(k) && v) options.push(`--${k}`, v);
+  }
   return [...positional, ...options];
 }
 
@@ -242,10 +248,12 @@ function writeURL() {
     const enc = b64encode(state.dropped.text);
     if (enc.length <= URL_LIMIT) { q.set("config", enc); q.set("config_name", state.dropped.name); }
   } else if (state.model) q.set("model", state.model);
+  const known = new Set(desc.actions.map(keyOf));
   for (const a of desc.actions) {
     const v = state.values[keyOf(a)];
     if (a.dest !== MODEL && v) q.set(keyOf(a), v);
   }
+  for (const [k, v] of Object.entries(state.values)) if (!known.has(k) && v) q.set(k, v);
   const cmd = $("#cmd").value.trim();
   if (cmd) q.set("cmd", cmd);
   history.replaceState(null, "", `${location.pathname}?${q}`);
@@ -306,7 +314,8 @@ function render(gen, res) {
   notes.textContent = ok ? res.stderr.trim() : "";
   $("#stdout").textContent = res.stdout;
   $(".panes").hidden = !ok && !res.stdout;
-  $("#json").textContent = ok ? res.result : "";
+  const big = res.result.length > 2e6;  // a pane of megabytes would stall the page
+  $("#json").textContent = !ok ? "" : big ? `${res.result.slice(0, 2e5)}\n… (${res.result.length.toLocaleString("en-US")} characters; --json prints it all)` : res.result;
   let result = null;
   try { result = ok ? JSON.parse(res.result) : null; } catch (e) { result = null; }
   drawCharts($("#charts"), ok ? res.stdout : "", result);
