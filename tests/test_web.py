@@ -58,18 +58,28 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """The page built from the current scripts, served on a free loopback port, open in one
-    headless Chromium; yields (page, base URL)."""
+def built(tmp_path_factory):
+    """The page built from the current scripts into a temporary folder."""
     if headless.find_chromium() is None:
         pytest.skip("no chromium (.ci/run installs Debian's chromium package)")
     if not os.path.isdir(web_build.PYODIDE) and not web_build.shutil.which("npm"):
         pytest.skip("no npm to fetch Pyodide (web/package.json)")
     out = str(tmp_path_factory.mktemp("web") / "dist")
     web_build.build(out)
+    return out
+
+
+def serve(out):
     server = web_build.make_server(out, 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.fixture(scope="module")
+def site(built):
+    """The page served on a free loopback port, open in one headless Chromium; yields (page,
+    base URL)."""
+    server, base = serve(built)
     browser = headless.Browser()
     try:
         page = browser.new_page(base + "?" + CASES[0][1])
@@ -78,6 +88,7 @@ def site(tmp_path_factory):
     finally:
         browser.close()
         server.shutdown()
+        server.server_close()
 
 
 def ask(page, query):
@@ -207,3 +218,23 @@ def test_url_round_trips_the_inputs(site):
     again = page.evaluate("window.llmcalc.last")
     assert again["command"] == first["command"]
     assert again["stdout"] == first["stdout"] == run_command(first["command"]).stdout
+
+
+def test_works_offline_once_loaded(built):
+    """Once the page has loaded, its service worker holds every file: with the server gone, a
+    new question by URL still loads the page and answers (the script's answer)."""
+    server, base = serve(built)
+    with open(os.path.join(built, "manifest.json"), encoding="utf-8") as fh:
+        files = len(json.load(fh)["files"])
+    with headless.Browser() as browser:
+        page = browser.new_page(base + "?tool=hardware&name=h100")
+        page.wait_for("window.llmcalc && window.llmcalc.ready", timeout=180)
+        page.wait_for("caches.open('llmcalc-web').then(c => c.keys())"
+                      f".then(k => k.length >= {files})", timeout=120)
+        server.shutdown()
+        server.server_close()
+        page.goto(base + "?tool=params&model=gpt2")
+        page.wait_for("window.llmcalc && window.llmcalc.ready", timeout=180)
+        last = page.evaluate("window.llmcalc.last")
+    assert last["code"] == 0, last["stderr"]
+    assert last["stdout"] == run_command(last["command"]).stdout

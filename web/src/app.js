@@ -13,7 +13,7 @@ const COMMON = [
   ["what to answer", /^(name|compare|op|size|train|infer|search|target_request_rate)$/],
   ["GPU", /^gpu$/],
   ["batch", /^(batch_size|batch_size_per_gpu|micro_batch_size|global_batch_size|concurrency)$/],
-  ["sequence", /^(sequence_length|prompt_tokens|output_tokens)$/],
+  ["sequence", /^(sequence_length|prompt_tokens|output_tokens|tokens)$/],
   ["precision", /^(dtype|precision)$/],
   ["parallelism", /^(num_gpus|tensor_parallel_size|pipeline_parallel_size|data_parallel_size|context_parallel_size|expert_parallelism|expert_parallel_size|zero_stage|tp|pp|dp|ep|cp)$/],
   ["fine-tuning", /^(finetune\w*|lora_\w+|qlora\w*|recompute)$/],
