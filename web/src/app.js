@@ -336,14 +336,26 @@ function renderTabs() {
   }, t.key.replace(/_/g, " "))));
 }
 
+// The script's parser (runner.describe); a script whose parser cannot be read still answers
+// through the "All flags" field.
+async function describe(script) {
+  if (!state.parsers[script]) {
+    try {
+      state.parsers[script] = await call("describe", { script });
+    } catch (e) {
+      state.parsers[script] = { prog: script, actions: [],
+        description: `(could not read its flags: ${e.message}; the "All flags" field still works)` };
+    }
+  }
+  return state.parsers[script];
+}
+
 async function openTool(key, fresh) {
   state.tool = state.manifest.tools.find((t) => t.key === key);
   if (fresh) { state.values = {}; $("#cmd").value = ""; if (state.model !== "dropped") state.model = ""; }
   renderTabs();
-  if (!state.parsers[state.tool.script]) {
-    document.body.dataset.state = "loading";
-    state.parsers[state.tool.script] = await call("describe", { script: state.tool.script });
-  }
+  document.body.dataset.state = "loading";
+  await describe(state.tool.script);
   renderForm();
   await answer();
 }
@@ -354,9 +366,7 @@ async function applyURL() {
   readURL();
   renderTabs();
   if (state.dropped) await call("write", { path: state.dropped.name, text: state.dropped.text });
-  if (!state.parsers[state.tool.script]) {
-    state.parsers[state.tool.script] = await call("describe", { script: state.tool.script });
-  }
+  await describe(state.tool.script);
   renderForm();
   await answer();
   return probe.last;
@@ -372,7 +382,7 @@ async function main() {
   readURL();
   renderTabs();
   const t = performance.now();
-  state.parsers[state.tool.script] = await call("describe", { script: state.tool.script });
+  await describe(state.tool.script);
   probe.describeMs = performance.now() - t;
   showProgress(5, 5, "answering");
   $("#app").hidden = false;
