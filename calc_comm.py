@@ -474,6 +474,13 @@ def default_accelerator():
                             else v) for k, v in H100_SXM.items()})
 
 
+def names_default(name):
+    """Whether `name` is one of the default accelerator's spellings (case, '_', ' ', '.' and '-'
+    ignored, as hardware.py's lookup ignores them)."""
+    squash = lambda x: "".join(c for c in str(x).lower() if c.isalnum())  # noqa: E731
+    return squash(name) in {squash(n) for n in [H100_SXM["name"], *H100_SXM["aliases"]]}
+
+
 # --- the one lookup ------------------------------------------------------------------------------
 def accelerator_table():
     """The accelerator table: the package's own hardware module when this runs from the installed
@@ -482,8 +489,26 @@ def accelerator_table():
     if __package__:
         import importlib
         return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
+    try:
+        import hardware
+    except ImportError:  # python -I, PYTHONSAFEPATH=1: the script's folder is not on sys.path
+        return table_beside_script()
     return hardware
+
+
+def table_beside_script():
+    """hardware.py from the built script's own folder, by path (ImportError when it is not there)."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
+    if not os.path.isfile(path):
+        raise ImportError(f"no {path}")
+    spec = importlib.util.spec_from_file_location("hardware", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hardware"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_accelerator(name=None, *, missing_table=None):
@@ -496,6 +521,8 @@ def resolve_accelerator(name=None, *, missing_table=None):
     try:
         table = accelerator_table()
     except ImportError:
+        if names_default(name):  # its record is built in: a script copied alone still knows it
+            return default_accelerator()
         raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
                         "script") from None
     try:
@@ -517,6 +544,22 @@ def number_text(x):
     text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
     mant, _, exp = text.partition("e")
     return f"{mant}e{int(exp)}" if exp else mant
+
+
+class LongInteger(str):
+    """A JSON integer too long for int() (Python refuses over 4,300 digits): kept as text, so that
+    a field which reads it is refused by name ('got 99999999999... (5,000 digits)'), not by the
+    JSON parser with neither file nor field."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def json_integer(text):
+    """json's parse_int: the int, or a LongInteger past 1,000 digits (no count is that long)."""
+    if len(text) <= 1000:
+        return int(text)
+    return LongInteger(f"{text[:12]}... ({len(text.lstrip('-')):,} digits)")
 
 
 # ======== llmcalc/cli.py ==========================================================================
@@ -550,6 +593,14 @@ class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
 
 
+def one_line(message):
+    """A message kept to one line: a newline or other control character (in a path the user
+    gave) written as its escape, \\n, instead of splitting the line."""
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
     epilog may be a function, called only when --help is printed (a run that answers never builds
@@ -559,7 +610,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
     def format_help(self):
         if callable(self.epilog):
@@ -753,11 +804,24 @@ def model_flag_words(parser, args):
     return words
 
 
+# How this run spells another tool of the family in the commands it prints: built script name ->
+# command. Empty for the built scripts (`python3 calc_training_time.py`); commands.run fills it for
+# the installed commands (`llmcalc-train-time`) and `python3 -m llmcalc train-time`.
+COMMAND_SPELLINGS = {}
+
+
+def command_word(script):
+    """The command that runs the built script `script` the way this run was started."""
+    return COMMAND_SPELLINGS.get(script, f"python3 {script}")
+
+
 def script_command(script, parser, args, *, words=(), last=()):
-    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
-    command another script of this family answers with the same meaning (one meaning per flag)."""
+    """command_word(SCRIPT) with the model flags the user gave, `words`, --gpu as given, then
+    `last`: a command another tool of this family answers with the same meaning (one meaning per
+    flag), spelled as the user ran this one (a built script, an installed command or python -m)."""
     gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
-    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+    return " ".join([command_word(script)] + model_flag_words(parser, args) + list(words) + gpu
+                    + list(last))
 
 
 def _flag(parser, dest):
@@ -825,6 +889,11 @@ def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
     the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
     written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
+    if sys.stdout is None:  # started with stdout closed (`cmd >&-`): nowhere to answer
+        say_error("cannot write the output: standard output is closed")
+        sys.exit(2)
+    if hasattr(sys.stdout, "reconfigure"):  # a path or name the output's encoding cannot hold
+        sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii): escaped
     try:
         main()
         sys.stdout.flush()
@@ -837,9 +906,14 @@ def run_tool(main):
                                                           errno.EFBIG):
             raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
-        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
-        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        say_error(f"cannot write the output: {exc.strerror or exc}")
         sys.exit(2)
+
+
+def say_error(message):
+    """`PROG: error: MESSAGE` on stderr, as the parser's one line, outside any parser."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
 
 
 def with_cookbook_heads(args):
@@ -2084,7 +2158,7 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
+                cfg = json.load(fh, parse_int=json_integer)  # NaN/Infinity parse (transformers writes Infinity for some
                 # unbounded limits); the typed reader refuses them in any field it reads
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None

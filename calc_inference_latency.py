@@ -602,6 +602,13 @@ def default_accelerator():
                             else v) for k, v in H100_SXM.items()})
 
 
+def names_default(name):
+    """Whether `name` is one of the default accelerator's spellings (case, '_', ' ', '.' and '-'
+    ignored, as hardware.py's lookup ignores them)."""
+    squash = lambda x: "".join(c for c in str(x).lower() if c.isalnum())  # noqa: E731
+    return squash(name) in {squash(n) for n in [H100_SXM["name"], *H100_SXM["aliases"]]}
+
+
 # --- the one lookup ------------------------------------------------------------------------------
 def accelerator_table():
     """The accelerator table: the package's own hardware module when this runs from the installed
@@ -610,8 +617,26 @@ def accelerator_table():
     if __package__:
         import importlib
         return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
+    try:
+        import hardware
+    except ImportError:  # python -I, PYTHONSAFEPATH=1: the script's folder is not on sys.path
+        return table_beside_script()
     return hardware
+
+
+def table_beside_script():
+    """hardware.py from the built script's own folder, by path (ImportError when it is not there)."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
+    if not os.path.isfile(path):
+        raise ImportError(f"no {path}")
+    spec = importlib.util.spec_from_file_location("hardware", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hardware"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_accelerator(name=None, *, missing_table=None):
@@ -624,6 +649,8 @@ def resolve_accelerator(name=None, *, missing_table=None):
     try:
         table = accelerator_table()
     except ImportError:
+        if names_default(name):  # its record is built in: a script copied alone still knows it
+            return default_accelerator()
         raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
                         "script") from None
     try:
@@ -645,6 +672,22 @@ def number_text(x):
     text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
     mant, _, exp = text.partition("e")
     return f"{mant}e{int(exp)}" if exp else mant
+
+
+class LongInteger(str):
+    """A JSON integer too long for int() (Python refuses over 4,300 digits): kept as text, so that
+    a field which reads it is refused by name ('got 99999999999... (5,000 digits)'), not by the
+    JSON parser with neither file nor field."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def json_integer(text):
+    """json's parse_int: the int, or a LongInteger past 1,000 digits (no count is that long)."""
+    if len(text) <= 1000:
+        return int(text)
+    return LongInteger(f"{text[:12]}... ({len(text.lstrip('-')):,} digits)")
 
 
 # ======== llmcalc/cli.py ==========================================================================
@@ -678,6 +721,14 @@ class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
 
 
+def one_line(message):
+    """A message kept to one line: a newline or other control character (in a path the user
+    gave) written as its escape, \\n, instead of splitting the line."""
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
     epilog may be a function, called only when --help is printed (a run that answers never builds
@@ -687,7 +738,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
     def format_help(self):
         if callable(self.epilog):
@@ -881,11 +932,24 @@ def model_flag_words(parser, args):
     return words
 
 
+# How this run spells another tool of the family in the commands it prints: built script name ->
+# command. Empty for the built scripts (`python3 calc_training_time.py`); commands.run fills it for
+# the installed commands (`llmcalc-train-time`) and `python3 -m llmcalc train-time`.
+COMMAND_SPELLINGS = {}
+
+
+def command_word(script):
+    """The command that runs the built script `script` the way this run was started."""
+    return COMMAND_SPELLINGS.get(script, f"python3 {script}")
+
+
 def script_command(script, parser, args, *, words=(), last=()):
-    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
-    command another script of this family answers with the same meaning (one meaning per flag)."""
+    """command_word(SCRIPT) with the model flags the user gave, `words`, --gpu as given, then
+    `last`: a command another tool of this family answers with the same meaning (one meaning per
+    flag), spelled as the user ran this one (a built script, an installed command or python -m)."""
     gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
-    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+    return " ".join([command_word(script)] + model_flag_words(parser, args) + list(words) + gpu
+                    + list(last))
 
 
 def _flag(parser, dest):
@@ -953,6 +1017,11 @@ def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
     the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
     written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
+    if sys.stdout is None:  # started with stdout closed (`cmd >&-`): nowhere to answer
+        say_error("cannot write the output: standard output is closed")
+        sys.exit(2)
+    if hasattr(sys.stdout, "reconfigure"):  # a path or name the output's encoding cannot hold
+        sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii): escaped
     try:
         main()
         sys.stdout.flush()
@@ -965,9 +1034,14 @@ def run_tool(main):
                                                           errno.EFBIG):
             raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
-        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
-        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        say_error(f"cannot write the output: {exc.strerror or exc}")
         sys.exit(2)
+
+
+def say_error(message):
+    """`PROG: error: MESSAGE` on stderr, as the parser's one line, outside any parser."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
 
 
 def with_cookbook_heads(args):
@@ -995,6 +1069,19 @@ def accelerator_record(name, parser, *, without):
     with calc_errors(parser):
         return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
                                    f"script; {without}")
+
+
+def distinct_gpus(names, parser, *, without):
+    """Refuse (one line, exit 2) a --gpu list that names one accelerator twice, under any of its
+    spellings (h100,H100,h100-sxm): a search or plan would cost the same GPU as several kinds."""
+    seen = {}
+    for n in names:
+        if n is None:
+            continue
+        key = accelerator_record(n, parser, without=without)["name"]
+        if key in seen:
+            parser.error(f"--gpu lists {key} twice ({seen[key]!r} and {n!r}): name each GPU once")
+        seen[key] = n
 
 
 # ======== llmcalc/model/kinds.py ==================================================================
@@ -1135,7 +1222,7 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
+                cfg = json.load(fh, parse_int=json_integer)  # NaN/Infinity parse (transformers writes Infinity for some
                 # unbounded limits); the typed reader refuses them in any field it reads
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
@@ -8495,6 +8582,15 @@ def _trace_number(value, *, field, where, integer, lo):
     return int(value) if integer else float(value)
 
 
+def _check_trace_file(path, os):
+    """Refuse a --trace path that is not a regular file, saying what it is instead."""
+    if os.path.isfile(path):
+        return
+    what = ("no such file" if not os.path.exists(path) else "a folder, not a file"
+            if os.path.isdir(path) else "not a regular file (a pipe or device: save it to a file)")
+    raise ValueError(f"--trace {path}: {what}")
+
+
 def read_trace(path):
     """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
     header, each request with arrival_s (seconds from the start), input_tokens, output_tokens, and
@@ -8504,8 +8600,7 @@ def read_trace(path):
     (at most input_tokens).
     Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
     import csv, json, os  # noqa: E401 (only --trace needs them)
-    if not os.path.isfile(path):
-        raise ValueError(f"--trace {path}: no such file")
+    _check_trace_file(path, os)
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".jsonl", ".json", ".csv"):
         raise ValueError(f"--trace {path}: give a .jsonl (one JSON object per line) or a .csv file")
@@ -8524,14 +8619,21 @@ def read_trace(path):
                     if not line.strip():
                         continue
                     try:
-                        obj = json.loads(line)
+                        obj = json.loads(line, parse_int=json_integer)
                     except json.JSONDecodeError as exc:
                         raise ValueError(f"--trace {path} line {i + 1}: not JSON ({exc.msg})") from None
+                    except RecursionError:
+                        raise ValueError(f"--trace {path} line {i + 1}: nests too deep to be a "
+                                         "request") from None
                     if not isinstance(obj, dict):
                         raise ValueError(f"--trace {path} line {i + 1}: each line must be a JSON object")
                     rows.append((i + 1, obj))
     except UnicodeDecodeError:
         raise ValueError(f"--trace {path}: not UTF-8 text") from None
+    except csv.Error as exc:  # a field over csv's limit (128 KiB), a NUL byte
+        raise ValueError(f"--trace {path} line {reader.line_num + 1}: not a CSV row ({exc})") from None
+    except OSError as exc:  # unreadable (permissions), an I/O error
+        raise ValueError(f"--trace {path}: cannot read it ({exc.strerror or exc})") from None
     if not rows:
         raise ValueError(f"--trace {path}: no requests in it")
     out = []
@@ -9192,16 +9294,56 @@ def search_report(res, *, s, o, stack, top):
     return "\n".join(lines)
 
 
-def plot_front(res, path, *, precision=None):
-    """Draw every point that meets the targets and the Pareto front to path with matplotlib
-    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
-    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
-    write is one line and exit 2 (the path was checked before the search)."""
+def _pyplot():
+    """matplotlib.pyplot drawing to files (Agg), or None when matplotlib is not installed. An
+    MPLBACKEND matplotlib does not know would fail its import: this run draws to a file anyway."""
+    import os
+    os.environ["MPLBACKEND"] = "agg"
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def _log_scale_if_wide(ax, ys):
+    """A log y axis when the values span more than 20x, so the low end is not a flat line."""
+    ys = [y for y in ys if y > 0]
+    if ys and max(ys) > 20 * min(ys):
+        ax.set_yscale("log")
+
+
+def _label_front(fig, ax, front, fontsize=6):
+    """Label the front's points, each only where its text (width estimated from its length) clears
+    every label already placed, flipped to the point's left near the right edge."""
+    fig.canvas.draw()  # the axes' limits and scales settled, so data maps to pixels
+    px = fontsize * fig.dpi / 72  # the font's size in pixels
+    box = ax.get_window_extent()
+    placed = []
+    for p in front:
+        label = layout_label(p)
+        x, y = ax.transData.transform((p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]))
+        w, h, gap = 0.55 * px * len(label), 1.3 * px, 4 * fig.dpi / 72
+        right = x + gap + w > box.x1
+        x0 = x - gap - w if right else x + gap
+        rect = (x0, y + gap, x0 + w, y + gap + h)
+        if any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3] for r in placed):
+            continue
+        placed.append(rect)
+        ax.annotate(label, (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=fontsize,
+                    xytext=(-4 if right else 4, 4), textcoords="offset points",
+                    ha="right" if right else "left")
+
+
+def plot_front(res, path, *, precision=None):
+    """Draw every point that meets the targets and the Pareto front to path with matplotlib
+    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
+    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
+    write is one line and exit 2 (the path was checked before the search)."""
+    plt = _pyplot()
+    if plt is None:
         return "matplotlib is not installed, so no plot was drawn (pip install matplotlib)"
     fig, ax = plt.subplots(figsize=(7, 5))
     if res.get("missed"):  # the first concurrency of each layout past a target: faded, so the bound shows
@@ -9213,23 +9355,13 @@ def plot_front(res, path, *, precision=None):
     front = sorted(res["pareto_front"], key=lambda p: p["tokens_per_s_per_user"])
     ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front],
             "o-", c="C0", label="Pareto front")
-    xs = [p["tokens_per_s_per_user"] for p in res["points"]] or [0.0]
-    ys = [p["tokens_per_s_per_gpu"] for p in res["points"]] or [0.0]
-    xr, yr = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
-    last = None
-    for p in front:  # label a point only clear of the last label (in axis fractions), inside the axes
-        x, y = p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]
-        if last is not None and abs(x - last[0]) / xr < 0.12 and abs(y - last[1]) / yr < 0.06:
-            continue
-        right = (x - min(xs)) / xr > 0.7
-        ax.annotate(layout_label(p), (x, y), fontsize=6, xytext=(-4 if right else 4, 4),
-                    textcoords="offset points", ha="right" if right else "left")
-        last = (x, y)
+    _log_scale_if_wide(ax, [p["tokens_per_s_per_gpu"] for p in res["points"] + front])
+    _label_front(fig, ax, front)
     ax.set_xlabel("tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     slo = ", ".join(x for x in ((f"TTFT <= {res['max_ttft_ms']:g} ms" if res["max_ttft_ms"] else ""),
                                 (f"TPOT <= {res['max_tpot_ms']:g} ms" if res["max_tpot_ms"] else "")) if x)
-    model = res.get("model_described") or "model"
+    model = (res.get("model_described") or "model").replace("$", r"\$")  # a path is not mathtext
     ax.set_title(f"{model[:90]}\n{res['num_gpus']} x {res['gpu']}, "
                  + (f"--precision {precision}" if precision else "bits as labelled (w/a/kv)")
                  + f"; {slo or 'no latency target'}", fontsize=8)
@@ -9453,8 +9585,7 @@ def validate_capacity(args, parser, req):
     names = [x.strip() for x in (args.gpu or DEFAULT_ACCELERATOR).split(",") if x.strip()]
     if not names or len(set(names)) != len(names):
         parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
-    for n in names:
-        accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+    distinct_gpus(names, parser, without="a capacity plan needs hardware.py's GPUs")
     req.capacity_gpus = names
     req.capacity_prices = None
     if args.cost_per_gpu_hour is not None:

@@ -65,8 +65,8 @@ Each kernel is counted from the module's source (the eager_* functions cite the 
 # llmcalc/train/flops.py, llmcalc/model/sharding.py, llmcalc/train/kernels.py,
 # llmcalc/train/recompute.py, llmcalc/train/memory.py, llmcalc/comm/collectives.py,
 # llmcalc/train/deepspeed.py, llmcalc/train/moe.py, llmcalc/train/layout.py, llmcalc/train/step.py,
-# llmcalc/train/offload.py, llmcalc/train/search.py, llmcalc/tools/training_framework.py,
-# llmcalc/accelerator.py, llmcalc/tools/gpu.py, llmcalc/train/hardware.py,
+# llmcalc/train/offload.py, llmcalc/train/search.py, llmcalc/accelerator.py, llmcalc/tools/gpu.py,
+# llmcalc/tools/training_framework.py, llmcalc/train/hardware.py,
 # llmcalc/tools/training_hardware.py, llmcalc/tools/training_time.py.
 
 import argparse
@@ -106,6 +106,22 @@ def number_text(x):
     return f"{mant}e{int(exp)}" if exp else mant
 
 
+class LongInteger(str):
+    """A JSON integer too long for int() (Python refuses over 4,300 digits): kept as text, so that
+    a field which reads it is refused by name ('got 99999999999... (5,000 digits)'), not by the
+    JSON parser with neither file nor field."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def json_integer(text):
+    """json's parse_int: the int, or a LongInteger past 1,000 digits (no count is that long)."""
+    if len(text) <= 1000:
+        return int(text)
+    return LongInteger(f"{text[:12]}... ({len(text.lstrip('-')):,} digits)")
+
+
 # ======== llmcalc/cli.py ==========================================================================
 # The parser pieces every tool shares: the parser whose usage error is one line and exit 2, the
 # bounded number types, the model flags, and the flag-range table each tool checks its flags against
@@ -137,6 +153,14 @@ class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
 
 
+def one_line(message):
+    """A message kept to one line: a newline or other control character (in a path the user
+    gave) written as its escape, \\n, instead of splitting the line."""
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
     epilog may be a function, called only when --help is printed (a run that answers never builds
@@ -146,7 +170,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
     def format_help(self):
         if callable(self.epilog):
@@ -340,11 +364,24 @@ def model_flag_words(parser, args):
     return words
 
 
+# How this run spells another tool of the family in the commands it prints: built script name ->
+# command. Empty for the built scripts (`python3 calc_training_time.py`); commands.run fills it for
+# the installed commands (`llmcalc-train-time`) and `python3 -m llmcalc train-time`.
+COMMAND_SPELLINGS = {}
+
+
+def command_word(script):
+    """The command that runs the built script `script` the way this run was started."""
+    return COMMAND_SPELLINGS.get(script, f"python3 {script}")
+
+
 def script_command(script, parser, args, *, words=(), last=()):
-    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
-    command another script of this family answers with the same meaning (one meaning per flag)."""
+    """command_word(SCRIPT) with the model flags the user gave, `words`, --gpu as given, then
+    `last`: a command another tool of this family answers with the same meaning (one meaning per
+    flag), spelled as the user ran this one (a built script, an installed command or python -m)."""
     gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
-    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+    return " ".join([command_word(script)] + model_flag_words(parser, args) + list(words) + gpu
+                    + list(last))
 
 
 def _flag(parser, dest):
@@ -412,6 +449,11 @@ def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
     the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
     written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
+    if sys.stdout is None:  # started with stdout closed (`cmd >&-`): nowhere to answer
+        say_error("cannot write the output: standard output is closed")
+        sys.exit(2)
+    if hasattr(sys.stdout, "reconfigure"):  # a path or name the output's encoding cannot hold
+        sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii): escaped
     try:
         main()
         sys.stdout.flush()
@@ -424,9 +466,14 @@ def run_tool(main):
                                                           errno.EFBIG):
             raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
-        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
-        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        say_error(f"cannot write the output: {exc.strerror or exc}")
         sys.exit(2)
+
+
+def say_error(message):
+    """`PROG: error: MESSAGE` on stderr, as the parser's one line, outside any parser."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
 
 
 def with_cookbook_heads(args):
@@ -652,7 +699,7 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
+                cfg = json.load(fh, parse_int=json_integer)  # NaN/Infinity parse (transformers writes Infinity for some
                 # unbounded limits); the typed reader refuses them in any field it reads
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
@@ -9184,171 +9231,6 @@ def limiter(res):
     return f"{k} {share:.0%}"
 
 
-# ======== llmcalc/tools/training_framework.py =====================================================
-# calc_training_time.py's framework flags: what a flag left out means under each training stack
-# (FRAMEWORK_DEFAULTS), and the one-line refusals of what a dated Megatron-LM, DeepSpeed's engine or
-# an fp8 recipe's library did not have. resolve_framework_defaults turns the parsed flags into the
-# execution knobs the cost model reads (a dict; the flags are left as parsed).
-
-# What a left-out flag means under each framework. Megatron-LM of 2021 (de7dc40, the sc21 artifact)
-# had no distributed optimizer (added 2022-02, 329fe58), all-reduced the TP input gradient
-# synchronously in the backward (megatron/mpu/mappings.py; the overlap came 2021-09, 16c9044), no
-# fused attention kernel (FlashAttention: Dao et al. 2022), recomputed whole layers
-# (--checkpoint-activations, as every Table 1 run), reduced gradients after the backward with its
-# default local DDP, in the 16-bit parameter dtype for fp16 (arguments.py forces fp32 only for
-# bf16).
-FRAMEWORK_DEFAULTS = {
-    "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
-                      "recompute": "full", "dp_overlap": False},
-    # Megatron-LM of 2022-05 (d898a8991d, the sequence-parallel merge, Korthikanti et al. 2022): the
-    # distributed optimizer came 2022-06-08 (d07d29df14); the backward TP collectives overlap the
-    # weight-gradient GEMM (mpu/layers.py); no flash kernel; local DDP reduces after the backward
-    "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
-                      "recompute": "selective", "dp_overlap": False},
-    "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
-                "recompute": "selective", "dp_overlap": True},
-    # DeepSpeed (deepspeed/runtime/zero/config.py): ZeRO stage 0 unless configured, overlap_comm on
-    # only at stage 3 (set in resolve_framework_defaults), reduce_bucket_size 5e8;
-    # Megatron-DeepSpeed's tensor parallelism all-reduces synchronously; no recompute unless asked
-    DEEPSPEED: {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": True,
-                "recompute": "none"}}
-
-
-def check_fp8_recipe(args, parser):
-    """The fp8 scaling recipe costed: --fp8-recipe (checked against --dtype and the framework's
-    library), else under --dtype fp8 the framework's default (shown in --json), else None."""
-    fw = args.framework
-    if args.fp8_recipe:
-        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
-        if args.dtype != "fp8":
-            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
-        if fw == "pytorch" and args.fp8_recipe not in torchao:
-            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under "
-                         f"--framework pytorch (torchao) use {' or '.join(torchao)}")
-        if fw == "megatron" and args.fp8_recipe not in te:
-            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron "
-                         f"(Transformer Engine) use {', '.join(te)}")
-        if fw not in ("pytorch", "megatron"):
-            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: "
-                         f"{', '.join(te)}) and pytorch (torchao: {', '.join(torchao)}), not {fw}")
-        return args.fp8_recipe
-    if args.dtype == "fp8" and fw in ("pytorch", "megatron"):  # the recipe the cost model uses
-        return "delayed" if fw == "megatron" else "tensorwise"
-    return None
-
-
-def check_legacy_flags(args, parser):
-    """megatron-2021 / megatron-2022 refuse, in one line, what that code did not have."""
-    fw = args.framework
-    y2021 = fw == "megatron-2021"
-    tpo = args.tp_comm_overlap
-    bad = [(args.zero_stage not in (None, 0),
-            f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
-           (y2021 and tpo not in (None, "none"), f"--tp-comm-overlap {tpo} "
-            "(the TP all-reduces ran synchronously)"),
-           (args.tp_comm_overlap == "full", "--tp-comm-overlap full (no userbuffers overlap of the "
-            "forward collectives)"),
-           (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
-           (y2021 and args.recompute == "selective",
-            "--recompute selective (Korthikanti et al. 2022)"),
-           (args.recompute == "op-sac", "--recompute op-sac (torchtitan's per-op checkpointing)"),
-           (bool(args.recompute_modules),
-            "--recompute-modules (Megatron-Core's selective modules)"),
-           (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
-           (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
-           (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
-           (args.offload_params, "--offload-params"),
-           (args.offload_activations, "--offload-activations"),
-           (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
-            "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
-           (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
-            "--dp-overlap with fp32 gradients (arguments.py: fp32 accumulation needs local DDP, "
-            "which reduces after the backward; pass --grad-reduce-dtype fp16 for --DDP-impl "
-            "torch)")]
-    why = [w for b, w in bad if b]
-    if why:
-        parser.error(f"--framework {fw} has no {why[0]}")
-
-
-def check_deepspeed_flags(args, parser):
-    """--framework deepspeed refuses what its engine is not costed for; other frameworks refuse
-    DeepSpeed's own flags."""
-    fw = args.framework
-    if fw != DEEPSPEED:
-        for flag, val in (("--offload-device", args.offload_device),
-                          ("--nvme-gbps", args.nvme_gbps)):
-            if val is not None:
-                parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
-        return
-    bad = [(args.virtual_pipeline_size > 1,
-            "-vp > 1 (its pipeline engine runs 1F1B without interleaving)"),
-           (args.pipeline_parallel_size > 1 and (args.zero_stage or 0) >= 2,
-            f"-z {args.zero_stage} with -pp > 1 (ZeRO-2 and ZeRO-3 are incompatible with its "
-            "pipeline engine)"),
-           (args.context_parallel_size > 1,
-            "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
-           (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
-           (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
-           (args.search, "--search (one layout at a time)"),
-           (bool(args.offload_activations),
-            "--offload-activations (its cpu_checkpointing is not costed here)")]
-    why = [w for b, w in bad if b]
-    if why:
-        parser.error(f"--framework {fw} has no {why[0]}")
-
-
-def deepspeed_knobs(args, parser, knobs):
-    """DeepSpeed's own defaults into `knobs`: overlap_comm at ZeRO-3 only, and --offload-params as
-    ZeRO-3's offload_param on --offload-device, with its rules."""
-    if knobs["dp_overlap"] is None:  # overlap_comm's default (zero/config.py overlap_comm_valid)
-        knobs["dp_overlap"] = knobs["zero_stage"] == 3
-    if args.offload_device and not (args.offload or args.offload_params):
-        parser.error("--offload-device needs --offload (optimizer states) or --offload-params "
-                     "(weights)")
-    # one flag for weights in host memory: under DeepSpeed it is ZeRO-3's offload_param
-    knobs["offload_param"] = (args.offload_device or "cpu") if args.offload_params else None
-    if knobs["offload_param"] and knobs["zero_stage"] != 3:
-        parser.error(f"--offload-params under --framework deepspeed needs -z 3 (DeepSpeed "
-                     f"offloads parameters at stage 3 only), not -z {knobs['zero_stage']}")
-    if "nvme" in (args.offload_device, knobs["offload_param"]) and args.nvme_gbps is None:
-        parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU "
-                     "(none is assumed)")
-
-
-def resolve_framework_defaults(args, parser):
-    """The execution knobs the cost model reads, each the flag as given or, left out, the
-    framework's default (FRAMEWORK_DEFAULTS): zero_stage, tp_comm_overlap, flash_attention,
-    recompute, dp_overlap, fp8_recipe, offload_param, dp_bucket_mparams, grad_reduce_dtype (a new
-    dict; `args` is left as parsed). Refuses, in one line, a megatron-2021 or megatron-2022 run
-    asking for what that code did not have, and what DeepSpeed's engine is not costed for."""
-    fw = args.framework
-    fp8_recipe = check_fp8_recipe(args, parser)
-    if args.compile and fw != "pytorch":
-        why = ("has fused kernels already)" if fw != "llm-foundry"
-               else "ran composer's eager modules)")
-        parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with "
-                     f"--framework pytorch (--framework {fw} " + why)
-    if fw in LEGACY_MEGATRON:
-        check_legacy_flags(args, parser)
-    check_deepspeed_flags(args, parser)
-    knobs = {k: getattr(args, k) for k in ("zero_stage", "tp_comm_overlap", "flash_attention",
-                                           "recompute", "dp_overlap")}
-    for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
-        if knobs[k] is None:
-            knobs[k] = v
-    knobs.update(fp8_recipe=fp8_recipe, offload_param=None)
-    if fw == DEEPSPEED:
-        deepspeed_knobs(args, parser, knobs)
-    knobs["dp_bucket_mparams"] = args.dp_bucket_mparams
-    if args.dp_bucket_mparams is None:
-        knobs["dp_bucket_mparams"] = REDUCE_BUCKET_ELEMENTS / 1e6 if fw == DEEPSPEED else 40.0
-    knobs["grad_reduce_dtype"] = args.grad_reduce_dtype
-    if args.grad_reduce_dtype is None:
-        legacy16 = fw == "megatron-2021" and args.dtype == "fp16"
-        knobs["grad_reduce_dtype"] = "fp16" if legacy16 else "fp32"
-    return knobs
-
-
 # ======== llmcalc/accelerator.py ==================================================================
 # The accelerator record, the one lookup of a GPU, and the default accelerator of every script.
 #
@@ -9662,6 +9544,13 @@ def default_accelerator():
                             else v) for k, v in H100_SXM.items()})
 
 
+def names_default(name):
+    """Whether `name` is one of the default accelerator's spellings (case, '_', ' ', '.' and '-'
+    ignored, as hardware.py's lookup ignores them)."""
+    squash = lambda x: "".join(c for c in str(x).lower() if c.isalnum())  # noqa: E731
+    return squash(name) in {squash(n) for n in [H100_SXM["name"], *H100_SXM["aliases"]]}
+
+
 # --- the one lookup ------------------------------------------------------------------------------
 def accelerator_table():
     """The accelerator table: the package's own hardware module when this runs from the installed
@@ -9670,8 +9559,26 @@ def accelerator_table():
     if __package__:
         import importlib
         return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
+    try:
+        import hardware
+    except ImportError:  # python -I, PYTHONSAFEPATH=1: the script's folder is not on sys.path
+        return table_beside_script()
     return hardware
+
+
+def table_beside_script():
+    """hardware.py from the built script's own folder, by path (ImportError when it is not there)."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
+    if not os.path.isfile(path):
+        raise ImportError(f"no {path}")
+    spec = importlib.util.spec_from_file_location("hardware", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hardware"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_accelerator(name=None, *, missing_table=None):
@@ -9684,6 +9591,8 @@ def resolve_accelerator(name=None, *, missing_table=None):
     try:
         table = accelerator_table()
     except ImportError:
+        if names_default(name):  # its record is built in: a script copied alone still knows it
+            return default_accelerator()
         raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
                         "script") from None
     try:
@@ -9705,6 +9614,184 @@ def accelerator_record(name, parser, *, without):
     with calc_errors(parser):
         return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
                                    f"script; {without}")
+
+
+def distinct_gpus(names, parser, *, without):
+    """Refuse (one line, exit 2) a --gpu list that names one accelerator twice, under any of its
+    spellings (h100,H100,h100-sxm): a search or plan would cost the same GPU as several kinds."""
+    seen = {}
+    for n in names:
+        if n is None:
+            continue
+        key = accelerator_record(n, parser, without=without)["name"]
+        if key in seen:
+            parser.error(f"--gpu lists {key} twice ({seen[key]!r} and {n!r}): name each GPU once")
+        seen[key] = n
+
+
+# ======== llmcalc/tools/training_framework.py =====================================================
+# calc_training_time.py's framework flags: what a flag left out means under each training stack
+# (FRAMEWORK_DEFAULTS), and the one-line refusals of what a dated Megatron-LM, DeepSpeed's engine or
+# an fp8 recipe's library did not have. resolve_framework_defaults turns the parsed flags into the
+# execution knobs the cost model reads (a dict; the flags are left as parsed).
+
+# What a left-out flag means under each framework. Megatron-LM of 2021 (de7dc40, the sc21 artifact)
+# had no distributed optimizer (added 2022-02, 329fe58), all-reduced the TP input gradient
+# synchronously in the backward (megatron/mpu/mappings.py; the overlap came 2021-09, 16c9044), no
+# fused attention kernel (FlashAttention: Dao et al. 2022), recomputed whole layers
+# (--checkpoint-activations, as every Table 1 run), reduced gradients after the backward with its
+# default local DDP, in the 16-bit parameter dtype for fp16 (arguments.py forces fp32 only for
+# bf16).
+FRAMEWORK_DEFAULTS = {
+    "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
+                      "recompute": "full", "dp_overlap": False},
+    # Megatron-LM of 2022-05 (d898a8991d, the sequence-parallel merge, Korthikanti et al. 2022): the
+    # distributed optimizer came 2022-06-08 (d07d29df14); the backward TP collectives overlap the
+    # weight-gradient GEMM (mpu/layers.py); no flash kernel; local DDP reduces after the backward
+    "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
+                      "recompute": "selective", "dp_overlap": False},
+    "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
+                "recompute": "selective", "dp_overlap": True},
+    # DeepSpeed (deepspeed/runtime/zero/config.py): ZeRO stage 0 unless configured, overlap_comm on
+    # only at stage 3 (set in resolve_framework_defaults), reduce_bucket_size 5e8;
+    # Megatron-DeepSpeed's tensor parallelism all-reduces synchronously; no recompute unless asked
+    DEEPSPEED: {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": True,
+                "recompute": "none"}}
+
+
+def check_fp8_recipe(args, parser):
+    """The fp8 scaling recipe costed: --fp8-recipe (checked against --dtype and the framework's
+    library), else under --dtype fp8 the framework's default (shown in --json), else None."""
+    fw = args.framework
+    if args.fp8_recipe:
+        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
+        if args.dtype != "fp8":
+            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
+        if fw == "pytorch" and args.fp8_recipe not in torchao:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under "
+                         f"--framework pytorch (torchao) use {' or '.join(torchao)}")
+        if fw == "megatron" and args.fp8_recipe not in te:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron "
+                         f"(Transformer Engine) use {', '.join(te)}")
+        if fw not in ("pytorch", "megatron"):
+            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: "
+                         f"{', '.join(te)}) and pytorch (torchao: {', '.join(torchao)}), not {fw}")
+        return args.fp8_recipe
+    if args.dtype == "fp8" and fw in ("pytorch", "megatron"):  # the recipe the cost model uses
+        return "delayed" if fw == "megatron" else "tensorwise"
+    return None
+
+
+def check_legacy_flags(args, parser):
+    """megatron-2021 / megatron-2022 refuse, in one line, what that code did not have."""
+    fw = args.framework
+    y2021 = fw == "megatron-2021"
+    tpo = args.tp_comm_overlap
+    bad = [(args.zero_stage not in (None, 0),
+            f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
+           (y2021 and tpo not in (None, "none"), f"--tp-comm-overlap {tpo} "
+            "(the TP all-reduces ran synchronously)"),
+           (args.tp_comm_overlap == "full", "--tp-comm-overlap full (no userbuffers overlap of the "
+            "forward collectives)"),
+           (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
+           (y2021 and args.recompute == "selective",
+            "--recompute selective (Korthikanti et al. 2022)"),
+           (args.recompute == "op-sac", "--recompute op-sac (torchtitan's per-op checkpointing)"),
+           (bool(args.recompute_modules),
+            "--recompute-modules (Megatron-Core's selective modules)"),
+           (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
+           (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
+           (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
+           (args.offload_params, "--offload-params"),
+           (args.offload_activations, "--offload-activations"),
+           (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
+            "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
+           (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
+            "--dp-overlap with fp32 gradients (arguments.py: fp32 accumulation needs local DDP, "
+            "which reduces after the backward; pass --grad-reduce-dtype fp16 for --DDP-impl "
+            "torch)")]
+    why = [w for b, w in bad if b]
+    if why:
+        parser.error(f"--framework {fw} has no {why[0]}")
+
+
+def check_deepspeed_flags(args, parser):
+    """--framework deepspeed refuses what its engine is not costed for; other frameworks refuse
+    DeepSpeed's own flags."""
+    fw = args.framework
+    if fw != DEEPSPEED:
+        for flag, val in (("--offload-device", args.offload_device),
+                          ("--nvme-gbps", args.nvme_gbps)):
+            if val is not None:
+                parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
+        return
+    bad = [(args.virtual_pipeline_size > 1,
+            "-vp > 1 (its pipeline engine runs 1F1B without interleaving)"),
+           (args.pipeline_parallel_size > 1 and (args.zero_stage or 0) >= 2,
+            f"-z {args.zero_stage} with -pp > 1 (ZeRO-2 and ZeRO-3 are incompatible with its "
+            "pipeline engine)"),
+           (args.context_parallel_size > 1,
+            "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
+           (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
+           (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
+           (args.search, "--search (one layout at a time)"),
+           (bool(args.offload_activations),
+            "--offload-activations (its cpu_checkpointing is not costed here)")]
+    why = [w for b, w in bad if b]
+    if why:
+        parser.error(f"--framework {fw} has no {why[0]}")
+
+
+def deepspeed_knobs(args, parser, knobs):
+    """DeepSpeed's own defaults into `knobs`: overlap_comm at ZeRO-3 only, and --offload-params as
+    ZeRO-3's offload_param on --offload-device, with its rules."""
+    if knobs["dp_overlap"] is None:  # overlap_comm's default (zero/config.py overlap_comm_valid)
+        knobs["dp_overlap"] = knobs["zero_stage"] == 3
+    if args.offload_device and not (args.offload or args.offload_params):
+        parser.error("--offload-device needs --offload (optimizer states) or --offload-params "
+                     "(weights)")
+    # one flag for weights in host memory: under DeepSpeed it is ZeRO-3's offload_param
+    knobs["offload_param"] = (args.offload_device or "cpu") if args.offload_params else None
+    if knobs["offload_param"] and knobs["zero_stage"] != 3:
+        parser.error(f"--offload-params under --framework deepspeed needs -z 3 (DeepSpeed "
+                     f"offloads parameters at stage 3 only), not -z {knobs['zero_stage']}")
+    if "nvme" in (args.offload_device, knobs["offload_param"]) and args.nvme_gbps is None:
+        parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU "
+                     "(none is assumed)")
+
+
+def resolve_framework_defaults(args, parser):
+    """The execution knobs the cost model reads, each the flag as given or, left out, the
+    framework's default (FRAMEWORK_DEFAULTS): zero_stage, tp_comm_overlap, flash_attention,
+    recompute, dp_overlap, fp8_recipe, offload_param, dp_bucket_mparams, grad_reduce_dtype (a new
+    dict; `args` is left as parsed). Refuses, in one line, a megatron-2021 or megatron-2022 run
+    asking for what that code did not have, and what DeepSpeed's engine is not costed for."""
+    fw = args.framework
+    fp8_recipe = check_fp8_recipe(args, parser)
+    if args.compile and fw != "pytorch":
+        why = ("has fused kernels already)" if fw != "llm-foundry"
+               else "ran composer's eager modules)")
+        parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with "
+                     f"--framework pytorch (--framework {fw} " + why)
+    if fw in LEGACY_MEGATRON:
+        check_legacy_flags(args, parser)
+    check_deepspeed_flags(args, parser)
+    knobs = {k: getattr(args, k) for k in ("zero_stage", "tp_comm_overlap", "flash_attention",
+                                           "recompute", "dp_overlap")}
+    for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
+        if knobs[k] is None:
+            knobs[k] = v
+    knobs.update(fp8_recipe=fp8_recipe, offload_param=None)
+    if fw == DEEPSPEED:
+        deepspeed_knobs(args, parser, knobs)
+    knobs["dp_bucket_mparams"] = args.dp_bucket_mparams
+    if args.dp_bucket_mparams is None:
+        knobs["dp_bucket_mparams"] = REDUCE_BUCKET_ELEMENTS / 1e6 if fw == DEEPSPEED else 40.0
+    knobs["grad_reduce_dtype"] = args.grad_reduce_dtype
+    if args.grad_reduce_dtype is None:
+        legacy16 = fw == "megatron-2021" and args.dtype == "fp16"
+        knobs["grad_reduce_dtype"] = "fp16" if legacy16 else "fp32"
+    return knobs
 
 
 # ======== llmcalc/train/hardware.py ===============================================================
@@ -10390,6 +10477,8 @@ def resolve_clusters(args, parser):
     names = [x.strip() for x in args.gpu.split(",")] if args.gpu is not None else [None]
     if args.gpu is not None and not all(names):
         parser.error(f"--gpu {args.gpu!r}: an empty name in the list")
+    if len(names) > 1:
+        distinct_gpus(names, parser, without="a list of --gpu needs hardware.py's table")
     counts = list(args.num_gpus or (None,))
     prices = list(args.cost_per_gpu_hour or (None,))
     for dest, vals in (("num_gpus", counts), ("cost_per_gpu_hour", prices)):

@@ -15,7 +15,7 @@ def main(argv=None):
               + "\n".join(lines), file=sys.stdout if asked else sys.stderr)
         return 0 if asked else 2
     sys.argv[0] = f"llmcalc {argv[0]}"  # argparse's prog in usage and error lines
-    return run(argv[0], argv[1:])
+    return run(argv[0], argv[1:], spelling="python3 -m llmcalc {tool}")
 
 
 if __name__ == "__main__":

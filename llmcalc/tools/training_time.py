@@ -77,6 +77,7 @@ from ..train.layout import Layout, complete_layout
 from ..train.search import (_divisors, check_layout, layout_shape, limiter, search_layouts,
     sequence_flops)
 from ..train.offload import evaluate_layout
+from .gpu import distinct_gpus
 from .training_framework import resolve_framework_defaults
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
@@ -530,6 +531,8 @@ def resolve_clusters(args, parser):
     names = [x.strip() for x in args.gpu.split(",")] if args.gpu is not None else [None]
     if args.gpu is not None and not all(names):
         parser.error(f"--gpu {args.gpu!r}: an empty name in the list")
+    if len(names) > 1:
+        distinct_gpus(names, parser, without="a list of --gpu needs hardware.py's table")
     counts = list(args.num_gpus or (None,))
     prices = list(args.cost_per_gpu_hour or (None,))
     for dest, vals in (("num_gpus", counts), ("cost_per_gpu_hour", prices)):
