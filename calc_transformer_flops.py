@@ -413,21 +413,63 @@ def parse_tool_args(parser, argv):
     return args
 
 
+# --brief, the same in every tool: one line, the headline number first (brief_number: no thousands
+# separators, no exponent below 1e12), its unit, and where the answer is about memory a verdict
+# after a colon; a verdict of "does not fit" exits with DOES_NOT_FIT; warnings go to stderr.
+DOES_NOT_FIT = 3
+BRIEF_HELP = ("print one line for scripts: the headline number (plain digits), its unit and, where "
+              "memory decides, ': fits in X GiB' or ': does not fit in X GiB' (exit status 3); "
+              "warnings go to stderr")
+
+
+def brief_number(x):
+    """A number as --brief writes it: an integer's digits; else 4 significant digits, whole
+    numbers from 1000 up, scientific only from 1e12 (FLOPs) or below 1e-4."""
+    if isinstance(x, int):
+        return str(x)
+    if x and (abs(x) >= 1e12 or abs(x) < 1e-4):
+        return f"{x:.4e}"
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def print_brief(line, fit=None):
+    """Print a --brief line; with a verdict (`fit`: a dict with "fits" and the "memory_bytes" it
+    was judged against) append ': fits in X GiB' or ': does not fit in X GiB', and exit
+    DOES_NOT_FIT after a line that does not fit, so a script can test the status."""
+    fits = None if fit is None else fit["fits"]
+    if fits is not None:
+        line += f": {'fits' if fits else 'does not fit'} in {fit['memory_bytes'] / 2 ** 30:.2f} GiB"
+    print(line)
+    if fits is False:
+        sys.stdout.flush()
+        sys.exit(DOES_NOT_FIT)
+
+
+VERSION = "0.1.0"  # pyproject.toml's version (tests/test_newcomer.py checks they agree)
+
+
 def add_output_args(parser, *, json_help="print the result dict as JSON"):
     """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
-    one-liners), one or the other."""
+    one-liners), one or the other; and --version."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s (llmcalc) {VERSION}")
     g = parser.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help=json_help)
-    g.add_argument("--brief", action="store_true",
-                   help="print only the headline number and its unit, on one line (shell one-liners)")
+    g.add_argument("--brief", action="store_true", help=BRIEF_HELP)
 
 
 def print_warnings(warnings, *, as_json):
-    """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
-    stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
+    """A result's warnings, said once: in the report (its WARNING lines), or with --json or
+    --brief (as_json), whose stdout is for machines, on stderr (the JSON's "warnings" carries
+    them as well)."""
     if as_json:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
+
+
+def with_warnings(text, warnings):
+    """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
+    of every report)."""
+    return "\n".join([f"WARNING: {w}" for w in warnings] + [text])
 
 
 def print_result(res, *, as_json, report, brief=None):
@@ -449,6 +491,8 @@ def run_tool(main):
     if sys.stdout is None:  # started with stdout closed (`cmd >&-`): nowhere to answer
         say_error("cannot write the output: standard output is closed")
         sys.exit(2)
+    if sys.stderr is not None:  # notes and warnings that cannot be written never cost the answer
+        sys.stderr = DiagnosticStream(sys.stderr)
     if hasattr(sys.stdout, "reconfigure"):  # a path or name the output's encoding cannot hold
         sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii): escaped
     try:
@@ -465,6 +509,30 @@ def run_tool(main):
         sys.stdout = None  # nothing more to flush at exit
         say_error(f"cannot write the output: {exc.strerror or exc}")
         sys.exit(2)
+
+
+class DiagnosticStream:
+    """stderr for a command: what cannot be written there (stderr on /dev/full, a closed pipe) is
+    dropped, so a note or warning that fails leaves the answer on stdout and the exit status as
+    they were; everything else is the stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            return len(text)
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 def say_error(message):
@@ -6231,7 +6299,7 @@ def main(argv=None):
     res = flops_result(spec, args, parser)
     for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(res["warnings"], as_json=args.json)
+    print_warnings(res["warnings"], as_json=args.json or args.brief)
     print_result(res, as_json=args.json, report=format_report, brief=brief_line if args.brief else None)
     return res
 
@@ -6239,8 +6307,8 @@ def main(argv=None):
 def brief_line(res):
     """--brief: the training FLOPs, or a request's prefill FLOPs for --infer without --tokens."""
     if res["tokens_given"] or not res["infer"]:
-        return f"{res['model_flops']:.4e} FLOPs"
-    return f"{res['inference']['prefill_flops']:.4e} FLOPs per prefill"
+        return f"{brief_number(float(res['model_flops']))} FLOPs"
+    return f"{brief_number(float(res['inference']['prefill_flops']))} FLOPs per prefill"
 
 
 if __name__ == "__main__":

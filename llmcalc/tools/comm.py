@@ -66,7 +66,8 @@ import sys
 
 from ..accelerator import resolve_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args, bounded_int, calc_errors,
-    check_ranges, finite_float, parse_tool_args, print_warnings, ranges_epilog, run_tool)
+    brief_number, check_ranges, finite_float, parse_tool_args, print_warnings, ranges_epilog,
+    run_tool)
 from ..comm.collectives import (ALPHA_HOP_S, ALPHA_LAUNCH_S, NVLS_EFFICIENCY,
     PCIE_PEER_EFFICIENCY, PCIE_SERVER_GPUS, SCALE_OUT_EFFICIENCY, SCALE_UP_EFFICIENCY, build_net,
     bus_bandwidth_factor, collective_time_s, group_placement)
@@ -443,7 +444,7 @@ def main(argv=None):
                  "inter_node_hop_latency_s": args.inter_node_latency_us * 1e-6}
     if args.train:
         res = run_training(args, parser, net, hw_inputs, notes)
-        print(f"{res['total_time_s'] * 1e3:.4g} ms of collectives per step" if args.brief
+        print(f"{brief_number(res['total_time_s'] * 1e3)} ms of collectives per step" if args.brief
               else _json_text(res) if args.json else format_training(res))
         return res
 
@@ -470,7 +471,8 @@ def main(argv=None):
         res = {"inputs": inputs, "rows": [one(sz) for sz in sizes],
                "bus_bandwidth_factor": bus_bandwidth_factor(op=args.op, n=n),
                "assumptions": ASSUMPTIONS}
-        print(f"{res['rows'][-1]['busbw_bytes_per_s'] / 1e9:.2f} GB/s busbw at {res['rows'][-1]['size_bytes']} B"
+        print(f"{brief_number(res['rows'][-1]['busbw_bytes_per_s'] / 1e9)} GB/s busbw at "
+              f"{res['rows'][-1]['size_bytes']} B"
               if args.brief else _json_text(res) if args.json else format_sweep(res))
         return res
     size = parse_size_bytes(args.size)
@@ -478,7 +480,7 @@ def main(argv=None):
     r = one(size)
     res = dict(r, inputs=inputs, bus_bandwidth_factor=bus_bandwidth_factor(op=args.op, n=n),
                assumptions=ASSUMPTIONS)
-    print(f"{res['time_s'] * 1e6:.2f} us" if args.brief else _json_text(res) if args.json else format_collective(res))
+    print(f"{brief_number(res['time_s'] * 1e6)} us" if args.brief else _json_text(res) if args.json else format_collective(res))
     return res
 
 
@@ -541,7 +543,7 @@ def run_training(args, parser, net, hw_inputs, notes=()):
                   micro_batch_size=args.micro_batch_size,
                   gradient_accumulation_steps=args.gradient_accumulation_steps,
                   sequence_length=s, dtype=args.dtype, grad_reduce_dtype=args.grad_reduce_dtype)
-    print_warnings(spec["warnings"], as_json=args.json)
+    print_warnings(spec["warnings"], as_json=args.json or args.brief)
     return {"inputs": inputs, "model": spec_summary(spec), "warnings": spec["warnings"],
             "total_params": bd["total_params"], "routed_expert_params": bd["routed_expert_params"],
             "rows": rows,

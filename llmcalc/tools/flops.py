@@ -66,7 +66,7 @@ import sys
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
-    print_result, print_warnings, ranges_epilog, run_tool, script_command)
+    brief_number, print_result, print_warnings, ranges_epilog, run_tool, script_command)
 from .gpu import accelerator_record
 from ..text import number_text
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
@@ -528,7 +528,7 @@ def main(argv=None):
     res = flops_result(spec, args, parser)
     for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(res["warnings"], as_json=args.json)
+    print_warnings(res["warnings"], as_json=args.json or args.brief)
     print_result(res, as_json=args.json, report=format_report, brief=brief_line if args.brief else None)
     return res
 
@@ -536,8 +536,8 @@ def main(argv=None):
 def brief_line(res):
     """--brief: the training FLOPs, or a request's prefill FLOPs for --infer without --tokens."""
     if res["tokens_given"] or not res["infer"]:
-        return f"{res['model_flops']:.4e} FLOPs"
-    return f"{res['inference']['prefill_flops']:.4e} FLOPs per prefill"
+        return f"{brief_number(float(res['model_flops']))} FLOPs"
+    return f"{brief_number(float(res['inference']['prefill_flops']))} FLOPs per prefill"
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import math
 import sys
 
 from ..accelerator import DEFAULT_ACCELERATOR
-from ..cli import bounded_int, finite_float
+from ..cli import bounded_int, finite_float, with_warnings
 from .gpu import accelerator_record, distinct_gpus
 
 
@@ -156,7 +156,7 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
         import json
         print(json.dumps(res, indent=2))
     else:
-        print(capacity_report(res))
+        print(with_warnings(capacity_report(res), res["warnings"]))
     return res
 
 

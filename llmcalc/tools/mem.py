@@ -66,7 +66,8 @@ import sys
 from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
-    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
+    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads,
+    brief_number, print_brief)
 from .gpu import accelerator_record
 from ..text import number_text
 from ..model.formulas import param_breakdown
@@ -842,7 +843,7 @@ def memory_answer(args, parser):
     spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(spec["warnings"], as_json=args.json)
+    print_warnings(spec["warnings"], as_json=args.json or args.brief)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]
     fit = None
@@ -921,8 +922,10 @@ def memory_answer(args, parser):
             + ("; routed experts run transformers' grouped_mm, which autocast does not cast: fp32 weights, "
                "fp32 matmuls and fp32 saved tensors, and no 16-bit weight copies"
                if c.get("autocast") and spec.get("moe") and res["eager_rule_layers"] else ""))
-    print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"{r['total_bytes'] / GIB:.2f} GiB per GPU") if args.brief else None)
+    if args.brief:  # the verdict too (exit 3 when it does not fit)
+        print_brief(f"{brief_number(res['total_bytes'] / GIB)} GiB per GPU", res["fit"])
+    else:
+        print_result(res, as_json=args.json, report=format_report)
     return res
 
 

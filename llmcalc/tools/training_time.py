@@ -61,7 +61,8 @@ import time
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
-    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
+    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads,
+    brief_number, print_brief)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
@@ -359,7 +360,7 @@ def format_report(res):
     lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
-        lines.append(f"warning: {w}")
+        lines.append(f"WARNING: {w}")
     lines.append(f"Step time          {fmt_s(r['step_time_s'])}")
     lines.append(f"MFU / HFU          {r['mfu']:.1%} / {r['hfu']:.1%}  ({r['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU)")
     lines.append(f"Tokens/s           {r['tokens_per_s']:,.0f} total, {r['tokens_per_s_per_gpu']:,.0f} per GPU")
@@ -858,9 +859,10 @@ def training_answer(args, parser):
     res["assumptions"] = assumptions(hw, lay)
     for note in [*run["hw_notes"], *run["notes"]]:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(res["warnings"], as_json=args.json)
-    if args.brief:  # the run's time with --tokens, else the step's
-        print(f"{res['training']['days']:.4g} days" if res.get("training") else f"{res['step_time_s']:.4g} s per step")
+    print_warnings(res["warnings"], as_json=args.json or args.brief)
+    if args.brief:  # the run's time with --tokens, else the step's; the verdict (exit 3: no fit)
+        print_brief(f"{brief_number(res['training']['days'])} days" if res.get("training")
+                    else f"{brief_number(res['step_time_s'])} s per step", res)
     elif args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))
