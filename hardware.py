@@ -693,7 +693,8 @@ def add_model_args(parser):
     g.add_argument("--num-layers", "-l", type=n, default=None,
                    help="L (default 44); with a config, the first L layers of its pattern")
     g.add_argument("--num-attention-heads", "-a", type=n, default=None,
-                   help="a (default: h/128, or h/64, when it divides)")
+                   help="a (default 64, the cookbook's, where heads of at least 64 result; "
+                   "else h/128 or h/64)")
     g.add_argument("--num-kv-heads", type=n, default=None, help="kv heads (GQA/MQA; default a)")
     g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
@@ -960,18 +961,6 @@ def say_error(message):
     """`PROG: error: MESSAGE` on stderr, as the parser's one line, outside any parser."""
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
     print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
-
-
-def with_cookbook_heads(args):
-    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
-    gives the heads, a copy with the cookbook mem script's default of 64 (calc_transformer_mem.py
-    and calc_training_time.py; heads_defaulted: not a shape the user gave, so the report says
-    "default"). Returns a new namespace; `args` is left as parsed."""
-    if args.num_attention_heads is None and not args.hf_model_name_or_path:
-        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
-                                             heads_defaulted=True))
-    return args
 
 
 # ======== llmcalc/hardware.py =====================================================================

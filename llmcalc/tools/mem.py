@@ -66,7 +66,7 @@ import sys
 from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
-    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads,
+    print_warnings, ranges_epilog, run_tool, script_command,
     brief_number, print_brief)
 from .gpu import accelerator_record
 from ..text import number_text
@@ -620,7 +620,7 @@ def resolve(args, parser):
     parser.error (exit 2)."""
     check_flag_values(args, parser)
     bits = bit_widths(args, parser)
-    model_args = with_cookbook_heads(args)
+    model_args = args  # the default heads are the model reader's, the same in every tool
     spec, notes = model_spec(model_args, parser)
     shape = parallel_sizes(args, parser, spec, notes)
     zero = zero_stage_of(args, parser, shape["pp"], notes)

@@ -61,7 +61,7 @@ import time
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
-    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads,
+    print_warnings, ranges_epilog, run_tool, script_command,
     brief_number, print_brief)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
@@ -579,7 +579,7 @@ def resolve_run(args, parser):
     if args.rank_by == "cost" and prices[0] is None:
         parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
                      "adds the cost column)")
-    model_args = with_cookbook_heads(args)
+    model_args = args  # the default heads are the model reader's, the same in every tool
     try:
         spec, notes = resolve_model_spec(vars(model_args))
     except ValueError as exc:
