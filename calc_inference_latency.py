@@ -1038,6 +1038,16 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
+def dollars(x):
+    """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def plural(n, one, many):
+    """'1 micro-batch', '4 micro-batches': a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def with_warnings(text, warnings):
     """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
     of every report)."""

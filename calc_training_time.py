@@ -470,6 +470,16 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
+def dollars(x):
+    """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def plural(n, one, many):
+    """'1 micro-batch', '4 micro-batches': a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def with_warnings(text, warnings):
     """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
     of every report)."""
@@ -10329,7 +10339,8 @@ def add_question_flags(p):
     o.add_argument("--tokens", type=count_float, default=None,
                    help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
     o.add_argument("--cost-per-gpu-hour", type=price_list, default=None,
-                   help="price of one GPU-hour; with a list of --gpu, one price or one per GPU in the same order")
+                   help="price of one GPU-hour in dollars; with a list of --gpu, one price or one per GPU in the "
+                   "same order")
     o.add_argument("--deadline-days", type=finite_float, default=None,
                    help="with --tokens: whether the run finishes within this many days; with a list of "
                         "clusters, the ones that do rank first")
@@ -10372,7 +10383,7 @@ def format_report(res):
     lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): "
                  f"{layout_text(lay, knobs=res.get('layouts') is not None)}")
     lines.append(f"  model: {res['model']['described']}")
-    lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
+    lines.append(f"  {plural(lay['num_microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
         lines.append(f"WARNING: {w}")
@@ -10398,7 +10409,7 @@ def format_report(res):
             lines.append(f"  {k:<36}{fmt_s(v):>12}{v / step:>8.1%}")
     if res.get("training"):
         t = res["training"]
-        cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        cost = f", cost {dollars(t['cost'])}" if t.get("cost") is not None else ""
         due = (f"; {'meets' if t['meets_deadline'] else 'misses'} the {t['deadline_days']:g}-day deadline"
                if "meets_deadline" in t else "")
         lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
@@ -10433,7 +10444,7 @@ def cluster_table(res):
             continue
         days = f"{c['days']:,.1f}" if c.get("days") is not None else "-"
         gh = f"{c['gpu_hours']:,.0f}" if c.get("gpu_hours") is not None else "-"
-        cost = f"{c['cost']:,.0f}" if c.get("cost") is not None else "-"
+        cost = dollars(c["cost"]) if c.get("cost") is not None else "-"
         late = "  misses the deadline" if c.get("meets_deadline") is False else ""
         lines.append(f"  {c['num_gpus']:>6} {c['gpu']:<{w}}{fmt_s(c['step_time_s']):>10}{c['mfu']:>7.1%}{days:>10}"
                      f"{gh:>13}{cost:>14}  {c['layout']}{late}")

@@ -467,6 +467,16 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
+def dollars(x):
+    """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def plural(n, one, many):
+    """'1 micro-batch', '4 micro-batches': a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def with_warnings(text, warnings):
     """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
     of every report)."""
@@ -5994,9 +6004,10 @@ def inference_lines(res):
     """The inference section: a request's prefill, one decode step, and generating its tokens."""
     inf = res["inference"]
     lines = ["", f"Inference (forward only; attention {res['attention_flops']} in prefill):"]
-    for label, key in ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
-                       (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
-                       (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops")):
+    rows = ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
+            (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
+            (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops"))
+    for label, key in rows[:3 if inf["output_tokens"] else 2]:  # -o 0 generates nothing: no row
         lines.append(f"  {label:<38}{inf[key]:>12.4e}{human_flops(inf[key]):>15}")
     return lines
 
@@ -6076,7 +6087,7 @@ def format_report(res):
                      f"({t['peak_source']}), {util}{' (default)' if t['mfu_default'] else ''}:")
         lines.append(f"  wall time {human_time(t['wall_time_s'])} ({t['wall_time_s']:,.0f} s), "
                      f"{t['gpu_hours']:,.0f} GPU-hours"
-                     + (f", cost {t['cost']:,.0f} at {t['cost_per_gpu_hour']:g}/GPU-hour"
+                     + (f", cost {dollars(t['cost'])} at {dollars(t['cost_per_gpu_hour'])}/GPU-hour"
                         if t["cost"] is not None else ""))
         if t["mfu_default"] and t["layout_command"]:
             lines.append(f"  (MFU {t['mfu']:.2f} is an assumption, not this model's; the step-time model costs "
@@ -6123,7 +6134,7 @@ def build_parser():
                    help=f"model FLOPs utilization (default {DEFAULT_MFU}; see the docstring)")
     g.add_argument("--hfu", type=finite_float, default=None,
                    help="hardware FLOPs utilization instead of --mfu (time from hardware FLOPs)")
-    g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
+    g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour, in dollars")
     add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser

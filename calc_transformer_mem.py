@@ -911,6 +911,16 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
+def dollars(x):
+    """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def plural(n, one, many):
+    """'1 micro-batch', '4 micro-batches': a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def with_warnings(text, warnings):
     """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
     of every report)."""
@@ -7359,8 +7369,9 @@ def build_parser():
                    help="micro-batch per GPU, or the inference batch (default 1)")
     t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                    help="global batch; gives the micro-batch count m = gbs/(b*dp) (default: m = pp)")
-    t.add_argument("--sequence-length", "-s", type=bounded_int, default=None,
-                   help="training sequence, or the inference prompt (default 2048)")
+    t.add_argument("--sequence-length", "-s", "--prompt-tokens", type=bounded_int, default=None,
+                   help="training sequence, or the inference prompt (default 2048; --prompt-tokens "
+                   "as calc_inference_latency.py and calc_transformer_flops.py spell it)")
     t.add_argument("--flash-attention", action=bo, default=True,
                    help="fused attention: no s^2 scores stored (default on)")
     t.add_argument("--dropout", action=bo, default=False,
@@ -7916,6 +7927,13 @@ def training_memory_offloaded(spec, c, b):
     return max(stages, key=lambda x: x["total_bytes"]), stages
 
 
+def read_context(s, o):
+    """Positions the model attends over to produce the last of o generated tokens after an s-token
+    prompt: s + o - 1 (the last token is produced, never read), so -s 131072 with the default -o 1
+    is a 128k context, not 128k + 1. The KV cache is sized at s + o, one token to spare."""
+    return s + max(o, 1) - 1
+
+
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
     words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
@@ -7936,7 +7954,6 @@ def memory_answer(args, parser):
     spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(spec["warnings"], as_json=args.json or args.brief)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]
     fit = None
@@ -7970,8 +7987,8 @@ def memory_answer(args, parser):
                 fit["max_context_tokens_memory"] = fit["max_context_tokens"]
                 fit["max_context_tokens"] = trained
                 fit["context_limited_by"] = "the model's trained context"
-        if spec.get("trained_context") and ctx > spec["trained_context"]:
-            spec["warnings"].append(f"context {ctx:,} tokens is past the model's trained context "
+        if spec.get("trained_context") and read_context(s, o) > spec["trained_context"]:
+            spec["warnings"].append(f"context {read_context(s, o):,} tokens is past the model's trained context "
                                     f"({spec['trained_context']:,}: max_position_embeddings or its rope scaling)")
     else:
         worst, stages = training_memory_offloaded(spec, c, b)
@@ -8015,6 +8032,7 @@ def memory_answer(args, parser):
             + ("; routed experts run transformers' grouped_mm, which autocast does not cast: fp32 weights, "
                "fp32 matmuls and fp32 saved tensors, and no 16-bit weight copies"
                if c.get("autocast") and spec.get("moe") and res["eager_rule_layers"] else ""))
+    print_warnings(spec["warnings"], as_json=args.json or args.brief)  # the context's too
     if args.brief:  # the verdict too (exit 3 when it does not fit)
         print_brief(f"{brief_number(res['total_bytes'] / GIB)} GiB per GPU", res["fit"])
     else:

@@ -96,6 +96,17 @@ FLAG_RANGES = {
     "sequence_length": (1, 10 ** 9)}
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
+OP_SPELLINGS = {"a2a": "alltoall", "send": "sendrecv", "recv": "sendrecv", "p2p": "sendrecv"}
+
+
+def op_name(text):
+    """--op as NCCL, nccl-tests or torch.distributed spell it (allreduce, all_reduce_perf,
+    ncclAllReduce, all_to_all, send): the OPS name; anything else is left for argparse's choices
+    to refuse."""
+    key = str(text).strip().lower().replace("-", "").replace("_", "")
+    key = key.removeprefix("nccl").removesuffix("perf")
+    by_key = {op.replace("_", ""): op for op in OPS}
+    return by_key.get(key) or OP_SPELLINGS.get(key) or text
 ALGOS = ("auto", "ring", "tree", "nvls", "hierarchical")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
@@ -225,8 +236,9 @@ def format_training(res):
 def build_parser():
     parser = OneLineErrorParser(description=__doc__)
     c = parser.add_argument_group("collective")
-    c.add_argument("--op", choices=OPS, default="all_reduce",
-                   help="collective, spelled as nccl-tests (default all_reduce)")
+    c.add_argument("--op", choices=OPS, type=op_name, default="all_reduce",
+                   help="collective, spelled as nccl-tests (default all_reduce); allreduce, "
+                   "all_reduce_perf, ncclAllReduce, all-to-all, send/recv spellings accepted")
     c.add_argument("--size", default=None,
                    help="bytes: 256MiB, 1GB, 4e9, 8G (nccl-tests size); without it, a --sweep")
     c.add_argument("--num-gpus", type=bounded_int, default=None,

@@ -62,7 +62,7 @@ import time
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
     print_warnings, ranges_epilog, run_tool, script_command,
-    brief_number, print_brief)
+    brief_number, dollars, plural, print_brief)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
@@ -314,7 +314,8 @@ def add_question_flags(p):
     o.add_argument("--tokens", type=count_float, default=None,
                    help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
     o.add_argument("--cost-per-gpu-hour", type=price_list, default=None,
-                   help="price of one GPU-hour; with a list of --gpu, one price or one per GPU in the same order")
+                   help="price of one GPU-hour in dollars; with a list of --gpu, one price or one per GPU in the "
+                   "same order")
     o.add_argument("--deadline-days", type=finite_float, default=None,
                    help="with --tokens: whether the run finishes within this many days; with a list of "
                         "clusters, the ones that do rank first")
@@ -357,7 +358,7 @@ def format_report(res):
     lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): "
                  f"{layout_text(lay, knobs=res.get('layouts') is not None)}")
     lines.append(f"  model: {res['model']['described']}")
-    lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
+    lines.append(f"  {plural(lay['num_microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
         lines.append(f"WARNING: {w}")
@@ -383,7 +384,7 @@ def format_report(res):
             lines.append(f"  {k:<36}{fmt_s(v):>12}{v / step:>8.1%}")
     if res.get("training"):
         t = res["training"]
-        cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        cost = f", cost {dollars(t['cost'])}" if t.get("cost") is not None else ""
         due = (f"; {'meets' if t['meets_deadline'] else 'misses'} the {t['deadline_days']:g}-day deadline"
                if "meets_deadline" in t else "")
         lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
@@ -418,7 +419,7 @@ def cluster_table(res):
             continue
         days = f"{c['days']:,.1f}" if c.get("days") is not None else "-"
         gh = f"{c['gpu_hours']:,.0f}" if c.get("gpu_hours") is not None else "-"
-        cost = f"{c['cost']:,.0f}" if c.get("cost") is not None else "-"
+        cost = dollars(c["cost"]) if c.get("cost") is not None else "-"
         late = "  misses the deadline" if c.get("meets_deadline") is False else ""
         lines.append(f"  {c['num_gpus']:>6} {c['gpu']:<{w}}{fmt_s(c['step_time_s']):>10}{c['mfu']:>7.1%}{days:>10}"
                      f"{gh:>13}{cost:>14}  {c['layout']}{late}")
