@@ -625,7 +625,7 @@ def accelerator_table():
 
 
 def table_beside_script():
-    """hardware.py from the built script's own folder, by path (ImportError when it is not there)."""
+    """hardware.py from the built script's own folder, by path (ImportError when it is absent)."""
     import importlib.util
     import os
     import sys
@@ -1289,8 +1289,9 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh, parse_int=json_integer)  # NaN/Infinity parse (transformers writes Infinity for some
-                # unbounded limits); the typed reader refuses them in any field it reads
+                # NaN/Infinity parse (transformers writes Infinity for some unbounded limits); the
+                # typed reader refuses them in any field it reads, and an integer too long for int()
+                cfg = json.load(fh, parse_int=json_integer)
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -8711,7 +8712,8 @@ def read_trace(path):
     except UnicodeDecodeError:
         raise ValueError(f"--trace {path}: not UTF-8 text") from None
     except csv.Error as exc:  # a field over csv's limit (128 KiB), a NUL byte
-        raise ValueError(f"--trace {path} line {reader.line_num + 1}: not a CSV row ({exc})") from None
+        line = reader.line_num + 1  # the row csv was reading
+        raise ValueError(f"--trace {path} line {line}: not a CSV row ({exc})") from None
     except OSError as exc:  # unreadable (permissions), an I/O error
         raise ValueError(f"--trace {path}: cannot read it ({exc.strerror or exc})") from None
     if not rows:
@@ -9409,7 +9411,8 @@ def _label_front(fig, ax, front, fontsize=6):
         right = x + gap + w > box.x1
         x0 = x - gap - w if right else x + gap
         rect = (x0, y + gap, x0 + w, y + gap + h)
-        if any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3] for r in placed):
+        if any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3]
+               for r in placed):
             continue
         placed.append(rect)
         ax.annotate(label, (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=fontsize,
@@ -10782,8 +10785,9 @@ def run_search(spec, req, args, hw, *, fmt, pending, gpu, gpu_given, flags):
         import json
         print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
     else:
-        print(with_warnings(search_report(res, s=req.prompt_tokens, o=req.output_tokens,
-                                          stack=hw["serving_stack"], top=args.top), res["warnings"]))
+        text = search_report(res, s=req.prompt_tokens, o=req.output_tokens,
+                             stack=hw["serving_stack"], top=args.top)
+        print(with_warnings(text, res["warnings"]))
     return res
 
 

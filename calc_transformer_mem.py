@@ -498,7 +498,7 @@ def accelerator_table():
 
 
 def table_beside_script():
-    """hardware.py from the built script's own folder, by path (ImportError when it is not there)."""
+    """hardware.py from the built script's own folder, by path (ImportError when it is absent)."""
     import importlib.util
     import os
     import sys
@@ -1885,8 +1885,9 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh, parse_int=json_integer)  # NaN/Infinity parse (transformers writes Infinity for some
-                # unbounded limits); the typed reader refuses them in any field it reads
+                # NaN/Infinity parse (transformers writes Infinity for some unbounded limits); the
+                # typed reader refuses them in any field it reads, and an integer too long for int()
+                cfg = json.load(fh, parse_int=json_integer)
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -475,7 +475,7 @@ def accelerator_table():
 
 
 def table_beside_script():
-    """hardware.py from the built script's own folder, by path (ImportError when it is not there)."""
+    """hardware.py from the built script's own folder, by path (ImportError when it is absent)."""
     import importlib.util
     import os
     import sys

@@ -68,7 +68,7 @@ def check_run(script, argv):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             res = mod.main(list(argv))
     except SystemExit as exc:
-        if exc.code == 3 and "--brief" in argv:  # --brief's verdict "does not fit" (cli.DOES_NOT_FIT)
+        if exc.code == 3 and "--brief" in argv:  # --brief's "does not fit" (cli.DOES_NOT_FIT)
             assert out.getvalue().count("\n") == 1 and ": does not fit in " in out.getvalue()
             return None
         assert exc.code == 2, (script, argv, exc.code, err.getvalue()[-400:])
@@ -159,6 +159,7 @@ TEST_CONCERNS = {
     "test_hf_cache_fixture.py": ("serve",),
     "test_hostile_configs.py": ("model",),
     "test_hostile_flags.py": ("cli",),
+    "test_hostile_set3.py": ("cli", "serve"),
     "test_install.py": ("build",),
     "test_kv_cache_layers.py": ("model", "serve"),
     "test_layer_families.py": ("model",),
@@ -167,6 +168,7 @@ TEST_CONCERNS = {
     "test_model_path_errors.py": ("model", "cli"),
     "test_model_spec.py": ("model",),
     "test_moe_kernel_measurements.py": ("serve",),
+    "test_newcomer.py": ("cli", "docs"),
     "test_no_tracebacks.py": ("cli",),
     "test_one_answer.py": ("cli",),
     "test_readme_examples.py": ("docs",),

@@ -74,7 +74,8 @@ def flags_of(script):
     mod = importlib.import_module(script)
     out = []
     for action in mod.build_parser()._actions:
-        if isinstance(action, (argparse._HelpAction, argparse._VersionAction)) or action.dest == "json":
+        if isinstance(action, (argparse._HelpAction, argparse._VersionAction)) \
+                or action.dest == "json":
             continue
         opt = next((o for o in action.option_strings if o.startswith("--")), None) \
             if action.option_strings else None

@@ -441,7 +441,8 @@ def _label_front(fig, ax, front, fontsize=6):
         right = x + gap + w > box.x1
         x0 = x - gap - w if right else x + gap
         rect = (x0, y + gap, x0 + w, y + gap + h)
-        if any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3] for r in placed):
+        if any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3]
+               for r in placed):
             continue
         placed.append(rect)
         ax.annotate(label, (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=fontsize,

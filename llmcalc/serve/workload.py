@@ -190,7 +190,8 @@ def read_trace(path):
     except UnicodeDecodeError:
         raise ValueError(f"--trace {path}: not UTF-8 text") from None
     except csv.Error as exc:  # a field over csv's limit (128 KiB), a NUL byte
-        raise ValueError(f"--trace {path} line {reader.line_num + 1}: not a CSV row ({exc})") from None
+        line = reader.line_num + 1  # the row csv was reading
+        raise ValueError(f"--trace {path} line {line}: not a CSV row ({exc})") from None
     except OSError as exc:  # unreadable (permissions), an I/O error
         raise ValueError(f"--trace {path}: cannot read it ({exc.strerror or exc})") from None
     if not rows:

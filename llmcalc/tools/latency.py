@@ -596,8 +596,9 @@ def run_search(spec, req, args, hw, *, fmt, pending, gpu, gpu_given, flags):
         import json
         print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
     else:
-        print(with_warnings(search_report(res, s=req.prompt_tokens, o=req.output_tokens,
-                                          stack=hw["serving_stack"], top=args.top), res["warnings"]))
+        text = search_report(res, s=req.prompt_tokens, o=req.output_tokens,
+                             stack=hw["serving_stack"], top=args.top)
+        print(with_warnings(text, res["warnings"]))
     return res
 
 
