@@ -203,6 +203,7 @@ import math
 import os
 import sys
 import textwrap
+import time
 
 
 # ======== llmcalc/errors.py =======================================================================
@@ -1036,6 +1037,34 @@ def print_warnings(warnings, *, as_json):
     if as_json:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
+
+
+PROGRESS_AFTER_S = 1.0  # a search shows its progress once it has run this long
+
+
+class Progress:
+    """progress(i, k, what): a one-line counter on stderr for a search past PROGRESS_AFTER_S, only
+    where stderr is a terminal and stdout carries the report (not --json or --brief), redrawn at
+    most five times a second; done() clears it before the answer prints."""
+
+    def __init__(self, args):
+        self.on = sys.stderr.isatty() and not getattr(args, "json", False) \
+            and not getattr(args, "brief", False)
+        self.t0 = self.last = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, i, k, what="candidates costed"):
+        now = time.perf_counter()
+        if not self.on or now - self.t0 < PROGRESS_AFTER_S or (self.shown and now - self.last < 0.2):
+            return
+        self.last, self.shown = now, True
+        print(f"\rsearching: {i:,}/{k:,} {what}, {now - self.t0:.0f} s so far ", end="",
+              file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.shown:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+            self.shown = False
 
 
 def dollars(x):

@@ -470,6 +470,34 @@ def print_warnings(warnings, *, as_json):
             print(f"warning: {w}", file=sys.stderr)
 
 
+PROGRESS_AFTER_S = 1.0  # a search shows its progress once it has run this long
+
+
+class Progress:
+    """progress(i, k, what): a one-line counter on stderr for a search past PROGRESS_AFTER_S, only
+    where stderr is a terminal and stdout carries the report (not --json or --brief), redrawn at
+    most five times a second; done() clears it before the answer prints."""
+
+    def __init__(self, args):
+        self.on = sys.stderr.isatty() and not getattr(args, "json", False) \
+            and not getattr(args, "brief", False)
+        self.t0 = self.last = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, i, k, what="candidates costed"):
+        now = time.perf_counter()
+        if not self.on or now - self.t0 < PROGRESS_AFTER_S or (self.shown and now - self.last < 0.2):
+            return
+        self.last, self.shown = now, True
+        print(f"\rsearching: {i:,}/{k:,} {what}, {now - self.t0:.0f} s so far ", end="",
+              file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.shown:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+            self.shown = False
+
+
 def dollars(x):
     """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
     return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
@@ -9159,7 +9187,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     zero1_dominates = 1 in {g["zero_stage"] for g in groups} and base.get("framework", "megatron") == "megatron"
     zero1_fits = set()  # the ZeRO-1 layouts that fit (their ZeRO-2 twins are not costed)
     cands = _bounded_candidates(spec, base, groups, knobs, rcs, hw=hw, net=net, c0=c0, cache=cache,
-                                floor_cache=cache if memo is None else memo, kinds=kinds)
+                                floor_cache=cache if memo is None else memo, kinds=kinds,
+                                progress=progress)
     heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
     kth = []  # the `keep` best times, negated (a max-heap)
@@ -9168,7 +9197,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     n_cands = len(cands)
     todo = ((c, o) for c in _popped(cands) for o in offloads)  # each parent's offloads, fewest first
     for i, ((lb0, _, (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
-        if progress and i % 1024 == 0:
+        if progress and i % 64 == 0:
             progress(i, n_cands * len(offloads))
         if lb0 > limit and not exhaustive:
             break  # no later candidate can beat what is kept
@@ -9230,15 +9259,19 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     return rows, evaluated, len(groups)
 
 
-def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds):
+def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds,
+                        progress=None):
     """Every candidate of the search (a group's sequence parallelism, TP and DP overlap, recompute
     and micro-batch), each with its step_lower_bound_s per sequence and what the costing loop
     re-bounds it from: (bound, order, (layers' time, their offload copies, the pipeline factor,
     optimizer floor per offload), group index, sp, TP mode, DP overlap, recompute index, b). The
-    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s)."""
+    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s).
+    `progress(i, k, what)` hears of each parallel shape bounded."""
     gbs = base["global_batch_size"]
     cands, lbs = [], {}
     for gi, g in enumerate(groups):
+        if progress:
+            progress(gi, len(groups), "parallel shapes bounded")
         dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
         gbs_dp = gbs // dp * dp
         etp = 1 if g["ep"] > 1 else tp
@@ -10688,8 +10721,7 @@ def search_clusters(args, parser, run, base):
     names, counts, prices, memo = run["names"], run["counts"], run["prices"], {}
     hw, net, spec, c0, flops = run["hw"], run["net"], run["spec"], run["c0"], run["flops"]
     t0 = time.perf_counter()
-    show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
-        if sys.stderr.isatty() and not args.json else None
+    show = Progress(args)  # on a terminal, once the search has run a second
     found, evaluated, ngroups = [], 0, 0
     many = len(names) * len(counts) > 1
     best_keys = []  # the --top best rank keys over all clusters so far, ascending
@@ -10710,8 +10742,7 @@ def search_clusters(args, parser, run, base):
                                           memo=memo, wanted=wanted)
             evaluated, ngroups = evaluated + ev, ngroups + ng
             found.append(dict(c, rows=rows, base=b))
-    if show:
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    show.done()
     run["memo"] = memo
     return found, evaluated, ngroups, time.perf_counter() - t0
 

@@ -245,3 +245,25 @@ def test_plot_labels_do_not_overlap_and_a_wide_front_is_drawn_on_a_log_axis():
     assert len(boxes) >= 4
     assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
     plt.close(fig)
+
+
+# --- 5. progress of a search that takes over a second --------------------------------------------
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("output", [[], ["--json"], ["--brief"]])
+def test_a_long_training_search_shows_progress_on_a_terminal_only(output, monkeypatch):
+    import llmcalc.cli
+    monkeypatch.setattr(llmcalc.cli, "PROGRESS_AFTER_S", 0.0)  # as if a second had passed
+    monkeypatch.setattr(calc_training_time, "PROGRESS_AFTER_S", 0.0)  # the built script's copy
+    err, out = _Terminal(), io.StringIO()
+    argv = ["-l", "8", "-hs", "1024", "--search", "--num-gpus", "16", "--global-batch-size", "64"]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        calc_training_time.main(argv + output)
+    shown = "searching: " in err.getvalue()
+    assert shown == (not output), err.getvalue()[-300:]
+    assert "parallel shapes bounded" in err.getvalue() or output
+    assert "searching" not in out.getvalue()  # stdout carries the answer alone
+    assert not shown or err.getvalue().endswith("\r")  # cleared before the answer

@@ -62,7 +62,7 @@ import time
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
     print_warnings, ranges_epilog, run_tool, script_command,
-    brief_number, dollars, plural, print_brief)
+    Progress, brief_number, dollars, plural, print_brief)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
@@ -662,8 +662,7 @@ def search_clusters(args, parser, run, base):
     names, counts, prices, memo = run["names"], run["counts"], run["prices"], {}
     hw, net, spec, c0, flops = run["hw"], run["net"], run["spec"], run["c0"], run["flops"]
     t0 = time.perf_counter()
-    show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
-        if sys.stderr.isatty() and not args.json else None
+    show = Progress(args)  # on a terminal, once the search has run a second
     found, evaluated, ngroups = [], 0, 0
     many = len(names) * len(counts) > 1
     best_keys = []  # the --top best rank keys over all clusters so far, ascending
@@ -684,8 +683,7 @@ def search_clusters(args, parser, run, base):
                                           memo=memo, wanted=wanted)
             evaluated, ngroups = evaluated + ev, ngroups + ng
             found.append(dict(c, rows=rows, base=b))
-    if show:
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    show.done()
     run["memo"] = memo
     return found, evaluated, ngroups, time.perf_counter() - t0
 
