@@ -995,7 +995,7 @@ def table_beside_script():
     import os
     import sys
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
-    if not os.path.isfile(path):
+    if not os.path.isfile(path) or sys.modules.get("hardware", 0) is None:  # None: import blocked
         raise ImportError(f"no {path}")
     spec = importlib.util.spec_from_file_location("hardware", path)
     module = importlib.util.module_from_spec(spec)
