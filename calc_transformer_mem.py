@@ -7335,7 +7335,8 @@ def format_report(res):
                                             ("stored activations (--offload-activations)",
                                              res["config"]["offload_activations"])) if on)
         lines.append(f"in host memory: {what}, {res['host_bytes'] / 1e9:,.1f} GB per GPU on the heaviest stage "
-                     "(two layers' worth stays on the GPU; the copies' time: calc_training_time.py)")
+                     "(two layers' worth stays on the GPU; the copies' time: "
+                     f"{command_word('calc_training_time.py')})")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)

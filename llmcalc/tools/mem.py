@@ -67,7 +67,7 @@ from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
     print_warnings, ranges_epilog, run_tool, script_command,
-    brief_number, print_brief)
+    brief_number, command_word, print_brief)
 from .gpu import accelerator_record
 from ..text import number_text
 from ..model.formulas import param_breakdown
@@ -202,7 +202,8 @@ def format_report(res):
                                             ("stored activations (--offload-activations)",
                                              res["config"]["offload_activations"])) if on)
         lines.append(f"in host memory: {what}, {res['host_bytes'] / 1e9:,.1f} GB per GPU on the heaviest stage "
-                     "(two layers' worth stays on the GPU; the copies' time: calc_training_time.py)")
+                     "(two layers' worth stays on the GPU; the copies' time: "
+                     f"{command_word('calc_training_time.py')})")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)
