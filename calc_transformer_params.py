@@ -134,7 +134,11 @@ class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
 
 def one_line(message):
     """A message kept to one line: a newline or other control character (in a path the user
-    gave) written as its escape, \\n, instead of splitting the line."""
+    gave) written as its escape, \\n, instead of splitting the line; a run of more than 40 digits
+    (a 5,000-digit number echoed back) shortened to its first 12 and its length."""
+    import re  # argparse has imported it already
+    message = re.sub(r"\d{41,}", lambda m: f"{m.group()[:12]}... ({len(m.group()):,} digits)",
+                     message)
     if message.isprintable():
         return message
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)

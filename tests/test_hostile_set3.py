@@ -181,3 +181,22 @@ def test_llmcalc_hardware_names_itself_in_errors():
 def test_a_gpu_list_naming_one_gpu_twice_is_refused(main, argv):
     code, err = exit_code_and_stderr(main, argv)
     assert code == 2 and err.count("\n") == 1 and "lists h100-sxm twice" in err, err
+
+
+# --- a 5,000-digit number in a flag: one short line naming the flag --------------------------------
+BIG = "9" * 5000
+
+
+@pytest.mark.parametrize("main, argv, flag", [
+    ("calc_comm", ["--size", BIG], "size"),
+    ("calc_inference_latency", ["--cost-per-gpu-hour", BIG, "--target-request-rate", "1",
+                                "--max-ttft-ms", "100"], "--cost-per-gpu-hour"),
+    ("calc_transformer_mem", ["--finetune", "lora", "--lora-targets", BIG], "--lora-targets"),
+    ("calc_training_time", ["--num-gpus", f"8,{BIG}", "--search", "--global-batch-size", "8"],
+     "--num-gpus"),
+    ("calc_transformer_params", ["-l", BIG], "--num-layers"),
+])
+def test_a_5000_digit_flag_value_is_one_short_line_naming_the_flag(main, argv, flag):
+    import importlib
+    code, err = exit_code_and_stderr(importlib.import_module(main).main, argv)
+    assert code == 2 and err.count("\n") == 1 and flag in err and len(err) < 300, err[:300]
