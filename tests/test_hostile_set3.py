@@ -183,7 +183,7 @@ def test_a_gpu_list_naming_one_gpu_twice_is_refused(main, argv):
     assert code == 2 and err.count("\n") == 1 and "lists h100-sxm twice" in err, err
 
 
-# --- a 5,000-digit number in a flag: one short line naming the flag --------------------------------
+# --- a 5,000-digit number in a flag: one short line naming the flag ------------------------------
 BIG = "9" * 5000
 
 
