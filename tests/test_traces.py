@@ -213,13 +213,13 @@ def test_json_lines_keys_are_matched_exactly(tmp_path, capsys, line, says):
 
 
 def test_what_is_not_a_trace_file_is_named_as_what_it_is(tmp_path, capsys):
-    assert "is a folder" in refused(L8 + ["--trace", str(tmp_path)], capsys)
+    assert "a folder, not a file" in refused(L8 + ["--trace", str(tmp_path)], capsys)
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     assert "not a regular file" in refused(L8 + ["--trace", str(fifo)], capsys)
     huge = tmp_path / "big.csv"
     huge.write_text(HEADER + "\n" + "0,100," + "1" * 200_000 + "\n")
-    assert "not a CSV trace" in refused(L8 + ["--trace", str(huge)], capsys)
+    assert "not a CSV row" in refused(L8 + ["--trace", str(huge)], capsys)
 
 
 def test_the_row_cap_keeps_a_huge_trace_bounded(tmp_path):

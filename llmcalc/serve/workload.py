@@ -8,6 +8,8 @@ request shares nothing with another (its first prefix_tokens tokens are then its
 
 import math
 
+from ..text import json_integer
+
 
 # The ShareGPT mix: the prompts and replies vLLM's benchmark draws from
 # ShareGPT_V3_unfiltered_cleaned_split.json (`--dataset-name sharegpt`, first turn's prompt, the
@@ -155,7 +157,7 @@ def _trace_file(path):
     except OSError as exc:
         raise ValueError(f"--trace {shown}: cannot read it ({exc.strerror or exc})") from None
     if stat.S_ISDIR(mode):
-        raise ValueError(f"--trace {shown} is a folder; give a trace file in it")
+        raise ValueError(f"--trace {shown}: a folder, not a file; give a trace file in it")
     if not stat.S_ISREG(mode):
         raise ValueError(f"--trace {shown} is not a regular file (a pipe or device); save the "
                          "trace to a file first")
@@ -212,14 +214,28 @@ def _csv_rows(fh, shown):
     as the header (an unquoted thousands separator, 1,000, makes one more)."""
     import csv  # only --trace needs it
     reader = csv.reader(fh)
-    header = next(reader, None)
+
+    def rows():  # a field over csv's limit (128 KiB) or a NUL byte: one line naming the row
+        last = 0  # the line the last good row ended on
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise ValueError(f"--trace {shown} line {last + 1}: not a CSV row "
+                                 f"({exc})") from None
+            last = reader.line_num
+            yield row
+    it = rows()
+    header = next(it, None)
     if not header:
         return
     header = [c.strip() for c in header]
     why = _columns_problem(header)
     if why:
         raise ValueError(f"--trace {shown}: the header {why}")
-    for fields in reader:
+    for fields in it:
         line = reader.line_num
         if not fields:
             continue
@@ -241,17 +257,18 @@ def _json_rows(fh, shown):
             continue
         where = f"--trace {shown} line {i + 1}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_int=json_integer)
             # a key named twice leaves one entry: as many '":' as keys says none was (else the
             # slower read that keeps every pair decides; a '":' inside a value also takes it)
             if isinstance(obj, dict) and line.count('":') != len(obj):
-                names = [k for k, _ in json.loads(line, object_pairs_hook=lambda kv: kv)]
+                names = [k for k, _ in json.loads(line, parse_int=json_integer,
+                                                  object_pairs_hook=lambda kv: kv)]
             else:
                 names = list(obj) if isinstance(obj, dict) else None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: not JSON ({exc.msg})") from None
         except RecursionError:
-            raise ValueError(f"{where}: nested too deep to be a trace row") from None
+            raise ValueError(f"{where}: nests too deep to be a request") from None
         if names is None:
             raise ValueError(f"{where}: each line must be a JSON object")
         why = _columns_problem(names, required=False)  # _trace_row says what is missing
@@ -269,7 +286,6 @@ def read_trace(path, *, max_rows=TRACE_MAX_ROWS):
     the first) and prefix_tokens (at most input_tokens); no other column, none twice.
     Read row by row, at most max_rows of them (memory stays bounded: a row is a small tuple).
     Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
-    import csv  # only --trace needs it
     shown, ext = _trace_file(path)
     out = []
     try:
@@ -282,9 +298,7 @@ def read_trace(path, *, max_rows=TRACE_MAX_ROWS):
                 out.append(row)
     except UnicodeDecodeError:
         raise ValueError(f"--trace {shown}: not UTF-8 text") from None
-    except csv.Error as exc:
-        raise ValueError(f"--trace {shown}: not a CSV trace ({exc})") from None
-    except OSError as exc:
+    except OSError as exc:  # unreadable (permissions), an I/O error
         raise ValueError(f"--trace {shown}: cannot read it ({exc.strerror or exc})") from None
     if not out:
         raise ValueError(f"--trace {shown}: no requests in it")

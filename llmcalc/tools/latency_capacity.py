@@ -7,10 +7,10 @@ import math
 import sys
 
 from ..accelerator import DEFAULT_ACCELERATOR
-from ..cli import bounded_int, finite_float
+from ..cli import bounded_int, finite_float, with_warnings
 from ..serve.capacity import CAPACITY_SEEDS
 from ..serve.simulate import SHOW_PROGRESS
-from .gpu import accelerator_record
+from .gpu import accelerator_record, distinct_gpus
 
 
 def add_capacity_args(parser):
@@ -69,8 +69,7 @@ def validate_capacity(args, parser, req):
     names = [x.strip() for x in (args.gpu or DEFAULT_ACCELERATOR).split(",") if x.strip()]
     if not names or len(set(names)) != len(names):
         parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
-    for n in names:
-        accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+    distinct_gpus(names, parser, without="a capacity plan needs hardware.py's GPUs")
     req.capacity_gpus = names
     req.capacity_prices = None
     if args.cost_per_gpu_hour is not None:
@@ -246,7 +245,7 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
         import json
         print(json.dumps(res, indent=2))
     else:
-        print(capacity_report(res))
+        print(with_warnings(capacity_report(res), res["warnings"]))
     return res
 
 
@@ -274,8 +273,7 @@ def capacity_report(res):
         return "-" if x is None else f"${x:,.3f}"
     lines = [f"capacity plan: {res['target_request_rate']:g} requests/s of {res['mean_input_tokens']:,.0f} input and "
              f"{res['mean_output_tokens']:,.0f} output tokens (means), {targets_text(res['max_ttft_ms'], res['max_tpot_ms'])} "
-             f"at p{res['slo_percentile']}, {res['serving_stack']} stack",
-             *[f"WARNING: {w}" for w in res["warnings"]], "",
+             f"at p{res['slo_percentile']}, {res['serving_stack']} stack", "",
              f"{'GPU':<14}{'layout':<16}{'req/s each':>11}{'replicas':>9}{'GPUs':>6}{'$/hour':>11}"
              f"{'$/M in':>10}{'$/M out':>10}"]
     for g, c in res["by_gpu"].items():
