@@ -35,7 +35,36 @@ COMM = (
 )
 
 # Training step time (llmcalc/train/, llmcalc/tools/training_*.py, hardware.py rows it reads).
+_FOUNDRY_H100 = [f"training:foundry-{i}" for i in range(14)]
+_FOUNDRY_A100 = [f"training:foundry-{i}" for i in range(14, 21)]
+_FOUNDRY_SET = ("training:foundry-6", "training:foundry-12", "training:foundry-13")
+_FOUNDRY_SOURCE = ("MosaicML llm-foundry's MPT benchmark tables (scripts/train/benchmarking/"
+                   "README.md @5e85bd62d, image mosaicml/pytorch:2.1.0_cu121, amp_bf16, FSDP): no "
+                   "kernel-level measurement of its loop exists. Set jointly with the other "
+                   "llm-foundry constants by least squares over the set rows (H100: 7b s 2048 where "
+                   "the matmuls dominate; 3b and 1b s 8192 where attention is 34-38% of the step), "
+                   "then the A100 fraction on its own set row")
 TRAINING = (
+    entry(name="llm_foundry_attention_rate", value=0.54, where="llmcalc/train/attention_rates.py",
+          meaning="llm-foundry's attention call (flash-attn 2's varlen entry through MPT's "
+                  "pad/unpad glue) reaches this fraction of FlashAttention-2's rate on the same GPU "
+                  "(our H200 fa2 table on Hopper, the published FA2 fraction on the A100): kernel "
+                  "fa2-varlen, the stack's default",
+          source=_FOUNDRY_SOURCE, set_by=_FOUNDRY_SET,
+          judged_by=[r for r in _FOUNDRY_H100 + _FOUNDRY_A100 if r not in _FOUNDRY_SET]),
+    entry(name="llm_foundry_sustained_hopper", value=0.805, where="llmcalc/accelerator.py",
+          meaning="llm-foundry's FSDP loop sustains this fraction of the H100's bf16 MAMF in its "
+                  "matmuls (decision 2: a property of the stack on the GPU; torch's own loop on our "
+                  "H100 sustains 0.9125, SUSTAINED_H100); the Hopper rows' stacks entry",
+          source=_FOUNDRY_SOURCE, set_by=_FOUNDRY_SET,
+          judged_by=[r for r in _FOUNDRY_H100 if r not in _FOUNDRY_SET]),
+    entry(name="llm_foundry_sustained_ampere", value=0.89, where="llmcalc/accelerator.py",
+          meaning="llm-foundry's FSDP loop sustains this fraction of the A100's bf16 MAMF in its "
+                  "matmuls, where Megatron-LM of 2022 on Selene sustains MAMF itself (Korthikanti et "
+                  "al. 2022, Table 5: 2-6% fast at 1.0); the A100 SXM rows' stacks entry",
+          source=_FOUNDRY_SOURCE + "; set on foundry-18 (A100 7b s 2048, matmuls 80% of the "
+                 "step) with the attention rate fixed", set_by=["training:foundry-18"],
+          judged_by=[r for r in _FOUNDRY_A100 if r != "training:foundry-18"]),
 )
 
 # Fine-tuning under transformers/peft (issue 43).

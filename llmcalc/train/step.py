@@ -7,7 +7,8 @@ from ..model.formulas import (attention_core_flops, attention_head_dims, expecte
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from ..records import Record
-from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
+from .attention_rates import (blackwell_attention_fractions, has_attention_rates,
+    hopper_attention_fractions, kernel_and_rate)
 from .context_parallel import (A2A_COPY_KERNELS, CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
     ring_attention_extra_bytes)
 from .layout import Layout
@@ -56,14 +57,17 @@ def kernel_attention_fractions(attn, *, lay, hw):
     this layer: its head dim (the score product's) and the sequence one kernel call sees (the
     rank's s / cp queries, or the sliding window when shorter)."""
     fam = hw.get("family")
-    if not has_attention_rates(lay["attention_kernel"], family=fam):
-        return hw["flash"]  # FlashAttention-2's published fraction (the record's flash_attention_fraction)
+    kernel, share = kernel_and_rate(lay["attention_kernel"])  # a stack's call of a kernel
+    if not has_attention_rates(kernel, family=fam):
+        f, b = hw["flash"]  # FlashAttention-2's published fraction (the record's)
+        return f * share, b * share
     # the kernel's sequence: the rank's s / cp under the p2p ring; all of s (on heads / cp) under a2a
     seq = lay["sequence_length"] // (1 if lay.get("cp_comm_type") == "a2a" else lay["cp"])
     if attn.get("window"):
         seq = min(seq, attn["window"])
     rates = hopper_attention_fractions if fam == "hopper" else blackwell_attention_fractions
-    return rates(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
+    f, b = rates(kernel, head_dim=attention_head_dims(attn)[0], seq=seq)
+    return f * share, b * share
 
 
 # The compute components of one layer (LayerCosts' "compute"), each [forward, backward, recompute]
