@@ -30,8 +30,41 @@ def entry(*, name, value, where, meaning, source, set_by, judged_by):
             "set_by": tuple(set_by), "judged_by": tuple(judged_by)}
 
 
-# Collectives (llmcalc/comm/).
+# Collectives (llmcalc/comm/). Judged by the nccl-tests tables of tests/nccl_tests_data.py at the
+# sizes each constant governs (tests/test_calc_comm.py holds the comparisons). PCIE_PEER_EFFICIENCY
+# (21 / 31.5, NVIDIA/nccl#841) has no judging row in those tables (no PCIe-only server is tabled)
+# and is not listed until one is.
+def _nccl(table, rows):
+    return [f"nccl:{table}/{i}" for i in rows]
+
+
 COMM = (
+    entry(name="alpha_launch_s", value=8.9e-6, where="llmcalc/comm/collectives.py",
+          meaning="fixed cost of one collective call (launch and synchronisation) before any hop",
+          source="the floor of all_reduce_perf on 2 x A100-SXM4-40GB (32-64 B rows, NVIDIA/nccl "
+                 "issue #583), 10.14 us, less its two NVLink hops at NCCL's 0.6 us LL hop latency",
+          set_by=[], judged_by=_nccl("A100_AZURE_8GPU", range(10))
+          + _nccl("H100_DGX_8GPU", range(10))),
+    entry(name="scale_up_efficiency", value=0.80, where="llmcalc/comm/collectives.py",
+          meaning="share of the NVLink line rate NCCL's ring and tree reach on large messages",
+          source="the middle of NCCL's sm80 bus-bandwidth cap (src/graph/tuning.cc: 235 of 300 "
+                 "GB/s, 0.78) and S. Jeaugey's H100 ring figure (NVIDIA/nccl-tests#212: ~370 of "
+                 "450 GB/s, 0.82)",
+          set_by=[], judged_by=_nccl("A100_AZURE_8GPU", range(25, 31))
+          + _nccl("A100_OCI_8GPU", range(5, 10))),
+    entry(name="nvls_efficiency", value=0.61, where="llmcalc/comm/collectives.py",
+          meaning="algorithm bandwidth of NVLink SHARP (NVLS) all-reduce over the NVLink line "
+                  "rate",
+          source="S. Jeaugey, NVIDIA/nccl-tests#212: algbw ~275 GB/s on 8 x H100 with NVLS, of "
+                 "450 GB/s",
+          set_by=[], judged_by=_nccl("H100_DGX_8GPU", range(25, 32))
+          + _nccl("H100_P5_8GPU_LARGE", range(5))),
+    entry(name="scale_out_efficiency", value=0.94, where="llmcalc/comm/collectives.py",
+          meaning="share of the per-GPU NIC line rate (InfiniBand / RoCE) NCCL reaches across nodes",
+          source="Azure NDmV4 two-node all_reduce_perf (AML_NCCL_Test README): busbw 187.7 GB/s "
+                 "at 8 GiB, bounded by 8 x 25 GB/s NICs per node",
+          set_by=_nccl("A100_AZURE_16GPU_2NODES", [7]),
+          judged_by=_nccl("A100_AZURE_16GPU_2NODES", range(3, 7))),
 )
 
 # Training step time (llmcalc/train/, llmcalc/tools/training_*.py, hardware.py rows it reads).
