@@ -98,6 +98,15 @@ TRAINING = (
           source=_FOUNDRY_SOURCE + "; set on foundry-18 (A100 7b s 2048, matmuls 80% of the "
                  "step) with the attention rate fixed", set_by=["training:foundry-18"],
           judged_by=[r for r in _FOUNDRY_A100 if r != "training:foundry-18"]),
+    entry(name="cudnn_pre_91_attention_rate", value=0.83, where="llmcalc/train/attention_rates.py",
+          meaning="cuDNN's fused attention before 9.1 (NeMo's 24.03.01 container, March 2024) "
+                  "reaches this fraction of cuDNN 9.1's published Hopper rate (NVIDIA/cudnn-"
+                  "frontend @b740542): kernel cudnn-pre-9.1",
+          source="no published rate of a cuDNN older than 9.1 found; set on NeMo's long-sequence "
+                 "table (docs/source/performance/performance_long_sequence.md @a2c4cc8) at 128K, "
+                 "where attention is most of the step",
+          set_by=["training:nemo-cp-128k"],
+          judged_by=[f"training:nemo-cp-{k}k" for k in (4, 8, 16, 32, 64, 256, 512, 1024)]),
 )
 
 # Fine-tuning under transformers/peft (issue 43).

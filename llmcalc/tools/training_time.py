@@ -65,8 +65,8 @@ from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
-from ..train.attention_rates import (ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, FA2_VARLEN_RATE,
-    default_attention_kernel, has_attention_rates)
+from ..train.attention_rates import (ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, SCALED_KERNELS,
+    default_attention_kernel, has_attention_rates, kernel_and_rate)
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FP8_CAST_BYTES_PER_ELEMENT, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, MEM_BW_FRACTION, OVERLAP_SLOWDOWN, eager_framework)
@@ -431,7 +431,7 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "hopper" and lay["attention_kernel"] != "cudnn-9.1" else
+               if hw["family"] == "hopper" and kernel_and_rate(lay["attention_kernel"])[0] != "cudnn-9.1" else
                "cuDNN 9.1's rate by sequence (NVIDIA's 2024 H200 run, head dim 128; other head dims by today's cuDNN trend)"
                if hw["family"] == "hopper" else
                f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by sequence (published B200 run, head dim 128; "
@@ -439,9 +439,9 @@ def assumptions(hw, lay):
                else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
                + ("" if lay["attention_kernel"] in ("fa2", "fa2-varlen")
                   else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
-            + (f" x {FA2_VARLEN_RATE} (llm-foundry's varlen call, fitted: "
-               "validation/calibration.py)"
-               if lay["attention_kernel"] == "fa2-varlen" else "")
+            + (f" x {SCALED_KERNELS[lay['attention_kernel']][1]} ({lay['attention_kernel']}: "
+               "fitted, validation/calibration.py)"
+               if lay["attention_kernel"] in SCALED_KERNELS else "")
             + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
             + (" and dropout" if lay["dropout"] else "")),
