@@ -6122,6 +6122,37 @@ def pipeline_split_hint(*, num_layers, pp, vp):
     return ", or ".join(hints)
 
 
+def implied_pipeline_split(num_layers, lay):
+    """(layout changes, a sentence) for a pipeline whose pp x vp chunks do not divide the layers
+    and whose split no flag states: the search's uneven split (memory.suggest_pipeline_split,
+    --decoder-first/last-pipeline-num-layers), else the embedding and then the loss counted as
+    layers (--account-for-*-in-pipeline-split: Megatron-Bridge's Llama 3.1 405B and Qwen3-235B
+    recipes, 126 + 2 = 128 on pp 8 x vp 8); (None, None) when the layers divide, a split is
+    stated, or nothing Megatron-LM accepts fits (pipeline_split_error then says so)."""
+    L, pp, vp = num_layers, lay["pp"], lay["vp"]
+    if pp == 1 or L % (pp * vp) == 0 or any(lay.get(k) for k in PIPELINE_SPLIT_KEYS):
+        return None, None
+    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
+    if sug:
+        f, q, la = sug
+        return ({"decoder_first_pipeline_num_layers": f, "decoder_last_pipeline_num_layers": la},
+                f"{L} layers on pp {pp} x vp {vp}: Megatron-LM's uneven split applied, {f} "
+                f"layers on the first stage, {q} on each middle one, {la} on the last "
+                f"(--decoder-first-pipeline-num-layers {f} "
+                f"--decoder-last-pipeline-num-layers {la})")
+    for emb, loss in ((True, False), (True, True)):
+        if (L + emb + loss) % (pp * vp) == 0:
+            flags = "--account-for-embedding-in-pipeline-split" + (
+                " --account-for-loss-in-pipeline-split" if loss else "")
+            return ({"account_for_embedding_in_pipeline_split": emb,
+                     "account_for_loss_in_pipeline_split": loss},
+                    f"{L} layers on pp {pp} x vp {vp}: the embedding"
+                    f"{' and the loss' if loss else ''} counted as layers of the split "
+                    f"({L + emb + loss} = {pp} x {vp} x {(L + emb + loss) // (pp * vp)}; {flags}, "
+                    "as Megatron-Bridge's recipes state)")
+    return None, None
+
+
 def pipeline_split_error(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
                          loss_in_split=False):
     """None if Megatron-LM accepts this split of the layers over pp ranks x vp chunks, else a
@@ -6982,6 +7013,24 @@ def offload_host_memory(spec, c, b):
     host_gpus = min(GPUS_PER_HOST, c["num_gpus"])
     return {"host_bytes_per_gpu": per_gpu, "gpus_per_host": host_gpus, "host_bytes_per_host": per_gpu * host_gpus,
             "bytes_per_param": per_param}
+
+
+def layout_host_memory(spec, lay, c0, *, layers_bytes=0.0):
+    """Host memory a training layout needs per GPU and per host (GPUS_PER_HOST GPUs, fewer in a
+    smaller job): the offloaded optimizer's states and 16-bit gradients (offload_host_memory,
+    calc_transformer_mem.py's rule) plus `layers_bytes` of offloaded weights and activations;
+    None when nothing is offloaded."""
+    opt = 0.0
+    if lay["offload"]:
+        c = memory_config(spec, lay.replace(offload=False), c0)
+        c = c.replace(host_opt_bytes=c["opt_bytes"], num_gpus=lay["num_gpus"])
+        opt = offload_host_memory(spec, c, lay["micro_batch_size"])["host_bytes_per_gpu"]
+    if not opt and not layers_bytes:
+        return None
+    per_host = min(GPUS_PER_HOST, lay["num_gpus"])
+    return {"optimizer_bytes_per_gpu": opt, "layers_bytes_per_gpu": layers_bytes,
+            "bytes_per_gpu": opt + layers_bytes, "gpus_per_host": per_host,
+            "bytes_per_host": (opt + layers_bytes) * per_host}
 
 
 def with_dp(c, dp):

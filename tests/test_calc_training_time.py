@@ -301,10 +301,33 @@ def test_more_gpus_never_slow_a_step_down(capsys):
 
 def test_bad_layouts_exit_2_in_one_line():
     from conftest import exit_code_and_stderr
-    for argv in (["-tp", "3"], ["-pp", "5", "-l", "44"], ["--num-gpus", "7", "-tp", "2"], ["--search"],
+    for argv in (["-tp", "3"], ["-pp", "4", "-vp", "2", "-l", "13", "--num-gpus", "8"],
+                 ["--num-gpus", "7", "-tp", "2"], ["--search"],
                  ["-z", "3", "-pp", "2", "--num-gpus", "2"], ["-ep", "2", "--num-gpus", "2"]):
         code, err = exit_code_and_stderr(T.main, argv)
         assert code == 2 and err.count("\n") == 1, (argv, err)
+
+
+def test_an_unstated_uneven_pipeline_split_is_applied_and_said(capsys):
+    # issue 45: Megatron-Bridge's Llama 3.1 405B recipe (126 layers on pp 8 x vp 8) counts the
+    # embedding and the loss as layers (126 + 2 = 128); left unstated, the same split is applied
+    # and the report says so. Where first/last stage counts fit (44 layers on pp 5), the search's
+    # uneven split is applied. A stated split is kept as given.
+    l405 = ("-l 126 -hs 16384 -a 128 --num-kv-heads 8 --ffn-hidden-size 53248 --swiglu --norm "
+            "rmsnorm --no-bias -v 128256 --gpu h100 --num-gpus 1024 --dtype fp8 --global-batch-size "
+            "512 -b 1 -s 8192 -tp 8 -pp 8 -cp 2 -vp 8 --recompute none").split()
+    edges = ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+    implied, stated = run(l405, capsys), run(l405 + edges, capsys)
+    assert "embedding and the loss counted as layers" in implied["pipeline_split_applied"]
+    assert implied["step_time_s"] == stated["step_time_s"]
+    assert "pipeline_split_applied" not in stated
+    res = run(["-pp", "5", "-l", "44", "--num-gpus", "5"], capsys)
+    lay = res["layout"]
+    split = (lay["decoder_first_pipeline_num_layers"], lay["decoder_last_pipeline_num_layers"])
+    assert split == (8, 9)
+    first = run("-pp 5 -l 44 --num-gpus 5 --decoder-first-pipeline-num-layers 4".split(), capsys)
+    assert first["layout"]["decoder_first_pipeline_num_layers"] == 4
+    assert "pipeline_split_applied" not in first
 
 
 @pytest.mark.parametrize("argv,text", [
@@ -678,12 +701,13 @@ L61 = ["-l", "61", "-hs", "2048", "-a", "16", "-v", "32000", "-s", "2048", "--gp
        "-pp", "16", "--global-batch-size", "64", "-b", "1"]
 
 
-def test_uneven_layers_refused_with_the_split_to_state(capsys):
-    with pytest.raises(SystemExit) as e:
-        T.main(L61)
-    err = capsys.readouterr().err.strip()
-    assert e.value.code == 2 and len(err.splitlines()) == 1
-    assert "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3" in err
+def test_uneven_layers_take_the_split_the_refusal_used_to_name(capsys):
+    # before issue 45 this layout was refused, naming the split to state; now it is applied and said
+    res = run(L61, capsys)
+    flags = "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3"
+    assert flags in res["pipeline_split_applied"]
+    stated = run(L61 + flags.split(), capsys)
+    assert stated["step_time_s"] == res["step_time_s"]
 
 
 @pytest.mark.parametrize("extra", [["--decoder-first-pipeline-num-layers", "5", "--decoder-last-pipeline-num-layers", "5"],

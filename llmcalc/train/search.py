@@ -132,7 +132,8 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False
     dp x cp; ZeRO 0-3 (3 only without a pipeline); sequence parallelism on and off for tp > 1; the
     optimizer in host memory or not; with streaming=True (search_layouts' second pass, when nothing
     fits without) also the layers' weights (not with ZeRO-3, which shards them already) and the
-    stored activations in host memory or not.
+    stored activations in host memory or not. Without a data-parallel group (dp x cp = 1) the ZeRO
+    stages are one layout (nothing to shard): only the lowest is listed.
 
     Dominance pruning (skipped with exhaustive=True; tests/test_calc_training_time.py checks that the
     pruned search returns the exhaustive answer). A knob value is left out only where the step
@@ -193,9 +194,12 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False
                 if moe and not legacy:
                     E = math.gcd(*[x["num_experts"] for x in moe])
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
+                # no data-parallel group (dp x cp = 1): every ZeRO stage costs and holds the same
+                # (nothing to shard over), so only the lowest is listed, not a tie per stage
+                zs = zeros if dp * cp > 1 or "zero_stage" in pinned else zeros[:1]
                 for vp, split in vps:
                     for ep in eps:
-                        for zero in zeros:
+                        for zero in zs:
                             if zero == 3 and pp > 1:
                                 continue
                             groups.append({"tp": tp, "cp": cp, "pp": pp, "vp": vp, "ep": ep, "zero_stage": zero,
