@@ -656,6 +656,24 @@ def pipeline_time_s(stage_s, *, m, vp):
     return m * t_max + (p - 1) * (sum(stage_s) / p) / vp
 
 
+def dp_sync_times_s(dense, expert, *, lay, net):
+    """(gradient reduction, ZeRO-1/2 weight gather) seconds of one stage holding `dense` and
+    `expert` weights per rank: over its dp x cp replicas (stride tp; expert weights over dp x cp /
+    ep), ZeRO 0 all-reduce, 1-3 reduce-scatter in the gradient dtype; ZeRO 1-2 all-gather the
+    updated 16-bit weights."""
+    dp, cp, tp, zero, G = lay["dp"], lay["cp"], lay["tp"], lay["zero_stage"], lay["gpus_per_node"]
+    n = dp * cp
+    t = ag = 0.0
+    for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
+        if p <= 0 or size <= 1:
+            continue
+        op = "all_reduce" if zero == 0 else "reduce_scatter"
+        t += comm_time_s(op, p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
+        if zero in (1, 2):
+            ag += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
+    return t, ag
+
+
 def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net, stage_fwd_s=None):
     """Exposed data-parallel seconds after the pipeline drains, and the gradient-sync time of the
     slowest stage. Each stage reduces its gradients over dp x cp replicas (stride tp): ZeRO 0
@@ -675,27 +693,15 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net, stage_fwd_s=None):
     (Megatron-LM --overlap-param-gather): its first bucket, or what outlasts that forward, is
     exposed, and the forward slowed the same way. With few micro-batches (one in MLPerf's 8B runs)
     these are most of the step's data-parallel cost."""
-    dp, cp, tp = lay["dp"], lay["cp"], lay["tp"]
-    n = dp * cp
-    if n <= 1:
+    if lay["dp"] * lay["cp"] <= 1:
         return 0.0, 0.0
-    G = lay["gpus_per_node"]
     zero = lay["zero_stage"]
     mean_b = sum(stage_bwd_s) / len(stage_bwd_s)
     fwd_s = stage_fwd_s or [b / 2 for b in stage_bwd_s]
     sd, over = lay["overlap_slowdown"], lay["dp_overlap"]
     worst, t_sync_max = 0.0, 0.0
     for i, (dense, expert) in enumerate(params_by_stage):
-        t = ag = 0.0
-        for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
-            if p <= 0 or size <= 1:
-                continue
-            if zero == 0:
-                t += comm_time_s("all_reduce", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-            else:
-                t += comm_time_s("reduce_scatter", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-                if zero in (1, 2):
-                    ag += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
+        t, ag = dp_sync_times_s(dense, expert, lay=lay, net=net)
         share = min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
         head_start = i * mean_b  # stage i drains i backward-times before stage 0
         if over:  # beside the last backward, and the gather beside the next first forward
