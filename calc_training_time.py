@@ -10040,8 +10040,12 @@ def job_gpus_per_node(*, gpus_per_node, num_gpus):
     """GPUs of the job that share one scale-up domain. A job no larger than the domain sits inside
     it (ranks node-contiguous from 0): a 64-GPU job on an NVL72 rack is one NVLink domain of 64,
     not gcd(64, 72) = 8 GPUs per "node" (comm/collectives.py's group_placement tiles groups by
-    gcd)."""
-    return min(gpus_per_node, num_gpus) if num_gpus else gpus_per_node
+    gcd). A larger job is placed in equal blocks, the largest that divides the job and fits one
+    domain (an assumption: Slurm places such jobs in equal segments, and the rank order cannot
+    split a block): 128 or 512 GPUs of NVL72 racks run as NVLink domains of 64, not 8."""
+    if not num_gpus or num_gpus <= gpus_per_node:
+        return min(gpus_per_node, num_gpus) if num_gpus else gpus_per_node
+    return max(d for d in range(1, gpus_per_node + 1) if num_gpus % d == 0)
 
 
 def matmul_ceiling(rec, dt, *, override=None, stack=None):
