@@ -9758,7 +9758,10 @@ FLASH_ATTENTION_FALLBACK = "ampere"  # the family whose fraction a GPU without i
 LLM_FOUNDRY_STACK_SOURCE = "fitted: llm-foundry's FSDP loop (validation/calibration.py)"
 LLM_FOUNDRY_SUSTAINED_HOPPER = 0.805  # calibrated: llm_foundry_sustained_hopper
 LLM_FOUNDRY_SUSTAINED_AMPERE = 0.89  # calibrated: llm_foundry_sustained_ampere
-SUSTAINED_H100 = {"bf16": 0.9125, "fp8": 0.9209, "source": "our H100 grid",
+SUSTAINED_H100_BF16 = 0.9125  # calibrated: sustained_h100_bf16
+SUSTAINED_H100_FP8 = 0.9209  # calibrated: sustained_h100_fp8
+SUSTAINED_H100 = {"bf16": SUSTAINED_H100_BF16, "fp8": SUSTAINED_H100_FP8,
+                  "source": "our H100 grid",
                   "stacks": {"llm-foundry": {"bf16": LLM_FOUNDRY_SUSTAINED_HOPPER,
                                              "source": LLM_FOUNDRY_STACK_SOURCE}}}
 # The A100's own loop factor is not measured (1: MAMF itself, as Korthikanti's rows bear out).
@@ -9774,7 +9777,8 @@ SUSTAINED_A100 = {"bf16": None, "fp8": None, "source": "not measured (MAMF itsel
 # the Hopper fp8 MAMF 1,453.4) gives 0.906, within 2% of our own Hopper grid's 0.921, so the two
 # methods agree where both exist. Taken for bf16 too (no bf16 row in the file) and for the B200
 # and B300 (the same Blackwell compute at 1,000 / 1,100 W: assumptions, not measured).
-SUSTAINED_BLACKWELL = {"bf16": 2860.9 / 3615.6, "fp8": 2860.9 / 3615.6,
+SUSTAINED_BLACKWELL_RATIO = 0.7912656267286204  # calibrated: sustained_blackwell (2860.9/3615.6)
+SUSTAINED_BLACKWELL = {"bf16": SUSTAINED_BLACKWELL_RATIO, "fp8": SUSTAINED_BLACKWELL_RATIO,
                        "source": "Azure GB200 cuBLASLt run"}
 
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our

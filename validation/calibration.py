@@ -98,6 +98,36 @@ TRAINING = (
           source=_FOUNDRY_SOURCE + "; set on foundry-18 (A100 7b s 2048, matmuls 80% of the "
                  "step) with the attention rate fixed", set_by=["training:foundry-18"],
           judged_by=[r for r in _FOUNDRY_A100 if r != "training:foundry-18"]),
+    entry(name="sustained_h100_bf16", value=0.9125, where="llmcalc/accelerator.py",
+          meaning="a training loop's sustained bf16 matmul rate over MAMF on the 700 W GH100 (H100 "
+                  "SXM, H200, H800): back-to-back matmuls of training shapes for 20 s",
+          source="our H100 grid (validation/h100/measure_training.py, results/gemm.jsonl, "
+                 "2026-11-24): gemm_time_s's median over 51 shapes set equal to the measured "
+                 "median, 693 of MAMF's 794.5 TFLOP/s; no training row set it",
+          set_by=[], judged_by=[f"training:mlm-{m}" for m in ("1.7B", "7.1B", "16B", "32B", "70B",
+                                                                "119B", "177B", "314B", "462B")]
+          + ["training:llama3-405b-8192gpu", "training:llama3-405b-16384gpu"]
+          + [f"training:atp-{m}-bf16-{o}" for m in ("70b", "8b") for o in ("none", "full")]),
+    entry(name="sustained_h100_fp8", value=0.9209, where="llmcalc/accelerator.py",
+          meaning="the same for fp8 (torch._scaled_mm, e4m3, per-tensor scales)",
+          source="our H100 grid, as sustained_h100_bf16: 1,234 of MAMF's 1,402.6 TFLOP/s",
+          set_by=[], judged_by=["training:mb-h100-llama3-8b", "training:mb-h100-llama3-70b",
+                                "training:mb26-h100-llama3-70b-fp8", "training:mb-h100-llama31-405b",
+                                "training:trainy-h200-4nodes", "training:trainy-h200-8nodes"]
+          + [f"training:nemo-cp-{k}k" for k in (4, 8, 16)]),
+    entry(name="sustained_blackwell", value=2860.9 / 3615.6, where="llmcalc/accelerator.py",
+          meaning="a training loop's sustained matmul rate over MAMF on Blackwell (B200, GB200, "
+                  "B300, GB300), bf16 and fp8",
+          source="Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide "
+                 "ND_GB200_v6_results.md @2a370be6): mean 2,860.9 TFLOP/s over the squares 4096^3 "
+                 "to 32768^3, MAMF 3,615.6; no training row set it",
+          set_by=[], judged_by=["training:mb-b200-llama3-8b", "training:mb-gb200-llama3-8b",
+                                "training:mb-b200-llama3-8b-mx", "training:mb-gb200-llama3-8b-mx",
+                                "training:mb-gb200-llama3-70b", "training:mb-b200-llama31-405b",
+                                "training:mb-gb200-llama31-405b", "training:mlperf-uf-b200-8",
+                                "training:mlperf-dell-b300-8"]
+          + [f"training:nemotron-340b-gb200-weak-{d}-{n}" for d in ("bf16", "fp8")
+             for n in (128, 256, 512)]),
     entry(name="cudnn_pre_91_attention_rate", value=0.83, where="llmcalc/train/attention_rates.py",
           meaning="cuDNN's fused attention before 9.1 (NeMo's 24.03.01 container, March 2024) "
                   "reaches this fraction of cuDNN 9.1's published Hopper rate (NVIDIA/cudnn-"
