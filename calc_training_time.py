@@ -9201,19 +9201,20 @@ def _dp_sync_parts(spec, lay, *, net, cache):
     return cache[key]
 
 
-def dp_floor_s(parts, *, pass_s):
+def dp_floor_s(parts, *, pass_s, reductions=1):
     """The least data-parallel exposure dp_exposed_s charges a layout whose first stage's forward
     and backward of one micro-batch each take at most `pass_s`: the step's worst stage is at least
     the first (no head start); with overlap each of the reduction t and the gather g is charged
     x -> max(x share, x - c) + sd min(x, c) beside compute c <= pass_s, least at c = min(pass_s,
-    x (1 - share)); without overlap x itself, more."""
+    x (1 - share)); without overlap x itself, more. ZeRO-2 reduces after each of its m
+    micro-batches: `reductions` = m."""
     if parts is None:
         return 0.0
     t, ag, share, sd = parts
     out = 0.0
-    for x in (t, ag):
+    for x, times in ((t, reductions), (ag, 1)):
         c = min(pass_s, x * (1 - share))
-        out += max(x * share, x - c) + sd * c
+        out += times * (max(x * share, x - c) + sd * c)
     return out
 
 
@@ -9364,7 +9365,8 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
                                    "decoder_last_pipeline_num_layers")}
         shaped = base.replace(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
                               zero_stage=g["zero_stage"], **split)
-        dpf = dp_floor_s(_dp_sync_parts(spec, shaped, net=net, cache=floor_cache), pass_s=math.inf)
+        dp_parts = _dp_sync_parts(spec, shaped, net=net, cache=floor_cache)
+        zero2 = g["zero_stage"] == 2
         opt_floor = {o: _optimizer_floor_s(spec, shaped if o == shaped["offload"] else
                                            shaped.replace(offload=o), hw=hw, cache=floor_cache)
                      for o in {x[0] for x in knobs["offload"]}}
@@ -9385,6 +9387,7 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
                     layers_s, copies_s = lbs[lk]
                     m = gbs_dp // (b * dp)
                     f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
+                    dpf = dp_floor_s(dp_parts, pass_s=math.inf, reductions=m if zero2 else 1)
                     cands.append(((layers_s * f + least_opt + dpf) / gbs_dp, len(cands),
                                   (layers_s, copies_s, f, opt_floor, dpf), gi, sp, mode, dpo, ri,
                                   b))
