@@ -122,6 +122,11 @@ def pytest_runtest_makereport(item, call):
     (pytest.importorskip) and the suite would stay green without testing that path."""
     outcome = yield
     report = outcome.get_result()
+    # The one exception: a test marked needs_torch (the fine-tuning kit's CPU smoke run) needs
+    # torch, transformers and peft, which CI by design does not install (the package is standard
+    # library); it skips there and runs wherever they are installed (pip install .[kit]).
+    if item.get_closest_marker("needs_torch"):
+        return
     if _ci() and report.skipped and not hasattr(report, "wasxfail"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
@@ -146,6 +151,7 @@ TEST_CONCERNS = {
     "test_context_parallel.py": ("train",),
     "test_cookbook_readme.py": ("cli", "docs"),
     "test_eager_memory.py": ("train",),
+    "test_finetune.py": ("train",),
     "test_fixtures.py": ("model",),
     "test_flags_stay_parsed.py": ("train",),
     "test_grid.py": ("grid",),

@@ -74,6 +74,8 @@ from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.footprint import all_attention_layers, any_attn, inference_memory, kv_cache_by_kind
+from ..train.finetune import (ATTN_IMPLEMENTATIONS, attention_kernel,
+    torch_optimizer_state_bytes)
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
@@ -295,6 +297,7 @@ def build_parser():
                    "count (default); pytorch = eager PyTorch with transformers' modules (what "
                    "autograd saves; with mixed precision and ZeRO 0-1, fp32 weights under "
                    "torch.autocast, as the Hugging Face Trainer's --bf16 runs)")
+    add_finetune_args(p)
     pr = p.add_argument_group("precision")
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
                     help="train in high precision: no master copy, weights and activations at "
@@ -340,6 +343,52 @@ def build_parser():
     add_output_args(p, json_help="print the result dict as JSON only")
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
+
+
+def add_finetune_args(p):
+    """The flags of fine-tuning as transformers + peft + torch run it (--framework pytorch)."""
+    g = p.add_argument_group("fine-tuning as transformers + peft run it (--framework pytorch)")
+    g.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=None,
+                   help="transformers' attention implementation (default sdpa): sdpa reaches the "
+                   "flash kernel on a causal batch and the memory-efficient kernel with a mask "
+                   "(sliding window shorter than -s: repeated K/V and a b*s*s bias); eager keeps "
+                   "the s*s scores")
+    g.add_argument("--lora-dropout", type=finite_float, default=0.0,
+                   help="peft's lora_dropout (default 0.0, peft's; > 0 keeps a mask and a copy of "
+                   "each adapted input)")
+    g.add_argument("--pure-bf16", action="store_true",
+                   help="pure 16-bit training (model.to(bfloat16), no autocast): weights, "
+                   "gradients and torch AdamW's moments in bf16; = --disable-mixed-precision "
+                   "--high-prec-bytes-per-val 2")
+
+
+def finetune_checks(args, parser, *, eager, zero, spec):
+    """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each."""
+    if args.attn_implementation and not eager:
+        parser.error("--attn-implementation is transformers' setting: it needs --framework pytorch "
+                     "(training)")
+    if args.finetune == "qlora" and zero == 3:
+        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed 4-bit "
+                     "weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
+    if not 0 <= args.lora_dropout < 1:
+        parser.error(f"--lora-dropout must be in [0, 1), got {args.lora_dropout:g}")
+    if args.lora_dropout and args.finetune == "full":
+        parser.error("--lora-dropout needs --finetune lora or qlora")
+    if args.pure_bf16 and (not args.is_mixed_precision or args.high_prec_bytes_per_val):
+        parser.error("--pure-bf16 is --disable-mixed-precision --high-prec-bytes-per-val 2: give one")
+    impl = args.attn_implementation or "sdpa"
+    if eager and impl in ("sdpa", "flash_attention_2"):
+        sinks = [x for g in layer_groups(spec) for x in g[0]["attention"] if x["sinks"]]
+        if sinks:
+            parser.error(f"--attn-implementation {impl}: this model's attention sinks are not in "
+                         "that kernel (transformers runs them with eager or flex_attention)")
+
+
+def pure_precision(args):
+    """(mixed precision, high-precision bytes) after --pure-bf16."""
+    if args.pure_bf16:
+        return False, 2
+    return args.is_mixed_precision, args.high_prec_bytes_per_val or 4
 
 
 class MemConfig(MemoryConfig):
@@ -563,9 +612,6 @@ def check_training_kind(args, parser, *, eager, zero, recompute, notes):
                      "gradients and optimizer together: not modelled)")
     if args.offload_params and zero == 3 and not args.infer:
         parser.error("--offload-params with -z 3 (ZeRO-Infinity's sharded offload) is not modelled: use -z 0-2")
-    if eager and args.finetune != "full":
-        parser.error("--framework pytorch counts full training; what LoRA's frozen layers save is "
-                     "not derived (use the default --framework megatron)")
     if eager and recompute == "selective":
         notes.append("--framework pytorch: transformers has no selective recompute; its layers are "
                      "counted with the fused-kernel rule")
@@ -586,7 +632,8 @@ def lora_of(args, parser, *, weight_bits, wbytes):
                      "all-linear")
     bits = weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
     return {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
-            "adapter_bytes": args.adapter_bytes_per_val or 4}
+            "adapter_bytes": args.adapter_bytes_per_val or 4, "dropout": args.lora_dropout,
+            "quantized": args.finetune == "qlora" and weight_bits is None}
 
 
 def gpu_capacity(args, parser):
@@ -627,6 +674,7 @@ def resolve(args, parser):
     recompute = recompute_of(args, parser, notes)
     eager = args.framework == "pytorch" and not args.infer
     check_training_kind(args, parser, eager=eager, zero=zero, recompute=recompute, notes=notes)
+    finetune_checks(args, parser, eager=eager, zero=zero, spec=spec)
     c = config_from_flags(args, parser, spec, shape=shape, zero=zero, batch=(s, b, m),
                           recompute=recompute, eager=eager, bits=bits)
     return spec, c, notes, model_args
@@ -636,8 +684,7 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
     """The one place calc_transformer_mem.py's configuration (MemConfig) is built, from the checked
     flags and the sizes resolve() found; key order is the result's "config" order."""
     s, b, m = batch
-    mixed = args.is_mixed_precision
-    high = args.high_prec_bytes_per_val or 4
+    mixed, high = pure_precision(args)
     low = args.low_prec_bytes_per_val or 2
     wbytes = low if mixed else high
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
@@ -683,10 +730,67 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
         offload=args.offload and not args.infer,
         offload_params=args.offload_params and not args.infer,
         offload_activations=args.offload_activations and not args.infer)
+    if eager:
+        c.update(torch_training_fields(args, c))
     if c["offload"]:  # the optimizer step runs on the host: its states leave the GPU
         c["host_opt_bytes"], c["opt_bytes"] = c["opt_bytes"], 0
     c["infer"] = args.infer
     return c
+
+
+def peft_assumptions(c):
+    """The assumptions of a LoRA/QLoRA run as peft and transformers run it (--framework pytorch)."""
+    lo = c["lora"]
+    if lo["quantized"]:
+        base = (f"QLoRA as peft's k-bit recipe: linear weights NF4 with double quantization "
+                f"({lo['base_bits']:.3f} bits incl. absmax constants), embeddings, head and norms "
+                "upcast to fp32 by prepare_model_for_kbit_training (so the residual stream is fp32), "
+                "one linear dequantized to 16 bits at a time, the fp32 head's 16-bit copy kept")
+    else:
+        base = f"LoRA on a frozen {lo['base_bits']:g}-bit base (loaded in that dtype)"
+    mode = ("under bf16 autocast (the Trainer's --bf16), each adapter's weights cast and cached"
+            if c["autocast"] else "without autocast")
+    return [f"{base}; peft adapters r={lo['rank']} on {','.join(lo['targets'])} in "
+            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype), {mode}; their "
+            f"gradients in that dtype and {c['optimizer']}'s states in it (torch.optim)",
+            "activations (--framework pytorch, peft): what autograd keeps on a frozen base: the "
+            "norms' fp32 inputs, the attention kernel's q/k/v/output/log-sum-exp, the MLP's gate, "
+            "activation and up outputs, and per adapted matrix a 16-bit copy of its input (peft "
+            "casts x to the adapter dtype, autocast back) and its rank-r intermediate"
+            + (f", lora_dropout {lo['dropout']:g}'s mask and output" if lo["dropout"] else "")
+            + "; the loss's fp32 tensors, 12 B per logit; the peak at the backward's start"]
+
+
+def attention_text(c, spec):
+    """Which kernel transformers' attention implementation reaches on this model's layers."""
+    impl = c.get("attn_implementation") or "sdpa"
+    kinds = {}
+    for g in layer_groups(spec):
+        for x in g[0]["attention"]:
+            if x["span"] != "state":
+                k = attention_kernel(x, s=c["sequence_length"] // c["cp"], attn_implementation=impl)
+                kinds[k] = kinds.get(k, 0) + g[1]
+    words = {"flash": "the flash kernel (q, k, v, output, log-sum-exp kept)",
+             "flex": "flex_attention's kernel (q, k, v, output, log-sum-exp kept)",
+             "efficient": "torch's memory-efficient kernel with a mask (K/V repeated to every "
+                          "head, a 16-bit b*s*s bias kept)",
+             "eager": "eager matmuls (fp32 softmax and its 16-bit copy kept, s*s per head)"}
+    return (f"attention: --attn-implementation {impl} reaches "
+            + "; ".join(f"{words[k]} on {n} layers" for k, n in kinds.items())
+            + " (a training batch without padding: sdpa passes no mask unless a window is "
+              "shorter than -s)")
+
+
+def torch_training_fields(args, c):
+    """--framework pytorch's config fields: the attention implementation (sdpa by default) and, in
+    pure 16-bit or fp32 training, torch.optim's semantics: gradients and optimizer states in the
+    parameter's dtype (train/finetune.torch_optimizer_state_bytes), no master copy."""
+    out = {"attn_implementation": args.attn_implementation or "sdpa"}
+    if not c["mixed_precision"]:
+        wb = c["weight_bytes"]
+        out.update(grad_bytes=args.bytes_per_grad_ele or wb,
+                   opt_bytes=torch_optimizer_state_bytes(optimizer=args.optimizer, param_bytes=wb))
+    return out
 
 
 def cache_rules_text(spec):
@@ -761,7 +865,9 @@ def assumptions(c, spec):
     if c.get("offload"):
         opt += (f", on the host with {OFFLOAD_GRAD_BYTES} B of 16-bit gradients (--offload, ZeRO-Offload: "
                 "none of it on the GPU)")
-    if c["autocast"]:
+    if c["lora"] and c["activation_rule"] == "eager":
+        out += peft_assumptions(c)
+    elif c["autocast"]:
         out.append(f"mixed precision by torch.autocast: fp32 weights {c['weight_bytes']} B (the master "
                    f"copy itself) and a {c['act_bytes']} B copy of each linear weight while its forward "
                    f"is saved, grads {c['grad_bytes']} B, {opt}")
@@ -769,6 +875,8 @@ def assumptions(c, spec):
         out.append(f"mixed precision {'on' if c['mixed_precision'] else 'off'}: weights "
                    f"{c['weight_bytes']} B, grads {c['grad_bytes']} B, {opt}")
     if c["activation_rule"] == "eager":
+        out.append(attention_text(c, spec))
+    if c["activation_rule"] == "eager" and not c["lora"]:
         out.append("activations (--framework pytorch): what autograd saves in transformers' eager "
                    "modules (RMSNorm fp32 upcasts, a cast input per linear under autocast, SDPA's "
                    "q/k/v/output/log-sum-exp, the MLP's four tensors, the loss's fp32 log-softmax: 12 B "
@@ -789,7 +897,7 @@ def assumptions(c, spec):
         out.append("pipeline layers per stage " + "/".join(str(sum(r)) for r in c["chunk_layers"])
                    + " (Megatron-LM " + ", ".join(f"--{k.replace('_', '-')}" + (
                        f" {v}" if v is not True else "") for k, v in split) + ")")
-    if c["lora"]:
+    if c["lora"] and c["activation_rule"] != "eager":
         lo = c["lora"]
         out.append(f"LoRA r={lo['rank']} on {','.join(lo['targets'])} (routed experts not adapted); "
                    f"frozen base layers at {lo['base_bits']:.3f} bits; adapters and their grads at "
