@@ -198,6 +198,7 @@ SOURCE_CONCERNS = (
     ("llmcalc/tools/flops.py", ("model", "train")),
     ("llmcalc/tools/mem.py", ("train", "serve")),
     ("llmcalc/tools/training_", ("train",)),
+    ("llmcalc/tools/finetune_flags.py", ("train",)),
     ("llmcalc/tools/latency", ("serve",)),
     ("llmcalc/tools/comm.py", ("comm",)),
     ("llmcalc/tools/gpu.py", ("hardware",)),

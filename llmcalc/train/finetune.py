@@ -9,7 +9,8 @@ Sources, read for each rule (the module docstrings below name the lines):
   peft src/peft/tuners/lora/layer.py Linear.forward (x cast to the adapter's dtype before lora_A),
     lora/bnb.py Linear4bit.forward (no cast under autocast), utils/other.py
     prepare_model_for_kbit_training (every non-Params4bit 16-bit parameter to fp32, gradient
-    checkpointing on by default), mapping get_peft_model(autocast_adapter_dtype=True: fp32 adapters).
+    checkpointing on by default), mapping get_peft_model (autocast_adapter_dtype=True: fp32
+    adapters).
   bitsandbytes MatMul4Bit (keeps the packed weight only, dequantizes one weight per matmul).
   transformers 5 integrations/sdpa_attention.py (repeat_kv whenever a mask is passed; softcap
     refused), masking_utils (no mask for a plain causal batch: is_causal, the flash kernel),
@@ -28,7 +29,7 @@ ATTN_IMPLEMENTATIONS = ("sdpa", "eager", "flash_attention_2", "flex_attention")
 
 # torch.optim state tensors per parameter, each zeros_like(param) (the parameter's dtype):
 # Adam/AdamW exp_avg + exp_avg_sq, SGD's momentum_buffer, Lion's exp_avg; Adafactor's factored rows
-# and columns ~0 per parameter. bitsandbytes' 8-bit optimizers keep 1 B per state whatever the dtype.
+# and columns ~0 per parameter. bitsandbytes' 8-bit optimizers keep 1 B per state, any dtype.
 TORCH_OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 1, "sgd-nomomentum": 0, "lion": 1,
                           "adafactor": 0}
 BNB_8BIT_STATE_BYTES = {"adam8bit": 2, "adamw8bit": 2}
@@ -47,28 +48,29 @@ def torch_optimizer_state_bytes(*, optimizer, param_bytes):
 
 
 def attention_kernel(attn, *, s, attn_implementation):
-    """The kernel one attention block of a causal LM reaches in transformers 5 for a training batch of
-    s tokens with no padding: 'flash' (sdpa with is_causal and no mask, flash_attention_2 with its
-    native window), 'efficient' (sdpa given a mask: a sliding window shorter than s, or a chunked
-    layer, so torch's memory-efficient kernel with a 16-bit additive bias and repeat_kv'd K/V),
-    'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores)."""
+    """The kernel one attention block of a causal LM reaches in transformers 5 for a training batch
+    of s tokens with no padding: 'flash' (sdpa with is_causal and no mask, flash_attention_2 with
+    its native window), 'efficient' (sdpa given a mask: a sliding window shorter than s, or a
+    chunked layer, so torch's memory-efficient kernel with a 16-bit additive bias and repeat_kv'd
+    K/V), 'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores)."""
     if attn_implementation == "eager":
         return "eager"
     if attn_implementation == "flex_attention":
         return "flex"
     if attn_implementation == "flash_attention_2":
         return "flash"
-    masked = (attn["span"] == "sliding" and (attn.get("window") or 0) < s) or attn["span"] == "chunked"
+    window = attn.get("window") or 0
+    masked = (attn["span"] == "sliding" and window < s) or attn["span"] == "chunked"
     return "efficient" if masked else "flash"
 
 
 def attention_saved_bytes(attn, *, s, b, tp, act_bytes, kernel):
-    """(per-token bytes, per-micro-batch bytes) one attention core keeps for backward on one tp rank.
-    flash/flex: q, k, v at their own heads, the output and an fp32 log-sum-exp per head (GQA read
-    natively). efficient: K and V repeated to every query head (transformers' repeat_kv when a mask is
-    passed), the same outputs, and the 16-bit additive bias torch builds from the boolean mask, b s^2
-    per layer. eager: q and the repeated K, V, the output, and per query row the fp32 softmax output
-    and its 16-bit copy fed to the value matmul, (4 + A) a s."""
+    """(per-token bytes, per-micro-batch bytes) one attention core keeps for backward on one tp
+    rank. flash/flex: q, k, v at their own heads, the output and an fp32 log-sum-exp per head (GQA
+    read natively). efficient: K and V repeated to every query head (transformers' repeat_kv when a
+    mask is passed), the same outputs, and the 16-bit additive bias torch builds from the boolean
+    mask, b s^2 per layer. eager: q and the repeated K, V, the output, and per query row the fp32
+    softmax output and its 16-bit copy fed to the value matmul, (4 + A) a s."""
     x = attention_on_rank(attn, tp=tp)
     a, kv = x["heads"], x["kv_heads"]
     d, dv = attention_head_dims(x)
@@ -82,7 +84,8 @@ def attention_saved_bytes(attn, *, s, b, tp, act_bytes, kernel):
 
 def lora_input_widths(layer, *, h, tp):
     """(target, input width on the rank) of each matrix LoRA may adapt in one layer: q, k, v, o of
-    each attention block (a layer reusing another's k/v has none), gate, up, down of each dense MLP."""
+    each attention block (a layer reusing another's k/v has none), gate, up, down of each dense
+    MLP."""
     out = []
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)

@@ -803,10 +803,10 @@ def _stage_model_states(spec, c, *, layers, ne, ex, emb, tp):
 
 
 def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
-    """(frozen base bytes, optimizer bytes per adapter parameter) of a peft run: a 16-bit base loaded
-    whole at its width (embeddings and head too); QLoRA's linear weights at the quantized width and
-    every other parameter in fp32 (train/finetune.qlora_state_bytes; norms counted as h per norm,
-    q/k norms and biases ignored); torch.optim states in the adapters' dtype."""
+    """(frozen base bytes, optimizer bytes per adapter parameter) of a peft run: a 16-bit base
+    loaded whole at its width (embeddings and head too); QLoRA's linear weights at the quantized
+    width and every other parameter in fp32 (train/finetune.qlora_state_bytes; norms counted as h
+    per norm, q/k norms and biases ignored); torch.optim states in the adapters' dtype."""
     lora, h = c["lora"], spec["hidden_size"]
     if lora.get("quantized"):
         norms = sum(spec["layers"][i]["norms"] * h for i in layers)
