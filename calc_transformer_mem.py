@@ -6153,6 +6153,8 @@ def memory_config(spec, lay, base):
         if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
             fields.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
+    if lay["framework"] == "pytorch":
+        fields.update(peft_memory_fields(lay))
     opt_bytes = fields.get("opt_bytes", base["opt_bytes"])
     fields.update(
         tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
@@ -6168,6 +6170,24 @@ def memory_config(spec, lay, base):
         # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
         zbs=5e8 if lay["zero_stage"] == 3 else 0)
     return base.extended(fields)
+
+
+def peft_memory_fields(lay):
+    """The memory config fields of a --framework pytorch layout's fine-tuning settings: the
+    attention implementation (sdpa unless given, as calc_transformer_mem.py), the optimizer, peft's
+    LoRA/QLoRA (a 16-bit base, fp32 adapters, NF4 with double quantization under QLoRA) and pure
+    16-bit training (no autocast; gradients and torch.optim states in bf16)."""
+    out = {"attn_implementation": lay.get("attn_implementation") or "sdpa",
+           "optimizer": lay.get("optimizer") or "adamw"}
+    if lay.get("finetune"):
+        q = lay["finetune"] == "qlora"
+        out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
+                       "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
+                       "dropout": 0.0, "quantized": q}
+    if lay.get("pure16"):
+        out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
+                   opt_bytes=torch_optimizer_state_bytes(optimizer=out["optimizer"], param_bytes=2))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -7188,6 +7208,11 @@ def any_attn(spec, test):
 # 16-bit training; their contradictions, the config fields they set and the assumption lines they
 # print. The formulas are in train/finetune.py.
 
+# the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
+FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
+                        "attn_implementation", "pure16", "optimizer")
+
+
 def add_finetune_args(p):
     """The flags of fine-tuning as transformers + peft + torch run it (--framework pytorch)."""
     g = p.add_argument_group("fine-tuning as transformers + peft run it (--framework pytorch)")
@@ -7289,6 +7314,98 @@ def torch_training_fields(args, c):
         out.update(grad_bytes=args.bytes_per_grad_ele or wb,
                    opt_bytes=torch_optimizer_state_bytes(optimizer=args.optimizer, param_bytes=wb))
     return out
+
+
+def add_finetune_time_args(p):
+    """calc_training_time.py's fine-tuning flags, spelt as calc_transformer_mem.py spells them."""
+    g = p.add_argument_group("fine-tuning as transformers + peft run it (--framework pytorch)")
+    g.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
+                   help="full training, or peft's LoRA/QLoRA on a frozen base (default full): no "
+                   "weight gradients for the base, the adapters' kernels, QLoRA's dequantization")
+    g.add_argument("--lora-rank", type=bounded_int, default=16, help="LoRA rank r (default 16)")
+    g.add_argument("--lora-targets", default="all-linear",
+                   help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
+    g.add_argument("--lora-dropout", type=finite_float, default=0.0,
+                   help="peft's lora_dropout (memory only; default 0.0)")
+    g.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, default=None,
+                   help="transformers' attention implementation: costs transformers' own kernel "
+                   "chain (rotate_half rotary, eager attention's fp32 softmax, sdpa's masked "
+                   "kernel); default: sdpa under --finetune, else the fused-kernel costing")
+    g.add_argument("--pure-bf16", action="store_true",
+                   help="pure 16-bit training (no autocast): weights, gradients and torch AdamW's "
+                   "moments in bf16, no fp32 casts")
+    g.add_argument("--disable-mixed-precision", action="store_true",
+                   help="fp32 training is not costed (16-bit matmuls are): use --pure-bf16")
+    g.add_argument("--optimizer", choices=sorted(OPTIMIZER_STATE_BYTES), default="adamw",
+                   help="the optimizer whose states the memory counts (default adamw)")
+
+
+def lora_targets_of(text, parser):
+    """The adapted matrices of --lora-targets, checked (one parser.error)."""
+    targets = (list(LORA_MATRICES) if text == "all-linear"
+               else [x.strip() for x in text.split(",") if x.strip()])
+    bad = [x for x in targets if x not in LORA_MATRICES]
+    if bad or not targets:
+        parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or "
+                     "all-linear")
+    return tuple(targets)
+
+
+def finetune_knobs(args, parser, spec, knobs):
+    """The layout fields of calc_training_time.py's fine-tuning flags (FINETUNE_LAYOUT_KEYS), with
+    their contradictions refused in one line: LoRA is costed as peft runs it, under --framework
+    pytorch, data parallel only (the Trainer's DDP, FSDP or DeepSpeed), QLoRA not under ZeRO-3.
+    transformers has no selective recompute: its runs recompute nothing unless -ca / --recompute
+    full (gradient checkpointing), which `knobs` then holds."""
+    fw, lora = args.framework, args.finetune != "full"
+    if args.disable_mixed_precision:
+        parser.error("--disable-mixed-precision: fp32 training is not costed here (its matmuls run "
+                     "at TF32 or fp32 rates); for pure 16-bit training use --pure-bf16")
+    if (lora or args.attn_implementation or args.pure_bf16) and fw != "pytorch":
+        what = ("--finetune " + args.finetune if lora else "--attn-implementation"
+                if args.attn_implementation else "--pure-bf16")
+        parser.error(f"{what} is costed as transformers + peft + torch run it: add --framework "
+                     f"pytorch (not --framework {fw})")
+    if lora and (args.tensor_parallel_size > 1 or args.pipeline_parallel_size > 1
+                 or args.context_parallel_size > 1 or args.expert_parallelism > 1):
+        parser.error(f"--finetune {args.finetune} is costed as peft runs it, data parallel only "
+                     "(-tp, -pp, -cp, -ep 1)")
+    if lora and args.search:
+        parser.error(f"--finetune {args.finetune} is costed for the layout given, not --search")
+    if args.finetune == "qlora" and args.zero_stage == 3:
+        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
+                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
+    if args.pure_bf16 and lora:
+        parser.error("--pure-bf16 trains every weight in bf16; peft keeps fp32 adapters under "
+                     "autocast: drop one")
+    if not 0 <= args.lora_dropout < 1 or (args.lora_dropout and not lora):
+        parser.error("--lora-dropout needs --finetune lora or qlora and a value in [0, 1)")
+    targets = lora_targets_of(args.lora_targets, parser) if lora else ()
+    impl = args.attn_implementation or ("sdpa" if lora else None)
+    if impl and knobs["recompute"] not in ("none", "full"):
+        if args.recompute:
+            parser.error(f"--recompute {args.recompute}: transformers checkpoints whole layers "
+                         "(gradient checkpointing = --recompute full) or nothing")
+        knobs["recompute"] = "none"
+    if impl in ("sdpa", "flash_attention_2") and any(
+            x["sinks"] for g in layer_groups(spec) for x in g[0]["attention"]):
+        parser.error(f"--attn-implementation {impl}: this model's attention sinks are not in that "
+                     "kernel (transformers runs them with eager or flex_attention)")
+    trainable = (sum(lora_params_per_layer(layer, h=spec["hidden_size"], rank=args.lora_rank,
+                                           targets=targets, tp=1) for layer in spec["layers"])
+                 if lora else None)
+    return {"finetune": args.finetune if lora else None, "lora_rank": args.lora_rank if lora else 0,
+            "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
+            "pure16": bool(args.pure_bf16), "optimizer": args.optimizer}
+
+
+def finetune_layout(knobs):
+    """The fine-tuning layout fields (FINETUNE_LAYOUT_KEYS) of the knobs, none for a full run with
+    no transformers setting (so its layout, and its --json, stay as they were)."""
+    if not (knobs["finetune"] or knobs["attn_implementation"] or knobs["pure16"]
+            or knobs["optimizer"] != "adamw"):
+        return {}
+    return {key: knobs[key] for key in FINETUNE_LAYOUT_KEYS}
 
 
 # ======== llmcalc/train/fit.py ====================================================================

@@ -118,3 +118,48 @@ def test_sinks_refused_under_sdpa(capsys):
         M.main(["--hf_model_name_or_path", path, "--framework", "pytorch"])
     assert e.value.code == 2
     assert "sinks" in capsys.readouterr().err
+
+
+import calc_training_time as T  # noqa: E402
+
+LLAMA_CFG = os.path.join(CONFIGS, "llama-3.1-8b.json")
+TIME = ["--hf_model_name_or_path", LLAMA_CFG, "--gpu", "h100", "--num-gpus", "1", "-s", "2048",
+        "-b", "2", "--global-batch-size", "2", "--framework", "pytorch"]
+
+
+@pytest.mark.parametrize("extra", [["--finetune", "lora"], ["--finetune", "qlora", "--recompute",
+                                   "full"], ["--pure-bf16"], ["--attn-implementation", "eager"]])
+def test_one_answer_for_memory(extra, capsys):
+    # calc_training_time.py's memory is calc_transformer_mem.py's for the same run (the recompute
+    # mode stated: --framework pytorch's default there is torchtitan's selective)
+    rec = [] if "--recompute" in extra else ["--recompute", "none"]
+    t = T.main(TIME + extra + ["--json"] + rec)
+    m = M.main(["--hf_model_name_or_path", LLAMA_CFG, "-s", "2048", "-b", "2", "--framework",
+                "pytorch", "--gpu", "h100", "--json"] + extra)
+    capsys.readouterr()
+    assert t["total_bytes"] == pytest.approx(m["total_bytes"], rel=1e-9)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--finetune", "lora", "--framework", "megatron"], "--framework pytorch"),
+    (["--finetune", "qlora", "-z", "3"], "ZeRO-3"),
+    (["--finetune", "lora", "-tp", "2", "--num-gpus", "2"], "data parallel"),
+    (["--disable-mixed-precision"], "--pure-bf16"),
+    (["--finetune", "lora", "--recompute", "selective"], "gradient checkpointing"),
+])
+def test_time_contradictions_exit_2(argv, needle, capsys):
+    with pytest.raises(SystemExit) as e:
+        T.main(TIME + argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+
+
+def test_lora_step_drops_the_base_weight_gradients(capsys):
+    # a frozen base computes no weight gradients: the backward's matmuls shrink by their weight-
+    # gradient half (autograd's mm backward skips the weight's product when it needs no gradient)
+    full = T.main(TIME + ["--attn-implementation", "sdpa", "--json"])
+    lora = T.main(TIME + ["--finetune", "lora", "--json"])
+    capsys.readouterr()
+    assert lora["breakdown_s"]["compute_frozen_base_no_weight_grads"] < 0
+    assert lora["breakdown_s"]["optimizer_step"] < full["breakdown_s"]["optimizer_step"] / 100

@@ -78,6 +78,7 @@ from ..train.search import (_divisors, check_layout, layout_shape, limiter, sear
     sequence_flops)
 from ..train.offload import evaluate_layout
 from .training_framework import resolve_framework_defaults
+from .finetune_flags import add_finetune_time_args, finetune_knobs, finetune_layout
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
 
@@ -149,6 +150,7 @@ def build_parser():
     add_hardware_flags(p)
     add_layout_flags(p)
     add_framework_flags(p)
+    add_finetune_time_args(p)
     add_question_flags(p)
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
@@ -581,6 +583,7 @@ def resolve_run(args, parser):
     except ValueError as exc:
         parser.error(str(exc))
     knobs = resolve_framework_defaults(args, parser)
+    knobs.update(finetune_knobs(args, parser, spec, knobs))
     knobs.update(sequence_parallel=bool(sp), offload=bool(args.offload),
                  offload_params=bool(args.offload_params),
                  offload_activations=bool(args.offload_activations))
@@ -648,7 +651,8 @@ def layout_base(args, knobs, hw, n):
             "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
             "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
             "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
-            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split})
+            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
+            **finetune_layout(k)})
 
 
 def search_clusters(args, parser, run, base):

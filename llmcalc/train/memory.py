@@ -120,6 +120,8 @@ def memory_config(spec, lay, base):
         if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
             fields.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
+    if lay["framework"] == "pytorch":
+        fields.update(peft_memory_fields(lay))
     opt_bytes = fields.get("opt_bytes", base["opt_bytes"])
     fields.update(
         tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
@@ -135,6 +137,24 @@ def memory_config(spec, lay, base):
         # DeepSpeed's all-gather bucket (5e8 elements, calc_transformer_mem.py's default)
         zbs=5e8 if lay["zero_stage"] == 3 else 0)
     return base.extended(fields)
+
+
+def peft_memory_fields(lay):
+    """The memory config fields of a --framework pytorch layout's fine-tuning settings: the
+    attention implementation (sdpa unless given, as calc_transformer_mem.py), the optimizer, peft's
+    LoRA/QLoRA (a 16-bit base, fp32 adapters, NF4 with double quantization under QLoRA) and pure
+    16-bit training (no autocast; gradients and torch.optim states in bf16)."""
+    out = {"attn_implementation": lay.get("attn_implementation") or "sdpa",
+           "optimizer": lay.get("optimizer") or "adamw"}
+    if lay.get("finetune"):
+        q = lay["finetune"] == "qlora"
+        out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
+                       "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
+                       "dropout": 0.0, "quantized": q}
+    if lay.get("pure16"):
+        out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
+                   opt_bytes=torch_optimizer_state_bytes(optimizer=out["optimizer"], param_bytes=2))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------

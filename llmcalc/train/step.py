@@ -18,9 +18,11 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
+from .finetune_step import dequantize_s, frozen_wgrad_s, lora_adapter_s, transformers_attention_s
 from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
     recompute_key, sequence_recompute_flops)
-from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
+from .memory import (QLORA_NF4_DQ_BITS, all_stage_layers,
+    layer_params_per_rank, layout_chunk_layers, layout_split,
     memory_config, stage_params_per_rank, training_memory)
 
 
@@ -199,6 +201,9 @@ def _attention_core_s(w, attn, ar, *, lay, hw):
     """An attention block's core: a linear mixer's chunked kernel, the fused kernel (with context
     parallelism's own kernels), or eager matmuls and softmax over the full s x s."""
     a, m, b, s, cp = w.a, w.m, lay["micro_batch_size"], lay["sequence_length"], lay["cp"]
+    if lay.get("attn_implementation") and ar["span"] != "state" and _eager_attention_s(
+            w, attn, ar, lay=lay, hw=hw):
+        return
     if ar["span"] == "state":
         pairs = query_key_pairs(attn, seq_len=s, attention="causal")
         core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
@@ -229,6 +234,31 @@ def _attention_core_s(w, attn, ar, *, lay, hw):
         sm_b = memory_time_s(probs * (3 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
         tf, tb = f_qk + f_av + sm_f, b_qk + b_av + sm_b
         _add(w.parts, "attention_core", tf, tb, tf if w.rec_core else 0.0)
+
+
+def _eager_attention_s(w, attn, ar, *, lay, hw):
+    """transformers' own attention core (train/finetune_step.transformers_attention_s) added to
+    the layer, True; False where the fused-kernel costing applies."""
+    t = transformers_attention_s(attn, ar, b=lay["micro_batch_size"], s=lay["sequence_length"],
+                                 cp=lay["cp"], hw=hw, impl=lay["attn_implementation"],
+                                 fractions=kernel_attention_fractions(attn, lay=lay, hw=hw))
+    if t is None:
+        return False
+    _add(w.parts, "attention_core", t[0], t[1], t[0] if w.rec_core else 0.0)
+    return True
+
+
+def _eager_lora_s(w, layer, *, h, lay, hw):
+    """A peft layer on a frozen base (train/finetune_step.py): the base's weight-gradient matmuls
+    taken out, the adapters' kernels and, under QLoRA, the dequantization added."""
+    tp = lay["tp"]
+    saved = frozen_wgrad_s(layer, h=h, m=w.m, tp=tp, hw=hw, parts=w.parts)
+    _add(w.parts, "frozen_base_no_weight_grads", 0.0, -saved, 0.0)
+    f, b = lora_adapter_s(layer, h=h, m=w.m, tp=tp, hw=hw, lora=lay)
+    _add(w.parts, "lora_adapters", f, b, f if w.full else 0.0)
+    if lay["finetune"] == "qlora":
+        dq = dequantize_s(layer, h=h, tp=tp, hw=hw, base_bits=QLORA_NF4_DQ_BITS)
+        _add(w.parts, "qlora_dequantize", dq, dq, dq if w.full else 0.0)
 
 
 def _cp_kernels_s(w, ar, *, lay, hw):
@@ -338,7 +368,8 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     """Eager PyTorch: each unfused kernel of the modules' source; weight-gradient kernels are
     charged per FSDP unit in evaluate (eager_grad_kernels_bytes), not here; torchao's fp8 casts
     (Transformer Engine fuses its own: not costed)."""
-    kf, kb = eager_layer_kernels(layer, h=h, tp=lay["tp"], style=lay["framework"], norm=lay["norm"])
+    style = "transformers" if lay.get("attn_implementation") else lay["framework"]
+    kf, kb = eager_layer_kernels(layer, h=h, tp=lay["tp"], style=style, norm=lay["norm"])
     ef = eager_kernels_time_s(kf, tokens=w.m, tokens_sp=w.mt, hw=hw)
     eb = eager_kernels_time_s(kb, tokens=w.m, tokens_sp=w.mt, hw=hw)
     if w.other_bytes:
@@ -350,6 +381,8 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     if w.wb == 1 and lay["framework"] == "pytorch":  # torchao's casts
         cf, cb = fp8_cast_time_s(w.fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
         _add(w.parts, "fp8_casts", cf, cb, cf if w.full or w.sac else 0.0)
+    if lay.get("finetune"):
+        _eager_lora_s(w, layer, h=h, lay=lay, hw=hw)
 
 
 def _fused_memory_bound_s(w, layer, *, h, lay, hw):
@@ -595,9 +628,21 @@ def head_and_embedding_s(spec, *, lay, hw, net):
         tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
         if lay.get("compile"):
             tf, tb = tf * COMPILE_LOSS_FACTOR, tb * COMPILE_LOSS_FACTOR
+        if lay.get("finetune"):
+            first, lf, lb = _eager_frozen_ends(first, lf, lb, m=m, V=V // tp, p=p, lay=lay, hw=hw16)
         return first, (lf + tf + red, lb + tb + red)
     last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
     return first, last
+
+
+def _eager_frozen_ends(first, lf, lb, *, m, V, p, lay, hw):
+    """A peft run's embedding and head, frozen: no embedding gradient, no head weight-gradient
+    matmul; under QLoRA the fp32 head (prepare_model_for_kbit_training) cast to 16 bits by
+    autocast every forward (read 4, write 2 per weight)."""
+    lb -= gemm_time_s(p, V, m, hw=hw)
+    if lay["finetune"] == "qlora":
+        lf += memory_time_s(6 * V * p, 1, hw=hw)
+    return (first[0], 0.0), lf, lb
 
 
 def layer_cost(layer, *, spec, lay, hw, net):
@@ -674,6 +719,8 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     mean_b = sum(stage_bwd_s) / len(stage_bwd_s)
     worst, t_sync_max = 0.0, 0.0
     for i, (dense, expert) in enumerate(params_by_stage):
+        if lay.get("trainable_params") is not None:  # peft: only the adapters have gradients
+            dense, expert = lay["trainable_params"], 0
         t = 0.0
         for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
             if p <= 0 or size <= 1:
@@ -702,11 +749,15 @@ def eager_grad_s(params_local, num_layers, *, lay, hw):
     (TransformerBlock) wrap them; ZeRO 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD, the reduce dtype the
     gradients' (--grad-reduce-dtype)."""
     nl = max(num_layers, 1)
+    if lay.get("trainable_params") is not None:  # peft: the adapters' casts and gradients only
+        params_local = lay["trainable_params"]
     per = params_local / nl
     n = lay["dp"] * lay["cp"]
     fsdp = lay["zero_stage"] >= 2 and n > 1
     f, b = eager_grad_kernels_bytes(params=per, shard=per / n if fsdp else per, reduce_bytes=lay["grad_bytes"],
                                     fsdp=fsdp, regather=lay["zero_stage"] == 3, microbatches=lay["num_microbatches"])
+    if lay.get("pure16") and not fsdp:  # no autocast casts: 16-bit gradients accumulate in place
+        f, b = [], [x / 2 for x in b[1:]]
     tf = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in f)
     tb = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in b)
     return [tf, tb, tf if lay["recompute"] in ("full", "op-sac") and not fsdp else 0.0]
@@ -733,6 +784,13 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
     return lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(back, b_layer, sd)) + rs
 
 
+# torch's fused AdamW with clip_grad_norm_ on 16-bit parameters (--pure-bf16): read weight,
+# gradient and the two moments (4 x 2 B), write weight and moments (3 x 2 B), the norm's read of
+# the gradient (2 B) and the clip's scaling (2 + 2 B): 20 B per parameter (torch/optim/adamw.py
+# _fused_adamw, states zeros_like(param); the fp32 count, 40 B, is within 5% of the H100's rows)
+TORCH_ADAMW_PURE16_BYTES = 20
+
+
 def optimizer_s(params_local, *, lay, hw):
     """Optimizer step seconds on one GPU: Megatron-LM's optimizer kernels stream
     OPTIMIZER_STEP_BYTES per held parameter (GRAD_PATH_2021's / GRAD_PATH_2022's for the dated
@@ -741,10 +799,14 @@ def optimizer_s(params_local, *, lay, hw):
     host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
     (ZeRO-Offload, Ren et al. 2021)."""
     shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
+    if lay.get("trainable_params") is not None:  # peft: the adapters only
+        params_local = lay["trainable_params"]
     p = params_local / shard
     if lay["offload"]:
         return offload_optimizer_s(p, lay=lay, hw=hw, cpu_adam_params_per_s=CPU_ADAM_PARAMS_PER_S)
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
+    if lay.get("pure16"):
+        nbytes = TORCH_ADAMW_PURE16_BYTES
     path = grad_path(lay)
     if path:
         nbytes = path["optimizer"] or nbytes
@@ -757,6 +819,8 @@ LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
                    "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
                    "cp_comm_type", "fp8_recipe", "moe_a2a_overlap")
+# (a layout's fine-tuning fields are not in the key: they are fixed for a whole answer, which
+# refuses --search with them, and every cache lives for one answer)
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):

@@ -1,0 +1,136 @@
+"""Step time of fine-tuning as transformers + peft + torch run it (calc_training_time.py --framework
+pytorch --finetune lora|qlora, --attn-implementation): what changes against full training in one
+layer's kernels, counted from the source of each module (train/finetune.py names the files).
+
+- A frozen base linear computes no weight gradient: its backward is the input-gradient matmul only
+  (autograd skips mm_mat2_backward when the weight does not require grad), so the base's backward
+  is ~1x its forward, not 2x. Routed experts and routers are frozen too (their weight-gradient
+  share taken as half their backward).
+- Each adapted matrix adds (peft lora/layer.py Linear.forward under autocast): x cast to the fp32
+  adapter dtype and autocast's cast back (plain LoRA; QLoRA's bnb layer skips the first, and the
+  second where x is already 16-bit), the two adapter weights cast to 16 bits, the rank-r matmuls
+  x A^T and (x A^T) B^T, the scaling multiply and the add into the base output (QLoRA: a clone of
+  the base output first). Backward: the multiply's gradient, the four small matmuls (input and
+  weight gradients of A and B), the casts' gradients and the sum of x's two gradients.
+- QLoRA dequantizes each 4-bit linear weight to 16 bits before its matmul (bitsandbytes
+  MatMul4Bit: forward, again in the backward, and again when the layer is recomputed): read the
+  packed 4 bits and the double-quantized absmax (QLORA bits / 8 per parameter), write 2 B.
+- transformers' eager attention (--attn-implementation eager; models/llama's
+  eager_attention_forward): repeat_kv copies of K and V, the score matmul, its scaling multiply,
+  the mask add, softmax in fp32 and the cast back to 16 bits, the value matmul; SDPA given a mask (a sliding window shorter
+  than s) runs torch's memory-efficient kernel over the whole s x s (a bias cannot skip blocks)
+  reading the 16-bit bias once per head.
+"""
+
+from ..model.formulas import attention_head_dims, query_key_pairs
+from ..model.sharding import attention_on_rank, mlp_on_rank
+from .finetune import NORM_INPUT_TARGETS, attention_kernel, lora_input_widths
+from .kernels import KERNEL_FLOOR_S, gemm_time_s, linear_times_s, memory_time_s
+from .recompute import attention_linear_shapes
+
+
+def frozen_wgrad_s(layer, *, h, m, tp, hw, parts):
+    """Seconds of the weight-gradient matmuls a frozen layer does not run, one micro-batch on one
+    rank: each attention block's projections and each dense MLP's matmuls (the same shapes
+    layer_compute_s costs), and half of the routed experts' and router's backward (their
+    weight-gradient share)."""
+    t = 0.0
+    for attn in layer["attention"]:
+        ar = attention_on_rank(attn, tp=tp)
+        n_in, n_out = attention_linear_shapes(ar, h=h)
+        t += gemm_time_s(h, n_in, m, hw=hw) + (gemm_time_s(n_out, h, m, hw=hw) if n_out else 0.0)
+    for mlp in layer["mlp"]:
+        mr = mlp_on_rank(mlp, tp=tp, etp=tp)
+        if mlp["kind"] == "dense":
+            n_in = mr["width"] * (2 if mlp["linears"] == 3 else 1)
+            t += gemm_time_s(h, n_in, m, hw=hw) + gemm_time_s(mr["width"], h, m, hw=hw)
+    for key in ("moe_experts", "router"):
+        if key in parts:
+            t += parts[key][1] / 2
+    return t
+
+
+def lora_adapter_s(layer, *, h, m, tp, hw, lora):
+    """(forward, backward) seconds of peft's adapters in one layer for m tokens: the rank-r matmuls
+    at their shapes (gemm_time_s: small, mostly at the kernel floor) and the memory-bound casts,
+    multiply and adds around them, each kernel at least the floor (the module docstring)."""
+    r, quant = lora["lora_rank"], lora["finetune"] == "qlora"
+    f = b = 0.0
+    for t, d_in in lora_input_widths(layer, h=h, tp=tp):
+        if t not in lora["lora_targets"]:
+            continue
+        d_out = _output_width(layer, t, h=h, tp=tp)
+        f += gemm_time_s(m, r, d_in, hw=hw) + gemm_time_s(m, d_out, r, hw=hw)
+        b += (gemm_time_s(m, r, d_out, hw=hw) + gemm_time_s(r, d_out, m, hw=hw)
+              + gemm_time_s(m, d_in, r, hw=hw) + gemm_time_s(r, d_in, m, hw=hw))
+        casts = 0 if quant and t not in NORM_INPUT_TARGETS else (1 if quant else 2)
+        fwd = [6 * d_in * m] * casts + [4 * d_out * m, 6 * d_out * m] + [0, 0]  # + weight casts
+        bwd = [4 * d_out * m] + [6 * d_in * m] * casts + [6 * d_in * m, 0, 0]
+        if quant:
+            fwd.append(4 * d_out * m)  # result.clone()
+        f += sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in fwd)
+        b += sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in bwd)
+    return f, b
+
+
+def _output_width(layer, target, *, h, tp):
+    """The output width on the rank of one adaptable matrix of the layer."""
+    for attn in layer["attention"]:
+        x = attention_on_rank(attn, tp=tp)
+        d, dv = attention_head_dims(x)
+        widths = {"q": x["heads"] * d, "k": x["kv_heads"] * d, "v": x["kv_heads"] * dv, "o": h}
+        if target in widths:
+            return widths[target]
+    for m in layer["mlp"]:
+        if m["kind"] == "dense":
+            return h if target == "down" else m["width"] // tp
+    return h
+
+
+def dequantize_s(layer, *, h, tp, hw, base_bits):
+    """Seconds of one pass of QLoRA's dequantization over the layer's 4-bit linear weights (one
+    bitsandbytes kernel per weight: read base_bits / 8 B, write 2 B per parameter)."""
+    sizes = []
+    for attn in layer["attention"]:
+        ar = attention_on_rank(attn, tp=tp)
+        n_in, n_out = attention_linear_shapes(ar, h=h)
+        sizes += [h * n_in, h * n_out] if n_out else [h * n_in]
+    for mlp in layer["mlp"]:
+        if mlp["kind"] == "dense":
+            mr = mlp_on_rank(mlp, tp=tp, etp=tp)
+            sizes += [h * mr["width"] * (2 if mlp["linears"] == 3 else 1), h * mr["width"]]
+    return sum(memory_time_s(n * (base_bits / 8 + 2), 1, hw=hw) for n in sizes)
+
+
+def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions):
+    """(forward, backward) seconds of one attention core as transformers 5 runs it under
+    --attn-implementation, or None where the fused-kernel costing applies (sdpa's flash kernel,
+    flash_attention_2, flex_attention). eager: repeat_kv copies (read kv, write q width, twice) and
+    their summing backward, the two batched matmuls over the full s x s, and per score the scaling
+    multiply 2+2, mask add 2+2, fp32 softmax 2+4, cast 4+2 (20 B, 4 kernels) forward, and the
+    cast's, softmax's and multiply's gradients 6 + 12 + 4 (22 B, 3 kernels) backward. sdpa with a
+    mask: the memory-efficient kernel over all s x s pairs at the flash kernel's rate (an
+    assumption), repeat_kv's copies, and the bias read once per head each way."""
+    kern = attention_kernel(attn, s=s, attn_implementation=impl)
+    if kern not in ("eager", "efficient"):
+        return None
+    dq, dv = attention_head_dims(ar)
+    heads, kv = ar["heads"], ar["kv_heads"]
+    sq = s // cp
+    m = b * sq
+    rep = 0.0
+    if kv < heads:
+        rep = memory_time_s(2 * m * (kv + heads) * (dq + dv), 2, hw=hw)
+    if kern == "eager":
+        bh = b * heads
+        f_qk, b_qk = linear_times_s(sq, s, dq, hw=hw, batch=bh)
+        f_av, b_av = linear_times_s(sq, dv, s, hw=hw, batch=bh)
+        probs = bh * sq * s
+        return (f_qk + f_av + memory_time_s(20 * probs, 4, hw=hw) + rep,
+                b_qk + b_av + memory_time_s(22 * probs, 3, hw=hw) + rep)
+    pairs = query_key_pairs(attn, seq_len=s, attention="full")["core"]
+    flops = 2 * pairs * heads * (dq + dv) * b / cp
+    ff, fb = fractions
+    bias = memory_time_s(2 * heads * b * sq * s, 1, hw=hw)
+    return (flops / (hw["peak16"] * ff) + bias + rep,
+            2.5 * flops / (hw["peak16"] * fb) + bias + rep)
