@@ -16,10 +16,10 @@ layer's kernels, counted from the source of each module (train/finetune.py names
   MatMul4Bit: forward, again in the backward, and again when the layer is recomputed): read the
   packed 4 bits and the double-quantized absmax (QLORA bits / 8 per parameter), write 2 B.
 - transformers' eager attention (--attn-implementation eager; models/llama's
-  eager_attention_forward): repeat_kv copies of K and V, the score matmul, its scaling multiply,
-  the mask add, softmax in fp32 and the cast back to 16 bits, the value matmul; SDPA given a mask (a sliding window shorter
-  than s) runs torch's memory-efficient kernel over the whole s x s (a bias cannot skip blocks)
-  reading the 16-bit bias once per head.
+  eager_attention_forward): repeat_kv copies of K and V, the score matmul, its scaling multiply, the
+  mask add, softmax in fp32 and the cast back to 16 bits, the value matmul; SDPA given a mask (a
+  sliding window shorter than s) runs torch's memory-efficient kernel over the whole s x s (a bias
+  cannot skip blocks) reading the 16-bit bias once per head.
 """
 
 from ..model.formulas import attention_head_dims, query_key_pairs
