@@ -163,3 +163,28 @@ def test_lora_step_drops_the_base_weight_gradients(capsys):
     capsys.readouterr()
     assert lora["breakdown_s"]["compute_frozen_base_no_weight_grads"] < 0
     assert lora["breakdown_s"]["optimizer_step"] < full["breakdown_s"]["optimizer_step"] / 100
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("cfg,rank", [("llama-3-8b.json", 16), ("qwen3-8b.json", 64),
+                                      ("qwen2.5-7b.json", 8), ("mistral-7b.json", 32)])
+def test_lora_parameters_equal_peft_on_the_meta_device(cfg, rank):
+    # Source: peft itself (LoraConfig(r, target_modules="all-linear") on transformers' model built
+    # on the meta device from the released config); exact: both count the same matrices
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    with open(os.path.join(CONFIGS, cfg), encoding="utf-8") as fh:
+        conf = {k: v for k, v in json.load(fh).items()
+                if k not in ("auto_map", "quantization_config", "torch_dtype", "dtype")}
+    with torch.device("meta"):
+        auto = transformers.AutoConfig.for_model(**conf)
+        model = transformers.AutoModelForCausalLM.from_config(auto)
+    model = peft.get_peft_model(model, peft.LoraConfig(r=rank, target_modules="all-linear"))
+    trainable, _ = model.get_nb_trainable_parameters()
+    args = M.build_parser().parse_args(["--hf_model_name_or_path", os.path.join(CONFIGS, cfg)])
+    spec, _ = resolve_model_spec(vars(args), defaults={"num_experts": 0})
+    from llmcalc.train.memory import LORA_MATRICES, lora_params_per_layer
+    ours = sum(lora_params_per_layer(layer, h=spec["hidden_size"], rank=rank,
+                                     targets=LORA_MATRICES, tp=1) for layer in spec["layers"])
+    assert ours == trainable
