@@ -1,5 +1,5 @@
-"""llmcalc-finetune-kit: fine-tune steps as transformers + peft + torch run them, on whatever GPU this
-machine has, measured beside calc_transformer_mem.py's and calc_training_time.py's predictions.
+"""llmcalc-finetune-kit: fine-tune steps as transformers + peft + torch run them, on whatever GPU
+this machine has, measured beside calc_transformer_mem.py's and calc_training_time.py's predictions.
 
     pip install '.[kit]'                     # torch, transformers 5, peft (bitsandbytes for QLoRA)
     llmcalc-finetune-kit --gpu h100 --out kit_rows.csv
