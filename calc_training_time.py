@@ -7948,6 +7948,7 @@ class Layout(Record):
         "attn_implementation": "transformers' attention implementation, None: the fused kernel",
         "pure16": "pure 16-bit training: no autocast, no fp32 copies (torch.optim in bf16)",
         "optimizer": "the optimizer whose states the memory counts (memory.OPTIMIZER_STATE_BYTES)",
+        "optimizer_impl": "torch AdamW's step: fused (the Trainer's default) or foreach",
     }
 
     def replace(self, **changes):
@@ -8867,6 +8868,12 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
 # the gradient (2 B) and the clip's scaling (2 + 2 B): 20 B per parameter (torch/optim/adamw.py
 # _fused_adamw, states zeros_like(param); the fp32 count, 40 B, is within 5% of the H100's rows)
 TORCH_ADAMW_PURE16_BYTES = 20
+# torch's foreach AdamW (torch.optim.AdamW's default on CUDA; the Trainer's adamw_torch), per
+# parameter in units of the parameter's width: the weight decay multiply 2, exp_avg.lerp_ 3,
+# exp_avg_sq.mul_ 2 and addcmul_ 3, the denominator's sqrt, div_ and add_ 2 + 2 + 2, addcdiv_ into
+# the weight 4 (torch/optim/adamw.py _multi_tensor_adamw, weight decay on), and clip_grad_norm_'s
+# foreach norm 1 and scaling 2: 23 passes of one element width
+TORCH_ADAMW_FOREACH_WIDTHS = 23
 
 
 def optimizer_s(params_local, *, lay, hw):
@@ -8885,6 +8892,8 @@ def optimizer_s(params_local, *, lay, hw):
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
     if lay.get("pure16"):
         nbytes = TORCH_ADAMW_PURE16_BYTES
+    if lay.get("optimizer_impl") == "foreach":  # 16-bit parameters, or fp32 ones under autocast
+        nbytes = TORCH_ADAMW_FOREACH_WIDTHS * (2 if lay.get("pure16") else 4)
     path = grad_path(lay)
     if path:
         nbytes = path["optimizer"] or nbytes
@@ -9846,7 +9855,7 @@ def resolve_framework_defaults(args, parser):
 
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
-                        "attn_implementation", "pure16", "optimizer")
+                        "attn_implementation", "pure16", "optimizer", "optimizer_impl")
 
 
 def add_finetune_args(p):
@@ -9974,6 +9983,10 @@ def add_finetune_time_args(p):
                    help="fp32 training is not costed (16-bit matmuls are): use --pure-bf16")
     g.add_argument("--optimizer", choices=sorted(OPTIMIZER_STATE_BYTES), default="adamw",
                    help="the optimizer whose states the memory counts (default adamw)")
+    g.add_argument("--optimizer-impl", choices=("fused", "foreach"), default="fused",
+                   help="torch AdamW's step under --framework pytorch: fused (the Trainer's "
+                   "adamw_torch_fused, its default with torch >= 2.8) or foreach "
+                   "(torch.optim.AdamW's own default on CUDA: ~23 passes over the parameters)")
 
 
 def lora_targets_of(text, parser):
@@ -9994,6 +10007,8 @@ def finetune_knobs(args, parser, spec, knobs):
     transformers has no selective recompute: its runs recompute nothing unless -ca / --recompute
     full (gradient checkpointing), which `knobs` then holds."""
     fw, lora = args.framework, args.finetune != "full"
+    if args.optimizer_impl != "fused" and fw != "pytorch":
+        parser.error("--optimizer-impl is torch's: add --framework pytorch")
     if args.disable_mixed_precision:
         parser.error("--disable-mixed-precision: fp32 training is not costed here (its matmuls run "
                      "at TF32 or fp32 rates); for pure 16-bit training use --pure-bf16")
@@ -10032,14 +10047,15 @@ def finetune_knobs(args, parser, spec, knobs):
                  if lora else None)
     return {"finetune": args.finetune if lora else None, "lora_rank": args.lora_rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
-            "pure16": bool(args.pure_bf16), "optimizer": args.optimizer}
+            "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
+            "optimizer_impl": args.optimizer_impl}
 
 
 def finetune_layout(knobs):
     """The fine-tuning layout fields (FINETUNE_LAYOUT_KEYS) of the knobs, none for a full run with
     no transformers setting (so its layout, and its --json, stay as they were)."""
     if not (knobs["finetune"] or knobs["attn_implementation"] or knobs["pure16"]
-            or knobs["optimizer"] != "adamw"):
+            or knobs["optimizer"] != "adamw" or knobs["optimizer_impl"] != "fused"):
         return {}
     return {key: knobs[key] for key in FINETUNE_LAYOUT_KEYS}
 

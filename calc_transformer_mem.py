@@ -7210,7 +7210,7 @@ def any_attn(spec, test):
 
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
-                        "attn_implementation", "pure16", "optimizer")
+                        "attn_implementation", "pure16", "optimizer", "optimizer_impl")
 
 
 def add_finetune_args(p):
@@ -7338,6 +7338,10 @@ def add_finetune_time_args(p):
                    help="fp32 training is not costed (16-bit matmuls are): use --pure-bf16")
     g.add_argument("--optimizer", choices=sorted(OPTIMIZER_STATE_BYTES), default="adamw",
                    help="the optimizer whose states the memory counts (default adamw)")
+    g.add_argument("--optimizer-impl", choices=("fused", "foreach"), default="fused",
+                   help="torch AdamW's step under --framework pytorch: fused (the Trainer's "
+                   "adamw_torch_fused, its default with torch >= 2.8) or foreach "
+                   "(torch.optim.AdamW's own default on CUDA: ~23 passes over the parameters)")
 
 
 def lora_targets_of(text, parser):
@@ -7358,6 +7362,8 @@ def finetune_knobs(args, parser, spec, knobs):
     transformers has no selective recompute: its runs recompute nothing unless -ca / --recompute
     full (gradient checkpointing), which `knobs` then holds."""
     fw, lora = args.framework, args.finetune != "full"
+    if args.optimizer_impl != "fused" and fw != "pytorch":
+        parser.error("--optimizer-impl is torch's: add --framework pytorch")
     if args.disable_mixed_precision:
         parser.error("--disable-mixed-precision: fp32 training is not costed here (its matmuls run "
                      "at TF32 or fp32 rates); for pure 16-bit training use --pure-bf16")
@@ -7396,14 +7402,15 @@ def finetune_knobs(args, parser, spec, knobs):
                  if lora else None)
     return {"finetune": args.finetune if lora else None, "lora_rank": args.lora_rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
-            "pure16": bool(args.pure_bf16), "optimizer": args.optimizer}
+            "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
+            "optimizer_impl": args.optimizer_impl}
 
 
 def finetune_layout(knobs):
     """The fine-tuning layout fields (FINETUNE_LAYOUT_KEYS) of the knobs, none for a full run with
     no transformers setting (so its layout, and its --json, stay as they were)."""
     if not (knobs["finetune"] or knobs["attn_implementation"] or knobs["pure16"]
-            or knobs["optimizer"] != "adamw"):
+            or knobs["optimizer"] != "adamw" or knobs["optimizer_impl"] != "fused"):
         return {}
     return {key: knobs[key] for key in FINETUNE_LAYOUT_KEYS}
 

@@ -152,6 +152,7 @@ TEST_CONCERNS = {
     "test_cookbook_readme.py": ("cli", "docs"),
     "test_eager_memory.py": ("train",),
     "test_finetune.py": ("train",),
+    "test_finetune_published.py": ("train",),
     "test_finetune_kit.py": ("train", "build"),
     "test_fixtures.py": ("model",),
     "test_flags_stay_parsed.py": ("train",),

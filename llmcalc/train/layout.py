@@ -59,6 +59,7 @@ class Layout(Record):
         "attn_implementation": "transformers' attention implementation, None: the fused kernel",
         "pure16": "pure 16-bit training: no autocast, no fp32 copies (torch.optim in bf16)",
         "optimizer": "the optimizer whose states the memory counts (memory.OPTIMIZER_STATE_BYTES)",
+        "optimizer_impl": "torch AdamW's step: fused (the Trainer's default) or foreach",
     }
 
     def replace(self, **changes):

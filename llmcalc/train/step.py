@@ -789,6 +789,12 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
 # the gradient (2 B) and the clip's scaling (2 + 2 B): 20 B per parameter (torch/optim/adamw.py
 # _fused_adamw, states zeros_like(param); the fp32 count, 40 B, is within 5% of the H100's rows)
 TORCH_ADAMW_PURE16_BYTES = 20
+# torch's foreach AdamW (torch.optim.AdamW's default on CUDA; the Trainer's adamw_torch), per
+# parameter in units of the parameter's width: the weight decay multiply 2, exp_avg.lerp_ 3,
+# exp_avg_sq.mul_ 2 and addcmul_ 3, the denominator's sqrt, div_ and add_ 2 + 2 + 2, addcdiv_ into
+# the weight 4 (torch/optim/adamw.py _multi_tensor_adamw, weight decay on), and clip_grad_norm_'s
+# foreach norm 1 and scaling 2: 23 passes of one element width
+TORCH_ADAMW_FOREACH_WIDTHS = 23
 
 
 def optimizer_s(params_local, *, lay, hw):
@@ -807,6 +813,8 @@ def optimizer_s(params_local, *, lay, hw):
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
     if lay.get("pure16"):
         nbytes = TORCH_ADAMW_PURE16_BYTES
+    if lay.get("optimizer_impl") == "foreach":  # 16-bit parameters, or fp32 ones under autocast
+        nbytes = TORCH_ADAMW_FOREACH_WIDTHS * (2 if lay.get("pure16") else 4)
     path = grad_path(lay)
     if path:
         nbytes = path["optimizer"] or nbytes
