@@ -213,3 +213,31 @@ def finetune_layout(knobs):
             or knobs["optimizer"] != "adamw" or knobs["optimizer_impl"] != "fused"):
         return {}
     return {key: knobs[key] for key in FINETUNE_LAYOUT_KEYS}
+
+
+def finetune_assumptions(lay):
+    """calc_training_time.py's assumption lines for a layout's fine-tuning settings (none for a
+    full run without them)."""
+    out = []
+    if lay.get("finetune"):
+        q = lay["finetune"] == "qlora"
+        out.append(f"{lay['finetune']} as peft runs it: r {lay['lora_rank']} on "
+                   f"{','.join(lay['lora_targets'])}, {lay['trainable_params']:,} trainable "
+                   "parameters; the frozen base computes no weight gradients (its backward is "
+                   "the input gradients only), the head and embedding neither; per adapted "
+                   "matrix peft's casts, the four rank-r matmuls, scaling and add at the kernel "
+                   "floor each"
+                   + ("; QLoRA dequantizes each 4-bit weight in the forward, the backward and the "
+                      "recompute" if q else "")
+                   + "; MFU and HFU still count 6 N D model FLOPs (the frozen base does ~4 N D)")
+    if lay.get("attn_implementation"):
+        out.append(f"transformers' kernels (--attn-implementation {lay['attn_implementation']}): "
+                   "rotate_half rotary, no repeat_kv under sdpa without a mask; eager attention's "
+                   "fp32 softmax chain and sdpa's masked kernel over all s x s where they apply")
+    if lay.get("pure16"):
+        out.append("pure bf16 (--pure-bf16): no autocast casts, bf16 gradients accumulated in "
+                   "place, torch AdamW on bf16 weights and moments")
+    if lay.get("optimizer_impl") == "foreach":
+        out.append("optimizer: torch AdamW foreach (23 passes over the parameters, weight decay "
+                   "and clipping included)")
+    return out

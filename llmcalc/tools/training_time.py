@@ -78,7 +78,8 @@ from ..train.search import (_divisors, check_layout, layout_shape, limiter, sear
     sequence_flops)
 from ..train.offload import evaluate_layout
 from .training_framework import resolve_framework_defaults
-from .finetune_flags import add_finetune_time_args, finetune_knobs, finetune_layout
+from .finetune_flags import (add_finetune_time_args, finetune_assumptions, finetune_knobs,
+    finetune_layout)
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
 
@@ -522,6 +523,7 @@ def assumptions(hw, lay):
                        + ", counted from its source) at achievable bandwidth; weights once per step, not costed")
         else:
             out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; casts not costed")
+    out += finetune_assumptions(lay)
     return out
 
 
