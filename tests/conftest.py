@@ -184,6 +184,7 @@ TEST_CONCERNS = {
     "test_structure.py": ("style",),
     "test_training_today.py": ("train",),
     "test_validate_serving.py": ("serve",),
+    "test_web.py": ("web",),
 }
 
 # The concerns a changed file touches: the longest matching path prefix wins. A changed test file
@@ -224,6 +225,9 @@ SOURCE_CONCERNS = (
     ("tools/line_lengths.py", ("style",)),
     ("tools/validate_serving.py", ("serve",)),
     ("README.md", ("docs",)),
+    ("web/", ("web",)),
+    ("docs/web.md", ("web", "docs")),
+    ("docs/finetuning.md", ("train", "docs")),
 )
 
 
