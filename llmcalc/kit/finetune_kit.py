@@ -115,13 +115,14 @@ def predict(argv, *, gpu, b):
     """(peak bytes, step seconds or None) from the two scripts' main() for one case."""
     import contextlib
     import io
-    from ..tools import mem, training_time
+    from ..tools.mem import main as mem_main
+    from ..tools.training_time import main as time_main
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        peak = mem.main(argv + ["--json"] + (["--gpu", gpu] if gpu else []))["total_bytes"]
+        peak = mem_main(argv + ["--json"] + (["--gpu", gpu] if gpu else []))["total_bytes"]
         step = None
         if gpu:
-            t = training_time.main(argv + ["--gpu", gpu, "--num-gpus", "1",
-                                            "--global-batch-size", str(b), "--json"])
+            t = time_main(argv + ["--gpu", gpu, "--num-gpus", "1", "--global-batch-size", str(b),
+                                  "--json"])
             step = t["step_time_s"]
     return peak, step
 
