@@ -115,8 +115,9 @@ def predict(argv, *, gpu, b):
     """(peak bytes, step seconds or None) from the two scripts' main() for one case."""
     import contextlib
     import io
-    from ..tools.mem import main as mem_main
-    from ..tools.training_time import main as time_main
+    import importlib  # by name: the kit is built into no script (the build reads static imports)
+    mem_main = importlib.import_module("llmcalc.tools.mem").main
+    time_main = importlib.import_module("llmcalc.tools.training_time").main
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         peak = mem_main(argv + ["--json"] + (["--gpu", gpu] if gpu else []))["total_bytes"]
         step = None
