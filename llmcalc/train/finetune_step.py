@@ -25,8 +25,49 @@ layer's kernels, counted from the source of each module (train/finetune.py names
 from ..model.formulas import attention_head_dims, query_key_pairs
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from .finetune import NORM_INPUT_TARGETS, attention_kernel, lora_input_widths
+from .memory import QLORA_NF4_DQ_BITS
 from .kernels import KERNEL_FLOOR_S, gemm_time_s, linear_times_s, memory_time_s
 from .recompute import attention_linear_shapes
+
+
+# torch's fused AdamW with clip_grad_norm_ on 16-bit parameters (--pure-bf16): read weight,
+# gradient and the two moments (4 x 2 B), write weight and moments (3 x 2 B), the norm's read of
+# the gradient (2 B) and the clip's scaling (2 + 2 B): 20 B per parameter (torch/optim/adamw.py
+# _fused_adamw, states zeros_like(param); the fp32 count, 40 B, is within 5% of the H100's rows)
+TORCH_ADAMW_PURE16_BYTES = 20
+# torch's foreach AdamW (torch.optim.AdamW's default on CUDA; the Trainer's adamw_torch), per
+# parameter in units of the parameter's width: the weight decay multiply 2, exp_avg.lerp_ 3,
+# exp_avg_sq.mul_ 2 and addcmul_ 3, the denominator's sqrt, div_ and add_ 2 + 2 + 2, addcdiv_ into
+# the weight 4 (torch/optim/adamw.py _multi_tensor_adamw, weight decay on), and clip_grad_norm_'s
+# foreach norm 1 and scaling 2: 23 passes of one element width
+TORCH_ADAMW_FOREACH_WIDTHS = 23
+
+
+def lora_layer_parts(layer, *, h, m, lay, hw, full, costed):
+    """{part: (forward, backward, recompute) seconds} a peft layer on a frozen base adds to the
+    layer's costs for m tokens (`costed`: the parts already costed, [fwd, bwd, rec] each): the
+    base's weight-gradient matmuls taken out, the adapters' kernels and, under QLoRA, the
+    dequantization (full: the layer is recomputed)."""
+    tp = lay["tp"]
+    parts = {}
+    saved = frozen_wgrad_s(layer, h=h, m=m, tp=tp, hw=hw, parts=costed)
+    parts["frozen_base_no_weight_grads"] = (0.0, -saved, 0.0)
+    f, b = lora_adapter_s(layer, h=h, m=m, tp=tp, hw=hw, lora=lay)
+    parts["lora_adapters"] = (f, b, f if full else 0.0)
+    if lay["finetune"] == "qlora":
+        dq = dequantize_s(layer, h=h, tp=tp, hw=hw, base_bits=QLORA_NF4_DQ_BITS)
+        parts["qlora_dequantize"] = (dq, dq, dq if full else 0.0)
+    return parts
+
+
+def frozen_ends_s(first, lf, lb, *, m, V, p, lay, hw):
+    """A peft run's embedding and head, frozen: no embedding gradient, no head weight-gradient
+    matmul; under QLoRA the fp32 head (prepare_model_for_kbit_training) cast to 16 bits by
+    autocast every forward (read 4, write 2 per weight). Returns (first, head fwd, head bwd)."""
+    lb -= gemm_time_s(p, V, m, hw=hw)
+    if lay["finetune"] == "qlora":
+        lf += memory_time_s(6 * V * p, 1, hw=hw)
+    return (first[0], 0.0), lf, lb
 
 
 def frozen_wgrad_s(layer, *, h, m, tp, hw, parts):

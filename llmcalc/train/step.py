@@ -18,11 +18,11 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
-from .finetune_step import dequantize_s, frozen_wgrad_s, lora_adapter_s, transformers_attention_s
+from .finetune_step import (TORCH_ADAMW_FOREACH_WIDTHS, TORCH_ADAMW_PURE16_BYTES, frozen_ends_s,
+    lora_layer_parts, transformers_attention_s)
 from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
     recompute_key, sequence_recompute_flops)
-from .memory import (QLORA_NF4_DQ_BITS, all_stage_layers,
-    layer_params_per_rank, layout_chunk_layers, layout_split,
+from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
     memory_config, stage_params_per_rank, training_memory)
 
 
@@ -248,19 +248,6 @@ def _eager_attention_s(w, attn, ar, *, lay, hw):
     return True
 
 
-def _eager_lora_s(w, layer, *, h, lay, hw):
-    """A peft layer on a frozen base (train/finetune_step.py): the base's weight-gradient matmuls
-    taken out, the adapters' kernels and, under QLoRA, the dequantization added."""
-    tp = lay["tp"]
-    saved = frozen_wgrad_s(layer, h=h, m=w.m, tp=tp, hw=hw, parts=w.parts)
-    _add(w.parts, "frozen_base_no_weight_grads", 0.0, -saved, 0.0)
-    f, b = lora_adapter_s(layer, h=h, m=w.m, tp=tp, hw=hw, lora=lay)
-    _add(w.parts, "lora_adapters", f, b, f if w.full else 0.0)
-    if lay["finetune"] == "qlora":
-        dq = dequantize_s(layer, h=h, tp=tp, hw=hw, base_bits=QLORA_NF4_DQ_BITS)
-        _add(w.parts, "qlora_dequantize", dq, dq, dq if w.full else 0.0)
-
-
 def _cp_kernels_s(w, ar, *, lay, hw):
     """Context parallelism's own kernels beside a fused attention core
     (train/context_parallel.py): a2a's reorder copies, or the p2p ring's copies and merges."""
@@ -381,8 +368,10 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     if w.wb == 1 and lay["framework"] == "pytorch":  # torchao's casts
         cf, cb = fp8_cast_time_s(w.fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
         _add(w.parts, "fp8_casts", cf, cb, cf if w.full or w.sac else 0.0)
-    if lay.get("finetune"):
-        _eager_lora_s(w, layer, h=h, lay=lay, hw=hw)
+    if lay.get("finetune"):  # a peft layer on a frozen base (train/finetune_step.py)
+        parts = lora_layer_parts(layer, h=h, m=w.m, lay=lay, hw=hw, full=w.full, costed=w.parts)
+        for key, val in parts.items():
+            _add(w.parts, key, *val)
 
 
 def _fused_memory_bound_s(w, layer, *, h, lay, hw):
@@ -629,20 +618,10 @@ def head_and_embedding_s(spec, *, lay, hw, net):
         if lay.get("compile"):
             tf, tb = tf * COMPILE_LOSS_FACTOR, tb * COMPILE_LOSS_FACTOR
         if lay.get("finetune"):
-            first, lf, lb = _eager_frozen_ends(first, lf, lb, m=m, V=V // tp, p=p, lay=lay, hw=hw16)
+            first, lf, lb = frozen_ends_s(first, lf, lb, m=m, V=V // tp, p=p, lay=lay, hw=hw16)
         return first, (lf + tf + red, lb + tb + red)
     last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
     return first, last
-
-
-def _eager_frozen_ends(first, lf, lb, *, m, V, p, lay, hw):
-    """A peft run's embedding and head, frozen: no embedding gradient, no head weight-gradient
-    matmul; under QLoRA the fp32 head (prepare_model_for_kbit_training) cast to 16 bits by
-    autocast every forward (read 4, write 2 per weight)."""
-    lb -= gemm_time_s(p, V, m, hw=hw)
-    if lay["finetune"] == "qlora":
-        lf += memory_time_s(6 * V * p, 1, hw=hw)
-    return (first[0], 0.0), lf, lb
 
 
 def layer_cost(layer, *, spec, lay, hw, net):
@@ -782,19 +761,6 @@ def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
     sd = lay["overlap_slowdown"]
     back = (ag if lay["zero_stage"] == 3 else 0.0) + rs
     return lay["num_microbatches"] * nl * (_hidden(ag, f_layer, sd) + _hidden(back, b_layer, sd)) + rs
-
-
-# torch's fused AdamW with clip_grad_norm_ on 16-bit parameters (--pure-bf16): read weight,
-# gradient and the two moments (4 x 2 B), write weight and moments (3 x 2 B), the norm's read of
-# the gradient (2 B) and the clip's scaling (2 + 2 B): 20 B per parameter (torch/optim/adamw.py
-# _fused_adamw, states zeros_like(param); the fp32 count, 40 B, is within 5% of the H100's rows)
-TORCH_ADAMW_PURE16_BYTES = 20
-# torch's foreach AdamW (torch.optim.AdamW's default on CUDA; the Trainer's adamw_torch), per
-# parameter in units of the parameter's width: the weight decay multiply 2, exp_avg.lerp_ 3,
-# exp_avg_sq.mul_ 2 and addcmul_ 3, the denominator's sqrt, div_ and add_ 2 + 2 + 2, addcdiv_ into
-# the weight 4 (torch/optim/adamw.py _multi_tensor_adamw, weight decay on), and clip_grad_norm_'s
-# foreach norm 1 and scaling 2: 23 passes of one element width
-TORCH_ADAMW_FOREACH_WIDTHS = 23
 
 
 def optimizer_s(params_local, *, lay, hw):
