@@ -7230,8 +7230,12 @@ def add_finetune_args(p):
                    "--high-prec-bytes-per-val 2")
 
 
-def finetune_checks(args, parser, *, eager, zero, spec):
-    """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each."""
+def finetune_checks(args, parser, *, eager, zero, spec, notes):
+    """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each; a
+    note when LoRA is counted with Megatron's fused kernels (--framework megatron)."""
+    if args.finetune != "full" and not eager and not args.infer:
+        notes.append(f"--finetune {args.finetune} is counted with Megatron-style fused kernels "
+                     "(--framework megatron); as transformers + peft run it: --framework pytorch")
     if args.attn_implementation and not eager:
         parser.error("--attn-implementation is transformers' setting: it needs --framework pytorch "
                      "(training)")
@@ -8079,7 +8083,7 @@ def resolve(args, parser):
     recompute = recompute_of(args, parser, notes)
     eager = args.framework == "pytorch" and not args.infer
     check_training_kind(args, parser, eager=eager, zero=zero, recompute=recompute, notes=notes)
-    finetune_checks(args, parser, eager=eager, zero=zero, spec=spec)
+    finetune_checks(args, parser, eager=eager, zero=zero, spec=spec, notes=notes)
     c = config_from_flags(args, parser, spec, shape=shape, zero=zero, batch=(s, b, m),
                           recompute=recompute, eager=eager, bits=bits)
     return spec, c, notes, model_args

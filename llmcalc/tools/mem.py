@@ -628,7 +628,7 @@ def resolve(args, parser):
     recompute = recompute_of(args, parser, notes)
     eager = args.framework == "pytorch" and not args.infer
     check_training_kind(args, parser, eager=eager, zero=zero, recompute=recompute, notes=notes)
-    finetune_checks(args, parser, eager=eager, zero=zero, spec=spec)
+    finetune_checks(args, parser, eager=eager, zero=zero, spec=spec, notes=notes)
     c = config_from_flags(args, parser, spec, shape=shape, zero=zero, batch=(s, b, m),
                           recompute=recompute, eager=eager, bits=bits)
     return spec, c, notes, model_args
