@@ -6096,20 +6096,21 @@ def torch_optimizer_state_bytes(*, optimizer, param_bytes):
     return TORCH_OPTIMIZER_STATES[optimizer] * param_bytes
 
 
-def attention_kernel(attn, *, s, attn_implementation):
+def attention_kernel(attn, *, s, attn_implementation, padded=False):
     """The kernel one attention block of a causal LM reaches in transformers 5 for a training batch
     of s tokens with no padding: 'flash' (sdpa with is_causal and no mask, flash_attention_2 with
     its native window), 'efficient' (sdpa given a mask: a sliding window shorter than s, or a
     chunked layer, so torch's memory-efficient kernel with a 16-bit additive bias and repeat_kv'd
-    K/V), 'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores)."""
+    K/V), 'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores). padded: batches padded to their longest sequence (an attention mask with zeros: sdpa is
+    given a mask on every layer; flash_attention_2 unpads instead)."""
     if attn_implementation == "eager":
         return "eager"
     if attn_implementation == "flex_attention":
         return "flex"
-    if attn_implementation == "flash_attention_2":
+    if attn_implementation == "flash_attention_2":  # padding: unpadded varlen, no mask
         return "flash"
     window = attn.get("window") or 0
-    masked = (attn["span"] == "sliding" and window < s) or attn["span"] == "chunked"
+    masked = padded or (attn["span"] == "sliding" and window < s) or attn["span"] == "chunked"
     return "efficient" if masked else "flash"
 
 
@@ -6175,7 +6176,7 @@ def lora_adapter_saved_bytes(layer, *, h, tp, lora, autocast, norm_out_bytes, ac
 
 
 def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora,
-                                attn_implementation="sdpa", mask_bytes=1):
+                                attn_implementation="sdpa", mask_bytes=1, padded=False):
     """Bytes autograd keeps for one LoRA/QLoRA layer and micro-batch on a frozen base, transformers'
     modules (memory.eager_rule_covers, dense MLPs), the residual stream carrying gradients (any
     layer after the first). Per token: each RMSNorm its fp32 input and fp32 1/rms (its weight is
@@ -6193,7 +6194,7 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
         d, _ = attention_head_dims(x)
         if x["qk_norm"] != "none":
             per_tok += (x["heads"] + x["kv_heads"]) * (4 * d + 4)
-        kern = attention_kernel(attn, s=s, attn_implementation=attn_implementation)
+        kern = attention_kernel(attn, s=s, attn_implementation=attn_implementation, padded=padded)
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
         per_tok, per_mb = per_tok + tok, per_mb + mb
     for m in layer["mlp"]:
@@ -6516,6 +6517,7 @@ class MemoryConfig(Record):
         "framework": "the training stack whose activations are counted",
         "lora": "LoRA: {rank, targets, base_bits, adapter_bytes, dropout, quantized}, or None",
         "attn_implementation": "transformers' attention implementation (eager rule), None: flash",
+        "padded_batches": "batches padded to their longest sequence: sdpa given a mask",
         "overhead_bytes": "framework allowance and misc per GPU",
         "memory_bytes": "the GPU's capacity, or None (train/fit.py's limit)",
         "offload": "optimizer states on the host (ZeRO-Offload)",
@@ -6586,7 +6588,8 @@ def peft_memory_fields(lay):
     LoRA/QLoRA (a 16-bit base, fp32 adapters, NF4 with double quantization under QLoRA) and pure
     16-bit training (no autocast; gradients and torch.optim states in bf16)."""
     out = {"attn_implementation": lay.get("attn_implementation") or "sdpa",
-           "optimizer": lay.get("optimizer") or "adamw"}
+           "optimizer": lay.get("optimizer") or "adamw",
+           "padded_batches": bool(lay.get("padded_batches"))}
     if lay.get("finetune"):
         q = lay["finetune"] == "qlora"
         out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
@@ -7070,7 +7073,7 @@ def eager_rule_covers(layer, *, norm, model_type=None, attn_implementation=None,
 
 
 def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
-                                 attn_implementation=None):
+                                 attn_implementation=None, padded=False):
     """Bytes autograd saves for one layer and micro-batch in eager PyTorch, transformers' modules
     (eager_rule_covers), per tp rank. autocast: fp32 parameters under torch.autocast (the Hugging
     Face Trainer's --bf16), so the residual stream is fp32 and every linear casts its own input to
@@ -7101,8 +7104,8 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
         copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
         if x["qk_norm"] != "none":
             inside += (at + kvt) * (4 * d + A * d + 4)
-        kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation)
-                if attn_implementation else "flash")
+        kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation,
+                                 padded=padded) if attn_implementation else "flash")
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
         inside += tok
         offsets += mb
@@ -7178,7 +7181,7 @@ class _ActivationRules:
     and op-SAC bytes (computed on first use)."""
 
     __slots__ = ("c", "spec", "s", "b", "h", "tp", "etp", "ab", "m", "sp", "sp_or_pa", "eager",
-                 "autocast", "mods", "streams", "attn", "lora", "residual")
+                 "autocast", "mods", "streams", "attn", "lora", "residual", "padded")
 
     def __init__(self, spec, c, b):
         self.spec, self.c, self.b = spec, c, b
@@ -7194,6 +7197,7 @@ class _ActivationRules:
         self.streams = spec.get("residual_streams", 1)
         self.attn = c.get("attn_implementation") if self.eager else None
         self.lora = c.get("lora") if self.eager else None
+        self.padded = bool(c.get("padded_batches"))
         # the residual stream's bytes: fp32 under autocast (fp32 weights) or QLoRA's upcast
         self.residual = (lora_residual_bytes(self.lora, act_bytes=self.ab) if self.lora
                          else 4 if self.autocast else self.ab)
@@ -7214,10 +7218,11 @@ class _ActivationRules:
         if self.lora:
             return lora_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
                                                act_bytes=self.ab, autocast=self.autocast,
-                                               lora=self.lora, attn_implementation=self.attn)
+                                               lora=self.lora, attn_implementation=self.attn,
+                                               padded=self.padded)
         return eager_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
                                             sp=self.sp, act_bytes=self.ab, autocast=self.autocast,
-                                            attn_implementation=self.attn)
+                                            attn_implementation=self.attn, padded=self.padded)
 
     def sac_of(self, layer):
         return op_sac_layer_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
@@ -7949,6 +7954,7 @@ class Layout(Record):
         "pure16": "pure 16-bit training: no autocast, no fp32 copies (torch.optim in bf16)",
         "optimizer": "the optimizer whose states the memory counts (memory.OPTIMIZER_STATE_BYTES)",
         "optimizer_impl": "torch AdamW's step: fused (the Trainer's default) or foreach",
+        "padded_batches": "batches padded to their longest sequence (sdpa given a mask)",
     }
 
     def replace(self, **changes):
@@ -8106,7 +8112,7 @@ def dequantize_s(layer, *, h, tp, hw, base_bits):
     return sum(memory_time_s(n * (base_bits / 8 + 2), 1, hw=hw) for n in sizes)
 
 
-def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions):
+def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions, padded=False):
     """(forward, backward) seconds of one attention core as transformers 5 runs it under
     --attn-implementation, or None where the fused-kernel costing applies (sdpa's flash kernel,
     flash_attention_2, flex_attention). eager: repeat_kv copies (read kv, write q width, twice) and
@@ -8115,7 +8121,7 @@ def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions):
     cast's, softmax's and multiply's gradients 6 + 12 + 4 (22 B, 3 kernels) backward. sdpa with a
     mask: the memory-efficient kernel over all s x s pairs at the flash kernel's rate (an
     assumption), repeat_kv's copies, and the bias read once per head each way."""
-    kern = attention_kernel(attn, s=s, attn_implementation=impl)
+    kern = attention_kernel(attn, s=s, attn_implementation=impl, padded=padded)
     if kern not in ("eager", "efficient"):
         return None
     dq, dv = attention_head_dims(ar)
@@ -8360,7 +8366,8 @@ def _eager_attention_s(w, attn, ar, *, lay, hw):
     the layer, True; False where the fused-kernel costing applies."""
     t = transformers_attention_s(attn, ar, b=lay["micro_batch_size"], s=lay["sequence_length"],
                                  cp=lay["cp"], hw=hw, impl=lay["attn_implementation"],
-                                 fractions=kernel_attention_fractions(attn, lay=lay, hw=hw))
+                                 fractions=kernel_attention_fractions(attn, lay=lay, hw=hw),
+                                 padded=bool(lay.get("padded_batches")))
     if t is None:
         return False
     _add(w.parts, "attention_core", t[0], t[1], t[0] if w.rec_core else 0.0)
@@ -9861,7 +9868,8 @@ def resolve_framework_defaults(args, parser):
 
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
-                        "attn_implementation", "pure16", "optimizer", "optimizer_impl")
+                        "attn_implementation", "pure16", "optimizer", "optimizer_impl",
+                        "padded_batches")
 
 
 def add_finetune_args(p):
@@ -9875,6 +9883,10 @@ def add_finetune_args(p):
     g.add_argument("--lora-dropout", type=finite_float, default=0.0,
                    help="peft's lora_dropout (default 0.0, peft's; > 0 keeps a mask and a copy of "
                    "each adapted input)")
+    g.add_argument("--padded-batches", action="store_true",
+                   help="batches padded to their longest sequence (an attention mask with zeros): "
+                   "sdpa is given a mask on every layer (memory-efficient kernel, repeated K/V, "
+                   "a b*s*s bias); default: unpadded or packed batches")
     g.add_argument("--pure-bf16", action="store_true",
                    help="pure 16-bit training (model.to(bfloat16), no autocast): weights, "
                    "gradients and torch AdamW's moments in bf16; = --disable-mixed-precision "
@@ -9887,9 +9899,9 @@ def finetune_checks(args, parser, *, eager, zero, spec, notes):
     if args.finetune != "full" and not eager and not args.infer:
         notes.append(f"--finetune {args.finetune} is counted with Megatron-style fused kernels "
                      "(--framework megatron); as transformers + peft run it: --framework pytorch")
-    if args.attn_implementation and not eager:
-        parser.error("--attn-implementation is transformers' setting: it needs --framework pytorch "
-                     "(training)")
+    if (args.attn_implementation or args.padded_batches) and not eager:
+        flag = "--attn-implementation" if args.attn_implementation else "--padded-batches"
+        parser.error(f"{flag} is transformers' setting: it needs --framework pytorch (training)")
     if args.finetune == "qlora" and zero == 3:
         parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
                      "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
@@ -9946,7 +9958,8 @@ def attention_text(c, spec):
     for g in layer_groups(spec):
         for x in g[0]["attention"]:
             if x["span"] != "state":
-                k = attention_kernel(x, s=c["sequence_length"] // c["cp"], attn_implementation=impl)
+                k = attention_kernel(x, s=c["sequence_length"] // c["cp"], attn_implementation=impl,
+                                     padded=c.get("padded_batches", False))
                 kinds[k] = kinds.get(k, 0) + g[1]
     words = {"flash": "the flash kernel (q, k, v, output, log-sum-exp kept)",
              "flex": "flex_attention's kernel (q, k, v, output, log-sum-exp kept)",
@@ -9955,15 +9968,17 @@ def attention_text(c, spec):
              "eager": "eager matmuls (fp32 softmax and its 16-bit copy kept, s*s per head)"}
     return (f"attention: --attn-implementation {impl} reaches "
             + "; ".join(f"{words[k]} on {n} layers" for k, n in kinds.items())
-            + " (a training batch without padding: sdpa passes no mask unless a window is "
-              "shorter than -s)")
+            + (" (padded batches: a mask on every layer)" if c.get("padded_batches") else
+               " (a training batch without padding: sdpa passes no mask unless a window is "
+               "shorter than -s)"))
 
 
 def torch_training_fields(args, c):
     """--framework pytorch's config fields: the attention implementation (sdpa by default) and, in
     pure 16-bit or fp32 training, torch.optim's semantics: gradients and optimizer states in the
     parameter's dtype (train/finetune.torch_optimizer_state_bytes), no master copy."""
-    out = {"attn_implementation": args.attn_implementation or "sdpa"}
+    out = {"attn_implementation": args.attn_implementation or "sdpa",
+           "padded_batches": args.padded_batches}
     if not c["mixed_precision"]:
         wb = c["weight_bytes"]
         out.update(grad_bytes=args.bytes_per_grad_ele or wb,
@@ -9986,6 +10001,9 @@ def add_finetune_time_args(p):
                    help="transformers' attention implementation: costs transformers' own kernel "
                    "chain (rotate_half rotary, eager attention's fp32 softmax, sdpa's masked "
                    "kernel); default: sdpa under --finetune, else the fused-kernel costing")
+    g.add_argument("--padded-batches", action="store_true",
+                   help="batches padded to their longest sequence: sdpa is given a mask on every "
+                   "layer (transformers' masked kernel chain)")
     g.add_argument("--pure-bf16", action="store_true",
                    help="pure 16-bit training (no autocast): weights, gradients and torch AdamW's "
                    "moments in bf16, no fp32 casts")
@@ -10022,9 +10040,11 @@ def finetune_knobs(args, parser, spec, knobs):
     if args.disable_mixed_precision:
         parser.error("--disable-mixed-precision: fp32 training is not costed here (its matmuls run "
                      "at TF32 or fp32 rates); for pure 16-bit training use --pure-bf16")
-    if (lora or args.attn_implementation or args.pure_bf16) and fw != "pytorch":
+    if (lora or args.attn_implementation or args.pure_bf16 or args.padded_batches) \
+            and fw != "pytorch":
         what = ("--finetune " + args.finetune if lora else "--attn-implementation"
-                if args.attn_implementation else "--pure-bf16")
+                if args.attn_implementation else "--pure-bf16" if args.pure_bf16
+                else "--padded-batches")
         parser.error(f"{what} is costed as transformers + peft + torch run it: add --framework "
                      f"pytorch (not --framework {fw})")
     if lora and (args.tensor_parallel_size > 1 or args.pipeline_parallel_size > 1
@@ -10042,7 +10062,7 @@ def finetune_knobs(args, parser, spec, knobs):
     if not 0 <= args.lora_dropout < 1 or (args.lora_dropout and not lora):
         parser.error("--lora-dropout needs --finetune lora or qlora and a value in [0, 1)")
     targets = lora_targets_of(args.lora_targets, parser) if lora else ()
-    impl = args.attn_implementation or ("sdpa" if lora else None)
+    impl = args.attn_implementation or ("sdpa" if lora or args.padded_batches else None)
     if impl and knobs["recompute"] not in ("none", "full"):
         if args.recompute:
             parser.error(f"--recompute {args.recompute}: transformers checkpoints whole layers "
@@ -10058,14 +10078,15 @@ def finetune_knobs(args, parser, spec, knobs):
     return {"finetune": args.finetune if lora else None, "lora_rank": args.lora_rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
             "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
-            "optimizer_impl": args.optimizer_impl}
+            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches}
 
 
 def finetune_layout(knobs):
     """The fine-tuning layout fields (FINETUNE_LAYOUT_KEYS) of the knobs, none for a full run with
     no transformers setting (so its layout, and its --json, stay as they were)."""
     if not (knobs["finetune"] or knobs["attn_implementation"] or knobs["pure16"]
-            or knobs["optimizer"] != "adamw" or knobs["optimizer_impl"] != "fused"):
+            or knobs["optimizer"] != "adamw" or knobs["optimizer_impl"] != "fused"
+            or knobs["padded_batches"]):
         return {}
     return {key: knobs[key] for key in FINETUNE_LAYOUT_KEYS}
 

@@ -188,3 +188,16 @@ def test_lora_parameters_equal_peft_on_the_meta_device(cfg, rank):
     ours = sum(lora_params_per_layer(layer, h=spec["hidden_size"], rank=rank,
                                      targets=LORA_MATRICES, tp=1) for layer in spec["layers"])
     assert ours == trainable
+
+
+def test_padded_batches_reach_the_masked_kernel(capsys):
+    # transformers' sdpa_attention_forward repeats K/V whenever it is given a mask, and a padded
+    # batch's attention mask reaches every layer (masking_utils skips it only without padding):
+    # the same tensors as the measured sliding-mask row above, on every layer
+    base = ["--hf_model_name_or_path", LLAMA_CFG, "-s", "4096", "-b", "2", "--framework",
+            "pytorch", "--finetune", "lora", "--json"]
+    plain, padded = M.main(base), M.main(base + ["--padded-batches"])
+    capsys.readouterr()
+    s, b, a, kv, d, L = 4096, 2, 32, 8, 128, 32
+    extra = L * (s * b * 2 * 2 * (a - kv) * d + 2 * b * s * s)  # K and V at a heads; the bias
+    assert padded["activations_stored_bytes"] - plain["activations_stored_bytes"] == extra

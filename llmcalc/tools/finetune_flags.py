@@ -10,7 +10,8 @@ from ..train.memory import LORA_MATRICES, OPTIMIZER_STATE_BYTES, lora_params_per
 
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
-                        "attn_implementation", "pure16", "optimizer", "optimizer_impl")
+                        "attn_implementation", "pure16", "optimizer", "optimizer_impl",
+                        "padded_batches")
 
 
 def add_finetune_args(p):
@@ -24,6 +25,10 @@ def add_finetune_args(p):
     g.add_argument("--lora-dropout", type=finite_float, default=0.0,
                    help="peft's lora_dropout (default 0.0, peft's; > 0 keeps a mask and a copy of "
                    "each adapted input)")
+    g.add_argument("--padded-batches", action="store_true",
+                   help="batches padded to their longest sequence (an attention mask with zeros): "
+                   "sdpa is given a mask on every layer (memory-efficient kernel, repeated K/V, "
+                   "a b*s*s bias); default: unpadded or packed batches")
     g.add_argument("--pure-bf16", action="store_true",
                    help="pure 16-bit training (model.to(bfloat16), no autocast): weights, "
                    "gradients and torch AdamW's moments in bf16; = --disable-mixed-precision "
@@ -36,9 +41,9 @@ def finetune_checks(args, parser, *, eager, zero, spec, notes):
     if args.finetune != "full" and not eager and not args.infer:
         notes.append(f"--finetune {args.finetune} is counted with Megatron-style fused kernels "
                      "(--framework megatron); as transformers + peft run it: --framework pytorch")
-    if args.attn_implementation and not eager:
-        parser.error("--attn-implementation is transformers' setting: it needs --framework pytorch "
-                     "(training)")
+    if (args.attn_implementation or args.padded_batches) and not eager:
+        flag = "--attn-implementation" if args.attn_implementation else "--padded-batches"
+        parser.error(f"{flag} is transformers' setting: it needs --framework pytorch (training)")
     if args.finetune == "qlora" and zero == 3:
         parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
                      "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
@@ -95,7 +100,8 @@ def attention_text(c, spec):
     for g in layer_groups(spec):
         for x in g[0]["attention"]:
             if x["span"] != "state":
-                k = attention_kernel(x, s=c["sequence_length"] // c["cp"], attn_implementation=impl)
+                k = attention_kernel(x, s=c["sequence_length"] // c["cp"], attn_implementation=impl,
+                                     padded=c.get("padded_batches", False))
                 kinds[k] = kinds.get(k, 0) + g[1]
     words = {"flash": "the flash kernel (q, k, v, output, log-sum-exp kept)",
              "flex": "flex_attention's kernel (q, k, v, output, log-sum-exp kept)",
@@ -104,15 +110,17 @@ def attention_text(c, spec):
              "eager": "eager matmuls (fp32 softmax and its 16-bit copy kept, s*s per head)"}
     return (f"attention: --attn-implementation {impl} reaches "
             + "; ".join(f"{words[k]} on {n} layers" for k, n in kinds.items())
-            + " (a training batch without padding: sdpa passes no mask unless a window is "
-              "shorter than -s)")
+            + (" (padded batches: a mask on every layer)" if c.get("padded_batches") else
+               " (a training batch without padding: sdpa passes no mask unless a window is "
+               "shorter than -s)"))
 
 
 def torch_training_fields(args, c):
     """--framework pytorch's config fields: the attention implementation (sdpa by default) and, in
     pure 16-bit or fp32 training, torch.optim's semantics: gradients and optimizer states in the
     parameter's dtype (train/finetune.torch_optimizer_state_bytes), no master copy."""
-    out = {"attn_implementation": args.attn_implementation or "sdpa"}
+    out = {"attn_implementation": args.attn_implementation or "sdpa",
+           "padded_batches": args.padded_batches}
     if not c["mixed_precision"]:
         wb = c["weight_bytes"]
         out.update(grad_bytes=args.bytes_per_grad_ele or wb,
@@ -135,6 +143,9 @@ def add_finetune_time_args(p):
                    help="transformers' attention implementation: costs transformers' own kernel "
                    "chain (rotate_half rotary, eager attention's fp32 softmax, sdpa's masked "
                    "kernel); default: sdpa under --finetune, else the fused-kernel costing")
+    g.add_argument("--padded-batches", action="store_true",
+                   help="batches padded to their longest sequence: sdpa is given a mask on every "
+                   "layer (transformers' masked kernel chain)")
     g.add_argument("--pure-bf16", action="store_true",
                    help="pure 16-bit training (no autocast): weights, gradients and torch AdamW's "
                    "moments in bf16, no fp32 casts")
@@ -171,9 +182,11 @@ def finetune_knobs(args, parser, spec, knobs):
     if args.disable_mixed_precision:
         parser.error("--disable-mixed-precision: fp32 training is not costed here (its matmuls run "
                      "at TF32 or fp32 rates); for pure 16-bit training use --pure-bf16")
-    if (lora or args.attn_implementation or args.pure_bf16) and fw != "pytorch":
+    if (lora or args.attn_implementation or args.pure_bf16 or args.padded_batches) \
+            and fw != "pytorch":
         what = ("--finetune " + args.finetune if lora else "--attn-implementation"
-                if args.attn_implementation else "--pure-bf16")
+                if args.attn_implementation else "--pure-bf16" if args.pure_bf16
+                else "--padded-batches")
         parser.error(f"{what} is costed as transformers + peft + torch run it: add --framework "
                      f"pytorch (not --framework {fw})")
     if lora and (args.tensor_parallel_size > 1 or args.pipeline_parallel_size > 1
@@ -191,7 +204,7 @@ def finetune_knobs(args, parser, spec, knobs):
     if not 0 <= args.lora_dropout < 1 or (args.lora_dropout and not lora):
         parser.error("--lora-dropout needs --finetune lora or qlora and a value in [0, 1)")
     targets = lora_targets_of(args.lora_targets, parser) if lora else ()
-    impl = args.attn_implementation or ("sdpa" if lora else None)
+    impl = args.attn_implementation or ("sdpa" if lora or args.padded_batches else None)
     if impl and knobs["recompute"] not in ("none", "full"):
         if args.recompute:
             parser.error(f"--recompute {args.recompute}: transformers checkpoints whole layers "
@@ -207,14 +220,15 @@ def finetune_knobs(args, parser, spec, knobs):
     return {"finetune": args.finetune if lora else None, "lora_rank": args.lora_rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
             "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
-            "optimizer_impl": args.optimizer_impl}
+            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches}
 
 
 def finetune_layout(knobs):
     """The fine-tuning layout fields (FINETUNE_LAYOUT_KEYS) of the knobs, none for a full run with
     no transformers setting (so its layout, and its --json, stay as they were)."""
     if not (knobs["finetune"] or knobs["attn_implementation"] or knobs["pure16"]
-            or knobs["optimizer"] != "adamw" or knobs["optimizer_impl"] != "fused"):
+            or knobs["optimizer"] != "adamw" or knobs["optimizer_impl"] != "fused"
+            or knobs["padded_batches"]):
         return {}
     return {key: knobs[key] for key in FINETUNE_LAYOUT_KEYS}
 

@@ -47,20 +47,21 @@ def torch_optimizer_state_bytes(*, optimizer, param_bytes):
     return TORCH_OPTIMIZER_STATES[optimizer] * param_bytes
 
 
-def attention_kernel(attn, *, s, attn_implementation):
+def attention_kernel(attn, *, s, attn_implementation, padded=False):
     """The kernel one attention block of a causal LM reaches in transformers 5 for a training batch
     of s tokens with no padding: 'flash' (sdpa with is_causal and no mask, flash_attention_2 with
     its native window), 'efficient' (sdpa given a mask: a sliding window shorter than s, or a
     chunked layer, so torch's memory-efficient kernel with a 16-bit additive bias and repeat_kv'd
-    K/V), 'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores)."""
+    K/V), 'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores). padded: batches padded to their longest sequence (an attention mask with zeros: sdpa is
+    given a mask on every layer; flash_attention_2 unpads instead)."""
     if attn_implementation == "eager":
         return "eager"
     if attn_implementation == "flex_attention":
         return "flex"
-    if attn_implementation == "flash_attention_2":
+    if attn_implementation == "flash_attention_2":  # padding: unpadded varlen, no mask
         return "flash"
     window = attn.get("window") or 0
-    masked = (attn["span"] == "sliding" and window < s) or attn["span"] == "chunked"
+    masked = padded or (attn["span"] == "sliding" and window < s) or attn["span"] == "chunked"
     return "efficient" if masked else "flash"
 
 
@@ -126,7 +127,7 @@ def lora_adapter_saved_bytes(layer, *, h, tp, lora, autocast, norm_out_bytes, ac
 
 
 def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora,
-                                attn_implementation="sdpa", mask_bytes=1):
+                                attn_implementation="sdpa", mask_bytes=1, padded=False):
     """Bytes autograd keeps for one LoRA/QLoRA layer and micro-batch on a frozen base, transformers'
     modules (memory.eager_rule_covers, dense MLPs), the residual stream carrying gradients (any
     layer after the first). Per token: each RMSNorm its fp32 input and fp32 1/rms (its weight is
@@ -144,7 +145,7 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
         d, _ = attention_head_dims(x)
         if x["qk_norm"] != "none":
             per_tok += (x["heads"] + x["kv_heads"]) * (4 * d + 4)
-        kern = attention_kernel(attn, s=s, attn_implementation=attn_implementation)
+        kern = attention_kernel(attn, s=s, attn_implementation=attn_implementation, padded=padded)
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
         per_tok, per_mb = per_tok + tok, per_mb + mb
     for m in layer["mlp"]:

@@ -143,7 +143,7 @@ def dequantize_s(layer, *, h, tp, hw, base_bits):
     return sum(memory_time_s(n * (base_bits / 8 + 2), 1, hw=hw) for n in sizes)
 
 
-def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions):
+def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions, padded=False):
     """(forward, backward) seconds of one attention core as transformers 5 runs it under
     --attn-implementation, or None where the fused-kernel costing applies (sdpa's flash kernel,
     flash_attention_2, flex_attention). eager: repeat_kv copies (read kv, write q width, twice) and
@@ -152,7 +152,7 @@ def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions):
     cast's, softmax's and multiply's gradients 6 + 12 + 4 (22 B, 3 kernels) backward. sdpa with a
     mask: the memory-efficient kernel over all s x s pairs at the flash kernel's rate (an
     assumption), repeat_kv's copies, and the bias read once per head each way."""
-    kern = attention_kernel(attn, s=s, attn_implementation=impl)
+    kern = attention_kernel(attn, s=s, attn_implementation=impl, padded=padded)
     if kern not in ("eager", "efficient"):
         return None
     dq, dv = attention_head_dims(ar)

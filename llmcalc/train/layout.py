@@ -60,6 +60,7 @@ class Layout(Record):
         "pure16": "pure 16-bit training: no autocast, no fp32 copies (torch.optim in bf16)",
         "optimizer": "the optimizer whose states the memory counts (memory.OPTIMIZER_STATE_BYTES)",
         "optimizer_impl": "torch AdamW's step: fused (the Trainer's default) or foreach",
+        "padded_batches": "batches padded to their longest sequence (sdpa given a mask)",
     }
 
     def replace(self, **changes):

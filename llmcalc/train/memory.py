@@ -75,6 +75,7 @@ class MemoryConfig(Record):
         "framework": "the training stack whose activations are counted",
         "lora": "LoRA: {rank, targets, base_bits, adapter_bytes, dropout, quantized}, or None",
         "attn_implementation": "transformers' attention implementation (eager rule), None: flash",
+        "padded_batches": "batches padded to their longest sequence: sdpa given a mask",
         "overhead_bytes": "framework allowance and misc per GPU",
         "memory_bytes": "the GPU's capacity, or None (train/fit.py's limit)",
         "offload": "optimizer states on the host (ZeRO-Offload)",
@@ -145,7 +146,8 @@ def peft_memory_fields(lay):
     LoRA/QLoRA (a 16-bit base, fp32 adapters, NF4 with double quantization under QLoRA) and pure
     16-bit training (no autocast; gradients and torch.optim states in bf16)."""
     out = {"attn_implementation": lay.get("attn_implementation") or "sdpa",
-           "optimizer": lay.get("optimizer") or "adamw"}
+           "optimizer": lay.get("optimizer") or "adamw",
+           "padded_batches": bool(lay.get("padded_batches"))}
     if lay.get("finetune"):
         q = lay["finetune"] == "qlora"
         out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
@@ -629,7 +631,7 @@ def eager_rule_covers(layer, *, norm, model_type=None, attn_implementation=None,
 
 
 def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
-                                 attn_implementation=None):
+                                 attn_implementation=None, padded=False):
     """Bytes autograd saves for one layer and micro-batch in eager PyTorch, transformers' modules
     (eager_rule_covers), per tp rank. autocast: fp32 parameters under torch.autocast (the Hugging
     Face Trainer's --bf16), so the residual stream is fp32 and every linear casts its own input to
@@ -660,8 +662,8 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
         copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
         if x["qk_norm"] != "none":
             inside += (at + kvt) * (4 * d + A * d + 4)
-        kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation)
-                if attn_implementation else "flash")
+        kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation,
+                                 padded=padded) if attn_implementation else "flash")
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
         inside += tok
         offsets += mb
@@ -737,7 +739,7 @@ class _ActivationRules:
     and op-SAC bytes (computed on first use)."""
 
     __slots__ = ("c", "spec", "s", "b", "h", "tp", "etp", "ab", "m", "sp", "sp_or_pa", "eager",
-                 "autocast", "mods", "streams", "attn", "lora", "residual")
+                 "autocast", "mods", "streams", "attn", "lora", "residual", "padded")
 
     def __init__(self, spec, c, b):
         self.spec, self.c, self.b = spec, c, b
@@ -753,6 +755,7 @@ class _ActivationRules:
         self.streams = spec.get("residual_streams", 1)
         self.attn = c.get("attn_implementation") if self.eager else None
         self.lora = c.get("lora") if self.eager else None
+        self.padded = bool(c.get("padded_batches"))
         # the residual stream's bytes: fp32 under autocast (fp32 weights) or QLoRA's upcast
         self.residual = (lora_residual_bytes(self.lora, act_bytes=self.ab) if self.lora
                          else 4 if self.autocast else self.ab)
@@ -773,10 +776,11 @@ class _ActivationRules:
         if self.lora:
             return lora_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
                                                act_bytes=self.ab, autocast=self.autocast,
-                                               lora=self.lora, attn_implementation=self.attn)
+                                               lora=self.lora, attn_implementation=self.attn,
+                                               padded=self.padded)
         return eager_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
                                             sp=self.sp, act_bytes=self.ab, autocast=self.autocast,
-                                            attn_implementation=self.attn)
+                                            attn_implementation=self.attn, padded=self.padded)
 
     def sac_of(self, layer):
         return op_sac_layer_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,

@@ -241,7 +241,8 @@ def _eager_attention_s(w, attn, ar, *, lay, hw):
     the layer, True; False where the fused-kernel costing applies."""
     t = transformers_attention_s(attn, ar, b=lay["micro_batch_size"], s=lay["sequence_length"],
                                  cp=lay["cp"], hw=hw, impl=lay["attn_implementation"],
-                                 fractions=kernel_attention_fractions(attn, lay=lay, hw=hw))
+                                 fractions=kernel_attention_fractions(attn, lay=lay, hw=hw),
+                                 padded=bool(lay.get("padded_batches")))
     if t is None:
         return False
     _add(w.parts, "attention_core", t[0], t[1], t[0] if w.rec_core else 0.0)
