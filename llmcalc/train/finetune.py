@@ -52,8 +52,9 @@ def attention_kernel(attn, *, s, attn_implementation, padded=False):
     of s tokens with no padding: 'flash' (sdpa with is_causal and no mask, flash_attention_2 with
     its native window), 'efficient' (sdpa given a mask: a sliding window shorter than s, or a
     chunked layer, so torch's memory-efficient kernel with a 16-bit additive bias and repeat_kv'd
-    K/V), 'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores). padded: batches padded to their longest sequence (an attention mask with zeros: sdpa is
-    given a mask on every layer; flash_attention_2 unpads instead)."""
+    K/V), 'flex' (flex_attention: a block mask, no scores kept) or 'eager' (the s x s scores).
+    padded: batches padded to their longest sequence (an attention mask with zeros: sdpa is given a
+    mask on every layer; flash_attention_2 unpads instead)."""
     if attn_implementation == "eager":
         return "eager"
     if attn_implementation == "flex_attention":
