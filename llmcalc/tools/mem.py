@@ -79,8 +79,9 @@ from .finetune_flags import (add_finetune_args, finetune_checks, peft_assumption
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
+from ..train.finetune import QLORA_NF4_DQ_BITS
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES,
-    PIPELINE_SPLIT_KEYS, QLORA_NF4_DQ_BITS, MemoryConfig, offloaded_stages,
+    PIPELINE_SPLIT_KEYS, MemoryConfig, offloaded_stages,
     optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error, training_memory,
     zero_shards)
 

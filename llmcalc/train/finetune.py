@@ -24,6 +24,8 @@ Sources, read for each rule (the module docstrings below name the lines):
 from ..model.formulas import attention_head_dims
 from ..model.sharding import attention_on_rank
 
+QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
+
 # transformers' spelling of config._attn_implementation (calc_* --attn-implementation)
 ATTN_IMPLEMENTATIONS = ("sdpa", "eager", "flash_attention_2", "flex_attention")
 
@@ -189,3 +191,54 @@ def frozen_output_layer_bytes(*, s, b, h, V, tp, loss_bytes_per_logit):
     """Last stage under LoRA, per micro-batch: the frozen final norm's fp32 input and 1/rms (no
     normalised output kept), no head input (the head is frozen), and the loss's fp32 tensors."""
     return s * b * (4 * h + 4 + loss_bytes_per_logit * V / tp)
+
+
+def peft_memory_fields(lay):
+    """The memory config fields of a --framework pytorch layout's fine-tuning settings: the
+    attention implementation (sdpa unless given, as calc_transformer_mem.py), the optimizer, peft's
+    LoRA/QLoRA (a 16-bit base, fp32 adapters, NF4 with double quantization under QLoRA) and pure
+    16-bit training (no autocast; gradients and torch.optim states in bf16)."""
+    out = {"attn_implementation": lay.get("attn_implementation") or "sdpa",
+           "optimizer": lay.get("optimizer") or "adamw",
+           "padded_batches": bool(lay.get("padded_batches"))}
+    if lay.get("finetune"):
+        q = lay["finetune"] == "qlora"
+        out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
+                       "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
+                       "dropout": 0.0, "quantized": q}
+    if lay.get("pure16"):
+        out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
+                   opt_bytes=torch_optimizer_state_bytes(optimizer=out["optimizer"], param_bytes=2))
+    return out
+
+
+def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
+    """(frozen base bytes, optimizer bytes per adapter parameter) of a peft run: a 16-bit base
+    loaded whole at its width (embeddings and head too); QLoRA's linear weights at the quantized
+    width and every other parameter in fp32 (train/finetune.qlora_state_bytes; norms counted as h
+    per norm, q/k norms and biases ignored); torch.optim states in the adapters' dtype."""
+    lora, h = c["lora"], spec["hidden_size"]
+    if lora.get("quantized"):
+        norms = sum(spec["layers"][i]["norms"] * h for i in layers)
+        base = qlora_state_bytes(linear_params=ne + ex - emb - norms, other_params=emb + norms,
+                                 base_bits=lora["base_bits"])
+    else:
+        base = (ne + ex) * lora["base_bits"] / 8
+    return base, torch_optimizer_state_bytes(optimizer=c["optimizer"],
+                                             param_bytes=lora["adapter_bytes"])
+
+
+def peft_cast_bytes(spec, c, *, layers, trainable, last, tp):
+    """16-bit tensors a peft step holds besides activations at its backward's start, on one rank:
+    under autocast a copy of every adapter weight (cached for the forward: they are leaves that
+    need gradients) and, under QLoRA, the fp32 head's 16-bit copy the head's matmul keeps (a
+    frozen weight is cast afresh, not cached) and one dequantized linear weight
+    (train/finetune.dequantized_working_bytes)."""
+    lora, A = c["lora"], c["act_bytes"]
+    out = A * trainable if c.get("autocast") else 0
+    if lora.get("quantized"):
+        if last and c.get("autocast"):
+            out += A * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp
+        out += max((dequantized_working_bytes(spec["layers"][i], h=spec["hidden_size"], tp=tp,
+                                              act_bytes=A) for i in layers), default=0)
+    return out

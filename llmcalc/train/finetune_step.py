@@ -24,8 +24,7 @@ layer's kernels, counted from the source of each module (train/finetune.py names
 
 from ..model.formulas import attention_head_dims, query_key_pairs
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .finetune import NORM_INPUT_TARGETS, attention_kernel, lora_input_widths
-from .memory import QLORA_NF4_DQ_BITS
+from .finetune import NORM_INPUT_TARGETS, QLORA_NF4_DQ_BITS, attention_kernel, lora_input_widths
 from .kernels import KERNEL_FLOOR_S, gemm_time_s, linear_times_s, memory_time_s
 from .recompute import attention_linear_shapes
 
