@@ -5842,7 +5842,8 @@ def peft_memory_fields(lay):
     out = {"attn_implementation": lay.get("attn_implementation") or "sdpa",
            "optimizer": lay.get("optimizer") or "adamw",
            "padded_batches": bool(lay.get("padded_batches"))}
-    if lay.get("finetune"):
+    if lay.get("finetune"):  # the Trainer's bf16 autocast at every ZeRO stage (a 16-bit base)
+        out["autocast"] = True
         q = lay["finetune"] == "qlora"
         out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
                        "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
@@ -7325,9 +7326,13 @@ def attention_text(c, spec):
 def torch_training_fields(args, c):
     """--framework pytorch's config fields: the attention implementation (sdpa by default) and, in
     pure 16-bit or fp32 training, torch.optim's semantics: gradients and optimizer states in the
-    parameter's dtype (train/finetune.torch_optimizer_state_bytes), no master copy."""
+    parameter's dtype (train/finetune.torch_optimizer_state_bytes), no master copy. LoRA in mixed
+    precision runs under the Trainer's bf16 autocast at every ZeRO stage (its base is 16-bit
+    already: no fp32 weights to keep, whatever shards them)."""
     out = {"attn_implementation": args.attn_implementation or "sdpa",
            "padded_batches": args.padded_batches}
+    if c["lora"] and c["mixed_precision"]:
+        out["autocast"] = True
     if not c["mixed_precision"]:
         wb = c["weight_bytes"]
         out.update(grad_bytes=args.bytes_per_grad_ele or wb,

@@ -118,9 +118,13 @@ def attention_text(c, spec):
 def torch_training_fields(args, c):
     """--framework pytorch's config fields: the attention implementation (sdpa by default) and, in
     pure 16-bit or fp32 training, torch.optim's semantics: gradients and optimizer states in the
-    parameter's dtype (train/finetune.torch_optimizer_state_bytes), no master copy."""
+    parameter's dtype (train/finetune.torch_optimizer_state_bytes), no master copy. LoRA in mixed
+    precision runs under the Trainer's bf16 autocast at every ZeRO stage (its base is 16-bit
+    already: no fp32 weights to keep, whatever shards them)."""
     out = {"attn_implementation": args.attn_implementation or "sdpa",
            "padded_batches": args.padded_batches}
+    if c["lora"] and c["mixed_precision"]:
+        out["autocast"] = True
     if not c["mixed_precision"]:
         wb = c["weight_bytes"]
         out.update(grad_bytes=args.bytes_per_grad_ele or wb,

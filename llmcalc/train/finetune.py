@@ -201,7 +201,8 @@ def peft_memory_fields(lay):
     out = {"attn_implementation": lay.get("attn_implementation") or "sdpa",
            "optimizer": lay.get("optimizer") or "adamw",
            "padded_batches": bool(lay.get("padded_batches"))}
-    if lay.get("finetune"):
+    if lay.get("finetune"):  # the Trainer's bf16 autocast at every ZeRO stage (a 16-bit base)
+        out["autocast"] = True
         q = lay["finetune"] == "qlora"
         out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
                        "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
