@@ -93,6 +93,7 @@ GIB_ = 2 ** 30
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive).
 FLAG_RANGES = {
+    "lora_rank": (1, 10 ** 6), "lora_dropout": (0, 0.999),  # tools/finetune_flags.py's
     "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
     "virtual_pipeline_size": (1, 1024),
     "decoder_first_pipeline_num_layers": (1, 100_000), "decoder_last_pipeline_num_layers": (1, 100_000),
