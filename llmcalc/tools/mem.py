@@ -97,7 +97,8 @@ FLAG_RANGES = {
     "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
     "zero_allgather_bucket_size": (0, 1e12), "zero3_max_live_params": (1, 1e15),
     "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
-    "lora_rank": (1, 10 ** 6), "lora_dropout": (0, 0.999), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
+    "lora_rank": (1, 10 ** 6), "lora_dropout": (0, 0.999),
+    "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
     "low_prec_bytes_per_val": (1, 8), "recompute_every": (1, 10 ** 6), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
     "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "state_bits": (1, 64), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
     "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
