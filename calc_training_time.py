@@ -8149,6 +8149,34 @@ def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions, padded=
             2.5 * flops / (hw["peak16"] * fb) + bias + rep)
 
 
+def fp32_experts_s(layer, *, m, h, lay, hw):
+    """(forward, backward) seconds of a layer's routed experts in transformers 5 under autocast
+    with fp32 master weights, or None (no MoE block, or no fp32 peak in hardware.py): its
+    grouped_mm experts (integrations/moe.py) cast their input to the weights' dtype and call
+    torch's grouped_mm, whose fast path is bf16 only; fp32 takes torch's fallback, one mm per
+    expert (pytorch/pytorch#161407, #162059), at the fp32 rate (TF32 is off by default), each at
+    least the kernel floor; the backward runs the fallback's two grouped products the same way."""
+    if not hw.get("peak32"):
+        return None
+    f = b = 0.0
+    for mlp in layer["mlp"]:
+        if mlp["kind"] != "moe":
+            continue
+        ep, etp = lay["ep"], lay["etp"]
+        local, k_real = mlp["num_experts"] // ep, expected_real_experts(mlp)
+        m_e = max(1, round(m * k_real * ep / mlp["num_experts"]))
+        wd = mlp["width"] // etp
+        for n, k in ((wd * (2 if mlp["linears"] == 3 else 1), h), (h, wd)):
+            one = max(2 * m_e * n * k / (hw["peak32"] * hw["matmul_ceiling16"]),
+                      4 * (m_e * k + k * n + m_e * n) / hw["mem_bw"], KERNEL_FLOOR_S)
+            f += local * one
+            b += 2 * local * one
+        cast = memory_time_s(6 * m * k_real * h, 1, hw=hw)  # the input's cast to fp32, and back
+        f, b = f + cast, b + cast
+    g = lay["moe_imbalance"]
+    return (g * f, g * b) if f else None
+
+
 # ======== llmcalc/train/step.py ===================================================================
 # One training step of one layout: compute per layer kind, its collectives and how much of them
 # overlaps, the pipeline schedule, data-parallel and FSDP exposure, the optimizer, and memory;
@@ -8497,6 +8525,11 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     if w.wb == 1 and lay["framework"] == "pytorch":  # torchao's casts
         cf, cb = fp8_cast_time_s(w.fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
         _add(w.parts, "fp8_casts", cf, cb, cf if w.full or w.sac else 0.0)
+    fp32 = (lay.get("attn_implementation") and not lay.get("finetune") and not lay.get("pure16")
+            and lay["zero_stage"] <= 1)  # transformers under autocast: fp32 master weights
+    moe32 = fp32_experts_s(layer, m=w.m, h=h, lay=lay, hw=hw) if fp32 else None
+    if moe32:  # routed experts in torch's fp32 grouped_mm fallback (train/finetune_step.py)
+        w.parts["moe_experts"] = [moe32[0], moe32[1], moe32[0] if w.full else 0.0]
     if lay.get("finetune"):  # a peft layer on a frozen base (train/finetune_step.py)
         parts = lora_layer_parts(layer, h=h, m=w.m, lay=lay, hw=hw, full=w.full, costed=w.parts)
         for key, val in parts.items():
@@ -10500,6 +10533,7 @@ class TrainingHardware(Record):
         "default": "True when no --gpu was given (the default accelerator)",
         "peak": "dense peak FLOP/s at the run's --dtype (or --peak-tflops)",
         "peak16": "dense 16-bit peak FLOP/s (attention and the non-fp8 matmuls)",
+        "peak32": "dense fp32 peak FLOP/s without tensor-core TF32 (None: not in hardware.py)",
         "peak_mfu": "the peak MFU is quoted against (FLOP/s)",
         "matmul_ceiling": "fraction of `peak` a large matmul sustains (MAMF x sustained factor)",
         "matmul_ceiling16": "the same at 16 bits",
@@ -10698,7 +10732,8 @@ def resolve_hardware(args, parser, *, counts=None):
         rec.get("memory_usable_bytes") or rec.get("memory_bytes"))
     hw = TrainingHardware(
         name=rec.get("full_name") or rec.get("name"), default=not args.gpu, peak=peak,
-        peak16=peak16, peak_mfu=peak, matmul_ceiling=ceiling, matmul_ceiling16=ceiling16,
+        peak16=peak16, peak32=(rec.get("peak_flops_per_s") or {}).get("fp32"), peak_mfu=peak,
+        matmul_ceiling=ceiling, matmul_ceiling16=ceiling16,
         ceiling_source=ceiling_src, mem_bw=mem_bw,
         # a custom peak on the default GPU: its SMs are unknown
         sms=rec.get("sms") if (args.gpu or args.peak_tflops is None) else None,

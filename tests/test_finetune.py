@@ -201,3 +201,18 @@ def test_padded_batches_reach_the_masked_kernel(capsys):
     s, b, a, kv, d, L = 4096, 2, 32, 8, 128, 32
     extra = L * (s * b * 2 * 2 * (a - kv) * d + 2 * b * s * s)  # K and V at a heads; the bias
     assert padded["activations_stored_bytes"] - plain["activations_stored_bytes"] == extra
+
+
+def test_autocast_moe_experts_take_torchs_fp32_fallback(capsys):
+    # transformers 5's grouped_mm experts cast their input to the weights' dtype (fp32 under
+    # autocast with fp32 master weights) and torch's grouped_mm keeps its fast path for bf16 only
+    # (pytorch/pytorch#162059: fp32 runs the per-expert mm loop): the experts cost at least the
+    # bf16/fp32 peak ratio more than under pure bf16, which keeps the fast path
+    base = ["--hf_model_name_or_path", os.path.join(CONFIGS, "qwen3-30b-a3b.json"), "-l", "4",
+            "--framework", "pytorch", "--gpu", "h100", "--num-gpus", "1", "-s", "2048", "-b", "1",
+            "--global-batch-size", "1", "--recompute", "none", "--attn-implementation", "sdpa",
+            "--json"]
+    auto, pure = T.main(base), T.main(base + ["--pure-bf16"])
+    capsys.readouterr()
+    a, p = (r["breakdown_s"]["compute_moe_experts"] for r in (auto, pure))
+    assert a > 5 * p

@@ -22,7 +22,7 @@ layer's kernels, counted from the source of each module (train/finetune.py names
   cannot skip blocks) reading the 16-bit bias once per head.
 """
 
-from ..model.formulas import attention_head_dims, query_key_pairs
+from ..model.formulas import attention_head_dims, expected_real_experts, query_key_pairs
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from .finetune import NORM_INPUT_TARGETS, QLORA_NF4_DQ_BITS, attention_kernel, lora_input_widths
 from .kernels import KERNEL_FLOOR_S, gemm_time_s, linear_times_s, memory_time_s
@@ -174,3 +174,31 @@ def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions, padded=
     bias = memory_time_s(2 * heads * b * sq * s, 1, hw=hw)
     return (flops / (hw["peak16"] * ff) + bias + rep,
             2.5 * flops / (hw["peak16"] * fb) + bias + rep)
+
+
+def fp32_experts_s(layer, *, m, h, lay, hw):
+    """(forward, backward) seconds of a layer's routed experts in transformers 5 under autocast
+    with fp32 master weights, or None (no MoE block, or no fp32 peak in hardware.py): its
+    grouped_mm experts (integrations/moe.py) cast their input to the weights' dtype and call
+    torch's grouped_mm, whose fast path is bf16 only; fp32 takes torch's fallback, one mm per
+    expert (pytorch/pytorch#161407, #162059), at the fp32 rate (TF32 is off by default), each at
+    least the kernel floor; the backward runs the fallback's two grouped products the same way."""
+    if not hw.get("peak32"):
+        return None
+    f = b = 0.0
+    for mlp in layer["mlp"]:
+        if mlp["kind"] != "moe":
+            continue
+        ep, etp = lay["ep"], lay["etp"]
+        local, k_real = mlp["num_experts"] // ep, expected_real_experts(mlp)
+        m_e = max(1, round(m * k_real * ep / mlp["num_experts"]))
+        wd = mlp["width"] // etp
+        for n, k in ((wd * (2 if mlp["linears"] == 3 else 1), h), (h, wd)):
+            one = max(2 * m_e * n * k / (hw["peak32"] * hw["matmul_ceiling16"]),
+                      4 * (m_e * k + k * n + m_e * n) / hw["mem_bw"], KERNEL_FLOOR_S)
+            f += local * one
+            b += 2 * local * one
+        cast = memory_time_s(6 * m * k_real * h, 1, hw=hw)  # the input's cast to fp32, and back
+        f, b = f + cast, b + cast
+    g = lay["moe_imbalance"]
+    return (g * f, g * b) if f else None

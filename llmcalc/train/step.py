@@ -18,8 +18,8 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
-from .finetune_step import (TORCH_ADAMW_FOREACH_WIDTHS, TORCH_ADAMW_PURE16_BYTES, frozen_ends_s,
-    lora_layer_parts, transformers_attention_s)
+from .finetune_step import (TORCH_ADAMW_FOREACH_WIDTHS, TORCH_ADAMW_PURE16_BYTES, fp32_experts_s,
+    frozen_ends_s, lora_layer_parts, transformers_attention_s)
 from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
     recompute_key, sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
@@ -369,6 +369,11 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     if w.wb == 1 and lay["framework"] == "pytorch":  # torchao's casts
         cf, cb = fp8_cast_time_s(w.fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
         _add(w.parts, "fp8_casts", cf, cb, cf if w.full or w.sac else 0.0)
+    fp32 = (lay.get("attn_implementation") and not lay.get("finetune") and not lay.get("pure16")
+            and lay["zero_stage"] <= 1)  # transformers under autocast: fp32 master weights
+    moe32 = fp32_experts_s(layer, m=w.m, h=h, lay=lay, hw=hw) if fp32 else None
+    if moe32:  # routed experts in torch's fp32 grouped_mm fallback (train/finetune_step.py)
+        w.parts["moe_experts"] = [moe32[0], moe32[1], moe32[0] if w.full else 0.0]
     if lay.get("finetune"):  # a peft layer on a frozen base (train/finetune_step.py)
         parts = lora_layer_parts(layer, h=h, m=w.m, lay=lay, hw=hw, full=w.full, costed=w.parts)
         for key, val in parts.items():
