@@ -48,8 +48,9 @@ import json
 
 from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, HOPPER_SXM_TFLOPS, KV_STREAM_EFFICIENCY,
     MAMF_SOURCE, MODAL_2797, NV_H100_SOURCE, NVLINK_C2C_GB_S, PCIE3_X16_GB_S, PCIE4_X16_GB_S,
-    PCIE5_X16_GB_S, SUSTAINED_BLACKWELL, SUSTAINED_H100, TERA, Accelerator, accelerator_row)
-from .cli import OneLineErrorParser, run_tool
+    PCIE5_X16_GB_S, SUSTAINED_A100, SUSTAINED_BLACKWELL, SUSTAINED_H100, TERA, Accelerator,
+    accelerator_row)
+from .cli import OneLineErrorParser, add_output_args, brief_number, run_tool
 
 # --- shared source strings -------------------------------------------------------------------
 _NV_V100 = ("NVIDIA V100 datasheet https://images.nvidia.com/content/technologies/volta/pdf/"
@@ -136,7 +137,7 @@ _ROWS = [
                        "core-kit/pull/834 (driver 580.126.09). Older drivers showed 40536 MiB "
                        "(https://github.com/nanopool/phoenix-miner/issues/17, driver 470)",
          sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
-         kernel_family="ampere",
+         kernel_family="ampere", sustained=SUSTAINED_A100,
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="Datasheet 600 GB/s NVLink is bidirectional. fp32 is non-tensor (no fp32 tensor "
                "mode; tf32 is separate). No fp8. HGX A100 NVSwitch gen2 has no SHARP.",
@@ -152,7 +153,7 @@ _ROWS = [
          host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
          usable_mib=81920, usable_source=MODAL_2797,
          sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
-         kernel_family="ampere",
+         kernel_family="ampere", sustained=SUSTAINED_A100,
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="80 GB HBM2e at 2,039 GB/s. Same compute as the 40GB part. 'a100' resolves here.",
          achievable_tflops=dict(bf16=271.2), achievable_source=MAMF_SOURCE + " (A100 SXM, memory "
@@ -861,14 +862,27 @@ def format_compare(records):
 
 # --- CLI -----------------------------------------------------------------------------------------
 def build_parser():
-    p = OneLineErrorParser(prog="hardware.py", description=__doc__)
+    p = OneLineErrorParser(description=__doc__)  # prog: the command as run (llmcalc-hardware)
     p.add_argument("name", nargs="?", default=None,
                    help="accelerator name or alias (case-insensitive), e.g. h100, mi300x, tpu-v5p")
     p.add_argument("--compare", nargs="+", metavar="NAME", default=None,
                    help="show two or more accelerators side by side")
-    p.add_argument("--json", action="store_true",
-                   help="print the record (or list of records) as JSON and nothing else")
+    add_output_args(p, json_help="print the record (or list of records) as JSON and nothing else")
     return p
+
+
+def format_brief(records):
+    """--brief: one line per accelerator, `NAME: X TFLOP/s DTYPE, Y GB/s, Z GiB` (the 16-bit dense
+    peak, else the widest the row has; memory bandwidth; the usable memory, else the vendor's)."""
+    out = []
+    for r in records:
+        peaks = r["peak_flops_per_s"]
+        dtype = next((d for d in ("bf16", "fp16", "fp32") if peaks.get(d)), next(iter(peaks), None))
+        mem = r.get("memory_usable_bytes") or r["memory_bytes"]
+        peak = f"{brief_number(peaks[dtype] / 1e12)} TFLOP/s {dtype}, " if dtype else ""
+        out.append(f"{r['name']}: {peak}{brief_number(r['memory_bandwidth_bytes_per_s'] / 1e9)} "
+                   f"GB/s, {brief_number(mem / 2 ** 30)} GiB")
+    return "\n".join(out)
 
 
 def _resolve(name, parser):
@@ -893,6 +907,8 @@ def main(argv=None):
     else:
         result = [get_accelerator(n) for n in list_accelerators()]
         text = format_table(result)
+    if args.brief:
+        text = format_brief(result if isinstance(result, list) else [result])
     print(json.dumps(result, indent=2) if args.json else text)
     return result
 

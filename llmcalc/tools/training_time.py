@@ -61,15 +61,18 @@ import time
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
-    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
+    print_warnings, ranges_epilog, run_tool, script_command,
+    Progress, brief_number, dollars, plural, print_brief)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
-from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel, has_attention_rates
+from ..train.attention_rates import (ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, SCALED_KERNELS,
+    default_attention_kernel, has_attention_rates, kernel_and_rate)
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FP8_CAST_BYTES_PER_ELEMENT, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, MEM_BW_FRACTION, OVERLAP_SLOWDOWN, eager_framework)
-from ..train.memory import PIPELINE_SPLIT_KEYS, memory_defaults
+from ..train.fit import layout_host_memory
+from ..train.memory import PIPELINE_SPLIT_KEYS, implied_pipeline_split, memory_defaults
 from ..train.deepspeed import DEEPSPEED
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
@@ -77,6 +80,7 @@ from ..train.layout import Layout, complete_layout
 from ..train.search import (_divisors, check_layout, layout_shape, limiter, search_layouts,
     sequence_flops)
 from ..train.offload import evaluate_layout
+from .gpu import distinct_gpus
 from .training_framework import resolve_framework_defaults
 from .finetune_flags import (add_finetune_time_args, finetune_assumptions, finetune_knobs,
     finetune_layout)
@@ -316,7 +320,8 @@ def add_question_flags(p):
     o.add_argument("--tokens", type=count_float, default=None,
                    help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
     o.add_argument("--cost-per-gpu-hour", type=price_list, default=None,
-                   help="price of one GPU-hour; with a list of --gpu, one price or one per GPU in the same order")
+                   help="price of one GPU-hour in dollars; with a list of --gpu, one price or one per GPU in the "
+                   "same order")
     o.add_argument("--deadline-days", type=finite_float, default=None,
                    help="with --tokens: whether the run finishes within this many days; with a list of "
                         "clusters, the ones that do rank first")
@@ -359,10 +364,10 @@ def format_report(res):
     lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): "
                  f"{layout_text(lay, knobs=res.get('layouts') is not None)}")
     lines.append(f"  model: {res['model']['described']}")
-    lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
+    lines.append(f"  {plural(lay['num_microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
-        lines.append(f"warning: {w}")
+        lines.append(f"WARNING: {w}")
     lines.append(f"Step time          {fmt_s(r['step_time_s'])}")
     lines.append(f"MFU / HFU          {r['mfu']:.1%} / {r['hfu']:.1%}  ({r['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU)")
     lines.append(f"Tokens/s           {r['tokens_per_s']:,.0f} total, {r['tokens_per_s_per_gpu']:,.0f} per GPU")
@@ -371,9 +376,16 @@ def format_report(res):
     fit = "" if cap is None else (f"  fits {cap / GIB_:.1f} GiB, headroom {r['headroom_bytes'] / GIB_:.1f} GiB"
                                   if r["fits"] else f"  DOES NOT FIT {cap / GIB_:.1f} GiB")
     lines.append(f"Memory per GPU     {mem:.2f} GiB on stage {r['memory']['stage']}{fit}")
-    if r["memory"].get("host_bytes"):
-        lines.append(f"  in host memory: {r['memory']['host_bytes'] / GIB_:.2f} GiB per GPU (offloaded weights "
-                     "and/or activations; host capacity not checked)")
+    if res.get("pipeline_split_applied"):
+        lines.append(f"  pipeline split: {res['pipeline_split_applied']}")
+    hm = res.get("host_memory")
+    if hm:
+        parts = (("optimizer states and 16-bit gradients", hm["optimizer_bytes_per_gpu"]),
+                 ("offloaded weights and/or activations", hm["layers_bytes_per_gpu"]))
+        what = ", ".join(w for w, v in parts if v)
+        lines.append(f"Host memory        {hm['bytes_per_gpu'] / 1e9:,.1f} GB per GPU, "
+                     f"{hm['bytes_per_host'] / 1e9:,.1f} GB per host of {hm['gpus_per_host']} GPUs "
+                     f"({what}; host capacity not checked)")
     if res.get("next_step"):
         lines.append("  the fastest layout of these GPUs that fits (ZeRO stages, recompute, offload, tp/pp/cp; or none "
                      f"does): {res['next_step']['search_command']}")
@@ -385,7 +397,7 @@ def format_report(res):
             lines.append(f"  {k:<36}{fmt_s(v):>12}{v / step:>8.1%}")
     if res.get("training"):
         t = res["training"]
-        cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        cost = f", cost {dollars(t['cost'])}" if t.get("cost") is not None else ""
         due = (f"; {'meets' if t['meets_deadline'] else 'misses'} the {t['deadline_days']:g}-day deadline"
                if "meets_deadline" in t else "")
         lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
@@ -420,7 +432,7 @@ def cluster_table(res):
             continue
         days = f"{c['days']:,.1f}" if c.get("days") is not None else "-"
         gh = f"{c['gpu_hours']:,.0f}" if c.get("gpu_hours") is not None else "-"
-        cost = f"{c['cost']:,.0f}" if c.get("cost") is not None else "-"
+        cost = dollars(c["cost"]) if c.get("cost") is not None else "-"
         late = "  misses the deadline" if c.get("meets_deadline") is False else ""
         lines.append(f"  {c['num_gpus']:>6} {c['gpu']:<{w}}{fmt_s(c['step_time_s']):>10}{c['mfu']:>7.1%}{days:>10}"
                      f"{gh:>13}{cost:>14}  {c['layout']}{late}")
@@ -434,13 +446,17 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "hopper" and lay["attention_kernel"] != "cudnn-9.1" else
+               if hw["family"] == "hopper" and kernel_and_rate(lay["attention_kernel"])[0] != "cudnn-9.1" else
                "cuDNN 9.1's rate by sequence (NVIDIA's 2024 H200 run, head dim 128; other head dims by today's cuDNN trend)"
                if hw["family"] == "hopper" else
                f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by sequence (published B200 run, head dim 128; "
                "other head dims by the H200 trend)" if has_attention_rates(lay["attention_kernel"], family=hw["family"])
                else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
-               + ("" if lay["attention_kernel"] == "fa2" else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
+               + ("" if lay["attention_kernel"] in ("fa2", "fa2-varlen")
+                  else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
+            + (f" x {SCALED_KERNELS[lay['attention_kernel']][1]} ({lay['attention_kernel']}: "
+               "fitted, validation/calibration.py)"
+               if lay["attention_kernel"] in SCALED_KERNELS else "")
             + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
             + (" and dropout" if lay["dropout"] else "")),
@@ -535,6 +551,8 @@ def resolve_clusters(args, parser):
     names = [x.strip() for x in args.gpu.split(",")] if args.gpu is not None else [None]
     if args.gpu is not None and not all(names):
         parser.error(f"--gpu {args.gpu!r}: an empty name in the list")
+    if len(names) > 1:
+        distinct_gpus(names, parser, without="a list of --gpu needs hardware.py's table")
     counts = list(args.num_gpus or (None,))
     prices = list(args.cost_per_gpu_hour or (None,))
     for dest, vals in (("num_gpus", counts), ("cost_per_gpu_hour", prices)):
@@ -580,7 +598,7 @@ def resolve_run(args, parser):
     if args.rank_by == "cost" and prices[0] is None:
         parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
                      "adds the cost column)")
-    model_args = with_cookbook_heads(args)
+    model_args = args  # the default heads are the model reader's, the same in every tool
     try:
         spec, notes = resolve_model_spec(vars(model_args))
     except ValueError as exc:
@@ -664,8 +682,7 @@ def search_clusters(args, parser, run, base):
     names, counts, prices, memo = run["names"], run["counts"], run["prices"], {}
     hw, net, spec, c0, flops = run["hw"], run["net"], run["spec"], run["c0"], run["flops"]
     t0 = time.perf_counter()
-    show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
-        if sys.stderr.isatty() and not args.json else None
+    show = Progress(args)  # on a terminal, once the search has run a second
     found, evaluated, ngroups = [], 0, 0
     many = len(names) * len(counts) > 1
     best_keys = []  # the --top best rank keys over all clusters so far, ascending
@@ -686,8 +703,7 @@ def search_clusters(args, parser, run, base):
                                           memo=memo, wanted=wanted)
             evaluated, ngroups = evaluated + ev, ngroups + ng
             found.append(dict(c, rows=rows, base=b))
-    if show:
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    show.done()
     run["memo"] = memo
     return found, evaluated, ngroups, time.perf_counter() - t0
 
@@ -848,11 +864,16 @@ def training_answer(args, parser):
     if args.search:
         hw, net, n, lay, r, price = search_answer(args, parser, run, base, res)
     else:
+        split, said = implied_pipeline_split(spec["num_layers"], base)
+        if split:  # the uneven split Megatron-LM needs, applied and said (the flags still win)
+            base, res["pipeline_split_applied"] = base.replace(**split), said
         lay, r = one_layout_answer(args, parser, run, base, res)
     res.update({k: r[k] for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "hfu",
                                   "model_tflops_per_gpu", "total_bytes", "fits", "headroom_bytes",
                                   "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
     res["layout"] = dict(lay, sequence_parallel=lay["sp"])
+    res["host_memory"] = layout_host_memory(spec, lay, run["c0"],
+                                            layers_bytes=r["memory"].get("host_bytes") or 0.0)
     if not r["fits"] and not args.search:  # the way out: the search over every layout of these GPUs
         res["next_step"] = next_step(args, parser, run, lay, n)
     res["flops_per_step"] = {"model": lay["global_batch_size"] * run["flops"]["model"],
@@ -862,9 +883,10 @@ def training_answer(args, parser):
     res["assumptions"] = assumptions(hw, lay)
     for note in [*run["hw_notes"], *run["notes"]]:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(res["warnings"], as_json=args.json)
-    if args.brief:  # the run's time with --tokens, else the step's
-        print(f"{res['training']['days']:.4g} days" if res.get("training") else f"{res['step_time_s']:.4g} s per step")
+    print_warnings(res["warnings"], as_json=args.json or args.brief)
+    if args.brief:  # the run's time with --tokens, else the step's; the verdict (exit 3: no fit)
+        print_brief(f"{brief_number(res['training']['days'])} days" if res.get("training")
+                    else f"{brief_number(res['step_time_s'])} s per step", res)
     elif args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))
@@ -940,6 +962,9 @@ def why_winner(rows):
     b, o = best[2]["breakdown_s"], other[2]["breakdown_s"]
     diffs = {k: o.get(k, 0) - b.get(k, 0) for k in set(b) | set(o)}
     k = max(diffs, key=diffs.get)
+    if other[2]["step_time_s"] - best[2]["step_time_s"] <= 1e-9 * best[2]["step_time_s"]:
+        return (f"it ties with {layout_text(other[1])} "
+                f"({fmt_s(other[2]['step_time_s'])} per step); either runs as fast")
     return (f"against the best {layout_text(other[1])} ({fmt_s(other[2]['step_time_s'])} per step), it saves "
             f"{fmt_s(diffs[k])} of {k.replace('_', ' ')} per step")
 

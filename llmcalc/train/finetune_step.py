@@ -42,6 +42,43 @@ TORCH_ADAMW_PURE16_BYTES = 20
 TORCH_ADAMW_FOREACH_WIDTHS = 23
 
 
+def torch_optimizer_step_bytes(lay, nbytes):
+    """Bytes per parameter of the optimizer step: torch's fused AdamW on bf16 weights
+    (--pure-bf16), its foreach step at either width (--optimizer-impl foreach), else `nbytes`."""
+    if lay.get("optimizer_impl") == "foreach":  # 16-bit parameters, or fp32 ones under autocast
+        return TORCH_ADAMW_FOREACH_WIDTHS * (2 if lay.get("pure16") else 4)
+    return TORCH_ADAMW_PURE16_BYTES if lay.get("pure16") else nbytes
+
+
+def pure16_grad_kernels(f, b, *, lay, fsdp):
+    """eager_grad_kernels_bytes' (forward, backward) lists under --pure-bf16 without FSDP: no
+    autocast weight casts, the 16-bit gradients accumulated in place at half the bytes."""
+    if lay.get("pure16") and not fsdp:
+        return [], [x / 2 for x in b[1:]]
+    return f, b
+
+
+def transformers_layer_parts(parts, layer, *, h, m, lay, hw, full):
+    """Into one layer's costed parts ({name: [fwd, bwd, recompute]}, m tokens; full: recomputed),
+    what transformers + peft run differently: routed experts in torch's fp32 grouped_mm fallback
+    under autocast with fp32 weights (fp32_experts_s; ZeRO 0-1, not pure bf16, not LoRA), and a
+    peft layer's frozen base and adapters (lora_layer_parts). Nothing without a transformers
+    setting (lay's attn_implementation). A layout's fine-tuning fields are not in step.py's
+    LAYER_COST_KEYS: they are fixed for one answer (--search is refused with them)."""
+    if not lay.get("attn_implementation"):
+        return
+    if not lay.get("finetune") and not lay.get("pure16") and lay["zero_stage"] <= 1:
+        moe32 = fp32_experts_s(layer, m=m, h=h, lay=lay, hw=hw)
+        if moe32:
+            parts["moe_experts"] = [moe32[0], moe32[1], moe32[0] if full else 0.0]
+    if lay.get("finetune"):
+        for key, val in lora_layer_parts(layer, h=h, m=m, lay=lay, hw=hw, full=full,
+                                         costed=parts).items():
+            acc = parts.setdefault(key, [0.0, 0.0, 0.0])
+            for i in range(3):
+                acc[i] += val[i]
+
+
 def lora_layer_parts(layer, *, h, m, lay, hw, full, costed):
     """{part: (forward, backward, recompute) seconds} a peft layer on a frozen base adds to the
     layer's costs for m tokens (`costed`: the parts already costed, [fwd, bwd, rec] each): the
@@ -62,7 +99,10 @@ def lora_layer_parts(layer, *, h, m, lay, hw, full, costed):
 def frozen_ends_s(first, lf, lb, *, m, V, p, lay, hw):
     """A peft run's embedding and head, frozen: no embedding gradient, no head weight-gradient
     matmul; under QLoRA the fp32 head (prepare_model_for_kbit_training) cast to 16 bits by
-    autocast every forward (read 4, write 2 per weight). Returns (first, head fwd, head bwd)."""
+    autocast every forward (read 4, write 2 per weight). Returns (first, head fwd, head bwd),
+    unchanged for full training."""
+    if not lay.get("finetune"):
+        return first, lf, lb
     lb -= gemm_time_s(p, V, m, hw=hw)
     if lay["finetune"] == "qlora":
         lf += memory_time_s(6 * V * p, 1, hw=hw)
@@ -142,7 +182,7 @@ def dequantize_s(layer, *, h, tp, hw, base_bits):
     return sum(memory_time_s(n * (base_bits / 8 + 2), 1, hw=hw) for n in sizes)
 
 
-def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions, padded=False):
+def transformers_attention_s(attn, ar, *, lay, hw, fractions):
     """(forward, backward) seconds of one attention core as transformers 5 runs it under
     --attn-implementation, or None where the fused-kernel costing applies (sdpa's flash kernel,
     flash_attention_2, flex_attention). eager: repeat_kv copies (read kv, write q width, twice) and
@@ -151,7 +191,9 @@ def transformers_attention_s(attn, ar, *, b, s, cp, hw, impl, fractions, padded=
     cast's, softmax's and multiply's gradients 6 + 12 + 4 (22 B, 3 kernels) backward. sdpa with a
     mask: the memory-efficient kernel over all s x s pairs at the flash kernel's rate (an
     assumption), repeat_kv's copies, and the bias read once per head each way."""
-    kern = attention_kernel(attn, s=s, attn_implementation=impl, padded=padded)
+    b, s, cp = lay["micro_batch_size"], lay["sequence_length"], lay["cp"]
+    kern = attention_kernel(attn, s=s, attn_implementation=lay["attn_implementation"],
+                            padded=bool(lay.get("padded_batches")))
     if kern not in ("eager", "efficient"):
         return None
     dq, dv = attention_head_dims(ar)

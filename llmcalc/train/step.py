@@ -7,7 +7,8 @@ from ..model.formulas import (attention_core_flops, attention_head_dims, expecte
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from ..records import Record
-from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
+from .attention_rates import (blackwell_attention_fractions, has_attention_rates,
+    hopper_attention_fractions, kernel_and_rate)
 from .context_parallel import (A2A_COPY_KERNELS, CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
     ring_attention_extra_bytes)
 from .layout import Layout
@@ -18,8 +19,8 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
-from .finetune_step import (TORCH_ADAMW_FOREACH_WIDTHS, TORCH_ADAMW_PURE16_BYTES, fp32_experts_s,
-    frozen_ends_s, lora_layer_parts, transformers_attention_s)
+from .finetune_step import (frozen_ends_s, pure16_grad_kernels, torch_optimizer_step_bytes,
+    transformers_attention_s, transformers_layer_parts)
 from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
     recompute_key, sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
@@ -58,14 +59,17 @@ def kernel_attention_fractions(attn, *, lay, hw):
     this layer: its head dim (the score product's) and the sequence one kernel call sees (the
     rank's s / cp queries, or the sliding window when shorter)."""
     fam = hw.get("family")
-    if not has_attention_rates(lay["attention_kernel"], family=fam):
-        return hw["flash"]  # FlashAttention-2's published fraction (the record's flash_attention_fraction)
+    kernel, share = kernel_and_rate(lay["attention_kernel"])  # a stack's call of a kernel
+    if not has_attention_rates(kernel, family=fam):
+        f, b = hw["flash"]  # FlashAttention-2's published fraction (the record's)
+        return f * share, b * share
     # the kernel's sequence: the rank's s / cp under the p2p ring; all of s (on heads / cp) under a2a
     seq = lay["sequence_length"] // (1 if lay.get("cp_comm_type") == "a2a" else lay["cp"])
     if attn.get("window"):
         seq = min(seq, attn["window"])
     rates = hopper_attention_fractions if fam == "hopper" else blackwell_attention_fractions
-    return rates(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
+    f, b = rates(kernel, head_dim=attention_head_dims(attn)[0], seq=seq)
+    return f * share, b * share
 
 
 # The compute components of one layer (LayerCosts' "compute"), each [forward, backward, recompute]
@@ -201,9 +205,10 @@ def _attention_core_s(w, attn, ar, *, lay, hw):
     """An attention block's core: a linear mixer's chunked kernel, the fused kernel (with context
     parallelism's own kernels), or eager matmuls and softmax over the full s x s."""
     a, m, b, s, cp = w.a, w.m, lay["micro_batch_size"], lay["sequence_length"], lay["cp"]
-    if lay.get("attn_implementation") and ar["span"] != "state" and _eager_attention_s(
-            w, attn, ar, lay=lay, hw=hw):
-        return
+    tx = lay.get("attn_implementation") and ar["span"] != "state" and transformers_attention_s(
+        attn, ar, lay=lay, hw=hw, fractions=kernel_attention_fractions(attn, lay=lay, hw=hw))
+    if tx:  # transformers' own attention core (train/finetune_step.py)
+        return _add(w.parts, "attention_core", tx[0], tx[1], tx[0] if w.rec_core else 0.0)
     if ar["span"] == "state":
         pairs = query_key_pairs(attn, seq_len=s, attention="causal")
         core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
@@ -234,19 +239,6 @@ def _attention_core_s(w, attn, ar, *, lay, hw):
         sm_b = memory_time_s(probs * (3 * a + (2 * a + 1 if lay["dropout"] else 0)), 2, hw=hw)
         tf, tb = f_qk + f_av + sm_f, b_qk + b_av + sm_b
         _add(w.parts, "attention_core", tf, tb, tf if w.rec_core else 0.0)
-
-
-def _eager_attention_s(w, attn, ar, *, lay, hw):
-    """transformers' own attention core (train/finetune_step.transformers_attention_s) added to
-    the layer, True; False where the fused-kernel costing applies."""
-    t = transformers_attention_s(attn, ar, b=lay["micro_batch_size"], s=lay["sequence_length"],
-                                 cp=lay["cp"], hw=hw, impl=lay["attn_implementation"],
-                                 fractions=kernel_attention_fractions(attn, lay=lay, hw=hw),
-                                 padded=bool(lay.get("padded_batches")))
-    if t is None:
-        return False
-    _add(w.parts, "attention_core", t[0], t[1], t[0] if w.rec_core else 0.0)
-    return True
 
 
 def _cp_kernels_s(w, ar, *, lay, hw):
@@ -369,15 +361,7 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     if w.wb == 1 and lay["framework"] == "pytorch":  # torchao's casts
         cf, cb = fp8_cast_time_s(w.fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
         _add(w.parts, "fp8_casts", cf, cb, cf if w.full or w.sac else 0.0)
-    fp32 = (lay.get("attn_implementation") and not lay.get("finetune") and not lay.get("pure16")
-            and lay["zero_stage"] <= 1)  # transformers under autocast: fp32 master weights
-    moe32 = fp32_experts_s(layer, m=w.m, h=h, lay=lay, hw=hw) if fp32 else None
-    if moe32:  # routed experts in torch's fp32 grouped_mm fallback (train/finetune_step.py)
-        w.parts["moe_experts"] = [moe32[0], moe32[1], moe32[0] if w.full else 0.0]
-    if lay.get("finetune"):  # a peft layer on a frozen base (train/finetune_step.py)
-        parts = lora_layer_parts(layer, h=h, m=w.m, lay=lay, hw=hw, full=w.full, costed=w.parts)
-        for key, val in parts.items():
-            _add(w.parts, key, *val)
+    transformers_layer_parts(w.parts, layer, h=h, m=w.m, lay=lay, hw=hw, full=w.full)
 
 
 def _fused_memory_bound_s(w, layer, *, h, lay, hw):
@@ -623,8 +607,7 @@ def head_and_embedding_s(spec, *, lay, hw, net):
         tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
         if lay.get("compile"):
             tf, tb = tf * COMPILE_LOSS_FACTOR, tb * COMPILE_LOSS_FACTOR
-        if lay.get("finetune"):
-            first, lf, lb = frozen_ends_s(first, lf, lb, m=m, V=V // tp, p=p, lay=lay, hw=hw16)
+        first, lf, lb = frozen_ends_s(first, lf, lb, m=m, V=V // tp, p=p, lay=lay, hw=hw16)
         return first, (lf + tf + red, lb + tb + red)
     last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
     return first, last
@@ -682,7 +665,25 @@ def pipeline_time_s(stage_s, *, m, vp):
     return m * t_max + (p - 1) * (sum(stage_s) / p) / vp
 
 
-def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
+def dp_sync_times_s(dense, expert, *, lay, net):
+    """(gradient reduction, ZeRO-1/2 weight gather) seconds of one stage holding `dense` and
+    `expert` weights per rank: over its dp x cp replicas (stride tp; expert weights over dp x cp /
+    ep), ZeRO 0 all-reduce, 1-3 reduce-scatter in the gradient dtype; ZeRO 1-2 all-gather the
+    updated 16-bit weights."""
+    dp, cp, tp, zero, G = lay["dp"], lay["cp"], lay["tp"], lay["zero_stage"], lay["gpus_per_node"]
+    n = dp * cp
+    t = ag = 0.0
+    for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
+        if p <= 0 or size <= 1:
+            continue
+        op = "all_reduce" if zero == 0 else "reduce_scatter"
+        t += comm_time_s(op, p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
+        if zero in (1, 2):
+            ag += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
+    return t, ag
+
+
+def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net, stage_fwd_s=None):
     """Exposed data-parallel seconds after the pipeline drains, and the gradient-sync time of the
     slowest stage. Each stage reduces its gradients over dp x cp replicas (stride tp): ZeRO 0
     all-reduce, 1-2 reduce-scatter then all-gather the updated 16-bit weights, 3 reduce-scatter
@@ -694,34 +695,36 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     ZeRO-2 shards the gradients, so no replica can accumulate a whole step's: each micro-batch's are
     reduce-scattered after its backward (DeepSpeed stage 2, Rajbhandari et al. 2020 sec. 5.2; as
     deepspeed_dp_exposed_s), each beside that backward under overlap, and only the last one has the
-    head start; ZeRO-1 (Megatron-LM's distributed optimizer) reduces once, after the last."""
-    dp, cp, tp = lay["dp"], lay["cp"], lay["tp"]
-    n = dp * cp
-    if n <= 1:
+    head start; ZeRO-1 (Megatron-LM's distributed optimizer) reduces once, after the last.
+    Overlapped, the reduction slows the backward it runs beside by lay["overlap_slowdown"] of the
+    overlapped time (NCCL's kernels take SMs and bandwidth: the TP overlap's rule), and at ZeRO 1-2
+    the updated 16-bit weights are gathered bucket by bucket under the next step's first forward
+    (Megatron-LM --overlap-param-gather): its first bucket, or what outlasts that forward, is
+    exposed, and the forward slowed the same way. With few micro-batches (one in MLPerf's 8B runs)
+    these are most of the step's data-parallel cost."""
+    if lay["dp"] * lay["cp"] <= 1:
         return 0.0, 0.0
-    G = lay["gpus_per_node"]
     zero = lay["zero_stage"]
     mean_b = sum(stage_bwd_s) / len(stage_bwd_s)
+    fwd_s = stage_fwd_s or [b / 2 for b in stage_bwd_s]
+    sd, over = lay["overlap_slowdown"], lay["dp_overlap"]
     worst, t_sync_max = 0.0, 0.0
     for i, (dense, expert) in enumerate(params_by_stage):
-        if lay.get("trainable_params") is not None:  # peft: only the adapters have gradients
-            dense, expert = lay["trainable_params"], 0
-        t = 0.0
-        for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
-            if p <= 0 or size <= 1:
-                continue
-            if zero == 0:
-                t += comm_time_s("all_reduce", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-            else:
-                t += comm_time_s("reduce_scatter", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-                if zero in (1, 2) and not lay["dp_overlap"]:
-                    t += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
-        bucket = t * min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
+        dense, expert = (lay["trainable_params"], 0) if lay.get("finetune") else (dense, expert)
+        t, ag = dp_sync_times_s(dense, expert, lay=lay, net=net)
+        share = min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
         head_start = i * mean_b  # stage i drains i backward-times before stage 0
-        each = max(bucket, t - stage_bwd_s[i]) if lay["dp_overlap"] else t
+        if over:  # beside the last backward, and the gather beside the next first forward
+            b, f = stage_bwd_s[i], fwd_s[i]
+            each = max(t * share, t - b) + sd * min(t, b)
+            gather = (max(ag * share, ag - f) + sd * min(ag, f)) if ag else 0.0
+        else:
+            each, gather = t + ag, 0.0
+            t += ag
         exposed = each - head_start
         if zero == 2:  # the m - 1 earlier micro-batches' reduce-scatters, no head start
             exposed = max(0.0, exposed) + (lay["num_microbatches"] - 1) * each
+        exposed = max(0.0, exposed) + gather
         worst = max(worst, exposed)
         t_sync_max = max(t_sync_max, t)
     return max(0.0, worst), t_sync_max
@@ -734,15 +737,13 @@ def eager_grad_s(params_local, num_layers, *, lay, hw):
     (TransformerBlock) wrap them; ZeRO 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD, the reduce dtype the
     gradients' (--grad-reduce-dtype)."""
     nl = max(num_layers, 1)
-    if lay.get("trainable_params") is not None:  # peft: the adapters' casts and gradients only
-        params_local = lay["trainable_params"]
+    params_local = lay.get("trainable_params") or params_local  # peft: the adapters only
     per = params_local / nl
     n = lay["dp"] * lay["cp"]
     fsdp = lay["zero_stage"] >= 2 and n > 1
     f, b = eager_grad_kernels_bytes(params=per, shard=per / n if fsdp else per, reduce_bytes=lay["grad_bytes"],
                                     fsdp=fsdp, regather=lay["zero_stage"] == 3, microbatches=lay["num_microbatches"])
-    if lay.get("pure16") and not fsdp:  # no autocast casts: 16-bit gradients accumulate in place
-        f, b = [], [x / 2 for x in b[1:]]
+    f, b = pure16_grad_kernels(f, b, lay=lay, fsdp=fsdp)
     tf = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in f)
     tb = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in b)
     return [tf, tb, tf if lay["recompute"] in ("full", "op-sac") and not fsdp else 0.0]
@@ -777,16 +778,12 @@ def optimizer_s(params_local, *, lay, hw):
     host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
     (ZeRO-Offload, Ren et al. 2021)."""
     shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
-    if lay.get("trainable_params") is not None:  # peft: the adapters only
-        params_local = lay["trainable_params"]
+    params_local = lay.get("trainable_params") or params_local  # peft: the adapters only
     p = params_local / shard
     if lay["offload"]:
         return offload_optimizer_s(p, lay=lay, hw=hw, cpu_adam_params_per_s=CPU_ADAM_PARAMS_PER_S)
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
-    if lay.get("pure16"):
-        nbytes = TORCH_ADAMW_PURE16_BYTES
-    if lay.get("optimizer_impl") == "foreach":  # 16-bit parameters, or fp32 ones under autocast
-        nbytes = TORCH_ADAMW_FOREACH_WIDTHS * (2 if lay.get("pure16") else 4)
+    nbytes = torch_optimizer_step_bytes(lay, nbytes)
     path = grad_path(lay)
     if path:
         nbytes = path["optimizer"] or nbytes
@@ -799,8 +796,6 @@ LAYER_COST_KEYS = ("tp", "cp", "ep", "etp", "sp", "micro_batch_size", "sequence_
                    "flash_attention", "dropout", "tp_comm_overlap", "moe_imbalance", "overlap_slowdown",
                    "gpus_per_node", "matmul_bytes", "framework", "recompute_modules", "moe_dispatcher",
                    "cp_comm_type", "fp8_recipe", "moe_a2a_overlap")
-# (a layout's fine-tuning fields are not in the key: they are fixed for a whole answer, which
-# refuses --search with them, and every cache lives for one answer)
 
 
 def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
@@ -813,7 +808,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     ends = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
     p2p = pipeline_p2p_s(spec, lay=lay, net=net)
     lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
-    stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
+    stage_s, stage_b, stage_f, stage_parts, params_by_stage = [], [], [], [], []
     for st in range(pp):
         comp, comm, params = stage_costs(spec, lay, st, by_stage[st], hw=hw, net=net, cache=cache,
                                          lays=lays, ends=ends, p2p=p2p)
@@ -821,10 +816,15 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         fwd, bwd = pass_times_s(comp, comm)
         stage_s.append(fwd + bwd)
         stage_b.append(bwd)
+        stage_f.append(fwd)
         stage_parts.append((comp, comm))
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
-    dp_rule = deepspeed_dp_exposed_s if lay.get("framework") == DEEPSPEED else dp_exposed_s
-    dp_exp, dp_sync = dp_rule(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay, net=net)
+    if lay.get("framework") == DEEPSPEED:
+        dp_exp, dp_sync = deepspeed_dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b,
+                                                 lay=lay, net=net)
+    else:
+        dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay,
+                                       net=net, stage_fwd_s=stage_f)
     z3, dp_exp = sharded_gathers_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), dp_exp,
                                    lay=lay, hw=hw, net=net)
     worst = max(range(pp), key=lambda i: stage_s[i])
