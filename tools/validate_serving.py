@@ -15,7 +15,8 @@ tensorrt-llm-mmha preset (before the XQA kernel); TensorRT-LLM v0.17 and v1.0
 offline maximum-load throughput (all requests queued at once: a run of the request count the
 source states, simulated, or else the steady state of a full engine) and the later perf-overview's
 per-GPU rows with the layouts its headers state; vLLM CI latency (batch 8);
-NIM 1.0 at a concurrency (queueing past the pool).
+NIM 1.0 at a concurrency (fixed lengths, its clients started together: simulated, the figures
+after the first wave).
 Every other row is listed as not run, with the reason: its model has no config or flags here, or
 no branch below models its setup (ShareGPT length distributions).
 
@@ -264,13 +265,20 @@ def _compare(rs):
         yield (CALIBRATION if is_moe(model) else "TensorRT-LLM later doc max load", r0, "tokens/s per GPU",
                float(r0["value"]), res["serving"]["output_tokens_per_s_per_gpu"] if res else None, err)
     elif "nim" in src:
+        # the benchmark's C clients send fixed-length requests, all starting together, so the engine
+        # runs them in waves (simulated: --num-requests, ten per client); its figures are over the
+        # stable load (perf_analyzer and genai-perf measure in windows after a warm-up): the
+        # simulation's requests after the first wave, throughput C x o / their end-to-end time
+        c = int(r0["batch_or_concurrency"])
         res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
-                               "-o", r0["output_len"], "-c", r0["batch_or_concurrency"], "--queue-past-pool"])
-        keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "throughput": ("output_tokens_per_s", 1)}
+                               "-o", r0["output_len"], "-c", str(c), "--num-requests", str(10 * c)])
+        sv = res["serving"] if res else None
+        got = {"TTFT": (sv["warm_ttft_s"], 1e-3), "ITL": (sv["warm_tpot_s"], 1e-3),
+               "throughput": (c * int(r0["output_len"]) / sv["warm_e2e_s"], 1)} if sv else {}
         for r in rs:
-            if r["metric"] in keys:
-                k, unit = keys[r["metric"]]
-                yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, res["serving"][k] if res else None, err
+            if r["metric"] in ("TTFT", "ITL", "throughput"):
+                ours, unit = got.get(r["metric"], (None, 1e-3 if r["metric"] != "throughput" else 1))
+                yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, ours, err
     elif r0["input_len"].startswith("ShareGPT") and r0["row_id"].startswith(("SGL060", "VLLMBK-SRV", "VLLMBK-THR")):
         # ShareGPT runs: the lengths as the ShareGPT-shaped mix draws them (--dataset sharegpt), the
         # request count and rate the source states (vLLM CI: 200 prompts; SGLang's v0.6 comparison:

@@ -121,6 +121,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     cohorts = collections.deque()
     d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
     ttft, tpot, e2e = [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests after its first wave
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
     started = last_shown = time.monotonic()  # progress lines once the run takes over a second
 
@@ -132,6 +133,9 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         e2e.extend(t - a + req_s for a in arrivals)
         if o > 1:
             tpot.extend([(t - first_t) / (o - 1)] * m)
+        if closed:  # sent after the first wave: its clients' later requests
+            tp_s = (t - first_t) / max(o - 1, 1)
+            warm.extend((first_t - a + req_s, tp_s, t - a + req_s) for a in arrivals if a > 0)
         duration = t + req_s
         for _ in range(min(m, n - sent) if closed else 0):
             heapq.heappush(pending, t + req_s)
@@ -196,7 +200,19 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
-            "decode_step": dec, "prompt_step": pre}
+            "decode_step": dec, "prompt_step": pre, **warm_statistics(warm)}
+
+
+def warm_statistics(warm):
+    """Mean TTFT, TPOT and end-to-end time of a closed loop's requests sent after its first wave
+    (every client's first request, sent together at the start: the ramp-up a static batch also
+    has), as load generators that measure once the load is stable report (NVIDIA's perf_analyzer
+    and genai-perf measure in windows after a warm-up); None without any (an open loop, or one
+    request per client)."""
+    n = len(warm)
+    return {"warm_requests": n,
+            **{f"warm_{k}_s": sum(x[i] for x in warm) / n if n else None
+               for i, k in enumerate(("ttft", "tpot", "e2e"))}}
 
 
 def _bucket(x, _log=math.log):
@@ -454,6 +470,7 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
     n = len(reqs)
     arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests sent after the first wave
     since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
@@ -513,6 +530,8 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             ttft.append(first_t[i] - arrival[i] + req_s)
             e2e.append(t - arrival[i] + req_s)
             tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
+            if closed and arrival[i] > 0:
+                warm.append((ttft[-1], tpot[-1], e2e[-1]))
             duration = t + req_s
             pool.release(i)
             if closed and sent < n:
@@ -544,7 +563,7 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
         if progress and time.monotonic() - last_shown > 1.0:
             last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
     return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
-                pre_tokens=pre_tokens, duration=duration, most=most)
+                pre_tokens=pre_tokens, duration=duration, most=most, warm=warm)
 
 
 def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines,
@@ -574,7 +593,8 @@ def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units
            "prompt_tokens_cached": pool.skipped * units, "prefix_evictions": pool.evictions * units,
            "prefix_tokens_held_most": pool.most_held, "kv_pool_tokens": pool_tokens,
            "host_hits": pool.host_hits * units, "host_tokens_loaded": pool.loaded * units,
-           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held}
+           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held,
+           **warm_statistics(run["warm"])}
     for name, xs in (("ttft", run["ttft"]), ("tpot", tpots), ("e2e", e2e)):
         out[f"{name}_s"] = sum(xs) / len(xs)
         xs = sorted(xs)
