@@ -171,6 +171,7 @@ TEST_CONCERNS = {
     "test_recompute_modes.py": ("train",),
     "test_roofline_corner.py": ("serve",),
     "test_serving_agreement.py": ("serve",),
+    "test_serving_fidelity.py": ("serve",),
     "test_serving_mix.py": ("serve",),
     "test_speculative.py": ("serve",),
     "test_standalone.py": ("build",),
