@@ -24,7 +24,8 @@ def test_fp8_checkpoint_is_served_at_fp8_by_default():
             "-s", "1000", "-o", "100"]
     own = run(base)
     assert (own["weight_bits"], own["activation_bits"], own["kv_cache_bits"]) == (8, 8, 16)
-    explicit = run(base + ["--weight-bits", "8", "--activation-bits", "8", "--kv-cache-bits", "16"])
+    explicit = run(base + ["--weight-bits", "8", "--activation-bits", "8",
+                           "--kv-cache-bits", "16"])
     # the same run but for the checkpoint's block scales (8.002 bits a weight against 8)
     assert own["ttft_s"] == pytest.approx(explicit["ttft_s"], rel=1e-3)
     assert own["decode_per_token_s"] == pytest.approx(explicit["decode_per_token_s"], rel=1e-3)
