@@ -18,8 +18,9 @@ def run(argv):
 def test_fp8_checkpoint_is_served_at_fp8_by_default():
     """DeepSeek-V3's config.json carries quantization_config {quant_method: fp8, weight_block_size
     [128, 128]}: vLLM and SGLang load it as FP8 weights and run block-scaled FP8 GEMMs (activations
-    quantized per token group of 128), the KV cache at the model's bf16 (kv_cache_dtype auto). With
-    no bits flag the run is that, and says so (w8a8 kv16); --precision bf16 still asks for 16 bits."""
+    quantized per token group of 128), the KV cache at the model's bf16 (kv_cache_dtype auto).
+    With no bits flag the run is that, and says so (w8a8 kv16); --precision bf16 still asks for
+    16 bits."""
     base = ["--hf_model_name_or_path", CFG + "deepseek-v3.json", "--gpu", "h200", "-tp", "8",
             "-s", "1000", "-o", "100"]
     own = run(base)
