@@ -74,6 +74,18 @@ MODELS = {
     "Falcon 180B": ["-l", "80", "-hs", "14848", "-a", "232", "--num-kv-heads", "8", "-v", "65024",
                     "--parallel-attention"],
 }
+# FasterTransformer's GPT shapes (docs/gpt_guide.md: head_num x size_per_head, num_layers, vocab
+# 51200): Megatron GPT, LayerNorm, biases, GELU 4h MLP, learned positions (2048), tied embeddings
+FT_GPT = ["-v", "51200", "--position-embedding", "learned", "--max-position-embeddings", "2048",
+          "--tied-embeddings"]
+MODELS.update({
+    "FT GPT-175B": ["-l", "96", "-hs", "12288", "-a", "96"] + FT_GPT,
+    "FT GPT-89B": ["-l", "48", "-hs", "12288", "-a", "96"] + FT_GPT,
+    "FT GPT-20B": ["-l", "44", "-hs", "6144", "-a", "48"] + FT_GPT,
+    "FT GPT-6.7B": ["-l", "32", "-hs", "4096", "-a", "32"] + FT_GPT,
+    "FT GPT-1.3B": ["-l", "24", "-hs", "2048", "-a", "32"] + FT_GPT,
+    "FT GPT-350M": ["-l", "24", "-hs", "1024", "-a", "16"] + FT_GPT,
+})
 # GPU as the sources spell it (longest prefix first) -> hardware.py name
 GPUS = [("8xH100", "h100"), ("GH200", "gh200-480gb"), ("GB200", "gb200"), ("H200", "h200"), ("H100", "h100"),
         ("A100", "a100-80gb"), ("L40S", "l40s"), ("B200", "b200")]
@@ -114,6 +126,12 @@ def bench_load(r0):
             else ["-c", "1000000", "--queue-past-pool"])
 
 
+# the rows that set fastertransformer's all-reduce cost (stacks.py FT_ALLREDUCE_US: GPT-20B TP 8,
+# batch 1, 60/20 less 20/8 over the 12 more decode steps) and fastertransformer-triton's time per
+# request (FT_TRITON_REQUEST_MS: GPT-89B TP 8, batch 1, 128/8 less the rest of ours)
+FT_CALIBRATION = {"FTGPT-20B-tp8-b1-60-20": "calibration: FasterTransformer GPT-20B TP 8 b 1",
+                  "FTGPT-20B-tp8-b1-20-8": "calibration: FasterTransformer GPT-20B TP 8 b 1",
+                  "FTGPT-89B-tp8-b1-128-8": "calibration: FasterTransformer GPT-89B b 1 128/8"}
 # the rows that set tensorrt-llm-pytorch's MoE factor (tools/fit_trtllm_moe_factor.py): listed, not judged
 CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
 # the rows that set tensorrt-llm-triton's per-request cost (stacks.py): listed, not judged
@@ -176,7 +194,17 @@ def _compare(rs):
         # which a 4096-token window (a 5x smaller cache) would not allow
         base += ["--sliding-window", "0"]
     tp = r0["tp"] if r0["tp"].isdigit() else "1"
-    if "v0.14" in src:
+    if r0["row_id"].startswith("FTGPT-"):
+        # FasterTransformer's GPT tables (docs/gpt_guide.md): a static batch of B requests of s
+        # prompt and o output tokens end to end; the large-model tables (GPT-89B, GPT-175B) through
+        # Triton as the section states, the rest FT's own runtime
+        stack = ("fastertransformer-triton" if r0["stack"].endswith("on Triton")
+                 else "fastertransformer")
+        res, err = run(base + ["-tp", tp, "--serving-stack", stack, "-s", r0["input_len"],
+                               "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]])
+        yield (FT_CALIBRATION.get(r0["row_id"], "FasterTransformer GPT tables (static)"), r0,
+               "end-to-end", float(r0["value"]) * 1e-3, res["total_s"] if res else None, err)
+    elif "v0.14" in src:
         # "500 requests" per run (the section's text); QPS INF sends them all at once. The
         # benchmark is simulated step by step (--num-requests): its throughput is over the run's
         # duration, ramp-up and drain included, and past what the engine sustains requests queue
