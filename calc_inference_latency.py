@@ -6738,6 +6738,14 @@ def _matmul_rates(gpu, flags, a_bits, notes):
         peak16 = peaks[key16]
         if achs.get(key16) and flags.compute_efficiency is None:
             ce16 = MAMF_SHAPE_FACTOR * achs[key16] / peak16
+            if ce is None and a_bits == 8:  # no measured 8-bit figure: the GPU's own 16-bit
+                # one, lowered as the default is (LOW_BIT_EFFICIENCY_RATIO, H100's fp8/bf16), not
+                # the default 0.70 itself (4 bits keep the default and FP4_SHAPE_PENALTY)
+                ce = ce16 * LOW_BIT_EFFICIENCY_RATIO
+                notes.append(f"compute efficiency {ce:.3f} = {ce16:.3f} (the 16-bit one: "
+                             f"achievable {key16} matmul {achs[key16] / 1e12:.1f} / peak "
+                             f"{peak16 / 1e12:.1f} TFLOP/s, x {MAMF_SHAPE_FACTOR:.3f}) x "
+                             f"{LOW_BIT_EFFICIENCY_RATIO:.3f} below 16 bits ({gpu['name']})")
     return peak, ce, peak16, ce16
 
 

@@ -40,3 +40,23 @@ def test_bf16_and_mxfp4_checkpoints_keep_16_bit_activations():
     for name in ("llama-3.1-8b", "gpt-oss-20b"):
         r = run(["--hf_model_name_or_path", CFG + name + ".json", "--gpu", "h100"])
         assert r["activation_bits"] == 16, name
+
+
+# Oracle Cloud Infrastructure blog, 2024-10-10, "Serving Llama 3.1 405B model with AMD Instinct
+# MI300X Accelerators": Llama 3.1 405B FP8 on one BM.GPU.MI300X.8 (8 MI300X, one instance), vLLM's
+# benchmark_latency.py at 128 input and 128 output tokens, average latency (s) by batch. MI300X has
+# a measured bf16 matmul figure (Bekman's MAMF, 668 of 1,307 TFLOP/s) and no FP8 one: its FP8
+# matmuls now run at that measured fraction x the H100's fp8/bf16 ratio (0.363 of the FP8 peak),
+# not the default 0.62, which made batch 128 and 256 -28% and -39% (issue 44). Tolerance 20%.
+L405 = ["-l", "126", "-hs", "16384", "-a", "128", "--num-kv-heads", "8", "--ffn-hidden-size",
+        "53248", "-v", "128256", "--swiglu", "--norm", "rmsnorm", "--position-embedding", "rope"]
+ORACLE_LATENCY = [(1, 3.530), (8, 3.974), (64, 6.919), (128, 10.340),
+                  pytest.param(256, 17.750, marks=pytest.mark.xfail(
+                      strict=True, reason="-24% (was -39%): see VALIDATION.md"))]
+
+
+@pytest.mark.parametrize("batch,seconds", ORACLE_LATENCY)
+def test_llama_405b_fp8_on_mi300x_matches_oracle(batch, seconds):
+    r = run(L405 + ["--gpu", "mi300x", "-tp", "8", "--precision", "fp8", "--serving-stack",
+                    "vllm", "-s", "128", "-o", "128", "-b", str(batch)])
+    assert r["total_s"] == pytest.approx(seconds, rel=0.20)

@@ -88,7 +88,7 @@ MODELS.update({
 })
 # GPU as the sources spell it (longest prefix first) -> hardware.py name
 GPUS = [("8xH100", "h100"), ("GH200", "gh200-480gb"), ("GB200", "gb200"), ("H200", "h200"), ("H100", "h100"),
-        ("A100", "a100-80gb"), ("L40S", "l40s"), ("B200", "b200")]
+        ("A100", "a100-80gb"), ("L40S", "l40s"), ("B200", "b200"), ("MI300X", "mi300x")]
 PRECISION = {"FP8": ["--precision", "fp8"], "FP16": ["--precision", "fp16"], "FP4": ["--precision", "fp4"]}
 
 
@@ -194,7 +194,22 @@ def _compare(rs):
         # which a 4096-token window (a 5x smaller cache) would not allow
         base += ["--sliding-window", "0"]
     tp = r0["tp"] if r0["tp"].isdigit() else "1"
-    if r0["row_id"].startswith("FTGPT-"):
+    if r0["row_id"].startswith("ORCL405-"):
+        # Oracle's Llama 3.1 405B FP8 on 8 MI300X with 2024 ROCm vLLM: benchmark_latency.py (a
+        # static batch, end to end) and benchmark_throughput.py (every request queued; its default
+        # 1,000 prompts; vLLM 0.6's default max_num_seqs of 256, where today's preset has 1,024)
+        if r0["batching"] == "static":
+            res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]])
+            yield ("vLLM on MI300X (Oracle, 2024)", r0, "end-to-end", float(r0["value"]),
+                   res["total_s"] if res else None, err)
+        else:
+            res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"], "--request-rate", "inf",
+                                   "--num-requests", "1000", "--max-num-seqs", "256"])
+            yield ("vLLM on MI300X (Oracle, 2024)", r0, "output tokens/s", float(r0["value"]),
+                   res["serving"]["output_tokens_per_s"] if res else None, err)
+    elif r0["row_id"].startswith("FTGPT-"):
         # FasterTransformer's GPT tables (docs/gpt_guide.md): a static batch of B requests of s
         # prompt and o output tokens end to end; the large-model tables (GPT-89B, GPT-175B) through
         # Triton as the section states, the rest FT's own runtime
