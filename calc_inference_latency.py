@@ -203,6 +203,7 @@ import math
 import os
 import sys
 import textwrap
+import time
 
 
 # ======== llmcalc/errors.py =======================================================================
@@ -602,6 +603,13 @@ def default_accelerator():
                             else v) for k, v in H100_SXM.items()})
 
 
+def names_default(name):
+    """Whether `name` is one of the default accelerator's spellings (case, '_', ' ', '.' and '-'
+    ignored, as hardware.py's lookup ignores them)."""
+    squash = lambda x: "".join(c for c in str(x).lower() if c.isalnum())  # noqa: E731
+    return squash(name) in {squash(n) for n in [H100_SXM["name"], *H100_SXM["aliases"]]}
+
+
 # --- the one lookup ------------------------------------------------------------------------------
 def accelerator_table():
     """The accelerator table: the package's own hardware module when this runs from the installed
@@ -610,8 +618,26 @@ def accelerator_table():
     if __package__:
         import importlib
         return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
+    try:
+        import hardware
+    except ImportError:  # python -I, PYTHONSAFEPATH=1: the script's folder is not on sys.path
+        return table_beside_script()
     return hardware
+
+
+def table_beside_script():
+    """hardware.py from the built script's own folder, by path (ImportError when it is absent)."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
+    if not os.path.isfile(path) or sys.modules.get("hardware", 0) is None:  # None: import blocked
+        raise ImportError(f"no {path}")
+    spec = importlib.util.spec_from_file_location("hardware", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hardware"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_accelerator(name=None, *, missing_table=None):
@@ -624,6 +650,8 @@ def resolve_accelerator(name=None, *, missing_table=None):
     try:
         table = accelerator_table()
     except ImportError:
+        if names_default(name):  # its record is built in: a script copied alone still knows it
+            return default_accelerator()
         raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
                         "script") from None
     try:
@@ -645,6 +673,22 @@ def number_text(x):
     text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
     mant, _, exp = text.partition("e")
     return f"{mant}e{int(exp)}" if exp else mant
+
+
+class LongInteger(str):
+    """A JSON integer too long for int() (Python refuses over 4,300 digits): kept as text, so that
+    a field which reads it is refused by name ('got 99999999999... (5,000 digits)'), not by the
+    JSON parser with neither file nor field."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def json_integer(text):
+    """json's parse_int: the int, or a LongInteger past 1,000 digits (no count is that long)."""
+    if len(text) <= 1000:
+        return int(text)
+    return LongInteger(f"{text[:12]}... ({len(text.lstrip('-')):,} digits)")
 
 
 # ======== llmcalc/cli.py ==========================================================================
@@ -678,6 +722,18 @@ class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
 
 
+def one_line(message):
+    """A message kept to one line: a newline or other control character (in a path the user
+    gave) written as its escape, \\n, instead of splitting the line; a run of more than 40 digits
+    (a 5,000-digit number echoed back) shortened to its first 12 and its length."""
+    import re  # argparse has imported it already
+    message = re.sub(r"\d{41,}", lambda m: f"{m.group()[:12]}... ({len(m.group()):,} digits)",
+                     message)
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
     epilog may be a function, called only when --help is printed (a run that answers never builds
@@ -687,7 +743,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
     def format_help(self):
         if callable(self.epilog):
@@ -792,7 +848,8 @@ def add_model_args(parser):
     g.add_argument("--num-layers", "-l", type=n, default=None,
                    help="L (default 44); with a config, the first L layers of its pattern")
     g.add_argument("--num-attention-heads", "-a", type=n, default=None,
-                   help="a (default: h/128, or h/64, when it divides)")
+                   help="a (default 64, the cookbook's, where heads of at least 64 result; "
+                   "else h/128 or h/64)")
     g.add_argument("--num-kv-heads", type=n, default=None, help="kv heads (GQA/MQA; default a)")
     g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
@@ -881,11 +938,24 @@ def model_flag_words(parser, args):
     return words
 
 
+# How this run spells another tool of the family in the commands it prints: built script name ->
+# command. Empty for the built scripts (`python3 calc_training_time.py`); commands.run fills it for
+# the installed commands (`llmcalc-train-time`) and `python3 -m llmcalc train-time`.
+COMMAND_SPELLINGS = {}
+
+
+def command_word(script):
+    """The command that runs the built script `script` the way this run was started."""
+    return COMMAND_SPELLINGS.get(script, f"python3 {script}")
+
+
 def script_command(script, parser, args, *, words=(), last=()):
-    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
-    command another script of this family answers with the same meaning (one meaning per flag)."""
+    """command_word(SCRIPT) with the model flags the user gave, `words`, --gpu as given, then
+    `last`: a command another tool of this family answers with the same meaning (one meaning per
+    flag), spelled as the user ran this one (a built script, an installed command or python -m)."""
     gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
-    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+    return " ".join([command_word(script)] + model_flag_words(parser, args) + list(words) + gpu
+                    + list(last))
 
 
 def _flag(parser, dest):
@@ -920,21 +990,101 @@ def parse_tool_args(parser, argv):
     return args
 
 
+# --brief, the same in every tool: one line, the headline number first (brief_number: no thousands
+# separators, no exponent below 1e12), its unit, and where the answer is about memory a verdict
+# after a colon; a verdict of "does not fit" exits with DOES_NOT_FIT; warnings go to stderr.
+DOES_NOT_FIT = 3
+BRIEF_HELP = ("print one line for scripts: the headline number (plain digits), its unit and, where "
+              "memory decides, ': fits in X GiB' or ': does not fit in X GiB' (exit status 3); "
+              "warnings go to stderr")
+
+
+def brief_number(x):
+    """A number as --brief writes it: an integer's digits; else 4 significant digits, whole
+    numbers from 1000 up, scientific only from 1e12 (FLOPs) or below 1e-4."""
+    if isinstance(x, int):
+        return str(x)
+    if x and (abs(x) >= 1e12 or abs(x) < 1e-4):
+        return f"{x:.4e}"
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def print_brief(line, fit=None):
+    """Print a --brief line; with a verdict (`fit`: a dict with "fits" and the "memory_bytes" it
+    was judged against) append ': fits in X GiB' or ': does not fit in X GiB', and exit
+    DOES_NOT_FIT after a line that does not fit, so a script can test the status."""
+    fits = None if fit is None else fit["fits"]
+    if fits is not None:
+        line += f": {'fits' if fits else 'does not fit'} in {fit['memory_bytes'] / 2 ** 30:.2f} GiB"
+    print(line)
+    if fits is False:
+        sys.stdout.flush()
+        sys.exit(DOES_NOT_FIT)
+
+
+VERSION = "0.1.0"  # pyproject.toml's version (tests/test_newcomer.py checks they agree)
+
+
 def add_output_args(parser, *, json_help="print the result dict as JSON"):
     """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
-    one-liners), one or the other."""
+    one-liners), one or the other; and --version."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s (llmcalc) {VERSION}")
     g = parser.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help=json_help)
-    g.add_argument("--brief", action="store_true",
-                   help="print only the headline number and its unit, on one line (shell one-liners)")
+    g.add_argument("--brief", action="store_true", help=BRIEF_HELP)
 
 
 def print_warnings(warnings, *, as_json):
-    """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
-    stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
+    """A result's warnings, said once: in the report (its WARNING lines), or with --json or
+    --brief (as_json), whose stdout is for machines, on stderr (the JSON's "warnings" carries
+    them as well)."""
     if as_json:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
+
+
+PROGRESS_AFTER_S = 1.0  # a search shows its progress once it has run this long
+
+
+class Progress:
+    """progress(i, k, what): a one-line counter on stderr for a search past PROGRESS_AFTER_S, only
+    where stderr is a terminal and stdout carries the report (not --json or --brief), redrawn at
+    most five times a second; done() clears it before the answer prints."""
+
+    def __init__(self, args):
+        self.on = sys.stderr.isatty() and not getattr(args, "json", False) \
+            and not getattr(args, "brief", False)
+        self.t0 = self.last = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, i, k, what="candidates costed"):
+        now = time.perf_counter()
+        if not self.on or now - self.t0 < PROGRESS_AFTER_S or (self.shown and now - self.last < 0.2):
+            return
+        self.last, self.shown = now, True
+        print(f"\rsearching: {i:,}/{k:,} {what}, {now - self.t0:.0f} s so far ", end="",
+              file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.shown:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+            self.shown = False
+
+
+def dollars(x):
+    """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def plural(n, one, many):
+    """'1 micro-batch', '4 micro-batches': a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def with_warnings(text, warnings):
+    """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
+    of every report)."""
+    return "\n".join([f"WARNING: {w}" for w in warnings] + [text])
 
 
 def print_result(res, *, as_json, report, brief=None):
@@ -953,6 +1103,13 @@ def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
     the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
     written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
+    if sys.stdout is None:  # started with stdout closed (`cmd >&-`): nowhere to answer
+        say_error("cannot write the output: standard output is closed")
+        sys.exit(2)
+    if sys.stderr is not None:  # notes and warnings that cannot be written never cost the answer
+        sys.stderr = DiagnosticStream(sys.stderr)
+    if hasattr(sys.stdout, "reconfigure"):  # a path or name the output's encoding cannot hold
+        sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii): escaped
     try:
         main()
         sys.stdout.flush()
@@ -965,21 +1122,38 @@ def run_tool(main):
                                                           errno.EFBIG):
             raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
-        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
-        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        say_error(f"cannot write the output: {exc.strerror or exc}")
         sys.exit(2)
 
 
-def with_cookbook_heads(args):
-    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
-    gives the heads, a copy with the cookbook mem script's default of 64 (calc_transformer_mem.py
-    and calc_training_time.py; heads_defaulted: not a shape the user gave, so the report says
-    "default"). Returns a new namespace; `args` is left as parsed."""
-    if args.num_attention_heads is None and not args.hf_model_name_or_path:
-        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
-                                             heads_defaulted=True))
-    return args
+class DiagnosticStream:
+    """stderr for a command: what cannot be written there (stderr on /dev/full, a closed pipe) is
+    dropped, so a note or warning that fails leaves the answer on stdout and the exit status as
+    they were; everything else is the stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            return len(text)
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def say_error(message):
+    """`PROG: error: MESSAGE` on stderr, as the parser's one line, outside any parser."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
 
 
 # ======== llmcalc/tools/gpu.py ====================================================================
@@ -995,6 +1169,19 @@ def accelerator_record(name, parser, *, without):
     with calc_errors(parser):
         return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
                                    f"script; {without}")
+
+
+def distinct_gpus(names, parser, *, without):
+    """Refuse (one line, exit 2) a --gpu list that names one accelerator twice, under any of its
+    spellings (h100,H100,h100-sxm): a search or plan would cost the same GPU as several kinds."""
+    seen = {}
+    for n in names:
+        if n is None:
+            continue
+        key = accelerator_record(n, parser, without=without)["name"]
+        if key in seen:
+            parser.error(f"--gpu lists {key} twice ({seen[key]!r} and {n!r}): name each GPU once")
+        seen[key] = n
 
 
 # ======== llmcalc/model/kinds.py ==================================================================
@@ -1135,8 +1322,9 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
-                # unbounded limits); the typed reader refuses them in any field it reads
+                # NaN/Infinity parse (transformers writes Infinity for some unbounded limits); the
+                # typed reader refuses them in any field it reads, and an integer too long for int()
+                cfg = json.load(fh, parse_int=json_integer)
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -4652,12 +4840,26 @@ def _check_flag_values(flag, s):
             raise CalcError(f"--{name.replace('_', '-')} must not be negative, got {flag(name)}")
 
 
+COOKBOOK_HEADS = 64  # EleutherAI cookbook calc/calc_transformer_mem.py's default -a (@827ee3b)
+
+
+def default_heads(h, *, head_dim=None):
+    """Query heads when neither a flag nor a config gives them, one rule for every tool: the
+    cookbook mem script's 64 where they split h into heads of at least 64 (h 6144: 64 heads of 96),
+    else heads of 128 or of 64 where they divide, else one; with --head-dim, h / head_dim."""
+    if head_dim and h % head_dim == 0:
+        return h // head_dim
+    if h % COOKBOOK_HEADS == 0 and h // COOKBOOK_HEADS >= 64:
+        return COOKBOOK_HEADS
+    return h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+
+
 def _attention_shape(s, flag, d):
     """Query heads, head width and key/value heads: MLA's from its parts, else from h / a and the
     kv flags."""
     h = s["hidden_size"]
     if "num_attention_heads" not in s:
-        s["num_attention_heads"] = h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+        s["num_attention_heads"] = default_heads(h, head_dim=s.get("head_dim"))
     a = s["num_attention_heads"]
     if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -4789,8 +4991,7 @@ def _described(s, flag):
     given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio",
                                          "ffn_expansion_factor", "swiglu", "moe", "bias",
                                          "sliding_window")
-             if flag(n) is not None
-             and not (n == "num_attention_heads" and flag("heads_defaulted"))]
+             if flag(n) is not None]
     if given:
         return f"the model the flags describe ({shape})"
     return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass "
@@ -8597,6 +8798,15 @@ def _trace_number(value, *, field, where, integer, lo):
     return int(value) if integer else float(value)
 
 
+def _check_trace_file(path, os):
+    """Refuse a --trace path that is not a regular file, saying what it is instead."""
+    if os.path.isfile(path):
+        return
+    what = ("no such file" if not os.path.exists(path) else "a folder, not a file"
+            if os.path.isdir(path) else "not a regular file (a pipe or device: save it to a file)")
+    raise ValueError(f"--trace {path}: {what}")
+
+
 def read_trace(path):
     """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
     header, each request with arrival_s (seconds from the start), input_tokens, output_tokens, and
@@ -8606,8 +8816,7 @@ def read_trace(path):
     (at most input_tokens).
     Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
     import csv, json, os  # noqa: E401 (only --trace needs them)
-    if not os.path.isfile(path):
-        raise ValueError(f"--trace {path}: no such file")
+    _check_trace_file(path, os)
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".jsonl", ".json", ".csv"):
         raise ValueError(f"--trace {path}: give a .jsonl (one JSON object per line) or a .csv file")
@@ -8626,14 +8835,22 @@ def read_trace(path):
                     if not line.strip():
                         continue
                     try:
-                        obj = json.loads(line)
+                        obj = json.loads(line, parse_int=json_integer)
                     except json.JSONDecodeError as exc:
                         raise ValueError(f"--trace {path} line {i + 1}: not JSON ({exc.msg})") from None
+                    except RecursionError:
+                        raise ValueError(f"--trace {path} line {i + 1}: nests too deep to be a "
+                                         "request") from None
                     if not isinstance(obj, dict):
                         raise ValueError(f"--trace {path} line {i + 1}: each line must be a JSON object")
                     rows.append((i + 1, obj))
     except UnicodeDecodeError:
         raise ValueError(f"--trace {path}: not UTF-8 text") from None
+    except csv.Error as exc:  # a field over csv's limit (128 KiB), a NUL byte
+        line = reader.line_num + 1  # the row csv was reading
+        raise ValueError(f"--trace {path} line {line}: not a CSV row ({exc})") from None
+    except OSError as exc:  # unreadable (permissions), an I/O error
+        raise ValueError(f"--trace {path}: cannot read it ({exc.strerror or exc})") from None
     if not rows:
         raise ValueError(f"--trace {path}: no requests in it")
     out = []
@@ -9294,16 +9511,57 @@ def search_report(res, *, s, o, stack, top):
     return "\n".join(lines)
 
 
-def plot_front(res, path, *, precision=None):
-    """Draw every point that meets the targets and the Pareto front to path with matplotlib
-    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
-    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
-    write is one line and exit 2 (the path was checked before the search)."""
+def _pyplot():
+    """matplotlib.pyplot drawing to files (Agg), or None when matplotlib is not installed. An
+    MPLBACKEND matplotlib does not know would fail its import: this run draws to a file anyway."""
+    import os
+    os.environ["MPLBACKEND"] = "agg"
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def _log_scale_if_wide(ax, ys):
+    """A log y axis when the values span more than 20x, so the low end is not a flat line."""
+    ys = [y for y in ys if y > 0]
+    if ys and max(ys) > 20 * min(ys):
+        ax.set_yscale("log")
+
+
+def _label_front(fig, ax, front, fontsize=6):
+    """Label the front's points, each only where its text (width estimated from its length) clears
+    every label already placed, flipped to the point's left near the right edge."""
+    fig.canvas.draw()  # the axes' limits and scales settled, so data maps to pixels
+    px = fontsize * fig.dpi / 72  # the font's size in pixels
+    box = ax.get_window_extent()
+    placed = []
+    for p in front:
+        label = layout_label(p)
+        x, y = ax.transData.transform((p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]))
+        w, h, gap = 0.55 * px * len(label), 1.3 * px, 4 * fig.dpi / 72
+        right = x + gap + w > box.x1
+        x0 = x - gap - w if right else x + gap
+        rect = (x0, y + gap, x0 + w, y + gap + h)
+        if any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3]
+               for r in placed):
+            continue
+        placed.append(rect)
+        ax.annotate(label, (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=fontsize,
+                    xytext=(-4 if right else 4, 4), textcoords="offset points",
+                    ha="right" if right else "left")
+
+
+def plot_front(res, path, *, precision=None):
+    """Draw every point that meets the targets and the Pareto front to path with matplotlib
+    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
+    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
+    write is one line and exit 2 (the path was checked before the search)."""
+    plt = _pyplot()
+    if plt is None:
         return "matplotlib is not installed, so no plot was drawn (pip install matplotlib)"
     fig, ax = plt.subplots(figsize=(7, 5))
     if res.get("missed"):  # the first concurrency of each layout past a target: faded, so the bound shows
@@ -9315,23 +9573,13 @@ def plot_front(res, path, *, precision=None):
     front = sorted(res["pareto_front"], key=lambda p: p["tokens_per_s_per_user"])
     ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front],
             "o-", c="C0", label="Pareto front")
-    xs = [p["tokens_per_s_per_user"] for p in res["points"]] or [0.0]
-    ys = [p["tokens_per_s_per_gpu"] for p in res["points"]] or [0.0]
-    xr, yr = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
-    last = None
-    for p in front:  # label a point only clear of the last label (in axis fractions), inside the axes
-        x, y = p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]
-        if last is not None and abs(x - last[0]) / xr < 0.12 and abs(y - last[1]) / yr < 0.06:
-            continue
-        right = (x - min(xs)) / xr > 0.7
-        ax.annotate(layout_label(p), (x, y), fontsize=6, xytext=(-4 if right else 4, 4),
-                    textcoords="offset points", ha="right" if right else "left")
-        last = (x, y)
+    _log_scale_if_wide(ax, [p["tokens_per_s_per_gpu"] for p in res["points"] + front])
+    _label_front(fig, ax, front)
     ax.set_xlabel("tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     slo = ", ".join(x for x in ((f"TTFT <= {res['max_ttft_ms']:g} ms" if res["max_ttft_ms"] else ""),
                                 (f"TPOT <= {res['max_tpot_ms']:g} ms" if res["max_tpot_ms"] else "")) if x)
-    model = res.get("model_described") or "model"
+    model = (res.get("model_described") or "model").replace("$", r"\$")  # a path is not mathtext
     ax.set_title(f"{model[:90]}\n{res['num_gpus']} x {res['gpu']}, "
                  + (f"--precision {precision}" if precision else "bits as labelled (w/a/kv)")
                  + f"; {slo or 'no latency target'}", fontsize=8)
@@ -9555,8 +9803,7 @@ def validate_capacity(args, parser, req):
     names = [x.strip() for x in (args.gpu or DEFAULT_ACCELERATOR).split(",") if x.strip()]
     if not names or len(set(names)) != len(names):
         parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
-    for n in names:
-        accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+    distinct_gpus(names, parser, without="a capacity plan needs hardware.py's GPUs")
     req.capacity_gpus = names
     req.capacity_prices = None
     if args.cost_per_gpu_hour is not None:
@@ -9647,7 +9894,7 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
         import json
         print(json.dumps(res, indent=2))
     else:
-        print(capacity_report(res))
+        print(with_warnings(capacity_report(res), res["warnings"]))
     return res
 
 
@@ -10420,6 +10667,7 @@ def build_parser():
     g.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the front with matplotlib (only if installed)")
     add_output_args(parser)
+    add_verbose_arg(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -10615,6 +10863,19 @@ def run_bits(spec, req, args, pending):
                      e_bits=fmt["expert_bits"] if fmt else None, state_bits=req.state_bits)
 
 
+def add_verbose_arg(parser):
+    """--verbose: how the hardware rates were derived, on stderr (rate_notes)."""
+    parser.add_argument("--verbose", action="store_true",
+                        help="also say on stderr how each hardware rate was derived (compute and "
+                        "memory efficiency, links); the report's hardware line gives the rates")
+
+
+def rate_notes(hw_notes, args):
+    """The hardware rates' derivations (resolve_hardware's notes): with --verbose only, as the
+    report's `hardware:` line already states each rate, so a plain run's stderr stays empty."""
+    return list(hw_notes) if args.verbose else []
+
+
 def flush(pending):
     """Print the notes and warnings held back until the answer stood."""
     for line in pending:
@@ -10646,8 +10907,8 @@ def main(argv=None):
             spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is "
                                     f"past the model's trained context ({trained:,}: "
                                     "max_position_embeddings or its rope scaling)")
-        pending = ([f"note: {note}" for note in notes + hw_notes + flag_notes]
-                   + [f"warning: {w}" for w in spec["warnings"] if args.json])
+        pending = ([f"note: {note}" for note in notes + rate_notes(hw_notes, args) + flag_notes]
+                   + [f"warning: {w}" for w in spec["warnings"] if args.json or args.brief])
         fmt, bits = run_bits(spec, req, args, pending)
         if req.capacity:
             flush(pending)
@@ -10669,13 +10930,14 @@ def run_search(spec, req, args, hw, *, fmt, pending, gpu, gpu_given, flags):
     if note:
         print(f"note: {note}", file=sys.stderr)
     if args.brief:  # the front's best tokens/s per GPU
-        print(f"{res['best']['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU")
+        print(f"{brief_number(res['best']['tokens_per_s_per_gpu'])} tokens/s per GPU")
     elif args.json:
         import json
         print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
     else:
-        print(search_report(res, s=req.prompt_tokens, o=req.output_tokens,
-                            stack=hw["serving_stack"], top=args.top))
+        text = search_report(res, s=req.prompt_tokens, o=req.output_tokens,
+                             stack=hw["serving_stack"], top=args.top)
+        print(with_warnings(text, res["warnings"]))
     return res
 
 
@@ -10798,11 +11060,17 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
         memory_warning(cache, w_bytes=w_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
     res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache,
                       mem=mem)
-    print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT "
-                                  f"{r['decode_per_token_s'] * 1e3:.2f} ms")
-                 if args.brief else None)
+    if args.brief:
+        print_layout_brief(res, hw)
+    else:
+        print_result(res, as_json=args.json, report=format_report)
     return res
+
+
+def print_layout_brief(res, hw):
+    """--brief for one layout: TTFT and TPOT, and whether weights and cache fit (exit 3: not)."""
+    print_brief(f"TTFT {res['ttft_s'] * 1e3:.2f} ms TPOT {res['decode_per_token_s'] * 1e3:.2f} ms",
+                {"fits": res["fits_in_memory"], "memory_bytes": hw["gpu_memory_bytes"]})
 
 
 def sliding_layers(spec):

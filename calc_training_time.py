@@ -65,8 +65,8 @@ Each kernel is counted from the module's source (the eager_* functions cite the 
 # llmcalc/train/flops.py, llmcalc/model/sharding.py, llmcalc/train/kernels.py,
 # llmcalc/train/recompute.py, llmcalc/train/memory.py, llmcalc/comm/collectives.py,
 # llmcalc/train/deepspeed.py, llmcalc/train/moe.py, llmcalc/train/layout.py, llmcalc/train/step.py,
-# llmcalc/train/offload.py, llmcalc/train/search.py, llmcalc/tools/training_framework.py,
-# llmcalc/accelerator.py, llmcalc/tools/gpu.py, llmcalc/train/hardware.py,
+# llmcalc/train/offload.py, llmcalc/train/search.py, llmcalc/accelerator.py, llmcalc/tools/gpu.py,
+# llmcalc/tools/training_framework.py, llmcalc/train/hardware.py,
 # llmcalc/tools/training_hardware.py, llmcalc/tools/training_time.py.
 
 import argparse
@@ -106,6 +106,22 @@ def number_text(x):
     return f"{mant}e{int(exp)}" if exp else mant
 
 
+class LongInteger(str):
+    """A JSON integer too long for int() (Python refuses over 4,300 digits): kept as text, so that
+    a field which reads it is refused by name ('got 99999999999... (5,000 digits)'), not by the
+    JSON parser with neither file nor field."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def json_integer(text):
+    """json's parse_int: the int, or a LongInteger past 1,000 digits (no count is that long)."""
+    if len(text) <= 1000:
+        return int(text)
+    return LongInteger(f"{text[:12]}... ({len(text.lstrip('-')):,} digits)")
+
+
 # ======== llmcalc/cli.py ==========================================================================
 # The parser pieces every tool shares: the parser whose usage error is one line and exit 2, the
 # bounded number types, the model flags, and the flag-range table each tool checks its flags against
@@ -137,6 +153,18 @@ class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
 
 
+def one_line(message):
+    """A message kept to one line: a newline or other control character (in a path the user
+    gave) written as its escape, \\n, instead of splitting the line; a run of more than 40 digits
+    (a 5,000-digit number echoed back) shortened to its first 12 and its length."""
+    import re  # argparse has imported it already
+    message = re.sub(r"\d{41,}", lambda m: f"{m.group()[:12]}... ({len(m.group()):,} digits)",
+                     message)
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
     epilog may be a function, called only when --help is printed (a run that answers never builds
@@ -146,7 +174,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
     def format_help(self):
         if callable(self.epilog):
@@ -251,7 +279,8 @@ def add_model_args(parser):
     g.add_argument("--num-layers", "-l", type=n, default=None,
                    help="L (default 44); with a config, the first L layers of its pattern")
     g.add_argument("--num-attention-heads", "-a", type=n, default=None,
-                   help="a (default: h/128, or h/64, when it divides)")
+                   help="a (default 64, the cookbook's, where heads of at least 64 result; "
+                   "else h/128 or h/64)")
     g.add_argument("--num-kv-heads", type=n, default=None, help="kv heads (GQA/MQA; default a)")
     g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
@@ -340,11 +369,24 @@ def model_flag_words(parser, args):
     return words
 
 
+# How this run spells another tool of the family in the commands it prints: built script name ->
+# command. Empty for the built scripts (`python3 calc_training_time.py`); commands.run fills it for
+# the installed commands (`llmcalc-train-time`) and `python3 -m llmcalc train-time`.
+COMMAND_SPELLINGS = {}
+
+
+def command_word(script):
+    """The command that runs the built script `script` the way this run was started."""
+    return COMMAND_SPELLINGS.get(script, f"python3 {script}")
+
+
 def script_command(script, parser, args, *, words=(), last=()):
-    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
-    command another script of this family answers with the same meaning (one meaning per flag)."""
+    """command_word(SCRIPT) with the model flags the user gave, `words`, --gpu as given, then
+    `last`: a command another tool of this family answers with the same meaning (one meaning per
+    flag), spelled as the user ran this one (a built script, an installed command or python -m)."""
     gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
-    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+    return " ".join([command_word(script)] + model_flag_words(parser, args) + list(words) + gpu
+                    + list(last))
 
 
 def _flag(parser, dest):
@@ -379,21 +421,101 @@ def parse_tool_args(parser, argv):
     return args
 
 
+# --brief, the same in every tool: one line, the headline number first (brief_number: no thousands
+# separators, no exponent below 1e12), its unit, and where the answer is about memory a verdict
+# after a colon; a verdict of "does not fit" exits with DOES_NOT_FIT; warnings go to stderr.
+DOES_NOT_FIT = 3
+BRIEF_HELP = ("print one line for scripts: the headline number (plain digits), its unit and, where "
+              "memory decides, ': fits in X GiB' or ': does not fit in X GiB' (exit status 3); "
+              "warnings go to stderr")
+
+
+def brief_number(x):
+    """A number as --brief writes it: an integer's digits; else 4 significant digits, whole
+    numbers from 1000 up, scientific only from 1e12 (FLOPs) or below 1e-4."""
+    if isinstance(x, int):
+        return str(x)
+    if x and (abs(x) >= 1e12 or abs(x) < 1e-4):
+        return f"{x:.4e}"
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def print_brief(line, fit=None):
+    """Print a --brief line; with a verdict (`fit`: a dict with "fits" and the "memory_bytes" it
+    was judged against) append ': fits in X GiB' or ': does not fit in X GiB', and exit
+    DOES_NOT_FIT after a line that does not fit, so a script can test the status."""
+    fits = None if fit is None else fit["fits"]
+    if fits is not None:
+        line += f": {'fits' if fits else 'does not fit'} in {fit['memory_bytes'] / 2 ** 30:.2f} GiB"
+    print(line)
+    if fits is False:
+        sys.stdout.flush()
+        sys.exit(DOES_NOT_FIT)
+
+
+VERSION = "0.1.0"  # pyproject.toml's version (tests/test_newcomer.py checks they agree)
+
+
 def add_output_args(parser, *, json_help="print the result dict as JSON"):
     """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
-    one-liners), one or the other."""
+    one-liners), one or the other; and --version."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s (llmcalc) {VERSION}")
     g = parser.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help=json_help)
-    g.add_argument("--brief", action="store_true",
-                   help="print only the headline number and its unit, on one line (shell one-liners)")
+    g.add_argument("--brief", action="store_true", help=BRIEF_HELP)
 
 
 def print_warnings(warnings, *, as_json):
-    """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
-    stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
+    """A result's warnings, said once: in the report (its WARNING lines), or with --json or
+    --brief (as_json), whose stdout is for machines, on stderr (the JSON's "warnings" carries
+    them as well)."""
     if as_json:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
+
+
+PROGRESS_AFTER_S = 1.0  # a search shows its progress once it has run this long
+
+
+class Progress:
+    """progress(i, k, what): a one-line counter on stderr for a search past PROGRESS_AFTER_S, only
+    where stderr is a terminal and stdout carries the report (not --json or --brief), redrawn at
+    most five times a second; done() clears it before the answer prints."""
+
+    def __init__(self, args):
+        self.on = sys.stderr.isatty() and not getattr(args, "json", False) \
+            and not getattr(args, "brief", False)
+        self.t0 = self.last = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, i, k, what="candidates costed"):
+        now = time.perf_counter()
+        if not self.on or now - self.t0 < PROGRESS_AFTER_S or (self.shown and now - self.last < 0.2):
+            return
+        self.last, self.shown = now, True
+        print(f"\rsearching: {i:,}/{k:,} {what}, {now - self.t0:.0f} s so far ", end="",
+              file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.shown:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+            self.shown = False
+
+
+def dollars(x):
+    """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def plural(n, one, many):
+    """'1 micro-batch', '4 micro-batches': a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def with_warnings(text, warnings):
+    """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
+    of every report)."""
+    return "\n".join([f"WARNING: {w}" for w in warnings] + [text])
 
 
 def print_result(res, *, as_json, report, brief=None):
@@ -412,6 +534,13 @@ def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
     the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
     written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
+    if sys.stdout is None:  # started with stdout closed (`cmd >&-`): nowhere to answer
+        say_error("cannot write the output: standard output is closed")
+        sys.exit(2)
+    if sys.stderr is not None:  # notes and warnings that cannot be written never cost the answer
+        sys.stderr = DiagnosticStream(sys.stderr)
+    if hasattr(sys.stdout, "reconfigure"):  # a path or name the output's encoding cannot hold
+        sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii): escaped
     try:
         main()
         sys.stdout.flush()
@@ -424,21 +553,38 @@ def run_tool(main):
                                                           errno.EFBIG):
             raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
-        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
-        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        say_error(f"cannot write the output: {exc.strerror or exc}")
         sys.exit(2)
 
 
-def with_cookbook_heads(args):
-    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
-    gives the heads, a copy with the cookbook mem script's default of 64 (calc_transformer_mem.py
-    and calc_training_time.py; heads_defaulted: not a shape the user gave, so the report says
-    "default"). Returns a new namespace; `args` is left as parsed."""
-    if args.num_attention_heads is None and not args.hf_model_name_or_path:
-        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
-                                             heads_defaulted=True))
-    return args
+class DiagnosticStream:
+    """stderr for a command: what cannot be written there (stderr on /dev/full, a closed pipe) is
+    dropped, so a note or warning that fails leaves the answer on stdout and the exit status as
+    they were; everything else is the stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            return len(text)
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def say_error(message):
+    """`PROG: error: MESSAGE` on stderr, as the parser's one line, outside any parser."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
 
 
 # ======== llmcalc/records.py ======================================================================
@@ -652,8 +798,9 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
-                # unbounded limits); the typed reader refuses them in any field it reads
+                # NaN/Infinity parse (transformers writes Infinity for some unbounded limits); the
+                # typed reader refuses them in any field it reads, and an integer too long for int()
+                cfg = json.load(fh, parse_int=json_integer)
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -4169,12 +4316,26 @@ def _check_flag_values(flag, s):
             raise CalcError(f"--{name.replace('_', '-')} must not be negative, got {flag(name)}")
 
 
+COOKBOOK_HEADS = 64  # EleutherAI cookbook calc/calc_transformer_mem.py's default -a (@827ee3b)
+
+
+def default_heads(h, *, head_dim=None):
+    """Query heads when neither a flag nor a config gives them, one rule for every tool: the
+    cookbook mem script's 64 where they split h into heads of at least 64 (h 6144: 64 heads of 96),
+    else heads of 128 or of 64 where they divide, else one; with --head-dim, h / head_dim."""
+    if head_dim and h % head_dim == 0:
+        return h // head_dim
+    if h % COOKBOOK_HEADS == 0 and h // COOKBOOK_HEADS >= 64:
+        return COOKBOOK_HEADS
+    return h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+
+
 def _attention_shape(s, flag, d):
     """Query heads, head width and key/value heads: MLA's from its parts, else from h / a and the
     kv flags."""
     h = s["hidden_size"]
     if "num_attention_heads" not in s:
-        s["num_attention_heads"] = h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+        s["num_attention_heads"] = default_heads(h, head_dim=s.get("head_dim"))
     a = s["num_attention_heads"]
     if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -4306,8 +4467,7 @@ def _described(s, flag):
     given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio",
                                          "ffn_expansion_factor", "swiglu", "moe", "bias",
                                          "sliding_window")
-             if flag(n) is not None
-             and not (n == "num_attention_heads" and flag("heads_defaulted"))]
+             if flag(n) is not None]
     if given:
         return f"the model the flags describe ({shape})"
     return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass "
@@ -9031,7 +9191,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     zero1_dominates = 1 in {g["zero_stage"] for g in groups} and base.get("framework", "megatron") == "megatron"
     zero1_fits = set()  # the ZeRO-1 layouts that fit (their ZeRO-2 twins are not costed)
     cands = _bounded_candidates(spec, base, groups, knobs, rcs, hw=hw, net=net, c0=c0, cache=cache,
-                                floor_cache=cache if memo is None else memo, kinds=kinds)
+                                floor_cache=cache if memo is None else memo, kinds=kinds,
+                                progress=progress)
     heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
     kth = []  # the `keep` best times, negated (a max-heap)
@@ -9040,7 +9201,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     n_cands = len(cands)
     todo = ((c, o) for c in _popped(cands) for o in offloads)  # each parent's offloads, fewest first
     for i, ((lb0, _, (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
-        if progress and i % 1024 == 0:
+        if progress and i % 64 == 0:
             progress(i, n_cands * len(offloads))
         if lb0 > limit and not exhaustive:
             break  # no later candidate can beat what is kept
@@ -9102,15 +9263,19 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     return rows, evaluated, len(groups)
 
 
-def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds):
+def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds,
+                        progress=None):
     """Every candidate of the search (a group's sequence parallelism, TP and DP overlap, recompute
     and micro-batch), each with its step_lower_bound_s per sequence and what the costing loop
     re-bounds it from: (bound, order, (layers' time, their offload copies, the pipeline factor,
     optimizer floor per offload), group index, sp, TP mode, DP overlap, recompute index, b). The
-    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s)."""
+    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s).
+    `progress(i, k, what)` hears of each parallel shape bounded."""
     gbs = base["global_batch_size"]
     cands, lbs = [], {}
     for gi, g in enumerate(groups):
+        if progress:
+            progress(gi, len(groups), "parallel shapes bounded")
         dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
         gbs_dp = gbs // dp * dp
         etp = 1 if g["ep"] > 1 else tp
@@ -9182,171 +9347,6 @@ def limiter(res):
     if res.get("headroom_bytes") is not None and res["headroom_bytes"] < 0.05 * (res["total_bytes"] or 1):
         return f"memory ({share:.0%} {k})"
     return f"{k} {share:.0%}"
-
-
-# ======== llmcalc/tools/training_framework.py =====================================================
-# calc_training_time.py's framework flags: what a flag left out means under each training stack
-# (FRAMEWORK_DEFAULTS), and the one-line refusals of what a dated Megatron-LM, DeepSpeed's engine or
-# an fp8 recipe's library did not have. resolve_framework_defaults turns the parsed flags into the
-# execution knobs the cost model reads (a dict; the flags are left as parsed).
-
-# What a left-out flag means under each framework. Megatron-LM of 2021 (de7dc40, the sc21 artifact)
-# had no distributed optimizer (added 2022-02, 329fe58), all-reduced the TP input gradient
-# synchronously in the backward (megatron/mpu/mappings.py; the overlap came 2021-09, 16c9044), no
-# fused attention kernel (FlashAttention: Dao et al. 2022), recomputed whole layers
-# (--checkpoint-activations, as every Table 1 run), reduced gradients after the backward with its
-# default local DDP, in the 16-bit parameter dtype for fp16 (arguments.py forces fp32 only for
-# bf16).
-FRAMEWORK_DEFAULTS = {
-    "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
-                      "recompute": "full", "dp_overlap": False},
-    # Megatron-LM of 2022-05 (d898a8991d, the sequence-parallel merge, Korthikanti et al. 2022): the
-    # distributed optimizer came 2022-06-08 (d07d29df14); the backward TP collectives overlap the
-    # weight-gradient GEMM (mpu/layers.py); no flash kernel; local DDP reduces after the backward
-    "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
-                      "recompute": "selective", "dp_overlap": False},
-    "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
-                "recompute": "selective", "dp_overlap": True},
-    # DeepSpeed (deepspeed/runtime/zero/config.py): ZeRO stage 0 unless configured, overlap_comm on
-    # only at stage 3 (set in resolve_framework_defaults), reduce_bucket_size 5e8;
-    # Megatron-DeepSpeed's tensor parallelism all-reduces synchronously; no recompute unless asked
-    DEEPSPEED: {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": True,
-                "recompute": "none"}}
-
-
-def check_fp8_recipe(args, parser):
-    """The fp8 scaling recipe costed: --fp8-recipe (checked against --dtype and the framework's
-    library), else under --dtype fp8 the framework's default (shown in --json), else None."""
-    fw = args.framework
-    if args.fp8_recipe:
-        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
-        if args.dtype != "fp8":
-            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
-        if fw == "pytorch" and args.fp8_recipe not in torchao:
-            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under "
-                         f"--framework pytorch (torchao) use {' or '.join(torchao)}")
-        if fw == "megatron" and args.fp8_recipe not in te:
-            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron "
-                         f"(Transformer Engine) use {', '.join(te)}")
-        if fw not in ("pytorch", "megatron"):
-            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: "
-                         f"{', '.join(te)}) and pytorch (torchao: {', '.join(torchao)}), not {fw}")
-        return args.fp8_recipe
-    if args.dtype == "fp8" and fw in ("pytorch", "megatron"):  # the recipe the cost model uses
-        return "delayed" if fw == "megatron" else "tensorwise"
-    return None
-
-
-def check_legacy_flags(args, parser):
-    """megatron-2021 / megatron-2022 refuse, in one line, what that code did not have."""
-    fw = args.framework
-    y2021 = fw == "megatron-2021"
-    tpo = args.tp_comm_overlap
-    bad = [(args.zero_stage not in (None, 0),
-            f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
-           (y2021 and tpo not in (None, "none"), f"--tp-comm-overlap {tpo} "
-            "(the TP all-reduces ran synchronously)"),
-           (args.tp_comm_overlap == "full", "--tp-comm-overlap full (no userbuffers overlap of the "
-            "forward collectives)"),
-           (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
-           (y2021 and args.recompute == "selective",
-            "--recompute selective (Korthikanti et al. 2022)"),
-           (args.recompute == "op-sac", "--recompute op-sac (torchtitan's per-op checkpointing)"),
-           (bool(args.recompute_modules),
-            "--recompute-modules (Megatron-Core's selective modules)"),
-           (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
-           (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
-           (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
-           (args.offload_params, "--offload-params"),
-           (args.offload_activations, "--offload-activations"),
-           (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
-            "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
-           (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
-            "--dp-overlap with fp32 gradients (arguments.py: fp32 accumulation needs local DDP, "
-            "which reduces after the backward; pass --grad-reduce-dtype fp16 for --DDP-impl "
-            "torch)")]
-    why = [w for b, w in bad if b]
-    if why:
-        parser.error(f"--framework {fw} has no {why[0]}")
-
-
-def check_deepspeed_flags(args, parser):
-    """--framework deepspeed refuses what its engine is not costed for; other frameworks refuse
-    DeepSpeed's own flags."""
-    fw = args.framework
-    if fw != DEEPSPEED:
-        for flag, val in (("--offload-device", args.offload_device),
-                          ("--nvme-gbps", args.nvme_gbps)):
-            if val is not None:
-                parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
-        return
-    bad = [(args.virtual_pipeline_size > 1,
-            "-vp > 1 (its pipeline engine runs 1F1B without interleaving)"),
-           (args.pipeline_parallel_size > 1 and (args.zero_stage or 0) >= 2,
-            f"-z {args.zero_stage} with -pp > 1 (ZeRO-2 and ZeRO-3 are incompatible with its "
-            "pipeline engine)"),
-           (args.context_parallel_size > 1,
-            "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
-           (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
-           (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
-           (args.search, "--search (one layout at a time)"),
-           (bool(args.offload_activations),
-            "--offload-activations (its cpu_checkpointing is not costed here)")]
-    why = [w for b, w in bad if b]
-    if why:
-        parser.error(f"--framework {fw} has no {why[0]}")
-
-
-def deepspeed_knobs(args, parser, knobs):
-    """DeepSpeed's own defaults into `knobs`: overlap_comm at ZeRO-3 only, and --offload-params as
-    ZeRO-3's offload_param on --offload-device, with its rules."""
-    if knobs["dp_overlap"] is None:  # overlap_comm's default (zero/config.py overlap_comm_valid)
-        knobs["dp_overlap"] = knobs["zero_stage"] == 3
-    if args.offload_device and not (args.offload or args.offload_params):
-        parser.error("--offload-device needs --offload (optimizer states) or --offload-params "
-                     "(weights)")
-    # one flag for weights in host memory: under DeepSpeed it is ZeRO-3's offload_param
-    knobs["offload_param"] = (args.offload_device or "cpu") if args.offload_params else None
-    if knobs["offload_param"] and knobs["zero_stage"] != 3:
-        parser.error(f"--offload-params under --framework deepspeed needs -z 3 (DeepSpeed "
-                     f"offloads parameters at stage 3 only), not -z {knobs['zero_stage']}")
-    if "nvme" in (args.offload_device, knobs["offload_param"]) and args.nvme_gbps is None:
-        parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU "
-                     "(none is assumed)")
-
-
-def resolve_framework_defaults(args, parser):
-    """The execution knobs the cost model reads, each the flag as given or, left out, the
-    framework's default (FRAMEWORK_DEFAULTS): zero_stage, tp_comm_overlap, flash_attention,
-    recompute, dp_overlap, fp8_recipe, offload_param, dp_bucket_mparams, grad_reduce_dtype (a new
-    dict; `args` is left as parsed). Refuses, in one line, a megatron-2021 or megatron-2022 run
-    asking for what that code did not have, and what DeepSpeed's engine is not costed for."""
-    fw = args.framework
-    fp8_recipe = check_fp8_recipe(args, parser)
-    if args.compile and fw != "pytorch":
-        why = ("has fused kernels already)" if fw != "llm-foundry"
-               else "ran composer's eager modules)")
-        parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with "
-                     f"--framework pytorch (--framework {fw} " + why)
-    if fw in LEGACY_MEGATRON:
-        check_legacy_flags(args, parser)
-    check_deepspeed_flags(args, parser)
-    knobs = {k: getattr(args, k) for k in ("zero_stage", "tp_comm_overlap", "flash_attention",
-                                           "recompute", "dp_overlap")}
-    for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
-        if knobs[k] is None:
-            knobs[k] = v
-    knobs.update(fp8_recipe=fp8_recipe, offload_param=None)
-    if fw == DEEPSPEED:
-        deepspeed_knobs(args, parser, knobs)
-    knobs["dp_bucket_mparams"] = args.dp_bucket_mparams
-    if args.dp_bucket_mparams is None:
-        knobs["dp_bucket_mparams"] = REDUCE_BUCKET_ELEMENTS / 1e6 if fw == DEEPSPEED else 40.0
-    knobs["grad_reduce_dtype"] = args.grad_reduce_dtype
-    if args.grad_reduce_dtype is None:
-        legacy16 = fw == "megatron-2021" and args.dtype == "fp16"
-        knobs["grad_reduce_dtype"] = "fp16" if legacy16 else "fp32"
-    return knobs
 
 
 # ======== llmcalc/accelerator.py ==================================================================
@@ -9662,6 +9662,13 @@ def default_accelerator():
                             else v) for k, v in H100_SXM.items()})
 
 
+def names_default(name):
+    """Whether `name` is one of the default accelerator's spellings (case, '_', ' ', '.' and '-'
+    ignored, as hardware.py's lookup ignores them)."""
+    squash = lambda x: "".join(c for c in str(x).lower() if c.isalnum())  # noqa: E731
+    return squash(name) in {squash(n) for n in [H100_SXM["name"], *H100_SXM["aliases"]]}
+
+
 # --- the one lookup ------------------------------------------------------------------------------
 def accelerator_table():
     """The accelerator table: the package's own hardware module when this runs from the installed
@@ -9670,8 +9677,26 @@ def accelerator_table():
     if __package__:
         import importlib
         return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
+    try:
+        import hardware
+    except ImportError:  # python -I, PYTHONSAFEPATH=1: the script's folder is not on sys.path
+        return table_beside_script()
     return hardware
+
+
+def table_beside_script():
+    """hardware.py from the built script's own folder, by path (ImportError when it is absent)."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
+    if not os.path.isfile(path) or sys.modules.get("hardware", 0) is None:  # None: import blocked
+        raise ImportError(f"no {path}")
+    spec = importlib.util.spec_from_file_location("hardware", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hardware"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_accelerator(name=None, *, missing_table=None):
@@ -9684,6 +9709,8 @@ def resolve_accelerator(name=None, *, missing_table=None):
     try:
         table = accelerator_table()
     except ImportError:
+        if names_default(name):  # its record is built in: a script copied alone still knows it
+            return default_accelerator()
         raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
                         "script") from None
     try:
@@ -9705,6 +9732,184 @@ def accelerator_record(name, parser, *, without):
     with calc_errors(parser):
         return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
                                    f"script; {without}")
+
+
+def distinct_gpus(names, parser, *, without):
+    """Refuse (one line, exit 2) a --gpu list that names one accelerator twice, under any of its
+    spellings (h100,H100,h100-sxm): a search or plan would cost the same GPU as several kinds."""
+    seen = {}
+    for n in names:
+        if n is None:
+            continue
+        key = accelerator_record(n, parser, without=without)["name"]
+        if key in seen:
+            parser.error(f"--gpu lists {key} twice ({seen[key]!r} and {n!r}): name each GPU once")
+        seen[key] = n
+
+
+# ======== llmcalc/tools/training_framework.py =====================================================
+# calc_training_time.py's framework flags: what a flag left out means under each training stack
+# (FRAMEWORK_DEFAULTS), and the one-line refusals of what a dated Megatron-LM, DeepSpeed's engine or
+# an fp8 recipe's library did not have. resolve_framework_defaults turns the parsed flags into the
+# execution knobs the cost model reads (a dict; the flags are left as parsed).
+
+# What a left-out flag means under each framework. Megatron-LM of 2021 (de7dc40, the sc21 artifact)
+# had no distributed optimizer (added 2022-02, 329fe58), all-reduced the TP input gradient
+# synchronously in the backward (megatron/mpu/mappings.py; the overlap came 2021-09, 16c9044), no
+# fused attention kernel (FlashAttention: Dao et al. 2022), recomputed whole layers
+# (--checkpoint-activations, as every Table 1 run), reduced gradients after the backward with its
+# default local DDP, in the 16-bit parameter dtype for fp16 (arguments.py forces fp32 only for
+# bf16).
+FRAMEWORK_DEFAULTS = {
+    "megatron-2021": {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": False,
+                      "recompute": "full", "dp_overlap": False},
+    # Megatron-LM of 2022-05 (d898a8991d, the sequence-parallel merge, Korthikanti et al. 2022): the
+    # distributed optimizer came 2022-06-08 (d07d29df14); the backward TP collectives overlap the
+    # weight-gradient GEMM (mpu/layers.py); no flash kernel; local DDP reduces after the backward
+    "megatron-2022": {"zero_stage": 0, "tp_comm_overlap": "backward", "flash_attention": False,
+                      "recompute": "selective", "dp_overlap": False},
+    "default": {"zero_stage": 1, "tp_comm_overlap": "backward", "flash_attention": True,
+                "recompute": "selective", "dp_overlap": True},
+    # DeepSpeed (deepspeed/runtime/zero/config.py): ZeRO stage 0 unless configured, overlap_comm on
+    # only at stage 3 (set in resolve_framework_defaults), reduce_bucket_size 5e8;
+    # Megatron-DeepSpeed's tensor parallelism all-reduces synchronously; no recompute unless asked
+    DEEPSPEED: {"zero_stage": 0, "tp_comm_overlap": "none", "flash_attention": True,
+                "recompute": "none"}}
+
+
+def check_fp8_recipe(args, parser):
+    """The fp8 scaling recipe costed: --fp8-recipe (checked against --dtype and the framework's
+    library), else under --dtype fp8 the framework's default (shown in --json), else None."""
+    fw = args.framework
+    if args.fp8_recipe:
+        torchao, te = tuple(FP8_CAST_BYTES_PER_ELEMENT), TE_FP8_RECIPES
+        if args.dtype != "fp8":
+            parser.error(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
+        if fw == "pytorch" and args.fp8_recipe not in torchao:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is Transformer Engine's: under "
+                         f"--framework pytorch (torchao) use {' or '.join(torchao)}")
+        if fw == "megatron" and args.fp8_recipe not in te:
+            parser.error(f"--fp8-recipe {args.fp8_recipe} is torchao's: under --framework megatron "
+                         f"(Transformer Engine) use {', '.join(te)}")
+        if fw not in ("pytorch", "megatron"):
+            parser.error(f"--fp8-recipe is costed under --framework megatron (Transformer Engine: "
+                         f"{', '.join(te)}) and pytorch (torchao: {', '.join(torchao)}), not {fw}")
+        return args.fp8_recipe
+    if args.dtype == "fp8" and fw in ("pytorch", "megatron"):  # the recipe the cost model uses
+        return "delayed" if fw == "megatron" else "tensorwise"
+    return None
+
+
+def check_legacy_flags(args, parser):
+    """megatron-2021 / megatron-2022 refuse, in one line, what that code did not have."""
+    fw = args.framework
+    y2021 = fw == "megatron-2021"
+    tpo = args.tp_comm_overlap
+    bad = [(args.zero_stage not in (None, 0),
+            f"-z {args.zero_stage} (no distributed optimizer or ZeRO)"),
+           (y2021 and tpo not in (None, "none"), f"--tp-comm-overlap {tpo} "
+            "(the TP all-reduces ran synchronously)"),
+           (args.tp_comm_overlap == "full", "--tp-comm-overlap full (no userbuffers overlap of the "
+            "forward collectives)"),
+           (args.flash_attention is True, "--flash-attention (no fused attention kernel)"),
+           (y2021 and args.recompute == "selective",
+            "--recompute selective (Korthikanti et al. 2022)"),
+           (args.recompute == "op-sac", "--recompute op-sac (torchtitan's per-op checkpointing)"),
+           (bool(args.recompute_modules),
+            "--recompute-modules (Megatron-Core's selective modules)"),
+           (y2021 and args.sequence_parallel, "--sequence-parallel (Korthikanti et al. 2022)"),
+           (args.context_parallel_size > 1, "-cp > 1"), (args.expert_parallelism > 1, "-ep > 1"),
+           (args.dtype == "fp8", "--dtype fp8"), (args.offload, "--offload"),
+           (args.offload_params, "--offload-params"),
+           (args.offload_activations, "--offload-activations"),
+           (args.dtype == "bf16" and args.grad_reduce_dtype in ("bf16", "fp16"),
+            "16-bit gradients under bf16 (arguments.py forces fp32 accumulation)"),
+           (not y2021 and args.dp_overlap is True and args.grad_reduce_dtype in (None, "fp32"),
+            "--dp-overlap with fp32 gradients (arguments.py: fp32 accumulation needs local DDP, "
+            "which reduces after the backward; pass --grad-reduce-dtype fp16 for --DDP-impl "
+            "torch)")]
+    why = [w for b, w in bad if b]
+    if why:
+        parser.error(f"--framework {fw} has no {why[0]}")
+
+
+def check_deepspeed_flags(args, parser):
+    """--framework deepspeed refuses what its engine is not costed for; other frameworks refuse
+    DeepSpeed's own flags."""
+    fw = args.framework
+    if fw != DEEPSPEED:
+        for flag, val in (("--offload-device", args.offload_device),
+                          ("--nvme-gbps", args.nvme_gbps)):
+            if val is not None:
+                parser.error(f"{flag} is DeepSpeed's: add --framework deepspeed")
+        return
+    bad = [(args.virtual_pipeline_size > 1,
+            "-vp > 1 (its pipeline engine runs 1F1B without interleaving)"),
+           (args.pipeline_parallel_size > 1 and (args.zero_stage or 0) >= 2,
+            f"-z {args.zero_stage} with -pp > 1 (ZeRO-2 and ZeRO-3 are incompatible with its "
+            "pipeline engine)"),
+           (args.context_parallel_size > 1,
+            "-cp > 1 (Ulysses sequence parallelism is not costed here)"),
+           (args.expert_parallelism > 1, "-ep > 1 (DeepSpeed-MoE is not costed here)"),
+           (args.tp_comm_overlap == "full", "--tp-comm-overlap full"),
+           (args.search, "--search (one layout at a time)"),
+           (bool(args.offload_activations),
+            "--offload-activations (its cpu_checkpointing is not costed here)")]
+    why = [w for b, w in bad if b]
+    if why:
+        parser.error(f"--framework {fw} has no {why[0]}")
+
+
+def deepspeed_knobs(args, parser, knobs):
+    """DeepSpeed's own defaults into `knobs`: overlap_comm at ZeRO-3 only, and --offload-params as
+    ZeRO-3's offload_param on --offload-device, with its rules."""
+    if knobs["dp_overlap"] is None:  # overlap_comm's default (zero/config.py overlap_comm_valid)
+        knobs["dp_overlap"] = knobs["zero_stage"] == 3
+    if args.offload_device and not (args.offload or args.offload_params):
+        parser.error("--offload-device needs --offload (optimizer states) or --offload-params "
+                     "(weights)")
+    # one flag for weights in host memory: under DeepSpeed it is ZeRO-3's offload_param
+    knobs["offload_param"] = (args.offload_device or "cpu") if args.offload_params else None
+    if knobs["offload_param"] and knobs["zero_stage"] != 3:
+        parser.error(f"--offload-params under --framework deepspeed needs -z 3 (DeepSpeed "
+                     f"offloads parameters at stage 3 only), not -z {knobs['zero_stage']}")
+    if "nvme" in (args.offload_device, knobs["offload_param"]) and args.nvme_gbps is None:
+        parser.error("NVMe offload needs --nvme-gbps: the drives' read/write bandwidth per GPU "
+                     "(none is assumed)")
+
+
+def resolve_framework_defaults(args, parser):
+    """The execution knobs the cost model reads, each the flag as given or, left out, the
+    framework's default (FRAMEWORK_DEFAULTS): zero_stage, tp_comm_overlap, flash_attention,
+    recompute, dp_overlap, fp8_recipe, offload_param, dp_bucket_mparams, grad_reduce_dtype (a new
+    dict; `args` is left as parsed). Refuses, in one line, a megatron-2021 or megatron-2022 run
+    asking for what that code did not have, and what DeepSpeed's engine is not costed for."""
+    fw = args.framework
+    fp8_recipe = check_fp8_recipe(args, parser)
+    if args.compile and fw != "pytorch":
+        why = ("has fused kernels already)" if fw != "llm-foundry"
+               else "ran composer's eager modules)")
+        parser.error(f"--compile costs torch.compile of an eager PyTorch stack: use it with "
+                     f"--framework pytorch (--framework {fw} " + why)
+    if fw in LEGACY_MEGATRON:
+        check_legacy_flags(args, parser)
+    check_deepspeed_flags(args, parser)
+    knobs = {k: getattr(args, k) for k in ("zero_stage", "tp_comm_overlap", "flash_attention",
+                                           "recompute", "dp_overlap")}
+    for k, v in FRAMEWORK_DEFAULTS.get(fw, FRAMEWORK_DEFAULTS["default"]).items():
+        if knobs[k] is None:
+            knobs[k] = v
+    knobs.update(fp8_recipe=fp8_recipe, offload_param=None)
+    if fw == DEEPSPEED:
+        deepspeed_knobs(args, parser, knobs)
+    knobs["dp_bucket_mparams"] = args.dp_bucket_mparams
+    if args.dp_bucket_mparams is None:
+        knobs["dp_bucket_mparams"] = REDUCE_BUCKET_ELEMENTS / 1e6 if fw == DEEPSPEED else 40.0
+    knobs["grad_reduce_dtype"] = args.grad_reduce_dtype
+    if args.grad_reduce_dtype is None:
+        legacy16 = fw == "megatron-2021" and args.dtype == "fp16"
+        knobs["grad_reduce_dtype"] = "fp16" if legacy16 else "fp32"
+    return knobs
 
 
 # ======== llmcalc/train/hardware.py ===============================================================
@@ -10172,7 +10377,8 @@ def add_question_flags(p):
     o.add_argument("--tokens", type=count_float, default=None,
                    help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
     o.add_argument("--cost-per-gpu-hour", type=price_list, default=None,
-                   help="price of one GPU-hour; with a list of --gpu, one price or one per GPU in the same order")
+                   help="price of one GPU-hour in dollars; with a list of --gpu, one price or one per GPU in the "
+                   "same order")
     o.add_argument("--deadline-days", type=finite_float, default=None,
                    help="with --tokens: whether the run finishes within this many days; with a list of "
                         "clusters, the ones that do rank first")
@@ -10215,10 +10421,10 @@ def format_report(res):
     lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): "
                  f"{layout_text(lay, knobs=res.get('layouts') is not None)}")
     lines.append(f"  model: {res['model']['described']}")
-    lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
+    lines.append(f"  {plural(lay['num_microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
-        lines.append(f"warning: {w}")
+        lines.append(f"WARNING: {w}")
     lines.append(f"Step time          {fmt_s(r['step_time_s'])}")
     lines.append(f"MFU / HFU          {r['mfu']:.1%} / {r['hfu']:.1%}  ({r['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU)")
     lines.append(f"Tokens/s           {r['tokens_per_s']:,.0f} total, {r['tokens_per_s_per_gpu']:,.0f} per GPU")
@@ -10241,7 +10447,7 @@ def format_report(res):
             lines.append(f"  {k:<36}{fmt_s(v):>12}{v / step:>8.1%}")
     if res.get("training"):
         t = res["training"]
-        cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        cost = f", cost {dollars(t['cost'])}" if t.get("cost") is not None else ""
         due = (f"; {'meets' if t['meets_deadline'] else 'misses'} the {t['deadline_days']:g}-day deadline"
                if "meets_deadline" in t else "")
         lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
@@ -10276,7 +10482,7 @@ def cluster_table(res):
             continue
         days = f"{c['days']:,.1f}" if c.get("days") is not None else "-"
         gh = f"{c['gpu_hours']:,.0f}" if c.get("gpu_hours") is not None else "-"
-        cost = f"{c['cost']:,.0f}" if c.get("cost") is not None else "-"
+        cost = dollars(c["cost"]) if c.get("cost") is not None else "-"
         late = "  misses the deadline" if c.get("meets_deadline") is False else ""
         lines.append(f"  {c['num_gpus']:>6} {c['gpu']:<{w}}{fmt_s(c['step_time_s']):>10}{c['mfu']:>7.1%}{days:>10}"
                      f"{gh:>13}{cost:>14}  {c['layout']}{late}")
@@ -10390,6 +10596,8 @@ def resolve_clusters(args, parser):
     names = [x.strip() for x in args.gpu.split(",")] if args.gpu is not None else [None]
     if args.gpu is not None and not all(names):
         parser.error(f"--gpu {args.gpu!r}: an empty name in the list")
+    if len(names) > 1:
+        distinct_gpus(names, parser, without="a list of --gpu needs hardware.py's table")
     counts = list(args.num_gpus or (None,))
     prices = list(args.cost_per_gpu_hour or (None,))
     for dest, vals in (("num_gpus", counts), ("cost_per_gpu_hour", prices)):
@@ -10435,7 +10643,7 @@ def resolve_run(args, parser):
     if args.rank_by == "cost" and prices[0] is None:
         parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
                      "adds the cost column)")
-    model_args = with_cookbook_heads(args)
+    model_args = args  # the default heads are the model reader's, the same in every tool
     try:
         spec, notes = resolve_model_spec(vars(model_args))
     except ValueError as exc:
@@ -10517,8 +10725,7 @@ def search_clusters(args, parser, run, base):
     names, counts, prices, memo = run["names"], run["counts"], run["prices"], {}
     hw, net, spec, c0, flops = run["hw"], run["net"], run["spec"], run["c0"], run["flops"]
     t0 = time.perf_counter()
-    show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
-        if sys.stderr.isatty() and not args.json else None
+    show = Progress(args)  # on a terminal, once the search has run a second
     found, evaluated, ngroups = [], 0, 0
     many = len(names) * len(counts) > 1
     best_keys = []  # the --top best rank keys over all clusters so far, ascending
@@ -10539,8 +10746,7 @@ def search_clusters(args, parser, run, base):
                                           memo=memo, wanted=wanted)
             evaluated, ngroups = evaluated + ev, ngroups + ng
             found.append(dict(c, rows=rows, base=b))
-    if show:
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    show.done()
     run["memo"] = memo
     return found, evaluated, ngroups, time.perf_counter() - t0
 
@@ -10715,9 +10921,10 @@ def training_answer(args, parser):
     res["assumptions"] = assumptions(hw, lay)
     for note in [*run["hw_notes"], *run["notes"]]:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(res["warnings"], as_json=args.json)
-    if args.brief:  # the run's time with --tokens, else the step's
-        print(f"{res['training']['days']:.4g} days" if res.get("training") else f"{res['step_time_s']:.4g} s per step")
+    print_warnings(res["warnings"], as_json=args.json or args.brief)
+    if args.brief:  # the run's time with --tokens, else the step's; the verdict (exit 3: no fit)
+        print_brief(f"{brief_number(res['training']['days'])} days" if res.get("training")
+                    else f"{brief_number(res['step_time_s'])} s per step", res)
     elif args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))

@@ -76,6 +76,7 @@ References:
 import argparse
 import os
 import sys
+import time
 
 
 # ======== llmcalc/errors.py =======================================================================
@@ -475,6 +476,13 @@ def default_accelerator():
                             else v) for k, v in H100_SXM.items()})
 
 
+def names_default(name):
+    """Whether `name` is one of the default accelerator's spellings (case, '_', ' ', '.' and '-'
+    ignored, as hardware.py's lookup ignores them)."""
+    squash = lambda x: "".join(c for c in str(x).lower() if c.isalnum())  # noqa: E731
+    return squash(name) in {squash(n) for n in [H100_SXM["name"], *H100_SXM["aliases"]]}
+
+
 # --- the one lookup ------------------------------------------------------------------------------
 def accelerator_table():
     """The accelerator table: the package's own hardware module when this runs from the installed
@@ -483,8 +491,26 @@ def accelerator_table():
     if __package__:
         import importlib
         return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
+    try:
+        import hardware
+    except ImportError:  # python -I, PYTHONSAFEPATH=1: the script's folder is not on sys.path
+        return table_beside_script()
     return hardware
+
+
+def table_beside_script():
+    """hardware.py from the built script's own folder, by path (ImportError when it is absent)."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
+    if not os.path.isfile(path) or sys.modules.get("hardware", 0) is None:  # None: import blocked
+        raise ImportError(f"no {path}")
+    spec = importlib.util.spec_from_file_location("hardware", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hardware"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_accelerator(name=None, *, missing_table=None):
@@ -497,6 +523,8 @@ def resolve_accelerator(name=None, *, missing_table=None):
     try:
         table = accelerator_table()
     except ImportError:
+        if names_default(name):  # its record is built in: a script copied alone still knows it
+            return default_accelerator()
         raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
                         "script") from None
     try:
@@ -518,6 +546,22 @@ def number_text(x):
     text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
     mant, _, exp = text.partition("e")
     return f"{mant}e{int(exp)}" if exp else mant
+
+
+class LongInteger(str):
+    """A JSON integer too long for int() (Python refuses over 4,300 digits): kept as text, so that
+    a field which reads it is refused by name ('got 99999999999... (5,000 digits)'), not by the
+    JSON parser with neither file nor field."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def json_integer(text):
+    """json's parse_int: the int, or a LongInteger past 1,000 digits (no count is that long)."""
+    if len(text) <= 1000:
+        return int(text)
+    return LongInteger(f"{text[:12]}... ({len(text.lstrip('-')):,} digits)")
 
 
 # ======== llmcalc/cli.py ==========================================================================
@@ -551,6 +595,18 @@ class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
 
 
+def one_line(message):
+    """A message kept to one line: a newline or other control character (in a path the user
+    gave) written as its escape, \\n, instead of splitting the line; a run of more than 40 digits
+    (a 5,000-digit number echoed back) shortened to its first 12 and its length."""
+    import re  # argparse has imported it already
+    message = re.sub(r"\d{41,}", lambda m: f"{m.group()[:12]}... ({len(m.group()):,} digits)",
+                     message)
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (no usage dump) and exit status 2, and an
     epilog may be a function, called only when --help is printed (a run that answers never builds
@@ -560,7 +616,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
     def format_help(self):
         if callable(self.epilog):
@@ -665,7 +721,8 @@ def add_model_args(parser):
     g.add_argument("--num-layers", "-l", type=n, default=None,
                    help="L (default 44); with a config, the first L layers of its pattern")
     g.add_argument("--num-attention-heads", "-a", type=n, default=None,
-                   help="a (default: h/128, or h/64, when it divides)")
+                   help="a (default 64, the cookbook's, where heads of at least 64 result; "
+                   "else h/128 or h/64)")
     g.add_argument("--num-kv-heads", type=n, default=None, help="kv heads (GQA/MQA; default a)")
     g.add_argument("--kv-size-ratio", "-kv", type=finite_float, default=None,
                    help="kv heads / query heads (cookbook; 1.0 = MHA)")
@@ -754,11 +811,24 @@ def model_flag_words(parser, args):
     return words
 
 
+# How this run spells another tool of the family in the commands it prints: built script name ->
+# command. Empty for the built scripts (`python3 calc_training_time.py`); commands.run fills it for
+# the installed commands (`llmcalc-train-time`) and `python3 -m llmcalc train-time`.
+COMMAND_SPELLINGS = {}
+
+
+def command_word(script):
+    """The command that runs the built script `script` the way this run was started."""
+    return COMMAND_SPELLINGS.get(script, f"python3 {script}")
+
+
 def script_command(script, parser, args, *, words=(), last=()):
-    """`python3 SCRIPT` with the model flags the user gave, `words`, --gpu as given, then `last`: a
-    command another script of this family answers with the same meaning (one meaning per flag)."""
+    """command_word(SCRIPT) with the model flags the user gave, `words`, --gpu as given, then
+    `last`: a command another tool of this family answers with the same meaning (one meaning per
+    flag), spelled as the user ran this one (a built script, an installed command or python -m)."""
     gpu = [f"--gpu {shell_word(args.gpu)}"] if getattr(args, "gpu", None) else []
-    return " ".join([f"python3 {script}"] + model_flag_words(parser, args) + list(words) + gpu + list(last))
+    return " ".join([command_word(script)] + model_flag_words(parser, args) + list(words) + gpu
+                    + list(last))
 
 
 def _flag(parser, dest):
@@ -793,21 +863,101 @@ def parse_tool_args(parser, argv):
     return args
 
 
+# --brief, the same in every tool: one line, the headline number first (brief_number: no thousands
+# separators, no exponent below 1e12), its unit, and where the answer is about memory a verdict
+# after a colon; a verdict of "does not fit" exits with DOES_NOT_FIT; warnings go to stderr.
+DOES_NOT_FIT = 3
+BRIEF_HELP = ("print one line for scripts: the headline number (plain digits), its unit and, where "
+              "memory decides, ': fits in X GiB' or ': does not fit in X GiB' (exit status 3); "
+              "warnings go to stderr")
+
+
+def brief_number(x):
+    """A number as --brief writes it: an integer's digits; else 4 significant digits, whole
+    numbers from 1000 up, scientific only from 1e12 (FLOPs) or below 1e-4."""
+    if isinstance(x, int):
+        return str(x)
+    if x and (abs(x) >= 1e12 or abs(x) < 1e-4):
+        return f"{x:.4e}"
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def print_brief(line, fit=None):
+    """Print a --brief line; with a verdict (`fit`: a dict with "fits" and the "memory_bytes" it
+    was judged against) append ': fits in X GiB' or ': does not fit in X GiB', and exit
+    DOES_NOT_FIT after a line that does not fit, so a script can test the status."""
+    fits = None if fit is None else fit["fits"]
+    if fits is not None:
+        line += f": {'fits' if fits else 'does not fit'} in {fit['memory_bytes'] / 2 ** 30:.2f} GiB"
+    print(line)
+    if fits is False:
+        sys.stdout.flush()
+        sys.exit(DOES_NOT_FIT)
+
+
+VERSION = "0.1.0"  # pyproject.toml's version (tests/test_newcomer.py checks they agree)
+
+
 def add_output_args(parser, *, json_help="print the result dict as JSON"):
     """--json (the result dict) and --brief (one line: the headline number and its unit, for shell
-    one-liners), one or the other."""
+    one-liners), one or the other; and --version."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s (llmcalc) {VERSION}")
     g = parser.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help=json_help)
-    g.add_argument("--brief", action="store_true",
-                   help="print only the headline number and its unit, on one line (shell one-liners)")
+    g.add_argument("--brief", action="store_true", help=BRIEF_HELP)
 
 
 def print_warnings(warnings, *, as_json):
-    """A result's warnings, said once: in the report (its WARNING lines), or with --json, whose
-    stdout is for machines, on stderr too (the JSON's "warnings" carries them as well)."""
+    """A result's warnings, said once: in the report (its WARNING lines), or with --json or
+    --brief (as_json), whose stdout is for machines, on stderr (the JSON's "warnings" carries
+    them as well)."""
     if as_json:
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
+
+
+PROGRESS_AFTER_S = 1.0  # a search shows its progress once it has run this long
+
+
+class Progress:
+    """progress(i, k, what): a one-line counter on stderr for a search past PROGRESS_AFTER_S, only
+    where stderr is a terminal and stdout carries the report (not --json or --brief), redrawn at
+    most five times a second; done() clears it before the answer prints."""
+
+    def __init__(self, args):
+        self.on = sys.stderr.isatty() and not getattr(args, "json", False) \
+            and not getattr(args, "brief", False)
+        self.t0 = self.last = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, i, k, what="candidates costed"):
+        now = time.perf_counter()
+        if not self.on or now - self.t0 < PROGRESS_AFTER_S or (self.shown and now - self.last < 0.2):
+            return
+        self.last, self.shown = now, True
+        print(f"\rsearching: {i:,}/{k:,} {what}, {now - self.t0:.0f} s so far ", end="",
+              file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.shown:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+            self.shown = False
+
+
+def dollars(x):
+    """A cost as every report writes it: $1,234 (whole dollars from $100), $12.50 below."""
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def plural(n, one, many):
+    """'1 micro-batch', '4 micro-batches': a count and its noun, agreeing."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def with_warnings(text, warnings):
+    """A text report with the model's warnings on top, one `WARNING: ...` line each (the spelling
+    of every report)."""
+    return "\n".join([f"WARNING: {w}" for w in warnings] + [text])
 
 
 def print_result(res, *, as_json, report, brief=None):
@@ -826,6 +976,13 @@ def run_tool(main):
     """Run a tool's main() as a command; output piped into `head` or a pager that quit early ends
     the run quietly with status 141 (128 + SIGPIPE), as a shell tool does; stdout that cannot be
     written (a full disk, /dev/full, a closed file) is one line on stderr and exit 2."""
+    if sys.stdout is None:  # started with stdout closed (`cmd >&-`): nowhere to answer
+        say_error("cannot write the output: standard output is closed")
+        sys.exit(2)
+    if sys.stderr is not None:  # notes and warnings that cannot be written never cost the answer
+        sys.stderr = DiagnosticStream(sys.stderr)
+    if hasattr(sys.stdout, "reconfigure"):  # a path or name the output's encoding cannot hold
+        sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii): escaped
     try:
         main()
         sys.stdout.flush()
@@ -838,21 +995,38 @@ def run_tool(main):
                                                           errno.EFBIG):
             raise  # not the output's failure
         sys.stdout = None  # nothing more to flush at exit
-        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
-        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        say_error(f"cannot write the output: {exc.strerror or exc}")
         sys.exit(2)
 
 
-def with_cookbook_heads(args):
-    """The flags as the model reader and the printed commands read them: `args`, or, where nothing
-    gives the heads, a copy with the cookbook mem script's default of 64 (calc_transformer_mem.py
-    and calc_training_time.py; heads_defaulted: not a shape the user gave, so the report says
-    "default"). Returns a new namespace; `args` is left as parsed."""
-    if args.num_attention_heads is None and not args.hf_model_name_or_path:
-        if (args.hidden_size or 6144) % 64 == 0 and args.head_dim is None:
-            return argparse.Namespace(**dict(vars(args), num_attention_heads=64,
-                                             heads_defaulted=True))
-    return args
+class DiagnosticStream:
+    """stderr for a command: what cannot be written there (stderr on /dev/full, a closed pipe) is
+    dropped, so a note or warning that fails leaves the answer on stdout and the exit status as
+    they were; everything else is the stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            return len(text)
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def say_error(message):
+    """`PROG: error: MESSAGE` on stderr, as the parser's one line, outside any parser."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "llmcalc"
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
 
 
 # ======== llmcalc/tools/gpu.py ====================================================================
@@ -868,6 +1042,19 @@ def accelerator_record(name, parser, *, without):
     with calc_errors(parser):
         return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
                                    f"script; {without}")
+
+
+def distinct_gpus(names, parser, *, without):
+    """Refuse (one line, exit 2) a --gpu list that names one accelerator twice, under any of its
+    spellings (h100,H100,h100-sxm): a search or plan would cost the same GPU as several kinds."""
+    seen = {}
+    for n in names:
+        if n is None:
+            continue
+        key = accelerator_record(n, parser, without=without)["name"]
+        if key in seen:
+            parser.error(f"--gpu lists {key} twice ({seen[key]!r} and {n!r}): name each GPU once")
+        seen[key] = n
 
 
 # ======== llmcalc/model/kinds.py ==================================================================
@@ -1731,8 +1918,9 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
-                # unbounded limits); the typed reader refuses them in any field it reads
+                # NaN/Infinity parse (transformers writes Infinity for some unbounded limits); the
+                # typed reader refuses them in any field it reads, and an integer too long for int()
+                cfg = json.load(fh, parse_int=json_integer)
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -5248,12 +5436,26 @@ def _check_flag_values(flag, s):
             raise CalcError(f"--{name.replace('_', '-')} must not be negative, got {flag(name)}")
 
 
+COOKBOOK_HEADS = 64  # EleutherAI cookbook calc/calc_transformer_mem.py's default -a (@827ee3b)
+
+
+def default_heads(h, *, head_dim=None):
+    """Query heads when neither a flag nor a config gives them, one rule for every tool: the
+    cookbook mem script's 64 where they split h into heads of at least 64 (h 6144: 64 heads of 96),
+    else heads of 128 or of 64 where they divide, else one; with --head-dim, h / head_dim."""
+    if head_dim and h % head_dim == 0:
+        return h // head_dim
+    if h % COOKBOOK_HEADS == 0 and h // COOKBOOK_HEADS >= 64:
+        return COOKBOOK_HEADS
+    return h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+
+
 def _attention_shape(s, flag, d):
     """Query heads, head width and key/value heads: MLA's from its parts, else from h / a and the
     kv flags."""
     h = s["hidden_size"]
     if "num_attention_heads" not in s:
-        s["num_attention_heads"] = h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+        s["num_attention_heads"] = default_heads(h, head_dim=s.get("head_dim"))
     a = s["num_attention_heads"]
     if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -5385,8 +5587,7 @@ def _described(s, flag):
     given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio",
                                          "ffn_expansion_factor", "swiglu", "moe", "bias",
                                          "sliding_window")
-             if flag(n) is not None
-             and not (n == "num_attention_heads" and flag("heads_defaulted"))]
+             if flag(n) is not None]
     if given:
         return f"the model the flags describe ({shape})"
     return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass "
@@ -7138,7 +7339,8 @@ def format_report(res):
                                             ("stored activations (--offload-activations)",
                                              res["config"]["offload_activations"])) if on)
         lines.append(f"in host memory: {what}, {res['host_bytes'] / 1e9:,.1f} GB per GPU on the heaviest stage "
-                     "(two layers' worth stays on the GPU; the copies' time: calc_training_time.py)")
+                     "(two layers' worth stays on the GPU; the copies' time: "
+                     f"{command_word('calc_training_time.py')})")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)
@@ -7202,8 +7404,9 @@ def build_parser():
                    help="micro-batch per GPU, or the inference batch (default 1)")
     t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                    help="global batch; gives the micro-batch count m = gbs/(b*dp) (default: m = pp)")
-    t.add_argument("--sequence-length", "-s", type=bounded_int, default=None,
-                   help="training sequence, or the inference prompt (default 2048)")
+    t.add_argument("--sequence-length", "-s", "--prompt-tokens", type=bounded_int, default=None,
+                   help="training sequence, or the inference prompt (default 2048; --prompt-tokens "
+                   "as calc_inference_latency.py and calc_transformer_flops.py spell it)")
     t.add_argument("--flash-attention", action=bo, default=True,
                    help="fused attention: no s^2 scores stored (default on)")
     t.add_argument("--dropout", action=bo, default=False,
@@ -7556,7 +7759,7 @@ def resolve(args, parser):
     parser.error (exit 2)."""
     check_flag_values(args, parser)
     bits = bit_widths(args, parser)
-    model_args = with_cookbook_heads(args)
+    model_args = args  # the default heads are the model reader's, the same in every tool
     spec, notes = model_spec(model_args, parser)
     shape = parallel_sizes(args, parser, spec, notes)
     zero = zero_stage_of(args, parser, shape["pp"], notes)
@@ -7759,6 +7962,13 @@ def training_memory_offloaded(spec, c, b):
     return max(stages, key=lambda x: x["total_bytes"]), stages
 
 
+def read_context(s, o):
+    """Positions the model attends over to produce the last of o generated tokens after an s-token
+    prompt: s + o - 1 (the last token is produced, never read), so -s 131072 with the default -o 1
+    is a 128k context, not 128k + 1. The KV cache is sized at s + o, one token to spare."""
+    return s + max(o, 1) - 1
+
+
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
     words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
@@ -7779,7 +7989,6 @@ def memory_answer(args, parser):
     spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(spec["warnings"], as_json=args.json)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]
     fit = None
@@ -7813,8 +8022,8 @@ def memory_answer(args, parser):
                 fit["max_context_tokens_memory"] = fit["max_context_tokens"]
                 fit["max_context_tokens"] = trained
                 fit["context_limited_by"] = "the model's trained context"
-        if spec.get("trained_context") and ctx > spec["trained_context"]:
-            spec["warnings"].append(f"context {ctx:,} tokens is past the model's trained context "
+        if spec.get("trained_context") and read_context(s, o) > spec["trained_context"]:
+            spec["warnings"].append(f"context {read_context(s, o):,} tokens is past the model's trained context "
                                     f"({spec['trained_context']:,}: max_position_embeddings or its rope scaling)")
     else:
         worst, stages = training_memory_offloaded(spec, c, b)
@@ -7858,8 +8067,11 @@ def memory_answer(args, parser):
             + ("; routed experts run transformers' grouped_mm, which autocast does not cast: fp32 weights, "
                "fp32 matmuls and fp32 saved tensors, and no 16-bit weight copies"
                if c.get("autocast") and spec.get("moe") and res["eager_rule_layers"] else ""))
-    print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"{r['total_bytes'] / GIB:.2f} GiB per GPU") if args.brief else None)
+    print_warnings(spec["warnings"], as_json=args.json or args.brief)  # the context's too
+    if args.brief:  # the verdict too (exit 3 when it does not fit)
+        print_brief(f"{brief_number(res['total_bytes'] / GIB)} GiB per GPU", res["fit"])
+    else:
+        print_result(res, as_json=args.json, report=format_report)
     return res
 
 

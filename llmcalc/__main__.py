@@ -2,20 +2,27 @@
 llmcalc/commands.py)."""
 import sys
 
+from .cli import VERSION
 from .commands import TOOLS, run
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("-V", "--version"):
+        print(f"llmcalc {VERSION}")
+        return 0
+    if argv and argv[0] not in TOOLS and argv[0] not in ("-h", "--help"):
+        print(f"python -m llmcalc: error: unknown tool {argv[0]!r}; tools: {', '.join(TOOLS)} "
+              "(python -m llmcalc --help)", file=sys.stderr)  # one line, as every tool's errors
+        return 2
     if not argv or argv[0] not in TOOLS:
-        asked = not argv or argv[0] in ("-h", "--help")  # else an unknown tool: usage, exit 2
         width = max(map(len, TOOLS))
         lines = [f"  {n:<{width}}  as {script}" for n, (_, script) in TOOLS.items()]
         print("usage: python -m llmcalc TOOL [flags]   (TOOL --help for its flags)\n\ntools:\n"
-              + "\n".join(lines), file=sys.stdout if asked else sys.stderr)
-        return 0 if asked else 2
+              + "\n".join(lines))
+        return 0
     sys.argv[0] = f"llmcalc {argv[0]}"  # argparse's prog in usage and error lines
-    return run(argv[0], argv[1:])
+    return run(argv[0], argv[1:], spelling="python3 -m llmcalc {tool}")
 
 
 if __name__ == "__main__":

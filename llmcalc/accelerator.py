@@ -314,6 +314,13 @@ def default_accelerator():
                             else v) for k, v in H100_SXM.items()})
 
 
+def names_default(name):
+    """Whether `name` is one of the default accelerator's spellings (case, '_', ' ', '.' and '-'
+    ignored, as hardware.py's lookup ignores them)."""
+    squash = lambda x: "".join(c for c in str(x).lower() if c.isalnum())  # noqa: E731
+    return squash(name) in {squash(n) for n in [H100_SXM["name"], *H100_SXM["aliases"]]}
+
+
 # --- the one lookup ------------------------------------------------------------------------------
 def accelerator_table():
     """The accelerator table: the package's own hardware module when this runs from the installed
@@ -322,8 +329,26 @@ def accelerator_table():
     if __package__:
         import importlib
         return importlib.import_module(__package__.partition(".")[0] + ".hardware")
-    import hardware
+    try:
+        import hardware
+    except ImportError:  # python -I, PYTHONSAFEPATH=1: the script's folder is not on sys.path
+        return table_beside_script()
     return hardware
+
+
+def table_beside_script():
+    """hardware.py from the built script's own folder, by path (ImportError when it is absent)."""
+    import importlib.util
+    import os
+    import sys
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hardware.py")
+    if not os.path.isfile(path) or sys.modules.get("hardware", 0) is None:  # None: import blocked
+        raise ImportError(f"no {path}")
+    spec = importlib.util.spec_from_file_location("hardware", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hardware"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def resolve_accelerator(name=None, *, missing_table=None):
@@ -336,6 +361,8 @@ def resolve_accelerator(name=None, *, missing_table=None):
     try:
         table = accelerator_table()
     except ImportError:
+        if names_default(name):  # its record is built in: a script copied alone still knows it
+            return default_accelerator()
         raise CalcError(missing_table or f"--gpu {name} needs hardware.py beside this "
                         "script") from None
     try:

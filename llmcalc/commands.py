@@ -17,13 +17,24 @@ TOOLS = {  # name on the command line: (module, the built script it matches)
 }
 
 
-def run(name, argv=None):
+INSTALLED = "llmcalc-{tool}"  # how an installed command spells a tool (pyproject.toml)
+
+
+def run(name, argv=None, *, spelling=INSTALLED):
     """Run one tool as a command (exit status 2 on bad input, 141 when the reader of its output
-    quits early); returns 0."""
+    quits early); returns 0. The commands it prints (next steps) name the other tools as
+    `spelling` does (INSTALLED, or __main__'s `python3 -m llmcalc {tool}`), not as built scripts."""
     import importlib
-    from .cli import run_tool
+    from .cli import COMMAND_SPELLINGS, run_tool
     module = importlib.import_module(TOOLS[name][0])
-    run_tool(lambda: module.main(argv))
+    before = dict(COMMAND_SPELLINGS)
+    COMMAND_SPELLINGS.update({script: spelling.format(tool=tool)
+                              for tool, (_, script) in TOOLS.items()})
+    try:
+        run_tool(lambda: module.main(argv))
+    finally:
+        COMMAND_SPELLINGS.clear()
+        COMMAND_SPELLINGS.update(before)
     return 0
 
 

@@ -49,7 +49,7 @@ import json
 from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, HOPPER_SXM_TFLOPS, KV_STREAM_EFFICIENCY,
     MAMF_SOURCE, MODAL_2797, NV_H100_SOURCE, NVLINK_C2C_GB_S, PCIE3_X16_GB_S, PCIE4_X16_GB_S,
     PCIE5_X16_GB_S, SUSTAINED_BLACKWELL, SUSTAINED_H100, TERA, Accelerator, accelerator_row)
-from .cli import OneLineErrorParser, run_tool
+from .cli import OneLineErrorParser, add_output_args, brief_number, run_tool
 
 # --- shared source strings -------------------------------------------------------------------
 _NV_V100 = ("NVIDIA V100 datasheet https://images.nvidia.com/content/technologies/volta/pdf/"
@@ -861,14 +861,27 @@ def format_compare(records):
 
 # --- CLI -----------------------------------------------------------------------------------------
 def build_parser():
-    p = OneLineErrorParser(prog="hardware.py", description=__doc__)
+    p = OneLineErrorParser(description=__doc__)  # prog: the command as run (llmcalc-hardware)
     p.add_argument("name", nargs="?", default=None,
                    help="accelerator name or alias (case-insensitive), e.g. h100, mi300x, tpu-v5p")
     p.add_argument("--compare", nargs="+", metavar="NAME", default=None,
                    help="show two or more accelerators side by side")
-    p.add_argument("--json", action="store_true",
-                   help="print the record (or list of records) as JSON and nothing else")
+    add_output_args(p, json_help="print the record (or list of records) as JSON and nothing else")
     return p
+
+
+def format_brief(records):
+    """--brief: one line per accelerator, `NAME: X TFLOP/s DTYPE, Y GB/s, Z GiB` (the 16-bit dense
+    peak, else the widest the row has; memory bandwidth; the usable memory, else the vendor's)."""
+    out = []
+    for r in records:
+        peaks = r["peak_flops_per_s"]
+        dtype = next((d for d in ("bf16", "fp16", "fp32") if peaks.get(d)), next(iter(peaks), None))
+        mem = r.get("memory_usable_bytes") or r["memory_bytes"]
+        peak = f"{brief_number(peaks[dtype] / 1e12)} TFLOP/s {dtype}, " if dtype else ""
+        out.append(f"{r['name']}: {peak}{brief_number(r['memory_bandwidth_bytes_per_s'] / 1e9)} "
+                   f"GB/s, {brief_number(mem / 2 ** 30)} GiB")
+    return "\n".join(out)
 
 
 def _resolve(name, parser):
@@ -893,6 +906,8 @@ def main(argv=None):
     else:
         result = [get_accelerator(n) for n in list_accelerators()]
         text = format_table(result)
+    if args.brief:
+        text = format_brief(result if isinstance(result, list) else [result])
     print(json.dumps(result, indent=2) if args.json else text)
     return result
 

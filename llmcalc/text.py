@@ -11,3 +11,19 @@ def number_text(x):
     text = f"{x:g}" if float(f"{x:g}") == x else repr(float(x))  # 1.0000001 stays itself
     mant, _, exp = text.partition("e")
     return f"{mant}e{int(exp)}" if exp else mant
+
+
+class LongInteger(str):
+    """A JSON integer too long for int() (Python refuses over 4,300 digits): kept as text, so that
+    a field which reads it is refused by name ('got 99999999999... (5,000 digits)'), not by the
+    JSON parser with neither file nor field."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def json_integer(text):
+    """json's parse_int: the int, or a LongInteger past 1,000 digits (no count is that long)."""
+    if len(text) <= 1000:
+        return int(text)
+    return LongInteger(f"{text[:12]}... ({len(text.lstrip('-')):,} digits)")

@@ -48,11 +48,25 @@ def _local(argv):
                for i, a in enumerate(argv[:-1]) if a == "--hf_model_name_or_path")
 
 
+# The user documentation whose example commands are run and quoted (README.md, then the tools'
+# pages under docs/; other pages of docs/ are their authors' to test).
+DOC_FILES = ("README.md", "docs/flags.md", "docs/params.md", "docs/flops.md", "docs/memory.md",
+             "docs/training-time.md", "docs/latency.md", "docs/comm.md", "docs/hardware.md")
+
+
+def doc_text():
+    """The text of DOC_FILES, one after the other."""
+    parts = []
+    for name in DOC_FILES:
+        with open(os.path.join(REPO, name), encoding="utf-8") as fh:
+            parts.append(fh.read())
+    return "\n".join(parts)
+
+
 def readme_commands():
-    """README.md's example commands that run a script locally, parsed as
+    """The documentation's example commands (DOC_FILES) that run a script locally, parsed as
     tests/test_readme_examples.py does; the ones that read a hub id need the network: left out."""
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as fh:
-        text = fh.read()
+    text = doc_text()
     out = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():

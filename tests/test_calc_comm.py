@@ -266,7 +266,7 @@ def test_default_run_answers_with_stated_links():
 
 def test_missing_hardware_py_says_which_flags(monkeypatch):
     monkeypatch.setitem(sys.modules, "hardware", None)  # import hardware -> ImportError
-    msg = exit2(["--op", "all_reduce", "--size", "1GB", "--num-gpus", "8", "--gpu", "h100"])
+    msg = exit2(["--op", "all_reduce", "--size", "1GB", "--num-gpus", "8", "--gpu", "h200"])
     assert "hardware.py" in msg and "--intra-node-bw-GBps" in msg
 
 
@@ -356,7 +356,7 @@ BASE = ["--num-gpus", "8", "--gpu", "h100"]
     (["--op", "all_reduce", "--size", "lots"] + BASE, "cannot read size"),
     (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "1", "--gpu", "h100"], "at least 2 GPUs"),
     (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "12", "--gpu", "h100"], "not a multiple"),
-    (["--op", "allreduce", "--size", "1GB"] + BASE, "invalid choice"),
+    (["--op", "all-gather-v", "--size", "1GB"] + BASE, "invalid choice"),  # allreduce: accepted
     (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "8", "--gpu", "tpu9"], "unknown accelerator"),
     (["--op", "all_reduce", "--size", "1GB", "--num-gpus", "16", "--gpu", "pcie-card"], "--inter-node-bw-GBps"),
     (["--op", "all_gather", "--size", "1GB", "--algo", "tree"] + BASE, "all_reduce only"),

@@ -552,7 +552,8 @@ def test_cookbook_flags_and_defaults():
     assert res_i["backward_flops"] == 0 and res_i["hardware_flops"] == res_i["forward_flops"]
     # Cookbook spellings: -kv, -ff (float accepted), -nl, -t, -ei, -e, --tokens 1e12
     res_k, _ = run(["-kv", "0.125", "-ff", "2.6875", "-nl", "3", "--tokens", "1e12", "-b", "4"])
-    assert res_k["model"]["num_kv_heads"] == 6 and res_k["model"]["ffn_hidden_size"] == 16512
+    # the default shape has the cookbook mem script's 64 heads: -kv 0.125 gives 8 kv heads
+    assert res_k["model"]["num_kv_heads"] == 8 and res_k["model"]["ffn_hidden_size"] == 16512
     assert res_k["iterations"] == 1e12 / (4 * 2048)
 
 
@@ -675,7 +676,7 @@ def test_bad_input_exits_2(argv, msg):
 
 def test_gpu_without_hardware_py_exits_2(monkeypatch):
     monkeypatch.setitem(sys.modules, "hardware", None)  # import hardware -> ImportError
-    code, err = exit_code_and_stderr(main, ["--gpu", "h100"])
+    code, err = exit_code_and_stderr(main, ["--gpu", "h200"])  # (h100's record is built in)
     assert code == 2 and "--peak-tflops" in err
 
 

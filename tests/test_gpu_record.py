@@ -140,7 +140,7 @@ def test_no_table_beside_a_script_is_one_calc_error_saying_what_to_pass(monkeypa
         raise ImportError("no hardware.py")
     monkeypatch.setattr(A, "accelerator_table", missing)
     with pytest.raises(CalcError, match="pass these flags"):
-        A.resolve_accelerator("h100", missing_table="pass these flags")
+        A.resolve_accelerator("h200", missing_table="pass these flags")
     assert A.resolve_accelerator(None)["name"] == "h100-sxm"  # the default needs no table
 
 

@@ -70,11 +70,12 @@ def _edges(mod, action, kind):
 
 def flags_of(script):
     """(option string, kind, action, edge values) for every action of the script's parser but
-    --help and --json; a positional gets option string None."""
+    --help, --version and --json; a positional gets option string None."""
     mod = importlib.import_module(script)
     out = []
     for action in mod.build_parser()._actions:
-        if isinstance(action, argparse._HelpAction) or action.dest == "json":
+        if isinstance(action, (argparse._HelpAction, argparse._VersionAction)) \
+                or action.dest == "json":
             continue
         opt = next((o for o in action.option_strings if o.startswith("--")), None) \
             if action.option_strings else None

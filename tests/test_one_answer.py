@@ -288,24 +288,32 @@ def test_a_huge_token_count_is_one_line_and_exit_2():
         assert rc == 2 and "too large" in err and len(err.strip().splitlines()) == 1
 
 
-# Output people can use (issue 32)
+# Output people can use (issue 32); --brief's one number format and memory verdict (issue 46:
+# plain digits, ': fits in X GiB' / ': does not fit in X GiB' with exit status 3)
+N = r"\d+(\.\d+)?"
+VERDICT = r": (fits|does not fit) in \d+\.\d\d GiB"
+
+
 @pytest.mark.parametrize("main,argv,pattern", [
     (P.main, [], r"^\d+ parameters$"),
     (P.main, ["--hf_model_name_or_path", config_path("llama-3-8b")], r"^8030261248 parameters$"),
     (F.main, [], r"^\d\.\d{4}e\+\d\d FLOPs$"),
     (F.main, ["-i"], r"^\d\.\d{4}e\+\d\d FLOPs per prefill$"),
-    (M.main, [], r"^\d+\.\d\d GiB per GPU$"),
-    (T.main, [], r"^\d[\d.]* s per step$"),
-    (T.main, ["--tokens", "1B"], r"^\d[\d.]* days$"),
-    (I.main, [], r"^TTFT \d+\.\d\d ms TPOT \d+\.\d\d ms$"),
-    (I.main, ["-l", "2", "-hs", "512", "--search"], r"^[\d,]+ tokens/s per GPU$"),
-    (C.main, ["--op", "all_reduce", "--size", "1GiB"], r"^\d+\.\d\d us$"),
-    (C.main, [], r"^\d+\.\d\d GB/s busbw at \d+ B$"),
-    (C.main, ["--train", "-tp", "8"], r"^[\d.]+ ms of collectives per step$"),
+    (M.main, [], rf"^{N} GiB per GPU{VERDICT}$"),
+    (T.main, [], rf"^{N} s per step{VERDICT}$"),
+    (T.main, ["--tokens", "1B"], rf"^{N} days{VERDICT}$"),
+    (I.main, [], rf"^TTFT \d+\.\d\d ms TPOT \d+\.\d\d ms{VERDICT}$"),
+    (I.main, ["-l", "2", "-hs", "512", "--search"], r"^\d+ tokens/s per GPU$"),
+    (C.main, ["--op", "all_reduce", "--size", "1GiB"], rf"^{N} us$"),
+    (C.main, [], rf"^{N} GB/s busbw at \d+ B$"),
+    (C.main, ["--train", "-tp", "8"], rf"^{N} ms of collectives per step$"),
 ])
 def test_brief_prints_one_line_with_its_unit(main, argv, pattern, capsys):
     import re
-    main(argv + ["--brief"])
+    try:
+        main(argv + ["--brief"])
+    except SystemExit as exc:  # exit status 3: the verdict is "does not fit"
+        assert exc.code == 3
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and re.match(pattern, out.strip()), out
 

@@ -1,5 +1,6 @@
-"""Every example command in our README runs (exit 0), so the documentation stays true. Hub ids
-need the network and are skipped; so are the set-up commands (pip, pytest)."""
+"""Every example command of the README and the tools' pages (grid.DOC_FILES) runs (exit 0), so the
+documentation stays true. Hub ids need the network and are skipped; so are the set-up commands
+(pip, pytest)."""
 import os
 import re
 import shlex
@@ -8,11 +9,12 @@ import sys
 
 import pytest
 
+import grid
 from conftest import ROOT
 
 
 def _commands():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    text = grid.doc_text()  # README.md and the tools' pages under docs/
     out = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():

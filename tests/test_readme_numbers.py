@@ -1,11 +1,11 @@
-"""Every number the README quotes from a command's output is what the command prints (issue 32:
-the Qwen3.5 latency example said 3.45 s / 5.85 ms and printed 3.672 s / 6.91 ms).
+"""Every number the README and the tools' pages (grid.DOC_FILES) quote from a command's output is
+what the command prints (the Qwen3.5 latency example once said 3.45 s / 5.85 ms and printed
+3.672 s / 6.91 ms).
 
 A quote is a comment line under a README example command (`# ...`, up to the next command or blank
 line). Each number in it with a decimal point, a thousands separator or three digits or more
 must equal some number of the command's output at the quote's precision (15.0 s matches 14.97 s);
 a figure led by `~` is a wall-clock reading and not compared."""
-import os
 import re
 
 import pytest
@@ -19,8 +19,7 @@ OUT_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
 
 def quoted_examples():
     """(script, argv, quote text) for each README example command with quote lines under it."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
-        text = fh.read()
+    text = grid.doc_text()  # README.md and the tools' pages under docs/
     out = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         cmd, quote = None, []

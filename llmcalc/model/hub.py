@@ -5,6 +5,7 @@ A file too large or too deeply nested to be a config is refused in one line."""
 import os
 
 from ..errors import CalcError
+from ..text import json_integer
 
 
 CONFIG_MAX_BYTES = 16 << 20  # a config.json is a few KiB; anything past 16 MiB is not one
@@ -44,8 +45,9 @@ def load_hf_config(name_or_path):
             if os.path.getsize(path) > CONFIG_MAX_BYTES:
                 raise CalcError(f"{path!r} is over {CONFIG_MAX_BYTES >> 20} MiB: not a model config")
             with open(path, encoding="utf-8") as fh:
-                cfg = json.load(fh)  # NaN/Infinity parse (transformers writes Infinity for some
-                # unbounded limits); the typed reader refuses them in any field it reads
+                # NaN/Infinity parse (transformers writes Infinity for some unbounded limits); the
+                # typed reader refuses them in any field it reads, and an integer too long for int()
+                cfg = json.load(fh, parse_int=json_integer)
         except RecursionError:
             raise CalcError(f"{path!r} nests too deep to be a model config") from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -266,12 +266,26 @@ def _check_flag_values(flag, s):
             raise CalcError(f"--{name.replace('_', '-')} must not be negative, got {flag(name)}")
 
 
+COOKBOOK_HEADS = 64  # EleutherAI cookbook calc/calc_transformer_mem.py's default -a (@827ee3b)
+
+
+def default_heads(h, *, head_dim=None):
+    """Query heads when neither a flag nor a config gives them, one rule for every tool: the
+    cookbook mem script's 64 where they split h into heads of at least 64 (h 6144: 64 heads of 96),
+    else heads of 128 or of 64 where they divide, else one; with --head-dim, h / head_dim."""
+    if head_dim and h % head_dim == 0:
+        return h // head_dim
+    if h % COOKBOOK_HEADS == 0 and h // COOKBOOK_HEADS >= 64:
+        return COOKBOOK_HEADS
+    return h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+
+
 def _attention_shape(s, flag, d):
     """Query heads, head width and key/value heads: MLA's from its parts, else from h / a and the
     kv flags."""
     h = s["hidden_size"]
     if "num_attention_heads" not in s:
-        s["num_attention_heads"] = h // 128 if h % 128 == 0 else (h // 64 if h % 64 == 0 else 1)
+        s["num_attention_heads"] = default_heads(h, head_dim=s.get("head_dim"))
     a = s["num_attention_heads"]
     if s.get("kv_lora_rank"):
         for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -403,8 +417,7 @@ def _described(s, flag):
     given = [n for n in _GLOBAL_FLAGS + ("num_layers", "num_kv_heads", "kv_size_ratio",
                                          "ffn_expansion_factor", "swiglu", "moe", "bias",
                                          "sliding_window")
-             if flag(n) is not None
-             and not (n == "num_attention_heads" and flag("heads_defaulted"))]
+             if flag(n) is not None]
     if given:
         return f"the model the flags describe ({shape})"
     return (f"the cookbook's default shape ({shape}, GPT-NeoX-20B-like); pass "

@@ -406,16 +406,57 @@ def search_report(res, *, s, o, stack, top):
     return "\n".join(lines)
 
 
-def plot_front(res, path, *, precision=None):
-    """Draw every point that meets the targets and the Pareto front to path with matplotlib
-    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
-    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
-    write is one line and exit 2 (the path was checked before the search)."""
+def _pyplot():
+    """matplotlib.pyplot drawing to files (Agg), or None when matplotlib is not installed. An
+    MPLBACKEND matplotlib does not know would fail its import: this run draws to a file anyway."""
+    import os
+    os.environ["MPLBACKEND"] = "agg"
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def _log_scale_if_wide(ax, ys):
+    """A log y axis when the values span more than 20x, so the low end is not a flat line."""
+    ys = [y for y in ys if y > 0]
+    if ys and max(ys) > 20 * min(ys):
+        ax.set_yscale("log")
+
+
+def _label_front(fig, ax, front, fontsize=6):
+    """Label the front's points, each only where its text (width estimated from its length) clears
+    every label already placed, flipped to the point's left near the right edge."""
+    fig.canvas.draw()  # the axes' limits and scales settled, so data maps to pixels
+    px = fontsize * fig.dpi / 72  # the font's size in pixels
+    box = ax.get_window_extent()
+    placed = []
+    for p in front:
+        label = layout_label(p)
+        x, y = ax.transData.transform((p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]))
+        w, h, gap = 0.55 * px * len(label), 1.3 * px, 4 * fig.dpi / 72
+        right = x + gap + w > box.x1
+        x0 = x - gap - w if right else x + gap
+        rect = (x0, y + gap, x0 + w, y + gap + h)
+        if any(rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3]
+               for r in placed):
+            continue
+        placed.append(rect)
+        ax.annotate(label, (p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]), fontsize=fontsize,
+                    xytext=(-4 if right else 4, 4), textcoords="offset points",
+                    ha="right" if right else "left")
+
+
+def plot_front(res, path, *, precision=None):
+    """Draw every point that meets the targets and the Pareto front to path with matplotlib
+    (imported only here), titled with the model, the GPUs, the precision and the targets; returns
+    the one-line note to print (where it wrote, or that matplotlib is not installed). A failed
+    write is one line and exit 2 (the path was checked before the search)."""
+    plt = _pyplot()
+    if plt is None:
         return "matplotlib is not installed, so no plot was drawn (pip install matplotlib)"
     fig, ax = plt.subplots(figsize=(7, 5))
     if res.get("missed"):  # the first concurrency of each layout past a target: faded, so the bound shows
@@ -427,23 +468,13 @@ def plot_front(res, path, *, precision=None):
     front = sorted(res["pareto_front"], key=lambda p: p["tokens_per_s_per_user"])
     ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front],
             "o-", c="C0", label="Pareto front")
-    xs = [p["tokens_per_s_per_user"] for p in res["points"]] or [0.0]
-    ys = [p["tokens_per_s_per_gpu"] for p in res["points"]] or [0.0]
-    xr, yr = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
-    last = None
-    for p in front:  # label a point only clear of the last label (in axis fractions), inside the axes
-        x, y = p["tokens_per_s_per_user"], p["tokens_per_s_per_gpu"]
-        if last is not None and abs(x - last[0]) / xr < 0.12 and abs(y - last[1]) / yr < 0.06:
-            continue
-        right = (x - min(xs)) / xr > 0.7
-        ax.annotate(layout_label(p), (x, y), fontsize=6, xytext=(-4 if right else 4, 4),
-                    textcoords="offset points", ha="right" if right else "left")
-        last = (x, y)
+    _log_scale_if_wide(ax, [p["tokens_per_s_per_gpu"] for p in res["points"] + front])
+    _label_front(fig, ax, front)
     ax.set_xlabel("tokens/s per user (1 / TPOT)")
     ax.set_ylabel("output tokens/s per GPU")
     slo = ", ".join(x for x in ((f"TTFT <= {res['max_ttft_ms']:g} ms" if res["max_ttft_ms"] else ""),
                                 (f"TPOT <= {res['max_tpot_ms']:g} ms" if res["max_tpot_ms"] else "")) if x)
-    model = res.get("model_described") or "model"
+    model = (res.get("model_described") or "model").replace("$", r"\$")  # a path is not mathtext
     ax.set_title(f"{model[:90]}\n{res['num_gpus']} x {res['gpu']}, "
                  + (f"--precision {precision}" if precision else "bits as labelled (w/a/kv)")
                  + f"; {slo or 'no latency target'}", fontsize=8)

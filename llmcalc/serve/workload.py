@@ -8,6 +8,8 @@ request shares nothing with another (its first prefix_tokens tokens are then its
 
 import math
 
+from ..text import json_integer
+
 
 # The ShareGPT mix: the prompts and replies vLLM's benchmark draws from
 # ShareGPT_V3_unfiltered_cleaned_split.json (`--dataset-name sharegpt`, first turn's prompt, the
@@ -139,6 +141,15 @@ def _trace_number(value, *, field, where, integer, lo):
     return int(value) if integer else float(value)
 
 
+def _check_trace_file(path, os):
+    """Refuse a --trace path that is not a regular file, saying what it is instead."""
+    if os.path.isfile(path):
+        return
+    what = ("no such file" if not os.path.exists(path) else "a folder, not a file"
+            if os.path.isdir(path) else "not a regular file (a pipe or device: save it to a file)")
+    raise ValueError(f"--trace {path}: {what}")
+
+
 def read_trace(path):
     """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
     header, each request with arrival_s (seconds from the start), input_tokens, output_tokens, and
@@ -148,8 +159,7 @@ def read_trace(path):
     (at most input_tokens).
     Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
     import csv, json, os  # noqa: E401 (only --trace needs them)
-    if not os.path.isfile(path):
-        raise ValueError(f"--trace {path}: no such file")
+    _check_trace_file(path, os)
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".jsonl", ".json", ".csv"):
         raise ValueError(f"--trace {path}: give a .jsonl (one JSON object per line) or a .csv file")
@@ -168,14 +178,22 @@ def read_trace(path):
                     if not line.strip():
                         continue
                     try:
-                        obj = json.loads(line)
+                        obj = json.loads(line, parse_int=json_integer)
                     except json.JSONDecodeError as exc:
                         raise ValueError(f"--trace {path} line {i + 1}: not JSON ({exc.msg})") from None
+                    except RecursionError:
+                        raise ValueError(f"--trace {path} line {i + 1}: nests too deep to be a "
+                                         "request") from None
                     if not isinstance(obj, dict):
                         raise ValueError(f"--trace {path} line {i + 1}: each line must be a JSON object")
                     rows.append((i + 1, obj))
     except UnicodeDecodeError:
         raise ValueError(f"--trace {path}: not UTF-8 text") from None
+    except csv.Error as exc:  # a field over csv's limit (128 KiB), a NUL byte
+        line = reader.line_num + 1  # the row csv was reading
+        raise ValueError(f"--trace {path} line {line}: not a CSV row ({exc})") from None
+    except OSError as exc:  # unreadable (permissions), an I/O error
+        raise ValueError(f"--trace {path}: cannot read it ({exc.strerror or exc})") from None
     if not rows:
         raise ValueError(f"--trace {path}: no requests in it")
     out = []

@@ -66,7 +66,7 @@ import sys
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
-    print_result, print_warnings, ranges_epilog, run_tool, script_command)
+    brief_number, dollars, print_result, print_warnings, ranges_epilog, run_tool, script_command)
 from .gpu import accelerator_record
 from ..text import number_text
 from ..model.formulas import attention_core_flops, decode_keys_read, param_breakdown
@@ -221,9 +221,10 @@ def inference_lines(res):
     """The inference section: a request's prefill, one decode step, and generating its tokens."""
     inf = res["inference"]
     lines = ["", f"Inference (forward only; attention {res['attention_flops']} in prefill):"]
-    for label, key in ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
-                       (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
-                       (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops")):
+    rows = ((f"prefill, {inf['prompt_tokens']:,} prompt tokens", "prefill_flops"),
+            (f"decode 1 token at context {inf['decode_context']:,}", "decode_flops_per_token"),
+            (f"generate {inf['output_tokens']:,} tokens (prefill+decode)", "generate_flops"))
+    for label, key in rows[:3 if inf["output_tokens"] else 2]:  # -o 0 generates nothing: no row
         lines.append(f"  {label:<38}{inf[key]:>12.4e}{human_flops(inf[key]):>15}")
     return lines
 
@@ -303,7 +304,7 @@ def format_report(res):
                      f"({t['peak_source']}), {util}{' (default)' if t['mfu_default'] else ''}:")
         lines.append(f"  wall time {human_time(t['wall_time_s'])} ({t['wall_time_s']:,.0f} s), "
                      f"{t['gpu_hours']:,.0f} GPU-hours"
-                     + (f", cost {t['cost']:,.0f} at {t['cost_per_gpu_hour']:g}/GPU-hour"
+                     + (f", cost {dollars(t['cost'])} at {dollars(t['cost_per_gpu_hour'])}/GPU-hour"
                         if t["cost"] is not None else ""))
         if t["mfu_default"] and t["layout_command"]:
             lines.append(f"  (MFU {t['mfu']:.2f} is an assumption, not this model's; the step-time model costs "
@@ -350,7 +351,7 @@ def build_parser():
                    help=f"model FLOPs utilization (default {DEFAULT_MFU}; see the docstring)")
     g.add_argument("--hfu", type=finite_float, default=None,
                    help="hardware FLOPs utilization instead of --mfu (time from hardware FLOPs)")
-    g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour")
+    g.add_argument("--cost-per-gpu-hour", type=finite_float, default=None, help="price of one GPU-hour, in dollars")
     add_output_args(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
@@ -528,7 +529,7 @@ def main(argv=None):
     res = flops_result(spec, args, parser)
     for note in notes:  # only now: --gpu's checks come later, and an error must stay one line
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(res["warnings"], as_json=args.json)
+    print_warnings(res["warnings"], as_json=args.json or args.brief)
     print_result(res, as_json=args.json, report=format_report, brief=brief_line if args.brief else None)
     return res
 
@@ -536,8 +537,8 @@ def main(argv=None):
 def brief_line(res):
     """--brief: the training FLOPs, or a request's prefill FLOPs for --infer without --tokens."""
     if res["tokens_given"] or not res["infer"]:
-        return f"{res['model_flops']:.4e} FLOPs"
-    return f"{res['inference']['prefill_flops']:.4e} FLOPs per prefill"
+        return f"{brief_number(float(res['model_flops']))} FLOPs"
+    return f"{brief_number(float(res['inference']['prefill_flops']))} FLOPs per prefill"
 
 
 if __name__ == "__main__":

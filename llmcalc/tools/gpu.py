@@ -14,3 +14,16 @@ def accelerator_record(name, parser, *, without):
     with calc_errors(parser):
         return resolve_accelerator(name, missing_table=f"--gpu needs hardware.py beside this "
                                    f"script; {without}")
+
+
+def distinct_gpus(names, parser, *, without):
+    """Refuse (one line, exit 2) a --gpu list that names one accelerator twice, under any of its
+    spellings (h100,H100,h100-sxm): a search or plan would cost the same GPU as several kinds."""
+    seen = {}
+    for n in names:
+        if n is None:
+            continue
+        key = accelerator_record(n, parser, without=without)["name"]
+        if key in seen:
+            parser.error(f"--gpu lists {key} twice ({seen[key]!r} and {n!r}): name each GPU once")
+        seen[key] = n

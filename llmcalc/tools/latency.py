@@ -187,7 +187,7 @@ import sys
 from ..accelerator import default_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
-    ranges_epilog, run_tool)
+    ranges_epilog, run_tool, brief_number, print_brief, with_warnings)
 from .gpu import accelerator_record
 from ..model.kinds import attention_kind, layer_groups, mlp_kind
 from ..model.spec import resolve_model_spec, spec_summary
@@ -338,6 +338,7 @@ def build_parser():
     g.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the front with matplotlib (only if installed)")
     add_output_args(parser)
+    add_verbose_arg(parser)
     parser.epilog = lambda: ranges_epilog(parser, FLAG_RANGES)  # built only for --help
     return parser
 
@@ -534,6 +535,19 @@ def run_bits(spec, req, args, pending):
                      e_bits=fmt["expert_bits"] if fmt else None, state_bits=req.state_bits)
 
 
+def add_verbose_arg(parser):
+    """--verbose: how the hardware rates were derived, on stderr (rate_notes)."""
+    parser.add_argument("--verbose", action="store_true",
+                        help="also say on stderr how each hardware rate was derived (compute and "
+                        "memory efficiency, links); the report's hardware line gives the rates")
+
+
+def rate_notes(hw_notes, args):
+    """The hardware rates' derivations (resolve_hardware's notes): with --verbose only, as the
+    report's `hardware:` line already states each rate, so a plain run's stderr stays empty."""
+    return list(hw_notes) if args.verbose else []
+
+
 def flush(pending):
     """Print the notes and warnings held back until the answer stood."""
     for line in pending:
@@ -565,8 +579,8 @@ def main(argv=None):
             spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is "
                                     f"past the model's trained context ({trained:,}: "
                                     "max_position_embeddings or its rope scaling)")
-        pending = ([f"note: {note}" for note in notes + hw_notes + flag_notes]
-                   + [f"warning: {w}" for w in spec["warnings"] if args.json])
+        pending = ([f"note: {note}" for note in notes + rate_notes(hw_notes, args) + flag_notes]
+                   + [f"warning: {w}" for w in spec["warnings"] if args.json or args.brief])
         fmt, bits = run_bits(spec, req, args, pending)
         if req.capacity:
             flush(pending)
@@ -589,13 +603,14 @@ def run_search(spec, req, args, hw, *, fmt, pending, gpu, gpu_given, flags):
     if note:
         print(f"note: {note}", file=sys.stderr)
     if args.brief:  # the front's best tokens/s per GPU
-        print(f"{res['best']['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU")
+        print(f"{brief_number(res['best']['tokens_per_s_per_gpu'])} tokens/s per GPU")
     elif args.json:
         import json
         print(json.dumps({k: v for k, v in res.items() if k not in ("points", "missed")}, indent=2))
     else:
-        print(search_report(res, s=req.prompt_tokens, o=req.output_tokens,
-                            stack=hw["serving_stack"], top=args.top))
+        text = search_report(res, s=req.prompt_tokens, o=req.output_tokens,
+                             stack=hw["serving_stack"], top=args.top)
+        print(with_warnings(text, res["warnings"]))
     return res
 
 
@@ -718,11 +733,17 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
         memory_warning(cache, w_bytes=w_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
     res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache,
                       mem=mem)
-    print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"TTFT {r['ttft_s'] * 1e3:.2f} ms TPOT "
-                                  f"{r['decode_per_token_s'] * 1e3:.2f} ms")
-                 if args.brief else None)
+    if args.brief:
+        print_layout_brief(res, hw)
+    else:
+        print_result(res, as_json=args.json, report=format_report)
     return res
+
+
+def print_layout_brief(res, hw):
+    """--brief for one layout: TTFT and TPOT, and whether weights and cache fit (exit 3: not)."""
+    print_brief(f"TTFT {res['ttft_s'] * 1e3:.2f} ms TPOT {res['decode_per_token_s'] * 1e3:.2f} ms",
+                {"fits": res["fits_in_memory"], "memory_bytes": hw["gpu_memory_bytes"]})
 
 
 def sliding_layers(spec):

@@ -7,8 +7,8 @@ import math
 import sys
 
 from ..accelerator import DEFAULT_ACCELERATOR
-from ..cli import bounded_int, finite_float
-from .gpu import accelerator_record
+from ..cli import bounded_int, finite_float, with_warnings
+from .gpu import accelerator_record, distinct_gpus
 
 
 def add_capacity_args(parser):
@@ -63,8 +63,7 @@ def validate_capacity(args, parser, req):
     names = [x.strip() for x in (args.gpu or DEFAULT_ACCELERATOR).split(",") if x.strip()]
     if not names or len(set(names)) != len(names):
         parser.error(f"--gpu {args.gpu!r}: give distinct GPU names separated by commas")
-    for n in names:
-        accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+    distinct_gpus(names, parser, without="a capacity plan needs hardware.py's GPUs")
     req.capacity_gpus = names
     req.capacity_prices = None
     if args.cost_per_gpu_hour is not None:
@@ -157,7 +156,7 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
         import json
         print(json.dumps(res, indent=2))
     else:
-        print(capacity_report(res))
+        print(with_warnings(capacity_report(res), res["warnings"]))
     return res
 
 

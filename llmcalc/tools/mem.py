@@ -66,7 +66,8 @@ import sys
 from ..accelerator import GIB, default_accelerator
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, finite_float, parse_tool_args, print_result,
-    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
+    print_warnings, ranges_epilog, run_tool, script_command,
+    brief_number, command_word, print_brief)
 from .gpu import accelerator_record
 from ..text import number_text
 from ..model.formulas import param_breakdown
@@ -201,7 +202,8 @@ def format_report(res):
                                             ("stored activations (--offload-activations)",
                                              res["config"]["offload_activations"])) if on)
         lines.append(f"in host memory: {what}, {res['host_bytes'] / 1e9:,.1f} GB per GPU on the heaviest stage "
-                     "(two layers' worth stays on the GPU; the copies' time: calc_training_time.py)")
+                     "(two layers' worth stays on the GPU; the copies' time: "
+                     f"{command_word('calc_training_time.py')})")
     for a in res["assumptions"]:
         lines.append(f"assumes: {a}")
     return "\n".join(lines)
@@ -265,8 +267,9 @@ def build_parser():
                    help="micro-batch per GPU, or the inference batch (default 1)")
     t.add_argument("--global-batch-size", "-gbs", type=bounded_int, default=None,
                    help="global batch; gives the micro-batch count m = gbs/(b*dp) (default: m = pp)")
-    t.add_argument("--sequence-length", "-s", type=bounded_int, default=None,
-                   help="training sequence, or the inference prompt (default 2048)")
+    t.add_argument("--sequence-length", "-s", "--prompt-tokens", type=bounded_int, default=None,
+                   help="training sequence, or the inference prompt (default 2048; --prompt-tokens "
+                   "as calc_inference_latency.py and calc_transformer_flops.py spell it)")
     t.add_argument("--flash-attention", action=bo, default=True,
                    help="fused attention: no s^2 scores stored (default on)")
     t.add_argument("--dropout", action=bo, default=False,
@@ -619,7 +622,7 @@ def resolve(args, parser):
     parser.error (exit 2)."""
     check_flag_values(args, parser)
     bits = bit_widths(args, parser)
-    model_args = with_cookbook_heads(args)
+    model_args = args  # the default heads are the model reader's, the same in every tool
     spec, notes = model_spec(model_args, parser)
     shape = parallel_sizes(args, parser, spec, notes)
     zero = zero_stage_of(args, parser, shape["pp"], notes)
@@ -822,6 +825,13 @@ def training_memory_offloaded(spec, c, b):
     return max(stages, key=lambda x: x["total_bytes"]), stages
 
 
+def read_context(s, o):
+    """Positions the model attends over to produce the last of o generated tokens after an s-token
+    prompt: s + o - 1 (the last token is produced, never read), so -s 131072 with the default -o 1
+    is a 128k context, not 128k + 1. The KV cache is sized at s + o, one token to spare."""
+    return s + max(o, 1) - 1
+
+
 def search_command(parser, args, c, b, n):
     """The calc_training_time.py command that searches every layout of n GPUs for this model."""
     words = [f"-s {c['sequence_length']} --num-gpus {n} --global-batch-size {args.global_batch_size or n * b}"]
@@ -842,7 +852,6 @@ def memory_answer(args, parser):
     spec, c, notes, model_args = resolve(args, parser)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(spec["warnings"], as_json=args.json)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]
     fit = None
@@ -876,8 +885,8 @@ def memory_answer(args, parser):
                 fit["max_context_tokens_memory"] = fit["max_context_tokens"]
                 fit["max_context_tokens"] = trained
                 fit["context_limited_by"] = "the model's trained context"
-        if spec.get("trained_context") and ctx > spec["trained_context"]:
-            spec["warnings"].append(f"context {ctx:,} tokens is past the model's trained context "
+        if spec.get("trained_context") and read_context(s, o) > spec["trained_context"]:
+            spec["warnings"].append(f"context {read_context(s, o):,} tokens is past the model's trained context "
                                     f"({spec['trained_context']:,}: max_position_embeddings or its rope scaling)")
     else:
         worst, stages = training_memory_offloaded(spec, c, b)
@@ -921,8 +930,11 @@ def memory_answer(args, parser):
             + ("; routed experts run transformers' grouped_mm, which autocast does not cast: fp32 weights, "
                "fp32 matmuls and fp32 saved tensors, and no 16-bit weight copies"
                if c.get("autocast") and spec.get("moe") and res["eager_rule_layers"] else ""))
-    print_result(res, as_json=args.json, report=format_report,
-                 brief=(lambda r: f"{r['total_bytes'] / GIB:.2f} GiB per GPU") if args.brief else None)
+    print_warnings(spec["warnings"], as_json=args.json or args.brief)  # the context's too
+    if args.brief:  # the verdict too (exit 3 when it does not fit)
+        print_brief(f"{brief_number(res['total_bytes'] / GIB)} GiB per GPU", res["fit"])
+    else:
+        print_result(res, as_json=args.json, report=format_report)
     return res
 
 

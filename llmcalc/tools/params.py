@@ -136,7 +136,7 @@ def main(argv=None):
         spec, notes = resolve_model_spec(vars(args))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(spec["warnings"], as_json=args.json)
+    print_warnings(spec["warnings"], as_json=args.json or args.brief)
     res = {"model": spec_summary(spec), **param_breakdown(spec), "warnings": spec["warnings"],
            "convention": "exact weight count, tied weights once; non-embedding excludes token and "
                          "position embeddings and an untied output head; active counts top-k routed "

@@ -61,7 +61,8 @@ import time
 
 from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
     bounded_int, calc_errors, check_ranges, count_float, finite_float, parse_tool_args,
-    print_warnings, ranges_epilog, run_tool, script_command, with_cookbook_heads)
+    print_warnings, ranges_epilog, run_tool, script_command,
+    Progress, brief_number, dollars, plural, print_brief)
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
@@ -77,6 +78,7 @@ from ..train.layout import Layout, complete_layout
 from ..train.search import (_divisors, check_layout, layout_shape, limiter, search_layouts,
     sequence_flops)
 from ..train.offload import evaluate_layout
+from .gpu import distinct_gpus
 from .training_framework import resolve_framework_defaults
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
@@ -312,7 +314,8 @@ def add_question_flags(p):
     o.add_argument("--tokens", type=count_float, default=None,
                    help="training tokens (2e12, 2T, 300B): time, GPU-hours, cost")
     o.add_argument("--cost-per-gpu-hour", type=price_list, default=None,
-                   help="price of one GPU-hour; with a list of --gpu, one price or one per GPU in the same order")
+                   help="price of one GPU-hour in dollars; with a list of --gpu, one price or one per GPU in the "
+                   "same order")
     o.add_argument("--deadline-days", type=finite_float, default=None,
                    help="with --tokens: whether the run finishes within this many days; with a list of "
                         "clusters, the ones that do rank first")
@@ -355,10 +358,10 @@ def format_report(res):
     lines.append(f"Training step on {res['num_gpus']} x {res['gpu']}{default} ({res['dtype']}): "
                  f"{layout_text(lay, knobs=res.get('layouts') is not None)}")
     lines.append(f"  model: {res['model']['described']}")
-    lines.append(f"  {lay['num_microbatches']} micro-batches of {lay['micro_batch_size']} x {lay['sequence_length']} "
+    lines.append(f"  {plural(lay['num_microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch_size']} x {lay['sequence_length']} "
                  f"tokens per replica, global batch {lay['global_batch_size']}")
     for w in res["warnings"]:
-        lines.append(f"warning: {w}")
+        lines.append(f"WARNING: {w}")
     lines.append(f"Step time          {fmt_s(r['step_time_s'])}")
     lines.append(f"MFU / HFU          {r['mfu']:.1%} / {r['hfu']:.1%}  ({r['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU)")
     lines.append(f"Tokens/s           {r['tokens_per_s']:,.0f} total, {r['tokens_per_s_per_gpu']:,.0f} per GPU")
@@ -381,7 +384,7 @@ def format_report(res):
             lines.append(f"  {k:<36}{fmt_s(v):>12}{v / step:>8.1%}")
     if res.get("training"):
         t = res["training"]
-        cost = f", cost {t['cost']:,.0f}" if t.get("cost") is not None else ""
+        cost = f", cost {dollars(t['cost'])}" if t.get("cost") is not None else ""
         due = (f"; {'meets' if t['meets_deadline'] else 'misses'} the {t['deadline_days']:g}-day deadline"
                if "meets_deadline" in t else "")
         lines.append(f"{t['tokens']:.3g} tokens: {t['steps']:,.0f} steps, {t['days']:.2f} days, "
@@ -416,7 +419,7 @@ def cluster_table(res):
             continue
         days = f"{c['days']:,.1f}" if c.get("days") is not None else "-"
         gh = f"{c['gpu_hours']:,.0f}" if c.get("gpu_hours") is not None else "-"
-        cost = f"{c['cost']:,.0f}" if c.get("cost") is not None else "-"
+        cost = dollars(c["cost"]) if c.get("cost") is not None else "-"
         late = "  misses the deadline" if c.get("meets_deadline") is False else ""
         lines.append(f"  {c['num_gpus']:>6} {c['gpu']:<{w}}{fmt_s(c['step_time_s']):>10}{c['mfu']:>7.1%}{days:>10}"
                      f"{gh:>13}{cost:>14}  {c['layout']}{late}")
@@ -530,6 +533,8 @@ def resolve_clusters(args, parser):
     names = [x.strip() for x in args.gpu.split(",")] if args.gpu is not None else [None]
     if args.gpu is not None and not all(names):
         parser.error(f"--gpu {args.gpu!r}: an empty name in the list")
+    if len(names) > 1:
+        distinct_gpus(names, parser, without="a list of --gpu needs hardware.py's table")
     counts = list(args.num_gpus or (None,))
     prices = list(args.cost_per_gpu_hour or (None,))
     for dest, vals in (("num_gpus", counts), ("cost_per_gpu_hour", prices)):
@@ -575,7 +580,7 @@ def resolve_run(args, parser):
     if args.rank_by == "cost" and prices[0] is None:
         parser.error("--rank-by cost needs --cost-per-gpu-hour (on one GPU count it ranks as time does; the price "
                      "adds the cost column)")
-    model_args = with_cookbook_heads(args)
+    model_args = args  # the default heads are the model reader's, the same in every tool
     try:
         spec, notes = resolve_model_spec(vars(model_args))
     except ValueError as exc:
@@ -657,8 +662,7 @@ def search_clusters(args, parser, run, base):
     names, counts, prices, memo = run["names"], run["counts"], run["prices"], {}
     hw, net, spec, c0, flops = run["hw"], run["net"], run["spec"], run["c0"], run["flops"]
     t0 = time.perf_counter()
-    show = (lambda i, k: print(f"\rsearching: {i}/{k} candidates", end="", file=sys.stderr)) \
-        if sys.stderr.isatty() and not args.json else None
+    show = Progress(args)  # on a terminal, once the search has run a second
     found, evaluated, ngroups = [], 0, 0
     many = len(names) * len(counts) > 1
     best_keys = []  # the --top best rank keys over all clusters so far, ascending
@@ -679,8 +683,7 @@ def search_clusters(args, parser, run, base):
                                           memo=memo, wanted=wanted)
             evaluated, ngroups = evaluated + ev, ngroups + ng
             found.append(dict(c, rows=rows, base=b))
-    if show:
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    show.done()
     run["memo"] = memo
     return found, evaluated, ngroups, time.perf_counter() - t0
 
@@ -855,9 +858,10 @@ def training_answer(args, parser):
     res["assumptions"] = assumptions(hw, lay)
     for note in [*run["hw_notes"], *run["notes"]]:
         print(f"note: {note}", file=sys.stderr)
-    print_warnings(res["warnings"], as_json=args.json)
-    if args.brief:  # the run's time with --tokens, else the step's
-        print(f"{res['training']['days']:.4g} days" if res.get("training") else f"{res['step_time_s']:.4g} s per step")
+    print_warnings(res["warnings"], as_json=args.json or args.brief)
+    if args.brief:  # the run's time with --tokens, else the step's; the verdict (exit 3: no fit)
+        print_brief(f"{brief_number(res['training']['days'])} days" if res.get("training")
+                    else f"{brief_number(res['step_time_s'])} s per step", res)
     elif args.json:
         import json  # only --json needs it (start-up time)
         print(json.dumps(res, indent=2, default=str))

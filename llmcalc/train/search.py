@@ -319,7 +319,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     zero1_dominates = 1 in {g["zero_stage"] for g in groups} and base.get("framework", "megatron") == "megatron"
     zero1_fits = set()  # the ZeRO-1 layouts that fit (their ZeRO-2 twins are not costed)
     cands = _bounded_candidates(spec, base, groups, knobs, rcs, hw=hw, net=net, c0=c0, cache=cache,
-                                floor_cache=cache if memo is None else memo, kinds=kinds)
+                                floor_cache=cache if memo is None else memo, kinds=kinds,
+                                progress=progress)
     heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
     kth = []  # the `keep` best times, negated (a max-heap)
@@ -328,7 +329,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     n_cands = len(cands)
     todo = ((c, o) for c in _popped(cands) for o in offloads)  # each parent's offloads, fewest first
     for i, ((lb0, _, (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
-        if progress and i % 1024 == 0:
+        if progress and i % 64 == 0:
             progress(i, n_cands * len(offloads))
         if lb0 > limit and not exhaustive:
             break  # no later candidate can beat what is kept
@@ -390,15 +391,19 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     return rows, evaluated, len(groups)
 
 
-def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds):
+def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds,
+                        progress=None):
     """Every candidate of the search (a group's sequence parallelism, TP and DP overlap, recompute
     and micro-batch), each with its step_lower_bound_s per sequence and what the costing loop
     re-bounds it from: (bound, order, (layers' time, their offload copies, the pipeline factor,
     optimizer floor per offload), group index, sp, TP mode, DP overlap, recompute index, b). The
-    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s)."""
+    layers' time is shared by every candidate of the same layer-level knobs (_layer_time_s).
+    `progress(i, k, what)` hears of each parallel shape bounded."""
     gbs = base["global_batch_size"]
     cands, lbs = [], {}
     for gi, g in enumerate(groups):
+        if progress:
+            progress(gi, len(groups), "parallel shapes bounded")
         dp, tp, pp, vp = g["dp"], g["tp"], g["pp"], g["vp"]
         gbs_dp = gbs // dp * dp
         etp = 1 if g["ep"] > 1 else tp
