@@ -6,6 +6,7 @@ within 5%. The regime the steady state describes is clients in random phase:
   * a closed loop whose lengths spread (--dataset random, range ratio 0.5), compared with the
     simulation's requests after its first wave (warm_ttft_s, warm_tpot_s: every client's first
     request is sent at the start, a static batch's ramp-up, which only the simulation has);
+  * the same under pipeline, data-parallel + expert-parallel and tensor-parallel layouts;
   * an open loop of equal lengths (Poisson arrivals) at 5-70% of the engine's maximum rate.
 A closed loop of equal lengths started together runs in waves (its members finish in one step and
 send their next prompts into one step), which only the simulation describes; NIM's fixed-length
@@ -13,7 +14,7 @@ closed-loop rows show the waves (tests/test_calc_inference_latency.py, NIM_LOADE
 docs/serving-modes.md says which mode answers which question.
 The 5% is the fluid model's own accuracy (one mean context per step, prompt steps at their mean
 tokens), not a fit to a measurement: these tests hold the two modes to each other; the serving
-table (tests/test_validate_serving.py) holds them to published runs. About 2 s on one core."""
+table (tests/test_validate_serving.py) holds them to published runs. About 3 s on one core."""
 import contextlib
 import io
 
@@ -53,6 +54,25 @@ def test_closed_loop_with_length_spread_agrees(model, gpu, c):
            "--random-range-ratio", "0.5"]
     n = max(10 * c, 40)
     sim = serving(base(model, gpu)[:4] + mix + ["-c", str(c), "--num-requests", str(n)])
+    assert near(sim["warm_ttft_s"], st["ttft_s"]), (sim["warm_ttft_s"], st["ttft_s"])
+    assert near(sim["warm_tpot_s"], st["tpot_s"]), (sim["warm_tpot_s"], st["tpot_s"])
+
+
+# the same under layouts: pipeline stages (micro-batches in flight), data-parallel attention with
+# expert parallelism, tensor parallelism
+LAYOUTS = [(m, g, lay, c) for m, g, lay in (("llama-3.1-8b", "h100", ["-pp", "2"]),
+                                            ("qwen3-30b-a3b", "h200", ["-dp", "2", "-ep", "2"]),
+                                            ("llama-3.1-8b", "h100", ["-tp", "2"]))
+           for c in (8, 64)]
+
+
+@pytest.mark.parametrize("model,gpu,layout,c", LAYOUTS)
+def test_closed_loop_with_length_spread_agrees_under_layouts(model, gpu, layout, c):
+    st = serving(base(model, gpu) + layout + ["-c", str(c)])
+    mix = ["--dataset", "random", "--random-input-len", str(S), "--random-output-len", str(O),
+           "--random-range-ratio", "0.5"]
+    sim = serving(base(model, gpu)[:4] + layout + mix + ["-c", str(c), "--num-requests",
+                                                         str(10 * c)])
     assert near(sim["warm_ttft_s"], st["ttft_s"]), (sim["warm_ttft_s"], st["ttft_s"])
     assert near(sim["warm_tpot_s"], st["tpot_s"]), (sim["warm_tpot_s"], st["tpot_s"])
 
