@@ -10197,6 +10197,10 @@ def benchmark_report_lines(r):
                  + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
+    if sv.get("warm_requests"):  # a closed loop: its clients' later requests apart
+        lines.append(f"after the first wave ({sv['warm_requests']:,} requests): TTFT "
+                     f"{fmt_s(sv['warm_ttft_s'])}, TPOT {fmt_s(sv['warm_tpot_s'])} (means; "
+                     "the clients' first requests, sent together, ramp up as a static batch)")
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
