@@ -48,7 +48,8 @@ import json
 
 from .accelerator import (DTYPES, GIB, GIGA, H100_SXM, HOPPER_SXM_TFLOPS, KV_STREAM_EFFICIENCY,
     MAMF_SOURCE, MODAL_2797, NV_H100_SOURCE, NVLINK_C2C_GB_S, PCIE3_X16_GB_S, PCIE4_X16_GB_S,
-    PCIE5_X16_GB_S, SUSTAINED_BLACKWELL, SUSTAINED_H100, TERA, Accelerator, accelerator_row)
+    PCIE5_X16_GB_S, SUSTAINED_A100, SUSTAINED_BLACKWELL, SUSTAINED_H100, TERA, Accelerator,
+    accelerator_row)
 from .cli import OneLineErrorParser, add_output_args, brief_number, run_tool
 
 # --- shared source strings -------------------------------------------------------------------
@@ -136,7 +137,7 @@ _ROWS = [
                        "core-kit/pull/834 (driver 580.126.09). Older drivers showed 40536 MiB "
                        "(https://github.com/nanopool/phoenix-miner/issues/17, driver 470)",
          sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
-         kernel_family="ampere",
+         kernel_family="ampere", sustained=SUSTAINED_A100,
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="Datasheet 600 GB/s NVLink is bidirectional. fp32 is non-tensor (no fp32 tensor "
                "mode; tf32 is separate). No fp8. HGX A100 NVSwitch gen2 has no SHARP.",
@@ -152,7 +153,7 @@ _ROWS = [
          host_link="PCIe 4.0 x16", host_link_gb_per_s_unidir=PCIE4_X16_GB_S,
          usable_mib=81920, usable_source=MODAL_2797,
          sms=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
-         kernel_family="ampere",
+         kernel_family="ampere", sustained=SUSTAINED_A100,
          source=_NV_A100 + " ; DGX A100: 8x 200 Gb/s HDR per 8 GPUs",
          notes="80 GB HBM2e at 2,039 GB/s. Same compute as the 40GB part. 'a100' resolves here.",
          achievable_tflops=dict(bf16=271.2), achievable_source=MAMF_SOURCE + " (A100 SXM, memory "

@@ -30,12 +30,113 @@ def entry(*, name, value, where, meaning, source, set_by, judged_by):
             "set_by": tuple(set_by), "judged_by": tuple(judged_by)}
 
 
-# Collectives (llmcalc/comm/).
+# Collectives (llmcalc/comm/). Judged by the nccl-tests tables of tests/nccl_tests_data.py at the
+# sizes each constant governs (tests/test_calc_comm.py holds the comparisons). PCIE_PEER_EFFICIENCY
+# (21 / 31.5, NVIDIA/nccl#841) has no judging row in those tables (no PCIe-only server is tabled)
+# and is not listed until one is.
+def _nccl(table, rows):
+    return [f"nccl:{table}/{i}" for i in rows]
+
+
 COMM = (
+    entry(name="alpha_launch_s", value=8.9e-6, where="llmcalc/comm/collectives.py",
+          meaning="fixed cost of one collective call (launch and synchronisation) before any hop",
+          source="the floor of all_reduce_perf on 2 x A100-SXM4-40GB (32-64 B rows, NVIDIA/nccl "
+                 "issue #583), 10.14 us, less its two NVLink hops at NCCL's 0.6 us LL hop latency",
+          set_by=[], judged_by=_nccl("A100_AZURE_8GPU", range(10))
+          + _nccl("H100_DGX_8GPU", range(10))),
+    entry(name="scale_up_efficiency", value=0.80, where="llmcalc/comm/collectives.py",
+          meaning="share of the NVLink line rate NCCL's ring and tree reach on large messages",
+          source="the middle of NCCL's sm80 bus-bandwidth cap (src/graph/tuning.cc: 235 of 300 "
+                 "GB/s, 0.78) and S. Jeaugey's H100 ring figure (NVIDIA/nccl-tests#212: ~370 of "
+                 "450 GB/s, 0.82)",
+          set_by=[], judged_by=_nccl("A100_AZURE_8GPU", range(25, 31))
+          + _nccl("A100_OCI_8GPU", range(5, 10))),
+    entry(name="nvls_efficiency", value=0.61, where="llmcalc/comm/collectives.py",
+          meaning="algorithm bandwidth of NVLink SHARP (NVLS) all-reduce over the NVLink line "
+                  "rate",
+          source="S. Jeaugey, NVIDIA/nccl-tests#212: algbw ~275 GB/s on 8 x H100 with NVLS, of "
+                 "450 GB/s",
+          set_by=[], judged_by=_nccl("H100_DGX_8GPU", range(25, 32))
+          + _nccl("H100_P5_8GPU_LARGE", range(5))),
+    entry(name="scale_out_efficiency", value=0.94, where="llmcalc/comm/collectives.py",
+          meaning="share of the per-GPU NIC line rate (InfiniBand / RoCE) NCCL reaches across nodes",
+          source="Azure NDmV4 two-node all_reduce_perf (AML_NCCL_Test README): busbw 187.7 GB/s "
+                 "at 8 GiB, bounded by 8 x 25 GB/s NICs per node",
+          set_by=_nccl("A100_AZURE_16GPU_2NODES", [7]),
+          judged_by=_nccl("A100_AZURE_16GPU_2NODES", range(3, 7))),
 )
 
 # Training step time (llmcalc/train/, llmcalc/tools/training_*.py, hardware.py rows it reads).
+_FOUNDRY_H100 = [f"training:foundry-{i}" for i in range(14)]
+_FOUNDRY_A100 = [f"training:foundry-{i}" for i in range(14, 21)]
+_FOUNDRY_SET = ("training:foundry-6", "training:foundry-12", "training:foundry-13")
+_FOUNDRY_SOURCE = ("MosaicML llm-foundry's MPT benchmark tables (scripts/train/benchmarking/"
+                   "README.md @5e85bd62d, image mosaicml/pytorch:2.1.0_cu121, amp_bf16, FSDP): no "
+                   "kernel-level measurement of its loop exists. Set jointly with the other "
+                   "llm-foundry constants by least squares over the set rows (H100: 7b s 2048 where "
+                   "the matmuls dominate; 3b and 1b s 8192 where attention is 34-38% of the step), "
+                   "then the A100 fraction on its own set row")
 TRAINING = (
+    entry(name="llm_foundry_attention_rate", value=0.54, where="llmcalc/train/attention_rates.py",
+          meaning="llm-foundry's attention call (flash-attn 2's varlen entry through MPT's "
+                  "pad/unpad glue) reaches this fraction of FlashAttention-2's rate on the same GPU "
+                  "(our H200 fa2 table on Hopper, the published FA2 fraction on the A100): kernel "
+                  "fa2-varlen, the stack's default",
+          source=_FOUNDRY_SOURCE, set_by=_FOUNDRY_SET,
+          judged_by=[r for r in _FOUNDRY_H100 + _FOUNDRY_A100 if r not in _FOUNDRY_SET]),
+    entry(name="llm_foundry_sustained_hopper", value=0.805, where="llmcalc/accelerator.py",
+          meaning="llm-foundry's FSDP loop sustains this fraction of the H100's bf16 MAMF in its "
+                  "matmuls (decision 2: a property of the stack on the GPU; torch's own loop on our "
+                  "H100 sustains 0.9125, SUSTAINED_H100); the Hopper rows' stacks entry",
+          source=_FOUNDRY_SOURCE, set_by=_FOUNDRY_SET,
+          judged_by=[r for r in _FOUNDRY_H100 if r not in _FOUNDRY_SET]),
+    entry(name="llm_foundry_sustained_ampere", value=0.89, where="llmcalc/accelerator.py",
+          meaning="llm-foundry's FSDP loop sustains this fraction of the A100's bf16 MAMF in its "
+                  "matmuls, where Megatron-LM of 2022 on Selene sustains MAMF itself (Korthikanti et "
+                  "al. 2022, Table 5: 2-6% fast at 1.0); the A100 SXM rows' stacks entry",
+          source=_FOUNDRY_SOURCE + "; set on foundry-18 (A100 7b s 2048, matmuls 80% of the "
+                 "step) with the attention rate fixed", set_by=["training:foundry-18"],
+          judged_by=[r for r in _FOUNDRY_A100 if r != "training:foundry-18"]),
+    entry(name="sustained_h100_bf16", value=0.9125, where="llmcalc/accelerator.py",
+          meaning="a training loop's sustained bf16 matmul rate over MAMF on the 700 W GH100 (H100 "
+                  "SXM, H200, H800): back-to-back matmuls of training shapes for 20 s",
+          source="our H100 grid (validation/h100/measure_training.py, results/gemm.jsonl, "
+                 "2026-11-24): gemm_time_s's median over 51 shapes set equal to the measured "
+                 "median, 693 of MAMF's 794.5 TFLOP/s; no training row set it",
+          set_by=[], judged_by=[f"training:mlm-{m}" for m in ("1.7B", "7.1B", "16B", "32B", "70B",
+                                                                "119B", "177B", "314B", "462B")]
+          + ["training:llama3-405b-8192gpu", "training:llama3-405b-16384gpu"]
+          + [f"training:atp-{m}-bf16-{o}" for m in ("70b", "8b") for o in ("none", "full")]),
+    entry(name="sustained_h100_fp8", value=0.9209, where="llmcalc/accelerator.py",
+          meaning="the same for fp8 (torch._scaled_mm, e4m3, per-tensor scales)",
+          source="our H100 grid, as sustained_h100_bf16: 1,234 of MAMF's 1,402.6 TFLOP/s",
+          set_by=[], judged_by=["training:mb-h100-llama3-8b", "training:mb-h100-llama3-70b",
+                                "training:mb26-h100-llama3-70b-fp8", "training:mb-h100-llama31-405b",
+                                "training:trainy-h200-4nodes", "training:trainy-h200-8nodes"]
+          + [f"training:nemo-cp-{k}k" for k in (4, 8, 16)]),
+    entry(name="sustained_blackwell", value=2860.9 / 3615.6, where="llmcalc/accelerator.py",
+          meaning="a training loop's sustained matmul rate over MAMF on Blackwell (B200, GB200, "
+                  "B300, GB300), bf16 and fp8",
+          source="Azure's cuBLASLt FP8 GEMM run on one GB200 (Azure/AI-benchmarking-guide "
+                 "ND_GB200_v6_results.md @2a370be6): mean 2,860.9 TFLOP/s over the squares 4096^3 "
+                 "to 32768^3, MAMF 3,615.6; no training row set it",
+          set_by=[], judged_by=["training:mb-b200-llama3-8b", "training:mb-gb200-llama3-8b",
+                                "training:mb-b200-llama3-8b-mx", "training:mb-gb200-llama3-8b-mx",
+                                "training:mb-gb200-llama3-70b", "training:mb-b200-llama31-405b",
+                                "training:mb-gb200-llama31-405b", "training:mlperf-uf-b200-8",
+                                "training:mlperf-dell-b300-8"]
+          + [f"training:nemotron-340b-gb200-weak-{d}-{n}" for d in ("bf16", "fp8")
+             for n in (128, 256, 512)]),
+    entry(name="cudnn_pre_91_attention_rate", value=0.83, where="llmcalc/train/attention_rates.py",
+          meaning="cuDNN's fused attention before 9.1 (NeMo's 24.03.01 container, March 2024) "
+                  "reaches this fraction of cuDNN 9.1's published Hopper rate (NVIDIA/cudnn-"
+                  "frontend @b740542): kernel cudnn-pre-9.1",
+          source="no published rate of a cuDNN older than 9.1 found; set on NeMo's long-sequence "
+                 "table (docs/source/performance/performance_long_sequence.md @a2c4cc8) at 128K, "
+                 "where attention is most of the step",
+          set_by=["training:nemo-cp-128k"],
+          judged_by=[f"training:nemo-cp-{k}k" for k in (4, 8, 16, 32, 64, 256, 512, 1024)]),
 )
 
 # Fine-tuning under transformers/peft (issue 43).

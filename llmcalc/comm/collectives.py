@@ -14,7 +14,7 @@ from ..records import Record
 # Fixed cost of one collective call (kernel launch, synchronisation), before any hop.
 # 8.9 us = 10.14 us, the floor of all_reduce_perf on 2 x A100-SXM4-40GB (32-64 B rows, NVIDIA/nccl
 # issue #583), minus its 2 NVLink hops at ALPHA_HOP_S["ll"]["intra"].
-ALPHA_LAUNCH_S = 8.9e-6
+ALPHA_LAUNCH_S = 8.9e-6  # calibrated: alpha_launch_s
 
 # Per-hop latency by protocol and link, from NCCL's own tuning model (src/graph/tuning.cc,
 # hwLat, NCCL 2.18-2.19): Ring LL 0.6 us (NVLink) / 2.7 us (network); Ring Simple 3.4 / 14 us.
@@ -35,7 +35,7 @@ LL_BANDWIDTH_FRACTION = 0.25
 # Ring/tree efficiency on the scale-up links (NVLink). 0.80 = the middle of two measurements:
 # A100, 235 of 300 GB/s = 0.78 (NCCL tuning.cc caps sm80 bus bandwidth at 235 GB/s); H100, 370 of
 # 450 GB/s = 0.82 (S. Jeaugey, NVIDIA/nccl-tests issue #212: "~20% protocol overhead ... 370GB/s").
-SCALE_UP_EFFICIENCY = 0.80
+SCALE_UP_EFFICIENCY = 0.80  # calibrated: scale_up_efficiency
 
 # PCIe cards without NVLink (hardware.py's pcie_peer_bandwidth_bytes_per_s: L40S, L4, A10, A10G)
 # reach their peers over the slot. NCCL's ring there: 21 GB/s bus bandwidth on 8 x A100 80GB PCIe
@@ -47,12 +47,12 @@ PCIE_SERVER_GPUS = 8
 
 # NVLS all-reduce efficiency: algbw ~275 GB/s on 8 x H100 with NVLink SHARP (busbw ~480), of the
 # 450 GB/s line rate (S. Jeaugey, NVIDIA/nccl-tests issue #212) -> 275/450 = 0.61.
-NVLS_EFFICIENCY = 0.61
+NVLS_EFFICIENCY = 0.61  # calibrated: nvls_efficiency
 
 # Scale-out (InfiniBand/RoCE) efficiency: 2 nodes of 8 x A100 with 8 x 200 Gb/s HDR per node reach
 # busbw 187.7 GB/s at 8 GiB, bounded by the 8 x 25 GB/s NICs -> 187.7/200 = 0.94 (Azure NDmV4
 # all_reduce_perf; a calibration point, listed as such in VALIDATION.md).
-SCALE_OUT_EFFICIENCY = 0.94
+SCALE_OUT_EFFICIENCY = 0.94  # calibrated: scale_out_efficiency
 
 # ---------------------------------------------------------------------------------------------
 # Formulas (pure: numbers in, numbers out)

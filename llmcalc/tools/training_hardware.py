@@ -38,15 +38,20 @@ def job_gpus_per_node(*, gpus_per_node, num_gpus):
     """GPUs of the job that share one scale-up domain. A job no larger than the domain sits inside
     it (ranks node-contiguous from 0): a 64-GPU job on an NVL72 rack is one NVLink domain of 64,
     not gcd(64, 72) = 8 GPUs per "node" (comm/collectives.py's group_placement tiles groups by
-    gcd)."""
-    return min(gpus_per_node, num_gpus) if num_gpus else gpus_per_node
+    gcd). A larger job is placed in equal blocks, the largest that divides the job and fits one
+    domain (an assumption: Slurm places such jobs in equal segments, and the rank order cannot
+    split a block): 128 or 512 GPUs of NVL72 racks run as NVLink domains of 64, not 8."""
+    if not num_gpus or num_gpus <= gpus_per_node:
+        return min(gpus_per_node, num_gpus) if num_gpus else gpus_per_node
+    return max(d for d in range(1, gpus_per_node + 1) if num_gpus % d == 0)
 
 
-def matmul_ceiling(rec, dt, *, override=None):
+def matmul_ceiling(rec, dt, *, override=None, stack=None):
     """(fraction of dt's peak a large matmul reaches, where that figure comes from):
     --matmul-ceiling, else the record's measured MAMF / peak (fp16 at the bf16 rate; fp8 from
     bf16 x the fp8/bf16 MAMF ratio), else UNMEASURED_MATMUL_CEILING; times the record's
-    sustained-loop factor."""
+    sustained-loop factor: the training stack's own on this GPU where the row lists one
+    (sustained_matmul_fraction["stacks"]), else the GPU's."""
     if override is not None:
         return override, "--matmul-ceiling"
     peaks, amf = rec.get("peak_flops_per_s") or {}, rec.get("achievable_matmul_flops_per_s") or {}
@@ -64,7 +69,11 @@ def matmul_ceiling(rec, dt, *, override=None):
         src = (f"default {UNMEASURED_MATMUL_CEILING:.2f} (H100 SXM MAMF / peak; no measurement "
                "for this GPU)")
     sustained_rec = rec.get("sustained_matmul_fraction") or {}
-    sustained = sustained_rec.get("fp8" if dt == "fp8" else "bf16")
+    own = (sustained_rec.get("stacks") or {}).get(stack) or {}  # the stack's loop on this GPU
+    key = "fp8" if dt == "fp8" else "bf16"
+    if own.get(key):
+        sustained_rec = own
+    sustained = sustained_rec.get(key)
     if sustained:
         ceiling *= sustained
         src += f" x {sustained:.3f} sustained ({sustained_rec['source']})"
@@ -169,8 +178,10 @@ def resolve_hardware(args, parser, *, counts=None):
     notes = _default_note(rec, args)
     own_link = not args.gpu and bool(args.intra_node_bw_GBps)  # not the default's NVSwitch
     peak, peak16 = _peaks(rec, args, parser)
-    ceiling, ceiling_src = matmul_ceiling(rec, args.dtype, override=args.matmul_ceiling)
-    ceiling16 = (matmul_ceiling(rec, "bf16", override=args.matmul_ceiling)[0]
+    stack = getattr(args, "framework", None)
+    ceiling, ceiling_src = matmul_ceiling(rec, args.dtype, override=args.matmul_ceiling,
+                                          stack=stack)
+    ceiling16 = (matmul_ceiling(rec, "bf16", override=args.matmul_ceiling, stack=stack)[0]
                  if args.dtype == "fp8" else ceiling)
     mem_bw = _memory_bandwidth(rec, args, parser)
     intra, inter, intra_eff, gpn = _links(rec, args, parser, notes, counts=counts)

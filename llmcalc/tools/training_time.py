@@ -66,11 +66,13 @@ from ..cli import (OneLineErrorParser, add_model_args, add_output_args,
 from ..model.spec import resolve_model_spec, spec_summary
 from ..model.kinds import layer_groups
 from ..train.context_parallel import CP_COMM_TYPES, a2a_head_error
-from ..train.attention_rates import ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, default_attention_kernel, has_attention_rates
+from ..train.attention_rates import (ATTENTION_KERNEL_NAMES, ATTENTION_KERNELS, SCALED_KERNELS,
+    default_attention_kernel, has_attention_rates, kernel_and_rate)
 from ..train.flops import SECONDS_PER_DAY
 from ..train.kernels import (APEX_LAYERNORM_2021, FP8_CAST_BYTES_PER_ELEMENT, FP8_RECIPES, FRAMEWORKS,
     GEMM_TILE, KERNEL_FLOOR_S, MEM_BW_FRACTION, OVERLAP_SLOWDOWN, eager_framework)
-from ..train.memory import PIPELINE_SPLIT_KEYS, memory_defaults
+from ..train.fit import layout_host_memory
+from ..train.memory import PIPELINE_SPLIT_KEYS, implied_pipeline_split, memory_defaults
 from ..train.deepspeed import DEEPSPEED
 from ..train.moe import DEEPEP_NVLINK_FRACTION, MOE_DISPATCHERS
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
@@ -370,9 +372,16 @@ def format_report(res):
     fit = "" if cap is None else (f"  fits {cap / GIB_:.1f} GiB, headroom {r['headroom_bytes'] / GIB_:.1f} GiB"
                                   if r["fits"] else f"  DOES NOT FIT {cap / GIB_:.1f} GiB")
     lines.append(f"Memory per GPU     {mem:.2f} GiB on stage {r['memory']['stage']}{fit}")
-    if r["memory"].get("host_bytes"):
-        lines.append(f"  in host memory: {r['memory']['host_bytes'] / GIB_:.2f} GiB per GPU (offloaded weights "
-                     "and/or activations; host capacity not checked)")
+    if res.get("pipeline_split_applied"):
+        lines.append(f"  pipeline split: {res['pipeline_split_applied']}")
+    hm = res.get("host_memory")
+    if hm:
+        parts = (("optimizer states and 16-bit gradients", hm["optimizer_bytes_per_gpu"]),
+                 ("offloaded weights and/or activations", hm["layers_bytes_per_gpu"]))
+        what = ", ".join(w for w, v in parts if v)
+        lines.append(f"Host memory        {hm['bytes_per_gpu'] / 1e9:,.1f} GB per GPU, "
+                     f"{hm['bytes_per_host'] / 1e9:,.1f} GB per host of {hm['gpus_per_host']} GPUs "
+                     f"({what}; host capacity not checked)")
     if res.get("next_step"):
         lines.append("  the fastest layout of these GPUs that fits (ZeRO stages, recompute, offload, tp/pp/cp; or none "
                      f"does): {res['next_step']['search_command']}")
@@ -433,13 +442,17 @@ def assumptions(hw, lay):
            f"kernel floor {KERNEL_FLOOR_S * 1e6:.1f} us",
            (f"attention: {lay['attention_kernel']} kernel, "
             + (f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by head dim and sequence (measured on an H200)"
-               if hw["family"] == "hopper" and lay["attention_kernel"] != "cudnn-9.1" else
+               if hw["family"] == "hopper" and kernel_and_rate(lay["attention_kernel"])[0] != "cudnn-9.1" else
                "cuDNN 9.1's rate by sequence (NVIDIA's 2024 H200 run, head dim 128; other head dims by today's cuDNN trend)"
                if hw["family"] == "hopper" else
                f"{ATTENTION_KERNEL_NAMES[lay['attention_kernel']]}'s rate by sequence (published B200 run, head dim 128; "
                "other head dims by the H200 trend)" if has_attention_rates(lay["attention_kernel"], family=hw["family"])
                else f"FlashAttention-2's published {ff:.3f} of the 16-bit peak"
-               + ("" if lay["attention_kernel"] == "fa2" else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
+               + ("" if lay["attention_kernel"] in ("fa2", "fa2-varlen")
+                  else f" (no {lay['attention_kernel']} rate measured for this GPU)"))
+            + (f" x {SCALED_KERNELS[lay['attention_kernel']][1]} ({lay['attention_kernel']}: "
+               "fitted, validation/calibration.py)"
+               if lay["attention_kernel"] in SCALED_KERNELS else "")
             + ", causal pairs"
             if lay["flash_attention"] else "attention: eager matmuls over the full s x s plus softmax"
             + (" and dropout" if lay["dropout"] else "")),
@@ -844,11 +857,16 @@ def training_answer(args, parser):
     if args.search:
         hw, net, n, lay, r, price = search_answer(args, parser, run, base, res)
     else:
+        split, said = implied_pipeline_split(spec["num_layers"], base)
+        if split:  # the uneven split Megatron-LM needs, applied and said (the flags still win)
+            base, res["pipeline_split_applied"] = base.replace(**split), said
         lay, r = one_layout_answer(args, parser, run, base, res)
     res.update({k: r[k] for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "hfu",
                                   "model_tflops_per_gpu", "total_bytes", "fits", "headroom_bytes",
                                   "breakdown_s", "memory", "slowest_stage", "stage_time_s")})
     res["layout"] = dict(lay, sequence_parallel=lay["sp"])
+    res["host_memory"] = layout_host_memory(spec, lay, run["c0"],
+                                            layers_bytes=r["memory"].get("host_bytes") or 0.0)
     if not r["fits"] and not args.search:  # the way out: the search over every layout of these GPUs
         res["next_step"] = next_step(args, parser, run, lay, n)
     res["flops_per_step"] = {"model": lay["global_batch_size"] * run["flops"]["model"],
@@ -937,6 +955,9 @@ def why_winner(rows):
     b, o = best[2]["breakdown_s"], other[2]["breakdown_s"]
     diffs = {k: o.get(k, 0) - b.get(k, 0) for k in set(b) | set(o)}
     k = max(diffs, key=diffs.get)
+    if other[2]["step_time_s"] - best[2]["step_time_s"] <= 1e-9 * best[2]["step_time_s"]:
+        return (f"it ties with {layout_text(other[1])} "
+                f"({fmt_s(other[2]['step_time_s'])} per step); either runs as fast")
     return (f"against the best {layout_text(other[1])} ({fmt_s(other[2]['step_time_s'])} per step), it saves "
             f"{fmt_s(diffs[k])} of {k.replace('_', ' ')} per step")
 

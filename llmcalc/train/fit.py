@@ -4,7 +4,7 @@ by the same memory model (train/memory.py). References: Ren et al. 2021, "ZeRO-O
 host holds); Rajbhandari et al. 2020, "ZeRO" (what stage 3 shards).
 """
 
-from .memory import training_memory, zero_shards
+from .memory import memory_config, training_memory, zero_shards
 
 
 def largest_that_fits(fn, limit, hi_cap=1 << 24):
@@ -39,6 +39,24 @@ def offload_host_memory(spec, c, b):
     host_gpus = min(GPUS_PER_HOST, c["num_gpus"])
     return {"host_bytes_per_gpu": per_gpu, "gpus_per_host": host_gpus, "host_bytes_per_host": per_gpu * host_gpus,
             "bytes_per_param": per_param}
+
+
+def layout_host_memory(spec, lay, c0, *, layers_bytes=0.0):
+    """Host memory a training layout needs per GPU and per host (GPUS_PER_HOST GPUs, fewer in a
+    smaller job): the offloaded optimizer's states and 16-bit gradients (offload_host_memory,
+    calc_transformer_mem.py's rule) plus `layers_bytes` of offloaded weights and activations;
+    None when nothing is offloaded."""
+    opt = 0.0
+    if lay["offload"]:
+        c = memory_config(spec, lay.replace(offload=False), c0)
+        c = c.replace(host_opt_bytes=c["opt_bytes"], num_gpus=lay["num_gpus"])
+        opt = offload_host_memory(spec, c, lay["micro_batch_size"])["host_bytes_per_gpu"]
+    if not opt and not layers_bytes:
+        return None
+    per_host = min(GPUS_PER_HOST, lay["num_gpus"])
+    return {"optimizer_bytes_per_gpu": opt, "layers_bytes_per_gpu": layers_bytes,
+            "bytes_per_gpu": opt + layers_bytes, "gpus_per_host": per_host,
+            "bytes_per_host": (opt + layers_bytes) * per_host}
 
 
 def with_dp(c, dp):

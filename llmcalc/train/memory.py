@@ -258,6 +258,37 @@ def pipeline_split_hint(*, num_layers, pp, vp):
     return ", or ".join(hints)
 
 
+def implied_pipeline_split(num_layers, lay):
+    """(layout changes, a sentence) for a pipeline whose pp x vp chunks do not divide the layers
+    and whose split no flag states: the search's uneven split (memory.suggest_pipeline_split,
+    --decoder-first/last-pipeline-num-layers), else the embedding and then the loss counted as
+    layers (--account-for-*-in-pipeline-split: Megatron-Bridge's Llama 3.1 405B and Qwen3-235B
+    recipes, 126 + 2 = 128 on pp 8 x vp 8); (None, None) when the layers divide, a split is
+    stated, or nothing Megatron-LM accepts fits (pipeline_split_error then says so)."""
+    L, pp, vp = num_layers, lay["pp"], lay["vp"]
+    if pp == 1 or L % (pp * vp) == 0 or any(lay.get(k) for k in PIPELINE_SPLIT_KEYS):
+        return None, None
+    sug = suggest_pipeline_split(num_layers=L, pp=pp, vp=vp)
+    if sug:
+        f, q, la = sug
+        return ({"decoder_first_pipeline_num_layers": f, "decoder_last_pipeline_num_layers": la},
+                f"{L} layers on pp {pp} x vp {vp}: Megatron-LM's uneven split applied, {f} "
+                f"layers on the first stage, {q} on each middle one, {la} on the last "
+                f"(--decoder-first-pipeline-num-layers {f} "
+                f"--decoder-last-pipeline-num-layers {la})")
+    for emb, loss in ((True, False), (True, True)):
+        if (L + emb + loss) % (pp * vp) == 0:
+            flags = "--account-for-embedding-in-pipeline-split" + (
+                " --account-for-loss-in-pipeline-split" if loss else "")
+            return ({"account_for_embedding_in_pipeline_split": emb,
+                     "account_for_loss_in_pipeline_split": loss},
+                    f"{L} layers on pp {pp} x vp {vp}: the embedding"
+                    f"{' and the loss' if loss else ''} counted as layers of the split "
+                    f"({L + emb + loss} = {pp} x {vp} x {(L + emb + loss) // (pp * vp)}; {flags}, "
+                    "as Megatron-Bridge's recipes state)")
+    return None, None
+
+
 def pipeline_split_error(*, num_layers, pp, vp, first=None, last=None, embedding_in_split=False,
                          loss_in_split=False):
     """None if Megatron-LM accepts this split of the layers over pp ranks x vp chunks, else a

@@ -15,7 +15,8 @@ from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_activation_by
     layout_chunk_layers, layout_split, pipeline_split_error, stage_params_per_rank, stored_layer_bytes,
     suggest_pipeline_split)
 from .offload import evaluate_layout, layer_offload_exposed_s, layout_memory
-from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s, pass_times_s
+from .step import (LAYER_COST_KEYS, dp_sync_times_s, head_and_embedding_s, layer_cost, optimizer_s,
+    pass_times_s)
 
 
 def sequence_flops(spec, *, seq_len):
@@ -132,7 +133,8 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False
     dp x cp; ZeRO 0-3 (3 only without a pipeline); sequence parallelism on and off for tp > 1; the
     optimizer in host memory or not; with streaming=True (search_layouts' second pass, when nothing
     fits without) also the layers' weights (not with ZeRO-3, which shards them already) and the
-    stored activations in host memory or not.
+    stored activations in host memory or not. Without a data-parallel group (dp x cp = 1) the ZeRO
+    stages are one layout (nothing to shard): only the lowest is listed.
 
     Dominance pruning (skipped with exhaustive=True; tests/test_calc_training_time.py checks that the
     pruned search returns the exhaustive answer). A knob value is left out only where the step
@@ -141,9 +143,13 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False
         collective costs _hidden(c, x, sd) = max(0, c - x) + sd min(c, x) <= c for sd <= 1
         (--overlap-slowdown is bounded to [0, 1]); nothing else reads the mode. So the most
         overlapping mode the framework has is never slower: only it is costed.
-      * DP overlap: dp_exposed_s exposes max(bucket, t - backward) <= t with overlap and t without
-        (and drops the ZeRO-1/2 all-gather from t); memory does not read it. Only on is costed,
-        except under megatron-2021/2022, whose DDP choice is tied to the gradient dtype.
+      * DP overlap: dp_exposed_s charges each of the reduction and the ZeRO-1/2 weight gather x
+        as max(x share, x - c) + sd min(x, c) beside compute c with overlap, x without; that is
+        <= x while the bucket's share + sd <= 1 (a bucket of 40M parameters against a stage's
+        weights: share + 0.19 passes 1 only below ~49M parameters per stage, where the difference
+        is a bucket's time); memory does not read it. Only on is costed, except under
+        megatron-2021/2022, whose DDP choice is tied to the gradient dtype.
+    Bound: every candidate's lower bound adds dp_floor_s, the least that charge can be.
     Memory pruning (always; search_layouts): memory grows with the micro-batch, so each
     (shape, knobs, recompute) stops at the first micro-batch that does not fit."""
     n, L, s, gbs = base["num_gpus"], spec["num_layers"], base["sequence_length"], base["global_batch_size"]
@@ -193,9 +199,12 @@ def search_knobs(spec, base, *, hw, pinned=(), exhaustive=False, streaming=False
                 if moe and not legacy:
                     E = math.gcd(*[x["num_experts"] for x in moe])
                     eps = [e for e in _divisors(E) if (dp * cp) % e == 0]
+                # no data-parallel group (dp x cp = 1): every ZeRO stage costs and holds the same
+                # (nothing to shard over), so only the lowest is listed, not a tie per stage
+                zs = zeros if dp * cp > 1 or "zero_stage" in pinned else zeros[:1]
                 for vp, split in vps:
                     for ep in eps:
-                        for zero in zeros:
+                        for zero in zs:
                             if zero == 3 and pp > 1:
                                 continue
                             groups.append({"tp": tp, "cp": cp, "pp": pp, "vp": vp, "ep": ep, "zero_stage": zero,
@@ -257,6 +266,44 @@ def _optimizer_floor_s(spec, lay, *, hw, cache):
                                                    ep=lay["ep"], stage=st, layers_held=held)[:2])
                          for st, held in enumerate(by_stage))
     return optimizer_s(cache[key], lay=lay, hw=hw)
+
+
+def _dp_sync_parts(spec, lay, *, net, cache):
+    """(reduction t, weight gather g, bucket share, overlap slowdown) of the layout's first stage
+    (dp_sync_times_s), for dp_floor_s; None without a data-parallel group and under eager FSDP
+    (ZeRO 2-3), whose per-layer collectives replace the bucketed reduction."""
+    n = lay["dp"] * lay["cp"]
+    if n <= 1 or (eager_framework(lay) and lay["zero_stage"] >= 2):
+        return None
+    key = ("dp_parts", lay["tp"], lay["pp"], lay["vp"], lay["cp"], lay["dp"], lay["etp"], lay["ep"],
+           lay["zero_stage"], layout_split(lay))
+    if key not in cache:
+        held = all_stage_layers(num_layers=spec["num_layers"], pp=lay["pp"], vp=lay["vp"],
+                                chunk_layers=layout_chunk_layers(spec["num_layers"], lay))[0]
+        dense, expert = stage_params_per_rank(spec, tp=lay["tp"], pp=lay["pp"], vp=lay["vp"],
+                                              etp=lay["etp"], ep=lay["ep"], stage=0,
+                                              layers_held=held)[:2]
+        t, ag = dp_sync_times_s(dense, expert, lay=lay, net=net)
+        share = min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
+        cache[key] = (t, ag, share, min(1.0, max(0.0, lay["overlap_slowdown"])))
+    return cache[key]
+
+
+def dp_floor_s(parts, *, pass_s, reductions=1):
+    """The least data-parallel exposure dp_exposed_s charges a layout whose first stage's forward
+    and backward of one micro-batch each take at most `pass_s`: the step's worst stage is at least
+    the first (no head start); with overlap each of the reduction t and the gather g is charged
+    x -> max(x share, x - c) + sd min(x, c) beside compute c <= pass_s, least at c = min(pass_s,
+    x (1 - share)); without overlap x itself, more. ZeRO-2 reduces after each of its m
+    micro-batches: `reductions` = m."""
+    if parts is None:
+        return 0.0
+    t, ag, share, sd = parts
+    out = 0.0
+    for x, times in ((t, reductions), (ag, 1)):
+        c = min(pass_s, x * (1 - share))
+        out += times * (max(x * share, x - c) + sd * c)
+    return out
 
 
 def step_lower_bound_s(layers_s, *, pp, vp, m):
@@ -328,14 +375,14 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     limit = math.inf
     n_cands = len(cands)
     todo = ((c, o) for c in _popped(cands) for o in offloads)  # each parent's offloads, fewest first
-    for i, ((lb0, _, (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
+    for i, ((lb0, _, (layers_s, copies_s, f, opt_floor, dpf), gi, sp, mode, dpo, ri, b), offload) in enumerate(todo):
         if progress and i % 64 == 0:
             progress(i, n_cands * len(offloads))
         if lb0 > limit and not exhaustive:
             break  # no later candidate can beat what is kept
         g = groups[gi]
         gbs_dp = gbs // g["dp"] * g["dp"]
-        if ((layers_s + copies_s[offload[1:]]) * f + opt_floor[offload[0]]) / gbs_dp > limit and not exhaustive:
+        if ((layers_s + copies_s[offload[1:]]) * f + opt_floor[offload[0]] + dpf) / gbs_dp > limit and not exhaustive:
             continue
         mk = (gi, sp, mode, dpo, ri, offload)
         if b >= too_big.get(mk, math.inf):
@@ -411,6 +458,8 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
                                    "decoder_last_pipeline_num_layers")}
         shaped = base.replace(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
                               zero_stage=g["zero_stage"], **split)
+        dp_parts = _dp_sync_parts(spec, shaped, net=net, cache=floor_cache)
+        zero2 = g["zero_stage"] == 2
         opt_floor = {o: _optimizer_floor_s(spec, shaped if o == shaped["offload"] else
                                            shaped.replace(offload=o), hw=hw, cache=floor_cache)
                      for o in {x[0] for x in knobs["offload"]}}
@@ -431,8 +480,10 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
                     layers_s, copies_s = lbs[lk]
                     m = gbs_dp // (b * dp)
                     f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
-                    cands.append(((layers_s * f + least_opt) / gbs_dp, len(cands),
-                                  (layers_s, copies_s, f, opt_floor), gi, sp, mode, dpo, ri, b))
+                    dpf = dp_floor_s(dp_parts, pass_s=math.inf, reductions=m if zero2 else 1)
+                    cands.append(((layers_s * f + least_opt + dpf) / gbs_dp, len(cands),
+                                  (layers_s, copies_s, f, opt_floor, dpf), gi, sp, mode, dpo, ri,
+                                  b))
     return cands
 
 

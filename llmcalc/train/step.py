@@ -7,7 +7,8 @@ from ..model.formulas import (attention_core_flops, attention_head_dims, expecte
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from ..records import Record
-from .attention_rates import blackwell_attention_fractions, has_attention_rates, hopper_attention_fractions
+from .attention_rates import (blackwell_attention_fractions, has_attention_rates,
+    hopper_attention_fractions, kernel_and_rate)
 from .context_parallel import (A2A_COPY_KERNELS, CP_BWD_KERNELS_PER_STEP, CP_FWD_KERNELS_PER_STEP, a2a_attention_extra_bytes,
     ring_attention_extra_bytes)
 from .layout import Layout
@@ -56,14 +57,17 @@ def kernel_attention_fractions(attn, *, lay, hw):
     this layer: its head dim (the score product's) and the sequence one kernel call sees (the
     rank's s / cp queries, or the sliding window when shorter)."""
     fam = hw.get("family")
-    if not has_attention_rates(lay["attention_kernel"], family=fam):
-        return hw["flash"]  # FlashAttention-2's published fraction (the record's flash_attention_fraction)
+    kernel, share = kernel_and_rate(lay["attention_kernel"])  # a stack's call of a kernel
+    if not has_attention_rates(kernel, family=fam):
+        f, b = hw["flash"]  # FlashAttention-2's published fraction (the record's)
+        return f * share, b * share
     # the kernel's sequence: the rank's s / cp under the p2p ring; all of s (on heads / cp) under a2a
     seq = lay["sequence_length"] // (1 if lay.get("cp_comm_type") == "a2a" else lay["cp"])
     if attn.get("window"):
         seq = min(seq, attn["window"])
     rates = hopper_attention_fractions if fam == "hopper" else blackwell_attention_fractions
-    return rates(lay["attention_kernel"], head_dim=attention_head_dims(attn)[0], seq=seq)
+    f, b = rates(kernel, head_dim=attention_head_dims(attn)[0], seq=seq)
+    return f * share, b * share
 
 
 # The compute components of one layer (LayerCosts' "compute"), each [forward, backward, recompute]
@@ -652,7 +656,25 @@ def pipeline_time_s(stage_s, *, m, vp):
     return m * t_max + (p - 1) * (sum(stage_s) / p) / vp
 
 
-def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
+def dp_sync_times_s(dense, expert, *, lay, net):
+    """(gradient reduction, ZeRO-1/2 weight gather) seconds of one stage holding `dense` and
+    `expert` weights per rank: over its dp x cp replicas (stride tp; expert weights over dp x cp /
+    ep), ZeRO 0 all-reduce, 1-3 reduce-scatter in the gradient dtype; ZeRO 1-2 all-gather the
+    updated 16-bit weights."""
+    dp, cp, tp, zero, G = lay["dp"], lay["cp"], lay["tp"], lay["zero_stage"], lay["gpus_per_node"]
+    n = dp * cp
+    t = ag = 0.0
+    for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
+        if p <= 0 or size <= 1:
+            continue
+        op = "all_reduce" if zero == 0 else "reduce_scatter"
+        t += comm_time_s(op, p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
+        if zero in (1, 2):
+            ag += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
+    return t, ag
+
+
+def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net, stage_fwd_s=None):
     """Exposed data-parallel seconds after the pipeline drains, and the gradient-sync time of the
     slowest stage. Each stage reduces its gradients over dp x cp replicas (stride tp): ZeRO 0
     all-reduce, 1-2 reduce-scatter then all-gather the updated 16-bit weights, 3 reduce-scatter
@@ -664,32 +686,35 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     ZeRO-2 shards the gradients, so no replica can accumulate a whole step's: each micro-batch's are
     reduce-scattered after its backward (DeepSpeed stage 2, Rajbhandari et al. 2020 sec. 5.2; as
     deepspeed_dp_exposed_s), each beside that backward under overlap, and only the last one has the
-    head start; ZeRO-1 (Megatron-LM's distributed optimizer) reduces once, after the last."""
-    dp, cp, tp = lay["dp"], lay["cp"], lay["tp"]
-    n = dp * cp
-    if n <= 1:
+    head start; ZeRO-1 (Megatron-LM's distributed optimizer) reduces once, after the last.
+    Overlapped, the reduction slows the backward it runs beside by lay["overlap_slowdown"] of the
+    overlapped time (NCCL's kernels take SMs and bandwidth: the TP overlap's rule), and at ZeRO 1-2
+    the updated 16-bit weights are gathered bucket by bucket under the next step's first forward
+    (Megatron-LM --overlap-param-gather): its first bucket, or what outlasts that forward, is
+    exposed, and the forward slowed the same way. With few micro-batches (one in MLPerf's 8B runs)
+    these are most of the step's data-parallel cost."""
+    if lay["dp"] * lay["cp"] <= 1:
         return 0.0, 0.0
-    G = lay["gpus_per_node"]
     zero = lay["zero_stage"]
     mean_b = sum(stage_bwd_s) / len(stage_bwd_s)
+    fwd_s = stage_fwd_s or [b / 2 for b in stage_bwd_s]
+    sd, over = lay["overlap_slowdown"], lay["dp_overlap"]
     worst, t_sync_max = 0.0, 0.0
     for i, (dense, expert) in enumerate(params_by_stage):
-        t = 0.0
-        for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
-            if p <= 0 or size <= 1:
-                continue
-            if zero == 0:
-                t += comm_time_s("all_reduce", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-            else:
-                t += comm_time_s("reduce_scatter", p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-                if zero in (1, 2) and not lay["dp_overlap"]:
-                    t += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
-        bucket = t * min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
+        t, ag = dp_sync_times_s(dense, expert, lay=lay, net=net)
+        share = min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
         head_start = i * mean_b  # stage i drains i backward-times before stage 0
-        each = max(bucket, t - stage_bwd_s[i]) if lay["dp_overlap"] else t
+        if over:  # beside the last backward, and the gather beside the next first forward
+            b, f = stage_bwd_s[i], fwd_s[i]
+            each = max(t * share, t - b) + sd * min(t, b)
+            gather = (max(ag * share, ag - f) + sd * min(ag, f)) if ag else 0.0
+        else:
+            each, gather = t + ag, 0.0
+            t += ag
         exposed = each - head_start
         if zero == 2:  # the m - 1 earlier micro-batches' reduce-scatters, no head start
             exposed = max(0.0, exposed) + (lay["num_microbatches"] - 1) * each
+        exposed = max(0.0, exposed) + gather
         worst = max(worst, exposed)
         t_sync_max = max(t_sync_max, t)
     return max(0.0, worst), t_sync_max
@@ -769,7 +794,7 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
     ends = head_and_embedding_s(spec, lay=lay, hw=hw, net=net)
     p2p = pipeline_p2p_s(spec, lay=lay, net=net)
     lays = {}  # the layout each layer runs under: --recompute-every leaves some layers without recompute
-    stage_s, stage_b, stage_parts, params_by_stage = [], [], [], []
+    stage_s, stage_b, stage_f, stage_parts, params_by_stage = [], [], [], [], []
     for st in range(pp):
         comp, comm, params = stage_costs(spec, lay, st, by_stage[st], hw=hw, net=net, cache=cache,
                                          lays=lays, ends=ends, p2p=p2p)
@@ -777,10 +802,15 @@ def evaluate(spec, lay, *, hw, net, c0, flops, cache=None, memory=None):
         fwd, bwd = pass_times_s(comp, comm)
         stage_s.append(fwd + bwd)
         stage_b.append(bwd)
+        stage_f.append(fwd)
         stage_parts.append((comp, comm))
     pipe = pipeline_time_s(stage_s, m=m, vp=vp)
-    dp_rule = deepspeed_dp_exposed_s if lay.get("framework") == DEEPSPEED else dp_exposed_s
-    dp_exp, dp_sync = dp_rule(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay, net=net)
+    if lay.get("framework") == DEEPSPEED:
+        dp_exp, dp_sync = deepspeed_dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b,
+                                                 lay=lay, net=net)
+    else:
+        dp_exp, dp_sync = dp_exposed_s(params_by_stage=params_by_stage, stage_bwd_s=stage_b, lay=lay,
+                                       net=net, stage_fwd_s=stage_f)
     z3, dp_exp = sharded_gathers_s(params_by_stage[0], stage_parts[0][0], len(by_stage[0]), dp_exp,
                                    lay=lay, hw=hw, net=net)
     worst = max(range(pp), key=lambda i: stage_s[i])
