@@ -126,10 +126,14 @@ def bench_load(r0):
             else ["-c", "1000000", "--queue-past-pool"])
 
 
-# the rows that set fastertransformer's all-reduce cost (stacks.py FT_ALLREDUCE_US: GPT-20B TP 8,
-# batch 1, 60/20 less 20/8 over the 12 more decode steps) and fastertransformer-triton's time per
-# request (FT_TRITON_REQUEST_MS: GPT-89B TP 8, batch 1, 128/8 less the rest of ours)
-FT_CALIBRATION = {"FTGPT-20B-tp8-b1-60-20": "calibration: FasterTransformer GPT-20B TP 8 b 1",
+# the rows that set fastertransformer's host time per step (stacks.py FT_STEP_OVERHEAD_MS: GPT-350M
+# TP 1, batch 1, 512/32 less 128/8 over the 24 more steps), its all-reduce cost (FT_ALLREDUCE_US:
+# GPT-20B TP 8, batch 1, 60/20 less 20/8 over the 12 more decode steps) and
+# fastertransformer-triton's time per request (FT_TRITON_REQUEST_MS: GPT-89B TP 8, batch 1, 128/8
+# less the rest of ours); tools/fit_ft_constants.py derives the three
+FT_CALIBRATION = {"FTGPT-350M-tp1-b1-128-8": "calibration: FasterTransformer GPT-350M TP 1 b 1",
+                  "FTGPT-350M-tp1-b1-512-32": "calibration: FasterTransformer GPT-350M TP 1 b 1",
+                  "FTGPT-20B-tp8-b1-60-20": "calibration: FasterTransformer GPT-20B TP 8 b 1",
                   "FTGPT-20B-tp8-b1-20-8": "calibration: FasterTransformer GPT-20B TP 8 b 1",
                   "FTGPT-89B-tp8-b1-128-8": "calibration: FasterTransformer GPT-89B b 1 128/8"}
 # the rows that set tensorrt-llm-pytorch's MoE factor (tools/fit_trtllm_moe_factor.py): listed, not judged

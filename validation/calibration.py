@@ -185,21 +185,34 @@ SERVING = (
           judged_by=tuple(x for x in _serving_ids(
               lambda r, p: _judged(r) and r["row_id"].startswith("TRT014ON-"))
               if x not in _TRITON_SET)),
-    entry(name="ft_allreduce_us", value=47.9, where="llmcalc/serve/stacks.py",
+    entry(name="ft_step_overhead_ms", value=1.11, where="llmcalc/serve/stacks.py",
+          meaning="host time per generation step that FasterTransformer's GPU waits for (no CUDA "
+                  "graphs; each step's loop copies the finished flags and lengths back and "
+                  "synchronises before launching the next), in ms",
+          source="FasterTransformer docs/gpt_guide.md, GPT-350M at TP 1, batch 1: 512/32 less "
+                 "128/8 (92.01 - 25.43 ms) over the 24 more steps, less ours without it "
+                 "(tools/fit_ft_constants.py)",
+          set_by=_serving_ids(lambda r, p: r["group"].startswith(
+              "calibration: FasterTransformer GPT-350M")),
+          # every other row of FT's tables (every size, batch and TP; through Triton too)
+          judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith("FTGPT-"))),
+    entry(name="ft_allreduce_us", value=30.9, where="llmcalc/serve/stacks.py",
           meaning="time of one in-place all-reduce call in FasterTransformer (NCCL, its custom "
                   "all-reduce off by default: custom_ar_comm.cc), in us",
           source="FasterTransformer docs/gpt_guide.md, GPT-20B at TP 8, batch 1: 60/20 less 20/8 "
-                 "(212 - 89 ms) over the 12 more decode steps, less ours without it",
+                 "(212 - 89 ms) over the 12 more decode steps, less ours without it, with "
+                 "ft_step_overhead_ms in place (tools/fit_ft_constants.py)",
           set_by=_serving_ids(lambda r, p: r["group"].startswith(
               "calibration: FasterTransformer GPT-20B")),
           # every other multi-GPU row of FT's tables: GPT-20B at TP 2-8, GPT-89B and GPT-175B
           judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith(
               ("FTGPT-20B-tp2", "FTGPT-20B-tp4", "FTGPT-20B-tp8", "FTGPT-89B", "FTGPT-175B")))),
-    entry(name="ft_triton_request_overhead_ms", value=88.1, where="llmcalc/serve/stacks.py",
+    entry(name="ft_triton_request_overhead_ms", value=88.2, where="llmcalc/serve/stacks.py",
           meaning="time per request FasterTransformer behind Triton spends outside its kernels "
                   "(the server, the ensemble's pre- and post-processing), in ms",
           source="FasterTransformer docs/gpt_guide.md, GPT-89B (the 175B's 96 x 128 width, 48 "
-                 "layers) at TP 8, batch 1, 128/8: 279.44 ms less ours",
+                 "layers) at TP 8, batch 1, 128/8: 279.44 ms less ours, with the two constants "
+                 "above in place (tools/fit_ft_constants.py)",
           set_by=_serving_ids(lambda r, p: r["group"].startswith(
               "calibration: FasterTransformer GPT-89B")),
           judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith(

@@ -139,9 +139,11 @@ def _stack(name, *, launch, allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce
 TRTLLM_PYTORCH_MOE_FACTOR = 2.31  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
 # TensorRT-LLM behind Triton: ms per request (see tensorrt-llm-triton below)
 TRTLLM_TRITON_REQUEST_MS = 2.25  # calibrated: trtllm_triton_request_overhead_ms
-# FasterTransformer: us per in-place all-reduce call, and ms per request behind Triton (below)
-FT_ALLREDUCE_US = 47.9  # calibrated: ft_allreduce_us
-FT_TRITON_REQUEST_MS = 88.1  # calibrated: ft_triton_request_overhead_ms
+# FasterTransformer: host ms per generation step, us per in-place all-reduce call, and ms per
+# request behind Triton (below); tools/fit_ft_constants.py derives the three in that order
+FT_STEP_OVERHEAD_MS = 1.11  # calibrated: ft_step_overhead_ms
+FT_ALLREDUCE_US = 30.9  # calibrated: ft_allreduce_us
+FT_TRITON_REQUEST_MS = 88.2  # calibrated: ft_triton_request_overhead_ms
 # TensorRT-LLM's values (sources at "tensorrt-llm" below)
 _TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, step_overhead_ms=0.58, token_budget=8192,
                max_num_seqs=2048, memory_utilization=0.9, pool_of_free=True)
@@ -154,14 +156,19 @@ _VLLM_A100_RULE = "ampere"
 SERVING_STACKS = {s["name"]: s for s in (
     # today's defaults: kernels only (gpt-fast-like CUDA-graph decode; see the constants above)
     _stack("kernels", launch=no_server_command),
-    # FasterTransformer (C++ runtime, static batch, NCCL: its custom all-reduce is off by default,
-    # custom_ar_comm.cc). 47.9 us per in-place all-reduce call: FT's own GPT-20B TP 8 table
-    # (60/20 minus 20/8 over 12 steps, docs/gpt_guide.md; that row is calibration)
-    _stack("fastertransformer", allreduce_us=FT_ALLREDUCE_US, launch=fastertransformer_command),
-    # the same behind Triton Inference Server: + 88.1 ms per request, FT's GPT-89B TP 8 128/8 row
+    # FasterTransformer (C++ runtime, static batch, no CUDA graphs, NCCL: its custom all-reduce is
+    # off by default, custom_ar_comm.cc). 1.11 ms of host time per generation step that the GPU
+    # waits for (each step's loop copies the finished flags and lengths back and synchronises
+    # before the next step's launches; no graph hides them): FT's GPT-350M TP 1 batch 1 table
+    # (512/32 minus 128/8 over 24 steps, docs/gpt_guide.md; those two rows are calibration).
+    # 30.9 us per in-place all-reduce call: its GPT-20B TP 8 table (60/20 minus 20/8 over 12
+    # steps; those rows are calibration)
+    _stack("fastertransformer", allreduce_us=FT_ALLREDUCE_US, step_overhead_ms=FT_STEP_OVERHEAD_MS,
+           launch=fastertransformer_command),
+    # the same behind Triton Inference Server: + 88.2 ms per request, FT's GPT-89B TP 8 128/8 row
     # (measured through Triton per gpt_guide.md; that row is calibration)
     _stack("fastertransformer-triton", allreduce_us=FT_ALLREDUCE_US,
-           request_overhead_ms=FT_TRITON_REQUEST_MS,
+           step_overhead_ms=FT_STEP_OVERHEAD_MS, request_overhead_ms=FT_TRITON_REQUEST_MS,
            launch=fastertransformer_triton_command),
     # TensorRT-LLM: custom one-shot all-reduce (FT's kernels' descendant) 4.4 us + 31 GB/s
     # effective, from SGLang PR #2904's H100 table of that kernel (TP 2/4/8, 4 KB - 1 MB);
