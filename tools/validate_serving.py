@@ -138,6 +138,8 @@ FT_CALIBRATION = {"FTGPT-350M-tp1-b1-128-8": "calibration: FasterTransformer GPT
                   "FTGPT-89B-tp8-b1-128-8": "calibration: FasterTransformer GPT-89B b 1 128/8"}
 # the rows that set tensorrt-llm-pytorch's MoE factor (tools/fit_trtllm_moe_factor.py): listed, not judged
 CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
+# vLLM's MoE rows at small batch (its pull requests' benchmark outputs; issue 44)
+MOE_SMALL = "vLLM MoE, small batch (PRs)"
 # the rows that set tensorrt-llm-triton's per-request cost (stacks.py): listed, not judged
 TRITON_CALIBRATION = "calibration: TensorRT-LLM v0.14 H100 QPS 2 TTFT"
 
@@ -223,6 +225,29 @@ def _compare(rs):
                                "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]])
         yield (FT_CALIBRATION.get(r0["row_id"], "FasterTransformer GPT tables (static)"), r0,
                "end-to-end", float(r0["value"]) * 1e-3, res["total_s"] if res else None, err)
+    elif r0["row_id"].startswith("VLLMMOE-"):
+        # vLLM's MoE decode at small batch (issue 44), from its own pull requests: benchmark_latency
+        # (a static batch of B, its default 32/128, end to end) and benchmark_serving at a fixed
+        # concurrency (random fixed lengths, every request counted: simulated with the stated count)
+        if r0["batching"] == "static":
+            res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]])
+            yield (MOE_SMALL, r0, "end-to-end", float(r0["value"]) * 1e-3,
+                   res["total_s"] if res else None, err)
+            return
+        res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"],
+                               "-o", r0["output_len"], "-c", r0["batch_or_concurrency"],
+                               "--num-requests", re.search(r"--num-prompt (\d+)", r0["notes"]).group(1)])
+        keys = {("TTFT", "mean"): "ttft_s", ("TTFT", "median"): "ttft_median_s",
+                ("TPOT", "mean"): "tpot_s", ("TPOT", "median"): "tpot_median_s"}
+        for r in rs:
+            k = keys.get((r["metric"], r["stat"]))
+            if k:
+                yield (MOE_SMALL, r, f"{r['metric']} {r['stat']}", float(r["value"]) * 1e-3,
+                       res["serving"][k] if res else None, err)
+            elif r["metric"] == "output_throughput":
+                yield (MOE_SMALL, r, r["metric"], float(r["value"]),
+                       res["serving"]["output_tokens_per_s"] if res else None, err)
     elif "v0.14" in src:
         # "500 requests" per run (the section's text); QPS INF sends them all at once. The
         # benchmark is simulated step by step (--num-requests): its throughput is over the run's
