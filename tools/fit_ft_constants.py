@@ -27,8 +27,8 @@ A100 = ["--gpu", "a100-80gb"]
 
 
 def total_s(model, tp, s, o, *, stack="fastertransformer", knobs=()):
-    res, err = vs.run(vs.MODELS[model] + A100 + ["-tp", str(tp), "--serving-stack", stack,
-                                                  "-s", str(s), "-o", str(o), "-b", "1"] + list(knobs))
+    argv = ["-tp", str(tp), "--serving-stack", stack, "-s", str(s), "-o", str(o), "-b", "1"]
+    res, err = vs.run(vs.MODELS[model] + A100 + argv + list(knobs))
     if res is None:
         raise SystemExit(err)
     return res["total_s"]
@@ -36,12 +36,14 @@ def total_s(model, tp, s, o, *, stack="fastertransformer", knobs=()):
 
 def main():
     zero = ["--step-overhead-ms", "0"]
-    d_ours = total_s("FT GPT-350M", 1, 512, 32, knobs=zero) - total_s("FT GPT-350M", 1, 128, 8, knobs=zero)
+    d_ours = (total_s("FT GPT-350M", 1, 512, 32, knobs=zero)
+              - total_s("FT GPT-350M", 1, 128, 8, knobs=zero))
     step_ms = ((0.09201 - 0.02543) - d_ours) / 24 * 1e3
     step = ["--step-overhead-ms", f"{step_ms:.6g}"]
     calls = 2 * 44  # one after attention, one after the MLP, per layer
     free = step + ["--tp-latency-us", "0"]
-    d_ours = total_s("FT GPT-20B", 8, 60, 20, knobs=free) - total_s("FT GPT-20B", 8, 20, 8, knobs=free)
+    d_ours = (total_s("FT GPT-20B", 8, 60, 20, knobs=free)
+              - total_s("FT GPT-20B", 8, 20, 8, knobs=free))
     ar_us = ((0.212 - 0.089) - d_ours) / (12 * calls) * 1e6
     knobs = step + ["--tp-latency-us", f"{ar_us:.6g}", "--request-overhead-ms", "0"]
     req_ms = (0.27944 - total_s("FT GPT-89B", 8, 128, 8, stack="fastertransformer-triton",
