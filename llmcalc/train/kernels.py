@@ -213,7 +213,8 @@ COMPILE_LOSS_FACTOR = 0.26  # calibrated: compile_loss_factor
 # on the 1B-shaped layer's rows (+0.93 / +2.47 ms measured) and the FSDP2 float8 steps.
 FP8_CAST_TENSORWISE_BYTES = 11.4  # calibrated: torchao_fp8_cast_tensorwise_bytes
 FP8_CAST_ROWWISE_BYTES = 28.0  # calibrated: torchao_fp8_cast_rowwise_bytes
-FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": FP8_CAST_TENSORWISE_BYTES, "rowwise": FP8_CAST_ROWWISE_BYTES}
+FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": FP8_CAST_TENSORWISE_BYTES,
+                              "rowwise": FP8_CAST_ROWWISE_BYTES}
 
 # Transformer Engine's FP8 quantization under --framework megatron (Megatron-Core's --fp8-recipe:
 # delayed, its default; tensorwise = Float8CurrentScaling; mxfp8 = MXFP8BlockScaling, Blackwell
