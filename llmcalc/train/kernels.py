@@ -157,14 +157,29 @@ def gemm_efficiency(m, n, k, *, hw, batch=1):
     return hw["matmul_ceiling"] * fill * wave * ks / (ks + 128)
 
 
+_GEMM_TIMES = {}  # gemm_time_s's answers by every value they read (a search asks each shape often)
+_GEMM_TIMES_MAX = 200_000
+
+
 def gemm_time_s(m, n, k, *, hw, dtype_bytes=2, batch=1):
     """Time of one (batched) matmul: FLOPs at gemm_efficiency, or reading A, B and writing C at
     achievable bandwidth when that is slower (the roofline), and at least one kernel floor. With
     split-K the S partial sums (fp32) are written and read back once more for their reduction
     (parallel split-K: a workspace in global memory and a reduction kernel, as cuBLAS's
-    splitKreduce kernels run it)."""
+    splitKreduce kernels run it). Remembered by the values it reads (_GEMM_TIMES)."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
+    key = (m, n, k, dtype_bytes, batch, hw["peak"], hw["matmul_ceiling"], hw.get("sms"),
+           hw["mem_bw"])
+    if key not in _GEMM_TIMES:
+        if len(_GEMM_TIMES) >= _GEMM_TIMES_MAX:
+            _GEMM_TIMES.clear()
+        _GEMM_TIMES[key] = _gemm_time_s(m, n, k, hw=hw, dtype_bytes=dtype_bytes, batch=batch)
+    return _GEMM_TIMES[key]
+
+
+def _gemm_time_s(m, n, k, *, hw, dtype_bytes, batch):
+    """gemm_time_s, computed."""
     flops = 2.0 * m * n * k * batch
     compute = flops / (hw["peak"] * gemm_efficiency(m, n, k, hw=hw, batch=batch))
     slices = split_k_slices(m, n, k, hw=hw, batch=batch)
