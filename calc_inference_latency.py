@@ -477,7 +477,7 @@ SUSTAINED_BLACKWELL = {"bf16": SUSTAINED_BLACKWELL_RATIO, "fp8": SUSTAINED_BLACK
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
 # H200 graph-mode decode steps; serve/stacks.py says how it was measured): the rows of the GH100
 # parts take it (H100 SXM/PCIe/NVL, H200, GH200, H800, H20).
-KV_STREAM_EFFICIENCY = 0.93
+KV_STREAM_EFFICIENCY = 0.93  # calibrated: kv_stream_efficiency
 
 # How the scale-up domain is wired (each row's topology), which decides what one rank gets from a
 # collective over part of it. "switch": NVSwitch-style, every device drives its whole scale-up
@@ -6415,6 +6415,10 @@ class LaunchPlan(Record):
         "dp": "data-parallel attention groups in the replica", "ep": "expert-parallel size",
         "replicas": "replicas behind the load balancer",
         "kv_bits": "KV-cache bits (8: an fp8 cache)",
+        "quantization": "the weights' quantization the plan sized at, to apply when serving "
+                        "(QUANTIZATIONS' key: fp8, int8, w8a16, int4, w4a8, fp4), or None: "
+                        "16-bit weights, or a checkpoint stored quantized (the engine reads its "
+                        "quantization_config)",
         "memory_utilization": "the stack's memory share (of the GPU, or of what the weights leave)",
         "max_num_seqs": "running-request cap per data-parallel engine; None: the stack's own",
         "max_num_tokens": "tokens per engine step; None: the stack's own",
@@ -6422,6 +6426,46 @@ class LaunchPlan(Record):
         "speculative": "the speculative-decoding setup ({k, method, ...}) or None",
     }
     REQUIRED = tuple(FIELDS)
+
+
+# The weight quantizations a plan sizes at, by (weight bits, activation bits), and how each engine
+# applies one to a 16-bit checkpoint:
+#   vLLM: `--quantization fp8` quantizes the weights to FP8 on load (docs.vllm.ai, features/
+#     quantization/fp8: "dynamic quantization ... no calibration data"); INT8 and 4-bit weights
+#     come from a checkpoint quantized first (llm-compressor W8A8/W4A16, AWQ, GPTQ; ModelOpt
+#     NVFP4), whose quantization_config vLLM reads.
+#   SGLang: `--quantization fp8` the same way (server arguments: online FP8); w8a8_int8, awq,
+#     gptq and modelopt_fp4 need such a checkpoint.
+#   TensorRT-LLM: the LLM API's quant_config (quant_algo FP8, W8A8_SQ_PER_CHANNEL, W8A16,
+#     W4A16_AWQ, W4A8_AWQ, NVFP4; kv_cache_quant_algo FP8) in --extra_llm_api_options; Triton's
+#     backend quantizes the checkpoint before trtllm-build (examples/quantization/quantize.py
+#     --qformat fp8, int8_sq, int8_wo, int4_awq, w4a8_awq, nvfp4).
+# key: ((weight bits, activation bits), TensorRT-LLM's quant_algo, quantize.py's qformat)
+QUANTIZATIONS = {
+    "fp8": ((8, 8), "FP8", "fp8"), "int8": ((8, 16), "W8A16", "int8_wo"),
+    "w8a8-int8": ((8, 8), "W8A8_SQ_PER_CHANNEL", "int8_sq"),
+    "int4": ((4, 16), "W4A16_AWQ", "int4_awq"),
+    "w4a8": ((4, 8), "W4A8_AWQ", "w4a8_awq"), "fp4": ((4, 4), "NVFP4", "nvfp4"),
+}
+
+
+def weight_quantization(*, w_bits, a_bits, fp8_activations=True):
+    """QUANTIZATIONS' key for the weight and activation bits a plan sized at, or None for 16-bit
+    weights (fp8_activations: 8-bit matmul inputs are FP8, as on Hopper and later; else INT8)."""
+    if w_bits >= 16:
+        return None
+    if w_bits == 8 and a_bits == 8:
+        return "fp8" if fp8_activations else "w8a8-int8"
+    for key, ((w, a), _, _) in QUANTIZATIONS.items():
+        if (w, a) == (round(w_bits), a_bits) and key not in ("fp8", "w8a8-int8"):
+            return key
+    return "int4" if w_bits < 8 else "int8"
+
+
+def _prequantized(engine, q, how):
+    """The comment line for a quantization the engine does not apply on load."""
+    return (f"# {q} weights: {engine} serves a checkpoint quantized first ({how}); point the "
+            "command at that checkpoint")
 
 
 def launch_text(lines, replicas):
@@ -6442,6 +6486,8 @@ def vllm_command(p):
         cmd.append(f"--max-num-seqs {p.max_num_seqs}")
     if p.max_num_tokens:
         cmd.append(f"--max-num-batched-tokens {p.max_num_tokens}")
+    if p.quantization == "fp8":
+        cmd.append("--quantization fp8")
     if p.kv_bits == 8:
         cmd.append("--kv-cache-dtype fp8")
     cmd.append("--enable-prefix-caching" if p.prefix_caching else "--no-enable-prefix-caching")
@@ -6451,6 +6497,9 @@ def vllm_command(p):
                   "draft": "draft_model"}[sp["method"]]
         cmd.append(f"--speculative-config '{{\"method\": \"{method}\", \"num_speculative_tokens\": "
                    f"{sp['k']}}}'")
+    if p.quantization not in (None, "fp8"):
+        cmd.insert(0, _prequantized("vLLM", p.quantization, "llm-compressor, AWQ, GPTQ or "
+                                    "ModelOpt; vLLM reads its quantization_config"))
     return cmd
 
 
@@ -6466,6 +6515,8 @@ def sglang_command(p):
         cmd.append(f"--chunked-prefill-size {p.max_num_tokens}")
     if p.max_num_seqs:
         cmd.append(f"--max-running-requests {p.max_num_seqs}")
+    if p.quantization == "fp8":
+        cmd.append("--quantization fp8")
     if p.kv_bits == 8:
         cmd.append("--kv-cache-dtype fp8_e5m2")
     if not p.prefix_caching:
@@ -6477,6 +6528,9 @@ def sglang_command(p):
         cmd.append(f"--speculative-algorithm {algo} "
                    f"--speculative-num-steps {sp['k']} --speculative-eagle-topk 1 "
                    f"--speculative-num-draft-tokens {sp['k'] + 1}")
+    if p.quantization not in (None, "fp8"):
+        cmd.insert(0, _prequantized("SGLang", p.quantization, "w8a8_int8, AWQ, GPTQ or ModelOpt "
+                                    "FP4; SGLang reads its quantization_config"))
     return cmd
 
 
@@ -6492,9 +6546,13 @@ def _trtllm_serve(p, backend):
     if p.max_num_tokens:
         cmd.append(f"--max_num_tokens {p.max_num_tokens}")
     sp = p.speculative
-    if p.dp > 1 or sp:
+    quant = ([f"quant_config: {{quant_algo: {QUANTIZATIONS[p.quantization][1]}"
+              + (", kv_cache_quant_algo: FP8}" if p.kv_bits == 8 else "}")]
+             if p.quantization else
+             ["kv_cache_config: {dtype: fp8}"] if p.kv_bits == 8 else [])
+    if p.dp > 1 or sp or quant:
         cmd.append("--extra_llm_api_options extra.yaml  # " + "; ".join(
-            (["enable_attention_dp: true"] if p.dp > 1 else [])
+            (["enable_attention_dp: true"] if p.dp > 1 else []) + quant
             + ([f"speculative_config: {{decoding_type: {sp['method'].upper()}, "
                 f"num_nextn_predict_layers: {sp['k']}}}"] if sp else [])))
     return cmd
@@ -6516,13 +6574,21 @@ def trtllm_pre_xqa_command(p):
     return ["# TensorRT-LLM v0.5-v0.7 (before XQA) has no server command: build the engine "
             f"(examples/<model>/build.py, --world_size {p.tp * p.dp}, --max_batch_size "
             f"{p.max_num_seqs or 'N'}) and serve it with Triton's tensorrtllm_backend "
-            "(its v0.5-v0.7 release); a current TensorRT-LLM runs with XQA: "
-            "--serving-stack tensorrt-llm"]
+            "(its v0.5-v0.7 release)"
+            + (f", the checkpoint quantized first (examples/quantization/quantize.py --qformat "
+               f"{QUANTIZATIONS[p.quantization][2]})" if p.quantization else "")
+            + "; a current TensorRT-LLM runs with XQA: --serving-stack tensorrt-llm"]
 
 
 def trtllm_triton_command(p):
     """Triton's tensorrtllm_backend: build the engine, fill the model repository, launch Triton."""
     n = p.tp * p.dp
+    quant = ""
+    if p.quantization or p.kv_bits == 8:  # ModelOpt quantizes the checkpoint the build reads
+        quant = (f"python3 examples/quantization/quantize.py --model_dir {p.model} --tp_size {n} "
+                 f"--qformat {QUANTIZATIONS[p.quantization][2] if p.quantization else 'full_prec'}"
+                 + (" --kv_cache_dtype fp8" if p.kv_bits == 8 else "")
+                 + f" --output_dir ckpt_tp{n}\n")
     build = [f"trtllm-build --checkpoint_dir ckpt_tp{n} --output_dir engine_tp{n}"]
     if p.max_num_seqs:
         build.append(f"--max_batch_size {p.max_num_seqs}")
@@ -6533,22 +6599,30 @@ def trtllm_triton_command(p):
             "batching_strategy:inflight_fused_batching"
             + (f",triton_max_batch_size:{p.max_num_seqs}" if p.max_num_seqs else "")
             + (",enable_kv_cache_reuse:true" if p.prefix_caching else ""))
-    return [" \\\n    ".join(build) + "\n" + fill + "\n"
+    return [quant + " \\\n    ".join(build) + "\n" + fill + "\n"
             + f"python3 scripts/launch_triton_server.py --world_size {n} --model_repo "
               "triton_model_repo"]
 
 
 def fastertransformer_command(p):
-    """FasterTransformer is a library: its C++ example runs a static batch under MPI."""
-    return ["# FasterTransformer has no server: its example runs a static batch, "
-            f"tensor_para_size={p.tp} and pipeline_para_size={p.pp} in gpt_config.ini\n"
-            f"mpirun -n {p.tp * p.pp} ./bin/multi_gpu_gpt_example"]
+    """FasterTransformer is a library, no server: nothing to launch (its C++ example runs a static
+    batch under MPI, named in the comment)."""
+    return ["# FasterTransformer has no server, so there is no command to launch; its C++ example "
+            f"runs a static batch (tensor_para_size={p.tp}, pipeline_para_size={p.pp}"
+            + (", int8_mode=1" if p.quantization in ("int8", "w8a8-int8") else "")
+            + f" in gpt_config.ini; mpirun -n {p.tp * p.pp} ./bin/multi_gpu_gpt_example); behind "
+            "a server: --serving-stack fastertransformer-triton"]
 
 
 def fastertransformer_triton_command(p):
     """FasterTransformer behind Triton (fastertransformer_backend): the layout in config.pbtxt."""
+    if p.quantization not in (None, "int8", "w8a8-int8"):
+        return [f"# fastertransformer_backend serves 16-bit weights (int8_mode 1 for INT8): not "
+                f"the {p.quantization} weights this plan sized at; size it at --precision bf16 "
+                "or int8, or pick --serving-stack tensorrt-llm"]
     return [f"# fastertransformer_backend: config.pbtxt parameters tensor_para_size {p.tp}, "
-            f"pipeline_para_size {p.pp}\n"
+            f"pipeline_para_size {p.pp}"
+            + (", int8_mode 1" if p.quantization in ("int8", "w8a8-int8") else "") + "\n"
             "tritonserver --model-repository=triton-model-store"]
 
 
@@ -6562,8 +6636,13 @@ def no_server_command(p):
 
 def hf_generate_command(p):
     """transformers' generate() in eager PyTorch is called from a script, not a server."""
+    quant = {"fp8": ", quantization_config=FineGrainedFP8Config()",
+             "int8": ", quantization_config=BitsAndBytesConfig(load_in_8bit=True)",
+             "int4": ", quantization_config=BitsAndBytesConfig(load_in_4bit=True)"}.get(
+                 p.quantization, "")
     return ["# hf-eager is transformers' generate() in eager PyTorch: no server command; call "
-            f"AutoModelForCausalLM.from_pretrained({p.model!r}).generate() from your own script"
+            f"AutoModelForCausalLM.from_pretrained({p.model!r}{quant}).generate() from your own "
+            "script"
             + (f" (tp {p.tp}: tp_plan='auto', under torchrun --nproc-per-node "
                f"{p.tp})" if p.tp > 1 else "")]
 
@@ -6620,7 +6699,8 @@ LOW_BIT_EFFICIENCY_RATIO = (1402.6 / 1979.0) / (794.5 / 989.4)
 # 7627.6 at 16384^3, FP8 2834.6 against 2906.9, same GPU and tool. The ratio of the two falls
 # scales every FP4 matmul rate. Checked, not fitted: flashinfer PR #1979 measured NVFP4 on a B200
 # at 1024x7168x4608 at 3,371 (CUDA 12) and 3,841 TFLOP/s (CUDA 13); the B200 gets 3,870 here.
-FP4_SHAPE_PENALTY = (5177.3 / 7627.6) / (2834.6 / 2906.9)
+# Its value is (5177.3 / 7627.6) / (2834.6 / 2906.9) (tests/test_calibration_registry.py reads it).
+FP4_SHAPE_PENALTY = 0.6960713040071491  # calibrated: fp4_shape_penalty
 # --gpu scales a measured best-shape MAMF by the same gap the 0.70 default keeps below the A100's
 # (271.2 of 312 = 0.869): forward-pass GEMM shapes run below the best shape mamf-finder finds.
 MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
@@ -6630,8 +6710,9 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 # README (first release, a6d97a1, H800) measured, given this script's own H100 FP8 rates (1,130
 # TFLOP/s, 2,345 GB/s): rms error 14.8% against 19.2% for the sharp max. tools/fit_roofline_corner.py
 # redoes the fit. No serving row set it.
-ROOFLINE_CORNER_P = 2.15
-DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
+ROOFLINE_CORNER_P = 2.15  # calibrated: roofline_corner_p
+# gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
+DEFAULT_MEMORY_EFFICIENCY = 0.70  # calibrated: memory_efficiency
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
 # A decode attention kernel streams the KV cache (long contiguous pages, no kernel-launch gaps
 # inside) closer to peak than a step's weight reads and small ops, which the 0.70 above covers
@@ -6727,6 +6808,11 @@ def _stack(name, *, launch, allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce
 
 
 TRTLLM_PYTORCH_MOE_FACTOR = 2.31  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
+# TensorRT-LLM behind Triton: ms per request (see tensorrt-llm-triton below)
+TRTLLM_TRITON_REQUEST_MS = 2.25  # calibrated: trtllm_triton_request_overhead_ms
+# FasterTransformer: us per in-place all-reduce call, and ms per request behind Triton (below)
+FT_ALLREDUCE_US = 47.9  # calibrated: ft_allreduce_us
+FT_TRITON_REQUEST_MS = 88.1  # calibrated: ft_triton_request_overhead_ms
 # TensorRT-LLM's values (sources at "tensorrt-llm" below)
 _TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, step_overhead_ms=0.58, token_budget=8192,
                max_num_seqs=2048, memory_utilization=0.9, pool_of_free=True)
@@ -6742,10 +6828,11 @@ SERVING_STACKS = {s["name"]: s for s in (
     # FasterTransformer (C++ runtime, static batch, NCCL: its custom all-reduce is off by default,
     # custom_ar_comm.cc). 47.9 us per in-place all-reduce call: FT's own GPT-20B TP 8 table
     # (60/20 minus 20/8 over 12 steps, docs/gpt_guide.md; that row is calibration)
-    _stack("fastertransformer", allreduce_us=47.9, launch=fastertransformer_command),
+    _stack("fastertransformer", allreduce_us=FT_ALLREDUCE_US, launch=fastertransformer_command),
     # the same behind Triton Inference Server: + 88.1 ms per request, FT's GPT-89B TP 8 128/8 row
     # (measured through Triton per gpt_guide.md; that row is calibration)
-    _stack("fastertransformer-triton", allreduce_us=47.9, request_overhead_ms=88.1,
+    _stack("fastertransformer-triton", allreduce_us=FT_ALLREDUCE_US,
+           request_overhead_ms=FT_TRITON_REQUEST_MS,
            launch=fastertransformer_triton_command),
     # TensorRT-LLM: custom one-shot all-reduce (FT's kernels' descendant) 4.4 us + 31 GB/s
     # effective, from SGLang PR #2904's H100 table of that kernel (TP 2/4/8, 4 KB - 1 MB);
@@ -6773,7 +6860,7 @@ SERVING_STACKS = {s["name"]: s for s in (
     # TTFT less ours at the lightest load of perf-overview.md's v0.14 online table on H100 (QPS 2:
     # Llama-3.1-8B 202/214, 467/16, 467/256 and 70B TP 4 the same: 3.8, 2.1, 2.4, 5.6, -0.8, 0.6
     # ms; those six rows are calibration), judged on the table's other 210 rows (H200, QPS 4-inf)
-    _stack("tensorrt-llm-triton", **dict(_TRTLLM, request_overhead_ms=2.25),
+    _stack("tensorrt-llm-triton", **dict(_TRTLLM, request_overhead_ms=TRTLLM_TRITON_REQUEST_MS),
            launch=trtllm_triton_command),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
@@ -6809,7 +6896,7 @@ ALLOWED_BITS = (4, 8, 16, 32)
 # longest context), and tight enough that no time overflows to inf, divides by ~0 or turns
 # negative. The bit widths take ALLOWED_BITS; the model flags have their caps in model/spec.py (_CAPS).
 FLAG_RANGES = {
-    "batch_size": (1, 10 ** 9), "prompt_tokens": (1, 10 ** 9), "output_tokens": (1, 10 ** 9),
+    "batch_size": (1, 10 ** 9), "prompt_tokens": (1, 10 ** 9), "output_tokens": (0, 10 ** 9),
     "tensor_parallel_size": (1, 10 ** 7), "pipeline_parallel_size": (1, 10 ** 7),
     "data_parallel_size": (1, 10 ** 7), "expert_parallel_size": (1, 10 ** 7), "ep_imbalance": (1, 1e6),
     "gpus_per_node": (1, 10 ** 7), "scale_out_gbps": (1e-3, 1e6), "num_gpus": (1, 4096),
@@ -6822,7 +6909,7 @@ FLAG_RANGES = {
     "request_rate": (1e-6, 1e7), "num_requests": (1, 10 ** 6), "seed": (0, 10 ** 9),
     "max_num_batched_tokens": (1, 10 ** 9), "max_num_seqs": (1, 10 ** 7),
     "step_overhead_ms": (0, 1e6), "random_input_len": (1, 10 ** 9), "random_output_len": (1, 10 ** 9),
-    "random_range_ratio": (0, 0.999999), "prefix_tokens": (1, 10 ** 9), "prefix_hit_rate": (0, 1),
+    "random_range_ratio": (0, 0.999999), "prefix_tokens": (0, 10 ** 9), "prefix_hit_rate": (0, 1),
     "speculative_tokens": (1, 64), "target_request_rate": (1e-6, 1e7), "host_kv_cache_gib": (1e-3, 1e7), "num_scheduler_steps": (1, 1024),
     "host_kv_bandwidth_gbps": (1e-3, 1e6),
     "gpu_memory_utilization": (1e-3, 1)}
@@ -6952,6 +7039,14 @@ def _matmul_rates(gpu, flags, a_bits, notes):
         peak16 = peaks[key16]
         if achs.get(key16) and flags.compute_efficiency is None:
             ce16 = MAMF_SHAPE_FACTOR * achs[key16] / peak16
+            if ce is None and a_bits == 8:  # no measured 8-bit figure: the GPU's own 16-bit
+                # one, lowered as the default is (LOW_BIT_EFFICIENCY_RATIO, H100's fp8/bf16), not
+                # the default 0.70 itself (4 bits keep the default and FP4_SHAPE_PENALTY)
+                ce = ce16 * LOW_BIT_EFFICIENCY_RATIO
+                notes.append(f"compute efficiency {ce:.3f} = {ce16:.3f} (the 16-bit one: "
+                             f"achievable {key16} matmul {achs[key16] / 1e12:.1f} / peak "
+                             f"{peak16 / 1e12:.1f} TFLOP/s, x {MAMF_SHAPE_FACTOR:.3f}) x "
+                             f"{LOW_BIT_EFFICIENCY_RATIO:.3f} below 16 bits ({gpu['name']})")
     return peak, ce, peak16, ce16
 
 
@@ -7668,6 +7763,53 @@ def speculative_decode_steps(*, output_tokens, tokens_per_step, whole):
     return 1 + (math.ceil(n) if whole else n)
 
 
+# Output tokens past which expected_verification_steps extends its exact count linearly (renewal
+# theory: the expected steps to n tokens is n / E[tokens per step] plus a constant, Feller 1971
+# vol. II ch. XI); the exact count costs n x K additions.
+EXACT_STEPS_UP_TO = 4096
+
+
+def tokens_per_step_distribution(rates):
+    """P(a verification step yields j tokens), j = 1 .. K + 1: the first j - 1 drafts accepted,
+    the j-th rejected (the target's own token ends the run), or all K accepted plus the target's
+    bonus token (Leviathan et al. 2023, sec. 3.1)."""
+    out, run = [], 1.0
+    for a in rates:
+        out.append(run * (1 - a))
+        run *= a
+    return out + [run]
+
+
+def expected_verification_steps(*, tokens, rates):
+    """Expected verification steps to produce `tokens` output tokens (o - 1 after the prefill's
+    first): a step yields 1 .. K + 1 tokens (tokens_per_step_distribution) and the request stops
+    at its output length, so a short output cannot use a whole step's tokens: E(n) = 1 + sum_j
+    P(j) E(n - j), E(n <= 0) = 0. At least ceil(n / (K + 1)) steps, never fewer (1 at n = 1,
+    where tokens / tokens_per_step would give a fraction of a step); n / tokens_per_step for long
+    outputs."""
+    if tokens <= 0:
+        return 0.0
+    p = tokens_per_step_distribution(rates)
+    n = min(tokens, EXACT_STEPS_UP_TO)
+    e = [0.0] * (n + 1)
+    for m in range(1, n + 1):
+        e[m] = 1.0 + sum(pj * e[m - j] for j, pj in enumerate(p, 1) if m - j > 0)
+    return e[n] + (tokens - n) / tokens_per_step(rates)
+
+
+def draft_weight_bytes(info, *, tp, dp, ep, w_bits, e_bits=None):
+    """Weight bytes per GPU the draft adds to the target's: an MTP module or EAGLE head is one
+    decoder layer (its embedding and head shared with the target's), a draft model all its
+    weights at the target's tp (at w_bits, its experts unsplit), ngram none."""
+    d = info.get("draft_spec")
+    if d is None:
+        return 0
+    if info["method"] == "draft":
+        return weight_bytes_per_gpu(d, tp=tp, pp=1, w_bits=w_bits)
+    return layer_weight_bytes(d["layers"][0], h=d["hidden_size"], norm=d["norm"], tp=tp,
+                              w_bits=w_bits, e_bits=e_bits, ep=ep, etp=tp * dp // ep)
+
+
 def acceptance_rates(text, k):
     """--acceptance-rate as K per-position rates: one value (every position alike, the i.i.d.
     assumption of Leviathan et al.) or K comma-separated values. Raises ValueError (one line)."""
@@ -7862,6 +8004,68 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def prompt_step_share(*, prompts_per_step, chunks_per_prompt):
+    """The share of engine steps that carry prompt tokens when prompts arrive at random, a mean
+    `prompts_per_step` per step, and each runs whole in the next step (chunks_per_prompt <= 1) or
+    over chunks_per_prompt full steps: at least one arrival during a step, 1 - exp(-lambda)
+    (Poisson arrivals), and never fewer steps than the prompt tokens fill, lambda x chunks (the
+    budget is a cap per step: Agrawal et al. 2024, Sarathi-Serve sec. 4)."""
+    lam = prompts_per_step
+    if lam <= 0:
+        return 0.0
+    return min(1.0, max(1.0 - math.exp(-lam), lam * chunks_per_prompt))
+
+
+def blend_steps(a, b, f):
+    """Step dict a with share 1 - f and b with share f: a mean of two kinds of step (times,
+    components, FLOPs and bytes averaged; the rest taken from the more common kind)."""
+    out = dict(a if f <= 0.5 else b)
+    for k, v in a.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = (1 - f) * v + f * b[k]
+    out["components_s"] = {k: (1 - f) * v + f * b["components_s"].get(k, 0.0)
+                           for k, v in a["components_s"].items()}
+    for k, v in b["components_s"].items():
+        out["components_s"].setdefault(k, f * v)
+    return out
+
+
+def decode_steps(spec, hw, kw, *, decodes, prompt_tokens_per_step, prompt_tokens, token_budget, dp):
+    """The mean step a decoding request runs in, and the share of them carrying prompt tokens: the
+    scheduler runs either decodes only or decodes plus the prompt chunks waiting (whole prompts as
+    they arrive, at most the budget's room), never a spread of prompt tokens over every step (a
+    fine-grained MoE step reads the experts its tokens route to, which is not linear in tokens).
+    Prompts arrive at random (prompt_step_share); the prompt steps carry the tokens per step
+    divided by their share."""
+    room = max(token_budget - decodes, 1.0)
+    lam = prompt_tokens_per_step / prompt_tokens
+    f = prompt_step_share(prompts_per_step=lam, chunks_per_prompt=prompt_tokens / room)
+    alone = mixed_step(spec, hw, decodes=dp * decodes, prefill_tokens=0, **kw)
+    if f <= 0:
+        return alone, 0.0, alone, None
+    both = mixed_step(spec, hw, decodes=dp * decodes, prefill_tokens=dp * prompt_tokens_per_step / f,
+                      **kw)
+    return blend_steps(alone, both, f), f, alone, both
+
+
+def arrival_wait_s(steps, *, open_loop, others, client_s):
+    """Mean wait of an arriving request for the engine step running when it comes (the scheduler
+    admits between steps): steps is ((share, seconds), ...) of the kinds of step the engine runs.
+    Open loop: a random instant of a busy engine, E[T^2] / 2 E[T] (the mean residual, Kleinrock
+    1975 sec. 5.2; Poisson arrivals see time averages, Wolff 1982). Closed loop: the client sends
+    its next request client_s (the stack's per-request time) after its last one's step ended, into
+    the steps the others keep running: T - client_s when the step is the longer, else at a point of
+    a later step that any jitter in client_s makes random, T / 2 on average (the larger of the two,
+    so that a longer step never shortens the wait); none when no other request runs or the client
+    takes no time (its next request is there before the next step is scheduled)."""
+    if open_loop:
+        m1 = sum(f * t for f, t in steps)
+        return sum(f * t * t for f, t in steps) / (2 * m1) if m1 > 0 else 0.0
+    if others <= 0 or client_s <= 0:
+        return 0.0
+    return sum(f * max(t - client_s, t / 2) for f, t in steps if t > 0)
+
+
 def md1_wait_s(*, rho, service_s):
     """Mean wait in queue of an M/D/1 server (Poisson arrivals, deterministic service S) at load
     rho < 1: rho S / (2 (1 - rho)), the Pollaczek-Khinchine mean value formula with c_s = 0
@@ -7901,15 +8105,20 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     finished request is replaced at once, as benchmark clients with a fixed concurrency do), each
     with s prompt and o output tokens, and at most token_budget tokens per engine step (decodes
     first, prompt chunks fill the rest: vLLM's max_num_batched_tokens, TensorRT-LLM's
-    max_num_tokens). A fluid model of the mean step, not a simulation:
+    max_num_tokens). The clients are in random phase (their requests spread over the cycle, as
+    length spread or any jitter leaves them; simulate.py's runs show the same once past their
+    first wave: tests/test_serving_agreement.py). A fluid model of the scheduler, not a simulation:
       * r requests finish per step; each spends W steps from arrival to its first token and o - 1
         decoding (Little's law, C = r (W + o - 1)); so a step holds r (o - 1) decodes and r s
         prompt tokens, and r (s + o - 1) <= token_budget caps r (past it requests queue: W grows);
       * a request's own prompt takes W_p = s / (token_budget - decodes) steps (at least 1); the
         other C - 1 requests are spread over their cycle (decoding a (o-1)/(W+o-1) share of it);
-      * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
-        TTFT = W_p steps carrying its own prompt and W - W_p steps of waiting at the mean step, plus
-        for an open loop half a mean step (the step running when it arrives).
+      * a step runs decodes only, or decodes and the prompts that came since the last (whole, or a
+        chunk filling the budget), in the share decode_steps gives; never the mean prompt tokens
+        spread over every step (expert reads are not linear in tokens);
+      * TPOT = the mean of those steps; TTFT = the wait for the step running when it arrives
+        (arrival_wait_s), W_p steps carrying its own prompt with the others' that came with it,
+        W - W_p steps of waiting at the mean step and, for an open loop, the prompts' M/D/1 queue.
     Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
     attention, whose cost is linear in the context). With dp data-parallel attention groups, each
     group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
@@ -7941,36 +8150,35 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
         w = w_new
     w_p, d_other, p_other = solve(w)
     kw = dict(tp=tp, pp=pp, decode_context=ctx, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
-    dec = mixed_step(spec, hw, decodes=dp * (1 + d_other if o > 1 else d_other), prefill_tokens=dp * p_other, **kw)
+    decodes = 1 + d_other if o > 1 else d_other
+    dec, share, alone, both = decode_steps(spec, hw, kw, decodes=decodes, prompt_tokens=s,
+                                           prompt_tokens_per_step=p_other, token_budget=K, dp=dp)
     pre = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * (p_other + s / w_p), **kw)
     mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
-    # an open-loop arrival joins at the next step boundary: it comes at a random instant of a busy
-    # engine, on average half-way through the running step (Poisson arrivals see time averages,
-    # Wolff 1982; the mean residual of near-constant steps, E[S^2] / 2E[S], Kleinrock 1975 sec.
-    # 5.2). A closed-loop client resubmits at its own request's step boundary, so its wait hangs
-    # on the client's round trip, which is not modelled: none is added
-    residual = mean_step / 2 if open_loop else 0.0
+    steps = ((1 - share, alone["time_s"]), (share, both["time_s"] if both else 0.0))
+    residual = arrival_wait_s(steps, open_loop=open_loop, others=others,
+                              client_s=hw["request_overhead_s"])
     ttft = residual + w_p * pre["time_s"] + max(0.0, w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
-    # The fluid mean spreads the others' prompts evenly over the steps; they come whole, at random
-    # instants, so a prompt that arrives while another one's prefill runs waits for it. The prompts
-    # queue at one server whose service is the time a prompt adds to a step (w_p x (prompt step less
-    # the same step without it)); the wait is an open loop's M/D/1 mean (Pollaczek-Khinchine,
-    # Kleinrock 1975 sec. 5.5) at the rate C / E2E, or a closed loop's C clients cycling through it
-    # and E2E - service elsewhere (mean value analysis, Reiser & Lavenberg 1980; throughput never
-    # falls as C grows). A budget-bound engine already queues prompts in the fluid mean: none added.
+    # An open loop's random arrivals also bunch: a prompt that comes while others' prefills queue
+    # waits for them. The prompts queue at one server whose service is the time a prompt adds to a
+    # step (w_p x (its prompt step less the same step without it)): the M/D/1 mean wait at the
+    # rate C / E2E (Pollaczek-Khinchine, Kleinrock 1975 sec. 5.5). A closed loop's clients in
+    # random phase send one request each at a time: their prompts meet only in the steps they
+    # share (the co-arrivals in pre). A budget-bound engine queues in the fluid mean: none added.
     prompt_wait = 0.0
-    if not w > w_p * (1 + 1e-9) and others > 0:
-        alone = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
-        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - alone["time_s"], 0.0),
-                                          cycle_s=e2e, clients=C, open_loop=open_loop)
+    if open_loop and not w > w_p * (1 + 1e-9) and others > 0:
+        rest = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
+        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - rest["time_s"], 0.0),
+                                          cycle_s=e2e, clients=C, open_loop=True)
         ttft, e2e = ttft + prompt_wait, e2e + prompt_wait
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
             "prompt_queue_wait_s": prompt_wait,
             "prompt_steps": w_p, "queue_steps": max(0.0, w - w_p), "decodes_per_step": (1 if o > 1 else 0) + d_other,
             "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
-            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
+            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre,
+            "prompt_step_share": share}
 
 
 def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens, token_budget, bits,
@@ -8029,6 +8237,9 @@ def _percentile(values, q, presorted=False):
 
 # A simulation whose pace says it would run past this is stopped, saying how long it would take.
 SIMULATION_LIMIT_S = 120.0
+# Whether progress lines reach stderr: the tool turns them on for a person watching a terminal
+# (stderr a TTY, neither --json nor --brief), so scripts and tests see one clean error line.
+SHOW_PROGRESS = {"on": False}
 
 
 class SimulationTooLong(Exception):
@@ -8043,6 +8254,8 @@ def report_progress(progress, *, started, done, n, units):
     left = (n - done) * (now - started) / max(done, 1)
     if left > SIMULATION_LIMIT_S:
         raise SimulationTooLong(left, done * units, n * units)
+    if not SHOW_PROGRESS["on"]:
+        return now
     progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
              f"about {left:,.0f} s left")
     return now
@@ -8089,6 +8302,8 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
     units = dp * engines  # alike: one is simulated
+    if num_requests % units or (closed and concurrency % units):  # units unlike: each simulated
+        return _uneven_alike_run(spec, hw, **{k: v for k, v in locals().items() if k in _ALIKE})
     n = math.ceil(num_requests / units)
     run_cap = max(1, min(run_cap // units, K))  # a step decodes every running request within its budget
     req_s = hw["request_overhead_s"]
@@ -8116,6 +8331,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     cohorts = collections.deque()
     d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
     ttft, tpot, e2e = [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests after its first wave
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
     started = last_shown = time.monotonic()  # progress lines once the run takes over a second
 
@@ -8127,6 +8343,9 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         e2e.extend(t - a + req_s for a in arrivals)
         if o > 1:
             tpot.extend([(t - first_t) / (o - 1)] * m)
+        if closed:  # sent after the first wave: its clients' later requests
+            tp_s = (t - first_t) / max(o - 1, 1)
+            warm.extend((first_t - a + req_s, tp_s, t - a + req_s) for a in arrivals if a > 0)
         duration = t + req_s
         for _ in range(min(m, n - sent) if closed else 0):
             heapq.heappush(pending, t + req_s)
@@ -8191,7 +8410,42 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
-            "decode_step": dec, "prompt_step": pre}
+            "decode_step": dec, "prompt_step": pre, **warm_statistics(warm)}
+
+
+def warm_statistics(warm):
+    """Mean TTFT, TPOT and end-to-end time of a closed loop's requests sent after its first wave
+    (every client's first request, sent together at the start: the ramp-up a static batch also
+    has), as load generators that measure once the load is stable report (NVIDIA's perf_analyzer
+    and genai-perf measure in windows after a warm-up); None without any (an open loop, or one
+    request per client)."""
+    n = len(warm)
+    return {"warm_requests": n,
+            **{f"warm_{k}_s": sum(x[i] for x in warm) / n if n else None
+               for i, k in enumerate(("ttft", "tpot", "e2e"))}}
+
+
+_ALIKE = ("tp", "num_requests", "prompt_tokens", "output_tokens", "token_budget", "run_cap", "bits",
+          "rate", "concurrency", "arrivals", "seed", "pp", "dp", "ep", "progress")
+
+
+def _uneven_alike_run(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget,
+                      run_cap, bits, rate, concurrency, arrivals, seed, pp, dp, ep, progress):
+    """simulate_benchmark's run when its requests do not split evenly over the data-parallel
+    groups and micro-batches (201 over 2): simulate_requests serves each unit's own requests, so
+    the run counts num_requests, not the next multiple (the pool: run_cap requests' tokens).
+    Returns simulate_benchmark's keys."""
+    reqs = [(None, prompt_tokens, output_tokens, None, 0)] * num_requests
+    st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=token_budget,
+                           pool_tokens=run_cap * (prompt_tokens + output_tokens),
+                           max_running=run_cap, bits=bits, rate=rate, concurrency=concurrency,
+                           arrivals=arrivals, seed=seed, pp=pp, dp=dp, ep=ep, progress=progress)
+    keep = ("ttft", "tpot", "e2e", "warm")
+    return {k: v for k, v in st.items()
+            if k.split("_")[0] in keep or k in (
+                "num_requests", "duration_s", "requests_per_s", "mean_in_flight", "most_running",
+                "engine_steps", "micro_batches", "decodes_per_step", "prompt_tokens_per_step",
+                "decode_step", "prompt_step")}
 
 
 def _bucket(x, _log=math.log):
@@ -8223,52 +8477,91 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
       * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
         runs N decode steps before it looks again, so an arrival waits for the window to end; a
         step with prompt work opens a new window;
-      * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
-        `concurrency` clients each sending its next request when the last returns; with dp
-        data-parallel groups and pp micro-batches every units-th request goes to the one unit
-        simulated (at rate / units), as simulate_benchmark splits alike requests.
+      * arrivals: the trace's own times from its first, or `rate` per second
+        (benchmark_arrivals), or `concurrency` clients each sending its next request when the
+        last returns; with dp data-parallel groups and pp micro-batches the units take the
+        requests in turn and each unit is simulated, so every request is served (_unit_arrivals).
     Returns simulate_benchmark's statistics (means, medians, p90 and p99 over the mix) plus the
     prefix cache's: hits, prompt tokens computed and skipped, evictions, most pool tokens held."""
     K = token_budget if math.isfinite(token_budget) else 10 ** 18
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else len(requests)) // dp))
     units = dp * engines
-    reqs = requests[::units] if units > 1 else requests
     sp = hw.get("speculative")
-    # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
-    # the expected tokens per verification step (rounded up)
-    o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
-             if sp else r[2] for r in reqs]
-    pending, sent = _mix_arrivals(reqs, concurrency=concurrency, units=units, rate=rate,
-                                  arrivals=arrivals, seed=seed)
     memo = {} if memo is None else memo  # step costs (a caller running one layout again: its own)
     step_s = _mix_step_cost(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, memo=memo)
-    pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
-                      host_s_per_token=host_s_per_token)
-    run = _run_mix(reqs, o_run, pool, step_s, pending=pending, sent=sent, closed=closed, K=K,
-                   run_cap=max(1, min(max_running // units if max_running else 10 ** 9, K)),
-                   req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
-                   progress=progress, units=units, pool_tokens=pool_tokens)
-    return _mix_statistics(spec, hw, reqs, run, pool, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, K=K,
-                           units=units, engines=engines, pool_tokens=pool_tokens,
-                           host_s_per_token=host_s_per_token)
+    import time  # only a simulated benchmark needs it (start-up time)
+    runs, pools, clock = [], [], [time.monotonic(), time.monotonic(), 0, len(requests)]
+    for reqs, pending in _unit_arrivals(requests, concurrency=concurrency, units=units, rate=rate,
+                                        arrivals=arrivals, seed=seed):
+        # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1
+        # tokens at the expected tokens per verification step (rounded up)
+        o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"],
+                                          whole=True) if sp else r[2] for r in reqs]
+        pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
+                          host_s_per_token=host_s_per_token)
+        runs.append(_run_mix(reqs, o_run, pool, step_s, pending=pending, sent=len(pending),
+                             closed=closed, K=K,
+                             run_cap=max(1, min(max_running // units if max_running
+                                                else 10 ** 9, K)),
+                             req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
+                             progress=progress, units=units, pool_tokens=pool_tokens,
+                             clock=clock))
+        pools.append(pool)
+    return _mix_statistics(spec, hw, requests, _merged_runs(runs), _PoolTotals(pools), tp=tp,
+                           pp=pp, dp=dp, ep=ep, bits=bits, K=K, units=1, engines=engines,
+                           pool_tokens=pool_tokens, host_s_per_token=host_s_per_token)
 
 
-def _mix_arrivals(reqs, *, concurrency, units, rate, arrivals, seed):
-    """(a heap of (arrival time, request index), requests sent so far) of the unit simulated: the
-    closed loop's first requests at 0, else every request at its drawn or traced time."""
+def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
+    """Each unit's (requests, heap of (arrival time, index among them)), every request served by
+    one unit: the units (data-parallel groups x pipeline micro-batches) take the requests in
+    arrival order in turn (a round-robin router). Arrivals are the trace's own times counted from
+    its first (a trace starting at t = 1,000 s starts the run there, not 1,000 s of idling), or
+    drawn at `rate` for all requests (benchmark_arrivals) and dealt out the same way; a closed
+    loop's clients are dealt out too, each unit's first requests sent at 0."""
     import heapq  # only a simulated benchmark needs it (start-up time)
-    n = len(reqs)
-    if concurrency is not None:
-        pending = [(0.0, i) for i in range(min(max(1, math.ceil(concurrency / units)), n))]
-    else:
+    n = len(requests)
+    if concurrency is None:
         if rate is not None:
-            times = benchmark_arrivals(n=n, rate=rate / units, arrivals=arrivals, seed=seed)
+            times = benchmark_arrivals(n=n, rate=rate, arrivals=arrivals, seed=seed)
         else:
-            times = [r[0] for r in reqs]
-        pending = [(times[i], i) for i in range(n)]
-    heapq.heapify(pending)
-    return pending, len(pending)
+            origin = min(r[0] for r in requests)
+            times = [r[0] - origin for r in requests]
+    for u in range(min(units, n)):
+        reqs = requests[u::units]
+        if concurrency is not None:
+            clients = concurrency // units + (u < concurrency % units)
+            pending = [(0.0, i) for i in range(min(max(1, clients), len(reqs)))]
+        else:
+            pending = [(t, i) for i, t in enumerate(times[u::units])]
+            heapq.heapify(pending)
+        yield reqs, pending
+
+
+def _merged_runs(runs):
+    """The units' runs as one: every request's times, the steps and tokens summed (so their ratio
+    is a unit's mean step), the run as long as the longest unit's, the most running summed."""
+    out = dict(ttft=[], e2e=[], tpot=[], warm=[], steps=0, dec_tokens=0, pre_tokens=0, duration=0.0,
+               most=0, unit_steps=0)
+    for r in runs:
+        for k in ("ttft", "e2e", "tpot", "warm"):
+            out[k].extend(r[k])
+        for k in ("steps", "dec_tokens", "pre_tokens", "most"):
+            out[k] += r[k]
+        out["duration"] = max(out["duration"], r["duration"])
+        out["unit_steps"] = max(out["unit_steps"], r["steps"])
+    return out
+
+
+class _PoolTotals:
+    """The units' _TokenPool counts added up (the most held: one unit's most)."""
+
+    def __init__(self, pools):
+        for k in ("hits", "computed", "skipped", "evictions", "host_hits", "loaded"):
+            setattr(self, k, sum(getattr(p, k) for p in pools))
+        self.most_held = max(p.most_held for p in pools)
+        self.host_held = max(p.host_held for p in pools)
 
 
 def _mix_step_cost(spec, hw, *, tp, pp, dp, ep, bits, memo):
@@ -8441,21 +8734,24 @@ class _TokenPool:
 
 
 def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, req_s,
-             scheduler_steps, progress, units, pool_tokens):
+             scheduler_steps, progress, units, pool_tokens, clock=None):
     """The mix's engine loop (simulate_requests): arrivals wait, admissions take pool tokens, each
     step runs every decode and prompt chunks up to K tokens (none inside a multi-step window), and
-    finished requests free their tokens (and send a closed-loop client's next request). Returns
-    {ttft, e2e, tpot (lists), steps, decode and prompt tokens run, duration, most running}."""
+    finished requests free their tokens (and send a closed-loop client's next request). clock:
+    the whole run's progress [started, last shown, requests done before this unit, requests in
+    all], shared by the units of one run. Returns {ttft, e2e, tpot (lists), steps, decode and
+    prompt tokens run, duration, most running}."""
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
     n = len(reqs)
     arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests sent after the first wave
     since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
     finishing = []  # heap of (step of the last token, index)
     d = base = n_run = step = done = most = 0  # base: sum over decoders of s_i - their first step
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
-    started = last_shown = time.monotonic()
+    clock = clock or [time.monotonic(), time.monotonic(), 0, n * units]
     while done < n:
         while pending and pending[0][0] <= t:
             a, i = heapq.heappop(pending)
@@ -8508,6 +8804,8 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             ttft.append(first_t[i] - arrival[i] + req_s)
             e2e.append(t - arrival[i] + req_s)
             tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
+            if closed and arrival[i] > 0:
+                warm.append((ttft[-1], tpot[-1], e2e[-1]))
             duration = t + req_s
             pool.release(i)
             if closed and sent < n:
@@ -8536,10 +8834,12 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             else:
                 d, base = d + 1, base + reqs[i][1] - step
                 heapq.heappush(finishing, (step + o_run[i] - 1, i))
-        if progress and time.monotonic() - last_shown > 1.0:
-            last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
+        if progress and time.monotonic() - clock[1] > 1.0:
+            clock[1] = report_progress(progress, started=clock[0], done=clock[2] + done,
+                                       n=clock[3], units=1)
+    clock[2] += n
     return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
-                pre_tokens=pre_tokens, duration=duration, most=most)
+                pre_tokens=pre_tokens, duration=duration, most=most, warm=warm)
 
 
 def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines,
@@ -8562,14 +8862,15 @@ def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units
            "output_tokens_per_s": units * sum(r[2] for r in reqs) / duration,
            "input_tokens_per_s": units * sum(r[1] for r in reqs) / duration,
            "mean_in_flight": units * sum(e2e) / duration, "most_running": units * run["most"],
-           "engine_steps": step,
+           "engine_steps": run.get("unit_steps", step),
            "micro_batches": engines, "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
            "decode_step": dec, "prompt_step": pre,
            "prefix_hits": pool.hits * units, "prompt_tokens_computed": pool.computed * units,
            "prompt_tokens_cached": pool.skipped * units, "prefix_evictions": pool.evictions * units,
            "prefix_tokens_held_most": pool.most_held, "kv_pool_tokens": pool_tokens,
            "host_hits": pool.host_hits * units, "host_tokens_loaded": pool.loaded * units,
-           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held}
+           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held,
+           **warm_statistics(run["warm"])}
     for name, xs in (("ttft", run["ttft"]), ("tpot", tpots), ("e2e", e2e)):
         out[f"{name}_s"] = sum(xs) / len(xs)
         xs = sorted(xs)
@@ -8603,7 +8904,9 @@ SHAREGPT_MAX_INPUT_TOKENS = 1024  # vLLM's sampler drops longer prompts
 SHAREGPT_MAX_TOTAL_TOKENS = 2048  # ... and longer prompt + reply pairs
 SHAREGPT_MIN_TOKENS = 4           # ... and shorter prompts or replies
 TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
+TRACE_COLUMNS = TRACE_FIELDS + ("prefix_id", "prefix_tokens")
 TRACE_LIMIT_TOKENS = 10 ** 9  # FLAG_RANGES' bound on -s and -o
+TRACE_MAX_ROWS = 10 ** 6  # FLAG_RANGES' bound on --num-requests: the most requests a run takes
 
 
 # --- formulas ------------------------------------------------------------------------------------
@@ -8717,80 +9020,178 @@ def _trace_number(value, *, field, where, integer, lo):
     return int(value) if integer else float(value)
 
 
-def _check_trace_file(path, os):
-    """Refuse a --trace path that is not a regular file, saying what it is instead."""
-    if os.path.isfile(path):
-        return
-    what = ("no such file" if not os.path.exists(path) else "a folder, not a file"
-            if os.path.isdir(path) else "not a regular file (a pipe or device: save it to a file)")
-    raise ValueError(f"--trace {path}: {what}")
-
-
-def read_trace(path):
-    """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
-    header, each request with arrival_s (seconds from the start), input_tokens, output_tokens, and
-    optionally prefix_id (requests with the same id share their first prefix_tokens tokens, and a
-    finished request leaves its prompt and output cached under its id: give a conversation's
-    turns one id, prefix_tokens the history before each turn, 0 for the first) and prefix_tokens
-    (at most input_tokens).
-    Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
-    import csv, json, os  # noqa: E401 (only --trace needs them)
-    _check_trace_file(path, os)
+def _trace_file(path):
+    """(the path checked, its extension): a regular file (a FIFO or folder refused as what it is)
+    with a .jsonl, .json or .csv name. Raises ValueError (one line)."""
+    import os, stat  # noqa: E401 (only --trace needs them)
+    if not str(path).strip():
+        raise ValueError("--trace needs a file name (a .jsonl or .csv trace)")
+    shown = ascii(path)[1:-1] if "\n" in path or not path.isprintable() else path
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ValueError(f"--trace {shown}: no such file") from None
+    except OSError as exc:
+        raise ValueError(f"--trace {shown}: cannot read it ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"--trace {shown}: a folder, not a file; give a trace file in it")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"--trace {shown} is not a regular file (a pipe or device); save the "
+                         "trace to a file first")
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".jsonl", ".json", ".csv"):
-        raise ValueError(f"--trace {path}: give a .jsonl (one JSON object per line) or a .csv file")
-    rows = []
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            if ext == ".csv":
-                reader = csv.DictReader(fh)
-                missing = [f for f in TRACE_FIELDS if f not in (reader.fieldnames or [])]
-                if missing:
-                    raise ValueError(f"--trace {path}: the header lacks {', '.join(missing)} (columns "
-                                     f"{', '.join(TRACE_FIELDS)}, optionally prefix_id, prefix_tokens)")
-                rows = [(i + 2, r) for i, r in enumerate(reader)]
+        raise ValueError(f"--trace {shown}: give a .jsonl (one JSON object per line) or a .csv "
+                         "file")
+    return shown, ext
+
+
+def _trace_row(r, where):
+    """One trace row (a dict of its columns) as a request tuple; ValueError naming the line."""
+    for f in TRACE_FIELDS:
+        if r.get(f) in (None, ""):
+            raise ValueError(f"{where}: {f} is missing")
+    t = _trace_number(r["arrival_s"], field="arrival_s", where=where, integer=False, lo=0)
+    s = _trace_number(r["input_tokens"], field="input_tokens", where=where, integer=True, lo=1)
+    o = _trace_number(r["output_tokens"], field="output_tokens", where=where, integer=True, lo=1)
+    key, p = r.get("prefix_id"), r.get("prefix_tokens")
+    key = None if key in (None, "") else str(key)
+    p = 0 if p in (None, "") else _trace_number(p, field="prefix_tokens", where=where, integer=True,
+                                                lo=0)
+    if p > s:
+        raise ValueError(f"{where}: prefix_tokens {p} is more than input_tokens {s}")
+    if p and key is None:
+        raise ValueError(f"{where}: prefix_tokens without a prefix_id (the id says who shares it)")
+    return (t, s, o, key, p)
+
+
+def _columns_problem(names, *, required=True):
+    """Why a trace's columns (a CSV header or a JSON line's keys) are not exactly the trace's, or
+    None: a column named twice, one the reader does not know (a misspelling would be ignored
+    silently), or a required one missing."""
+    seen = set()
+    for c in names:
+        if c in seen:
+            return f"names the column {c!r} twice"
+        seen.add(c)
+    unknown = [c for c in names if c not in TRACE_COLUMNS]
+    if unknown:
+        return (f"has the column{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(c) for c in unknown)}, which a trace does not have (columns: "
+                f"{', '.join(TRACE_COLUMNS)})")
+    missing = [f for f in TRACE_FIELDS if f not in seen] if required else []
+    if missing:
+        return (f"lacks {', '.join(missing)} (columns {', '.join(TRACE_FIELDS)}, optionally "
+                "prefix_id, prefix_tokens)")
+    return None
+
+
+def _csv_rows(fh, shown):
+    """The requests of a CSV trace, read row by row: the header's columns exactly the trace's
+    (a spreadsheet's byte-order mark dropped by the utf-8-sig reading), each row as many fields
+    as the header (an unquoted thousands separator, 1,000, makes one more)."""
+    import csv  # only --trace needs it
+    reader = csv.reader(fh)
+
+    def rows():  # a field over csv's limit (128 KiB) or a NUL byte: one line naming the row
+        last = 0  # the line the last good row ended on
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise ValueError(f"--trace {shown} line {last + 1}: not a CSV row "
+                                 f"({exc})") from None
+            last = reader.line_num
+            yield row
+    it = rows()
+    header = next(it, None)
+    if not header:
+        return
+    header = [c.strip() for c in header]
+    why = _columns_problem(header)
+    if why:
+        raise ValueError(f"--trace {shown}: the header {why}")
+    for fields in it:
+        line = reader.line_num
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            more = len(fields) > len(header)
+            raise ValueError(
+                f"--trace {shown} line {line}: {len(fields)} fields under a header of "
+                f"{len(header)}" + ("; quote numbers with a thousands separator (\"1,000\") or "
+                                    "write them without one" if more else ""))
+        yield _trace_row(dict(zip(header, fields)), f"--trace {shown} line {line}")
+
+
+def _json_rows(fh, shown):
+    """The requests of a JSON-lines trace, line by line: each an object whose keys are exactly
+    the trace's columns (no key twice, none unknown)."""
+    import json  # only --trace needs it
+    for i, line in enumerate(fh):
+        if not line.strip():
+            continue
+        where = f"--trace {shown} line {i + 1}"
+        try:
+            obj = json.loads(line, parse_int=json_integer)
+            # a key named twice leaves one entry: as many '":' as keys says none was (else the
+            # slower read that keeps every pair decides; a '":' inside a value also takes it)
+            if isinstance(obj, dict) and line.count('":') != len(obj):
+                names = [k for k, _ in json.loads(line, parse_int=json_integer,
+                                                  object_pairs_hook=lambda kv: kv)]
             else:
-                for i, line in enumerate(fh):
-                    if not line.strip():
-                        continue
-                    try:
-                        obj = json.loads(line, parse_int=json_integer)
-                    except json.JSONDecodeError as exc:
-                        raise ValueError(f"--trace {path} line {i + 1}: not JSON ({exc.msg})") from None
-                    except RecursionError:
-                        raise ValueError(f"--trace {path} line {i + 1}: nests too deep to be a "
-                                         "request") from None
-                    if not isinstance(obj, dict):
-                        raise ValueError(f"--trace {path} line {i + 1}: each line must be a JSON object")
-                    rows.append((i + 1, obj))
-    except UnicodeDecodeError:
-        raise ValueError(f"--trace {path}: not UTF-8 text") from None
-    except csv.Error as exc:  # a field over csv's limit (128 KiB), a NUL byte
-        line = reader.line_num + 1  # the row csv was reading
-        raise ValueError(f"--trace {path} line {line}: not a CSV row ({exc})") from None
-    except OSError as exc:  # unreadable (permissions), an I/O error
-        raise ValueError(f"--trace {path}: cannot read it ({exc.strerror or exc})") from None
-    if not rows:
-        raise ValueError(f"--trace {path}: no requests in it")
+                names = list(obj) if isinstance(obj, dict) else None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError(f"{where}: nests too deep to be a request") from None
+        if names is None:
+            raise ValueError(f"{where}: each line must be a JSON object")
+        why = _columns_problem(names, required=False)  # _trace_row says what is missing
+        if why:
+            raise ValueError(f"{where}: the object {why}")
+        yield _trace_row(obj, where)
+
+
+def read_trace(path, *, max_rows=TRACE_MAX_ROWS):
+    """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
+    header, each request with arrival_s (seconds; the run starts at the first arrival),
+    input_tokens, output_tokens, and optionally prefix_id (requests with the same id share their
+    first prefix_tokens tokens, and a finished request leaves its prompt and output cached under
+    its id: give a conversation's turns one id, prefix_tokens the history before each turn, 0 for
+    the first) and prefix_tokens (at most input_tokens); no other column, none twice.
+    Read row by row, at most max_rows of them (memory stays bounded: a row is a small tuple).
+    Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
+    shown, ext = _trace_file(path)
     out = []
-    for line, r in rows:
-        where = f"--trace {path} line {line}"
-        for f in TRACE_FIELDS:
-            if r.get(f) in (None, ""):
-                raise ValueError(f"{where}: {f} is missing")
-        t = _trace_number(r["arrival_s"], field="arrival_s", where=where, integer=False, lo=0)
-        s = _trace_number(r["input_tokens"], field="input_tokens", where=where, integer=True, lo=1)
-        o = _trace_number(r["output_tokens"], field="output_tokens", where=where, integer=True, lo=1)
-        key, p = r.get("prefix_id"), r.get("prefix_tokens")
-        key = None if key in (None, "") else str(key)
-        p = 0 if p in (None, "") else _trace_number(p, field="prefix_tokens", where=where, integer=True, lo=0)
-        if p > s:
-            raise ValueError(f"{where}: prefix_tokens {p} is more than input_tokens {s}")
-        if p and key is None:
-            raise ValueError(f"{where}: prefix_tokens without a prefix_id (the id says who shares it)")
-        out.append((t, s, o, key, p))
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            for row in (_csv_rows if ext == ".csv" else _json_rows)(fh, shown):
+                if len(out) >= max_rows:
+                    raise ValueError(f"--trace {shown} has more than {max_rows:,} requests, the "
+                                     "most a run takes; cut it (the statistics settle within a "
+                                     "few thousand)")
+                out.append(row)
+    except UnicodeDecodeError:
+        raise ValueError(f"--trace {shown}: not UTF-8 text") from None
+    except OSError as exc:  # unreadable (permissions), an I/O error
+        raise ValueError(f"--trace {shown}: cannot read it ({exc.strerror or exc})") from None
+    if not out:
+        raise ValueError(f"--trace {shown}: no requests in it")
     out.sort(key=lambda x: x[0])
     return out
+
+
+def trace_requests(req):
+    """The requests of a ServingRequest's --trace: all its rows (req.trace_rows says how many it
+    has), or its first --num-requests of them; with --prefix-hit-rate a share of them keep their
+    shared prefix. Raises ValueError (one line)."""
+    reqs = read_trace(req.trace)
+    req.trace_rows = len(reqs)
+    if req.num_requests is not None:
+        reqs = reqs[:req.num_requests]
+    return apply_hit_rate(reqs, hit_rate=req.prefix_hit_rate, seed=req.seed)
 
 
 def length_summary(requests):
@@ -9280,7 +9681,7 @@ def search_serving(spec, req, fmt, *, gpu, gpu_given, flags):
     layouts = list(serving_layouts(spec, N, max_tp=one.get("gpus_per_node"), max_replica=max_replica))
     shown = t0 + 1.0  # progress on stderr once the search has run a second, then every second
     for i, (tp, pp, dp, ep) in enumerate(layouts):
-        if time.perf_counter() > shown:
+        if SHOW_PROGRESS["on"] and time.perf_counter() > shown:
             print(f"searching: layout {i + 1} of {len(layouts)}, {evaluated} points so far", file=sys.stderr)
             shown = time.perf_counter() + 1.0
         gpus = tp * pp * dp
@@ -9413,11 +9814,14 @@ def search_report(res, *, s, o, stack, top):
         "not weigh accuracy (--precision picks a format); tp stays "
         "inside a node; pipelines deeper than needed to hold the weights only once a stage fills a node):",
         width=100)
-    lines += ["", f"{'layout (per replica)':<34}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
+    shown = res["pareto_front"][:top]
+    # the layout column as wide as its longest entry (a disaggregated pair's two pools run long)
+    w = max([34] + [len(layout_text_short(p) + " " + bits_label(p)) + 2 for p in shown])
+    lines += ["", f"{'layout (per replica)':<{w}}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
                   f"{'tok/s/user':>11}{'tok/s/GPU':>11}{'total tok/s':>13}{'GiB/GPU':>9}"]
-    for p in res["pareto_front"][:top]:
+    for p in shown:
         par = layout_text_short(p) + " " + bits_label(p)
-        lines.append(f"{par:<34}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
+        lines.append(f"{par:<{w}}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
                      f"{p['tpot_s'] * 1e3:>9.2f}{p['tokens_per_s_per_user']:>11.1f}{p['tokens_per_s_per_gpu']:>11.1f}"
                      f"{p['total_tokens_per_s']:>13,.0f}{p['memory_bytes_per_gpu'] / 2**30:>9.1f}")
     if len(res["pareto_front"]) > top:
@@ -9522,11 +9926,23 @@ def plot_front(res, path, *, precision=None):
 # data-parallel attention and expert parallelism for MoE models), the most requests per second one
 # replica serves while the simulated benchmark's TTFT and TPOT at the percentile stay within the
 # targets (bisection on the rate; each point a run of Poisson arrivals through simulate_requests,
-# the steady state's saturation rate as the upper bound); the fleet is then ceil(R / that) replicas.
+# the steady state's saturation rate as the upper bound); the fleet is then ceil(R / that)
+# replicas. A rate is kept only when the runs of CAPACITY_SEEDS seeds of arrivals all hold the
+# targets, and the plan reports the latencies its fleet delivers at R / replicas per replica
+# (delivered: the mean over those seeds, and the worst seed).
 # The winner has the fewest GPUs, or with prices the lowest cost per hour.
 
 # Rate bisection steps per layout: the rate a replica sustains to 2^-7 (0.8%) of its saturation rate.
 CAPACITY_BISECTION_STEPS = 7
+# Seeds of the Poisson arrivals each candidate rate is judged on: a rate is kept only if the run
+# of every seed holds the targets. One 500-request run's p90 TTFT moves +-10% between seeds near
+# the knee (issue 44: a rate sized on seed 0 gave p90 TTFT of 456-561 ms over five other seeds
+# against 500 ms), so one seed's pass is a coin toss on the next.
+CAPACITY_SEEDS = 4
+# The percentiles a plan's delivered latencies are reported at.
+DELIVERED_KEYS = ("ttft_median_s", "ttft_p90_s", "ttft_p99_s", "tpot_median_s", "tpot_p90_s",
+                  "tpot_p99_s", "ttft_s", "tpot_s", "e2e_s", "decodes_per_step",
+                  "prompt_tokens_per_step", "prompt_tokens_cached", "prompt_tokens_computed")
 
 
 def fleet_replicas(*, rate, replica_rate):
@@ -9545,6 +9961,64 @@ def cost_per_million_tokens(*, dollars_per_hour, input_tokens_per_s, output_toke
     return i, o
 
 
+def saturation_rate(spec, hw, *, tp, pp, dp, ep, prompt_tokens, output_tokens, bits, w_bytes):
+    """The most requests/s a layout sustains: its running cap (the KV pool at s + o tokens, or the
+    stack's max_num_seqs) in the steady state, over that state's end-to-end time plus the stack's
+    cost per request (Little's law). None when the pool holds no request."""
+    s, o = prompt_tokens, output_tokens
+    _, _, cap = kv_pool_capacity(spec, hw, tp=tp, pp=pp, context=s + o, w_bytes=w_bytes,
+                                 kv_bits=bits["kv_bits"], a_bits=bits["a_bits"],
+                                 state_bits=bits["state_bits"], dp=dp)
+    if cap < 1:
+        return None
+    seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
+    run_cap = min(cap, seqs) if seqs else cap
+    st = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
+                      prompt_tokens=s, output_tokens=o, token_budget=hw["token_budget"] or math.inf,
+                      bits=bits)
+    return run_cap / (st["e2e_s"] + hw["request_overhead_s"])
+
+
+def seeded_runs(run, rate, *, seeds, meets=None):
+    """The runs of `run(rate, seed)` over `seeds`, stopping at the first that misses the targets
+    when `meets` is given (the rate is refused then). Returns (runs, whether all met)."""
+    out = []
+    for seed in seeds:
+        st = run(rate, seed)
+        out.append(st)
+        if meets is not None and not meets(st):
+            return out, False
+    return out, True
+
+
+def replica_rate(run, meets, *, top, seeds):
+    """The most requests/s one replica serves with every seed's run within the targets:
+    bisection on the rate below 0.95 x its saturation rate `top` (past it the queue never
+    settles). Returns (that rate, its runs), or (0.0, None) when even a light load misses."""
+    lo, hi, best = 0.0, 0.95 * top, None
+    runs, ok = seeded_runs(run, hi, seeds=seeds, meets=meets)
+    if ok:
+        return hi, runs
+    for _ in range(CAPACITY_BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        runs, ok = seeded_runs(run, mid, seeds=seeds, meets=meets)
+        if ok:
+            lo, best = mid, runs
+        else:
+            hi = mid
+    return lo, best
+
+
+def delivered(runs, q):
+    """A fleet's latencies at its operating point, over its seeds' runs: each key's mean over the
+    seeds, and the targeted percentile's worst seed (key + "_worst")."""
+    out = {k: sum(st[k] for st in runs) / len(runs) for k in DELIVERED_KEYS}
+    for name in ("ttft", "tpot"):
+        out[f"{name}{q}_worst"] = max(st[name + q] for st in runs)
+    out["seeds"] = len(runs)
+    return out
+
+
 def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile, rate, max_ttft,
                   max_tpot, sim_requests, progress=None):
     """The fewest GPUs (or the cheapest fleet) of each kind in `gpus` ((name as given, accelerator
@@ -9559,7 +10033,9 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
     s_mean = sum(r[1] for r in requests) / len(requests)
     o_mean = sum(r[2] for r in requests) / len(requests)
     steps = req.num_scheduler_steps or 1  # vLLM 0.6's multi-step scheduling, as a benchmark runs it
-    cands, by_gpu, fitted = [], {}, 0  # fitted: layouts whose pool holds the longest request
+    seeds = range(req.seed, req.seed + CAPACITY_SEEDS)
+    cands, by_gpu, fitted, pruned = [], {}, 0, 0  # fitted: layouts whose pool holds the longest
+    # request; pruned: those whose best case could not beat a layout sized before them
     # the better fleet: the cheaper with prices, else the fewer GPUs, then the more requests/s per GPU
     key = (lambda x: (x["dollars_per_hour"], x["num_gpus"])) if prices else (
         lambda x: (x["num_gpus"], -x["replica_request_rate"] / x["gpus_per_replica"]))
@@ -9588,57 +10064,54 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
                 continue  # the weights leave no pool, or the longest request does not fit it
             fitted += 1
             seqs = hw["max_num_seqs"] * dp if hw.get("max_num_seqs") else None
-            run_cap = min(cap, seqs) if seqs else cap
             budget = hw["token_budget"] or math.inf
             pool_tokens = kv_pool_tokens(pool_bytes=pool, bytes_per_request=per_req, context=ctx, dp=dp)
-            sat = steady_state(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, concurrency=run_cap,
-                               prompt_tokens=max(1, round(s_mean)), output_tokens=max(1, round(o_mean)),
-                               token_budget=budget, bits=bits)
-            top = run_cap / (sat["e2e_s"] + hw["request_overhead_s"])  # the replica's saturation rate
+            top = saturation_rate(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, w_bytes=w_bytes,
+                                  prompt_tokens=max(1, round(s_mean)),
+                                  output_tokens=max(1, round(o_mean)))
+            if not top:
+                continue  # the pool holds no request at the mix's mean length
+            n_gpus = tp * dp * pp
+            # at most 0.95 x top per replica: a layout whose best case cannot beat this kind's best
+            # so far is not sized (its fleet and its rate per GPU bound the key from below)
+            least = fleet_replicas(rate=rate, replica_rate=0.95 * top) * n_gpus
+            bound = ((prices[g_i] * least, least) if prices
+                     else (least, -0.95 * top / n_gpus))
+            if gpu in by_gpu and bound > key(by_gpu[gpu]):
+                pruned += 1
+                continue
             memo = {}
 
-            def run(r):
+            def run(r, seed, hw=hw, tp=tp, pp=pp, dp=dp, ep=ep, budget=budget,
+                    pool_tokens=pool_tokens, seqs=seqs, memo=memo):  # bound now: run again below
                 return simulate_requests(spec, hw, tp=tp, requests=requests[:sim_requests],
                                          token_budget=budget, pool_tokens=pool_tokens,
-                                         max_running=seqs, bits=bits, rate=r, seed=req.seed, pp=pp,
+                                         max_running=seqs, bits=bits, rate=r, seed=seed, pp=pp,
                                          dp=dp, ep=ep, memo=memo, scheduler_steps=steps)
 
             def meets(st):
                 return st["ttft" + q] <= max_ttft and st["tpot" + q] <= max_tpot
 
-            lo, hi, best = 0.0, 0.95 * top, None  # past ~95% of saturation the queue never settles
-            st = run(hi)
-            if meets(st):
-                lo, best = hi, st
-            else:
-                for _ in range(CAPACITY_BISECTION_STEPS):
-                    mid = (lo + hi) / 2
-                    st = run(mid)
-                    if meets(st):
-                        lo, best = mid, st
-                    else:
-                        hi = mid
+            lo, best = replica_rate(run, meets, top=top, seeds=seeds)
             if best is None:
                 continue  # even a light load misses the targets on this layout
-            n_gpus = tp * dp * pp
             replicas = fleet_replicas(rate=rate, replica_rate=lo)
             c = {"gpu": gpu, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "gpus_per_replica": n_gpus,
                  "replica_request_rate": lo, "replicas": replicas, "num_gpus": replicas * n_gpus,
                  "dollars_per_hour": prices[g_i] * replicas * n_gpus if prices else None,
                  "hw": hw, "bits": bits, "budget": budget, "pool_tokens": pool_tokens, "max_num_seqs": seqs,
-                 "memory_utilization": hw["memory_utilization"], "token_budget": hw["token_budget"]}
+                 "memory_utilization": hw["memory_utilization"], "token_budget": hw["token_budget"],
+                 "run": run}
             cands.append(c)
             if gpu not in by_gpu or key(c) < key(by_gpu[gpu]):
                 by_gpu[gpu] = c
     if not by_gpu:
-        return {"candidates": cands, "by_gpu": by_gpu, "winner": None, "layouts_fitted": fitted}
+        return {"candidates": cands, "by_gpu": by_gpu, "winner": None, "layouts_fitted": fitted,
+                "layouts_pruned": pruned}
     for c in by_gpu.values():  # each kind's answer at its operating point: the load per replica
         hw, bits = c["hw"], c["bits"]
         a_rate = rate / c["replicas"]
-        st = simulate_requests(spec, hw, tp=c["tp"], requests=requests[:sim_requests],
-                               token_budget=c["budget"], pool_tokens=c["pool_tokens"],
-                               max_running=c["max_num_seqs"], bits=bits, rate=a_rate, seed=req.seed,
-                               pp=c["pp"], dp=c["dp"], ep=c["ep"], scheduler_steps=steps)
+        st = delivered(seeded_runs(c.pop("run"), a_rate, seeds=seeds)[0], q)
         mk = dict(tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], bits=bits, prompt_tokens=max(1, round(s_mean)),
                   decode_context=s_mean + o_mean / 2)
         full = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"],
@@ -9646,9 +10119,8 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
         dec = mixed_step(spec, hw, decodes=c["dp"] * st["decodes_per_step"], prefill_tokens=0, **mk)["time_s"]
         share = max(0.0, min(1.0, (full - dec) / full))
         cached = st["prompt_tokens_cached"] / max(1, st["prompt_tokens_computed"] + st["prompt_tokens_cached"])
-        c.update(operating_point={k: st[k] for k in ("ttft_s", "ttft" + q, "tpot_s", "tpot" + q, "e2e_s",
-                                                      "decodes_per_step", "prompt_tokens_per_step")},
-                 prefill_share=share, cached_input_share=cached)
+        c.update(operating_point=st, request_rate_per_replica=a_rate, prefill_share=share,
+                 cached_input_share=cached)
         if c["dollars_per_hour"] is not None:
             computed = rate * s_mean * (1 - cached)
             i, o = cost_per_million_tokens(dollars_per_hour=c["dollars_per_hour"], input_tokens_per_s=computed,
@@ -9658,10 +10130,13 @@ def capacity_plan(spec, req, *, gpus, flags, prices, requests, bits, percentile,
         else:
             c.update(cost_per_million_input_tokens=None, cost_per_million_output_tokens=None,
                      cost_per_million_cached_input_tokens=None)
+    for c in cands:
+        c.pop("run", None)
     winner = min(by_gpu.values(), key=key)
     if progress and time.perf_counter() - t0 > 1.0:
-        print(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner, "layouts_fitted": fitted}
+        progress(f"capacity: {len(cands)} layouts sized in {time.perf_counter() - t0:.1f} s")
+    return {"candidates": cands, "by_gpu": by_gpu, "winner": winner, "layouts_fitted": fitted,
+            "layouts_pruned": pruned}
 
 
 # ======== llmcalc/tools/latency_capacity.py =======================================================
@@ -9676,12 +10151,16 @@ def add_capacity_args(parser):
     g.add_argument("--target-request-rate", type=finite_float, default=None,
                    help="requests/s the fleet must serve: the fewest GPUs (or the cheapest fleet) of each "
                         "--gpu kind (a comma list: --gpu a100,h100,h200) that keeps --max-ttft-ms and "
-                        "--max-tpot-ms at --slo-percentile; with --trace, its mix at this rate (default: the "
-                        "trace's own rate)")
+                        "--max-tpot-ms at --slo-percentile, each rate judged on 4 seeds of Poisson "
+                        "arrivals; prints the precision it sized at, the TTFT/TPOT p50/p90 it delivers "
+                        "and the winner's launch command on its --serving-stack (weight quantization "
+                        "included; none for stacks without a server); with --trace, all its rows at "
+                        "this rate (default: the trace's own rate). docs/serving-capacity.md")
     g.add_argument("--slo-percentile", type=bounded_int, choices=(50, 90, 99), default=None,
                    help="percentile of TTFT and TPOT the targets hold at in the plan (default 90)")
-    g.add_argument("--cost-per-gpu-hour", default=None, metavar="$[,$...]",
-                   help="price of one GPU-hour, one value or one per --gpu kind: the plan then picks the "
+    g.add_argument("--cost-per-gpu-hour", default=None, metavar="$|GPU=$,...",
+                   help="price of one GPU-hour: one value for every --gpu kind, one per kind in "
+                        "--gpu's order, or by name (h100=2.49,h200=3.10); the plan then picks the "
                         "cheapest fleet and prices a million input and output tokens")
 
 
@@ -9726,21 +10205,90 @@ def validate_capacity(args, parser, req):
     req.capacity_gpus = names
     req.capacity_prices = None
     if args.cost_per_gpu_hour is not None:
-        try:
-            prices = [float(x) for x in args.cost_per_gpu_hour.split(",")]
-        except ValueError:
-            parser.error(f"--cost-per-gpu-hour {args.cost_per_gpu_hour!r}: give dollars per GPU-hour, one value "
-                         "or one per --gpu kind")
-        if len(prices) not in (1, len(names)):
-            parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; give one or "
-                         f"{len(names)}")
-        if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
-            parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per GPU-hour, got "
-                         f"{args.cost_per_gpu_hour}")
-        req.capacity_prices = prices * len(names) if len(prices) == 1 else prices
+        req.capacity_prices = gpu_prices(args.cost_per_gpu_hour, names, parser)
     req.slo_percentile = req.slo_percentile or 90
-    if req.num_requests is None:
+    if req.num_requests is None and not req.trace:  # a trace plans on all its rows
         req.num_requests = 500  # the simulated run at each candidate rate
+
+
+def gpu_prices(text, names, parser):
+    """--cost-per-gpu-hour as one price per GPU kind of `names`: one value for all, one per kind
+    in order, or NAME=price pairs naming each kind once (a name matches the --gpu name or the same
+    hardware.py record). One-line exit 2 otherwise."""
+    items = [x.strip() for x in text.split(",")]
+    named = ["=" in x for x in items]
+    if any(named) and not all(named):
+        parser.error(f"--cost-per-gpu-hour {text!r}: give every price by name "
+                     "(h100=2.49,h200=3.10) or none")
+    try:
+        prices = [float(x.split("=")[-1]) for x in items]
+    except ValueError:
+        parser.error(f"--cost-per-gpu-hour {text!r}: give dollars per GPU-hour, one value, one per "
+                     "--gpu kind, or GPU=$ pairs")
+    if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
+        parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per "
+                     f"GPU-hour, got {text}")
+    if all(named):
+        recs = {n: accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+                for n in names}
+        by_kind = {}
+        for x, p in zip(items, prices):
+            key = x.split("=")[0].strip()
+            rec = (recs.get(key) or accelerator_record(
+                key, parser, without="a capacity plan needs hardware.py's GPUs"))
+            kinds = [n for n in names if recs[n]["name"] == rec["name"]]
+            if not kinds:
+                parser.error(f"--cost-per-gpu-hour prices {key}, which --gpu does not list "
+                             f"({', '.join(names)})")
+            if kinds[0] in by_kind:
+                parser.error(f"--cost-per-gpu-hour prices {kinds[0]} twice")
+            by_kind[kinds[0]] = p
+        missing = [n for n in names if n not in by_kind]
+        if missing:
+            parser.error(f"--cost-per-gpu-hour gives no price for {', '.join(missing)}; price "
+                         "every --gpu kind (or give one number for all)")
+        return [by_kind[n] for n in names]
+    if len(prices) not in (1, len(names)):
+        parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; "
+                     f"give one or {len(names)}")
+    return prices * len(names) if len(prices) == 1 else prices
+
+
+def served_model_name(given):
+    """The model as a launch command names it: a hub id as given; a local config.json or folder
+    as the hub id its config records (_name_or_path, when it is one), else the folder holding the
+    config (what an engine loads), a lone config file's path as given (the fallback); MODEL when
+    the model came from flags."""
+    import os  # only a capacity plan names the model
+    if not given:
+        return "MODEL"
+    if not os.path.exists(given):
+        return given  # a hub id
+    cfg = os.path.join(given, "config.json") if os.path.isdir(given) else given
+    folder = os.path.dirname(os.path.abspath(cfg)) if not os.path.isdir(given) else given
+    try:
+        import json
+        with open(cfg, encoding="utf-8") as fh:
+            hub = json.load(fh).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        hub = None
+    if (isinstance(hub, str) and hub.count("/") == 1 and not hub.startswith((".", "/", "~"))
+            and not os.path.exists(hub)):
+        return hub
+    if os.path.basename(cfg) != "config.json":
+        return given  # a config file on its own: no model folder to name, so the path as given
+    return os.path.relpath(folder) if not os.path.isabs(given) else folder
+
+
+def precision_text(bits, fmt, name=None):
+    """The precision a plan sized at, in words: --precision's name when given, then the weights,
+    matmul inputs and KV cache."""
+    if fmt:
+        w = f"the checkpoint's own {fmt['method']} weights ({fmt['linear_bits']:g} bits stored)"
+    else:
+        w = f"{bits['w_bits']:g}-bit weights"
+    text = f"{w}, {bits['a_bits']}-bit matmul inputs, {bits['kv_bits']}-bit KV cache"
+    return f"{name} ({text})" if name else text
 
 
 def run_capacity(spec, req, args, parser, *, bits, flags):
@@ -9761,8 +10309,9 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
             for n in req.capacity_gpus]
     plan = capacity_plan(spec, req, gpus=gpus, flags=flags, prices=req.capacity_prices,
                          requests=reqs, bits=bits, percentile=req.slo_percentile, rate=rate,
-                         max_ttft=max_ttft, max_tpot=max_tpot, sim_requests=req.num_requests,
-                         progress=lambda m: print(m, file=sys.stderr))
+                         max_ttft=max_ttft, max_tpot=max_tpot, sim_requests=len(reqs),
+                         progress=(lambda m: print(m, file=sys.stderr))
+                         if SHOW_PROGRESS["on"] else None)
     w = plan["winner"]
     if w is None and not plan["layouts_fitted"]:
         longest = max(r[1] + r[2] for r in reqs)
@@ -9774,13 +10323,18 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
                      f"{targets_text(req.max_ttft_ms, req.max_tpot_ms)} at p{req.slo_percentile}, "
                      "even lightly loaded: relax the targets, cut -s/-o or --precision, or add a "
                      "GPU kind")
-    model = args.hf_model_name_or_path or "MODEL"
+    model = served_model_name(args.hf_model_name_or_path)
     prefix = bool(req.prefix_tokens) or any(r[3] is not None for r in reqs)
+    own = args.weight_bits is None and not args.precision  # the checkpoint's own format
+    fmt = spec.get("checkpoint_format") if own else None
+    quant = None if fmt else weight_quantization(
+        w_bits=bits["w_bits"], a_bits=bits["a_bits"],
+        fp8_activations=args.precision not in ("int8", "w8a8"))
 
     def public(c):
         out = {k: v for k, v in c.items() if k not in ("hw", "bits", "budget", "pool_tokens")}
         out["engine_command"] = launch_command(c, model=model, prefix_caching=prefix,
-                                               speculative=req.speculative)
+                                               speculative=req.speculative, quantization=quant)
         return out
     by_gpu = {g: public(c) for g, c in plan["by_gpu"].items()}
     best = by_gpu[w["gpu"]]
@@ -9790,7 +10344,11 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
            "prices_per_gpu_hour": req.capacity_prices, "serving_stack": w["hw"]["serving_stack"],
            "mean_input_tokens": sum(r[1] for r in reqs) / len(reqs),
            "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs),
-           "requests_simulated": req.num_requests,
+           "requests_simulated": len(reqs),
+           "seeds_per_rate": CAPACITY_SEEDS, "model_served": model,
+           "precision": precision_text(bits, fmt, args.precision), "weight_quantization": quant,
+           "delivered": best["operating_point"],
+           "request_rate_per_replica": best["request_rate_per_replica"],
            "num_gpus": best["num_gpus"], "gpu": best["gpu"], "replicas": best["replicas"],
            "layout": {k: best[k] for k in ("tp", "pp", "dp", "ep", "gpus_per_replica")},
            "dollars_per_hour": best["dollars_per_hour"],
@@ -9798,11 +10356,14 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
            "cost_per_million_output_tokens": best["cost_per_million_output_tokens"],
            "cost_per_million_cached_input_tokens": best["cost_per_million_cached_input_tokens"],
            "engine_command": best["engine_command"], "by_gpu": by_gpu,
-           "layouts_sized": len(plan["candidates"]), "warnings": list(spec["warnings"]),
+           "layouts_sized": len(plan["candidates"]), "layouts_pruned": plan["layouts_pruned"],
+           "warnings": list(spec["warnings"]),
            "convention": "each replica one node at most; its rate the most requests/s whose "
-                         f"simulated run of {req.num_requests} Poisson arrivals keeps TTFT and "
-                         f"TPOT at p{req.slo_percentile} within the targets (bisection to 0.8% of "
-                         "the saturation rate); replicas = ceil(rate / that); the cost split into "
+                         f"simulated runs of {len(reqs)} Poisson arrivals, each of "
+                         f"{CAPACITY_SEEDS} seeds, keep TTFT and TPOT at p{req.slo_percentile} "
+                         "within the targets (bisection to 0.8% of the saturation rate); replicas "
+                         "= ceil(rate / that); delivered latencies at rate / replicas per replica, "
+                         "the mean over the seeds; the cost split into "
                          "input and output by the share of a mean step's time its prompt chunks "
                          "take; cached input tokens take no prefill (priced 0, their pool space is "
                          "in the output share)"}
@@ -9817,14 +10378,14 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
     return res
 
 
-def launch_command(c, *, model, prefix_caching, speculative):
+def launch_command(c, *, model, prefix_caching, speculative, quantization=None):
     """A plan candidate's launch command, as its stack's record writes it (serve/launch.py)."""
     plan = LaunchPlan(model=model, tp=c["tp"], pp=c["pp"], dp=c["dp"], ep=c["ep"],
                       replicas=c["replicas"],
                       kv_bits=c["bits"]["kv_bits"], memory_utilization=c["memory_utilization"],
                       max_num_seqs=c["max_num_seqs"] and c["max_num_seqs"] // c["dp"],
                       max_num_tokens=c["token_budget"], prefix_caching=prefix_caching,
-                      speculative=speculative)
+                      speculative=speculative, quantization=quantization)
     return launch_text(SERVING_STACKS[c["hw"]["serving_stack"]].launch(plan), c["replicas"])
 
 
@@ -9852,8 +10413,24 @@ def capacity_report(res):
               + (f", {money(res['dollars_per_hour'])} per hour: {money(res['cost_per_million_input_tokens'])} per "
                  f"million input tokens, {money(res['cost_per_million_output_tokens'])} per million output tokens"
                  if res["dollars_per_hour"] is not None else " (give --cost-per-gpu-hour to price it)"),
-              "", res["engine_command"], "", "convention: " + res["convention"]]
+              f"sized at: {res['precision']}",
+              delivered_text(res), "", res["engine_command"], "",
+              "convention: " + res["convention"]]
     return "\n".join(lines)
+
+
+def delivered_text(res):
+    """The latencies the winner delivers at the planned load, in one line."""
+    d, p = res["delivered"], res["slo_percentile"]
+    q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[p]
+
+    def ms(x):
+        return f"{x * 1e3:,.1f} ms"
+    return (f"delivered at {res['request_rate_per_replica']:.3g} requests/s per replica (mean of "
+            f"{d['seeds']} seeds of {res['requests_simulated']:,} Poisson arrivals): TTFT p50 "
+            f"{ms(d['ttft_median_s'])}, p90 {ms(d['ttft_p90_s'])}; TPOT p50 "
+            f"{ms(d['tpot_median_s'])}, p90 {ms(d['tpot_p90_s'])}; worst seed's p{p} TTFT "
+            f"{ms(d['ttft' + q + '_worst'])}, TPOT {ms(d['tpot' + q + '_worst'])}")
 
 
 # ======== llmcalc/tools/latency_mix.py ============================================================
@@ -9878,9 +10455,13 @@ def add_mix_args(parser):
                    help="--dataset random: lengths uniform over [len (1 - r), len (1 + r)], 0 <= r < 1 "
                         "(default 0: every request alike)")
     g.add_argument("--trace", default=None, metavar="FILE",
-                   help="requests from a file: JSON lines or CSV with arrival_s, input_tokens, output_tokens "
-                        "and optionally prefix_id, prefix_tokens (a conversation's turns share their history "
-                        "this way); its arrivals are used unless --request-rate or -c is given")
+                   help="requests from a file: JSON lines or CSV (a header; a spreadsheet's BOM "
+                        "is fine) with exactly the columns arrival_s, input_tokens, output_tokens "
+                        "and optionally prefix_id, prefix_tokens (a conversation's turns share "
+                        "their history this way), at most 1,000,000 rows; every row is served "
+                        "under any layout, time counted from the first arrival; its arrivals are "
+                        "used unless --request-rate or -c is given; -s, -o and --prefix-tokens do "
+                        "not apply (its rows give them)")
     g.add_argument("--prefix-tokens", "--random-prefix-len", type=bounded_int, default=None,
                    help="the first N prompt tokens are shared by every request and cached once computed "
                         "(vLLM's prefix caching, SGLang's RadixAttention): the others compute only the rest. "
@@ -10089,6 +10670,10 @@ def format_report(res):
             width=100, subsequent_indent="      ")
     if r["serving"]:
         lines += serving_report_lines(r)
+        if sp:
+            lines.append(f"speculative decoding: TPOT {fmt_s(r['decode_per_token_s'])} against "
+                         f"{fmt_s(r['decode_per_token_s_without_speculation'])} without it at "
+                         f"this load: speedup {r['speculative_speedup']:.2f}x")
     else:
         lines += static_report_lines(r)
     pc, dc = r["prefill_components_s"], r["decode_first_step_components_s"]
@@ -10116,11 +10701,22 @@ def benchmark_report_lines(r):
                  + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
+    if sv.get("warm_requests"):  # a closed loop: its clients' later requests apart
+        lines.append(f"after the first wave ({sv['warm_requests']:,} requests): TTFT "
+                     f"{fmt_s(sv['warm_ttft_s'])}, TPOT {fmt_s(sv['warm_tpot_s'])} (means; "
+                     "the clients' first requests, sent together, ramp up as a static batch)")
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
               f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
               f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}"]
+    if sv.get("overloaded"):
+        lines += textwrap.wrap(
+            f"OVERLOAD: sent {sv['offered_requests_per_s']:.3g} requests/s, served "
+            f"{sv['requests_per_s']:.3g}/s: this layout sustains about "
+            f"{sv['sustained_requests_per_s']:.3g}/s (the steady state's limit), so the queue "
+            f"grew through the run and TTFT ({fmt_s(sv['ttft_s'])} mean) grows with its length; "
+            "lower the rate or add GPUs", width=100, subsequent_indent="      ")
     if mix:
         a, b = mix["input_tokens"], mix["output_tokens"]
         lines += ["", f"{'the mix (tokens)':<34}{'mean':>10}{'median':>10}{'p99':>10}"
@@ -10166,6 +10762,7 @@ def serving_report_lines(r):
     if sv.get("benchmark"):
         return benchmark_report_lines(r)
     gib = 2 ** 30
+    share = sv.get("prompt_step_share", 1.0)  # of the steps, those that carry prompt tokens
     lines = ["", f"{'per request (means)':<40}{'time':>14}",
              f"{'TTFT (waiting included)':<40}{fmt_s(sv['ttft_s']):>14}",
              f"{'TPOT (time per output token)':<40}{fmt_s(sv['tpot_s']):>14}",
@@ -10175,8 +10772,10 @@ def serving_report_lines(r):
              f"{'total (C x o / end-to-end)':<40}{sv['output_tokens_per_s']:>14,.1f}",
              f"{'per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-             "", f"mean engine step: {sv['decodes_per_step']:.1f} decodes + "
-                 f"{sv['prompt_tokens_per_step']:.0f} prompt tokens of others; a request's own "
+             "", f"engine steps: {sv['decodes_per_step']:.1f} decodes each; {share:.1%} of them "
+                 f"also run others' prompts ("
+                 f"{sv['prompt_tokens_per_step'] / max(share, 1e-12):,.0f}"
+                 " tokens each, whole or a chunk); a request's own "
                  f"prompt spans {sv['prompt_steps']:.2f} step(s)"
              + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
              + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"
@@ -10206,11 +10805,12 @@ def static_report_lines(r):
               f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
               + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)"
                  if r["request_overhead_s"] else ""),
-              f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   "
-              f"{r['decode_bound']}",
-              f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
-              f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
-              f"{fmt_s(r['decode_per_token_s']):>14}",
+              *(speculative_tpot_lines(r) if r.get("speculative") else [
+                  f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   "
+                  f"{r['decode_bound']}",
+                  f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
+                  f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
+                  f"{fmt_s(r['decode_per_token_s']):>14}"]),
               f"{'End-to-end (%d output tokens)' % r['output_tokens']:<34}"
               f"{fmt_s(r['total_s']):>14}",
               "", f"{'throughput':<34}{'tokens/s':>14}",
@@ -10218,6 +10818,22 @@ def static_report_lines(r):
               f"{'total (b x o / end-to-end)':<34}{r['output_tokens_per_s']:>14,.1f}",
               f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}"]
     return lines
+
+
+def speculative_tpot_lines(r):
+    """A speculative static batch's decode lines: per output token (a verification step's time
+    over the tokens it yields at this output length), the steps themselves apart, and the
+    speedup against the same batch without speculation."""
+    n, per = max(r["output_tokens"] - 1, 0), r["speculative_tokens_per_step_used"]
+    return [f"{'TPOT per token, first steps':<34}{fmt_s(r['decode_first_token_s']):>14}   "
+            f"{r['decode_bound']}",
+            f"{'TPOT per token, last steps':<34}{fmt_s(r['decode_last_token_s']):>14}",
+            f"{'TPOT mean over %d tokens' % n:<34}{fmt_s(r['decode_per_token_s']):>14}   "
+            f"{r['speculative_verification_steps']:,.2f} verification steps of "
+            f"{fmt_s(r['decode_first_step_s'])}, {per:.2f} tokens each",
+            f"{'TPOT without speculation':<34}"
+            f"{fmt_s(r['decode_per_token_s_without_speculation']):>14}   "
+            f"speedup {r['speculative_speedup']:.2f}x"]
 
 
 def kv_format_text(fmt, kv_bits):
@@ -10245,8 +10861,11 @@ def lines_tail(r, lines):
     lines += ["", f"decode turns compute-bound at batch: weight matmuls {cm if cm else 'never'}, "
                   f"whole step {whole} (context {r['prompt_tokens']})",
               "", f"{'memory per GPU (most-loaded stage)':<40}{'GiB':>12}",
-              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}",
-              f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
+              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}"]
+    if r.get("draft_weight_bytes_per_gpu"):
+        lines.append(f"{'  draft weights (%s)' % r['speculative']['method']:<40}"
+                     f"{r['draft_weight_bytes_per_gpu'] / gib:>12,.2f}")
+    lines += [f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
     if r["indexer_cache_bytes_per_gpu"]:
         lines.append(f"{'  indexer keys (DSA) at s + o tokens':<40}"
                      f"{r['indexer_cache_bytes_per_gpu'] / gib:>12,.2f}")
@@ -10440,6 +11059,8 @@ class ServingRequest(Record):
         "bits_given": "whether any bits flag (or --precision) was given",
         "weight_store_bits": "bits per stored weight, scales in (NVFP4: 4.5)",
         "batch_size_given": "whether -b was given",
+        "lengths_given": "(whether -s was given, whether -o was given)",
+        "trace_rows": "the rows the --trace file holds; None without one",
         "requests": "the mix's requests (arrival_s, s, o, prefix key, prefix tokens); None: alike",
         "capacity": "whether this run is a capacity plan",
         "capacity_gpus": "the plan's GPU kinds, as given", "capacity_prices": "$ per GPU-hour each",
@@ -10453,6 +11074,11 @@ class ServingRequest(Record):
 
 
 # ======== llmcalc/tools/latency.py ================================================================
+# -s and -o when not given (a trace or a --dataset gives each request its own lengths instead)
+DEFAULT_PROMPT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 128
+
+
 def rate_float(text):
     """argparse type for --request-rate: a finite number, or inf (all requests at once)."""
     if str(text).strip().lower() in ("inf", "infinity"):
@@ -10467,8 +11093,11 @@ def build_parser():
     g.add_argument("--batch-size", "-b", type=bounded_int, default=None,
                    help="b concurrent sequences decoded together as one batch (default 1)")
     g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=bounded_int,
-                   default=512, help="s prompt tokens per sequence (default 512)")
-    g.add_argument("--output-tokens", "-o", type=bounded_int, default=128, help="o output tokens (default 128)")
+                   default=None,
+                   help=f"s prompt tokens per sequence (default {DEFAULT_PROMPT_TOKENS})")
+    g.add_argument("--output-tokens", "-o", type=bounded_int, default=None,
+                   help=f"o output tokens (default {DEFAULT_OUTPUT_TOKENS}; 0 with -b: the "
+                        "prompt's pass alone, nothing decoded)")
     g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1,
                    help="tp GPUs that split every layer's weights (default 1)")
     g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1,
@@ -10532,13 +11161,15 @@ def build_parser():
                    help=f"preset of what the serving stack adds to the kernels (launch gaps, all-reduce "
                         f"and per-step costs, chunk size, memory share; default {DEFAULT_SERVING_STACK}; "
                         "the flags below and above override its values)")
-    g.add_argument("--concurrency", "-c", type=bounded_int, default=None,
+    g.add_argument("--concurrency", "-c", "--max-concurrency", type=bounded_int, default=None,
                    help="C requests in flight under continuous batching (steady state, chunked "
-                        "prefill) instead of one static batch of -b")
+                        "prefill) instead of one static batch of -b (--max-concurrency: vllm "
+                        "bench serve's spelling, whose default rate is inf: its clients are this "
+                        "closed loop)")
     g.add_argument("--request-rate", type=rate_float, default=None,
                    help="requests per second arriving (open loop): the concurrency that rate keeps "
                         "in flight, instead of -c; inf (with --num-requests) sends them all at once")
-    g.add_argument("--num-requests", type=bounded_int, default=None,
+    g.add_argument("--num-requests", "--num-prompts", type=bounded_int, default=None,
                    help="simulate a finite benchmark run of N requests step by step (ramp-up, queue and "
                         "drain included, throughput over the run's duration, as benchmark clients report "
                         "it) instead of the steady state; with --request-rate or -c")
@@ -10708,11 +11339,71 @@ def unused_flag_notes(req, *, search):
     return flag_notes
 
 
+def resolve_lengths(args, parser, req):
+    """-s and -o: the defaults filled (req.lengths_given says which were given), refused beside a
+    trace or a --dataset (which give each request its own lengths), -o 0 (the prompt's pass
+    alone) answered as the pass that yields the first token with -b and refused under a load (a
+    served request generates at least one token: vLLM's max_tokens >= 1), --prefix-tokens 0 read
+    as no shared prefix. args is left as parsed."""
+    given = (args.prompt_tokens is not None, args.output_tokens is not None)
+    req.lengths_given = given
+    if args.trace is not None and not args.trace.strip():
+        parser.error("--trace is empty: give a trace file (.jsonl or .csv)")
+    if args.gpu is not None and not args.gpu.strip():  # also before a capacity plan's GPU list
+        parser.error("--gpu is empty: give a GPU name from hardware.py (e.g. h100, h200), or "
+                     "leave it out for the default h100-sxm")
+    mix = "--trace" if args.trace else f"--dataset {args.dataset}" if args.dataset else None
+    if mix and any(given):
+        flags = " and ".join(f for f, g in zip(("-s", "-o"), given) if g)
+        own = ("its rows' input_tokens and output_tokens" if args.trace else
+               "--random-input-len and --random-output-len" if args.dataset == "random"
+               else "its own drawn lengths")
+        parser.error(f"{flags} would do nothing beside {mix}: the lengths are {own}; leave "
+                     f"{'them' if all(given) else 'it'} out")
+    if args.prefix_tokens is not None and args.trace:
+        parser.error("--prefix-tokens would do nothing beside --trace: a trace shares prefixes "
+                     "row by row (its prefix_id and prefix_tokens columns); leave it out")
+    req.prompt_tokens = DEFAULT_PROMPT_TOKENS if args.prompt_tokens is None else args.prompt_tokens
+    req.output_tokens = DEFAULT_OUTPUT_TOKENS if args.output_tokens is None else args.output_tokens
+    if args.prefix_tokens == 0:
+        req.prefix_tokens = None  # nothing shared
+    if args.output_tokens == 0:
+        load = [f for f, v in (("-c", args.concurrency), ("--request-rate", args.request_rate),
+                               ("--num-requests", args.num_requests), ("--search", args.search),
+                               ("--target-request-rate", args.target_request_rate))
+                if v not in (None, False)]
+        if load:
+            parser.error(f"-o 0 under {load[0]}: a served request generates at least one token "
+                         "(vLLM's max_tokens >= 1); give -o 1 or more, or ask for the prompt's "
+                         "pass alone with -b")
+        req.output_tokens = 1  # the prompt's pass; its logits are the first token's
+
+
+def check_trace_rows(args, parser, req):
+    """The flags that need a trace's rows, checked once they are read: --prefix-hit-rate and the
+    host tier need rows sharing a prefix_id, --num-requests at most the trace's rows."""
+    if not req.trace:
+        return
+    n = len(req.requests)
+    if args.num_requests is not None and args.num_requests > req.trace_rows:
+        parser.error(f"--num-requests {args.num_requests:,} is more than the trace's "
+                     f"{req.trace_rows:,} requests; leave it out (every row is served) or give "
+                     f"at most {req.trace_rows:,}")
+    if any(r[3] is not None for r in req.requests) or n == 0:
+        return
+    flags = [f for f, v in (("--prefix-hit-rate", args.prefix_hit_rate),
+                            ("--host-kv-cache-gib", args.host_kv_cache_gib)) if v is not None]
+    if flags:
+        parser.error(f"{' and '.join(flags)} would do nothing: no row of --trace {req.trace} has "
+                     "a prefix_id (the rows that share a cached prefix)")
+
+
 def resolve_request(args, parser, spec):
     """The serving request from the flags (args is left as parsed): the bits (--precision, then
     each --*-bits), the checks (validate), a mix drawn or read, its means standing for s and o in
     the breakdown and the memory check. Returns (ServingRequest, notes on unused flags)."""
     req = ServingRequest.from_flags(args)
+    resolve_lengths(args, parser, req)
     wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
     req.bits_given = bool(args.precision or args.weight_bits is not None
                           or args.activation_bits is not None or args.kv_cache_bits is not None)
@@ -10722,20 +11413,44 @@ def resolve_request(args, parser, spec):
         req.kv_cache_bits = kvb if kvb is not None else max(req.activation_bits, 8)
     req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
                              else req.weight_bits)
+    if not req.bits_given and checkpoint_serves_fp8(spec.get("checkpoint_format")):
+        req.weight_bits = req.weight_store_bits = req.activation_bits = 8  # the KV cache stays 16
     notes = validate(args, parser, spec, req)
-    req.requests = None
+    if args.output_tokens == 0:
+        notes.append("-o 0: the prompt's pass alone, answered as -o 1 (the pass computes the "
+                     "first token's logits; no decode step runs)")
+    req.requests = req.trace_rows = None
     if req.num_requests is not None or req.trace:
-        with calc_errors(parser):
-            req.requests = workload_requests(req)
+        try:
+            req.requests = trace_requests(req) if req.trace else None
+        except ValueError as exc:  # the trace's own line: its file, line and field
+            parser.error(str(exc))
+        if not req.trace:
+            with calc_errors(parser):
+                req.requests = workload_requests(req)
+    check_trace_rows(args, parser, req)
     if req.requests:
         req.prompt_tokens = max(1, round(sum(r[1] for r in req.requests) / len(req.requests)))
         req.output_tokens = max(1, round(sum(r[2] for r in req.requests) / len(req.requests)))
     return req, notes
 
 
+def checkpoint_serves_fp8(fmt):
+    """Whether a checkpoint's own format is FP8 weights that the engines run as FP8 matmuls (W8A8):
+    quant_method fp8 (DeepSeek-V3's 128 x 128 blocks: vLLM's Fp8LinearMethod and SGLang quantize
+    the activations per token group of 128 and run FP8 GEMMs) and ModelOpt FP8 (TensorRT-LLM's
+    and vLLM's FP8 path). The KV cache keeps the model's 16 bits (kv_cache_dtype auto) unless the
+    checkpoint or a flag says otherwise."""
+    return bool(fmt) and fmt["method"] in ("fp8", "modelopt FP8") \
+        and fmt["linear_bits"] < 9 and fmt["expert_bits"] < 9
+
+
 def serving_gpu(name, parser):
     """(the accelerator record the run costs on, whether it was named): hardware.py's record for
     the name, else the default accelerator (exactly the record --gpu h100-sxm reads)."""
+    if name is not None and not name.strip():
+        parser.error("--gpu is empty: give a GPU name from hardware.py (e.g. h100, h200), or leave "
+                     "it out for the default h100-sxm")
     if not name:
         return default_accelerator(), False
     without = ("without it pass --peak-tflops, --memory-bandwidth-gbps, --gpu-memory-gib and "
@@ -10790,6 +11505,8 @@ def flush(pending):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
+    # progress lines (simulations, searches, plans past a second) only for a person at a terminal
+    SHOW_PROGRESS["on"] = sys.stderr.isatty() and not (args.json or args.brief)
     try:
         spec, notes = resolve_model_spec(vars(args), defaults={"num_experts": 8})
     except ValueError as exc:
@@ -10807,8 +11524,11 @@ def main(argv=None):
         # notes and warnings go to stderr once the answer stands: an input refused further on gets
         # its one error line alone
         trained = spec.get("trained_context")
-        if trained and req.prompt_tokens + req.output_tokens > trained:
-            spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is "
+        # the context asked about: -s + -o, or -s alone when -o is the default (a "128k context"
+        # question, -s 131072, is not past a 131,072-token model)
+        asked = req.prompt_tokens + (req.output_tokens if req.lengths_given[1] else 0)
+        if trained and asked > trained:
+            spec["warnings"].append(f"context {asked:,} tokens is "
                                     f"past the model's trained context ({trained:,}: "
                                     "max_position_embeddings or its rope scaling)")
         pending = ([f"note: {note}" for note in notes + rate_notes(hw_notes, args) + flag_notes]
@@ -10866,7 +11586,9 @@ def static_times(spec, hw, req, *, b, bits):
                               prompt_tokens=s, bits=bits, **lay)
         first, last = spec_step(s), spec_step(s + max(o - 2, 0))
         pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
-        dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        # whole verification steps: a short output cannot use all of a step's tokens
+        steps = expected_verification_steps(tokens=o - 1, rates=sp["acceptance_rates"])
+        dec_total = steps * (first["time_s"] + last["time_s"]) / 2
         return pre, first, last, dec_total
     first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
                                    **lay, **bits))
@@ -10954,21 +11676,78 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
     dp, ep = req.data_parallel_size, req.expert_parallel_size
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"],
                                    ep=ep, etp=tp * dp // ep)
-    t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes)
+    d_bytes = (draft_weight_bytes(req.speculative, tp=tp, dp=dp, ep=ep, w_bits=bits["w_bits"],
+                                  e_bits=bits["e_bits"]) if req.speculative else 0)
+    t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes + d_bytes)  # the draft's share too
+    plain = speculation_baseline(spec, hw, req, bits=bits, w_bytes=w_bytes, t=t)
     flush(pending)
     steps = {}  # decode steps by batch: the two searches share their forward passes
     crit = [critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=req.prompt_tokens,
                            matmuls_only=mm, steps=steps, **bits) for mm in (False, True)]
-    cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes)
+    cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes + d_bytes)
     if mem > hw["gpu_memory_bytes"]:
-        memory_warning(cache, w_bytes=w_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
+        memory_warning(cache, w_bytes=w_bytes + d_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
     res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache,
                       mem=mem)
+    if req.speculative:
+        res.update(speculative_result(req, t, plain, draft_bytes=d_bytes))
+    if t["serving"]:
+        t["serving"].update(overload(spec, hw, req, t["serving"], bits=bits,
+                                     w_bytes=w_bytes + d_bytes))
     if args.brief:
         print_layout_brief(res, hw)
     else:
         print_result(res, as_json=args.json, report=format_report)
     return res
+
+
+def overload(spec, hw, req, sv, *, bits, w_bytes):
+    """Whether a simulated open-loop run was sent more than the engine sustains (issue 46: sent
+    6/s, served 4.53/s, TTFT 8.6 s, and no word of it): the offered rate (--request-rate, or a
+    trace's own (n - 1) / its span) above the layout's saturation rate (capacity.saturation_rate,
+    the rate the steady state refuses past) and the run serving under 95% of it. Returns
+    {offered_requests_per_s, sustained_requests_per_s, overloaded}."""
+    out = {"offered_requests_per_s": None, "sustained_requests_per_s": None, "overloaded": False}
+    if not sv.get("benchmark") or req.concurrency is not None:
+        return out  # the steady state refuses an overload itself; closed-loop clients wait
+    offered = req.request_rate
+    if offered is None and req.requests and len(req.requests) > 1:
+        span = max(r[0] for r in req.requests) - min(r[0] for r in req.requests)
+        offered = (len(req.requests) - 1) / span if span > 0 else None
+    if offered is None or math.isinf(offered):
+        return out  # all at once: a burst to drain, not a rate
+    top = saturation_rate(spec, hw, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+                          dp=req.data_parallel_size, ep=req.expert_parallel_size,
+                          prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens,
+                          bits=bits, w_bytes=w_bytes)
+    out.update(offered_requests_per_s=offered, sustained_requests_per_s=top,
+               overloaded=bool(top and offered > top and sv["requests_per_s"] < 0.95 * offered))
+    return out
+
+
+def speculation_baseline(spec, hw, req, *, bits, w_bytes, t):
+    """The same layout and load without speculative decoding (layout_times with no draft), for
+    the speedup line; None without --speculative-tokens."""
+    if not req.speculative:
+        return None
+    hw0, req0 = hw.copy(), req.copy()
+    hw0["speculative"] = req0.speculative = None
+    return layout_times(spec, hw0, req0, bits=bits, w_bytes=w_bytes)
+
+
+def speculative_result(req, t, plain, *, draft_bytes):
+    """The result keys of a speculative run: the verification steps a request runs, the time per
+    token at the first and the last steps (a step's time over the tokens it yields), TPOT without
+    speculation and the speedup, and the draft's weights (in the memory total)."""
+    sp, o = req.speculative, req.output_tokens
+    steps = expected_verification_steps(tokens=o - 1, rates=sp["acceptance_rates"])
+    per = max(o - 1, 1) / steps if steps else 1.0  # tokens per step this output length gets
+    return {"speculative_verification_steps": steps, "speculative_tokens_per_step_used": per,
+            "decode_first_token_s": t["first"]["time_s"] / per,
+            "decode_last_token_s": t["last"]["time_s"] / per,
+            "decode_per_token_s_without_speculation": plain["tpot"],
+            "speculative_speedup": plain["tpot"] / t["tpot"],
+            "draft_weight_bytes_per_gpu": draft_bytes}
 
 
 def print_layout_brief(res, hw):

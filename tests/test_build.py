@@ -83,7 +83,10 @@ def test_check_mode_agrees():
 def test_every_package_module_is_in_some_script_or_is_a_package_marker():
     used = {m["module"] for s in build_scripts.SCRIPTS
             for m in build_scripts.dependency_order(build_scripts.SCRIPTS[s])}
-    left = [m for m in MODULES if m not in used and not m.endswith("__init__")]
+    # kit/: the optional measurement kits (pip install .[kit]) import torch; by design no
+    # standard-library script carries them (tests/test_finetune_kit.py checks none reaches them)
+    left = [m for m in MODULES if m not in used and not m.endswith("__init__")
+            and not m.startswith("kit/")]
     assert not left, f"package modules no script builds in: {left}"
 
 

@@ -173,3 +173,104 @@ def test_every_stacks_capacity_plan_launches_that_stack(stack):
         flags = ("--tensor-parallel-size ", "--tp ", "--tp_size ", "--world_size ",
                  "tensor_para_size ", "-n ")
         assert any(f"{flag}{tp}" in cmd for flag in flags), cmd
+
+
+# --- issue 44: each stack's own command with its quantization, the precision, the delivered
+# latencies, rates that hold across seeds, prices per GPU kind ------------------------------------
+# How each engine applies FP8 weights to a 16-bit checkpoint, as its documentation spells it:
+# vLLM `--quantization fp8` (docs.vllm.ai features/quantization/fp8, dynamic quantization on
+# load); SGLang `--quantization fp8` (server arguments); TensorRT-LLM's LLM API quant_config
+# quant_algo FP8 (trtllm-serve --extra_llm_api_options); Triton's tensorrtllm_backend quantizes
+# the checkpoint with examples/quantization/quantize.py --qformat fp8 before trtllm-build.
+# Stacks with no server print no command (every line a '#' comment).
+FP8_SPELLING = {
+    "vllm": "--quantization fp8", "sglang": "--quantization fp8",
+    "tensorrt-llm": "quant_algo: FP8", "tensorrt-llm-pytorch": "quant_algo: FP8",
+    "tensorrt-llm-triton": "--qformat fp8", "tensorrt-llm-mmha": "--qformat fp8",
+    "fastertransformer-triton": "not the fp8 weights",  # FT has no FP8 weights: said, not launched
+    "hf-eager": "FineGrainedFP8Config()",
+    "fastertransformer": None, "kernels": None,
+}
+NO_SERVER = {"fastertransformer", "kernels", "hf-eager", "tensorrt-llm-mmha"}
+
+
+@pytest.mark.parametrize("stack", sorted(cil.SERVING_STACKS))
+def test_each_stacks_plan_launches_its_own_quantization_and_says_what_it_delivers(stack, capsys):
+    argv = L8 + ["--gpu", "h100", "--target-request-rate", "5", "-s", "500", "-o", "100",
+                 "--max-tpot-ms", "40", "--serving-stack", stack]
+    fp8 = cil.main(argv + ["--precision", "fp8"])
+    text = capsys.readouterr().out
+    cmd = fp8["engine_command"]
+    if FP8_SPELLING[stack]:
+        assert FP8_SPELLING[stack] in cmd, (stack, cmd)
+    if stack in NO_SERVER:
+        assert all(line.startswith("#") for line in cmd.splitlines()), cmd
+    # the plan's text (not only its JSON) names the precision and the latencies it delivers
+    assert "sized at: fp8 (8-bit weights, 8-bit matmul inputs, 8-bit KV cache)" in text
+    d = fp8["delivered"]
+    line = next(x for x in text.splitlines() if x.startswith("delivered at"))
+    for k in ("ttft_median_s", "ttft_p90_s", "tpot_median_s", "tpot_p90_s"):
+        assert f"{d[k] * 1e3:,.1f} ms" in line, (k, line)
+    assert d["tpot_p90_s_worst"] <= 0.040 and d["seeds"] == 4
+    bf16 = run(argv)["engine_command"]  # 16-bit weights: no quantization asked of the engine
+    assert not any(q and q in bf16 for q in FP8_SPELLING.values())
+
+
+def test_the_per_replica_rate_holds_on_seeds_it_was_not_sized_on():
+    # issue 44: sized on one 500-request seed, the rate gave p90 TTFT 456-561 ms over five other
+    # seeds against 500 ms (here, before: 131-223 ms over ten seeds against 150 ms). Each rate is
+    # now judged on 4 seeds, all within the target; rerun on ten fresh seeds (100-109) at that
+    # rate, p90 TTFT averages within the target and the worst is within 5% of it (a 500-request
+    # run's p90 spreads +-10% between seeds; the worst of 4 bounds a fresh seed 4 times in 5).
+    plan = run(L8 + ["--gpu", "h100", "--target-request-rate", "20", "-s", "1000", "-o", "200",
+                     "--max-ttft-ms", "150"])
+    c = plan["by_gpu"]["h100"]
+    p90 = [run(L8 + ["--gpu", "h100", "-tp", str(c["tp"]), "-s", "1000", "-o", "200",
+                     "--num-requests", "500", "--request-rate", str(c["replica_request_rate"]),
+                     "--seed", str(k)])["serving"]["ttft_p90_s"] for k in range(100, 110)]
+    assert sum(p90) / len(p90) <= 0.150 and max(p90) <= 0.150 * 1.05, p90
+
+
+def test_prices_by_gpu_kind_name_match_prices_in_order():
+    named = run(PLAN + ["--cost-per-gpu-hour", "h200=3.5,a100-80gb=1.5,h100=2.5"])
+    ordered = run(PLAN + ["--cost-per-gpu-hour", "1.5,2.5,3.5"])
+    assert named["prices_per_gpu_hour"] == ordered["prices_per_gpu_hour"] == [1.5, 2.5, 3.5]
+    assert named["gpu"] == ordered["gpu"]
+    assert named["dollars_per_hour"] == ordered["dollars_per_hour"]
+
+
+@pytest.mark.parametrize("prices,says", [
+    ("h100=2.49", "no price for a100-80gb, h200"),
+    ("h100=2.49,b200=5,h200=3,a100-80gb=1", "prices b200, which --gpu does not list"),
+    ("h100=2.49,3.1,2", "give every price by name"),
+    ("h100=2,h100-sxm=3,h200=3,a100-80gb=1", "prices h100 twice"),
+])
+def test_prices_by_name_refused_in_one_line(prices, says, capsys):
+    with pytest.raises(SystemExit):
+        cil.main(PLAN + ["--cost-per-gpu-hour", prices])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+
+
+def test_the_command_names_the_model_as_given(tmp_path):
+    # a hub id as given; a model folder (or its config.json) as that folder, or the hub id its
+    # config records; a lone config file only as the fallback
+    from llmcalc.tools.latency_capacity import served_model_name
+    hub = "meta-llama/Llama-3.1-8B-Instruct"
+    assert served_model_name(hub) == hub
+    folder = tmp_path / "Llama-3.1-8B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert served_model_name(str(folder)) == str(folder)
+    assert served_model_name(str(folder / "config.json")) == str(folder)
+    (folder / "config.json").write_text(json.dumps({"_name_or_path": "meta-llama/Llama-3.1-8B"}))
+    assert served_model_name(str(folder / "config.json")) == "meta-llama/Llama-3.1-8B"
+    assert served_model_name(L8[1]) == L8[1] and served_model_name(None) == "MODEL"
+
+
+def test_the_plans_text_carries_the_models_warnings(capsys):
+    # issue 46 item 2: the capacity plan's text dropped the model's warnings (its JSON had them)
+    cil.main(L8 + ["--gpu", "h100", "--target-request-rate", "2", "-s", "140000", "-o", "100",
+                   "--max-tpot-ms", "200"])
+    out = capsys.readouterr().out
+    assert "WARNING: context 140,100 tokens is past the model's trained context" in out

@@ -40,6 +40,10 @@ class LaunchPlan(Record):
         "dp": "data-parallel attention groups in the replica", "ep": "expert-parallel size",
         "replicas": "replicas behind the load balancer",
         "kv_bits": "KV-cache bits (8: an fp8 cache)",
+        "quantization": "the weights' quantization the plan sized at, to apply when serving "
+                        "(QUANTIZATIONS' key: fp8, int8, w8a16, int4, w4a8, fp4), or None: "
+                        "16-bit weights, or a checkpoint stored quantized (the engine reads its "
+                        "quantization_config)",
         "memory_utilization": "the stack's memory share (of the GPU, or of what the weights leave)",
         "max_num_seqs": "running-request cap per data-parallel engine; None: the stack's own",
         "max_num_tokens": "tokens per engine step; None: the stack's own",
@@ -47,6 +51,46 @@ class LaunchPlan(Record):
         "speculative": "the speculative-decoding setup ({k, method, ...}) or None",
     }
     REQUIRED = tuple(FIELDS)
+
+
+# The weight quantizations a plan sizes at, by (weight bits, activation bits), and how each engine
+# applies one to a 16-bit checkpoint:
+#   vLLM: `--quantization fp8` quantizes the weights to FP8 on load (docs.vllm.ai, features/
+#     quantization/fp8: "dynamic quantization ... no calibration data"); INT8 and 4-bit weights
+#     come from a checkpoint quantized first (llm-compressor W8A8/W4A16, AWQ, GPTQ; ModelOpt
+#     NVFP4), whose quantization_config vLLM reads.
+#   SGLang: `--quantization fp8` the same way (server arguments: online FP8); w8a8_int8, awq,
+#     gptq and modelopt_fp4 need such a checkpoint.
+#   TensorRT-LLM: the LLM API's quant_config (quant_algo FP8, W8A8_SQ_PER_CHANNEL, W8A16,
+#     W4A16_AWQ, W4A8_AWQ, NVFP4; kv_cache_quant_algo FP8) in --extra_llm_api_options; Triton's
+#     backend quantizes the checkpoint before trtllm-build (examples/quantization/quantize.py
+#     --qformat fp8, int8_sq, int8_wo, int4_awq, w4a8_awq, nvfp4).
+# key: ((weight bits, activation bits), TensorRT-LLM's quant_algo, quantize.py's qformat)
+QUANTIZATIONS = {
+    "fp8": ((8, 8), "FP8", "fp8"), "int8": ((8, 16), "W8A16", "int8_wo"),
+    "w8a8-int8": ((8, 8), "W8A8_SQ_PER_CHANNEL", "int8_sq"),
+    "int4": ((4, 16), "W4A16_AWQ", "int4_awq"),
+    "w4a8": ((4, 8), "W4A8_AWQ", "w4a8_awq"), "fp4": ((4, 4), "NVFP4", "nvfp4"),
+}
+
+
+def weight_quantization(*, w_bits, a_bits, fp8_activations=True):
+    """QUANTIZATIONS' key for the weight and activation bits a plan sized at, or None for 16-bit
+    weights (fp8_activations: 8-bit matmul inputs are FP8, as on Hopper and later; else INT8)."""
+    if w_bits >= 16:
+        return None
+    if w_bits == 8 and a_bits == 8:
+        return "fp8" if fp8_activations else "w8a8-int8"
+    for key, ((w, a), _, _) in QUANTIZATIONS.items():
+        if (w, a) == (round(w_bits), a_bits) and key not in ("fp8", "w8a8-int8"):
+            return key
+    return "int4" if w_bits < 8 else "int8"
+
+
+def _prequantized(engine, q, how):
+    """The comment line for a quantization the engine does not apply on load."""
+    return (f"# {q} weights: {engine} serves a checkpoint quantized first ({how}); point the "
+            "command at that checkpoint")
 
 
 def launch_text(lines, replicas):
@@ -67,6 +111,8 @@ def vllm_command(p):
         cmd.append(f"--max-num-seqs {p.max_num_seqs}")
     if p.max_num_tokens:
         cmd.append(f"--max-num-batched-tokens {p.max_num_tokens}")
+    if p.quantization == "fp8":
+        cmd.append("--quantization fp8")
     if p.kv_bits == 8:
         cmd.append("--kv-cache-dtype fp8")
     cmd.append("--enable-prefix-caching" if p.prefix_caching else "--no-enable-prefix-caching")
@@ -76,6 +122,9 @@ def vllm_command(p):
                   "draft": "draft_model"}[sp["method"]]
         cmd.append(f"--speculative-config '{{\"method\": \"{method}\", \"num_speculative_tokens\": "
                    f"{sp['k']}}}'")
+    if p.quantization not in (None, "fp8"):
+        cmd.insert(0, _prequantized("vLLM", p.quantization, "llm-compressor, AWQ, GPTQ or "
+                                    "ModelOpt; vLLM reads its quantization_config"))
     return cmd
 
 
@@ -91,6 +140,8 @@ def sglang_command(p):
         cmd.append(f"--chunked-prefill-size {p.max_num_tokens}")
     if p.max_num_seqs:
         cmd.append(f"--max-running-requests {p.max_num_seqs}")
+    if p.quantization == "fp8":
+        cmd.append("--quantization fp8")
     if p.kv_bits == 8:
         cmd.append("--kv-cache-dtype fp8_e5m2")
     if not p.prefix_caching:
@@ -102,6 +153,9 @@ def sglang_command(p):
         cmd.append(f"--speculative-algorithm {algo} "
                    f"--speculative-num-steps {sp['k']} --speculative-eagle-topk 1 "
                    f"--speculative-num-draft-tokens {sp['k'] + 1}")
+    if p.quantization not in (None, "fp8"):
+        cmd.insert(0, _prequantized("SGLang", p.quantization, "w8a8_int8, AWQ, GPTQ or ModelOpt "
+                                    "FP4; SGLang reads its quantization_config"))
     return cmd
 
 
@@ -117,9 +171,13 @@ def _trtllm_serve(p, backend):
     if p.max_num_tokens:
         cmd.append(f"--max_num_tokens {p.max_num_tokens}")
     sp = p.speculative
-    if p.dp > 1 or sp:
+    quant = ([f"quant_config: {{quant_algo: {QUANTIZATIONS[p.quantization][1]}"
+              + (", kv_cache_quant_algo: FP8}" if p.kv_bits == 8 else "}")]
+             if p.quantization else
+             ["kv_cache_config: {dtype: fp8}"] if p.kv_bits == 8 else [])
+    if p.dp > 1 or sp or quant:
         cmd.append("--extra_llm_api_options extra.yaml  # " + "; ".join(
-            (["enable_attention_dp: true"] if p.dp > 1 else [])
+            (["enable_attention_dp: true"] if p.dp > 1 else []) + quant
             + ([f"speculative_config: {{decoding_type: {sp['method'].upper()}, "
                 f"num_nextn_predict_layers: {sp['k']}}}"] if sp else [])))
     return cmd
@@ -141,13 +199,21 @@ def trtllm_pre_xqa_command(p):
     return ["# TensorRT-LLM v0.5-v0.7 (before XQA) has no server command: build the engine "
             f"(examples/<model>/build.py, --world_size {p.tp * p.dp}, --max_batch_size "
             f"{p.max_num_seqs or 'N'}) and serve it with Triton's tensorrtllm_backend "
-            "(its v0.5-v0.7 release); a current TensorRT-LLM runs with XQA: "
-            "--serving-stack tensorrt-llm"]
+            "(its v0.5-v0.7 release)"
+            + (f", the checkpoint quantized first (examples/quantization/quantize.py --qformat "
+               f"{QUANTIZATIONS[p.quantization][2]})" if p.quantization else "")
+            + "; a current TensorRT-LLM runs with XQA: --serving-stack tensorrt-llm"]
 
 
 def trtllm_triton_command(p):
     """Triton's tensorrtllm_backend: build the engine, fill the model repository, launch Triton."""
     n = p.tp * p.dp
+    quant = ""
+    if p.quantization or p.kv_bits == 8:  # ModelOpt quantizes the checkpoint the build reads
+        quant = (f"python3 examples/quantization/quantize.py --model_dir {p.model} --tp_size {n} "
+                 f"--qformat {QUANTIZATIONS[p.quantization][2] if p.quantization else 'full_prec'}"
+                 + (" --kv_cache_dtype fp8" if p.kv_bits == 8 else "")
+                 + f" --output_dir ckpt_tp{n}\n")
     build = [f"trtllm-build --checkpoint_dir ckpt_tp{n} --output_dir engine_tp{n}"]
     if p.max_num_seqs:
         build.append(f"--max_batch_size {p.max_num_seqs}")
@@ -158,22 +224,30 @@ def trtllm_triton_command(p):
             "batching_strategy:inflight_fused_batching"
             + (f",triton_max_batch_size:{p.max_num_seqs}" if p.max_num_seqs else "")
             + (",enable_kv_cache_reuse:true" if p.prefix_caching else ""))
-    return [" \\\n    ".join(build) + "\n" + fill + "\n"
+    return [quant + " \\\n    ".join(build) + "\n" + fill + "\n"
             + f"python3 scripts/launch_triton_server.py --world_size {n} --model_repo "
               "triton_model_repo"]
 
 
 def fastertransformer_command(p):
-    """FasterTransformer is a library: its C++ example runs a static batch under MPI."""
-    return ["# FasterTransformer has no server: its example runs a static batch, "
-            f"tensor_para_size={p.tp} and pipeline_para_size={p.pp} in gpt_config.ini\n"
-            f"mpirun -n {p.tp * p.pp} ./bin/multi_gpu_gpt_example"]
+    """FasterTransformer is a library, no server: nothing to launch (its C++ example runs a static
+    batch under MPI, named in the comment)."""
+    return ["# FasterTransformer has no server, so there is no command to launch; its C++ example "
+            f"runs a static batch (tensor_para_size={p.tp}, pipeline_para_size={p.pp}"
+            + (", int8_mode=1" if p.quantization in ("int8", "w8a8-int8") else "")
+            + f" in gpt_config.ini; mpirun -n {p.tp * p.pp} ./bin/multi_gpu_gpt_example); behind "
+            "a server: --serving-stack fastertransformer-triton"]
 
 
 def fastertransformer_triton_command(p):
     """FasterTransformer behind Triton (fastertransformer_backend): the layout in config.pbtxt."""
+    if p.quantization not in (None, "int8", "w8a8-int8"):
+        return [f"# fastertransformer_backend serves 16-bit weights (int8_mode 1 for INT8): not "
+                f"the {p.quantization} weights this plan sized at; size it at --precision bf16 "
+                "or int8, or pick --serving-stack tensorrt-llm"]
     return [f"# fastertransformer_backend: config.pbtxt parameters tensor_para_size {p.tp}, "
-            f"pipeline_para_size {p.pp}\n"
+            f"pipeline_para_size {p.pp}"
+            + (", int8_mode 1" if p.quantization in ("int8", "w8a8-int8") else "") + "\n"
             "tritonserver --model-repository=triton-model-store"]
 
 
@@ -187,7 +261,12 @@ def no_server_command(p):
 
 def hf_generate_command(p):
     """transformers' generate() in eager PyTorch is called from a script, not a server."""
+    quant = {"fp8": ", quantization_config=FineGrainedFP8Config()",
+             "int8": ", quantization_config=BitsAndBytesConfig(load_in_8bit=True)",
+             "int4": ", quantization_config=BitsAndBytesConfig(load_in_4bit=True)"}.get(
+                 p.quantization, "")
     return ["# hf-eager is transformers' generate() in eager PyTorch: no server command; call "
-            f"AutoModelForCausalLM.from_pretrained({p.model!r}).generate() from your own script"
+            f"AutoModelForCausalLM.from_pretrained({p.model!r}{quant}).generate() from your own "
+            "script"
             + (f" (tp {p.tp}: tp_plan='auto', under torchrun --nproc-per-node "
                f"{p.tp})" if p.tp > 1 else "")]

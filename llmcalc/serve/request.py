@@ -45,6 +45,8 @@ class ServingRequest(Record):
         "bits_given": "whether any bits flag (or --precision) was given",
         "weight_store_bits": "bits per stored weight, scales in (NVFP4: 4.5)",
         "batch_size_given": "whether -b was given",
+        "lengths_given": "(whether -s was given, whether -o was given)",
+        "trace_rows": "the rows the --trace file holds; None without one",
         "requests": "the mix's requests (arrival_s, s, o, prefix key, prefix tokens); None: alike",
         "capacity": "whether this run is a capacity plan",
         "capacity_gpus": "the plan's GPU kinds, as given", "capacity_prices": "$ per GPU-hour each",

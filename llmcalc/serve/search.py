@@ -10,6 +10,7 @@ from .engine import layout_problem
 from .forward import forward_pass, layout_net
 from .memory import cache_bytes_per_gpu, kv_pool_capacity, weight_bytes_per_gpu
 from .stacks import COMPUTE_DTYPE, resolve_hardware
+from .simulate import SHOW_PROGRESS
 from .steady import md1_wait_s, mixed_step, steady_state
 
 
@@ -256,7 +257,7 @@ def search_serving(spec, req, fmt, *, gpu, gpu_given, flags):
     layouts = list(serving_layouts(spec, N, max_tp=one.get("gpus_per_node"), max_replica=max_replica))
     shown = t0 + 1.0  # progress on stderr once the search has run a second, then every second
     for i, (tp, pp, dp, ep) in enumerate(layouts):
-        if time.perf_counter() > shown:
+        if SHOW_PROGRESS["on"] and time.perf_counter() > shown:
             print(f"searching: layout {i + 1} of {len(layouts)}, {evaluated} points so far", file=sys.stderr)
             shown = time.perf_counter() + 1.0
         gpus = tp * pp * dp
@@ -389,11 +390,14 @@ def search_report(res, *, s, o, stack, top):
         "not weigh accuracy (--precision picks a format); tp stays "
         "inside a node; pipelines deeper than needed to hold the weights only once a stage fills a node):",
         width=100)
-    lines += ["", f"{'layout (per replica)':<34}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
+    shown = res["pareto_front"][:top]
+    # the layout column as wide as its longest entry (a disaggregated pair's two pools run long)
+    w = max([34] + [len(layout_text_short(p) + " " + bits_label(p)) + 2 for p in shown])
+    lines += ["", f"{'layout (per replica)':<{w}}{'repl':>5}{'C':>6}{'TTFT ms':>10}{'TPOT ms':>9}"
                   f"{'tok/s/user':>11}{'tok/s/GPU':>11}{'total tok/s':>13}{'GiB/GPU':>9}"]
-    for p in res["pareto_front"][:top]:
+    for p in shown:
         par = layout_text_short(p) + " " + bits_label(p)
-        lines.append(f"{par:<34}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
+        lines.append(f"{par:<{w}}{p['replicas']:>5}{p['concurrency']:>6}{p['ttft_s'] * 1e3:>10.1f}"
                      f"{p['tpot_s'] * 1e3:>9.2f}{p['tokens_per_s_per_user']:>11.1f}{p['tokens_per_s_per_gpu']:>11.1f}"
                      f"{p['total_tokens_per_s']:>13,.0f}{p['memory_bytes_per_gpu'] / 2**30:>9.1f}")
     if len(res["pareto_front"]) > top:

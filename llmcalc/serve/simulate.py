@@ -34,6 +34,9 @@ def _percentile(values, q, presorted=False):
 
 # A simulation whose pace says it would run past this is stopped, saying how long it would take.
 SIMULATION_LIMIT_S = 120.0
+# Whether progress lines reach stderr: the tool turns them on for a person watching a terminal
+# (stderr a TTY, neither --json nor --brief), so scripts and tests see one clean error line.
+SHOW_PROGRESS = {"on": False}
 
 
 class SimulationTooLong(Exception):
@@ -48,6 +51,8 @@ def report_progress(progress, *, started, done, n, units):
     left = (n - done) * (now - started) / max(done, 1)
     if left > SIMULATION_LIMIT_S:
         raise SimulationTooLong(left, done * units, n * units)
+    if not SHOW_PROGRESS["on"]:
+        return now
     progress(f"simulating the benchmark: {done * units:,} of {n * units:,} requests done, "
              f"about {left:,.0f} s left")
     return now
@@ -94,6 +99,8 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else num_requests) // dp))  # micro-batches
     units = dp * engines  # alike: one is simulated
+    if num_requests % units or (closed and concurrency % units):  # units unlike: each simulated
+        return _uneven_alike_run(spec, hw, **{k: v for k, v in locals().items() if k in _ALIKE})
     n = math.ceil(num_requests / units)
     run_cap = max(1, min(run_cap // units, K))  # a step decodes every running request within its budget
     req_s = hw["request_overhead_s"]
@@ -121,6 +128,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     cohorts = collections.deque()
     d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
     ttft, tpot, e2e = [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests after its first wave
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
     started = last_shown = time.monotonic()  # progress lines once the run takes over a second
 
@@ -132,6 +140,9 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         e2e.extend(t - a + req_s for a in arrivals)
         if o > 1:
             tpot.extend([(t - first_t) / (o - 1)] * m)
+        if closed:  # sent after the first wave: its clients' later requests
+            tp_s = (t - first_t) / max(o - 1, 1)
+            warm.extend((first_t - a + req_s, tp_s, t - a + req_s) for a in arrivals if a > 0)
         duration = t + req_s
         for _ in range(min(m, n - sent) if closed else 0):
             heapq.heappush(pending, t + req_s)
@@ -196,7 +207,42 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
-            "decode_step": dec, "prompt_step": pre}
+            "decode_step": dec, "prompt_step": pre, **warm_statistics(warm)}
+
+
+def warm_statistics(warm):
+    """Mean TTFT, TPOT and end-to-end time of a closed loop's requests sent after its first wave
+    (every client's first request, sent together at the start: the ramp-up a static batch also
+    has), as load generators that measure once the load is stable report (NVIDIA's perf_analyzer
+    and genai-perf measure in windows after a warm-up); None without any (an open loop, or one
+    request per client)."""
+    n = len(warm)
+    return {"warm_requests": n,
+            **{f"warm_{k}_s": sum(x[i] for x in warm) / n if n else None
+               for i, k in enumerate(("ttft", "tpot", "e2e"))}}
+
+
+_ALIKE = ("tp", "num_requests", "prompt_tokens", "output_tokens", "token_budget", "run_cap", "bits",
+          "rate", "concurrency", "arrivals", "seed", "pp", "dp", "ep", "progress")
+
+
+def _uneven_alike_run(spec, hw, *, tp, num_requests, prompt_tokens, output_tokens, token_budget,
+                      run_cap, bits, rate, concurrency, arrivals, seed, pp, dp, ep, progress):
+    """simulate_benchmark's run when its requests do not split evenly over the data-parallel
+    groups and micro-batches (201 over 2): simulate_requests serves each unit's own requests, so
+    the run counts num_requests, not the next multiple (the pool: run_cap requests' tokens).
+    Returns simulate_benchmark's keys."""
+    reqs = [(None, prompt_tokens, output_tokens, None, 0)] * num_requests
+    st = simulate_requests(spec, hw, tp=tp, requests=reqs, token_budget=token_budget,
+                           pool_tokens=run_cap * (prompt_tokens + output_tokens),
+                           max_running=run_cap, bits=bits, rate=rate, concurrency=concurrency,
+                           arrivals=arrivals, seed=seed, pp=pp, dp=dp, ep=ep, progress=progress)
+    keep = ("ttft", "tpot", "e2e", "warm")
+    return {k: v for k, v in st.items()
+            if k.split("_")[0] in keep or k in (
+                "num_requests", "duration_s", "requests_per_s", "mean_in_flight", "most_running",
+                "engine_steps", "micro_batches", "decodes_per_step", "prompt_tokens_per_step",
+                "decode_step", "prompt_step")}
 
 
 def _bucket(x, _log=math.log):
@@ -228,52 +274,91 @@ def simulate_requests(spec, hw, *, tp, requests, token_budget, pool_tokens, max_
       * multi-step scheduling (vLLM 0.6's --num-scheduler-steps N): once decodes run, the scheduler
         runs N decode steps before it looks again, so an arrival waits for the window to end; a
         step with prompt work opens a new window;
-      * arrivals: the trace's own times, or `rate` per second (benchmark_arrivals), or
-        `concurrency` clients each sending its next request when the last returns; with dp
-        data-parallel groups and pp micro-batches every units-th request goes to the one unit
-        simulated (at rate / units), as simulate_benchmark splits alike requests.
+      * arrivals: the trace's own times from its first, or `rate` per second
+        (benchmark_arrivals), or `concurrency` clients each sending its next request when the
+        last returns; with dp data-parallel groups and pp micro-batches the units take the
+        requests in turn and each unit is simulated, so every request is served (_unit_arrivals).
     Returns simulate_benchmark's statistics (means, medians, p90 and p99 over the mix) plus the
     prefix cache's: hits, prompt tokens computed and skipped, evictions, most pool tokens held."""
     K = token_budget if math.isfinite(token_budget) else 10 ** 18
     closed = concurrency is not None
     engines = max(1, min(pp, (concurrency if closed else len(requests)) // dp))
     units = dp * engines
-    reqs = requests[::units] if units > 1 else requests
     sp = hw.get("speculative")
-    # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1 tokens at
-    # the expected tokens per verification step (rounded up)
-    o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"], whole=True)
-             if sp else r[2] for r in reqs]
-    pending, sent = _mix_arrivals(reqs, concurrency=concurrency, units=units, rate=rate,
-                                  arrivals=arrivals, seed=seed)
     memo = {} if memo is None else memo  # step costs (a caller running one layout again: its own)
     step_s = _mix_step_cost(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, memo=memo)
-    pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
-                      host_s_per_token=host_s_per_token)
-    run = _run_mix(reqs, o_run, pool, step_s, pending=pending, sent=sent, closed=closed, K=K,
-                   run_cap=max(1, min(max_running // units if max_running else 10 ** 9, K)),
-                   req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
-                   progress=progress, units=units, pool_tokens=pool_tokens)
-    return _mix_statistics(spec, hw, reqs, run, pool, tp=tp, pp=pp, dp=dp, ep=ep, bits=bits, K=K,
-                           units=units, engines=engines, pool_tokens=pool_tokens,
-                           host_s_per_token=host_s_per_token)
+    import time  # only a simulated benchmark needs it (start-up time)
+    runs, pools, clock = [], [], [time.monotonic(), time.monotonic(), 0, len(requests)]
+    for reqs, pending in _unit_arrivals(requests, concurrency=concurrency, units=units, rate=rate,
+                                        arrivals=arrivals, seed=seed):
+        # decode steps + 1 each request runs: o_i, or with speculative decoding its o_i - 1
+        # tokens at the expected tokens per verification step (rounded up)
+        o_run = [speculative_decode_steps(output_tokens=r[2], tokens_per_step=sp["tokens_per_step"],
+                                          whole=True) if sp else r[2] for r in reqs]
+        pool = _TokenPool(reqs, free=pool_tokens / units, host_tokens=host_tokens,
+                          host_s_per_token=host_s_per_token)
+        runs.append(_run_mix(reqs, o_run, pool, step_s, pending=pending, sent=len(pending),
+                             closed=closed, K=K,
+                             run_cap=max(1, min(max_running // units if max_running
+                                                else 10 ** 9, K)),
+                             req_s=hw["request_overhead_s"], scheduler_steps=scheduler_steps,
+                             progress=progress, units=units, pool_tokens=pool_tokens,
+                             clock=clock))
+        pools.append(pool)
+    return _mix_statistics(spec, hw, requests, _merged_runs(runs), _PoolTotals(pools), tp=tp,
+                           pp=pp, dp=dp, ep=ep, bits=bits, K=K, units=1, engines=engines,
+                           pool_tokens=pool_tokens, host_s_per_token=host_s_per_token)
 
 
-def _mix_arrivals(reqs, *, concurrency, units, rate, arrivals, seed):
-    """(a heap of (arrival time, request index), requests sent so far) of the unit simulated: the
-    closed loop's first requests at 0, else every request at its drawn or traced time."""
+def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
+    """Each unit's (requests, heap of (arrival time, index among them)), every request served by
+    one unit: the units (data-parallel groups x pipeline micro-batches) take the requests in
+    arrival order in turn (a round-robin router). Arrivals are the trace's own times counted from
+    its first (a trace starting at t = 1,000 s starts the run there, not 1,000 s of idling), or
+    drawn at `rate` for all requests (benchmark_arrivals) and dealt out the same way; a closed
+    loop's clients are dealt out too, each unit's first requests sent at 0."""
     import heapq  # only a simulated benchmark needs it (start-up time)
-    n = len(reqs)
-    if concurrency is not None:
-        pending = [(0.0, i) for i in range(min(max(1, math.ceil(concurrency / units)), n))]
-    else:
+    n = len(requests)
+    if concurrency is None:
         if rate is not None:
-            times = benchmark_arrivals(n=n, rate=rate / units, arrivals=arrivals, seed=seed)
+            times = benchmark_arrivals(n=n, rate=rate, arrivals=arrivals, seed=seed)
         else:
-            times = [r[0] for r in reqs]
-        pending = [(times[i], i) for i in range(n)]
-    heapq.heapify(pending)
-    return pending, len(pending)
+            origin = min(r[0] for r in requests)
+            times = [r[0] - origin for r in requests]
+    for u in range(min(units, n)):
+        reqs = requests[u::units]
+        if concurrency is not None:
+            clients = concurrency // units + (u < concurrency % units)
+            pending = [(0.0, i) for i in range(min(max(1, clients), len(reqs)))]
+        else:
+            pending = [(t, i) for i, t in enumerate(times[u::units])]
+            heapq.heapify(pending)
+        yield reqs, pending
+
+
+def _merged_runs(runs):
+    """The units' runs as one: every request's times, the steps and tokens summed (so their ratio
+    is a unit's mean step), the run as long as the longest unit's, the most running summed."""
+    out = dict(ttft=[], e2e=[], tpot=[], warm=[], steps=0, dec_tokens=0, pre_tokens=0, duration=0.0,
+               most=0, unit_steps=0)
+    for r in runs:
+        for k in ("ttft", "e2e", "tpot", "warm"):
+            out[k].extend(r[k])
+        for k in ("steps", "dec_tokens", "pre_tokens", "most"):
+            out[k] += r[k]
+        out["duration"] = max(out["duration"], r["duration"])
+        out["unit_steps"] = max(out["unit_steps"], r["steps"])
+    return out
+
+
+class _PoolTotals:
+    """The units' _TokenPool counts added up (the most held: one unit's most)."""
+
+    def __init__(self, pools):
+        for k in ("hits", "computed", "skipped", "evictions", "host_hits", "loaded"):
+            setattr(self, k, sum(getattr(p, k) for p in pools))
+        self.most_held = max(p.most_held for p in pools)
+        self.host_held = max(p.host_held for p in pools)
 
 
 def _mix_step_cost(spec, hw, *, tp, pp, dp, ep, bits, memo):
@@ -446,21 +531,24 @@ class _TokenPool:
 
 
 def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, req_s,
-             scheduler_steps, progress, units, pool_tokens):
+             scheduler_steps, progress, units, pool_tokens, clock=None):
     """The mix's engine loop (simulate_requests): arrivals wait, admissions take pool tokens, each
     step runs every decode and prompt chunks up to K tokens (none inside a multi-step window), and
-    finished requests free their tokens (and send a closed-loop client's next request). Returns
-    {ttft, e2e, tpot (lists), steps, decode and prompt tokens run, duration, most running}."""
+    finished requests free their tokens (and send a closed-loop client's next request). clock:
+    the whole run's progress [started, last shown, requests done before this unit, requests in
+    all], shared by the units of one run. Returns {ttft, e2e, tpot (lists), steps, decode and
+    prompt tokens run, duration, most running}."""
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
     n = len(reqs)
     arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests sent after the first wave
     since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
     finishing = []  # heap of (step of the last token, index)
     d = base = n_run = step = done = most = 0  # base: sum over decoders of s_i - their first step
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
-    started = last_shown = time.monotonic()
+    clock = clock or [time.monotonic(), time.monotonic(), 0, n * units]
     while done < n:
         while pending and pending[0][0] <= t:
             a, i = heapq.heappop(pending)
@@ -513,6 +601,8 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             ttft.append(first_t[i] - arrival[i] + req_s)
             e2e.append(t - arrival[i] + req_s)
             tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
+            if closed and arrival[i] > 0:
+                warm.append((ttft[-1], tpot[-1], e2e[-1]))
             duration = t + req_s
             pool.release(i)
             if closed and sent < n:
@@ -541,10 +631,12 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             else:
                 d, base = d + 1, base + reqs[i][1] - step
                 heapq.heappush(finishing, (step + o_run[i] - 1, i))
-        if progress and time.monotonic() - last_shown > 1.0:
-            last_shown = report_progress(progress, started=started, done=done, n=n, units=units)
+        if progress and time.monotonic() - clock[1] > 1.0:
+            clock[1] = report_progress(progress, started=clock[0], done=clock[2] + done,
+                                       n=clock[3], units=1)
+    clock[2] += n
     return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
-                pre_tokens=pre_tokens, duration=duration, most=most)
+                pre_tokens=pre_tokens, duration=duration, most=most, warm=warm)
 
 
 def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines,
@@ -567,14 +659,15 @@ def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units
            "output_tokens_per_s": units * sum(r[2] for r in reqs) / duration,
            "input_tokens_per_s": units * sum(r[1] for r in reqs) / duration,
            "mean_in_flight": units * sum(e2e) / duration, "most_running": units * run["most"],
-           "engine_steps": step,
+           "engine_steps": run.get("unit_steps", step),
            "micro_batches": engines, "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
            "decode_step": dec, "prompt_step": pre,
            "prefix_hits": pool.hits * units, "prompt_tokens_computed": pool.computed * units,
            "prompt_tokens_cached": pool.skipped * units, "prefix_evictions": pool.evictions * units,
            "prefix_tokens_held_most": pool.most_held, "kv_pool_tokens": pool_tokens,
            "host_hits": pool.host_hits * units, "host_tokens_loaded": pool.loaded * units,
-           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held}
+           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held,
+           **warm_statistics(run["warm"])}
     for name, xs in (("ttft", run["ttft"]), ("tpot", tpots), ("e2e", e2e)):
         out[f"{name}_s"] = sum(xs) / len(xs)
         xs = sorted(xs)

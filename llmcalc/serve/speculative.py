@@ -55,6 +55,54 @@ def speculative_decode_steps(*, output_tokens, tokens_per_step, whole):
     return 1 + (math.ceil(n) if whole else n)
 
 
+# Output tokens past which expected_verification_steps extends its exact count linearly (renewal
+# theory: the expected steps to n tokens is n / E[tokens per step] plus a constant, Feller 1971
+# vol. II ch. XI); the exact count costs n x K additions.
+EXACT_STEPS_UP_TO = 4096
+
+
+def tokens_per_step_distribution(rates):
+    """P(a verification step yields j tokens), j = 1 .. K + 1: the first j - 1 drafts accepted,
+    the j-th rejected (the target's own token ends the run), or all K accepted plus the target's
+    bonus token (Leviathan et al. 2023, sec. 3.1)."""
+    out, run = [], 1.0
+    for a in rates:
+        out.append(run * (1 - a))
+        run *= a
+    return out + [run]
+
+
+def expected_verification_steps(*, tokens, rates):
+    """Expected verification steps to produce `tokens` output tokens (o - 1 after the prefill's
+    first): a step yields 1 .. K + 1 tokens (tokens_per_step_distribution) and the request stops
+    at its output length, so a short output cannot use a whole step's tokens: E(n) = 1 + sum_j
+    P(j) E(n - j), E(n <= 0) = 0. At least ceil(n / (K + 1)) steps, never fewer (1 at n = 1,
+    where tokens / tokens_per_step would give a fraction of a step); n / tokens_per_step for long
+    outputs."""
+    if tokens <= 0:
+        return 0.0
+    p = tokens_per_step_distribution(rates)
+    n = min(tokens, EXACT_STEPS_UP_TO)
+    e = [0.0] * (n + 1)
+    for m in range(1, n + 1):
+        e[m] = 1.0 + sum(pj * e[m - j] for j, pj in enumerate(p, 1) if m - j > 0)
+    return e[n] + (tokens - n) / tokens_per_step(rates)
+
+
+def draft_weight_bytes(info, *, tp, dp, ep, w_bits, e_bits=None):
+    """Weight bytes per GPU the draft adds to the target's: an MTP module or EAGLE head is one
+    decoder layer (its embedding and head shared with the target's), a draft model all its
+    weights at the target's tp (at w_bits, its experts unsplit), ngram none."""
+    from .memory import layer_weight_bytes, weight_bytes_per_gpu  # only speculative decoding
+    d = info.get("draft_spec")
+    if d is None:
+        return 0
+    if info["method"] == "draft":
+        return weight_bytes_per_gpu(d, tp=tp, pp=1, w_bits=w_bits)
+    return layer_weight_bytes(d["layers"][0], h=d["hidden_size"], norm=d["norm"], tp=tp,
+                              w_bits=w_bits, e_bits=e_bits, ep=ep, etp=tp * dp // ep)
+
+
 def acceptance_rates(text, k):
     """--acceptance-rate as K per-position rates: one value (every position alike, the i.i.d.
     assumption of Leviathan et al.) or K comma-separated values. Raises ValueError (one line)."""

@@ -27,7 +27,9 @@ SHAREGPT_MAX_INPUT_TOKENS = 1024  # vLLM's sampler drops longer prompts
 SHAREGPT_MAX_TOTAL_TOKENS = 2048  # ... and longer prompt + reply pairs
 SHAREGPT_MIN_TOKENS = 4           # ... and shorter prompts or replies
 TRACE_FIELDS = ("arrival_s", "input_tokens", "output_tokens")
+TRACE_COLUMNS = TRACE_FIELDS + ("prefix_id", "prefix_tokens")
 TRACE_LIMIT_TOKENS = 10 ** 9  # FLAG_RANGES' bound on -s and -o
+TRACE_MAX_ROWS = 10 ** 6  # FLAG_RANGES' bound on --num-requests: the most requests a run takes
 
 
 # --- formulas ------------------------------------------------------------------------------------
@@ -141,80 +143,178 @@ def _trace_number(value, *, field, where, integer, lo):
     return int(value) if integer else float(value)
 
 
-def _check_trace_file(path, os):
-    """Refuse a --trace path that is not a regular file, saying what it is instead."""
-    if os.path.isfile(path):
-        return
-    what = ("no such file" if not os.path.exists(path) else "a folder, not a file"
-            if os.path.isdir(path) else "not a regular file (a pipe or device: save it to a file)")
-    raise ValueError(f"--trace {path}: {what}")
-
-
-def read_trace(path):
-    """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
-    header, each request with arrival_s (seconds from the start), input_tokens, output_tokens, and
-    optionally prefix_id (requests with the same id share their first prefix_tokens tokens, and a
-    finished request leaves its prompt and output cached under its id: give a conversation's
-    turns one id, prefix_tokens the history before each turn, 0 for the first) and prefix_tokens
-    (at most input_tokens).
-    Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
-    import csv, json, os  # noqa: E401 (only --trace needs them)
-    _check_trace_file(path, os)
+def _trace_file(path):
+    """(the path checked, its extension): a regular file (a FIFO or folder refused as what it is)
+    with a .jsonl, .json or .csv name. Raises ValueError (one line)."""
+    import os, stat  # noqa: E401 (only --trace needs them)
+    if not str(path).strip():
+        raise ValueError("--trace needs a file name (a .jsonl or .csv trace)")
+    shown = ascii(path)[1:-1] if "\n" in path or not path.isprintable() else path
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ValueError(f"--trace {shown}: no such file") from None
+    except OSError as exc:
+        raise ValueError(f"--trace {shown}: cannot read it ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"--trace {shown}: a folder, not a file; give a trace file in it")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"--trace {shown} is not a regular file (a pipe or device); save the "
+                         "trace to a file first")
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".jsonl", ".json", ".csv"):
-        raise ValueError(f"--trace {path}: give a .jsonl (one JSON object per line) or a .csv file")
-    rows = []
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            if ext == ".csv":
-                reader = csv.DictReader(fh)
-                missing = [f for f in TRACE_FIELDS if f not in (reader.fieldnames or [])]
-                if missing:
-                    raise ValueError(f"--trace {path}: the header lacks {', '.join(missing)} (columns "
-                                     f"{', '.join(TRACE_FIELDS)}, optionally prefix_id, prefix_tokens)")
-                rows = [(i + 2, r) for i, r in enumerate(reader)]
+        raise ValueError(f"--trace {shown}: give a .jsonl (one JSON object per line) or a .csv "
+                         "file")
+    return shown, ext
+
+
+def _trace_row(r, where):
+    """One trace row (a dict of its columns) as a request tuple; ValueError naming the line."""
+    for f in TRACE_FIELDS:
+        if r.get(f) in (None, ""):
+            raise ValueError(f"{where}: {f} is missing")
+    t = _trace_number(r["arrival_s"], field="arrival_s", where=where, integer=False, lo=0)
+    s = _trace_number(r["input_tokens"], field="input_tokens", where=where, integer=True, lo=1)
+    o = _trace_number(r["output_tokens"], field="output_tokens", where=where, integer=True, lo=1)
+    key, p = r.get("prefix_id"), r.get("prefix_tokens")
+    key = None if key in (None, "") else str(key)
+    p = 0 if p in (None, "") else _trace_number(p, field="prefix_tokens", where=where, integer=True,
+                                                lo=0)
+    if p > s:
+        raise ValueError(f"{where}: prefix_tokens {p} is more than input_tokens {s}")
+    if p and key is None:
+        raise ValueError(f"{where}: prefix_tokens without a prefix_id (the id says who shares it)")
+    return (t, s, o, key, p)
+
+
+def _columns_problem(names, *, required=True):
+    """Why a trace's columns (a CSV header or a JSON line's keys) are not exactly the trace's, or
+    None: a column named twice, one the reader does not know (a misspelling would be ignored
+    silently), or a required one missing."""
+    seen = set()
+    for c in names:
+        if c in seen:
+            return f"names the column {c!r} twice"
+        seen.add(c)
+    unknown = [c for c in names if c not in TRACE_COLUMNS]
+    if unknown:
+        return (f"has the column{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(c) for c in unknown)}, which a trace does not have (columns: "
+                f"{', '.join(TRACE_COLUMNS)})")
+    missing = [f for f in TRACE_FIELDS if f not in seen] if required else []
+    if missing:
+        return (f"lacks {', '.join(missing)} (columns {', '.join(TRACE_FIELDS)}, optionally "
+                "prefix_id, prefix_tokens)")
+    return None
+
+
+def _csv_rows(fh, shown):
+    """The requests of a CSV trace, read row by row: the header's columns exactly the trace's
+    (a spreadsheet's byte-order mark dropped by the utf-8-sig reading), each row as many fields
+    as the header (an unquoted thousands separator, 1,000, makes one more)."""
+    import csv  # only --trace needs it
+    reader = csv.reader(fh)
+
+    def rows():  # a field over csv's limit (128 KiB) or a NUL byte: one line naming the row
+        last = 0  # the line the last good row ended on
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise ValueError(f"--trace {shown} line {last + 1}: not a CSV row "
+                                 f"({exc})") from None
+            last = reader.line_num
+            yield row
+    it = rows()
+    header = next(it, None)
+    if not header:
+        return
+    header = [c.strip() for c in header]
+    why = _columns_problem(header)
+    if why:
+        raise ValueError(f"--trace {shown}: the header {why}")
+    for fields in it:
+        line = reader.line_num
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            more = len(fields) > len(header)
+            raise ValueError(
+                f"--trace {shown} line {line}: {len(fields)} fields under a header of "
+                f"{len(header)}" + ("; quote numbers with a thousands separator (\"1,000\") or "
+                                    "write them without one" if more else ""))
+        yield _trace_row(dict(zip(header, fields)), f"--trace {shown} line {line}")
+
+
+def _json_rows(fh, shown):
+    """The requests of a JSON-lines trace, line by line: each an object whose keys are exactly
+    the trace's columns (no key twice, none unknown)."""
+    import json  # only --trace needs it
+    for i, line in enumerate(fh):
+        if not line.strip():
+            continue
+        where = f"--trace {shown} line {i + 1}"
+        try:
+            obj = json.loads(line, parse_int=json_integer)
+            # a key named twice leaves one entry: as many '":' as keys says none was (else the
+            # slower read that keeps every pair decides; a '":' inside a value also takes it)
+            if isinstance(obj, dict) and line.count('":') != len(obj):
+                names = [k for k, _ in json.loads(line, parse_int=json_integer,
+                                                  object_pairs_hook=lambda kv: kv)]
             else:
-                for i, line in enumerate(fh):
-                    if not line.strip():
-                        continue
-                    try:
-                        obj = json.loads(line, parse_int=json_integer)
-                    except json.JSONDecodeError as exc:
-                        raise ValueError(f"--trace {path} line {i + 1}: not JSON ({exc.msg})") from None
-                    except RecursionError:
-                        raise ValueError(f"--trace {path} line {i + 1}: nests too deep to be a "
-                                         "request") from None
-                    if not isinstance(obj, dict):
-                        raise ValueError(f"--trace {path} line {i + 1}: each line must be a JSON object")
-                    rows.append((i + 1, obj))
-    except UnicodeDecodeError:
-        raise ValueError(f"--trace {path}: not UTF-8 text") from None
-    except csv.Error as exc:  # a field over csv's limit (128 KiB), a NUL byte
-        line = reader.line_num + 1  # the row csv was reading
-        raise ValueError(f"--trace {path} line {line}: not a CSV row ({exc})") from None
-    except OSError as exc:  # unreadable (permissions), an I/O error
-        raise ValueError(f"--trace {path}: cannot read it ({exc.strerror or exc})") from None
-    if not rows:
-        raise ValueError(f"--trace {path}: no requests in it")
+                names = list(obj) if isinstance(obj, dict) else None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError(f"{where}: nests too deep to be a request") from None
+        if names is None:
+            raise ValueError(f"{where}: each line must be a JSON object")
+        why = _columns_problem(names, required=False)  # _trace_row says what is missing
+        if why:
+            raise ValueError(f"{where}: the object {why}")
+        yield _trace_row(obj, where)
+
+
+def read_trace(path, *, max_rows=TRACE_MAX_ROWS):
+    """The requests of a trace file: JSON lines (.jsonl, .json: one object per line) or CSV with a
+    header, each request with arrival_s (seconds; the run starts at the first arrival),
+    input_tokens, output_tokens, and optionally prefix_id (requests with the same id share their
+    first prefix_tokens tokens, and a finished request leaves its prompt and output cached under
+    its id: give a conversation's turns one id, prefix_tokens the history before each turn, 0 for
+    the first) and prefix_tokens (at most input_tokens); no other column, none twice.
+    Read row by row, at most max_rows of them (memory stays bounded: a row is a small tuple).
+    Sorted by arrival. Raises ValueError with one line naming the file, line and field."""
+    shown, ext = _trace_file(path)
     out = []
-    for line, r in rows:
-        where = f"--trace {path} line {line}"
-        for f in TRACE_FIELDS:
-            if r.get(f) in (None, ""):
-                raise ValueError(f"{where}: {f} is missing")
-        t = _trace_number(r["arrival_s"], field="arrival_s", where=where, integer=False, lo=0)
-        s = _trace_number(r["input_tokens"], field="input_tokens", where=where, integer=True, lo=1)
-        o = _trace_number(r["output_tokens"], field="output_tokens", where=where, integer=True, lo=1)
-        key, p = r.get("prefix_id"), r.get("prefix_tokens")
-        key = None if key in (None, "") else str(key)
-        p = 0 if p in (None, "") else _trace_number(p, field="prefix_tokens", where=where, integer=True, lo=0)
-        if p > s:
-            raise ValueError(f"{where}: prefix_tokens {p} is more than input_tokens {s}")
-        if p and key is None:
-            raise ValueError(f"{where}: prefix_tokens without a prefix_id (the id says who shares it)")
-        out.append((t, s, o, key, p))
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            for row in (_csv_rows if ext == ".csv" else _json_rows)(fh, shown):
+                if len(out) >= max_rows:
+                    raise ValueError(f"--trace {shown} has more than {max_rows:,} requests, the "
+                                     "most a run takes; cut it (the statistics settle within a "
+                                     "few thousand)")
+                out.append(row)
+    except UnicodeDecodeError:
+        raise ValueError(f"--trace {shown}: not UTF-8 text") from None
+    except OSError as exc:  # unreadable (permissions), an I/O error
+        raise ValueError(f"--trace {shown}: cannot read it ({exc.strerror or exc})") from None
+    if not out:
+        raise ValueError(f"--trace {shown}: no requests in it")
     out.sort(key=lambda x: x[0])
     return out
+
+
+def trace_requests(req):
+    """The requests of a ServingRequest's --trace: all its rows (req.trace_rows says how many it
+    has), or its first --num-requests of them; with --prefix-hit-rate a share of them keep their
+    shared prefix. Raises ValueError (one line)."""
+    reqs = read_trace(req.trace)
+    req.trace_rows = len(reqs)
+    if req.num_requests is not None:
+        reqs = reqs[:req.num_requests]
+    return apply_hit_rate(reqs, hit_rate=req.prefix_hit_rate, seed=req.seed)
 
 
 def length_summary(requests):

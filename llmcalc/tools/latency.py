@@ -205,7 +205,14 @@ from ..serve.stacks import (ALLOWED_BITS, DEFAULT_ALLREDUCE_EFFICIENCY,
     DEFAULT_MEMORY_EFFICIENCY, DEFAULT_SERVING_STACK, FLAG_RANGES, FP4_SHAPE_PENALTY,
     LOW_BIT_EFFICIENCY_RATIO, ROOFLINE_CORNER_P, SERVING_STACKS, HardwareFlags, resolve_hardware)
 from ..serve.request import ServingRequest
+from ..serve.simulate import SHOW_PROGRESS
+from ..serve.speculative import draft_weight_bytes, expected_verification_steps
 from ..serve.steady import critical_batch, decode_total_s, mixed_step
+
+
+# -s and -o when not given (a trace or a --dataset gives each request its own lengths instead)
+DEFAULT_PROMPT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 128
 
 
 def rate_float(text):
@@ -222,8 +229,11 @@ def build_parser():
     g.add_argument("--batch-size", "-b", type=bounded_int, default=None,
                    help="b concurrent sequences decoded together as one batch (default 1)")
     g.add_argument("--prompt-tokens", "--sequence-length", "-s", dest="prompt_tokens", type=bounded_int,
-                   default=512, help="s prompt tokens per sequence (default 512)")
-    g.add_argument("--output-tokens", "-o", type=bounded_int, default=128, help="o output tokens (default 128)")
+                   default=None,
+                   help=f"s prompt tokens per sequence (default {DEFAULT_PROMPT_TOKENS})")
+    g.add_argument("--output-tokens", "-o", type=bounded_int, default=None,
+                   help=f"o output tokens (default {DEFAULT_OUTPUT_TOKENS}; 0 with -b: the "
+                        "prompt's pass alone, nothing decoded)")
     g.add_argument("--tensor-parallel-size", "-tp", type=bounded_int, default=1,
                    help="tp GPUs that split every layer's weights (default 1)")
     g.add_argument("--pipeline-parallel-size", "-pp", type=bounded_int, default=1,
@@ -287,13 +297,15 @@ def build_parser():
                    help=f"preset of what the serving stack adds to the kernels (launch gaps, all-reduce "
                         f"and per-step costs, chunk size, memory share; default {DEFAULT_SERVING_STACK}; "
                         "the flags below and above override its values)")
-    g.add_argument("--concurrency", "-c", type=bounded_int, default=None,
+    g.add_argument("--concurrency", "-c", "--max-concurrency", type=bounded_int, default=None,
                    help="C requests in flight under continuous batching (steady state, chunked "
-                        "prefill) instead of one static batch of -b")
+                        "prefill) instead of one static batch of -b (--max-concurrency: vllm "
+                        "bench serve's spelling, whose default rate is inf: its clients are this "
+                        "closed loop)")
     g.add_argument("--request-rate", type=rate_float, default=None,
                    help="requests per second arriving (open loop): the concurrency that rate keeps "
                         "in flight, instead of -c; inf (with --num-requests) sends them all at once")
-    g.add_argument("--num-requests", type=bounded_int, default=None,
+    g.add_argument("--num-requests", "--num-prompts", type=bounded_int, default=None,
                    help="simulate a finite benchmark run of N requests step by step (ramp-up, queue and "
                         "drain included, throughput over the run's duration, as benchmark clients report "
                         "it) instead of the steady state; with --request-rate or -c")
@@ -463,11 +475,71 @@ def unused_flag_notes(req, *, search):
     return flag_notes
 
 
+def resolve_lengths(args, parser, req):
+    """-s and -o: the defaults filled (req.lengths_given says which were given), refused beside a
+    trace or a --dataset (which give each request its own lengths), -o 0 (the prompt's pass
+    alone) answered as the pass that yields the first token with -b and refused under a load (a
+    served request generates at least one token: vLLM's max_tokens >= 1), --prefix-tokens 0 read
+    as no shared prefix. args is left as parsed."""
+    given = (args.prompt_tokens is not None, args.output_tokens is not None)
+    req.lengths_given = given
+    if args.trace is not None and not args.trace.strip():
+        parser.error("--trace is empty: give a trace file (.jsonl or .csv)")
+    if args.gpu is not None and not args.gpu.strip():  # also before a capacity plan's GPU list
+        parser.error("--gpu is empty: give a GPU name from hardware.py (e.g. h100, h200), or "
+                     "leave it out for the default h100-sxm")
+    mix = "--trace" if args.trace else f"--dataset {args.dataset}" if args.dataset else None
+    if mix and any(given):
+        flags = " and ".join(f for f, g in zip(("-s", "-o"), given) if g)
+        own = ("its rows' input_tokens and output_tokens" if args.trace else
+               "--random-input-len and --random-output-len" if args.dataset == "random"
+               else "its own drawn lengths")
+        parser.error(f"{flags} would do nothing beside {mix}: the lengths are {own}; leave "
+                     f"{'them' if all(given) else 'it'} out")
+    if args.prefix_tokens is not None and args.trace:
+        parser.error("--prefix-tokens would do nothing beside --trace: a trace shares prefixes "
+                     "row by row (its prefix_id and prefix_tokens columns); leave it out")
+    req.prompt_tokens = DEFAULT_PROMPT_TOKENS if args.prompt_tokens is None else args.prompt_tokens
+    req.output_tokens = DEFAULT_OUTPUT_TOKENS if args.output_tokens is None else args.output_tokens
+    if args.prefix_tokens == 0:
+        req.prefix_tokens = None  # nothing shared
+    if args.output_tokens == 0:
+        load = [f for f, v in (("-c", args.concurrency), ("--request-rate", args.request_rate),
+                               ("--num-requests", args.num_requests), ("--search", args.search),
+                               ("--target-request-rate", args.target_request_rate))
+                if v not in (None, False)]
+        if load:
+            parser.error(f"-o 0 under {load[0]}: a served request generates at least one token "
+                         "(vLLM's max_tokens >= 1); give -o 1 or more, or ask for the prompt's "
+                         "pass alone with -b")
+        req.output_tokens = 1  # the prompt's pass; its logits are the first token's
+
+
+def check_trace_rows(args, parser, req):
+    """The flags that need a trace's rows, checked once they are read: --prefix-hit-rate and the
+    host tier need rows sharing a prefix_id, --num-requests at most the trace's rows."""
+    if not req.trace:
+        return
+    n = len(req.requests)
+    if args.num_requests is not None and args.num_requests > req.trace_rows:
+        parser.error(f"--num-requests {args.num_requests:,} is more than the trace's "
+                     f"{req.trace_rows:,} requests; leave it out (every row is served) or give "
+                     f"at most {req.trace_rows:,}")
+    if any(r[3] is not None for r in req.requests) or n == 0:
+        return
+    flags = [f for f, v in (("--prefix-hit-rate", args.prefix_hit_rate),
+                            ("--host-kv-cache-gib", args.host_kv_cache_gib)) if v is not None]
+    if flags:
+        parser.error(f"{' and '.join(flags)} would do nothing: no row of --trace {req.trace} has "
+                     "a prefix_id (the rows that share a cached prefix)")
+
+
 def resolve_request(args, parser, spec):
     """The serving request from the flags (args is left as parsed): the bits (--precision, then
     each --*-bits), the checks (validate), a mix drawn or read, its means standing for s and o in
     the breakdown and the memory check. Returns (ServingRequest, notes on unused flags)."""
     req = ServingRequest.from_flags(args)
+    resolve_lengths(args, parser, req)
     wb, abits, kvb = PRECISIONS[args.precision] if args.precision else (16, 16, None)
     req.bits_given = bool(args.precision or args.weight_bits is not None
                           or args.activation_bits is not None or args.kv_cache_bits is not None)
@@ -477,21 +549,46 @@ def resolve_request(args, parser, spec):
         req.kv_cache_bits = kvb if kvb is not None else max(req.activation_bits, 8)
     req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
                              else req.weight_bits)
+    if not req.bits_given and checkpoint_serves_fp8(spec.get("checkpoint_format")):
+        req.weight_bits = req.weight_store_bits = req.activation_bits = 8  # the KV cache stays 16
     notes = validate(args, parser, spec, req)
-    req.requests = None
+    if args.output_tokens == 0:
+        notes.append("-o 0: the prompt's pass alone, answered as -o 1 (the pass computes the "
+                     "first token's logits; no decode step runs)")
+    req.requests = req.trace_rows = None
     if req.num_requests is not None or req.trace:
         from ..serve.engine import workload_requests  # only a benchmark run
-        with calc_errors(parser):
-            req.requests = workload_requests(req)
+        from ..serve.workload import trace_requests
+        try:
+            req.requests = trace_requests(req) if req.trace else None
+        except ValueError as exc:  # the trace's own line: its file, line and field
+            parser.error(str(exc))
+        if not req.trace:
+            with calc_errors(parser):
+                req.requests = workload_requests(req)
+    check_trace_rows(args, parser, req)
     if req.requests:
         req.prompt_tokens = max(1, round(sum(r[1] for r in req.requests) / len(req.requests)))
         req.output_tokens = max(1, round(sum(r[2] for r in req.requests) / len(req.requests)))
     return req, notes
 
 
+def checkpoint_serves_fp8(fmt):
+    """Whether a checkpoint's own format is FP8 weights that the engines run as FP8 matmuls (W8A8):
+    quant_method fp8 (DeepSeek-V3's 128 x 128 blocks: vLLM's Fp8LinearMethod and SGLang quantize
+    the activations per token group of 128 and run FP8 GEMMs) and ModelOpt FP8 (TensorRT-LLM's
+    and vLLM's FP8 path). The KV cache keeps the model's 16 bits (kv_cache_dtype auto) unless the
+    checkpoint or a flag says otherwise."""
+    return bool(fmt) and fmt["method"] in ("fp8", "modelopt FP8") \
+        and fmt["linear_bits"] < 9 and fmt["expert_bits"] < 9
+
+
 def serving_gpu(name, parser):
     """(the accelerator record the run costs on, whether it was named): hardware.py's record for
     the name, else the default accelerator (exactly the record --gpu h100-sxm reads)."""
+    if name is not None and not name.strip():
+        parser.error("--gpu is empty: give a GPU name from hardware.py (e.g. h100, h200), or leave "
+                     "it out for the default h100-sxm")
     if not name:
         return default_accelerator(), False
     without = ("without it pass --peak-tflops, --memory-bandwidth-gbps, --gpu-memory-gib and "
@@ -546,6 +643,8 @@ def flush(pending):
 def main(argv=None):
     parser = build_parser()
     args = parse_tool_args(parser, argv)
+    # progress lines (simulations, searches, plans past a second) only for a person at a terminal
+    SHOW_PROGRESS["on"] = sys.stderr.isatty() and not (args.json or args.brief)
     try:
         spec, notes = resolve_model_spec(vars(args), defaults={"num_experts": 8})
     except ValueError as exc:
@@ -563,8 +662,11 @@ def main(argv=None):
         # notes and warnings go to stderr once the answer stands: an input refused further on gets
         # its one error line alone
         trained = spec.get("trained_context")
-        if trained and req.prompt_tokens + req.output_tokens > trained:
-            spec["warnings"].append(f"context {req.prompt_tokens + req.output_tokens:,} tokens is "
+        # the context asked about: -s + -o, or -s alone when -o is the default (a "128k context"
+        # question, -s 131072, is not past a 131,072-token model)
+        asked = req.prompt_tokens + (req.output_tokens if req.lengths_given[1] else 0)
+        if trained and asked > trained:
+            spec["warnings"].append(f"context {asked:,} tokens is "
                                     f"past the model's trained context ({trained:,}: "
                                     "max_position_embeddings or its rope scaling)")
         pending = ([f"note: {note}" for note in notes + rate_notes(hw_notes, args) + flag_notes]
@@ -623,7 +725,9 @@ def static_times(spec, hw, req, *, b, bits):
                               prompt_tokens=s, bits=bits, **lay)
         first, last = spec_step(s), spec_step(s + max(o - 2, 0))
         pre = dict(pre, components_s=dict(pre["components_s"], speculative_draft=0.0))
-        dec_total = (o - 1) * (first["time_s"] + last["time_s"]) / 2 / sp["tokens_per_step"]
+        # whole verification steps: a short output cannot use all of a step's tokens
+        steps = expected_verification_steps(tokens=o - 1, rates=sp["acceptance_rates"])
+        dec_total = steps * (first["time_s"] + last["time_s"]) / 2
         return pre, first, last, dec_total
     first = with_step(forward_pass(spec, hw, batch=b, new_tokens=1, context_before=s, absorbed=True,
                                    **lay, **bits))
@@ -711,21 +815,79 @@ def run_layout(spec, req, args, hw, *, bits, fmt, pending):
     dp, ep = req.data_parallel_size, req.expert_parallel_size
     w_bytes = weight_bytes_per_gpu(spec, tp=tp, pp=pp, w_bits=bits["w_bits"], e_bits=bits["e_bits"],
                                    ep=ep, etp=tp * dp // ep)
-    t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes)
+    d_bytes = (draft_weight_bytes(req.speculative, tp=tp, dp=dp, ep=ep, w_bits=bits["w_bits"],
+                                  e_bits=bits["e_bits"]) if req.speculative else 0)
+    t = layout_times(spec, hw, req, bits=bits, w_bytes=w_bytes + d_bytes)  # the draft's share too
+    plain = speculation_baseline(spec, hw, req, bits=bits, w_bytes=w_bytes, t=t)
     flush(pending)
     steps = {}  # decode steps by batch: the two searches share their forward passes
     crit = [critical_batch(spec, hw, tp=tp, pp=pp, dp=dp, ep=ep, context=req.prompt_tokens,
                            matmuls_only=mm, steps=steps, **bits) for mm in (False, True)]
-    cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes)
+    cache, mem = memory_use(spec, req, b=t["b"], w_bytes=w_bytes + d_bytes)
     if mem > hw["gpu_memory_bytes"]:
-        memory_warning(cache, w_bytes=w_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
+        memory_warning(cache, w_bytes=w_bytes + d_bytes, gpu_memory_bytes=hw["gpu_memory_bytes"])
     res = result_dict(spec, req, hw, t, bits=bits, fmt=fmt, crit=crit, w_bytes=w_bytes, cache=cache,
                       mem=mem)
+    if req.speculative:
+        res.update(speculative_result(req, t, plain, draft_bytes=d_bytes))
+    if t["serving"]:
+        t["serving"].update(overload(spec, hw, req, t["serving"], bits=bits,
+                                     w_bytes=w_bytes + d_bytes))
     if args.brief:
         print_layout_brief(res, hw)
     else:
         print_result(res, as_json=args.json, report=format_report)
     return res
+
+
+def overload(spec, hw, req, sv, *, bits, w_bytes):
+    """Whether a simulated open-loop run was sent more than the engine sustains (issue 46: sent
+    6/s, served 4.53/s, TTFT 8.6 s, and no word of it): the offered rate (--request-rate, or a
+    trace's own (n - 1) / its span) above the layout's saturation rate (capacity.saturation_rate,
+    the rate the steady state refuses past) and the run serving under 95% of it. Returns
+    {offered_requests_per_s, sustained_requests_per_s, overloaded}."""
+    from ..serve.capacity import saturation_rate  # only a simulated run asks
+    out = {"offered_requests_per_s": None, "sustained_requests_per_s": None, "overloaded": False}
+    if not sv.get("benchmark") or req.concurrency is not None:
+        return out  # the steady state refuses an overload itself; closed-loop clients wait
+    offered = req.request_rate
+    if offered is None and req.requests and len(req.requests) > 1:
+        span = max(r[0] for r in req.requests) - min(r[0] for r in req.requests)
+        offered = (len(req.requests) - 1) / span if span > 0 else None
+    if offered is None or math.isinf(offered):
+        return out  # all at once: a burst to drain, not a rate
+    top = saturation_rate(spec, hw, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size,
+                          dp=req.data_parallel_size, ep=req.expert_parallel_size,
+                          prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens,
+                          bits=bits, w_bytes=w_bytes)
+    out.update(offered_requests_per_s=offered, sustained_requests_per_s=top,
+               overloaded=bool(top and offered > top and sv["requests_per_s"] < 0.95 * offered))
+    return out
+
+
+def speculation_baseline(spec, hw, req, *, bits, w_bytes, t):
+    """The same layout and load without speculative decoding (layout_times with no draft), for
+    the speedup line; None without --speculative-tokens."""
+    if not req.speculative:
+        return None
+    hw0, req0 = hw.copy(), req.copy()
+    hw0["speculative"] = req0.speculative = None
+    return layout_times(spec, hw0, req0, bits=bits, w_bytes=w_bytes)
+
+
+def speculative_result(req, t, plain, *, draft_bytes):
+    """The result keys of a speculative run: the verification steps a request runs, the time per
+    token at the first and the last steps (a step's time over the tokens it yields), TPOT without
+    speculation and the speedup, and the draft's weights (in the memory total)."""
+    sp, o = req.speculative, req.output_tokens
+    steps = expected_verification_steps(tokens=o - 1, rates=sp["acceptance_rates"])
+    per = max(o - 1, 1) / steps if steps else 1.0  # tokens per step this output length gets
+    return {"speculative_verification_steps": steps, "speculative_tokens_per_step_used": per,
+            "decode_first_token_s": t["first"]["time_s"] / per,
+            "decode_last_token_s": t["last"]["time_s"] / per,
+            "decode_per_token_s_without_speculation": plain["tpot"],
+            "speculative_speedup": plain["tpot"] / t["tpot"],
+            "draft_weight_bytes_per_gpu": draft_bytes}
 
 
 def print_layout_brief(res, hw):

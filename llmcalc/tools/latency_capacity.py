@@ -8,6 +8,8 @@ import sys
 
 from ..accelerator import DEFAULT_ACCELERATOR
 from ..cli import bounded_int, finite_float, with_warnings
+from ..serve.capacity import CAPACITY_SEEDS
+from ..serve.simulate import SHOW_PROGRESS
 from .gpu import accelerator_record, distinct_gpus
 
 
@@ -17,12 +19,16 @@ def add_capacity_args(parser):
     g.add_argument("--target-request-rate", type=finite_float, default=None,
                    help="requests/s the fleet must serve: the fewest GPUs (or the cheapest fleet) of each "
                         "--gpu kind (a comma list: --gpu a100,h100,h200) that keeps --max-ttft-ms and "
-                        "--max-tpot-ms at --slo-percentile; with --trace, its mix at this rate (default: the "
-                        "trace's own rate)")
+                        "--max-tpot-ms at --slo-percentile, each rate judged on 4 seeds of Poisson "
+                        "arrivals; prints the precision it sized at, the TTFT/TPOT p50/p90 it delivers "
+                        "and the winner's launch command on its --serving-stack (weight quantization "
+                        "included; none for stacks without a server); with --trace, all its rows at "
+                        "this rate (default: the trace's own rate). docs/serving-capacity.md")
     g.add_argument("--slo-percentile", type=bounded_int, choices=(50, 90, 99), default=None,
                    help="percentile of TTFT and TPOT the targets hold at in the plan (default 90)")
-    g.add_argument("--cost-per-gpu-hour", default=None, metavar="$[,$...]",
-                   help="price of one GPU-hour, one value or one per --gpu kind: the plan then picks the "
+    g.add_argument("--cost-per-gpu-hour", default=None, metavar="$|GPU=$,...",
+                   help="price of one GPU-hour: one value for every --gpu kind, one per kind in "
+                        "--gpu's order, or by name (h100=2.49,h200=3.10); the plan then picks the "
                         "cheapest fleet and prices a million input and output tokens")
 
 
@@ -67,21 +73,90 @@ def validate_capacity(args, parser, req):
     req.capacity_gpus = names
     req.capacity_prices = None
     if args.cost_per_gpu_hour is not None:
-        try:
-            prices = [float(x) for x in args.cost_per_gpu_hour.split(",")]
-        except ValueError:
-            parser.error(f"--cost-per-gpu-hour {args.cost_per_gpu_hour!r}: give dollars per GPU-hour, one value "
-                         "or one per --gpu kind")
-        if len(prices) not in (1, len(names)):
-            parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; give one or "
-                         f"{len(names)}")
-        if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
-            parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per GPU-hour, got "
-                         f"{args.cost_per_gpu_hour}")
-        req.capacity_prices = prices * len(names) if len(prices) == 1 else prices
+        req.capacity_prices = gpu_prices(args.cost_per_gpu_hour, names, parser)
     req.slo_percentile = req.slo_percentile or 90
-    if req.num_requests is None:
+    if req.num_requests is None and not req.trace:  # a trace plans on all its rows
         req.num_requests = 500  # the simulated run at each candidate rate
+
+
+def gpu_prices(text, names, parser):
+    """--cost-per-gpu-hour as one price per GPU kind of `names`: one value for all, one per kind
+    in order, or NAME=price pairs naming each kind once (a name matches the --gpu name or the same
+    hardware.py record). One-line exit 2 otherwise."""
+    items = [x.strip() for x in text.split(",")]
+    named = ["=" in x for x in items]
+    if any(named) and not all(named):
+        parser.error(f"--cost-per-gpu-hour {text!r}: give every price by name "
+                     "(h100=2.49,h200=3.10) or none")
+    try:
+        prices = [float(x.split("=")[-1]) for x in items]
+    except ValueError:
+        parser.error(f"--cost-per-gpu-hour {text!r}: give dollars per GPU-hour, one value, one per "
+                     "--gpu kind, or GPU=$ pairs")
+    if any(not 1e-6 <= p <= 1e6 for p in prices):  # past 1e6 a fleet's $/hour overflows to inf
+        parser.error(f"--cost-per-gpu-hour must be positive, from 1e-6 to 1e6 dollars per "
+                     f"GPU-hour, got {text}")
+    if all(named):
+        recs = {n: accelerator_record(n, parser, without="a capacity plan needs hardware.py's GPUs")
+                for n in names}
+        by_kind = {}
+        for x, p in zip(items, prices):
+            key = x.split("=")[0].strip()
+            rec = (recs.get(key) or accelerator_record(
+                key, parser, without="a capacity plan needs hardware.py's GPUs"))
+            kinds = [n for n in names if recs[n]["name"] == rec["name"]]
+            if not kinds:
+                parser.error(f"--cost-per-gpu-hour prices {key}, which --gpu does not list "
+                             f"({', '.join(names)})")
+            if kinds[0] in by_kind:
+                parser.error(f"--cost-per-gpu-hour prices {kinds[0]} twice")
+            by_kind[kinds[0]] = p
+        missing = [n for n in names if n not in by_kind]
+        if missing:
+            parser.error(f"--cost-per-gpu-hour gives no price for {', '.join(missing)}; price "
+                         "every --gpu kind (or give one number for all)")
+        return [by_kind[n] for n in names]
+    if len(prices) not in (1, len(names)):
+        parser.error(f"--cost-per-gpu-hour has {len(prices)} prices for {len(names)} GPU kinds; "
+                     f"give one or {len(names)}")
+    return prices * len(names) if len(prices) == 1 else prices
+
+
+def served_model_name(given):
+    """The model as a launch command names it: a hub id as given; a local config.json or folder
+    as the hub id its config records (_name_or_path, when it is one), else the folder holding the
+    config (what an engine loads), a lone config file's path as given (the fallback); MODEL when
+    the model came from flags."""
+    import os  # only a capacity plan names the model
+    if not given:
+        return "MODEL"
+    if not os.path.exists(given):
+        return given  # a hub id
+    cfg = os.path.join(given, "config.json") if os.path.isdir(given) else given
+    folder = os.path.dirname(os.path.abspath(cfg)) if not os.path.isdir(given) else given
+    try:
+        import json
+        with open(cfg, encoding="utf-8") as fh:
+            hub = json.load(fh).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        hub = None
+    if (isinstance(hub, str) and hub.count("/") == 1 and not hub.startswith((".", "/", "~"))
+            and not os.path.exists(hub)):
+        return hub
+    if os.path.basename(cfg) != "config.json":
+        return given  # a config file on its own: no model folder to name, so the path as given
+    return os.path.relpath(folder) if not os.path.isabs(given) else folder
+
+
+def precision_text(bits, fmt, name=None):
+    """The precision a plan sized at, in words: --precision's name when given, then the weights,
+    matmul inputs and KV cache."""
+    if fmt:
+        w = f"the checkpoint's own {fmt['method']} weights ({fmt['linear_bits']:g} bits stored)"
+    else:
+        w = f"{bits['w_bits']:g}-bit weights"
+    text = f"{w}, {bits['a_bits']}-bit matmul inputs, {bits['kv_bits']}-bit KV cache"
+    return f"{name} ({text})" if name else text
 
 
 def run_capacity(spec, req, args, parser, *, bits, flags):
@@ -104,8 +179,9 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
             for n in req.capacity_gpus]
     plan = capacity_plan(spec, req, gpus=gpus, flags=flags, prices=req.capacity_prices,
                          requests=reqs, bits=bits, percentile=req.slo_percentile, rate=rate,
-                         max_ttft=max_ttft, max_tpot=max_tpot, sim_requests=req.num_requests,
-                         progress=lambda m: print(m, file=sys.stderr))
+                         max_ttft=max_ttft, max_tpot=max_tpot, sim_requests=len(reqs),
+                         progress=(lambda m: print(m, file=sys.stderr))
+                         if SHOW_PROGRESS["on"] else None)
     w = plan["winner"]
     if w is None and not plan["layouts_fitted"]:
         longest = max(r[1] + r[2] for r in reqs)
@@ -117,13 +193,19 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
                      f"{targets_text(req.max_ttft_ms, req.max_tpot_ms)} at p{req.slo_percentile}, "
                      "even lightly loaded: relax the targets, cut -s/-o or --precision, or add a "
                      "GPU kind")
-    model = args.hf_model_name_or_path or "MODEL"
+    model = served_model_name(args.hf_model_name_or_path)
     prefix = bool(req.prefix_tokens) or any(r[3] is not None for r in reqs)
+    own = args.weight_bits is None and not args.precision  # the checkpoint's own format
+    fmt = spec.get("checkpoint_format") if own else None
+    from ..serve.launch import weight_quantization
+    quant = None if fmt else weight_quantization(
+        w_bits=bits["w_bits"], a_bits=bits["a_bits"],
+        fp8_activations=args.precision not in ("int8", "w8a8"))
 
     def public(c):
         out = {k: v for k, v in c.items() if k not in ("hw", "bits", "budget", "pool_tokens")}
         out["engine_command"] = launch_command(c, model=model, prefix_caching=prefix,
-                                               speculative=req.speculative)
+                                               speculative=req.speculative, quantization=quant)
         return out
     by_gpu = {g: public(c) for g, c in plan["by_gpu"].items()}
     best = by_gpu[w["gpu"]]
@@ -133,7 +215,11 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
            "prices_per_gpu_hour": req.capacity_prices, "serving_stack": w["hw"]["serving_stack"],
            "mean_input_tokens": sum(r[1] for r in reqs) / len(reqs),
            "mean_output_tokens": sum(r[2] for r in reqs) / len(reqs),
-           "requests_simulated": req.num_requests,
+           "requests_simulated": len(reqs),
+           "seeds_per_rate": CAPACITY_SEEDS, "model_served": model,
+           "precision": precision_text(bits, fmt, args.precision), "weight_quantization": quant,
+           "delivered": best["operating_point"],
+           "request_rate_per_replica": best["request_rate_per_replica"],
            "num_gpus": best["num_gpus"], "gpu": best["gpu"], "replicas": best["replicas"],
            "layout": {k: best[k] for k in ("tp", "pp", "dp", "ep", "gpus_per_replica")},
            "dollars_per_hour": best["dollars_per_hour"],
@@ -141,11 +227,14 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
            "cost_per_million_output_tokens": best["cost_per_million_output_tokens"],
            "cost_per_million_cached_input_tokens": best["cost_per_million_cached_input_tokens"],
            "engine_command": best["engine_command"], "by_gpu": by_gpu,
-           "layouts_sized": len(plan["candidates"]), "warnings": list(spec["warnings"]),
+           "layouts_sized": len(plan["candidates"]), "layouts_pruned": plan["layouts_pruned"],
+           "warnings": list(spec["warnings"]),
            "convention": "each replica one node at most; its rate the most requests/s whose "
-                         f"simulated run of {req.num_requests} Poisson arrivals keeps TTFT and "
-                         f"TPOT at p{req.slo_percentile} within the targets (bisection to 0.8% of "
-                         "the saturation rate); replicas = ceil(rate / that); the cost split into "
+                         f"simulated runs of {len(reqs)} Poisson arrivals, each of "
+                         f"{CAPACITY_SEEDS} seeds, keep TTFT and TPOT at p{req.slo_percentile} "
+                         "within the targets (bisection to 0.8% of the saturation rate); replicas "
+                         "= ceil(rate / that); delivered latencies at rate / replicas per replica, "
+                         "the mean over the seeds; the cost split into "
                          "input and output by the share of a mean step's time its prompt chunks "
                          "take; cached input tokens take no prefill (priced 0, their pool space is "
                          "in the output share)"}
@@ -160,7 +249,7 @@ def run_capacity(spec, req, args, parser, *, bits, flags):
     return res
 
 
-def launch_command(c, *, model, prefix_caching, speculative):
+def launch_command(c, *, model, prefix_caching, speculative, quantization=None):
     """A plan candidate's launch command, as its stack's record writes it (serve/launch.py)."""
     from ..serve.launch import LaunchPlan, launch_text
     from ..serve.stacks import SERVING_STACKS
@@ -169,7 +258,7 @@ def launch_command(c, *, model, prefix_caching, speculative):
                       kv_bits=c["bits"]["kv_bits"], memory_utilization=c["memory_utilization"],
                       max_num_seqs=c["max_num_seqs"] and c["max_num_seqs"] // c["dp"],
                       max_num_tokens=c["token_budget"], prefix_caching=prefix_caching,
-                      speculative=speculative)
+                      speculative=speculative, quantization=quantization)
     return launch_text(SERVING_STACKS[c["hw"]["serving_stack"]].launch(plan), c["replicas"])
 
 
@@ -197,5 +286,21 @@ def capacity_report(res):
               + (f", {money(res['dollars_per_hour'])} per hour: {money(res['cost_per_million_input_tokens'])} per "
                  f"million input tokens, {money(res['cost_per_million_output_tokens'])} per million output tokens"
                  if res["dollars_per_hour"] is not None else " (give --cost-per-gpu-hour to price it)"),
-              "", res["engine_command"], "", "convention: " + res["convention"]]
+              f"sized at: {res['precision']}",
+              delivered_text(res), "", res["engine_command"], "",
+              "convention: " + res["convention"]]
     return "\n".join(lines)
+
+
+def delivered_text(res):
+    """The latencies the winner delivers at the planned load, in one line."""
+    d, p = res["delivered"], res["slo_percentile"]
+    q = {50: "_median_s", 90: "_p90_s", 99: "_p99_s"}[p]
+
+    def ms(x):
+        return f"{x * 1e3:,.1f} ms"
+    return (f"delivered at {res['request_rate_per_replica']:.3g} requests/s per replica (mean of "
+            f"{d['seeds']} seeds of {res['requests_simulated']:,} Poisson arrivals): TTFT p50 "
+            f"{ms(d['ttft_median_s'])}, p90 {ms(d['ttft_p90_s'])}; TPOT p50 "
+            f"{ms(d['tpot_median_s'])}, p90 {ms(d['tpot_p90_s'])}; worst seed's p{p} TTFT "
+            f"{ms(d['ttft' + q + '_worst'])}, TPOT {ms(d['tpot' + q + '_worst'])}")

@@ -25,9 +25,13 @@ def add_mix_args(parser):
                    help="--dataset random: lengths uniform over [len (1 - r), len (1 + r)], 0 <= r < 1 "
                         "(default 0: every request alike)")
     g.add_argument("--trace", default=None, metavar="FILE",
-                   help="requests from a file: JSON lines or CSV with arrival_s, input_tokens, output_tokens "
-                        "and optionally prefix_id, prefix_tokens (a conversation's turns share their history "
-                        "this way); its arrivals are used unless --request-rate or -c is given")
+                   help="requests from a file: JSON lines or CSV (a header; a spreadsheet's BOM "
+                        "is fine) with exactly the columns arrival_s, input_tokens, output_tokens "
+                        "and optionally prefix_id, prefix_tokens (a conversation's turns share "
+                        "their history this way), at most 1,000,000 rows; every row is served "
+                        "under any layout, time counted from the first arrival; its arrivals are "
+                        "used unless --request-rate or -c is given; -s, -o and --prefix-tokens do "
+                        "not apply (its rows give them)")
     g.add_argument("--prefix-tokens", "--random-prefix-len", type=bounded_int, default=None,
                    help="the first N prompt tokens are shared by every request and cached once computed "
                         "(vLLM's prefix caching, SGLang's RadixAttention): the others compute only the rest. "

@@ -38,6 +38,10 @@ def format_report(res):
             width=100, subsequent_indent="      ")
     if r["serving"]:
         lines += serving_report_lines(r)
+        if sp:
+            lines.append(f"speculative decoding: TPOT {fmt_s(r['decode_per_token_s'])} against "
+                         f"{fmt_s(r['decode_per_token_s_without_speculation'])} without it at "
+                         f"this load: speedup {r['speculative_speedup']:.2f}x")
     else:
         lines += static_report_lines(r)
     pc, dc = r["prefill_components_s"], r["decode_first_step_components_s"]
@@ -65,11 +69,22 @@ def benchmark_report_lines(r):
                  + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
+    if sv.get("warm_requests"):  # a closed loop: its clients' later requests apart
+        lines.append(f"after the first wave ({sv['warm_requests']:,} requests): TTFT "
+                     f"{fmt_s(sv['warm_ttft_s'])}, TPOT {fmt_s(sv['warm_tpot_s'])} (means; "
+                     "the clients' first requests, sent together, ramp up as a static batch)")
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
               f"{'output tokens/s per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
               f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}"]
+    if sv.get("overloaded"):
+        lines += textwrap.wrap(
+            f"OVERLOAD: sent {sv['offered_requests_per_s']:.3g} requests/s, served "
+            f"{sv['requests_per_s']:.3g}/s: this layout sustains about "
+            f"{sv['sustained_requests_per_s']:.3g}/s (the steady state's limit), so the queue "
+            f"grew through the run and TTFT ({fmt_s(sv['ttft_s'])} mean) grows with its length; "
+            "lower the rate or add GPUs", width=100, subsequent_indent="      ")
     if mix:
         a, b = mix["input_tokens"], mix["output_tokens"]
         lines += ["", f"{'the mix (tokens)':<34}{'mean':>10}{'median':>10}{'p99':>10}"
@@ -115,6 +130,7 @@ def serving_report_lines(r):
     if sv.get("benchmark"):
         return benchmark_report_lines(r)
     gib = 2 ** 30
+    share = sv.get("prompt_step_share", 1.0)  # of the steps, those that carry prompt tokens
     lines = ["", f"{'per request (means)':<40}{'time':>14}",
              f"{'TTFT (waiting included)':<40}{fmt_s(sv['ttft_s']):>14}",
              f"{'TPOT (time per output token)':<40}{fmt_s(sv['tpot_s']):>14}",
@@ -124,8 +140,10 @@ def serving_report_lines(r):
              f"{'total (C x o / end-to-end)':<40}{sv['output_tokens_per_s']:>14,.1f}",
              f"{'per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-             "", f"mean engine step: {sv['decodes_per_step']:.1f} decodes + "
-                 f"{sv['prompt_tokens_per_step']:.0f} prompt tokens of others; a request's own "
+             "", f"engine steps: {sv['decodes_per_step']:.1f} decodes each; {share:.1%} of them "
+                 f"also run others' prompts ("
+                 f"{sv['prompt_tokens_per_step'] / max(share, 1e-12):,.0f}"
+                 " tokens each, whole or a chunk); a request's own "
                  f"prompt spans {sv['prompt_steps']:.2f} step(s)"
              + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
              + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"
@@ -155,11 +173,12 @@ def static_report_lines(r):
               f"{fmt_s(r['ttft_s']):>14}   {r['prefill_bound']}"
               + (f" (incl. {fmt_s(r['request_overhead_s'])} per request)"
                  if r["request_overhead_s"] else ""),
-              f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   "
-              f"{r['decode_bound']}",
-              f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
-              f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
-              f"{fmt_s(r['decode_per_token_s']):>14}",
+              *(speculative_tpot_lines(r) if r.get("speculative") else [
+                  f"{'TPOT first decode step':<34}{fmt_s(r['decode_first_step_s']):>14}   "
+                  f"{r['decode_bound']}",
+                  f"{'TPOT last decode step':<34}{fmt_s(r['decode_last_step_s']):>14}",
+                  f"{'TPOT mean over %d steps' % max(r['output_tokens'] - 1, 0):<34}"
+                  f"{fmt_s(r['decode_per_token_s']):>14}"]),
               f"{'End-to-end (%d output tokens)' % r['output_tokens']:<34}"
               f"{fmt_s(r['total_s']):>14}",
               "", f"{'throughput':<34}{'tokens/s':>14}",
@@ -167,6 +186,22 @@ def static_report_lines(r):
               f"{'total (b x o / end-to-end)':<34}{r['output_tokens_per_s']:>14,.1f}",
               f"{'per GPU (total / tp x pp)':<34}{r['output_tokens_per_s_per_gpu']:>14,.1f}"]
     return lines
+
+
+def speculative_tpot_lines(r):
+    """A speculative static batch's decode lines: per output token (a verification step's time
+    over the tokens it yields at this output length), the steps themselves apart, and the
+    speedup against the same batch without speculation."""
+    n, per = max(r["output_tokens"] - 1, 0), r["speculative_tokens_per_step_used"]
+    return [f"{'TPOT per token, first steps':<34}{fmt_s(r['decode_first_token_s']):>14}   "
+            f"{r['decode_bound']}",
+            f"{'TPOT per token, last steps':<34}{fmt_s(r['decode_last_token_s']):>14}",
+            f"{'TPOT mean over %d tokens' % n:<34}{fmt_s(r['decode_per_token_s']):>14}   "
+            f"{r['speculative_verification_steps']:,.2f} verification steps of "
+            f"{fmt_s(r['decode_first_step_s'])}, {per:.2f} tokens each",
+            f"{'TPOT without speculation':<34}"
+            f"{fmt_s(r['decode_per_token_s_without_speculation']):>14}   "
+            f"speedup {r['speculative_speedup']:.2f}x"]
 
 
 def kv_format_text(fmt, kv_bits):
@@ -194,8 +229,11 @@ def lines_tail(r, lines):
     lines += ["", f"decode turns compute-bound at batch: weight matmuls {cm if cm else 'never'}, "
                   f"whole step {whole} (context {r['prompt_tokens']})",
               "", f"{'memory per GPU (most-loaded stage)':<40}{'GiB':>12}",
-              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}",
-              f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
+              f"{'  weights':<40}{r['weight_bytes_per_gpu'] / gib:>12,.2f}"]
+    if r.get("draft_weight_bytes_per_gpu"):
+        lines.append(f"{'  draft weights (%s)' % r['speculative']['method']:<40}"
+                     f"{r['draft_weight_bytes_per_gpu'] / gib:>12,.2f}")
+    lines += [f"{'  KV cache at s + o tokens':<40}{r['kv_cache_bytes_per_gpu'] / gib:>12,.2f}"]
     if r["indexer_cache_bytes_per_gpu"]:
         lines.append(f"{'  indexer keys (DSA) at s + o tokens':<40}"
                      f"{r['indexer_cache_bytes_per_gpu'] / gib:>12,.2f}")

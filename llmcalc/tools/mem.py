@@ -76,11 +76,14 @@ from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.footprint import all_attention_layers, any_attn, inference_memory, kv_cache_by_kind
+from .finetune_flags import (add_finetune_args, finetune_checks, peft_assumptions,
+    attention_text, pure_precision, torch_training_fields)
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
+from ..train.finetune import QLORA_NF4_DQ_BITS
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES,
-    PIPELINE_SPLIT_KEYS, QLORA_NF4_DQ_BITS, MemoryConfig, offloaded_stages,
+    PIPELINE_SPLIT_KEYS, MemoryConfig, offloaded_stages,
     optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error, training_memory,
     implied_pipeline_split,
     zero_shards)
@@ -97,7 +100,8 @@ FLAG_RANGES = {
     "expert_parallelism": (1, 10 ** 7), "expert_tensor_parallel_size": (1, 10 ** 7),
     "zero_allgather_bucket_size": (0, 1e12), "zero3_max_live_params": (1, 1e15),
     "batch_size_per_gpu": (1, 10 ** 9), "global_batch_size": (1, 10 ** 12), "sequence_length": (1, 10 ** 9),
-    "lora_rank": (1, 10 ** 6), "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
+    "lora_rank": (1, 10 ** 6), "lora_dropout": (0, 0.999),
+    "adapter_bytes_per_val": (1, 8), "high_prec_bytes_per_val": (1, 8),
     "low_prec_bytes_per_val": (1, 8), "recompute_every": (1, 10 ** 6), "bytes_per_grad_ele": (1, 8), "weight_bits": (1, 64),
     "kv_cache_bytes_per_val": (0.125, 8), "state_bytes_per_val": (0.125, 8), "state_bits": (1, 64), "output_tokens": (0, 10 ** 9), "prefill_chunk": (1, 10 ** 9),
     "gpu_memory_gib": (1e-3, 1e6), "misc_mem_gib": (0, 1e6), "framework_mem_gib": (0, 1e6)}
@@ -302,6 +306,7 @@ def build_parser():
                    "count (default); pytorch = eager PyTorch with transformers' modules (what "
                    "autograd saves; with mixed precision and ZeRO 0-1, fp32 weights under "
                    "torch.autocast, as the Hugging Face Trainer's --bf16 runs)")
+    add_finetune_args(p)
     pr = p.add_argument_group("precision")
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
                     help="train in high precision: no master copy, weights and activations at "
@@ -581,9 +586,6 @@ def check_training_kind(args, parser, *, eager, zero, recompute, notes):
                      "gradients and optimizer together: not modelled)")
     if args.offload_params and zero == 3 and not args.infer:
         parser.error("--offload-params with -z 3 (ZeRO-Infinity's sharded offload) is not modelled: use -z 0-2")
-    if eager and args.finetune != "full":
-        parser.error("--framework pytorch counts full training; what LoRA's frozen layers save is "
-                     "not derived (use the default --framework megatron)")
     if eager and recompute == "selective":
         notes.append("--framework pytorch: transformers has no selective recompute; its layers are "
                      "counted with the fused-kernel rule")
@@ -604,7 +606,8 @@ def lora_of(args, parser, *, weight_bits, wbytes):
                      "all-linear")
     bits = weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
     return {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
-            "adapter_bytes": args.adapter_bytes_per_val or 4}
+            "adapter_bytes": args.adapter_bytes_per_val or 4, "dropout": args.lora_dropout,
+            "quantized": args.finetune == "qlora" and weight_bits is None}
 
 
 def gpu_capacity(args, parser):
@@ -645,6 +648,7 @@ def resolve(args, parser):
     recompute = recompute_of(args, parser, notes)
     eager = args.framework == "pytorch" and not args.infer
     check_training_kind(args, parser, eager=eager, zero=zero, recompute=recompute, notes=notes)
+    finetune_checks(args, parser, eager=eager, zero=zero, spec=spec, notes=notes)
     c = config_from_flags(args, parser, spec, shape=shape, zero=zero, batch=(s, b, m),
                           recompute=recompute, eager=eager, bits=bits)
     return spec, c, notes, model_args
@@ -654,8 +658,7 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
     """The one place calc_transformer_mem.py's configuration (MemConfig) is built, from the checked
     flags and the sizes resolve() found; key order is the result's "config" order."""
     s, b, m = batch
-    mixed = args.is_mixed_precision
-    high = args.high_prec_bytes_per_val or 4
+    mixed, high = pure_precision(args)
     low = args.low_prec_bytes_per_val or 2
     wbytes = low if mixed else high
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
@@ -701,6 +704,8 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
         offload=args.offload and not args.infer,
         offload_params=args.offload_params and not args.infer,
         offload_activations=args.offload_activations and not args.infer)
+    if eager:
+        c.update(torch_training_fields(args, c))
     if c["offload"]:  # the optimizer step runs on the host: its states leave the GPU
         c["host_opt_bytes"], c["opt_bytes"] = c["opt_bytes"], 0
     c["infer"] = args.infer
@@ -779,7 +784,9 @@ def assumptions(c, spec):
     if c.get("offload"):
         opt += (f", on the host with {OFFLOAD_GRAD_BYTES} B of 16-bit gradients (--offload, ZeRO-Offload: "
                 "none of it on the GPU)")
-    if c["autocast"]:
+    if c["lora"] and c["activation_rule"] == "eager":
+        out += peft_assumptions(c)
+    elif c["autocast"]:
         out.append(f"mixed precision by torch.autocast: fp32 weights {c['weight_bytes']} B (the master "
                    f"copy itself) and a {c['act_bytes']} B copy of each linear weight while its forward "
                    f"is saved, grads {c['grad_bytes']} B, {opt}")
@@ -787,6 +794,8 @@ def assumptions(c, spec):
         out.append(f"mixed precision {'on' if c['mixed_precision'] else 'off'}: weights "
                    f"{c['weight_bytes']} B, grads {c['grad_bytes']} B, {opt}")
     if c["activation_rule"] == "eager":
+        out.append(attention_text(c, spec))
+    if c["activation_rule"] == "eager" and not c["lora"]:
         out.append("activations (--framework pytorch): what autograd saves in transformers' eager "
                    "modules (RMSNorm fp32 upcasts, a cast input per linear under autocast, SDPA's "
                    "q/k/v/output/log-sum-exp, the MLP's four tensors, the loss's fp32 log-softmax: 12 B "
@@ -807,7 +816,7 @@ def assumptions(c, spec):
         out.append("pipeline layers per stage " + "/".join(str(sum(r)) for r in c["chunk_layers"])
                    + " (Megatron-LM " + ", ".join(f"--{k.replace('_', '-')}" + (
                        f" {v}" if v is not True else "") for k, v in split) + ")")
-    if c["lora"]:
+    if c["lora"] and c["activation_rule"] != "eager":
         lo = c["lora"]
         out.append(f"LoRA r={lo['rank']} on {','.join(lo['targets'])} (routed experts not adapted); "
                    f"frozen base layers at {lo['base_bits']:.3f} bits; adapters and their grads at "

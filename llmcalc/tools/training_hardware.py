@@ -195,7 +195,8 @@ def resolve_hardware(args, parser, *, counts=None):
         rec.get("memory_usable_bytes") or rec.get("memory_bytes"))
     hw = TrainingHardware(
         name=rec.get("full_name") or rec.get("name"), default=not args.gpu, peak=peak,
-        peak16=peak16, peak_mfu=peak, matmul_ceiling=ceiling, matmul_ceiling16=ceiling16,
+        peak16=peak16, peak32=(rec.get("peak_flops_per_s") or {}).get("fp32"), peak_mfu=peak,
+        matmul_ceiling=ceiling, matmul_ceiling16=ceiling16,
         ceiling_source=ceiling_src, mem_bw=mem_bw,
         # a custom peak on the default GPU: its SMs are unknown
         sms=rec.get("sms") if (args.gpu or args.peak_tflops is None) else None,

@@ -82,6 +82,8 @@ from ..train.search import (_divisors, check_layout, layout_shape, limiter, sear
 from ..train.offload import evaluate_layout
 from .gpu import distinct_gpus
 from .training_framework import resolve_framework_defaults
+from .finetune_flags import (add_finetune_time_args, finetune_assumptions, finetune_knobs,
+    finetune_layout)
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
 
@@ -95,6 +97,7 @@ GIB_ = 2 ** 30
 
 # The range of each script flag (argparse dest: (lo, hi), both inclusive).
 FLAG_RANGES = {
+    "lora_rank": (1, 10 ** 6), "lora_dropout": (0, 0.999),  # tools/finetune_flags.py's
     "num_gpus": (1, 10 ** 7), "tensor_parallel_size": (1, 4096), "pipeline_parallel_size": (1, 1024),
     "virtual_pipeline_size": (1, 1024),
     "decoder_first_pipeline_num_layers": (1, 100_000), "decoder_last_pipeline_num_layers": (1, 100_000),
@@ -153,6 +156,7 @@ def build_parser():
     add_hardware_flags(p)
     add_layout_flags(p)
     add_framework_flags(p)
+    add_finetune_time_args(p)
     add_question_flags(p)
     p.epilog = lambda: ranges_epilog(p, FLAG_RANGES)  # built only for --help
     return p
@@ -536,6 +540,7 @@ def assumptions(hw, lay):
                        + ", counted from its source) at achievable bandwidth; weights once per step, not costed")
         else:
             out.append("fp8: matmuls at the fp8 rate and ceiling, the output layer in bf16; casts not costed")
+    out += finetune_assumptions(lay)
     return out
 
 
@@ -599,6 +604,7 @@ def resolve_run(args, parser):
     except ValueError as exc:
         parser.error(str(exc))
     knobs = resolve_framework_defaults(args, parser)
+    knobs.update(finetune_knobs(args, parser, spec, knobs))
     knobs.update(sequence_parallel=bool(sp), offload=bool(args.offload),
                  offload_params=bool(args.offload_params),
                  offload_activations=bool(args.offload_activations))
@@ -666,7 +672,8 @@ def layout_base(args, knobs, hw, n):
             "decoder_first_pipeline_num_layers": args.decoder_first_pipeline_num_layers,
             "decoder_last_pipeline_num_layers": args.decoder_last_pipeline_num_layers,
             "account_for_embedding_in_pipeline_split": args.account_for_embedding_in_pipeline_split,
-            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split})
+            "account_for_loss_in_pipeline_split": args.account_for_loss_in_pipeline_split,
+            **finetune_layout(k)})
 
 
 def search_clusters(args, parser, run, base):

@@ -16,6 +16,7 @@ class TrainingHardware(Record):
         "default": "True when no --gpu was given (the default accelerator)",
         "peak": "dense peak FLOP/s at the run's --dtype (or --peak-tflops)",
         "peak16": "dense 16-bit peak FLOP/s (attention and the non-fp8 matmuls)",
+        "peak32": "dense fp32 peak FLOP/s without tensor-core TF32 (None: not in hardware.py)",
         "peak_mfu": "the peak MFU is quoted against (FLOP/s)",
         "matmul_ceiling": "fraction of `peak` a large matmul sustains (MAMF x sustained factor)",
         "matmul_ceiling16": "the same at 16 bits",

@@ -308,6 +308,17 @@ def eager_rope_kernels(*, width):
     return [6 * width, 8 * width, 6 * width], [6 * width, 8 * width, 6 * width]
 
 
+def eager_rotate_half_kernels(*, width):
+    """(forward, backward) bytes per token of transformers' rotary embedding on one tensor of
+    `width` elements (models/llama apply_rotary_pos_emb: q * cos, rotate_half's negated slice and
+    cat, * sin, the add): 4 + 2 + 4 + 6 + 6 = 22 B over 5 kernels forward; backward the add's and
+    the two products' gradients, the cat's slices and the negation's, and the sum of q's two
+    gradients: 30 B over 9 kernels (the split eager_rope_kernels' docstring gives)."""
+    w = width
+    return [4 * w, 2 * w, 4 * w, 6 * w, 6 * w], [4 * w, 4 * w, 2 * w, 2 * w, 4 * w, 2 * w, 4 * w,
+                                                2 * w, 6 * w]
+
+
 def eager_activation_kernels(*, gated, width):
     """(forward, backward) bytes per token of the MLP activation over `width` elements. Gated
     (torchtitan FeedForward.forward, HF LlamaMLP.forward: silu(w1 x) * w3 x): silu 2+2, mul 4+2;
@@ -330,6 +341,8 @@ def eager_attention_glue_kernels(*, style, q_width, kv_width):
     index-puts the output (write; read + write); backward: pad's gather (read + write), unpad's
     zeros + scatter_ per tensor (write; read + write), and the split's cat of the three gradients."""
     q, kv = q_width, kv_width
+    if style == "transformers":  # sdpa's enable_gqa without a mask; masked: the core's own copies
+        return [], []
     if style == "llm-foundry":
         fwd = [4 * q, 4 * kv, 4 * kv, 2 * q, 4 * q]
         bwd = [4 * q, 2 * q, 4 * q, 2 * kv, 4 * kv, 2 * kv, 4 * kv, 4 * (q + 2 * kv)]
@@ -364,11 +377,12 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
         ar = attention_on_rank(attn, tp=tp)
         dq, dv = attention_head_dims(ar)
         qw, kw = ar["heads"] * dq, ar["kv_heads"] * dq
+        rope = eager_rotate_half_kernels if style == "transformers" else eager_rope_kernels
         if ar.get("rope", True):
-            put(eager_rope_kernels(width=qw), "m")
-            put(eager_rope_kernels(width=kw), "m")
+            put(rope(width=qw), "m")
+            put(rope(width=kw), "m")
         put(eager_attention_glue_kernels(style=style, q_width=qw, kv_width=kw), "m")
-        if style == "pytorch":
+        if style in ("pytorch", "transformers"):
             put(([], [6 * h, 6 * h]), "m")
         if attn.get("qkv_bias"):
             put(([], [2 * (qw + 2 * kw)]), "m")
@@ -380,7 +394,7 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
         mr = mlp_on_rank(mlp, tp=tp, etp=tp)
         gated = mlp["linears"] == 3
         put(eager_activation_kernels(gated=gated, width=mr["width"]), "m")
-        if style == "pytorch" and gated:
+        if style in ("pytorch", "transformers") and gated:
             put(([], [6 * h]), "m")
         if mlp.get("bias"):
             put(([], [2 * mr["width"] * (mlp["linears"] - 1) + 2 * h]), "m")

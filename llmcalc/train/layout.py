@@ -52,6 +52,15 @@ class Layout(Record):
         "account_for_loss_in_pipeline_split": "the head and loss counted as a layer of the split",
         "residual_streams": "the model's residual streams (DeepSeek-V4's hyper-connections: hc)",
         "norm": "the model's norm (rmsnorm, layernorm), for the per-layer costs",
+        "finetune": "peft on a frozen base: lora or qlora, None for full training",
+        "lora_rank": "LoRA rank r (0 for full training)",
+        "lora_targets": "the adapted matrices, a tuple of q k v o gate up down",
+        "trainable_params": "parameters with gradients per rank (LoRA's adapters), None: all",
+        "attn_implementation": "transformers' attention implementation, None: the fused kernel",
+        "pure16": "pure 16-bit training: no autocast, no fp32 copies (torch.optim in bf16)",
+        "optimizer": "the optimizer whose states the memory counts (memory.OPTIMIZER_STATE_BYTES)",
+        "optimizer_impl": "torch AdamW's step: fused (the Trainer's default) or foreach",
+        "padded_batches": "batches padded to their longest sequence (sdpa given a mask)",
     }
 
     def replace(self, **changes):

@@ -6,6 +6,9 @@ from ..model.formulas import (attention_head_dims, expected_real_experts, layer_
     mixer_widths, norm_params)
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from ..records import Record
+from .finetune import (QLORA_NF4_DQ_BITS, attention_kernel, attention_saved_bytes,
+    frozen_output_layer_bytes, lora_layer_activation_bytes, lora_residual_bytes,
+    peft_base_and_optimizer_bytes, peft_cast_bytes, peft_memory_fields)
 from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_modes, modules_of
 
 
@@ -26,7 +29,6 @@ FSDP_TO_ZERO = {"no_shard": 0, "shard_grad_op": 2, "full_shard": 3, "hybrid_shar
 
 LORA_MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
 
-QLORA_NF4_DQ_BITS = 4 + 8 / 64 + 32 / (64 * 256)  # Dettmers et al. 2023 sec. 3: 4.127 bits
 
 
 class MemoryConfig(Record):
@@ -70,7 +72,9 @@ class MemoryConfig(Record):
         "activation_rule": "fused (Korthikanti et al. 2022) or eager (what autograd saves)",
         "autocast": "fp32 weights under torch.autocast (the eager rule's mixed precision)",
         "framework": "the training stack whose activations are counted",
-        "lora": "LoRA: {rank, targets, base_bits, adapter_bytes}, or None for full training",
+        "lora": "LoRA: {rank, targets, base_bits, adapter_bytes, dropout, quantized}, or None",
+        "attn_implementation": "transformers' attention implementation (eager rule), None: flash",
+        "padded_batches": "batches padded to their longest sequence: sdpa given a mask",
         "overhead_bytes": "framework allowance and misc per GPU",
         "memory_bytes": "the GPU's capacity, or None (train/fit.py's limit)",
         "offload": "optimizer states on the host (ZeRO-Offload)",
@@ -116,6 +120,8 @@ def memory_config(spec, lay, base):
         if autocast:  # fp32 weights are the master copy: Adam's two fp32 moments only
             fields.update(weight_bytes=4, opt_bytes=optimizer_bytes_per_param(
                 optimizer="adam", mixed_precision=False, master_bytes=4))
+    if lay["framework"] == "pytorch":
+        fields.update(peft_memory_fields(lay))
     opt_bytes = fields.get("opt_bytes", base["opt_bytes"])
     fields.update(
         tp=tp, pp=pp, vp=lay["vp"], cp=cp, ep=ep, etp=etp, dp=dp,
@@ -603,21 +609,29 @@ EAGER_LOSS_BYTES_PER_LOGIT = 12
 # the grouped_mm experts; Qwen2-MoE's sigmoid-gated shared expert); a spec read from flags has none
 EAGER_MOE_MODEL_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe")
 
+# model_types whose RMSNorm is not LlamaRMSNorm (Gemma's scales by 1 + w in fp32 and keeps its fp32
+# output): the eager rule's norm count was not derived for them
+UNCOVERED_NORM_PREFIX = "gemma"
 
-def eager_rule_covers(layer, *, norm, model_type=None):
-    """True when the eager rule below was derived for every block of this layer: RMSNorm, full
-    causal softmax attention through SDPA (no mask, so no repeat_kv copies; MHA, GQA, MQA, with or
-    without q/k norms), dense MLPs, and the MoE blocks of EAGER_MOE_MODEL_TYPES (or of a model
-    described by flags). Sliding, chunked and sparse attention (SDPA with a mask), MLA, linear
-    mixers, other routers (sigmoid, biased, grouped, zero experts), experts with biases and
-    LayerNorm are not."""
-    if norm != "rmsnorm":
+
+def eager_rule_covers(layer, *, norm, model_type=None, attn_implementation=None, lora=False):
+    """True when the eager rule below was derived for every block of this layer: RMSNorm, causal
+    softmax attention (MHA, GQA, MQA, with or without q/k norms) through SDPA with no mask, or, with
+    attn_implementation named, sliding and chunked layers too (train/finetune.attention_kernel: a
+    masked kernel or eager scores), dense MLPs, and the MoE blocks of EAGER_MOE_MODEL_TYPES (or of
+    a model described by flags; not under LoRA). Sparse attention, sinks, MLA, linear mixers,
+    other routers (sigmoid, biased, grouped, zero experts), experts with biases, LayerNorm and
+    Gemma's RMSNorm are not."""
+    if norm != "rmsnorm" or (model_type or "").startswith(UNCOVERED_NORM_PREFIX):
         return False
+    spans = ("full",) if attn_implementation is None else ("full", "sliding", "chunked")
     for a in layer["attention"]:
-        if (a["kind"] != "mha" or a["span"] != "full" or a["sinks"] or a["output_gate"] != "none"
+        if (a["kind"] != "mha" or a["span"] not in spans or a["sinks"] or a["output_gate"] != "none"
                 or a["index_topk"] or a["kv_shared"]):
             return False
     for m in layer["mlp"]:
+        if m["kind"] == "moe" and lora:
+            return False
         if m["kind"] == "moe":
             if (model_type not in EAGER_MOE_MODEL_TYPES + (None,) or m["zero_experts"] or m["router_bias"]
                     or m["bias"] or m["shared_bias"]):
@@ -627,7 +641,8 @@ def eager_rule_covers(layer, *, norm, model_type=None):
     return True
 
 
-def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast):
+def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
+                                 attn_implementation=None, padded=False):
     """Bytes autograd saves for one layer and micro-batch in eager PyTorch, transformers' modules
     (eager_rule_covers), per tp rank. autocast: fp32 parameters under torch.autocast (the Hugging
     Face Trainer's --bf16), so the residual stream is fp32 and every linear casts its own input to
@@ -644,12 +659,13 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast)
     activation, product and down output (2 h + 4 f, 2 h + 2 f without a gate) in the experts'
     dtype -- fp32 under autocast, which grouped_mm does not join; a shared expert is a dense MLP,
     its sigmoid gate (Qwen2-MoE) keeping the expert's output and the gate (h + 1); plus 4 E bytes
-    of int32 offsets per micro-batch."""
+    of int32 offsets per micro-batch. attn_implementation (None: SDPA's flash kernel) picks the
+    attention core's kernel and what it keeps (train/finetune.attention_saved_bytes)."""
     A, R = act_bytes, 4 if autocast else act_bytes  # 16-bit compute; the residual in the weights' dtype
     blocks = len(layer["attention"]) + len(layer["mlp"])
     extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
     norms = blocks * (4 * h + R * h + 4) + extra_norms * (4 * h + A * h + 4)
-    copies = inside = 0
+    copies = inside = offsets = 0  # offsets: per micro-batch (a mask's bias, MoE offsets)
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         at, kvt = x["heads"], x["kv_heads"]
@@ -657,8 +673,11 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast)
         copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
         if x["qk_norm"] != "none":
             inside += (at + kvt) * (4 * d + A * d + 4)
-        inside += A * (at * d + kvt * d + kvt * d_v + at * d_v) + 4 * at
-    offsets = 0
+        kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation,
+                                 padded=padded) if attn_implementation else "flash")
+        tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
+        inside += tok
+        offsets += mb
     for m in layer["mlp"]:
         gated = 4 if m["linears"] == 3 else 2
         if m["kind"] != "moe":
@@ -739,7 +758,7 @@ class _ActivationRules:
     and op-SAC bytes (computed on first use)."""
 
     __slots__ = ("c", "spec", "s", "b", "h", "tp", "etp", "ab", "m", "sp", "sp_or_pa", "eager",
-                 "autocast", "mods", "streams")
+                 "autocast", "mods", "streams", "attn", "lora", "residual", "padded")
 
     def __init__(self, spec, c, b):
         self.spec, self.c, self.b = spec, c, b
@@ -753,6 +772,12 @@ class _ActivationRules:
         self.autocast = self.eager and c.get("autocast", False)
         self.mods = tuple(c.get("recompute_modules") or DEFAULT_RECOMPUTE_MODULES)
         self.streams = spec.get("residual_streams", 1)
+        self.attn = c.get("attn_implementation") if self.eager else None
+        self.lora = c.get("lora") if self.eager else None
+        self.padded = bool(c.get("padded_batches"))
+        # the residual stream's bytes: fp32 under autocast (fp32 weights) or QLoRA's upcast
+        self.residual = (lora_residual_bytes(self.lora, act_bytes=self.ab) if self.lora
+                         else 4 if self.autocast else self.ab)
 
     def parts_of(self, layer):
         c = self.c
@@ -764,10 +789,17 @@ class _ActivationRules:
         """None: a layer the eager rule does not cover (and selective recompute)."""
         spec = self.spec
         if self.c["recompute"] == "selective" or not eager_rule_covers(
-                layer, norm=spec["norm"], model_type=spec.get("model_type")):
+                layer, norm=spec["norm"], model_type=spec.get("model_type"),
+                attn_implementation=self.attn, lora=bool(self.lora)):
             return None
+        if self.lora:
+            return lora_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
+                                               act_bytes=self.ab, autocast=self.autocast,
+                                               lora=self.lora, attn_implementation=self.attn,
+                                               padded=self.padded)
         return eager_layer_activation_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp,
-                                            sp=self.sp, act_bytes=self.ab, autocast=self.autocast)
+                                            sp=self.sp, act_bytes=self.ab, autocast=self.autocast,
+                                            attn_implementation=self.attn, padded=self.padded)
 
     def sac_of(self, layer):
         return op_sac_layer_bytes(layer, s=self.s, b=self.b, h=self.h, tp=self.tp, etp=self.etp,
@@ -784,9 +816,12 @@ def _stage_model_states(spec, c, *, layers, ne, ex, emb, tp):
         base_w = (ne + ex - emb) * lora["base_bits"] / 8 + emb * c["weight_bytes"]
         ad = sum(once_per_kind(spec["layers"], layers, lambda x: lora_params_per_layer(
             x, h=spec["hidden_size"], rank=lora["rank"], targets=lora["targets"], tp=tp)))
+        opt = OPTIMIZER_STATE_BYTES[c["optimizer"]]
+        if c.get("activation_rule") == "eager":  # peft on a 16-bit or k-bit base, torch.optim
+            base_w, opt = peft_base_and_optimizer_bytes(spec, c, layers=layers, ne=ne, ex=ex,
+                                                        emb=emb)
         w, g, o = zero_model_state_bytes(params=ad, weight_bytes=lora["adapter_bytes"],
-                                         grad_bytes=lora["adapter_bytes"],
-                                         optimizer_bytes=OPTIMIZER_STATE_BYTES[c["optimizer"]],
+                                         grad_bytes=lora["adapter_bytes"], optimizer_bytes=opt,
                                          zero_stage=c["zero_stage"], shard_degree=c["zero_shard"])
         w += base_w / (c["zero_shard"] if c["zero_stage"] >= 3 else 1)
         trainable = ad
@@ -831,7 +866,7 @@ def _stage_layer_activations(ctx, layers):
                                          h=h, act_bytes=ab, streams=ctx.streams, modules=ctx.mods)
         elif md == "full":
             per_mb += eager_checkpointed_layer_bytes(s=s, b=b, h=h, tp=tp, sp_or_pa=ctx.sp_or_pa,
-                                                     act_bytes=ab, autocast=ctx.autocast)
+                                                     act_bytes=ctx.residual, autocast=False)
         else:
             per_mb += e
     working = 0
@@ -870,7 +905,10 @@ def _stage_memory(spec, c, ctx, st, layers, keys=None):
     stored = (per_mb + emb_mb) * flight
     logits = casts = 0
     if st == pp - 1:
-        if ctx.eager:
+        if ctx.lora:
+            logits = frozen_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
+                                               loss_bytes_per_logit=EAGER_LOSS_BYTES_PER_LOGIT)
+        elif ctx.eager:
             logits = eager_output_layer_bytes(s=s, b=b, h=h, V=spec["vocab_size"], tp=tp,
                                               sp=c["sequence_parallel"], act_bytes=ab,
                                               autocast=ctx.autocast)
@@ -879,7 +917,10 @@ def _stage_memory(spec, c, ctx, st, layers, keys=None):
                                                    sp=c["sequence_parallel"], act_bytes=ab)
     phase = None
     if ctx.eager:  # the larger of the backward's start and end (training_memory's docstring)
-        if ctx.autocast:
+        if ctx.lora:
+            casts = peft_cast_bytes(spec, c, layers=layers, trainable=trainable,
+                                    last=st == pp - 1, tp=tp)
+        elif ctx.autocast:
             # 16-bit weight copies saved by the linears whose forward is kept, and the head's
             # (routed experts run grouped_mm, which autocast does not cast: their weights stay fp32)
             casts = ab * ((ne - emb) if c["recompute"] not in ("full", "op-sac") else 0)
@@ -887,7 +928,7 @@ def _stage_memory(spec, c, ctx, st, layers, keys=None):
                       if st == pp - 1 else 0)
         g_start = g if ctx.m > 1 else 0  # accumulation: the earlier micro-batches' gradients
         tied = (spec["vocab_size"] * spec["word_embed_proj_dim"] / tp * c["grad_bytes"]
-                if spec["tied_embeddings"] and pp == 1 else 0)
+                if spec["tied_embeddings"] and pp == 1 and not ctx.lora else 0)
         if g_start + casts + stored + logits >= g + max(tied, working):
             phase, g = "backward start", g_start
             working = 0

@@ -19,6 +19,8 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
+from .finetune_step import (frozen_ends_s, pure16_grad_kernels, torch_optimizer_step_bytes,
+    transformers_attention_s, transformers_layer_parts)
 from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
     recompute_key, sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
@@ -203,6 +205,10 @@ def _attention_core_s(w, attn, ar, *, lay, hw):
     """An attention block's core: a linear mixer's chunked kernel, the fused kernel (with context
     parallelism's own kernels), or eager matmuls and softmax over the full s x s."""
     a, m, b, s, cp = w.a, w.m, lay["micro_batch_size"], lay["sequence_length"], lay["cp"]
+    tx = lay.get("attn_implementation") and ar["span"] != "state" and transformers_attention_s(
+        attn, ar, lay=lay, hw=hw, fractions=kernel_attention_fractions(attn, lay=lay, hw=hw))
+    if tx:  # transformers' own attention core (train/finetune_step.py)
+        return _add(w.parts, "attention_core", tx[0], tx[1], tx[0] if w.rec_core else 0.0)
     if ar["span"] == "state":
         pairs = query_key_pairs(attn, seq_len=s, attention="causal")
         core = sum(attention_core_flops(ar, pairs=pairs).values()) * b / cp
@@ -342,7 +348,8 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     """Eager PyTorch: each unfused kernel of the modules' source; weight-gradient kernels are
     charged per FSDP unit in evaluate (eager_grad_kernels_bytes), not here; torchao's fp8 casts
     (Transformer Engine fuses its own: not costed)."""
-    kf, kb = eager_layer_kernels(layer, h=h, tp=lay["tp"], style=lay["framework"], norm=lay["norm"])
+    style = "transformers" if lay.get("attn_implementation") else lay["framework"]
+    kf, kb = eager_layer_kernels(layer, h=h, tp=lay["tp"], style=style, norm=lay["norm"])
     ef = eager_kernels_time_s(kf, tokens=w.m, tokens_sp=w.mt, hw=hw)
     eb = eager_kernels_time_s(kb, tokens=w.m, tokens_sp=w.mt, hw=hw)
     if w.other_bytes:
@@ -354,6 +361,7 @@ def _eager_memory_bound_s(w, layer, *, h, lay, hw):
     if w.wb == 1 and lay["framework"] == "pytorch":  # torchao's casts
         cf, cb = fp8_cast_time_s(w.fp8_elems, recipe=lay.get("fp8_recipe") or "tensorwise", hw=hw)
         _add(w.parts, "fp8_casts", cf, cb, cf if w.full or w.sac else 0.0)
+    transformers_layer_parts(w.parts, layer, h=h, m=w.m, lay=lay, hw=hw, full=w.full)
 
 
 def _fused_memory_bound_s(w, layer, *, h, lay, hw):
@@ -599,6 +607,7 @@ def head_and_embedding_s(spec, *, lay, hw, net):
         tb = eager_kernels_time_s([(x, "mt") for x in nb] + [(x, "m") for x in cb], tokens=m, tokens_sp=mt, hw=hw)
         if lay.get("compile"):
             tf, tb = tf * COMPILE_LOSS_FACTOR, tb * COMPILE_LOSS_FACTOR
+        first, lf, lb = frozen_ends_s(first, lf, lb, m=m, V=V // tp, p=p, lay=lay, hw=hw16)
         return first, (lf + tf + red, lb + tb + red)
     last = (lf + ce + norm + red, lb + ce_b + norm_b + red)
     return first, last
@@ -701,6 +710,7 @@ def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net, stage_fwd_s=None):
     sd, over = lay["overlap_slowdown"], lay["dp_overlap"]
     worst, t_sync_max = 0.0, 0.0
     for i, (dense, expert) in enumerate(params_by_stage):
+        dense, expert = (lay["trainable_params"], 0) if lay.get("finetune") else (dense, expert)
         t, ag = dp_sync_times_s(dense, expert, lay=lay, net=net)
         share = min(1.0, lay["dp_bucket_params"] / max(dense + expert, 1))
         head_start = i * mean_b  # stage i drains i backward-times before stage 0
@@ -727,11 +737,13 @@ def eager_grad_s(params_local, num_layers, *, lay, hw):
     (TransformerBlock) wrap them; ZeRO 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD, the reduce dtype the
     gradients' (--grad-reduce-dtype)."""
     nl = max(num_layers, 1)
+    params_local = lay.get("trainable_params") or params_local  # peft: the adapters only
     per = params_local / nl
     n = lay["dp"] * lay["cp"]
     fsdp = lay["zero_stage"] >= 2 and n > 1
     f, b = eager_grad_kernels_bytes(params=per, shard=per / n if fsdp else per, reduce_bytes=lay["grad_bytes"],
                                     fsdp=fsdp, regather=lay["zero_stage"] == 3, microbatches=lay["num_microbatches"])
+    f, b = pure16_grad_kernels(f, b, lay=lay, fsdp=fsdp)
     tf = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in f)
     tb = nl * sum(max(x / hw["mem_bw"], KERNEL_FLOOR_S) for x in b)
     return [tf, tb, tf if lay["recompute"] in ("full", "op-sac") and not fsdp else 0.0]
@@ -766,10 +778,12 @@ def optimizer_s(params_local, *, lay, hw):
     host and the 16-bit weights come back over PCIe (4 + 2 bytes) and CPU-Adam updates them
     (ZeRO-Offload, Ren et al. 2021)."""
     shard = lay["dp"] * lay["cp"] if lay["zero_stage"] >= 1 else 1
+    params_local = lay.get("trainable_params") or params_local  # peft: the adapters only
     p = params_local / shard
     if lay["offload"]:
         return offload_optimizer_s(p, lay=lay, hw=hw, cpu_adam_params_per_s=CPU_ADAM_PARAMS_PER_S)
     nbytes = OPTIMIZER_STEP_BYTES[lay["precision16"]]
+    nbytes = torch_optimizer_step_bytes(lay, nbytes)
     path = grad_path(lay)
     if path:
         nbytes = path["optimizer"] or nbytes

@@ -1,0 +1,102 @@
+"""What autograd saves per decoder layer under peft LoRA, eager attention and SDPA with a mask, in
+transformers' own models (CPU; needs torch, transformers and peft: `pip install .[kit]`).
+
+    python validation/finetune/measure_saved_finetune.py        # writes saved_finetune.json here
+
+Setup (as tests/fixtures/measure_saved.py, whose helpers this reuses): a released config from
+tests/fixtures/configs/, vocabulary shrunk to 1,000, built with 1 and 2 decoder layers so that one
+layer's bytes are the difference; batch 2, sequence 16; every tensor autograd packs counted once per
+storage, parameters and their casts apart. Cases:
+- lora: model.to(bfloat16), peft LoraConfig(r=8, target_modules="all-linear", lora_dropout=0 or
+  0.05), get_peft_model (peft keeps the adapters in fp32: autocast_adapter_dtype), under
+  torch.autocast("cpu", bfloat16), as the Trainer's --bf16 runs a LoRA model loaded in bf16;
+  with and without gradient_checkpointing_enable(use_reentrant=False) (+ enable_input_require_grads);
+- eager: full fine-tuning, fp32 parameters under autocast, attn_implementation="eager";
+- sdpa-mask: the same with SDPA on a config given sliding_window 8 < sequence 16 (a mask).
+The CPU's SDPA reaches its flash kernel with a mask too; CUDA's does not (the efficient kernel), so
+the sdpa-mask rows check the CPU path only.
+"""
+import json
+import sys
+from pathlib import Path
+
+import torch
+import transformers
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from measure_saved import DROP_KEYS, is_param_copy  # noqa: E402
+
+CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+OUT = Path(__file__).resolve().parent / "saved_finetune.json"
+V, B, S = 1000, 2, 16
+CASES = {  # name -> (config file, case kind, extra)
+    "llama-3-8b-lora": ("llama-3-8b.json", "lora", {}),
+    "llama-3-8b-lora-dropout": ("llama-3-8b.json", "lora", {"lora_dropout": 0.05}),
+    "qwen3-8b-lora": ("qwen3-8b.json", "lora", {}),
+    "llama-3-8b-eager": ("llama-3-8b.json", "eager", {}),
+    "mistral-7b-sdpa-mask": ("mistral-7b.json", "sdpa-mask", {}),
+}
+
+
+def measure(cfg_dict, layers, kind, extra, ckpt):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    attn = "eager" if kind == "eager" else "sdpa"
+    cfg = AutoConfig.for_model(**dict(cfg_dict, num_hidden_layers=layers))
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn)
+    if kind == "lora":
+        from peft import LoraConfig, get_peft_model
+        model = model.to(torch.bfloat16)
+        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear",
+                                                 lora_dropout=extra.get("lora_dropout", 0.0)))
+    else:
+        model = model.float()
+    model.train()
+    if ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr not in params and ptr not in seen:
+            seen[ptr] = ("weight_copy" if is_param_copy(t) else "activation", st.nbytes())
+        return t
+
+    ids = torch.randint(0, V, (B, S))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+    assert torch.isfinite(loss)
+    return {k: sum(n for kd, n in seen.values() if kd == k) for k in ("activation", "weight_copy")}
+
+
+def main(names):
+    import peft
+    out = json.loads(OUT.read_text()) if OUT.exists() else {}
+    for name in names:
+        fname, kind, extra = CASES[name]
+        cfg = {k: v for k, v in json.loads((CONFIGS / fname).read_text()).items() if k not in DROP_KEYS}
+        cfg["vocab_size"] = V
+        if kind == "sdpa-mask":
+            cfg["sliding_window"] = 8
+        runs = {}
+        for ckpt in ((False, True) if kind == "lora" else (False,)):
+            one, two = (measure(cfg, n, kind, extra, ckpt) for n in (1, 2))
+            runs["ckpt" if ckpt else "plain"] = {
+                "layer_activation_bytes": two["activation"] - one["activation"],
+                "layer_weight_copy_bytes": two["weight_copy"] - one["weight_copy"],
+                "one_layer_model_activation_bytes": one["activation"]}
+            print(name, ckpt, runs, flush=True)
+        out[name] = {"config_file": fname, "kind": kind, "extra": extra, "batch": B, "seq": S,
+                     "vocab_size": V, "torch": torch.__version__,
+                     "transformers": transformers.__version__, "peft": peft.__version__,
+                     "runs": runs}
+    OUT.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or list(CASES))
