@@ -77,6 +77,18 @@ _FOUNDRY_SOURCE = ("MosaicML llm-foundry's MPT benchmark tables (scripts/train/b
                    "llm-foundry constants by least squares over the set rows (H100: 7b s 2048 where "
                    "the matmuls dominate; 3b and 1b s 8192 where attention is 34-38% of the step), "
                    "then the A100 fraction on its own set row")
+# torchtitan rows run compiled (tests/test_training_today.py: TT, ATP, TRAINY) and their float8
+# tensorwise subset.
+_TT_TENSORWISE_ROWS = ([f"training:tt-8b-{n}gpu-compile-float8" for n in (8, 128)]
+                       + [f"training:tt-8b-cp{c}" for c in (1, 2, 4, 8)]
+                       + ["training:tt-70b-2d", "training:tt-70b-2d-asynctp"]
+                       + [f"training:atp-{m}-float8-tensorwise-{o}" for m in ("70b", "8b")
+                          for o in ("none", "full")]
+                       + [f"training:trainy-h200-{k}nodes" for k in (4, 8)])
+_COMPILED_ROWS = ([f"training:tt-8b-{n}gpu-compile" for n in (8, 128)] + _TT_TENSORWISE_ROWS
+                  + [f"training:atp-{m}-{q}-{o}" for m in ("70b", "8b")
+                     for q in ("bf16", "float8-rowwise") for o in ("none", "full")])
+
 TRAINING = (
     entry(name="llm_foundry_attention_rate", value=0.54, where="llmcalc/train/attention_rates.py",
           meaning="llm-foundry's attention call (flash-attn 2's varlen entry through MPT's "
@@ -137,6 +149,35 @@ TRAINING = (
                  "where attention is most of the step",
           set_by=["training:nemo-cp-128k"],
           judged_by=[f"training:nemo-cp-{k}k" for k in (4, 8, 16, 32, 64, 256, 512, 1024)]),
+    entry(name="compile_layer_factor", value=0.46, where="llmcalc/train/kernels.py",
+          meaning="torch.compile (Inductor) runs a block's non-matmul, non-attention kernels in "
+                  "this fraction of their eager time (norms, rotary, activation, residuals fused "
+                  "into Triton kernels); --framework pytorch --compile",
+          source="our H200 (validation/h200/results/layers.jsonl, measure_layers.py): Llama "
+                 "blocks of width 4096 and 2048 at 2 x 4096 and 1 x 8192 tokens, profiler kernel "
+                 "time, 0.46 / 0.47 / 0.45 / 0.47; no training row set it",
+          set_by=[], judged_by=_COMPILED_ROWS),
+    entry(name="compile_loss_factor", value=0.26, where="llmcalc/train/kernels.py",
+          meaning="torch.compile runs the head's final norm and fp32 cross-entropy in this "
+                  "fraction of their eager time",
+          source="our H200 (validation/h200/results/head.jsonl): vocabulary 128256, 8192 tokens, "
+                 "3.89 of 14.71 ms; no training row set it",
+          set_by=[], judged_by=_COMPILED_ROWS),
+    entry(name="torchao_fp8_cast_tensorwise_bytes", value=11.4, where="llmcalc/train/kernels.py",
+          meaning="torchao Float8Linear's tensorwise scaling (compiled) moves this many bytes per "
+                  "element of each linear's operands (amax, cast, transposed copies) at achievable "
+                  "bandwidth",
+          source="our H200 (validation/h200/results/layers.jsonl): 8B-shaped layer, 2 x 4096 "
+                 "tokens, float8 kernel time above bf16's, +2.11 / +2.31 ms per layer; no "
+                 "training row set it",
+          set_by=[], judged_by=_TT_TENSORWISE_ROWS),
+    entry(name="torchao_fp8_cast_rowwise_bytes", value=28.0, where="llmcalc/train/kernels.py",
+          meaning="the same for torchao's rowwise scaling (a scale per row, fp32 amaxes per row "
+                  "and column)",
+          source="our H200 (validation/h200/results/layers.jsonl): the same layer, +5.42 ms; no "
+                 "training row set it",
+          set_by=[], judged_by=[f"training:atp-{m}-float8-rowwise-{o}" for m in ("70b", "8b")
+                                for o in ("none", "full")]),
 )
 
 # Fine-tuning under transformers/peft (issue 43).
