@@ -74,6 +74,11 @@ MODELS = {
     "Falcon 180B": ["-l", "80", "-hs", "14848", "-a", "232", "--num-kv-heads", "8", "-v", "65024",
                     "--parallel-attention"],
 }
+# DBRX (databricks/dbrx-instruct config.json: d_model 6144, 48 heads, 8 kv heads, 40 layers, vocab
+# 100352, 16 experts of 10752 top-4, LayerNorm without biases, RoPE, untied head)
+MODELS["DBRX"] = ["-l", "40", "-hs", "6144", "-a", "48", "--num-kv-heads", "8",
+                  "--ffn-hidden-size", "10752", "-v", "100352", "--num-experts", "16", "--topk", "4",
+                  "--swiglu", "--norm", "layernorm", "--no-bias", "--position-embedding", "rope"]
 # FasterTransformer's GPT shapes (docs/gpt_guide.md: head_num x size_per_head, num_layers, vocab
 # 51200): Megatron GPT, LayerNorm, biases, GELU 4h MLP, learned positions (2048), tied embeddings
 FT_GPT = ["-v", "51200", "--position-embedding", "learned", "--max-position-embeddings", "2048",
@@ -142,6 +147,14 @@ CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
 MOE_SMALL = "vLLM MoE, small batch (PRs)"
 # the rows that set tensorrt-llm-triton's per-request cost (stacks.py): listed, not judged
 TRITON_CALIBRATION = "calibration: TensorRT-LLM v0.14 H100 QPS 2 TTFT"
+
+
+def nccl_ring(gpu):
+    """Flags for a vLLM build whose custom all-reduce was off by default (vllm#2808, 2024-02-07, to
+    vllm#4040, 2024-04-12; before vllm#2192, late January 2024, it had none): the tensor-parallel
+    all-reduce is NCCL's ring over the GPU's NVLink (giving the link's per-direction rate turns the
+    stack's custom kernel off: NVLink 4 on H100 450 GB/s, NVLink 3 on A100 300 GB/s)."""
+    return ["--tp-bandwidth-gbps", {"h100": "450", "a100-80gb": "300"}[gpu]]
 
 
 def is_moe(model):
@@ -229,9 +242,10 @@ def _compare(rs):
         # vLLM's MoE decode at small batch (issue 44), from its own pull requests: benchmark_latency
         # (a static batch of B, its default 32/128, end to end) and benchmark_serving at a fixed
         # concurrency (random fixed lengths, every request counted: simulated with the stated count)
-        if r0["batching"] == "static":
+        if r0["batching"] == "static":  # 2024 builds: vLLM's custom all-reduce off (NCCL's ring)
             res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"],
-                                   "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]])
+                                   "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]]
+                           + nccl_ring(gpu))
             yield (MOE_SMALL, r0, "end-to-end", float(r0["value"]) * 1e-3,
                    res["total_s"] if res else None, err)
             return
