@@ -1782,6 +1782,8 @@ def _read_llama_like(r, s, ll, notes, warnings):
         s["head_dim"] = r.int("head_dim", default=256)  # the config classes' default
     if mt in ("mistral", "mixtral", "phi3"):
         s["slides_every_layer"] = True
+    if mt == "phi3":  # Phi3Attention.qkv_proj, Phi3MLP.gate_up_proj (transformers models/phi3)
+        s["fused_projections"] = ["qkv", "gate_up"]
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
         _read_qwen_sliding(r, s)
     if mt == "gemma2" and not r.has("layer_types"):
@@ -2372,6 +2374,7 @@ def _read_glm(r, s, ll, notes, warnings):
            qkv_bias=r.bool("attention_bias", default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
+    s["fused_projections"] = ["gate_up"]  # GlmMLP / Glm4MLP: one gate_up_proj, chunked
 
 
 def _read_glm4v_moe(r, s, ll, notes, warnings):
@@ -4112,6 +4115,8 @@ class ModelSpec(Record):
         "attn_position_scaling": "per-head position scaling weights (Mistral Large 4)",
         "attn_extra_weights": "a family's non-matmul attention weights per layer (DiffLlama's "
                               "lambdas)",
+        "fused_projections": "the projections transformers computes as one matmul: qkv (Phi-3's "
+                             "qkv_proj), gate_up (Phi-3's and GLM's gate_up_proj); absent: none",
         "layer_types": "each layer's span: full, sliding, chunked, linear (a state mixer), hybrid "
                        "(attention beside a mixer); None: all full",
         "sliding_window": "keys a sliding layer sees (tokens); None: no sliding layers",
@@ -4575,6 +4580,8 @@ def _layer_attention(s, ov, *, span, rope):
     if s.get("attn_extra_weights"):
         # a family's non-matmul attention weights (DiffLlama's lambdas)
         attn["extra_weights"] = s["attn_extra_weights"]
+    if "qkv" in s.get("fused_projections", ()) and attn["kind"] == "mha":
+        attn["fused"] = True  # one qkv matmul; q, k and v are slices of its output
     if span == "linear":
         # a linear-attention (state-space) mixer: no K/V cache, a constant state per sequence
         attn.update(dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))
@@ -4598,6 +4605,8 @@ def _layer_mlp(s, ov, *, moe):
         if s.get("mlp_act_params"):
             # a learned activation's or inner norm's weights (Apertus, BitNet)
             mlp["act_params"] = s["mlp_act_params"]
+        if "gate_up" in s.get("fused_projections", ()) and mlp["linears"] == 3:
+            mlp["fused"] = True  # one gate|up matmul whose output is chunked in two
     mlp.update(ov.get("mlp", {}))
     return mlp
 
@@ -6135,6 +6144,24 @@ def eager_attention_glue_kernels(*, style, q_width, kv_width):
     return [], []
 
 
+def eager_fused_qkv_kernels(*, q_width, kv_width, o_width):
+    """(forward, backward) bytes per token of the glue of a fused qkv projection as transformers'
+    Phi-3 writes it (models/phi3 Phi3Attention.forward, apply_rotary_pos_emb), in place of separate
+    projections' two input-gradient adds: forward, the rotary's torch.cat of the rotated part and an
+    empty pass-through part (a copy, 2+2, of q and of k) and the contiguous copy of the attention
+    output before o_proj (2+2; the output follows the cat's contiguous query); backward, for q and
+    k the rotary slice's gradient (torch slice_backward: zero-fill 2, copy 2+2) and its sum with
+    the pass-through part's (2+2+2), and each of the three qkv slices' gradient over the whole
+    fused width W (zero-fill 2 W, copy 2+2 of the slice) summed by two adds (2+2+2 W). The
+    backward's ops were listed with a TorchDispatchMode on transformers 5.24's Phi-3 and Llama
+    layers (CPU, torch 2.13): these replace Llama's two input-gradient adds."""
+    q, kv, w = q_width, kv_width, q_width + 2 * kv_width
+    fwd = [4 * q, 4 * kv, 4 * o_width]
+    bwd = ([2 * q, 4 * q, 6 * q, 2 * kv, 4 * kv, 6 * kv] + [2 * w] * 3 + [4 * q, 4 * kv, 4 * kv]
+           + [6 * w] * 2)
+    return fwd, bwd
+
+
 def eager_layer_kernels(layer, *, h, tp, style, norm):
     """(forward, backward) lists of (bytes per token, tokens-scale) kernels of one layer's
     memory-bound work on one rank under eager PyTorch: per block its norm, the residual add
@@ -6142,8 +6169,12 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
     gradients, the same bytes), per attention its rope and glue copies, the input-gradient sums
     of separate projections (pytorch: wq, wk, wv -> 2 adds; w1, w3 -> 1 add; 2+2+2 each), per
     linear with a bias the bias-gradient token sum (read the output gradient, 2 per element; the
-    forward bias add is fused in cuBLASLt's epilogue), per MLP its activation. The scale says
-    whether a kernel runs on all m tokens ("m") or on the sequence-parallel m / tp ("mt")."""
+    forward bias add is fused in cuBLASLt's epilogue), per MLP its activation. transformers' fused
+    projections (the layer kinds' "fused") run one matmul (costed as the separate ones, which
+    layer_compute_s already folds into one) and their own glue: eager_fused_qkv_kernels, and a
+    chunked gate|up whose backward concatenates the two gradients (read 2 f, write 2 f at 2 B).
+    The scale says whether a kernel runs on all m tokens ("m") or on the sequence-parallel m / tp
+    ("mt")."""
     fwd, bwd = [], []
     blocks = bool(layer["attention"]) + len(layer["mlp"])
 
@@ -6165,7 +6196,9 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
             put(rope(width=qw), "m")
             put(rope(width=kw), "m")
         put(eager_attention_glue_kernels(style=style, q_width=qw, kv_width=kw), "m")
-        if style in ("pytorch", "transformers"):
+        if style == "transformers" and attn.get("fused"):
+            put(eager_fused_qkv_kernels(q_width=qw, kv_width=kw, o_width=ar["heads"] * dv), "m")
+        elif style in ("pytorch", "transformers"):
             put(([], [6 * h, 6 * h]), "m")
         if attn.get("qkv_bias"):
             put(([], [2 * (qw + 2 * kw)]), "m")
@@ -6177,7 +6210,9 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
         mr = mlp_on_rank(mlp, tp=tp, etp=tp)
         gated = mlp["linears"] == 3
         put(eager_activation_kernels(gated=gated, width=mr["width"]), "m")
-        if style in ("pytorch", "transformers") and gated:
+        if style == "transformers" and mlp.get("fused"):
+            put(([], [8 * mr["width"]]), "m")  # chunk's backward: the two f-wide grads cat'd
+        elif style in ("pytorch", "transformers") and gated:
             put(([], [6 * h]), "m")
         if mlp.get("bias"):
             put(([], [2 * mr["width"] * (mlp["linears"] - 1) + 2 * h]), "m")
@@ -6277,7 +6312,15 @@ TORCH_OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 1, "sgd-nomomentum": 0, 
 BNB_8BIT_STATE_BYTES = {"adam8bit": 2, "adamw8bit": 2}
 
 # LoRA's adapted matrices and the input each reads: the block's norm output or an inner tensor
-NORM_INPUT_TARGETS = ("q", "k", "v", "gate", "up")
+NORM_INPUT_TARGETS = ("q", "k", "v", "gate", "up", "qkv", "gate_up")
+# a fused matrix (Phi-3's qkv_proj, gate_up_proj) carries one adapter when any of its parts is a
+# target (--lora-targets names the parts; peft's all-linear adapts the fused module)
+FUSED_TARGETS = {"qkv": ("q", "k", "v"), "gate_up": ("gate", "up")}
+
+
+def lora_adapted(target, targets):
+    """True when LoRA adapts this matrix: named in targets, or a fused matrix with a part named."""
+    return target in targets or any(t in targets for t in FUSED_TARGETS.get(target, ()))
 
 
 def torch_optimizer_state_bytes(*, optimizer, param_bytes):
@@ -6326,19 +6369,45 @@ def attention_saved_bytes(attn, *, s, b, tp, act_bytes, kernel):
     return A * (a * d + a * d + a * dv + a * dv) + (4 + A) * a * s, 0
 
 
+def fused_qkv_saved_bytes(attn, *, tp, act_bytes, kernel, frozen):
+    """Per-token bytes a fused qkv projection (the attention dict's "fused": Phi-3's qkv_proj)
+    keeps beyond attention_saved_bytes' q, k, v, on one tp rank. q, k and v are slices of the one
+    qkv output: the v the core keeps (as given: flash and flex read GQA natively; repeat_kv returns
+    v itself when kv = a) holds the whole output's storage, so its q and k parts, A (a + kv) d,
+    stay alive too. Phi-3's rotary (apply_rotary_pos_emb's partial-rotary torch.cat) makes a
+    contiguous (b, a, s, d) query, and SDPA's output follows the query's layout (flash allocates it
+    like q), so transformers' transpose(1, 2).contiguous() before o_proj is a copy, A a d_v, that a
+    trainable o_proj keeps (frozen: not kept). Measured: validation/finetune/saved_finetune.json
+    (the phi-3 rows, CPU SDPA)."""
+    if not attn.get("fused"):
+        return 0
+    x = attention_on_rank(attn, tp=tp)
+    a, kv = x["heads"], x["kv_heads"]
+    d, dv = attention_head_dims(x)
+    out = act_bytes * (a * d + kv * d) if kernel in ("flash", "flex") or kv == a else 0
+    if kernel in ("flash", "flex") and attn["rope"] and not frozen:
+        out += act_bytes * a * dv
+    return out
+
+
 def lora_input_widths(layer, *, h, tp):
     """(target, input width on the rank) of each matrix LoRA may adapt in one layer: q, k, v, o of
     each attention block (a layer reusing another's k/v has none), gate, up, down of each dense
-    MLP."""
+    MLP; a fused block's qkv and gate_up instead of their parts."""
     out = []
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         _, dv = attention_head_dims(x)
-        out += [("q", h)] + [("k", h)] * (x["kv_proj"] >= 1) + [("v", h)] * (x["kv_proj"] >= 2)
+        if attn.get("fused"):
+            out.append(("qkv", h))
+        else:
+            out += [("q", h)] + [("k", h)] * (x["kv_proj"] >= 1) + [("v", h)] * (x["kv_proj"] >= 2)
         out.append(("o", x["heads"] * dv))
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            out += [("gate", h)] * (m["linears"] == 3) + [("up", h), ("down", m["width"] // tp)]
+            gate_up = [("gate_up", h)] if m.get("fused") else (
+                [("gate", h)] * (m["linears"] == 3) + [("up", h)])
+            out += gate_up + [("down", m["width"] // tp)]
     return out
 
 
@@ -6356,7 +6425,7 @@ def lora_adapter_saved_bytes(layer, *, h, tp, lora, autocast, norm_out_bytes, ac
     drop, quant = lora.get("dropout", 0) > 0, lora.get("quantized", False)
     out = 0
     for t, d_in in lora_input_widths(layer, h=h, tp=tp):
-        if t not in targets:
+        if not lora_adapted(t, targets):
             continue
         in_bytes = norm_out_bytes if t in NORM_INPUT_TARGETS else act_bytes
         if autocast:
@@ -6377,8 +6446,9 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     frozen, so the normalised output is not kept); q/k norms the same per head; the attention core
     (attention_saved_bytes); a gated MLP its gate output, activation output and up output (3 f: the
     frozen down matrix keeps no input), a 2-matrix MLP its fc1 output (f); frozen linears keep
-    only their weight; plus the adapters' tensors (lora_adapter_saved_bytes). The residual is fp32
-    under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
+    only their weight (a chunked gate|up output: the same 3 f); a fused qkv its output's storage
+    (fused_qkv_saved_bytes); plus the adapters' tensors (lora_adapter_saved_bytes). The residual
+    is fp32 under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
     A = act_bytes
     norm_out = 4 if lora.get("quantized") else A  # the norms' output dtype is their weight's
     per_tok = layer["norms"] * (4 * h + 4)
@@ -6390,6 +6460,7 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
             per_tok += (x["heads"] + x["kv_heads"]) * (4 * d + 4)
         kern = attention_kernel(attn, s=s, attn_implementation=attn_implementation, padded=padded)
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
+        tok += fused_qkv_saved_bytes(attn, tp=tp, act_bytes=A, kernel=kern, frozen=True)
         per_tok, per_mb = per_tok + tok, per_mb + mb
     for m in layer["mlp"]:
         per_tok += A * (m["width"] // tp) * (3 if m["linears"] == 3 else 1)
@@ -6415,15 +6486,18 @@ def qlora_state_bytes(*, linear_params, other_params, base_bits):
 
 def dequantized_working_bytes(layer, *, h, tp, act_bytes):
     """The largest 16-bit copy one QLoRA matmul dequantizes (bitsandbytes MatMul4Bit: one weight at
-    a time, in the forward and again in the backward): the layer's largest linear weight."""
+    a time, in the forward and again in the backward): the layer's largest linear weight (a fused
+    qkv or gate_up whole)."""
     best = 0
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         d, dv = attention_head_dims(x)
         best = max(best, h * x["heads"] * d, h * x["heads"] * dv)
+        if attn.get("fused"):
+            best = max(best, h * (x["heads"] * d + x["kv_heads"] * (d + dv)))
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            best = max(best, h * m["width"] // tp)
+            best = max(best, h * m["width"] // tp * (2 if m.get("fused") else 1))
     return act_bytes * best
 
 
@@ -7088,18 +7162,25 @@ def lora_params_per_layer(layer, *, h, rank, targets, tp):
     """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
     (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
     k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
-    routed experts are not adapted. Split over tp like the matrix they adapt (an approximation for r)."""
+    routed experts are not adapted; a fused qkv or gate_up carries one adapter
+    (finetune.lora_adapted). Split over tp like the matrix they adapt (an approximation for r)."""
     n = 0
     for attn in layer["attention"]:
         a, kv = attn["heads"], attn["kv_heads"]
         d, dv = attention_head_dims(attn)
         shapes = {"q": (h, a * d), "k": (h, kv * d) if attn["kv_proj"] >= 1 else None,
                   "v": (h, kv * dv) if attn["kv_proj"] >= 2 else None, "o": (a * dv, h)}
-        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
+        if attn.get("fused"):  # one qkv_proj adapter (h -> q + k + v widths)
+            shapes = {"qkv": (h, a * d + kv * (d + dv)), "o": shapes["o"]}
+        n += sum(rank * sum(v) for t, v in shapes.items()
+                 if v and all(v) and lora_adapted(t, targets))
     for m in layer["mlp"]:
         f = m["width"] if m["kind"] == "dense" else m["shared_width"]
         shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
-        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
+        if m.get("fused") and m["kind"] == "dense":  # one gate_up_proj adapter (h -> 2 f)
+            shapes = {"gate_up": (h, 2 * f), "down": (f, h)}
+        n += sum(rank * sum(v) for t, v in shapes.items()
+                 if v and all(v) and lora_adapted(t, targets))
     return n // tp
 
 
@@ -7348,7 +7429,10 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
     dtype -- fp32 under autocast, which grouped_mm does not join; a shared expert is a dense MLP,
     its sigmoid gate (Qwen2-MoE) keeping the expert's output and the gate (h + 1); plus 4 E bytes
     of int32 offsets per micro-batch. attn_implementation (None: SDPA's flash kernel) picks the
-    attention core's kernel and what it keeps (train/finetune.attention_saved_bytes)."""
+    attention core's kernel and what it keeps (train/finetune.attention_saved_bytes). Fused
+    projections (the layer kinds' "fused": Phi-3's qkv_proj, gate_up_proj) cast their input once
+    under autocast, and keep what train/finetune.fused_qkv_saved_bytes says; a chunked gate|up
+    output keeps 2 f as the two separate outputs do."""
     A, R = act_bytes, 4 if autocast else act_bytes  # 16-bit compute; the residual in the weights' dtype
     blocks = len(layer["attention"]) + len(layer["mlp"])
     extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
@@ -7358,18 +7442,18 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
         x = attention_on_rank(attn, tp=tp)
         at, kvt = x["heads"], x["kv_heads"]
         d, d_v = attention_head_dims(x)
-        copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
+        copies += A * h * ((1 + x["kv_proj"]) if autocast and not attn.get("fused") else 1)
         if x["qk_norm"] != "none":
             inside += (at + kvt) * (4 * d + A * d + 4)
         kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation,
                                  padded=padded) if attn_implementation else "flash")
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
-        inside += tok
+        inside += tok + fused_qkv_saved_bytes(attn, tp=tp, act_bytes=A, kernel=kern, frozen=False)
         offsets += mb
     for m in layer["mlp"]:
         gated = 4 if m["linears"] == 3 else 2
         if m["kind"] != "moe":
-            copies += A * h * ((m["linears"] - 1) if autocast else 1)
+            copies += A * h * ((m["linears"] - 1) if autocast and not m.get("fused") else 1)
             inside += A * (m["width"] // tp) * gated
             continue
         k, E, X = m["topk"], m["num_experts"], 4 if autocast else A
@@ -8442,7 +8526,7 @@ def lora_adapter_s(layer, *, h, m, tp, hw, lora):
     r, quant = lora["lora_rank"], lora["finetune"] == "qlora"
     f = b = 0.0
     for t, d_in in lora_input_widths(layer, h=h, tp=tp):
-        if t not in lora["lora_targets"]:
+        if not lora_adapted(t, lora["lora_targets"]):
             continue
         d_out = _output_width(layer, t, h=h, tp=tp)
         f += gemm_time_s(m, r, d_in, hw=hw) + gemm_time_s(m, d_out, r, hw=hw)
@@ -8463,12 +8547,13 @@ def _output_width(layer, target, *, h, tp):
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         d, dv = attention_head_dims(x)
-        widths = {"q": x["heads"] * d, "k": x["kv_heads"] * d, "v": x["kv_heads"] * dv, "o": h}
+        widths = {"q": x["heads"] * d, "k": x["kv_heads"] * d, "v": x["kv_heads"] * dv, "o": h,
+                  "qkv": x["heads"] * d + x["kv_heads"] * (d + dv)}
         if target in widths:
             return widths[target]
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            return h if target == "down" else m["width"] // tp
+            return h if target == "down" else m["width"] // tp * (2 if target == "gate_up" else 1)
     return h
 
 

@@ -23,8 +23,8 @@ sys.path.insert(0, ROOT)
 
 import calc_transformer_mem as M  # noqa: E402
 from llmcalc.model.spec import resolve_model_spec  # noqa: E402
-from llmcalc.train.finetune import (lora_layer_activation_bytes,  # noqa: E402
-                                    torch_optimizer_state_bytes)
+from llmcalc.train.finetune import (lora_input_widths,  # noqa: E402
+                                    lora_layer_activation_bytes, torch_optimizer_state_bytes)
 from llmcalc.train.memory import eager_layer_activation_bytes, eager_rule_covers  # noqa: E402
 
 FIX = os.path.join(ROOT, "validation", "finetune", "saved_finetune.json")
@@ -40,6 +40,7 @@ def _layer(name, tmp_path):
     cfg["vocab_size"] = row["vocab_size"]
     if row["kind"] == "sdpa-mask":
         cfg["sliding_window"] = 8
+    cfg.update(row["extra"].get("config", {}))  # a shape variant of the released config
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     args = M.build_parser().parse_args(["--hf_model_name_or_path", str(path)])
@@ -53,18 +54,40 @@ def test_layer_bytes_equal_what_autograd_saves(name, tmp_path):
     spec, layer = _layer(name, tmp_path)
     s, b, h = row["seq"], row["batch"], spec["hidden_size"]
     kw = dict(s=s, b=b, h=h, tp=1, act_bytes=2, autocast=True)
-    if row["kind"] == "lora":
+    if row["kind"] == "lora":  # phi-3 rows: fused qkv_proj / gate_up_proj, one adapter each
         drop = row["extra"].get("lora_dropout", 0.0)
         lora = {"rank": 8, "targets": ["q", "k", "v", "o", "gate", "up", "down"],
                 "adapter_bytes": 4, "dropout": drop, "quantized": False}
         assert eager_rule_covers(layer, norm=spec["norm"], attn_implementation="sdpa", lora=True)
         ours = lora_layer_activation_bytes(layer, lora=lora, mask_bytes=4, **kw)
         assert row["runs"]["ckpt"]["layer_activation_bytes"] == 2 * s * b * h  # the layer's input
+        assert ("qkv", h) in lora_input_widths(layer, h=h, tp=1) or "phi" not in name
     else:
         impl = "eager" if row["kind"] == "eager" else "sdpa"
         assert eager_rule_covers(layer, norm=spec["norm"], attn_implementation=impl)
         ours = eager_layer_activation_bytes(layer, sp=False, attn_implementation=impl, **kw)
     assert ours == row["runs"]["plain"]["layer_activation_bytes"]
+
+
+def test_phi3_is_read_with_fused_projections(tmp_path):
+    # transformers models/phi3: Phi3Attention.qkv_proj and Phi3MLP.gate_up_proj; the fused output's
+    # storage stays alive through the v slice SDPA keeps (phi-3 rows above: exact) -- the unfused
+    # count would be off by A (a + kv) d - 2 A h - A h per token under autocast
+    spec, layer = _layer("phi-3-mini-sdpa", tmp_path)
+    assert layer["attention"][0]["fused"] and layer["mlp"][0]["fused"]
+    spec, layer = _layer("llama-3-8b-eager", tmp_path)
+    assert "fused" not in layer["attention"][0] and "fused" not in layer["mlp"][0]
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b-lora", "phi-3-mini-lora", "phi-3-medium-shape-lora"])
+def test_adapter_weight_copies_equal_the_adapter_count(name, tmp_path):
+    # autocast caches one bf16 copy of each fp32 adapter weight: the measured copies are 2 B per
+    # adapter parameter, so they count peft's adapters per layer (Phi-3: one qkv_proj and one
+    # gate_up_proj adapter, not three and two)
+    from llmcalc.train.memory import LORA_MATRICES, lora_params_per_layer
+    spec, layer = _layer(name, tmp_path)
+    ours = lora_params_per_layer(layer, h=spec["hidden_size"], rank=8, targets=LORA_MATRICES, tp=1)
+    assert 2 * ours == SAVED[name]["runs"]["plain"]["layer_weight_copy_bytes"]
 
 
 def test_adapter_weight_copies_are_the_adapters_at_16_bits():
@@ -167,7 +190,8 @@ def test_lora_step_drops_the_base_weight_gradients(capsys):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("cfg,rank", [("llama-3-8b.json", 16), ("qwen3-8b.json", 64),
-                                      ("qwen2.5-7b.json", 8), ("mistral-7b.json", 32)])
+                                      ("qwen2.5-7b.json", 8), ("mistral-7b.json", 32),
+                                      ("phi-3-mini-4k.json", 16)])
 def test_lora_parameters_equal_peft_on_the_meta_device(cfg, rank):
     # Source: peft itself (LoraConfig(r, target_modules="all-linear") on transformers' model built
     # on the meta device from the released config); exact: both count the same matrices

@@ -37,7 +37,15 @@ TORCH_OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 1, "sgd-nomomentum": 0, 
 BNB_8BIT_STATE_BYTES = {"adam8bit": 2, "adamw8bit": 2}
 
 # LoRA's adapted matrices and the input each reads: the block's norm output or an inner tensor
-NORM_INPUT_TARGETS = ("q", "k", "v", "gate", "up")
+NORM_INPUT_TARGETS = ("q", "k", "v", "gate", "up", "qkv", "gate_up")
+# a fused matrix (Phi-3's qkv_proj, gate_up_proj) carries one adapter when any of its parts is a
+# target (--lora-targets names the parts; peft's all-linear adapts the fused module)
+FUSED_TARGETS = {"qkv": ("q", "k", "v"), "gate_up": ("gate", "up")}
+
+
+def lora_adapted(target, targets):
+    """True when LoRA adapts this matrix: named in targets, or a fused matrix with a part named."""
+    return target in targets or any(t in targets for t in FUSED_TARGETS.get(target, ()))
 
 
 def torch_optimizer_state_bytes(*, optimizer, param_bytes):
@@ -86,19 +94,45 @@ def attention_saved_bytes(attn, *, s, b, tp, act_bytes, kernel):
     return A * (a * d + a * d + a * dv + a * dv) + (4 + A) * a * s, 0
 
 
+def fused_qkv_saved_bytes(attn, *, tp, act_bytes, kernel, frozen):
+    """Per-token bytes a fused qkv projection (the attention dict's "fused": Phi-3's qkv_proj)
+    keeps beyond attention_saved_bytes' q, k, v, on one tp rank. q, k and v are slices of the one
+    qkv output: the v the core keeps (as given: flash and flex read GQA natively; repeat_kv returns
+    v itself when kv = a) holds the whole output's storage, so its q and k parts, A (a + kv) d,
+    stay alive too. Phi-3's rotary (apply_rotary_pos_emb's partial-rotary torch.cat) makes a
+    contiguous (b, a, s, d) query, and SDPA's output follows the query's layout (flash allocates it
+    like q), so transformers' transpose(1, 2).contiguous() before o_proj is a copy, A a d_v, that a
+    trainable o_proj keeps (frozen: not kept). Measured: validation/finetune/saved_finetune.json
+    (the phi-3 rows, CPU SDPA)."""
+    if not attn.get("fused"):
+        return 0
+    x = attention_on_rank(attn, tp=tp)
+    a, kv = x["heads"], x["kv_heads"]
+    d, dv = attention_head_dims(x)
+    out = act_bytes * (a * d + kv * d) if kernel in ("flash", "flex") or kv == a else 0
+    if kernel in ("flash", "flex") and attn["rope"] and not frozen:
+        out += act_bytes * a * dv
+    return out
+
+
 def lora_input_widths(layer, *, h, tp):
     """(target, input width on the rank) of each matrix LoRA may adapt in one layer: q, k, v, o of
     each attention block (a layer reusing another's k/v has none), gate, up, down of each dense
-    MLP."""
+    MLP; a fused block's qkv and gate_up instead of their parts."""
     out = []
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         _, dv = attention_head_dims(x)
-        out += [("q", h)] + [("k", h)] * (x["kv_proj"] >= 1) + [("v", h)] * (x["kv_proj"] >= 2)
+        if attn.get("fused"):
+            out.append(("qkv", h))
+        else:
+            out += [("q", h)] + [("k", h)] * (x["kv_proj"] >= 1) + [("v", h)] * (x["kv_proj"] >= 2)
         out.append(("o", x["heads"] * dv))
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            out += [("gate", h)] * (m["linears"] == 3) + [("up", h), ("down", m["width"] // tp)]
+            gate_up = [("gate_up", h)] if m.get("fused") else (
+                [("gate", h)] * (m["linears"] == 3) + [("up", h)])
+            out += gate_up + [("down", m["width"] // tp)]
     return out
 
 
@@ -116,7 +150,7 @@ def lora_adapter_saved_bytes(layer, *, h, tp, lora, autocast, norm_out_bytes, ac
     drop, quant = lora.get("dropout", 0) > 0, lora.get("quantized", False)
     out = 0
     for t, d_in in lora_input_widths(layer, h=h, tp=tp):
-        if t not in targets:
+        if not lora_adapted(t, targets):
             continue
         in_bytes = norm_out_bytes if t in NORM_INPUT_TARGETS else act_bytes
         if autocast:
@@ -137,8 +171,9 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     frozen, so the normalised output is not kept); q/k norms the same per head; the attention core
     (attention_saved_bytes); a gated MLP its gate output, activation output and up output (3 f: the
     frozen down matrix keeps no input), a 2-matrix MLP its fc1 output (f); frozen linears keep
-    only their weight; plus the adapters' tensors (lora_adapter_saved_bytes). The residual is fp32
-    under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
+    only their weight (a chunked gate|up output: the same 3 f); a fused qkv its output's storage
+    (fused_qkv_saved_bytes); plus the adapters' tensors (lora_adapter_saved_bytes). The residual
+    is fp32 under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
     A = act_bytes
     norm_out = 4 if lora.get("quantized") else A  # the norms' output dtype is their weight's
     per_tok = layer["norms"] * (4 * h + 4)
@@ -150,6 +185,7 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
             per_tok += (x["heads"] + x["kv_heads"]) * (4 * d + 4)
         kern = attention_kernel(attn, s=s, attn_implementation=attn_implementation, padded=padded)
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
+        tok += fused_qkv_saved_bytes(attn, tp=tp, act_bytes=A, kernel=kern, frozen=True)
         per_tok, per_mb = per_tok + tok, per_mb + mb
     for m in layer["mlp"]:
         per_tok += A * (m["width"] // tp) * (3 if m["linears"] == 3 else 1)
@@ -175,15 +211,18 @@ def qlora_state_bytes(*, linear_params, other_params, base_bits):
 
 def dequantized_working_bytes(layer, *, h, tp, act_bytes):
     """The largest 16-bit copy one QLoRA matmul dequantizes (bitsandbytes MatMul4Bit: one weight at
-    a time, in the forward and again in the backward): the layer's largest linear weight."""
+    a time, in the forward and again in the backward): the layer's largest linear weight (a fused
+    qkv or gate_up whole)."""
     best = 0
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         d, dv = attention_head_dims(x)
         best = max(best, h * x["heads"] * d, h * x["heads"] * dv)
+        if attn.get("fused"):
+            best = max(best, h * (x["heads"] * d + x["kv_heads"] * (d + dv)))
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            best = max(best, h * m["width"] // tp)
+            best = max(best, h * m["width"] // tp * (2 if m.get("fused") else 1))
     return act_bytes * best
 
 

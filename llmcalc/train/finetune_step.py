@@ -24,7 +24,8 @@ layer's kernels, counted from the source of each module (train/finetune.py names
 
 from ..model.formulas import attention_head_dims, expected_real_experts, query_key_pairs
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .finetune import NORM_INPUT_TARGETS, QLORA_NF4_DQ_BITS, attention_kernel, lora_input_widths
+from .finetune import (NORM_INPUT_TARGETS, QLORA_NF4_DQ_BITS, attention_kernel, lora_adapted,
+                       lora_input_widths)
 from .kernels import KERNEL_FLOOR_S, gemm_time_s, linear_times_s, memory_time_s
 from .recompute import attention_linear_shapes
 
@@ -137,7 +138,7 @@ def lora_adapter_s(layer, *, h, m, tp, hw, lora):
     r, quant = lora["lora_rank"], lora["finetune"] == "qlora"
     f = b = 0.0
     for t, d_in in lora_input_widths(layer, h=h, tp=tp):
-        if t not in lora["lora_targets"]:
+        if not lora_adapted(t, lora["lora_targets"]):
             continue
         d_out = _output_width(layer, t, h=h, tp=tp)
         f += gemm_time_s(m, r, d_in, hw=hw) + gemm_time_s(m, d_out, r, hw=hw)
@@ -158,12 +159,13 @@ def _output_width(layer, target, *, h, tp):
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         d, dv = attention_head_dims(x)
-        widths = {"q": x["heads"] * d, "k": x["kv_heads"] * d, "v": x["kv_heads"] * dv, "o": h}
+        widths = {"q": x["heads"] * d, "k": x["kv_heads"] * d, "v": x["kv_heads"] * dv, "o": h,
+                  "qkv": x["heads"] * d + x["kv_heads"] * (d + dv)}
         if target in widths:
             return widths[target]
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            return h if target == "down" else m["width"] // tp
+            return h if target == "down" else m["width"] // tp * (2 if target == "gate_up" else 1)
     return h
 
 
