@@ -6450,7 +6450,7 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     (fused_qkv_saved_bytes); plus the adapters' tensors (lora_adapter_saved_bytes). The residual
     is fp32 under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
     A = act_bytes
-    norm_out = 4 if lora.get("quantized") else A  # the norms' output dtype is their weight's
+    norm_out = lora_residual_bytes(lora, act_bytes=A)  # the norms' output dtype is their weight's
     per_tok = layer["norms"] * (4 * h + 4)
     per_mb = 0
     for attn in layer["attention"]:
@@ -6470,18 +6470,32 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     return s * b * per_tok + per_mb
 
 
+def sharded_qlora(lora, *, zero_stage):
+    """The lora dict of a QLoRA run whose 4-bit weights are sharded (FSDP FULL_SHARD or DeepSpeed
+    ZeRO-3: bitsandbytes' bnb_4bit_quant_storage in the 16-bit dtype, the model loaded in it; peft
+    docs accelerate/fsdp.md and deepspeed.md), else lora unchanged. TRL (is_sharded_qlora) then
+    skips prepare_model_for_kbit_training, so embeddings, head and norms stay 16-bit and so does
+    the residual stream, and builds the adapters with autocast_adapter_dtype=False: 16-bit
+    adapters, gradients and optimizer states."""
+    if not lora or not lora.get("quantized") or zero_stage < 3:
+        return lora
+    return dict(lora, sharded=True, adapter_bytes=2)
+
+
 def lora_residual_bytes(lora, *, act_bytes):
     """The residual stream's bytes per value on a LoRA base: fp32 under QLoRA's
-    prepare_model_for_kbit_training (embeddings upcast), else the base's 16-bit width."""
-    return 4 if lora.get("quantized") else act_bytes
+    prepare_model_for_kbit_training (embeddings upcast), else the base's 16-bit width (sharded
+    QLoRA too: sharded_qlora)."""
+    return 4 if lora.get("quantized") and not lora.get("sharded") else act_bytes
 
 
-def qlora_state_bytes(*, linear_params, other_params, base_bits):
+def qlora_state_bytes(*, linear_params, other_params, base_bits, other_bytes=4):
     """QLoRA's frozen base bytes: the layers' linear weights at base_bits (NF4 with double
     quantization: 4 + 8/64 + 32/(64*256) bits incl. the absmax constants, Dettmers et al. 2023
     sec. 3), every other parameter (embeddings, head, norms, biases) in fp32, as
-    prepare_model_for_kbit_training casts every non-Params4bit 16-bit parameter."""
-    return linear_params * base_bits / 8 + 4 * other_params
+    prepare_model_for_kbit_training casts every non-Params4bit 16-bit parameter (other_bytes 2
+    when sharded: sharded_qlora)."""
+    return linear_params * base_bits / 8 + other_bytes * other_params
 
 
 def dequantized_working_bytes(layer, *, h, tp, act_bytes):
@@ -6518,9 +6532,10 @@ def peft_memory_fields(lay):
     if lay.get("finetune"):  # the Trainer's bf16 autocast at every ZeRO stage (a 16-bit base)
         out["autocast"] = True
         q = lay["finetune"] == "qlora"
-        out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
-                       "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
-                       "dropout": 0.0, "quantized": q}
+        out["lora"] = sharded_qlora({"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
+                                     "base_bits": QLORA_NF4_DQ_BITS if q else 16,
+                                     "adapter_bytes": 4, "dropout": 0.0, "quantized": q},
+                                    zero_stage=lay["zero_stage"])
     if lay.get("pure16"):
         out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
                    opt_bytes=torch_optimizer_state_bytes(optimizer=out["optimizer"], param_bytes=2))
@@ -6536,7 +6551,8 @@ def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
     if lora.get("quantized"):
         norms = sum(spec["layers"][i]["norms"] * h for i in layers)
         base = qlora_state_bytes(linear_params=ne + ex - emb - norms, other_params=emb + norms,
-                                 base_bits=lora["base_bits"])
+                                 base_bits=lora["base_bits"],
+                                 other_bytes=2 if lora.get("sharded") else 4)
     else:
         base = (ne + ex) * lora["base_bits"] / 8
     return base, torch_optimizer_state_bytes(optimizer=c["optimizer"],
@@ -6545,14 +6561,14 @@ def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
 
 def peft_cast_bytes(spec, c, *, layers, trainable, last, tp):
     """16-bit tensors a peft step holds besides activations at its backward's start, on one rank:
-    under autocast a copy of every adapter weight (cached for the forward: they are leaves that
-    need gradients) and, under QLoRA, the fp32 head's 16-bit copy the head's matmul keeps (a
-    frozen weight is cast afresh, not cached) and one dequantized linear weight
-    (train/finetune.dequantized_working_bytes)."""
+    under autocast a copy of every fp32 adapter weight (cached for the forward: they are leaves
+    that need gradients) and, under QLoRA, the fp32 head's 16-bit copy the head's matmul keeps (a
+    frozen weight is cast afresh, not cached; sharded QLoRA's head is 16-bit already) and one
+    dequantized linear weight (train/finetune.dequantized_working_bytes)."""
     lora, A = c["lora"], c["act_bytes"]
-    out = A * trainable if c.get("autocast") else 0
+    out = A * trainable if c.get("autocast") and lora["adapter_bytes"] > A else 0
     if lora.get("quantized"):
-        if last and c.get("autocast"):
+        if last and c.get("autocast") and not lora.get("sharded"):
             out += A * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp
         out += max((dequantized_working_bytes(spec["layers"][i], h=spec["hidden_size"], tp=tp,
                                               act_bytes=A) for i in layers), default=0)
@@ -8439,6 +8455,23 @@ def torch_optimizer_step_bytes(lay, nbytes):
     return TORCH_ADAMW_PURE16_BYTES if lay.get("pure16") else nbytes
 
 
+def fsdp_unit_bytes(per_layer, num_layers, *, lay):
+    """(bytes all-gathered, bytes reduce-scattered) per FSDP unit of per_layer weights: the
+    16-bit weights and all their gradients (lay's grad_bytes) in full training. Under peft only
+    the adapters have gradients (trainable_params / layers): frozen weights have none, the
+    Trainer gives FSDP peft's fsdp_auto_wrap_policy (trainable modules in units of their own, so
+    the layers' flat
+    parameters hold frozen weights and register no post-backward reduction; peft docs
+    accelerate/fsdp.md, utils/other.py), FSDP2's fully_shard reduces per parameter that requires
+    grad, and DeepSpeed ZeRO hooks only parameters that require grad. Sharded QLoRA gathers the
+    4-bit weights as stored (QLORA_NF4_DQ_BITS / 8 B each; bitsandbytes docs fsdp_qlora.md)."""
+    g = lay["grad_bytes"]
+    if not (lay.get("finetune") and lay.get("trainable_params")):
+        return 2 * per_layer, g * per_layer
+    width = QLORA_NF4_DQ_BITS / 8 if lay["finetune"] == "qlora" else 2
+    return width * per_layer, g * lay["trainable_params"] / num_layers
+
+
 def pure16_grad_kernels(f, b, *, lay, fsdp):
     """eager_grad_kernels_bytes' (forward, backward) lists under --pure-bf16 without FSDP: no
     autocast weight casts, the 16-bit gradients accumulated in place at half the bytes."""
@@ -9366,18 +9399,18 @@ def eager_grad_s(params_local, num_layers, *, lay, hw):
 def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
     """Exposed seconds per step of PyTorch FSDP's per-layer collectives (ZeRO 2 = SHARD_GRAD_OP,
     3 = FULL_SHARD): every micro-batch each layer's bf16 parameters are all-gathered before its
-    forward (and, FULL_SHARD, again before its backward), and its gradient reduce-scattered in the
-    reduce dtype after its backward (torch/distributed/fsdp/_runtime_utils.py _post_backward_hook;
-    composer does not skip the sync between micro-batches), prefetched or issued one layer apart, so
-    hidden behind the neighbouring layer's compute except what outlasts it, with the overlap
-    slowdown. SHARD_GRAD_OP gathers once per micro-batch (kept for the backward). The last layer's
-    reduce-scatter of the step has no compute left to hide behind: exposed (in place of
-    dp_exposed_s's bucket rule)."""
+    forward (and, FULL_SHARD, again before its backward), and its gradient (peft: the adapters',
+    fsdp_unit_bytes) reduce-scattered in the reduce dtype after its backward (torch/distributed/
+    fsdp/_runtime_utils.py _post_backward_hook; composer does not skip the sync between
+    micro-batches), prefetched or issued one layer apart, so hidden behind the neighbouring layer's
+    compute except what outlasts it, with the overlap slowdown. SHARD_GRAD_OP gathers once per
+    micro-batch (kept for the backward). The step's last reduce-scatter has no compute left to hide
+    behind: exposed (in place of dp_exposed_s's bucket rule)."""
     nl = max(num_layers, 1)
-    per_layer = sum(params) / nl
-    n, G = lay["dp"] * lay["cp"], lay["gpus_per_node"]
-    ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
-    rs = comm_time_s("reduce_scatter", per_layer * lay["grad_bytes"], n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    per_layer, n, G = sum(params) / nl, lay["dp"] * lay["cp"], lay["gpus_per_node"]
+    gathered, reduced = fsdp_unit_bytes(per_layer, nl, lay=lay)  # peft: the adapters' gradients
+    ag = comm_time_s("all_gather", gathered, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    rs = comm_time_s("reduce_scatter", reduced, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
     f_layer, b_layer = (t / nl for t in pass_times_s(comp))
     sd = lay["overlap_slowdown"]
     back = (ag if lay["zero_stage"] == 3 else 0.0) + rs
@@ -10870,9 +10903,10 @@ def finetune_checks(args, parser, *, eager, zero, spec, notes):
     if (args.attn_implementation or args.padded_batches) and not eager:
         flag = "--attn-implementation" if args.attn_implementation else "--padded-batches"
         parser.error(f"{flag} is transformers' setting: it needs --framework pytorch (training)")
-    if args.finetune == "qlora" and zero == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
+    if args.finetune == "qlora" and zero == 3 and not eager:
+        parser.error("--finetune qlora with ZeRO-3: counted as the Trainer's FSDP-QLoRA / ZeRO-3 "
+                     "QLoRA runs it (4-bit weights stored in bf16 and sharded): add --framework "
+                     "pytorch")
     if not 0 <= args.lora_dropout < 1:
         parser.error(f"--lora-dropout must be in [0, 1), got {args.lora_dropout:g}")
     if args.lora_dropout and args.finetune == "full":
@@ -10898,7 +10932,13 @@ def pure_precision(args):
 def peft_assumptions(c):
     """The assumptions of a LoRA/QLoRA run as peft and transformers run it (--framework pytorch)."""
     lo = c["lora"]
-    if lo["quantized"]:
+    if lo.get("sharded"):
+        base = (f"QLoRA sharded by FSDP FULL_SHARD / ZeRO-3 as the Trainer and TRL run it: linear "
+                f"weights NF4 with double quantization ({lo['base_bits']:.3f} bits) stored in bf16 "
+                "containers and sharded, the rest of the model in bf16 (TRL's is_sharded_qlora: no "
+                "prepare_model_for_kbit_training, so a 16-bit residual stream), one linear "
+                "dequantized to 16 bits at a time")
+    elif lo["quantized"]:
         base = (f"QLoRA as peft's k-bit recipe: linear weights NF4 with double quantization "
                 f"({lo['base_bits']:.3f} bits incl. absmax constants), embeddings, head and norms "
                 "upcast to fp32 by prepare_model_for_kbit_training (so the residual stream is "
@@ -10909,7 +10949,8 @@ def peft_assumptions(c):
     mode = ("under bf16 autocast (the Trainer's --bf16), each adapter's weights cast and cached"
             if c["autocast"] else "without autocast")
     return [f"{base}; peft adapters r={lo['rank']} on {','.join(lo['targets'])} in "
-            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype), {mode}; their "
+            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype"
+            + (", off under sharded QLoRA" if lo.get("sharded") else "") + f"), {mode}; their "
             f"gradients in that dtype and {c['optimizer']}'s states in it (torch.optim)",
             "activations (--framework pytorch, peft): what autograd keeps on a frozen base: the "
             "norms' fp32 inputs, the attention kernel's q/k/v/output/log-sum-exp, the MLP's gate, "
@@ -11025,9 +11066,6 @@ def finetune_knobs(args, parser, spec, knobs):
                      "(-tp, -pp, -cp, -ep 1)")
     if lora and args.search:
         parser.error(f"--finetune {args.finetune} is costed for the layout given, not --search")
-    if args.finetune == "qlora" and args.zero_stage == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
     if args.pure_bf16 and lora:
         parser.error("--pure-bf16 trains every weight in bf16; peft keeps fp32 adapters under "
                      "autocast: drop one")

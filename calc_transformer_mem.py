@@ -6047,7 +6047,7 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     (fused_qkv_saved_bytes); plus the adapters' tensors (lora_adapter_saved_bytes). The residual
     is fp32 under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
     A = act_bytes
-    norm_out = 4 if lora.get("quantized") else A  # the norms' output dtype is their weight's
+    norm_out = lora_residual_bytes(lora, act_bytes=A)  # the norms' output dtype is their weight's
     per_tok = layer["norms"] * (4 * h + 4)
     per_mb = 0
     for attn in layer["attention"]:
@@ -6067,18 +6067,32 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     return s * b * per_tok + per_mb
 
 
+def sharded_qlora(lora, *, zero_stage):
+    """The lora dict of a QLoRA run whose 4-bit weights are sharded (FSDP FULL_SHARD or DeepSpeed
+    ZeRO-3: bitsandbytes' bnb_4bit_quant_storage in the 16-bit dtype, the model loaded in it; peft
+    docs accelerate/fsdp.md and deepspeed.md), else lora unchanged. TRL (is_sharded_qlora) then
+    skips prepare_model_for_kbit_training, so embeddings, head and norms stay 16-bit and so does
+    the residual stream, and builds the adapters with autocast_adapter_dtype=False: 16-bit
+    adapters, gradients and optimizer states."""
+    if not lora or not lora.get("quantized") or zero_stage < 3:
+        return lora
+    return dict(lora, sharded=True, adapter_bytes=2)
+
+
 def lora_residual_bytes(lora, *, act_bytes):
     """The residual stream's bytes per value on a LoRA base: fp32 under QLoRA's
-    prepare_model_for_kbit_training (embeddings upcast), else the base's 16-bit width."""
-    return 4 if lora.get("quantized") else act_bytes
+    prepare_model_for_kbit_training (embeddings upcast), else the base's 16-bit width (sharded
+    QLoRA too: sharded_qlora)."""
+    return 4 if lora.get("quantized") and not lora.get("sharded") else act_bytes
 
 
-def qlora_state_bytes(*, linear_params, other_params, base_bits):
+def qlora_state_bytes(*, linear_params, other_params, base_bits, other_bytes=4):
     """QLoRA's frozen base bytes: the layers' linear weights at base_bits (NF4 with double
     quantization: 4 + 8/64 + 32/(64*256) bits incl. the absmax constants, Dettmers et al. 2023
     sec. 3), every other parameter (embeddings, head, norms, biases) in fp32, as
-    prepare_model_for_kbit_training casts every non-Params4bit 16-bit parameter."""
-    return linear_params * base_bits / 8 + 4 * other_params
+    prepare_model_for_kbit_training casts every non-Params4bit 16-bit parameter (other_bytes 2
+    when sharded: sharded_qlora)."""
+    return linear_params * base_bits / 8 + other_bytes * other_params
 
 
 def dequantized_working_bytes(layer, *, h, tp, act_bytes):
@@ -6115,9 +6129,10 @@ def peft_memory_fields(lay):
     if lay.get("finetune"):  # the Trainer's bf16 autocast at every ZeRO stage (a 16-bit base)
         out["autocast"] = True
         q = lay["finetune"] == "qlora"
-        out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
-                       "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
-                       "dropout": 0.0, "quantized": q}
+        out["lora"] = sharded_qlora({"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
+                                     "base_bits": QLORA_NF4_DQ_BITS if q else 16,
+                                     "adapter_bytes": 4, "dropout": 0.0, "quantized": q},
+                                    zero_stage=lay["zero_stage"])
     if lay.get("pure16"):
         out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
                    opt_bytes=torch_optimizer_state_bytes(optimizer=out["optimizer"], param_bytes=2))
@@ -6133,7 +6148,8 @@ def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
     if lora.get("quantized"):
         norms = sum(spec["layers"][i]["norms"] * h for i in layers)
         base = qlora_state_bytes(linear_params=ne + ex - emb - norms, other_params=emb + norms,
-                                 base_bits=lora["base_bits"])
+                                 base_bits=lora["base_bits"],
+                                 other_bytes=2 if lora.get("sharded") else 4)
     else:
         base = (ne + ex) * lora["base_bits"] / 8
     return base, torch_optimizer_state_bytes(optimizer=c["optimizer"],
@@ -6142,14 +6158,14 @@ def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
 
 def peft_cast_bytes(spec, c, *, layers, trainable, last, tp):
     """16-bit tensors a peft step holds besides activations at its backward's start, on one rank:
-    under autocast a copy of every adapter weight (cached for the forward: they are leaves that
-    need gradients) and, under QLoRA, the fp32 head's 16-bit copy the head's matmul keeps (a
-    frozen weight is cast afresh, not cached) and one dequantized linear weight
-    (train/finetune.dequantized_working_bytes)."""
+    under autocast a copy of every fp32 adapter weight (cached for the forward: they are leaves
+    that need gradients) and, under QLoRA, the fp32 head's 16-bit copy the head's matmul keeps (a
+    frozen weight is cast afresh, not cached; sharded QLoRA's head is 16-bit already) and one
+    dequantized linear weight (train/finetune.dequantized_working_bytes)."""
     lora, A = c["lora"], c["act_bytes"]
-    out = A * trainable if c.get("autocast") else 0
+    out = A * trainable if c.get("autocast") and lora["adapter_bytes"] > A else 0
     if lora.get("quantized"):
-        if last and c.get("autocast"):
+        if last and c.get("autocast") and not lora.get("sharded"):
             out += A * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp
         out += max((dequantized_working_bytes(spec["layers"][i], h=spec["hidden_size"], tp=tp,
                                               act_bytes=A) for i in layers), default=0)
@@ -7563,9 +7579,10 @@ def finetune_checks(args, parser, *, eager, zero, spec, notes):
     if (args.attn_implementation or args.padded_batches) and not eager:
         flag = "--attn-implementation" if args.attn_implementation else "--padded-batches"
         parser.error(f"{flag} is transformers' setting: it needs --framework pytorch (training)")
-    if args.finetune == "qlora" and zero == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
+    if args.finetune == "qlora" and zero == 3 and not eager:
+        parser.error("--finetune qlora with ZeRO-3: counted as the Trainer's FSDP-QLoRA / ZeRO-3 "
+                     "QLoRA runs it (4-bit weights stored in bf16 and sharded): add --framework "
+                     "pytorch")
     if not 0 <= args.lora_dropout < 1:
         parser.error(f"--lora-dropout must be in [0, 1), got {args.lora_dropout:g}")
     if args.lora_dropout and args.finetune == "full":
@@ -7591,7 +7608,13 @@ def pure_precision(args):
 def peft_assumptions(c):
     """The assumptions of a LoRA/QLoRA run as peft and transformers run it (--framework pytorch)."""
     lo = c["lora"]
-    if lo["quantized"]:
+    if lo.get("sharded"):
+        base = (f"QLoRA sharded by FSDP FULL_SHARD / ZeRO-3 as the Trainer and TRL run it: linear "
+                f"weights NF4 with double quantization ({lo['base_bits']:.3f} bits) stored in bf16 "
+                "containers and sharded, the rest of the model in bf16 (TRL's is_sharded_qlora: no "
+                "prepare_model_for_kbit_training, so a 16-bit residual stream), one linear "
+                "dequantized to 16 bits at a time")
+    elif lo["quantized"]:
         base = (f"QLoRA as peft's k-bit recipe: linear weights NF4 with double quantization "
                 f"({lo['base_bits']:.3f} bits incl. absmax constants), embeddings, head and norms "
                 "upcast to fp32 by prepare_model_for_kbit_training (so the residual stream is "
@@ -7602,7 +7625,8 @@ def peft_assumptions(c):
     mode = ("under bf16 autocast (the Trainer's --bf16), each adapter's weights cast and cached"
             if c["autocast"] else "without autocast")
     return [f"{base}; peft adapters r={lo['rank']} on {','.join(lo['targets'])} in "
-            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype), {mode}; their "
+            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype"
+            + (", off under sharded QLoRA" if lo.get("sharded") else "") + f"), {mode}; their "
             f"gradients in that dtype and {c['optimizer']}'s states in it (torch.optim)",
             "activations (--framework pytorch, peft): what autograd keeps on a frozen base: the "
             "norms' fp32 inputs, the attention kernel's q/k/v/output/log-sum-exp, the MLP's gate, "
@@ -7718,9 +7742,6 @@ def finetune_knobs(args, parser, spec, knobs):
                      "(-tp, -pp, -cp, -ep 1)")
     if lora and args.search:
         parser.error(f"--finetune {args.finetune} is costed for the layout given, not --search")
-    if args.finetune == "qlora" and args.zero_stage == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
     if args.pure_bf16 and lora:
         parser.error("--pure-bf16 trains every weight in bf16; peft keeps fp32 adapters under "
                      "autocast: drop one")
@@ -8457,6 +8478,7 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
     autocast = eager and mixed and zero <= 1
     lora = lora_of(args, parser, weight_bits=bits["weight_bits"], wbytes=wbytes)
+    lora = sharded_qlora(lora, zero_stage=zero) if eager else lora
     weight_bits = bits["weight_bits"] or 8 * wbytes
     expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
     served_as_stored = args.infer and bits["weight_bits"] is None

@@ -90,6 +90,26 @@ def test_adapter_weight_copies_equal_the_adapter_count(name, tmp_path):
     assert 2 * ours == SAVED[name]["runs"]["plain"]["layer_weight_copy_bytes"]
 
 
+def test_sharded_qlora_keeps_16_bit_adapters_and_residual(capsys):
+    # QLoRA under FSDP FULL_SHARD / ZeRO-3 (peft docs accelerate/fsdp.md: bnb_4bit_quant_storage
+    # bf16, the model loaded in bf16): TRL's is_sharded_qlora path skips
+    # prepare_model_for_kbit_training and builds bf16 adapters (autocast_adapter_dtype=False), so
+    # AdamW's moments are 2 + 2 B per adapter parameter (sharded over 2 ranks) where -z 2's fp32
+    # adapters keep 4 + 4 B, and the checkpointed layers' inputs are 16-bit (2 B, not fp32's 4)
+    base = ["--finetune", "qlora", "--framework", "pytorch", "--num-gpus", "2", "-s", "2048",
+            "-ca", "--json"]
+    z3, z2 = M.main(LLAMA + base + ["-z", "3"]), M.main(LLAMA + base + ["-z", "2"])
+    capsys.readouterr()
+    n = z3["trainable_params_per_gpu"]
+    assert z3["optimizer_bytes"] == pytest.approx(4 * n / 2)
+    assert z2["optimizer_bytes"] == pytest.approx(8 * n / 2)
+    assert z3["activations_layers_bytes"] < z2["activations_layers_bytes"]
+    t = T.main(LLAMA + base[:-2] + ["--recompute", "full", "--global-batch-size", "2", "-z", "3",
+                                    "--json"])
+    capsys.readouterr()
+    assert t["step_time_s"] > 0
+
+
 def test_adapter_weight_copies_are_the_adapters_at_16_bits():
     # autocast caches a bf16 copy of each fp32 adapter weight (a leaf that needs its gradient); the
     # measured per-layer weight copies are r (d_in + d_out) x 2 B summed over the 7 matrices
@@ -121,7 +141,7 @@ def test_pure_bf16_is_8_bytes_per_parameter(capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--finetune", "qlora", "--framework", "pytorch", "-z", "3", "--num-gpus", "2"], "ZeRO-3"),
+    (["--finetune", "qlora", "--framework", "megatron", "-z", "3", "--num-gpus", "2"], "ZeRO-3"),
     (["--attn-implementation", "eager"], "--framework pytorch"),
     (["--pure-bf16", "--disable-mixed-precision"], "--pure-bf16"),
     (["--finetune", "lora", "--lora-dropout", "1.5"], "--lora-dropout"),
@@ -165,7 +185,6 @@ def test_one_answer_for_memory(extra, capsys):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--finetune", "lora", "--framework", "megatron"], "--framework pytorch"),
-    (["--finetune", "qlora", "-z", "3"], "ZeRO-3"),
     (["--finetune", "lora", "-tp", "2", "--num-gpus", "2"], "data parallel"),
     (["--disable-mixed-precision"], "--pure-bf16"),
     (["--finetune", "lora", "--recompute", "selective"], "gradient checkpointing"),

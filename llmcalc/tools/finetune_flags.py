@@ -44,9 +44,10 @@ def finetune_checks(args, parser, *, eager, zero, spec, notes):
     if (args.attn_implementation or args.padded_batches) and not eager:
         flag = "--attn-implementation" if args.attn_implementation else "--padded-batches"
         parser.error(f"{flag} is transformers' setting: it needs --framework pytorch (training)")
-    if args.finetune == "qlora" and zero == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
+    if args.finetune == "qlora" and zero == 3 and not eager:
+        parser.error("--finetune qlora with ZeRO-3: counted as the Trainer's FSDP-QLoRA / ZeRO-3 "
+                     "QLoRA runs it (4-bit weights stored in bf16 and sharded): add --framework "
+                     "pytorch")
     if not 0 <= args.lora_dropout < 1:
         parser.error(f"--lora-dropout must be in [0, 1), got {args.lora_dropout:g}")
     if args.lora_dropout and args.finetune == "full":
@@ -72,7 +73,13 @@ def pure_precision(args):
 def peft_assumptions(c):
     """The assumptions of a LoRA/QLoRA run as peft and transformers run it (--framework pytorch)."""
     lo = c["lora"]
-    if lo["quantized"]:
+    if lo.get("sharded"):
+        base = (f"QLoRA sharded by FSDP FULL_SHARD / ZeRO-3 as the Trainer and TRL run it: linear "
+                f"weights NF4 with double quantization ({lo['base_bits']:.3f} bits) stored in bf16 "
+                "containers and sharded, the rest of the model in bf16 (TRL's is_sharded_qlora: no "
+                "prepare_model_for_kbit_training, so a 16-bit residual stream), one linear "
+                "dequantized to 16 bits at a time")
+    elif lo["quantized"]:
         base = (f"QLoRA as peft's k-bit recipe: linear weights NF4 with double quantization "
                 f"({lo['base_bits']:.3f} bits incl. absmax constants), embeddings, head and norms "
                 "upcast to fp32 by prepare_model_for_kbit_training (so the residual stream is "
@@ -83,7 +90,8 @@ def peft_assumptions(c):
     mode = ("under bf16 autocast (the Trainer's --bf16), each adapter's weights cast and cached"
             if c["autocast"] else "without autocast")
     return [f"{base}; peft adapters r={lo['rank']} on {','.join(lo['targets'])} in "
-            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype), {mode}; their "
+            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype"
+            + (", off under sharded QLoRA" if lo.get("sharded") else "") + f"), {mode}; their "
             f"gradients in that dtype and {c['optimizer']}'s states in it (torch.optim)",
             "activations (--framework pytorch, peft): what autograd keeps on a frozen base: the "
             "norms' fp32 inputs, the attention kernel's q/k/v/output/log-sum-exp, the MLP's gate, "
@@ -199,9 +207,6 @@ def finetune_knobs(args, parser, spec, knobs):
                      "(-tp, -pp, -cp, -ep 1)")
     if lora and args.search:
         parser.error(f"--finetune {args.finetune} is costed for the layout given, not --search")
-    if args.finetune == "qlora" and args.zero_stage == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
     if args.pure_bf16 and lora:
         parser.error("--pure-bf16 trains every weight in bf16; peft keeps fp32 adapters under "
                      "autocast: drop one")

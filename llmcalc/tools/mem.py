@@ -80,7 +80,7 @@ from .finetune_flags import (add_finetune_args, finetune_checks, peft_assumption
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
-from ..train.finetune import QLORA_NF4_DQ_BITS
+from ..train.finetune import QLORA_NF4_DQ_BITS, sharded_qlora
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES,
     PIPELINE_SPLIT_KEYS, MemoryConfig, offloaded_stages,
     optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error, training_memory,
@@ -649,6 +649,7 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
     autocast = eager and mixed and zero <= 1
     lora = lora_of(args, parser, weight_bits=bits["weight_bits"], wbytes=wbytes)
+    lora = sharded_qlora(lora, zero_stage=zero) if eager else lora
     weight_bits = bits["weight_bits"] or 8 * wbytes
     expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
     served_as_stored = args.infer and bits["weight_bits"] is None

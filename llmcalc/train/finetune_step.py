@@ -51,6 +51,23 @@ def torch_optimizer_step_bytes(lay, nbytes):
     return TORCH_ADAMW_PURE16_BYTES if lay.get("pure16") else nbytes
 
 
+def fsdp_unit_bytes(per_layer, num_layers, *, lay):
+    """(bytes all-gathered, bytes reduce-scattered) per FSDP unit of per_layer weights: the
+    16-bit weights and all their gradients (lay's grad_bytes) in full training. Under peft only
+    the adapters have gradients (trainable_params / layers): frozen weights have none, the
+    Trainer gives FSDP peft's fsdp_auto_wrap_policy (trainable modules in units of their own, so
+    the layers' flat
+    parameters hold frozen weights and register no post-backward reduction; peft docs
+    accelerate/fsdp.md, utils/other.py), FSDP2's fully_shard reduces per parameter that requires
+    grad, and DeepSpeed ZeRO hooks only parameters that require grad. Sharded QLoRA gathers the
+    4-bit weights as stored (QLORA_NF4_DQ_BITS / 8 B each; bitsandbytes docs fsdp_qlora.md)."""
+    g = lay["grad_bytes"]
+    if not (lay.get("finetune") and lay.get("trainable_params")):
+        return 2 * per_layer, g * per_layer
+    width = QLORA_NF4_DQ_BITS / 8 if lay["finetune"] == "qlora" else 2
+    return width * per_layer, g * lay["trainable_params"] / num_layers
+
+
 def pure16_grad_kernels(f, b, *, lay, fsdp):
     """eager_grad_kernels_bytes' (forward, backward) lists under --pure-bf16 without FSDP: no
     autocast weight casts, the 16-bit gradients accumulated in place at half the bytes."""
