@@ -22,7 +22,8 @@ Sources (rows in validation/finetune/*.csv, each with its file, commit and state
   packed, gradient checkpointing, flash_attention_2, LoRA r 8 on all linear layers with dropout
   0.1; "35.6 GB/GPU" without CPU offload. Ours: calc_transformer_mem.py -z 3 --num-gpus 2 with the
   default framework allowance (the figure is GPU memory as a screenshot shows it, not a peak
-  allocated).
+  allocated). The same page's DeepSpeed ZeRO-3 twin (docs/source/accelerate/deepspeed.md, the
+  same script and settings on 2 x 40 GB GPUs): "36.6 GB" per GPU.
 Tolerances: memory 5%, step time 15% (the issue's bars). Nothing here set a constant: the rules
 are counted from the sources named in train/finetune.py and train/finetune_step.py. Misses are
 strict xfails carrying their signed error; VALIDATION.md ("Fine-tuning (transformers + peft)")
@@ -62,7 +63,8 @@ LLAMA_2_70B = ["-l", "80", "-hs", "8192", "-a", "64", "--num-kv-heads", "8", "--
 
 # signed errors of the rows past tolerance, as last measured (strict xfails: a fix shows up)
 MISSES = {"issue43-qlora-llama-3.1-8b-b4-s4096-ckpt": +0.077,
-          "peft-fsdp-qlora-llama-2-70b-2gpu": -0.154}
+          "peft-fsdp-qlora-llama-2-70b-2gpu": -0.154,
+          "peft-deepspeed-z3-qlora-llama-2-70b-2gpu": -0.177}
 
 
 def _json(main, argv):
