@@ -62,8 +62,9 @@ def test_layer_bytes_equal_what_autograd_saves(name, tmp_path):
         ours = lora_layer_activation_bytes(layer, lora=lora, mask_bytes=4, **kw)
         assert row["runs"]["ckpt"]["layer_activation_bytes"] == 2 * s * b * h  # the layer's input
         assert ("qkv", h) in lora_input_widths(layer, h=h, tp=1) or "phi" not in name
-    else:
+    else:  # pure16: model.to(bfloat16) without autocast (pure 16-bit training)
         impl = "eager" if row["kind"] == "eager" else "sdpa"
+        kw["autocast"] = row["kind"] != "pure16"
         assert eager_rule_covers(layer, norm=spec["norm"], attn_implementation=impl)
         ours = eager_layer_activation_bytes(layer, sp=False, attn_implementation=impl, **kw)
     assert ours == row["runs"]["plain"]["layer_activation_bytes"]
