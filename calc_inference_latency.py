@@ -477,7 +477,7 @@ SUSTAINED_BLACKWELL = {"bf16": SUSTAINED_BLACKWELL_RATIO, "fp8": SUSTAINED_BLACK
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
 # H200 graph-mode decode steps; serve/stacks.py says how it was measured): the rows of the GH100
 # parts take it (H100 SXM/PCIe/NVL, H200, GH200, H800, H20).
-KV_STREAM_EFFICIENCY = 0.93
+KV_STREAM_EFFICIENCY = 0.93  # calibrated: kv_stream_efficiency
 
 # How the scale-up domain is wired (each row's topology), which decides what one rank gets from a
 # collective over part of it. "switch": NVSwitch-style, every device drives its whole scale-up
@@ -6708,7 +6708,8 @@ LOW_BIT_EFFICIENCY_RATIO = (1402.6 / 1979.0) / (794.5 / 989.4)
 # 7627.6 at 16384^3, FP8 2834.6 against 2906.9, same GPU and tool. The ratio of the two falls
 # scales every FP4 matmul rate. Checked, not fitted: flashinfer PR #1979 measured NVFP4 on a B200
 # at 1024x7168x4608 at 3,371 (CUDA 12) and 3,841 TFLOP/s (CUDA 13); the B200 gets 3,870 here.
-FP4_SHAPE_PENALTY = (5177.3 / 7627.6) / (2834.6 / 2906.9)
+# Its value is (5177.3 / 7627.6) / (2834.6 / 2906.9) (tests/test_calibration_registry.py reads it).
+FP4_SHAPE_PENALTY = 0.6960713040071491  # calibrated: fp4_shape_penalty
 # --gpu scales a measured best-shape MAMF by the same gap the 0.70 default keeps below the A100's
 # (271.2 of 312 = 0.869): forward-pass GEMM shapes run below the best shape mamf-finder finds.
 MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
@@ -6718,8 +6719,9 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 # README (first release, a6d97a1, H800) measured, given this script's own H100 FP8 rates (1,130
 # TFLOP/s, 2,345 GB/s): rms error 14.8% against 19.2% for the sharp max. tools/fit_roofline_corner.py
 # redoes the fit. No serving row set it.
-ROOFLINE_CORNER_P = 2.15
-DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
+ROOFLINE_CORNER_P = 2.15  # calibrated: roofline_corner_p
+# gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
+DEFAULT_MEMORY_EFFICIENCY = 0.70  # calibrated: memory_efficiency
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
 # A decode attention kernel streams the KV cache (long contiguous pages, no kernel-launch gaps
 # inside) closer to peak than a step's weight reads and small ops, which the 0.70 above covers
@@ -6815,6 +6817,11 @@ def _stack(name, *, launch, allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce
 
 
 TRTLLM_PYTORCH_MOE_FACTOR = 2.31  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
+# TensorRT-LLM behind Triton: ms per request (see tensorrt-llm-triton below)
+TRTLLM_TRITON_REQUEST_MS = 2.25  # calibrated: trtllm_triton_request_overhead_ms
+# FasterTransformer: us per in-place all-reduce call, and ms per request behind Triton (below)
+FT_ALLREDUCE_US = 47.9  # calibrated: ft_allreduce_us
+FT_TRITON_REQUEST_MS = 88.1  # calibrated: ft_triton_request_overhead_ms
 # TensorRT-LLM's values (sources at "tensorrt-llm" below)
 _TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, step_overhead_ms=0.58, token_budget=8192,
                max_num_seqs=2048, memory_utilization=0.9, pool_of_free=True)
@@ -6830,10 +6837,11 @@ SERVING_STACKS = {s["name"]: s for s in (
     # FasterTransformer (C++ runtime, static batch, NCCL: its custom all-reduce is off by default,
     # custom_ar_comm.cc). 47.9 us per in-place all-reduce call: FT's own GPT-20B TP 8 table
     # (60/20 minus 20/8 over 12 steps, docs/gpt_guide.md; that row is calibration)
-    _stack("fastertransformer", allreduce_us=47.9, launch=fastertransformer_command),
+    _stack("fastertransformer", allreduce_us=FT_ALLREDUCE_US, launch=fastertransformer_command),
     # the same behind Triton Inference Server: + 88.1 ms per request, FT's GPT-89B TP 8 128/8 row
     # (measured through Triton per gpt_guide.md; that row is calibration)
-    _stack("fastertransformer-triton", allreduce_us=47.9, request_overhead_ms=88.1,
+    _stack("fastertransformer-triton", allreduce_us=FT_ALLREDUCE_US,
+           request_overhead_ms=FT_TRITON_REQUEST_MS,
            launch=fastertransformer_triton_command),
     # TensorRT-LLM: custom one-shot all-reduce (FT's kernels' descendant) 4.4 us + 31 GB/s
     # effective, from SGLang PR #2904's H100 table of that kernel (TP 2/4/8, 4 KB - 1 MB);
@@ -6861,7 +6869,7 @@ SERVING_STACKS = {s["name"]: s for s in (
     # TTFT less ours at the lightest load of perf-overview.md's v0.14 online table on H100 (QPS 2:
     # Llama-3.1-8B 202/214, 467/16, 467/256 and 70B TP 4 the same: 3.8, 2.1, 2.4, 5.6, -0.8, 0.6
     # ms; those six rows are calibration), judged on the table's other 210 rows (H200, QPS 4-inf)
-    _stack("tensorrt-llm-triton", **dict(_TRTLLM, request_overhead_ms=2.25),
+    _stack("tensorrt-llm-triton", **dict(_TRTLLM, request_overhead_ms=TRTLLM_TRITON_REQUEST_MS),
            launch=trtllm_triton_command),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
@@ -7040,6 +7048,14 @@ def _matmul_rates(gpu, flags, a_bits, notes):
         peak16 = peaks[key16]
         if achs.get(key16) and flags.compute_efficiency is None:
             ce16 = MAMF_SHAPE_FACTOR * achs[key16] / peak16
+            if ce is None and a_bits == 8:  # no measured 8-bit figure: the GPU's own 16-bit
+                # one, lowered as the default is (LOW_BIT_EFFICIENCY_RATIO, H100's fp8/bf16), not
+                # the default 0.70 itself (4 bits keep the default and FP4_SHAPE_PENALTY)
+                ce = ce16 * LOW_BIT_EFFICIENCY_RATIO
+                notes.append(f"compute efficiency {ce:.3f} = {ce16:.3f} (the 16-bit one: "
+                             f"achievable {key16} matmul {achs[key16] / 1e12:.1f} / peak "
+                             f"{peak16 / 1e12:.1f} TFLOP/s, x {MAMF_SHAPE_FACTOR:.3f}) x "
+                             f"{LOW_BIT_EFFICIENCY_RATIO:.3f} below 16 bits ({gpu['name']})")
     return peak, ce, peak16, ce16
 
 
@@ -7997,6 +8013,68 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def prompt_step_share(*, prompts_per_step, chunks_per_prompt):
+    """The share of engine steps that carry prompt tokens when prompts arrive at random, a mean
+    `prompts_per_step` per step, and each runs whole in the next step (chunks_per_prompt <= 1) or
+    over chunks_per_prompt full steps: at least one arrival during a step, 1 - exp(-lambda)
+    (Poisson arrivals), and never fewer steps than the prompt tokens fill, lambda x chunks (the
+    budget is a cap per step: Agrawal et al. 2024, Sarathi-Serve sec. 4)."""
+    lam = prompts_per_step
+    if lam <= 0:
+        return 0.0
+    return min(1.0, max(1.0 - math.exp(-lam), lam * chunks_per_prompt))
+
+
+def blend_steps(a, b, f):
+    """Step dict a with share 1 - f and b with share f: a mean of two kinds of step (times,
+    components, FLOPs and bytes averaged; the rest taken from the more common kind)."""
+    out = dict(a if f <= 0.5 else b)
+    for k, v in a.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = (1 - f) * v + f * b[k]
+    out["components_s"] = {k: (1 - f) * v + f * b["components_s"].get(k, 0.0)
+                           for k, v in a["components_s"].items()}
+    for k, v in b["components_s"].items():
+        out["components_s"].setdefault(k, f * v)
+    return out
+
+
+def decode_steps(spec, hw, kw, *, decodes, prompt_tokens_per_step, prompt_tokens, token_budget, dp):
+    """The mean step a decoding request runs in, and the share of them carrying prompt tokens: the
+    scheduler runs either decodes only or decodes plus the prompt chunks waiting (whole prompts as
+    they arrive, at most the budget's room), never a spread of prompt tokens over every step (a
+    fine-grained MoE step reads the experts its tokens route to, which is not linear in tokens).
+    Prompts arrive at random (prompt_step_share); the prompt steps carry the tokens per step
+    divided by their share."""
+    room = max(token_budget - decodes, 1.0)
+    lam = prompt_tokens_per_step / prompt_tokens
+    f = prompt_step_share(prompts_per_step=lam, chunks_per_prompt=prompt_tokens / room)
+    alone = mixed_step(spec, hw, decodes=dp * decodes, prefill_tokens=0, **kw)
+    if f <= 0:
+        return alone, 0.0, alone, None
+    both = mixed_step(spec, hw, decodes=dp * decodes, prefill_tokens=dp * prompt_tokens_per_step / f,
+                      **kw)
+    return blend_steps(alone, both, f), f, alone, both
+
+
+def arrival_wait_s(steps, *, open_loop, others, client_s):
+    """Mean wait of an arriving request for the engine step running when it comes (the scheduler
+    admits between steps): steps is ((share, seconds), ...) of the kinds of step the engine runs.
+    Open loop: a random instant of a busy engine, E[T^2] / 2 E[T] (the mean residual, Kleinrock
+    1975 sec. 5.2; Poisson arrivals see time averages, Wolff 1982). Closed loop: the client sends
+    its next request client_s (the stack's per-request time) after its last one's step ended, into
+    the steps the others keep running: T - client_s when the step is the longer, else at a point of
+    a later step that any jitter in client_s makes random, T / 2 on average (the larger of the two,
+    so that a longer step never shortens the wait); none when no other request runs or the client
+    takes no time (its next request is there before the next step is scheduled)."""
+    if open_loop:
+        m1 = sum(f * t for f, t in steps)
+        return sum(f * t * t for f, t in steps) / (2 * m1) if m1 > 0 else 0.0
+    if others <= 0 or client_s <= 0:
+        return 0.0
+    return sum(f * max(t - client_s, t / 2) for f, t in steps if t > 0)
+
+
 def md1_wait_s(*, rho, service_s):
     """Mean wait in queue of an M/D/1 server (Poisson arrivals, deterministic service S) at load
     rho < 1: rho S / (2 (1 - rho)), the Pollaczek-Khinchine mean value formula with c_s = 0
@@ -8036,15 +8114,20 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     finished request is replaced at once, as benchmark clients with a fixed concurrency do), each
     with s prompt and o output tokens, and at most token_budget tokens per engine step (decodes
     first, prompt chunks fill the rest: vLLM's max_num_batched_tokens, TensorRT-LLM's
-    max_num_tokens). A fluid model of the mean step, not a simulation:
+    max_num_tokens). The clients are in random phase (their requests spread over the cycle, as
+    length spread or any jitter leaves them; simulate.py's runs show the same once past their
+    first wave: tests/test_serving_agreement.py). A fluid model of the scheduler, not a simulation:
       * r requests finish per step; each spends W steps from arrival to its first token and o - 1
         decoding (Little's law, C = r (W + o - 1)); so a step holds r (o - 1) decodes and r s
         prompt tokens, and r (s + o - 1) <= token_budget caps r (past it requests queue: W grows);
       * a request's own prompt takes W_p = s / (token_budget - decodes) steps (at least 1); the
         other C - 1 requests are spread over their cycle (decoding a (o-1)/(W+o-1) share of it);
-      * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
-        TTFT = W_p steps carrying its own prompt and W - W_p steps of waiting at the mean step, plus
-        for an open loop half a mean step (the step running when it arrives).
+      * a step runs decodes only, or decodes and the prompts that came since the last (whole, or a
+        chunk filling the budget), in the share decode_steps gives; never the mean prompt tokens
+        spread over every step (expert reads are not linear in tokens);
+      * TPOT = the mean of those steps; TTFT = the wait for the step running when it arrives
+        (arrival_wait_s), W_p steps carrying its own prompt with the others' that came with it,
+        W - W_p steps of waiting at the mean step and, for an open loop, the prompts' M/D/1 queue.
     Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
     attention, whose cost is linear in the context). With dp data-parallel attention groups, each
     group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
@@ -8076,36 +8159,35 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
         w = w_new
     w_p, d_other, p_other = solve(w)
     kw = dict(tp=tp, pp=pp, decode_context=ctx, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
-    dec = mixed_step(spec, hw, decodes=dp * (1 + d_other if o > 1 else d_other), prefill_tokens=dp * p_other, **kw)
+    decodes = 1 + d_other if o > 1 else d_other
+    dec, share, alone, both = decode_steps(spec, hw, kw, decodes=decodes, prompt_tokens=s,
+                                           prompt_tokens_per_step=p_other, token_budget=K, dp=dp)
     pre = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * (p_other + s / w_p), **kw)
     mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
-    # an open-loop arrival joins at the next step boundary: it comes at a random instant of a busy
-    # engine, on average half-way through the running step (Poisson arrivals see time averages,
-    # Wolff 1982; the mean residual of near-constant steps, E[S^2] / 2E[S], Kleinrock 1975 sec.
-    # 5.2). A closed-loop client resubmits at its own request's step boundary, so its wait hangs
-    # on the client's round trip, which is not modelled: none is added
-    residual = mean_step / 2 if open_loop else 0.0
+    steps = ((1 - share, alone["time_s"]), (share, both["time_s"] if both else 0.0))
+    residual = arrival_wait_s(steps, open_loop=open_loop, others=others,
+                              client_s=hw["request_overhead_s"])
     ttft = residual + w_p * pre["time_s"] + max(0.0, w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
-    # The fluid mean spreads the others' prompts evenly over the steps; they come whole, at random
-    # instants, so a prompt that arrives while another one's prefill runs waits for it. The prompts
-    # queue at one server whose service is the time a prompt adds to a step (w_p x (prompt step less
-    # the same step without it)); the wait is an open loop's M/D/1 mean (Pollaczek-Khinchine,
-    # Kleinrock 1975 sec. 5.5) at the rate C / E2E, or a closed loop's C clients cycling through it
-    # and E2E - service elsewhere (mean value analysis, Reiser & Lavenberg 1980; throughput never
-    # falls as C grows). A budget-bound engine already queues prompts in the fluid mean: none added.
+    # An open loop's random arrivals also bunch: a prompt that comes while others' prefills queue
+    # waits for them. The prompts queue at one server whose service is the time a prompt adds to a
+    # step (w_p x (its prompt step less the same step without it)): the M/D/1 mean wait at the
+    # rate C / E2E (Pollaczek-Khinchine, Kleinrock 1975 sec. 5.5). A closed loop's clients in
+    # random phase send one request each at a time: their prompts meet only in the steps they
+    # share (the co-arrivals in pre). A budget-bound engine queues in the fluid mean: none added.
     prompt_wait = 0.0
-    if not w > w_p * (1 + 1e-9) and others > 0:
-        alone = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
-        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - alone["time_s"], 0.0),
-                                          cycle_s=e2e, clients=C, open_loop=open_loop)
+    if open_loop and not w > w_p * (1 + 1e-9) and others > 0:
+        rest = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
+        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - rest["time_s"], 0.0),
+                                          cycle_s=e2e, clients=C, open_loop=True)
         ttft, e2e = ttft + prompt_wait, e2e + prompt_wait
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
             "prompt_queue_wait_s": prompt_wait,
             "prompt_steps": w_p, "queue_steps": max(0.0, w - w_p), "decodes_per_step": (1 if o > 1 else 0) + d_other,
             "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
-            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
+            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre,
+            "prompt_step_share": share}
 
 
 def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens, token_budget, bits,
@@ -8258,6 +8340,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     cohorts = collections.deque()
     d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
     ttft, tpot, e2e = [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests after its first wave
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
     started = last_shown = time.monotonic()  # progress lines once the run takes over a second
 
@@ -8269,6 +8352,9 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         e2e.extend(t - a + req_s for a in arrivals)
         if o > 1:
             tpot.extend([(t - first_t) / (o - 1)] * m)
+        if closed:  # sent after the first wave: its clients' later requests
+            tp_s = (t - first_t) / max(o - 1, 1)
+            warm.extend((first_t - a + req_s, tp_s, t - a + req_s) for a in arrivals if a > 0)
         duration = t + req_s
         for _ in range(min(m, n - sent) if closed else 0):
             heapq.heappush(pending, t + req_s)
@@ -8333,7 +8419,19 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
-            "decode_step": dec, "prompt_step": pre}
+            "decode_step": dec, "prompt_step": pre, **warm_statistics(warm)}
+
+
+def warm_statistics(warm):
+    """Mean TTFT, TPOT and end-to-end time of a closed loop's requests sent after its first wave
+    (every client's first request, sent together at the start: the ramp-up a static batch also
+    has), as load generators that measure once the load is stable report (NVIDIA's perf_analyzer
+    and genai-perf measure in windows after a warm-up); None without any (an open loop, or one
+    request per client)."""
+    n = len(warm)
+    return {"warm_requests": n,
+            **{f"warm_{k}_s": sum(x[i] for x in warm) / n if n else None
+               for i, k in enumerate(("ttft", "tpot", "e2e"))}}
 
 
 _ALIKE = ("tp", "num_requests", "prompt_tokens", "output_tokens", "token_budget", "run_cap", "bits",
@@ -8351,7 +8449,7 @@ def _uneven_alike_run(spec, hw, *, tp, num_requests, prompt_tokens, output_token
                            pool_tokens=run_cap * (prompt_tokens + output_tokens),
                            max_running=run_cap, bits=bits, rate=rate, concurrency=concurrency,
                            arrivals=arrivals, seed=seed, pp=pp, dp=dp, ep=ep, progress=progress)
-    keep = ("ttft", "tpot", "e2e")
+    keep = ("ttft", "tpot", "e2e", "warm")
     return {k: v for k, v in st.items()
             if k.split("_")[0] in keep or k in (
                 "num_requests", "duration_s", "requests_per_s", "mean_in_flight", "most_running",
@@ -8453,10 +8551,10 @@ def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
 def _merged_runs(runs):
     """The units' runs as one: every request's times, the steps and tokens summed (so their ratio
     is a unit's mean step), the run as long as the longest unit's, the most running summed."""
-    out = dict(ttft=[], e2e=[], tpot=[], steps=0, dec_tokens=0, pre_tokens=0, duration=0.0,
+    out = dict(ttft=[], e2e=[], tpot=[], warm=[], steps=0, dec_tokens=0, pre_tokens=0, duration=0.0,
                most=0, unit_steps=0)
     for r in runs:
-        for k in ("ttft", "e2e", "tpot"):
+        for k in ("ttft", "e2e", "tpot", "warm"):
             out[k].extend(r[k])
         for k in ("steps", "dec_tokens", "pre_tokens", "most"):
             out[k] += r[k]
@@ -8655,6 +8753,7 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
     n = len(reqs)
     arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests sent after the first wave
     since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
@@ -8714,6 +8813,8 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             ttft.append(first_t[i] - arrival[i] + req_s)
             e2e.append(t - arrival[i] + req_s)
             tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
+            if closed and arrival[i] > 0:
+                warm.append((ttft[-1], tpot[-1], e2e[-1]))
             duration = t + req_s
             pool.release(i)
             if closed and sent < n:
@@ -8747,7 +8848,7 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
                                        n=clock[3], units=1)
     clock[2] += n
     return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
-                pre_tokens=pre_tokens, duration=duration, most=most)
+                pre_tokens=pre_tokens, duration=duration, most=most, warm=warm)
 
 
 def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines,
@@ -8777,7 +8878,8 @@ def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units
            "prompt_tokens_cached": pool.skipped * units, "prefix_evictions": pool.evictions * units,
            "prefix_tokens_held_most": pool.most_held, "kv_pool_tokens": pool_tokens,
            "host_hits": pool.host_hits * units, "host_tokens_loaded": pool.loaded * units,
-           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held}
+           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held,
+           **warm_statistics(run["warm"])}
     for name, xs in (("ttft", run["ttft"]), ("tpot", tpots), ("e2e", e2e)):
         out[f"{name}_s"] = sum(xs) / len(xs)
         xs = sorted(xs)
@@ -10608,6 +10710,10 @@ def benchmark_report_lines(r):
                  + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
+    if sv.get("warm_requests"):  # a closed loop: its clients' later requests apart
+        lines.append(f"after the first wave ({sv['warm_requests']:,} requests): TTFT "
+                     f"{fmt_s(sv['warm_ttft_s'])}, TPOT {fmt_s(sv['warm_tpot_s'])} (means; "
+                     "the clients' first requests, sent together, ramp up as a static batch)")
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
@@ -10665,6 +10771,7 @@ def serving_report_lines(r):
     if sv.get("benchmark"):
         return benchmark_report_lines(r)
     gib = 2 ** 30
+    share = sv.get("prompt_step_share", 1.0)  # of the steps, those that carry prompt tokens
     lines = ["", f"{'per request (means)':<40}{'time':>14}",
              f"{'TTFT (waiting included)':<40}{fmt_s(sv['ttft_s']):>14}",
              f"{'TPOT (time per output token)':<40}{fmt_s(sv['tpot_s']):>14}",
@@ -10674,8 +10781,10 @@ def serving_report_lines(r):
              f"{'total (C x o / end-to-end)':<40}{sv['output_tokens_per_s']:>14,.1f}",
              f"{'per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-             "", f"mean engine step: {sv['decodes_per_step']:.1f} decodes + "
-                 f"{sv['prompt_tokens_per_step']:.0f} prompt tokens of others; a request's own "
+             "", f"engine steps: {sv['decodes_per_step']:.1f} decodes each; {share:.1%} of them "
+                 f"also run others' prompts ("
+                 f"{sv['prompt_tokens_per_step'] / max(share, 1e-12):,.0f}"
+                 " tokens each, whole or a chunk); a request's own "
                  f"prompt spans {sv['prompt_steps']:.2f} step(s)"
              + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
              + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"
@@ -11313,6 +11422,8 @@ def resolve_request(args, parser, spec):
         req.kv_cache_bits = kvb if kvb is not None else max(req.activation_bits, 8)
     req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
                              else req.weight_bits)
+    if not req.bits_given and checkpoint_serves_fp8(spec.get("checkpoint_format")):
+        req.weight_bits = req.weight_store_bits = req.activation_bits = 8  # the KV cache stays 16
     notes = validate(args, parser, spec, req)
     if args.output_tokens == 0:
         notes.append("-o 0: the prompt's pass alone, answered as -o 1 (the pass computes the "
@@ -11331,6 +11442,16 @@ def resolve_request(args, parser, spec):
         req.prompt_tokens = max(1, round(sum(r[1] for r in req.requests) / len(req.requests)))
         req.output_tokens = max(1, round(sum(r[2] for r in req.requests) / len(req.requests)))
     return req, notes
+
+
+def checkpoint_serves_fp8(fmt):
+    """Whether a checkpoint's own format is FP8 weights that the engines run as FP8 matmuls (W8A8):
+    quant_method fp8 (DeepSeek-V3's 128 x 128 blocks: vLLM's Fp8LinearMethod and SGLang quantize
+    the activations per token group of 128 and run FP8 GEMMs) and ModelOpt FP8 (TensorRT-LLM's
+    and vLLM's FP8 path). The KV cache keeps the model's 16 bits (kv_cache_dtype auto) unless the
+    checkpoint or a flag says otherwise."""
+    return bool(fmt) and fmt["method"] in ("fp8", "modelopt FP8") \
+        and fmt["linear_bits"] < 9 and fmt["expert_bits"] < 9
 
 
 def serving_gpu(name, parser):

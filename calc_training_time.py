@@ -5967,14 +5967,29 @@ def gemm_efficiency(m, n, k, *, hw, batch=1):
     return hw["matmul_ceiling"] * fill * wave * ks / (ks + 128)
 
 
+_GEMM_TIMES = {}  # gemm_time_s's answers by every value they read (a search asks each shape often)
+_GEMM_TIMES_MAX = 200_000
+
+
 def gemm_time_s(m, n, k, *, hw, dtype_bytes=2, batch=1):
     """Time of one (batched) matmul: FLOPs at gemm_efficiency, or reading A, B and writing C at
     achievable bandwidth when that is slower (the roofline), and at least one kernel floor. With
     split-K the S partial sums (fp32) are written and read back once more for their reduction
     (parallel split-K: a workspace in global memory and a reduction kernel, as cuBLAS's
-    splitKreduce kernels run it)."""
+    splitKreduce kernels run it). Remembered by the values it reads (_GEMM_TIMES)."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
+    key = (m, n, k, dtype_bytes, batch, hw["peak"], hw["matmul_ceiling"], hw.get("sms"),
+           hw["mem_bw"])
+    if key not in _GEMM_TIMES:
+        if len(_GEMM_TIMES) >= _GEMM_TIMES_MAX:
+            _GEMM_TIMES.clear()
+        _GEMM_TIMES[key] = _gemm_time_s(m, n, k, hw=hw, dtype_bytes=dtype_bytes, batch=batch)
+    return _GEMM_TIMES[key]
+
+
+def _gemm_time_s(m, n, k, *, hw, dtype_bytes, batch):
+    """gemm_time_s, computed."""
     flops = 2.0 * m * n * k * batch
     compute = flops / (hw["peak"] * gemm_efficiency(m, n, k, hw=hw, batch=batch))
     slices = split_k_slices(m, n, k, hw=hw, batch=batch)
@@ -6011,8 +6026,8 @@ def memory_time_s(nbytes, kernels, *, hw):
 # non-attention kernels took 0.46, 0.47, 0.45 and 0.47 of their eager time (mean 0.46). The head
 # (final norm and cross-entropy over fp32 logits, vocabulary 128256, 8192 tokens; head.jsonl): 3.89
 # of 14.71 ms (0.26). FSDP's gradient casts and copies run outside the compiled blocks: unchanged.
-COMPILE_LAYER_FACTOR = 0.46
-COMPILE_LOSS_FACTOR = 0.26
+COMPILE_LAYER_FACTOR = 0.46  # calibrated: compile_layer_factor
+COMPILE_LOSS_FACTOR = 0.26  # calibrated: compile_loss_factor
 
 # float8 training's casts (--dtype fp8 --framework pytorch, torchao's Float8Linear, compiled): the
 # scale (amax), cast and transposed copies of each linear's input, weight and output gradient, in
@@ -6021,7 +6036,10 @@ COMPILE_LOSS_FACTOR = 0.26
 # tokens, compiled, float8 Triton kernel time above bf16's): tensorwise +2.11 and +2.31 ms per layer
 # (two runs; mean 2.21 ms x 4.08 TB/s / 788 M elements = 11.4 B), rowwise +5.42 ms (28.0 B). Judged
 # on the 1B-shaped layer's rows (+0.93 / +2.47 ms measured) and the FSDP2 float8 steps.
-FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": 11.4, "rowwise": 28.0}
+FP8_CAST_TENSORWISE_BYTES = 11.4  # calibrated: torchao_fp8_cast_tensorwise_bytes
+FP8_CAST_ROWWISE_BYTES = 28.0  # calibrated: torchao_fp8_cast_rowwise_bytes
+FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": FP8_CAST_TENSORWISE_BYTES,
+                              "rowwise": FP8_CAST_ROWWISE_BYTES}
 
 # Transformer Engine's FP8 quantization under --framework megatron (Megatron-Core's --fp8-recipe:
 # delayed, its default; tensorwise = Float8CurrentScaling; mxfp8 = MXFP8BlockScaling, Blackwell
@@ -7510,7 +7528,7 @@ def once_per_kind(layers, indices, fn):
     return out
 
 
-def training_memory(spec, c, b):
+def training_memory(spec, c, b, cache=None):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
     list of per-stage totals. `c` is the MemoryConfig. Sums the formulas above over each stage's
     layers: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in Megatron-LM
@@ -7522,12 +7540,20 @@ def training_memory(spec, c, b):
     torch's optimizers do), so the peak is the larger of two moments: the backward's start
     (states, gradients only under accumulation, every saved activation, the loss) and its end
     (states and all gradients, plus a tied embedding's second dense gradient or the rebuilt layer
-    under full recompute)."""
+    under full recompute). `cache`: a dict the caller keeps for one model (a search's), holding
+    each pipeline split's stage layers and each stage's parameters, which the micro-batch,
+    recompute and memory knobs do not change."""
     pp, vp = c["pp"], c["vp"]
     ctx = _ActivationRules(spec, c, b)
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
-                                chunk_layers=c["chunk_layers"])
-    stages = [_stage_memory(spec, c, ctx, st, layers) for st, layers in enumerate(by_stage)]
+    cache = {} if cache is None else cache
+    chunks = c["chunk_layers"]
+    skey = ("stage_layers", pp, vp, chunks and tuple(map(tuple, chunks)))
+    if skey not in cache:
+        cache[skey] = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
+                                       chunk_layers=chunks)
+    by_stage, acts = cache[skey], {}
+    stages = [_stage_memory(spec, c, ctx, st, layers, keys=(cache, skey, acts))
+              for st, layers in enumerate(by_stage)]
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
 
@@ -7661,14 +7687,23 @@ def _stage_layer_activations(ctx, layers):
     return per_mb, working, eager_parts
 
 
-def _stage_memory(spec, c, ctx, st, layers):
-    """One pipeline stage's breakdown (training_memory's list entry)."""
+def _stage_memory(spec, c, ctx, st, layers, keys=None):
+    """One pipeline stage's breakdown (training_memory's list entry). keys: (the caller's cache,
+    this split's key, this call's activations by stage composition), training_memory's."""
     tp, pp, s, b, h, ab = ctx.tp, c["pp"], ctx.s, ctx.b, ctx.h, ctx.ab
-    ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp, ep=c["ep"],
-                                        stage=st, layers_held=layers)
+    cache, skey, acts = keys if keys else ({}, None, {})
+    pkey = ("stage_params", tp, c["vp"], ctx.etp, c["ep"], st, skey)
+    if pkey not in cache:
+        cache[pkey] = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp,
+                                            ep=c["ep"], stage=st, layers_held=layers)
+    ne, ex, emb = cache[pkey]
     w, g, o, trainable, buffers = _stage_model_states(spec, c, layers=layers, ne=ne, ex=ex, emb=emb,
                                                       tp=tp)
-    per_mb, working, eager_parts = _stage_layer_activations(ctx, layers)
+    all_layers = spec["layers"]  # stages of the same layer kinds in the same order store alike
+    akey = tuple(id(all_layers[i]) for i in layers), tuple(layer_modes(c, layers))
+    if akey not in acts:
+        acts[akey] = _stage_layer_activations(ctx, layers)
+    per_mb, working, eager_parts = acts[akey]
     emb_mb = 0
     if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
         emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
@@ -9686,7 +9721,7 @@ def layout_memory(spec, lay, c0, memo=None):
     if memo is not None and key in memo:
         worst, stages = memo[key]
     else:
-        worst, stages = training_memory(spec, c, b)
+        worst, stages = training_memory(spec, c, b, cache=memo)
         if memo is not None:
             memo[key] = worst, stages
     if not (lay.get("offload_params") or lay.get("offload_activations")):
@@ -10119,6 +10154,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
                                 progress=progress)
     heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
+    states_too_big = set()  # (group, offloads) whose model states alone exceed the capacity
     kth = []  # the `keep` best times, negated (a max-heap)
     best_by_shape = {}
     limit = math.inf
@@ -10134,7 +10170,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         if ((layers_s + copies_s[offload[1:]]) * f + opt_floor[offload[0]] + dpf) / gbs_dp > limit and not exhaustive:
             continue
         mk = (gi, sp, mode, dpo, ri, offload)
-        if b >= too_big.get(mk, math.inf):
+        if b >= too_big.get(mk, math.inf) or (gi, offload) in states_too_big:
             continue
         lay = base.replace(global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
                    micro_batch_size=b, recompute=rcs[ri], tp_comm_overlap=mode, dp_overlap=dpo, offload=offload[0],
@@ -10158,6 +10194,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         mem, act = layout_memory(spec, lay, c0, memo)
         if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
             too_big[mk] = min(b, too_big.get(mk, math.inf))  # a larger micro-batch only needs more
+            if _states_floor_bytes(mem) > hw["memory_bytes"]:
+                states_too_big.add((gi, offload))  # no micro-batch, recompute or sp fits either
             continue
         if lay["zero_stage"] == 1:
             zero1_fits.add(zk)
@@ -10187,6 +10225,18 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     return rows, evaluated, len(groups)
 
 
+def _states_floor_bytes(mem):
+    """What a layout's heaviest stage holds whatever its micro-batch, recompute and sequence
+    parallelism (training_memory's breakdown, offloads applied): its total less the gradients
+    (eager runs hold them only under accumulation, which the micro-batch sets), the autocast weight
+    copies (recompute sets them) and the activations. The weights, optimizer states, ZeRO buffers
+    and framework allowance depend only on the parallel shape, ZeRO stage and offloads, and that
+    stage's total is at most the heaviest stage's under any of those knobs: past the capacity,
+    no candidate of the same shape and offloads fits."""
+    return (mem["total_bytes"] - mem["gradients_bytes"] - mem["weight_casts_bytes"]
+            - mem["activations_bytes"])
+
+
 def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds,
                         progress=None):
     """Every candidate of the search (a group's sequence parallelism, TP and DP overlap, recompute
@@ -10208,7 +10258,7 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
         shaped = base.replace(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
                               zero_stage=g["zero_stage"], **split)
         dp_parts = _dp_sync_parts(spec, shaped, net=net, cache=floor_cache)
-        zero2 = g["zero_stage"] == 2
+        zero2, dpfs = g["zero_stage"] == 2, {}
         opt_floor = {o: _optimizer_floor_s(spec, shaped if o == shaped["offload"] else
                                            shaped.replace(offload=o), hw=hw, cache=floor_cache)
                      for o in {x[0] for x in knobs["offload"]}}
@@ -10229,7 +10279,9 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
                     layers_s, copies_s = lbs[lk]
                     m = gbs_dp // (b * dp)
                     f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
-                    dpf = dp_floor_s(dp_parts, pass_s=math.inf, reductions=m if zero2 else 1)
+                    r = m if zero2 else 1  # the floor is one number per reduction count
+                    dpf = dpfs[r] if r in dpfs else dpfs.setdefault(
+                        r, dp_floor_s(dp_parts, pass_s=math.inf, reductions=r))
                     cands.append(((layers_s * f + least_opt + dpf) / gbs_dp, len(cands),
                                   (layers_s, copies_s, f, opt_floor, dpf), gi, sp, mode, dpo, ri,
                                   b))
@@ -10464,7 +10516,7 @@ SUSTAINED_BLACKWELL = {"bf16": SUSTAINED_BLACKWELL_RATIO, "fp8": SUSTAINED_BLACK
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
 # H200 graph-mode decode steps; serve/stacks.py says how it was measured): the rows of the GH100
 # parts take it (H100 SXM/PCIe/NVL, H200, GH200, H800, H20).
-KV_STREAM_EFFICIENCY = 0.93
+KV_STREAM_EFFICIENCY = 0.93  # calibrated: kv_stream_efficiency
 
 # How the scale-up domain is wired (each row's topology), which decides what one rank gets from a
 # collective over part of it. "switch": NVSwitch-style, every device drives its whole scale-up

@@ -39,7 +39,8 @@ Assumptions (each printed with the result):
   * Pipeline split: L/(pp*v) layers per model chunk, or Megatron-LM's uneven split
     (--decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-split),
     checked by Megatron's rules; every stage is computed and the heaviest one reported. With v>1
-    and a chunk one layer short, the in-flight count uses the stage's mean chunk.
+    and a chunk one layer short, the in-flight count uses the stage's mean chunk. Layers that do
+    not divide, no split stated: calc_training_time.py's implied split, applied and said.
   * MoE: balanced routing; routed-expert tokens are not split by tensor parallelism.
   * Framework allowance --framework-mem-gib (default 1.0 GiB: CUDA context, cuBLAS workspace,
     NCCL buffers) plus --misc-mem-gib (cookbook, default 0). Allocator fragmentation and temporary
@@ -351,7 +352,7 @@ SUSTAINED_BLACKWELL = {"bf16": SUSTAINED_BLACKWELL_RATIO, "fp8": SUSTAINED_BLACK
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
 # H200 graph-mode decode steps; serve/stacks.py says how it was measured): the rows of the GH100
 # parts take it (H100 SXM/PCIe/NVL, H200, GH200, H800, H20).
-KV_STREAM_EFFICIENCY = 0.93
+KV_STREAM_EFFICIENCY = 0.93  # calibrated: kv_stream_efficiency
 
 # How the scale-up domain is wired (each row's topology), which decides what one rank gets from a
 # collective over part of it. "switch": NVSwitch-style, every device drives its whole scale-up
@@ -7107,7 +7108,7 @@ def once_per_kind(layers, indices, fn):
     return out
 
 
-def training_memory(spec, c, b):
+def training_memory(spec, c, b, cache=None):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
     list of per-stage totals. `c` is the MemoryConfig. Sums the formulas above over each stage's
     layers: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in Megatron-LM
@@ -7119,12 +7120,20 @@ def training_memory(spec, c, b):
     torch's optimizers do), so the peak is the larger of two moments: the backward's start
     (states, gradients only under accumulation, every saved activation, the loss) and its end
     (states and all gradients, plus a tied embedding's second dense gradient or the rebuilt layer
-    under full recompute)."""
+    under full recompute). `cache`: a dict the caller keeps for one model (a search's), holding
+    each pipeline split's stage layers and each stage's parameters, which the micro-batch,
+    recompute and memory knobs do not change."""
     pp, vp = c["pp"], c["vp"]
     ctx = _ActivationRules(spec, c, b)
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
-                                chunk_layers=c["chunk_layers"])
-    stages = [_stage_memory(spec, c, ctx, st, layers) for st, layers in enumerate(by_stage)]
+    cache = {} if cache is None else cache
+    chunks = c["chunk_layers"]
+    skey = ("stage_layers", pp, vp, chunks and tuple(map(tuple, chunks)))
+    if skey not in cache:
+        cache[skey] = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
+                                       chunk_layers=chunks)
+    by_stage, acts = cache[skey], {}
+    stages = [_stage_memory(spec, c, ctx, st, layers, keys=(cache, skey, acts))
+              for st, layers in enumerate(by_stage)]
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
 
@@ -7258,14 +7267,23 @@ def _stage_layer_activations(ctx, layers):
     return per_mb, working, eager_parts
 
 
-def _stage_memory(spec, c, ctx, st, layers):
-    """One pipeline stage's breakdown (training_memory's list entry)."""
+def _stage_memory(spec, c, ctx, st, layers, keys=None):
+    """One pipeline stage's breakdown (training_memory's list entry). keys: (the caller's cache,
+    this split's key, this call's activations by stage composition), training_memory's."""
     tp, pp, s, b, h, ab = ctx.tp, c["pp"], ctx.s, ctx.b, ctx.h, ctx.ab
-    ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp, ep=c["ep"],
-                                        stage=st, layers_held=layers)
+    cache, skey, acts = keys if keys else ({}, None, {})
+    pkey = ("stage_params", tp, c["vp"], ctx.etp, c["ep"], st, skey)
+    if pkey not in cache:
+        cache[pkey] = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp,
+                                            ep=c["ep"], stage=st, layers_held=layers)
+    ne, ex, emb = cache[pkey]
     w, g, o, trainable, buffers = _stage_model_states(spec, c, layers=layers, ne=ne, ex=ex, emb=emb,
                                                       tp=tp)
-    per_mb, working, eager_parts = _stage_layer_activations(ctx, layers)
+    all_layers = spec["layers"]  # stages of the same layer kinds in the same order store alike
+    akey = tuple(id(all_layers[i]) for i in layers), tuple(layer_modes(c, layers))
+    if akey not in acts:
+        acts[akey] = _stage_layer_activations(ctx, layers)
+    per_mb, working, eager_parts = acts[akey]
     emb_mb = 0
     if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
         emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)
@@ -7963,6 +7981,8 @@ def format_report(res):
     lines = [f"Per-GPU memory, {res['mode']}, heaviest rank: pipeline stage {res['stage']} of "
              f"{res['parallelism']['pp']} ({res['parallelism_text']}){on}", res["mode_text"]]
     lines += [f"WARNING: {w}" for w in res["warnings"]]
+    if res.get("pipeline_split_applied"):
+        lines.append(f"pipeline split: {res['pipeline_split_applied']}")
     lines += [f"Model: {res['model']['described']}: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
               f"on this GPU {res['params_per_gpu']:,}",
               f"{'component':<52}{'GiB':>10}{'bytes':>20}{'% total':>9}"]
@@ -8273,9 +8293,20 @@ def model_spec(model_args, parser):
     return spec, notes
 
 
-def check_pipeline_split(args, parser, L, pp, vp):
+def check_pipeline_split(args, parser, L, pp, vp, notes=None):
     """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
-    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
+    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers. Layers that pp x vp
+    do not divide, with no split stated, take calc_training_time.py's implied split (the same
+    uneven split, else the embedding and loss counted as layers), set on args and noted: one
+    answer whichever tool is asked; stated flags win."""
+    split, said = implied_pipeline_split(L, {"pp": pp, "vp": vp, **{
+        k: getattr(args, k) for k in PIPELINE_SPLIT_KEYS}})
+    if split:
+        for k, v in split.items():
+            setattr(args, k, v)
+        args.pipeline_split_applied = said
+        if notes is not None:
+            notes.append(said)
     kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
               last=args.decoder_last_pipeline_num_layers,
               embedding_in_split=args.account_for_embedding_in_pipeline_split,
@@ -8310,7 +8341,7 @@ def parallel_sizes(args, parser, spec, notes):
         if x["kv_heads"] % tp and tp % x["kv_heads"]:
             parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must "
                          "divide the other")
-    chunk_layers = check_pipeline_split(args, parser, spec["num_layers"], pp, vp)
+    chunk_layers = check_pipeline_split(args, parser, spec["num_layers"], pp, vp, notes)
     for m in mlps:
         if m["kind"] == "dense" and m["width"] % tp:
             parser.error(f"MLP width {m['width']} is not divisible by --tensor-parallel-size {tp}")
@@ -8758,6 +8789,8 @@ def memory_answer(args, parser):
                "headroom_bytes": lim - res["total_bytes"], **fit,
                "capped": sorted(k for k, v in fit.items() if v == cap)}  # true value is at least cap
     res["fit"] = fit
+    if getattr(args, "pipeline_split_applied", None):  # the split no flag stated (check_pipeline_split)
+        res["pipeline_split_applied"] = args.pipeline_split_applied
     res["assumptions"] = assumptions(c, spec)
     if c["activation_rule"] == "eager" and not args.infer:
         held = res["stage_layers"] - res["eager_rule_layers"]

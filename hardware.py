@@ -327,7 +327,7 @@ SUSTAINED_BLACKWELL = {"bf16": SUSTAINED_BLACKWELL_RATIO, "fp8": SUSTAINED_BLACK
 # A decode attention kernel streams the KV cache at 0.93 of peak bandwidth on the GH100 chip (our
 # H200 graph-mode decode steps; serve/stacks.py says how it was measured): the rows of the GH100
 # parts take it (H100 SXM/PCIe/NVL, H200, GH200, H800, H20).
-KV_STREAM_EFFICIENCY = 0.93
+KV_STREAM_EFFICIENCY = 0.93  # calibrated: kv_stream_efficiency
 
 # How the scale-up domain is wired (each row's topology), which decides what one rank gets from a
 # collective over part of it. "switch": NVSwitch-style, every device drives its whole scale-up

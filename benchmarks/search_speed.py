@@ -44,6 +44,7 @@ def main():
     for name, argv in CASES.items():
         walls, cpus = [], []
         for i in range(args.repeat + 1):
+            T._GEMM_TIMES.clear()  # each run starts as a fresh process would (no matmul remembered)
             t0, c0 = time.perf_counter(), time.process_time()
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 res = T.main(argv + ["--search", "--json"])

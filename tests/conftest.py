@@ -183,6 +183,8 @@ TEST_CONCERNS = {
     "test_readme_numbers.py": ("docs",),
     "test_recompute_modes.py": ("train",),
     "test_roofline_corner.py": ("serve",),
+    "test_serving_agreement.py": ("serve",),
+    "test_serving_fidelity.py": ("serve",),
     "test_serving_mix.py": ("serve",),
     "test_speculative.py": ("serve",),
     "test_traces.py": ("serve",),

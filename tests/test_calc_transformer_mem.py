@@ -343,7 +343,7 @@ def test_tp_one_rank_holds_at_least_its_share(tp):
 BAD = [
     (["--num-gpus", "6", "-tp", "4"], "not divisible by tp*pp*cp"),
     (["-a", "6", "-hs", "768", "-tp", "4", "--num-gpus", "4"], "not divisible by --tensor-parallel-size"),
-    (["-l", "10", "-pp", "4", "--num-gpus", "4"], "not divisible by pp*vp"),
+    (["-l", "5", "-pp", "4", "-vp", "2", "--num-gpus", "4"], "not divisible by pp*vp"),
     (["-l", "8", "-pp", "1", "-vp", "2"], "needs --pipeline-parallel-size"),
     (["-b", "0"], "must be positive"),
     (["-s", "0"], "must be positive"),
@@ -446,14 +446,21 @@ def test_deepseek_v3_61_layers_on_4_stages():
     assert sum(x["params_per_gpu"] for x in st) == r["total_params"]
 
 
-def test_deepseek_v3_suggested_split_runs():
-    # The refusal names a split; running with it must work and place all 61 layers.
-    code, err = exit_code_and_stderr(main, DSV3)
-    assert code == 2 and err.count("\n") == 1
-    assert "--decoder-first-pipeline-num-layers 14 --decoder-last-pipeline-num-layers 15" in err
-    r, _, _ = run_main(main, DSV3 + ["--decoder-first-pipeline-num-layers", "14",
-                                     "--decoder-last-pipeline-num-layers", "15"])
+def test_deepseek_v3_implied_split_is_applied_and_said():
+    # Issue 45: an unstated uneven split is applied (the one calc_training_time.py applies),
+    # said in the result and on stderr; it answers as the stated flags do, and places all 61
+    # layers.
+    implied, _, err = run_main(main, DSV3)
+    flags = "--decoder-first-pipeline-num-layers 14 --decoder-last-pipeline-num-layers 15"
+    assert flags in implied["pipeline_split_applied"] and flags in err
+    r, _, _ = run_main(main, DSV3 + flags.split())
     assert [x["stage_layers"] for x in r["stages"]] == [14, 16, 16, 15]
+    assert implied["total_bytes"] == r["total_bytes"] and "pipeline_split_applied" not in r
+    # one answer whichever tool is asked: calc_training_time.py applies the same split
+    import calc_training_time
+    t, _, _ = run_main(calc_training_time.main, DSV3[:-2] + ["--json"])
+    assert (t["layout"]["decoder_first_pipeline_num_layers"],
+            t["layout"]["decoder_last_pipeline_num_layers"]) == (14, 15)
 
 
 def test_llama3_405b_split_matches_the_paper():
@@ -463,12 +470,13 @@ def test_llama3_405b_split_matches_the_paper():
     # model chunk on the last stage has only output projection and loss calculation".
     base = ["-l", "126", "-hs", "16384", "-a", "128", "--num-kv-heads", "8", "-tp", "8",
             "--num-gpus", "128", "-pp", "16", "--json"]
-    code, err = exit_code_and_stderr(main, base)
-    assert code == 2
-    assert "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7" in err
+    implied, _, _ = run_main(main, base)
+    assert ("--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7"
+            in implied["pipeline_split_applied"])
     r, _, _ = run_main(main, base + ["--decoder-first-pipeline-num-layers", "7",
                                      "--decoder-last-pipeline-num-layers", "7"])
     assert [x["stage_layers"] for x in r["stages"]] == [7] + [8] * 14 + [7]
+    assert [x["stage_layers"] for x in implied["stages"]] == [7] + [8] * 14 + [7]
     # The same layout through Megatron's account-for flags: 126 + 2 = 128 slots, 8 per rank; with
     # interleaving down to one layer per chunk (vp 8) the paper's "only the embedding" chunk.
     r2, _, _ = run_main(main, base + ["-vp", "8", "--global-batch-size", "16",
@@ -609,7 +617,6 @@ def test_every_suggested_split_is_accepted(L, pp, vp):
 #    flag, when neither first nor last is given)
 UNEVEN = ["-l", "61", "-pp", "4", "--num-gpus", "4"]
 BAD_SPLITS = [
-    (UNEVEN, "--decoder-first-pipeline-num-layers 14 --decoder-last-pipeline-num-layers 15"),
     (UNEVEN + ["--decoder-first-pipeline-num-layers", "0"], "must be positive"),
     (UNEVEN + ["--decoder-last-pipeline-num-layers", "-3"], "must be positive"),
     (UNEVEN + ["--decoder-first-pipeline-num-layers", "13", "--decoder-last-pipeline-num-layers",

@@ -15,7 +15,8 @@ tensorrt-llm-mmha preset (before the XQA kernel); TensorRT-LLM v0.17 and v1.0
 offline maximum-load throughput (all requests queued at once: a run of the request count the
 source states, simulated, or else the steady state of a full engine) and the later perf-overview's
 per-GPU rows with the layouts its headers state; vLLM CI latency (batch 8);
-NIM 1.0 at a concurrency (queueing past the pool).
+NIM 1.0 at a concurrency (fixed lengths, its clients started together: simulated, the figures
+after the first wave).
 Every other row is listed as not run, with the reason: its model has no config or flags here, or
 no branch below models its setup (ShareGPT length distributions).
 
@@ -73,9 +74,21 @@ MODELS = {
     "Falcon 180B": ["-l", "80", "-hs", "14848", "-a", "232", "--num-kv-heads", "8", "-v", "65024",
                     "--parallel-attention"],
 }
+# FasterTransformer's GPT shapes (docs/gpt_guide.md: head_num x size_per_head, num_layers, vocab
+# 51200): Megatron GPT, LayerNorm, biases, GELU 4h MLP, learned positions (2048), tied embeddings
+FT_GPT = ["-v", "51200", "--position-embedding", "learned", "--max-position-embeddings", "2048",
+          "--tied-embeddings"]
+MODELS.update({
+    "FT GPT-175B": ["-l", "96", "-hs", "12288", "-a", "96"] + FT_GPT,
+    "FT GPT-89B": ["-l", "48", "-hs", "12288", "-a", "96"] + FT_GPT,
+    "FT GPT-20B": ["-l", "44", "-hs", "6144", "-a", "48"] + FT_GPT,
+    "FT GPT-6.7B": ["-l", "32", "-hs", "4096", "-a", "32"] + FT_GPT,
+    "FT GPT-1.3B": ["-l", "24", "-hs", "2048", "-a", "32"] + FT_GPT,
+    "FT GPT-350M": ["-l", "24", "-hs", "1024", "-a", "16"] + FT_GPT,
+})
 # GPU as the sources spell it (longest prefix first) -> hardware.py name
 GPUS = [("8xH100", "h100"), ("GH200", "gh200-480gb"), ("GB200", "gb200"), ("H200", "h200"), ("H100", "h100"),
-        ("A100", "a100-80gb"), ("L40S", "l40s"), ("B200", "b200")]
+        ("A100", "a100-80gb"), ("L40S", "l40s"), ("B200", "b200"), ("MI300X", "mi300x")]
 PRECISION = {"FP8": ["--precision", "fp8"], "FP16": ["--precision", "fp16"], "FP4": ["--precision", "fp4"]}
 
 
@@ -113,6 +126,12 @@ def bench_load(r0):
             else ["-c", "1000000", "--queue-past-pool"])
 
 
+# the rows that set fastertransformer's all-reduce cost (stacks.py FT_ALLREDUCE_US: GPT-20B TP 8,
+# batch 1, 60/20 less 20/8 over the 12 more decode steps) and fastertransformer-triton's time per
+# request (FT_TRITON_REQUEST_MS: GPT-89B TP 8, batch 1, 128/8 less the rest of ours)
+FT_CALIBRATION = {"FTGPT-20B-tp8-b1-60-20": "calibration: FasterTransformer GPT-20B TP 8 b 1",
+                  "FTGPT-20B-tp8-b1-20-8": "calibration: FasterTransformer GPT-20B TP 8 b 1",
+                  "FTGPT-89B-tp8-b1-128-8": "calibration: FasterTransformer GPT-89B b 1 128/8"}
 # the rows that set tensorrt-llm-pytorch's MoE factor (tools/fit_trtllm_moe_factor.py): listed, not judged
 CALIBRATION = "calibration: TensorRT-LLM later doc MoE"
 # the rows that set tensorrt-llm-triton's per-request cost (stacks.py): listed, not judged
@@ -175,7 +194,32 @@ def _compare(rs):
         # which a 4096-token window (a 5x smaller cache) would not allow
         base += ["--sliding-window", "0"]
     tp = r0["tp"] if r0["tp"].isdigit() else "1"
-    if "v0.14" in src:
+    if r0["row_id"].startswith("ORCL405-"):
+        # Oracle's Llama 3.1 405B FP8 on 8 MI300X with 2024 ROCm vLLM: benchmark_latency.py (a
+        # static batch, end to end) and benchmark_throughput.py (every request queued; its default
+        # 1,000 prompts; vLLM 0.6's default max_num_seqs of 256, where today's preset has 1,024)
+        if r0["batching"] == "static":
+            res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]])
+            yield ("vLLM on MI300X (Oracle, 2024)", r0, "end-to-end", float(r0["value"]),
+                   res["total_s"] if res else None, err)
+        else:
+            res, err = run(base + ["-tp", tp, "--serving-stack", "vllm", "-s", r0["input_len"],
+                                   "-o", r0["output_len"], "--request-rate", "inf",
+                                   "--num-requests", "1000", "--max-num-seqs", "256"])
+            yield ("vLLM on MI300X (Oracle, 2024)", r0, "output tokens/s", float(r0["value"]),
+                   res["serving"]["output_tokens_per_s"] if res else None, err)
+    elif r0["row_id"].startswith("FTGPT-"):
+        # FasterTransformer's GPT tables (docs/gpt_guide.md): a static batch of B requests of s
+        # prompt and o output tokens end to end; the large-model tables (GPT-89B, GPT-175B) through
+        # Triton as the section states, the rest FT's own runtime
+        stack = ("fastertransformer-triton" if r0["stack"].endswith("on Triton")
+                 else "fastertransformer")
+        res, err = run(base + ["-tp", tp, "--serving-stack", stack, "-s", r0["input_len"],
+                               "-o", r0["output_len"], "-b", r0["batch_or_concurrency"]])
+        yield (FT_CALIBRATION.get(r0["row_id"], "FasterTransformer GPT tables (static)"), r0,
+               "end-to-end", float(r0["value"]) * 1e-3, res["total_s"] if res else None, err)
+    elif "v0.14" in src:
         # "500 requests" per run (the section's text); QPS INF sends them all at once. The
         # benchmark is simulated step by step (--num-requests): its throughput is over the run's
         # duration, ramp-up and drain included, and past what the engine sustains requests queue
@@ -264,13 +308,20 @@ def _compare(rs):
         yield (CALIBRATION if is_moe(model) else "TensorRT-LLM later doc max load", r0, "tokens/s per GPU",
                float(r0["value"]), res["serving"]["output_tokens_per_s_per_gpu"] if res else None, err)
     elif "nim" in src:
+        # the benchmark's C clients send fixed-length requests, all starting together, so the engine
+        # runs them in waves (simulated: --num-requests, ten per client); its figures are over the
+        # stable load (perf_analyzer and genai-perf measure in windows after a warm-up): the
+        # simulation's requests after the first wave, throughput C x o / their end-to-end time
+        c = int(r0["batch_or_concurrency"])
         res, err = run(base + ["-tp", tp, "--serving-stack", "tensorrt-llm", "-s", r0["input_len"],
-                               "-o", r0["output_len"], "-c", r0["batch_or_concurrency"], "--queue-past-pool"])
-        keys = {"TTFT": ("ttft_s", 1e-3), "ITL": ("tpot_s", 1e-3), "throughput": ("output_tokens_per_s", 1)}
+                               "-o", r0["output_len"], "-c", str(c), "--num-requests", str(10 * c)])
+        sv = res["serving"] if res else None
+        got = {"TTFT": (sv["warm_ttft_s"], 1e-3), "ITL": (sv["warm_tpot_s"], 1e-3),
+               "throughput": (c * int(r0["output_len"]) / sv["warm_e2e_s"], 1)} if sv else {}
         for r in rs:
-            if r["metric"] in keys:
-                k, unit = keys[r["metric"]]
-                yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, res["serving"][k] if res else None, err
+            if r["metric"] in ("TTFT", "ITL", "throughput"):
+                ours, unit = got.get(r["metric"], (None, 1e-3 if r["metric"] != "throughput" else 1))
+                yield "NIM 1.0", r, r["metric"], float(r["value"]) * unit, ours, err
     elif r0["input_len"].startswith("ShareGPT") and r0["row_id"].startswith(("SGL060", "VLLMBK-SRV", "VLLMBK-THR")):
         # ShareGPT runs: the lengths as the ShareGPT-shaped mix draws them (--dataset sharegpt), the
         # request count and rate the source states (vLLM CI: 200 prompts; SGLang's v0.6 comparison:

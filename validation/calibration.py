@@ -77,6 +77,18 @@ _FOUNDRY_SOURCE = ("MosaicML llm-foundry's MPT benchmark tables (scripts/train/b
                    "llm-foundry constants by least squares over the set rows (H100: 7b s 2048 where "
                    "the matmuls dominate; 3b and 1b s 8192 where attention is 34-38% of the step), "
                    "then the A100 fraction on its own set row")
+# torchtitan rows run compiled (tests/test_training_today.py: TT, ATP, TRAINY) and their float8
+# tensorwise subset.
+_TT_TENSORWISE_ROWS = ([f"training:tt-8b-{n}gpu-compile-float8" for n in (8, 128)]
+                       + [f"training:tt-8b-cp{c}" for c in (1, 2, 4, 8)]
+                       + ["training:tt-70b-2d", "training:tt-70b-2d-asynctp"]
+                       + [f"training:atp-{m}-float8-tensorwise-{o}" for m in ("70b", "8b")
+                          for o in ("none", "full")]
+                       + [f"training:trainy-h200-{k}nodes" for k in (4, 8)])
+_COMPILED_ROWS = ([f"training:tt-8b-{n}gpu-compile" for n in (8, 128)] + _TT_TENSORWISE_ROWS
+                  + [f"training:atp-{m}-{q}-{o}" for m in ("70b", "8b")
+                     for q in ("bf16", "float8-rowwise") for o in ("none", "full")])
+
 TRAINING = (
     entry(name="llm_foundry_attention_rate", value=0.54, where="llmcalc/train/attention_rates.py",
           meaning="llm-foundry's attention call (flash-attn 2's varlen entry through MPT's "
@@ -137,6 +149,35 @@ TRAINING = (
                  "where attention is most of the step",
           set_by=["training:nemo-cp-128k"],
           judged_by=[f"training:nemo-cp-{k}k" for k in (4, 8, 16, 32, 64, 256, 512, 1024)]),
+    entry(name="compile_layer_factor", value=0.46, where="llmcalc/train/kernels.py",
+          meaning="torch.compile (Inductor) runs a block's non-matmul, non-attention kernels in "
+                  "this fraction of their eager time (norms, rotary, activation, residuals fused "
+                  "into Triton kernels); --framework pytorch --compile",
+          source="our H200 (validation/h200/results/layers.jsonl, measure_layers.py): Llama "
+                 "blocks of width 4096 and 2048 at 2 x 4096 and 1 x 8192 tokens, profiler kernel "
+                 "time, 0.46 / 0.47 / 0.45 / 0.47; no training row set it",
+          set_by=[], judged_by=_COMPILED_ROWS),
+    entry(name="compile_loss_factor", value=0.26, where="llmcalc/train/kernels.py",
+          meaning="torch.compile runs the head's final norm and fp32 cross-entropy in this "
+                  "fraction of their eager time",
+          source="our H200 (validation/h200/results/head.jsonl): vocabulary 128256, 8192 tokens, "
+                 "3.89 of 14.71 ms; no training row set it",
+          set_by=[], judged_by=_COMPILED_ROWS),
+    entry(name="torchao_fp8_cast_tensorwise_bytes", value=11.4, where="llmcalc/train/kernels.py",
+          meaning="torchao Float8Linear's tensorwise scaling (compiled) moves this many bytes per "
+                  "element of each linear's operands (amax, cast, transposed copies) at achievable "
+                  "bandwidth",
+          source="our H200 (validation/h200/results/layers.jsonl): 8B-shaped layer, 2 x 4096 "
+                 "tokens, float8 kernel time above bf16's, +2.11 / +2.31 ms per layer; no "
+                 "training row set it",
+          set_by=[], judged_by=_TT_TENSORWISE_ROWS),
+    entry(name="torchao_fp8_cast_rowwise_bytes", value=28.0, where="llmcalc/train/kernels.py",
+          meaning="the same for torchao's rowwise scaling (a scale per row, fp32 amaxes per row "
+                  "and column)",
+          source="our H200 (validation/h200/results/layers.jsonl): the same layer, +5.42 ms; no "
+                 "training row set it",
+          set_by=[], judged_by=[f"training:atp-{m}-float8-rowwise-{o}" for m in ("70b", "8b")
+                                for o in ("none", "full")]),
 )
 
 # Fine-tuning under transformers/peft (issue 43).
@@ -144,7 +185,103 @@ FINETUNE = (
 )
 
 # Serving (llmcalc/serve/, llmcalc/tools/latency*.py, hardware.py rows read by serving).
+def _serving_ids(test):
+    """The ids of validation/serving_rows.csv whose row passes test(comparison row, published
+    row): a rule that names the rows, written out once by the table's own columns (group, model,
+    GPU, precision) rather than listed by hand."""
+    import csv
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "published_serving.csv"), newline="", encoding="utf-8") as fh:
+        pub = {r["row_id"]: r for r in csv.DictReader(fh)}
+    with open(os.path.join(here, "serving_rows.csv"), newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return tuple(sorted({f"serving:{r['row_id']}" for r in rows if test(r, pub[r["row_id"]])}))
+
+
+def _judged(r):
+    return r["group"] != "not run" and not r["group"].startswith("calibration:")
+
+
+_TRITON_SET = _serving_ids(
+    lambda r, p: r["group"] == "calibration: TensorRT-LLM v0.14 H100 QPS 2 TTFT")
+
 SERVING = (
+    entry(name="roofline_corner_p", value=2.15, where="llmcalc/serve/stacks.py",
+          meaning="exponent of the soft roofline corner of a weight matmul, (t_math^p + "
+                  "t_mem^p)^(1/p): near the ridge neither the math nor the loads hide the other",
+          source="least-squares fit (log time) to the 28 FP8 GEMMs of DeepGEMM's README (first "
+                 "release a6d97a1, H800), at this script's H100 FP8 rates; "
+                 "tools/fit_roofline_corner.py. A kernel-level measurement: no serving row set it",
+          set_by=(),
+          # TensorRT-LLM v0.17's maximum-load rows: large batches, near and past the ridge
+          judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith("TRT017-"))),
+    entry(name="trtllm_triton_request_overhead_ms", value=2.25, where="llmcalc/serve/stacks.py",
+          meaning="time per request that TensorRT-LLM behind Triton's tensorrtllm_backend adds "
+                  "outside the engine (HTTP/gRPC, the ensemble's pre- and post-processing models)",
+          source="median of published TTFT less ours at the lightest load (QPS 2) of the v0.14 "
+                 "perf-overview's online table on H100 (TensorRT-LLM docs/source/performance/"
+                 "perf-overview.md, v0.14)",
+          set_by=_TRITON_SET,
+          judged_by=tuple(x for x in _serving_ids(
+              lambda r, p: _judged(r) and r["row_id"].startswith("TRT014ON-"))
+              if x not in _TRITON_SET)),
+    entry(name="ft_allreduce_us", value=47.9, where="llmcalc/serve/stacks.py",
+          meaning="time of one in-place all-reduce call in FasterTransformer (NCCL, its custom "
+                  "all-reduce off by default: custom_ar_comm.cc), in us",
+          source="FasterTransformer docs/gpt_guide.md, GPT-20B at TP 8, batch 1: 60/20 less 20/8 "
+                 "(212 - 89 ms) over the 12 more decode steps, less ours without it",
+          set_by=_serving_ids(lambda r, p: r["group"].startswith(
+              "calibration: FasterTransformer GPT-20B")),
+          # every other multi-GPU row of FT's tables: GPT-20B at TP 2-8, GPT-89B and GPT-175B
+          judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith(
+              ("FTGPT-20B-tp2", "FTGPT-20B-tp4", "FTGPT-20B-tp8", "FTGPT-89B", "FTGPT-175B")))),
+    entry(name="ft_triton_request_overhead_ms", value=88.1, where="llmcalc/serve/stacks.py",
+          meaning="time per request FasterTransformer behind Triton spends outside its kernels "
+                  "(the server, the ensemble's pre- and post-processing), in ms",
+          source="FasterTransformer docs/gpt_guide.md, GPT-89B (the 175B's 96 x 128 width, 48 "
+                 "layers) at TP 8, batch 1, 128/8: 279.44 ms less ours",
+          set_by=_serving_ids(lambda r, p: r["group"].startswith(
+              "calibration: FasterTransformer GPT-89B")),
+          judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith(
+              ("FTGPT-89B", "FTGPT-175B")))),
+    entry(name="memory_efficiency", value=0.70, where="llmcalc/serve/stacks.py",
+          meaning="share of peak HBM bandwidth a decode step's weight reads and small operations "
+                  "reach end to end (kernels, launches and gaps included)",
+          source="gpt-fast's README: Llama-2-7B at batch 1 on an A100-80GB moves 1,397.31 GB/s of "
+                 "2,039 (0.69); one published measurement, no serving row set it (checked in "
+                 "tests/test_calc_inference_latency.py against gpt-fast's TP table and Databricks' "
+                 "MBU)",
+          set_by=(),
+          # decode-dominated rows: static batches (TensorRT-LLM v0.5/0.6.1 and its blogs) and
+          # vLLM's CI latency runs at batch 8
+          judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith(
+              ("TRTSTAT-", "TRTBLOG-", "VLLMBK-LAT")))),
+    entry(name="fp4_shape_penalty", value=0.6960713040071491, where="llmcalc/serve/stacks.py",
+          meaning="share of its best FP4 matmul rate a GPU reaches at the shapes serving runs, "
+                  "relative to the same share at FP8 (FP4 needs larger shapes to fill the GPU)",
+          source="Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md @2a370be6: "
+                 "cuBLASLt on one GB200, FP4 5,177.3 TFLOP/s at 4096^3 against 7,627.6 at "
+                 "16384^3, FP8 2,834.6 against 2,906.9; a microbenchmark, no serving row set it",
+          set_by=(),
+          # the FP4 rows of TensorRT-LLM v1.0's table (B200, GB200), all judged
+          judged_by=_serving_ids(lambda r, p: _judged(r) and r["row_id"].startswith("TRT10-")
+                                 and p["weight_precision"].upper() == "FP4")),
+    entry(name="kv_stream_efficiency", value=0.93, where="llmcalc/accelerator.py",
+          meaning="share of peak HBM bandwidth a decode attention kernel streams the KV cache "
+                  "at on GH100 parts (long contiguous pages, no launch gaps inside)",
+          source="our H200 graph-mode decode steps (validation/h200/results/decode.jsonl, "
+                 "Llama-3-8B shape): 1,024 -> 4,096 cached tokens adds 2.878 ms at batch 32 "
+                 "(12.9 GB of K/V, 4.48 TB/s) and 5.695 ms at batch 64 (25.8 GB, 4.53 TB/s) of "
+                 "4.8 TB/s; a "
+                 "kernel-level measurement, no serving row set it",
+          set_by=(),
+          # the dense maximum-load rows of v0.17 and v1.0 on Hopper GPUs, where long contexts make
+          # the KV reads a large part of a step
+          judged_by=_serving_ids(lambda r, p: _judged(r)
+                                 and r["row_id"].startswith(("TRT017-", "TRT10-"))
+                                 and r["gpu"].startswith(("H100", "H200", "GH200"))
+                                 and r["model"].startswith(("LLaMA", "Llama", "Mistral")))),
 )
 
 ENTRIES = COMM + TRAINING + FINETUNE + SERVING

@@ -128,6 +128,7 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
     cohorts = collections.deque()
     d = first_sum = n_run = step = done = most = 0  # first_sum: sum over decoders of their cohort's step
     ttft, tpot, e2e = [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests after its first wave
     t, dec_tokens, pre_tokens, duration = 0.0, 0, 0, 0.0
     started = last_shown = time.monotonic()  # progress lines once the run takes over a second
 
@@ -139,6 +140,9 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
         e2e.extend(t - a + req_s for a in arrivals)
         if o > 1:
             tpot.extend([(t - first_t) / (o - 1)] * m)
+        if closed:  # sent after the first wave: its clients' later requests
+            tp_s = (t - first_t) / max(o - 1, 1)
+            warm.extend((first_t - a + req_s, tp_s, t - a + req_s) for a in arrivals if a > 0)
         duration = t + req_s
         for _ in range(min(m, n - sent) if closed else 0):
             heapq.heappush(pending, t + req_s)
@@ -203,7 +207,19 @@ def simulate_benchmark(spec, hw, *, tp, num_requests, prompt_tokens, output_toke
             "mean_in_flight": units * sum(e2e) / duration, "most_running": units * most, "engine_steps": step,
             "micro_batches": engines,
             "decodes_per_step": mean_dec, "prompt_tokens_per_step": mean_pre,
-            "decode_step": dec, "prompt_step": pre}
+            "decode_step": dec, "prompt_step": pre, **warm_statistics(warm)}
+
+
+def warm_statistics(warm):
+    """Mean TTFT, TPOT and end-to-end time of a closed loop's requests sent after its first wave
+    (every client's first request, sent together at the start: the ramp-up a static batch also
+    has), as load generators that measure once the load is stable report (NVIDIA's perf_analyzer
+    and genai-perf measure in windows after a warm-up); None without any (an open loop, or one
+    request per client)."""
+    n = len(warm)
+    return {"warm_requests": n,
+            **{f"warm_{k}_s": sum(x[i] for x in warm) / n if n else None
+               for i, k in enumerate(("ttft", "tpot", "e2e"))}}
 
 
 _ALIKE = ("tp", "num_requests", "prompt_tokens", "output_tokens", "token_budget", "run_cap", "bits",
@@ -221,7 +237,7 @@ def _uneven_alike_run(spec, hw, *, tp, num_requests, prompt_tokens, output_token
                            pool_tokens=run_cap * (prompt_tokens + output_tokens),
                            max_running=run_cap, bits=bits, rate=rate, concurrency=concurrency,
                            arrivals=arrivals, seed=seed, pp=pp, dp=dp, ep=ep, progress=progress)
-    keep = ("ttft", "tpot", "e2e")
+    keep = ("ttft", "tpot", "e2e", "warm")
     return {k: v for k, v in st.items()
             if k.split("_")[0] in keep or k in (
                 "num_requests", "duration_s", "requests_per_s", "mean_in_flight", "most_running",
@@ -323,10 +339,10 @@ def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
 def _merged_runs(runs):
     """The units' runs as one: every request's times, the steps and tokens summed (so their ratio
     is a unit's mean step), the run as long as the longest unit's, the most running summed."""
-    out = dict(ttft=[], e2e=[], tpot=[], steps=0, dec_tokens=0, pre_tokens=0, duration=0.0,
+    out = dict(ttft=[], e2e=[], tpot=[], warm=[], steps=0, dec_tokens=0, pre_tokens=0, duration=0.0,
                most=0, unit_steps=0)
     for r in runs:
-        for k in ("ttft", "e2e", "tpot"):
+        for k in ("ttft", "e2e", "tpot", "warm"):
             out[k].extend(r[k])
         for k in ("steps", "dec_tokens", "pre_tokens", "most"):
             out[k] += r[k]
@@ -525,6 +541,7 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
     import collections, heapq, time  # noqa: E401 (only a simulated benchmark needs them)
     n = len(reqs)
     arrival, first_t, first_step, ttft, e2e, tpot = [0.0] * n, [0.0] * n, [0] * n, [], [], []
+    warm = []  # (TTFT, TPOT, E2E) of a closed loop's requests sent after the first wave
     since = scheduler_steps  # decode steps since the scheduler last looked (multi-step scheduling)
     waiting = collections.deque()
     prefilling = collections.deque()  # [index, prompt tokens still to compute, cached context]
@@ -584,6 +601,8 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
             ttft.append(first_t[i] - arrival[i] + req_s)
             e2e.append(t - arrival[i] + req_s)
             tpot.append((t - first_t[i]) / (reqs[i][2] - 1))
+            if closed and arrival[i] > 0:
+                warm.append((ttft[-1], tpot[-1], e2e[-1]))
             duration = t + req_s
             pool.release(i)
             if closed and sent < n:
@@ -617,7 +636,7 @@ def _run_mix(reqs, o_run, pool, step_s, *, pending, sent, closed, K, run_cap, re
                                        n=clock[3], units=1)
     clock[2] += n
     return dict(ttft=ttft, e2e=e2e, tpot=tpot, steps=step, dec_tokens=dec_tokens,
-                pre_tokens=pre_tokens, duration=duration, most=most)
+                pre_tokens=pre_tokens, duration=duration, most=most, warm=warm)
 
 
 def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units, engines,
@@ -647,7 +666,8 @@ def _mix_statistics(spec, hw, reqs, run, pool, *, tp, pp, dp, ep, bits, K, units
            "prompt_tokens_cached": pool.skipped * units, "prefix_evictions": pool.evictions * units,
            "prefix_tokens_held_most": pool.most_held, "kv_pool_tokens": pool_tokens,
            "host_hits": pool.host_hits * units, "host_tokens_loaded": pool.loaded * units,
-           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held}
+           "host_load_s": pool.loaded * host_s_per_token, "host_tokens_held": pool.host_held,
+           **warm_statistics(run["warm"])}
     for name, xs in (("ttft", run["ttft"]), ("tpot", tpots), ("e2e", e2e)):
         out[f"{name}_s"] = sum(xs) / len(xs)
         xs = sorted(xs)

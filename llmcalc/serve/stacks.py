@@ -28,7 +28,8 @@ LOW_BIT_EFFICIENCY_RATIO = (1402.6 / 1979.0) / (794.5 / 989.4)
 # 7627.6 at 16384^3, FP8 2834.6 against 2906.9, same GPU and tool. The ratio of the two falls
 # scales every FP4 matmul rate. Checked, not fitted: flashinfer PR #1979 measured NVFP4 on a B200
 # at 1024x7168x4608 at 3,371 (CUDA 12) and 3,841 TFLOP/s (CUDA 13); the B200 gets 3,870 here.
-FP4_SHAPE_PENALTY = (5177.3 / 7627.6) / (2834.6 / 2906.9)
+# Its value is (5177.3 / 7627.6) / (2834.6 / 2906.9) (tests/test_calibration_registry.py reads it).
+FP4_SHAPE_PENALTY = 0.6960713040071491  # calibrated: fp4_shape_penalty
 # --gpu scales a measured best-shape MAMF by the same gap the 0.70 default keeps below the A100's
 # (271.2 of 312 = 0.869): forward-pass GEMM shapes run below the best shape mamf-finder finds.
 MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
@@ -38,8 +39,9 @@ MAMF_SHAPE_FACTOR = DEFAULT_COMPUTE_EFFICIENCY / (271.2 / 312.0)
 # README (first release, a6d97a1, H800) measured, given this script's own H100 FP8 rates (1,130
 # TFLOP/s, 2,345 GB/s): rms error 14.8% against 19.2% for the sharp max. tools/fit_roofline_corner.py
 # redoes the fit. No serving row set it.
-ROOFLINE_CORNER_P = 2.15
-DEFAULT_MEMORY_EFFICIENCY = 0.70   # gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
+ROOFLINE_CORNER_P = 2.15  # calibrated: roofline_corner_p
+# gpt-fast: 1397.31 GB/s of 2039 on A100-80GB at batch 1;
+DEFAULT_MEMORY_EFFICIENCY = 0.70  # calibrated: memory_efficiency
 # Databricks MBU 0.55-0.60 at batch 1, TP 2-4 (TensorRT-LLM), matched within 10% (VALIDATION.md)
 # A decode attention kernel streams the KV cache (long contiguous pages, no kernel-launch gaps
 # inside) closer to peak than a step's weight reads and small ops, which the 0.70 above covers
@@ -135,6 +137,11 @@ def _stack(name, *, launch, allreduce_us=DEFAULT_ALLREDUCE_LATENCY_US, allreduce
 
 
 TRTLLM_PYTORCH_MOE_FACTOR = 2.31  # tools/fit_trtllm_moe_factor.py (see tensorrt-llm-pytorch below)
+# TensorRT-LLM behind Triton: ms per request (see tensorrt-llm-triton below)
+TRTLLM_TRITON_REQUEST_MS = 2.25  # calibrated: trtllm_triton_request_overhead_ms
+# FasterTransformer: us per in-place all-reduce call, and ms per request behind Triton (below)
+FT_ALLREDUCE_US = 47.9  # calibrated: ft_allreduce_us
+FT_TRITON_REQUEST_MS = 88.1  # calibrated: ft_triton_request_overhead_ms
 # TensorRT-LLM's values (sources at "tensorrt-llm" below)
 _TRTLLM = dict(allreduce_us=4.4, allreduce_gbps=31.0, step_overhead_ms=0.58, token_budget=8192,
                max_num_seqs=2048, memory_utilization=0.9, pool_of_free=True)
@@ -150,10 +157,11 @@ SERVING_STACKS = {s["name"]: s for s in (
     # FasterTransformer (C++ runtime, static batch, NCCL: its custom all-reduce is off by default,
     # custom_ar_comm.cc). 47.9 us per in-place all-reduce call: FT's own GPT-20B TP 8 table
     # (60/20 minus 20/8 over 12 steps, docs/gpt_guide.md; that row is calibration)
-    _stack("fastertransformer", allreduce_us=47.9, launch=fastertransformer_command),
+    _stack("fastertransformer", allreduce_us=FT_ALLREDUCE_US, launch=fastertransformer_command),
     # the same behind Triton Inference Server: + 88.1 ms per request, FT's GPT-89B TP 8 128/8 row
     # (measured through Triton per gpt_guide.md; that row is calibration)
-    _stack("fastertransformer-triton", allreduce_us=47.9, request_overhead_ms=88.1,
+    _stack("fastertransformer-triton", allreduce_us=FT_ALLREDUCE_US,
+           request_overhead_ms=FT_TRITON_REQUEST_MS,
            launch=fastertransformer_triton_command),
     # TensorRT-LLM: custom one-shot all-reduce (FT's kernels' descendant) 4.4 us + 31 GB/s
     # effective, from SGLang PR #2904's H100 table of that kernel (TP 2/4/8, 4 KB - 1 MB);
@@ -181,7 +189,7 @@ SERVING_STACKS = {s["name"]: s for s in (
     # TTFT less ours at the lightest load of perf-overview.md's v0.14 online table on H100 (QPS 2:
     # Llama-3.1-8B 202/214, 467/16, 467/256 and 70B TP 4 the same: 3.8, 2.1, 2.4, 5.6, -0.8, 0.6
     # ms; those six rows are calibration), judged on the table's other 210 rows (H200, QPS 4-inf)
-    _stack("tensorrt-llm-triton", **dict(_TRTLLM, request_overhead_ms=2.25),
+    _stack("tensorrt-llm-triton", **dict(_TRTLLM, request_overhead_ms=TRTLLM_TRITON_REQUEST_MS),
            launch=trtllm_triton_command),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
     # max_num_batched_tokens 8192 and max_num_seqs 1024 for the OpenAI server on >= 70 GiB GPUs
@@ -360,6 +368,14 @@ def _matmul_rates(gpu, flags, a_bits, notes):
         peak16 = peaks[key16]
         if achs.get(key16) and flags.compute_efficiency is None:
             ce16 = MAMF_SHAPE_FACTOR * achs[key16] / peak16
+            if ce is None and a_bits == 8:  # no measured 8-bit figure: the GPU's own 16-bit
+                # one, lowered as the default is (LOW_BIT_EFFICIENCY_RATIO, H100's fp8/bf16), not
+                # the default 0.70 itself (4 bits keep the default and FP4_SHAPE_PENALTY)
+                ce = ce16 * LOW_BIT_EFFICIENCY_RATIO
+                notes.append(f"compute efficiency {ce:.3f} = {ce16:.3f} (the 16-bit one: "
+                             f"achievable {key16} matmul {achs[key16] / 1e12:.1f} / peak "
+                             f"{peak16 / 1e12:.1f} TFLOP/s, x {MAMF_SHAPE_FACTOR:.3f}) x "
+                             f"{LOW_BIT_EFFICIENCY_RATIO:.3f} below 16 bits ({gpu['name']})")
     return peak, ce, peak16, ce16
 
 

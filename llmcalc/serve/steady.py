@@ -1,6 +1,8 @@
 """Continuous batching in steady state: decode and prefill step times, the critical batch, mixed
 steps, and the concurrency a request rate needs."""
 
+import math
+
 from ..model.formulas import decode_keys_read
 from ..model.kinds import layer_groups
 from .forward import (attention_core_costs, cached_keys_read, forward_pass,
@@ -160,6 +162,68 @@ def mixed_step(spec, hw, *, tp, pp, decodes, decode_context, prefill_tokens, pro
     return r
 
 
+def prompt_step_share(*, prompts_per_step, chunks_per_prompt):
+    """The share of engine steps that carry prompt tokens when prompts arrive at random, a mean
+    `prompts_per_step` per step, and each runs whole in the next step (chunks_per_prompt <= 1) or
+    over chunks_per_prompt full steps: at least one arrival during a step, 1 - exp(-lambda)
+    (Poisson arrivals), and never fewer steps than the prompt tokens fill, lambda x chunks (the
+    budget is a cap per step: Agrawal et al. 2024, Sarathi-Serve sec. 4)."""
+    lam = prompts_per_step
+    if lam <= 0:
+        return 0.0
+    return min(1.0, max(1.0 - math.exp(-lam), lam * chunks_per_prompt))
+
+
+def blend_steps(a, b, f):
+    """Step dict a with share 1 - f and b with share f: a mean of two kinds of step (times,
+    components, FLOPs and bytes averaged; the rest taken from the more common kind)."""
+    out = dict(a if f <= 0.5 else b)
+    for k, v in a.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = (1 - f) * v + f * b[k]
+    out["components_s"] = {k: (1 - f) * v + f * b["components_s"].get(k, 0.0)
+                           for k, v in a["components_s"].items()}
+    for k, v in b["components_s"].items():
+        out["components_s"].setdefault(k, f * v)
+    return out
+
+
+def decode_steps(spec, hw, kw, *, decodes, prompt_tokens_per_step, prompt_tokens, token_budget, dp):
+    """The mean step a decoding request runs in, and the share of them carrying prompt tokens: the
+    scheduler runs either decodes only or decodes plus the prompt chunks waiting (whole prompts as
+    they arrive, at most the budget's room), never a spread of prompt tokens over every step (a
+    fine-grained MoE step reads the experts its tokens route to, which is not linear in tokens).
+    Prompts arrive at random (prompt_step_share); the prompt steps carry the tokens per step
+    divided by their share."""
+    room = max(token_budget - decodes, 1.0)
+    lam = prompt_tokens_per_step / prompt_tokens
+    f = prompt_step_share(prompts_per_step=lam, chunks_per_prompt=prompt_tokens / room)
+    alone = mixed_step(spec, hw, decodes=dp * decodes, prefill_tokens=0, **kw)
+    if f <= 0:
+        return alone, 0.0, alone, None
+    both = mixed_step(spec, hw, decodes=dp * decodes, prefill_tokens=dp * prompt_tokens_per_step / f,
+                      **kw)
+    return blend_steps(alone, both, f), f, alone, both
+
+
+def arrival_wait_s(steps, *, open_loop, others, client_s):
+    """Mean wait of an arriving request for the engine step running when it comes (the scheduler
+    admits between steps): steps is ((share, seconds), ...) of the kinds of step the engine runs.
+    Open loop: a random instant of a busy engine, E[T^2] / 2 E[T] (the mean residual, Kleinrock
+    1975 sec. 5.2; Poisson arrivals see time averages, Wolff 1982). Closed loop: the client sends
+    its next request client_s (the stack's per-request time) after its last one's step ended, into
+    the steps the others keep running: T - client_s when the step is the longer, else at a point of
+    a later step that any jitter in client_s makes random, T / 2 on average (the larger of the two,
+    so that a longer step never shortens the wait); none when no other request runs or the client
+    takes no time (its next request is there before the next step is scheduled)."""
+    if open_loop:
+        m1 = sum(f * t for f, t in steps)
+        return sum(f * t * t for f, t in steps) / (2 * m1) if m1 > 0 else 0.0
+    if others <= 0 or client_s <= 0:
+        return 0.0
+    return sum(f * max(t - client_s, t / 2) for f, t in steps if t > 0)
+
+
 def md1_wait_s(*, rho, service_s):
     """Mean wait in queue of an M/D/1 server (Poisson arrivals, deterministic service S) at load
     rho < 1: rho S / (2 (1 - rho)), the Pollaczek-Khinchine mean value formula with c_s = 0
@@ -199,15 +263,20 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
     finished request is replaced at once, as benchmark clients with a fixed concurrency do), each
     with s prompt and o output tokens, and at most token_budget tokens per engine step (decodes
     first, prompt chunks fill the rest: vLLM's max_num_batched_tokens, TensorRT-LLM's
-    max_num_tokens). A fluid model of the mean step, not a simulation:
+    max_num_tokens). The clients are in random phase (their requests spread over the cycle, as
+    length spread or any jitter leaves them; simulate.py's runs show the same once past their
+    first wave: tests/test_serving_agreement.py). A fluid model of the scheduler, not a simulation:
       * r requests finish per step; each spends W steps from arrival to its first token and o - 1
         decoding (Little's law, C = r (W + o - 1)); so a step holds r (o - 1) decodes and r s
         prompt tokens, and r (s + o - 1) <= token_budget caps r (past it requests queue: W grows);
       * a request's own prompt takes W_p = s / (token_budget - decodes) steps (at least 1); the
         other C - 1 requests are spread over their cycle (decoding a (o-1)/(W+o-1) share of it);
-      * TPOT = the mean step a decoding request shares with the others' decodes and prompt chunks;
-        TTFT = W_p steps carrying its own prompt and W - W_p steps of waiting at the mean step, plus
-        for an open loop half a mean step (the step running when it arrives).
+      * a step runs decodes only, or decodes and the prompts that came since the last (whole, or a
+        chunk filling the budget), in the share decode_steps gives; never the mean prompt tokens
+        spread over every step (expert reads are not linear in tokens);
+      * TPOT = the mean of those steps; TTFT = the wait for the step running when it arrives
+        (arrival_wait_s), W_p steps carrying its own prompt with the others' that came with it,
+        W - W_p steps of waiting at the mean step and, for an open loop, the prompts' M/D/1 queue.
     Decode contexts are the mean over a request's decode steps, s + (o - 2) / 2 (exact for full
     attention, whose cost is linear in the context). With dp data-parallel attention groups, each
     group schedules its C / dp requests under its own budget, all groups alike (the steps' batches
@@ -239,36 +308,35 @@ def steady_state(spec, hw, *, tp, pp, concurrency, prompt_tokens, output_tokens,
         w = w_new
     w_p, d_other, p_other = solve(w)
     kw = dict(tp=tp, pp=pp, decode_context=ctx, prompt_tokens=s, bits=bits, dp=dp, ep=ep)
-    dec = mixed_step(spec, hw, decodes=dp * (1 + d_other if o > 1 else d_other), prefill_tokens=dp * p_other, **kw)
+    decodes = 1 + d_other if o > 1 else d_other
+    dec, share, alone, both = decode_steps(spec, hw, kw, decodes=decodes, prompt_tokens=s,
+                                           prompt_tokens_per_step=p_other, token_budget=K, dp=dp)
     pre = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * (p_other + s / w_p), **kw)
     mean_step = (dec["time_s"] * (o - 1) + pre["time_s"] * w_p) / (o - 1 + w_p)
-    # an open-loop arrival joins at the next step boundary: it comes at a random instant of a busy
-    # engine, on average half-way through the running step (Poisson arrivals see time averages,
-    # Wolff 1982; the mean residual of near-constant steps, E[S^2] / 2E[S], Kleinrock 1975 sec.
-    # 5.2). A closed-loop client resubmits at its own request's step boundary, so its wait hangs
-    # on the client's round trip, which is not modelled: none is added
-    residual = mean_step / 2 if open_loop else 0.0
+    steps = ((1 - share, alone["time_s"]), (share, both["time_s"] if both else 0.0))
+    residual = arrival_wait_s(steps, open_loop=open_loop, others=others,
+                              client_s=hw["request_overhead_s"])
     ttft = residual + w_p * pre["time_s"] + max(0.0, w - w_p) * mean_step
     tpot = dec["time_s"] if o > 1 else pre["time_s"]
     e2e = ttft + (o - 1) * tpot
-    # The fluid mean spreads the others' prompts evenly over the steps; they come whole, at random
-    # instants, so a prompt that arrives while another one's prefill runs waits for it. The prompts
-    # queue at one server whose service is the time a prompt adds to a step (w_p x (prompt step less
-    # the same step without it)); the wait is an open loop's M/D/1 mean (Pollaczek-Khinchine,
-    # Kleinrock 1975 sec. 5.5) at the rate C / E2E, or a closed loop's C clients cycling through it
-    # and E2E - service elsewhere (mean value analysis, Reiser & Lavenberg 1980; throughput never
-    # falls as C grows). A budget-bound engine already queues prompts in the fluid mean: none added.
+    # An open loop's random arrivals also bunch: a prompt that comes while others' prefills queue
+    # waits for them. The prompts queue at one server whose service is the time a prompt adds to a
+    # step (w_p x (its prompt step less the same step without it)): the M/D/1 mean wait at the
+    # rate C / E2E (Pollaczek-Khinchine, Kleinrock 1975 sec. 5.5). A closed loop's clients in
+    # random phase send one request each at a time: their prompts meet only in the steps they
+    # share (the co-arrivals in pre). A budget-bound engine queues in the fluid mean: none added.
     prompt_wait = 0.0
-    if not w > w_p * (1 + 1e-9) and others > 0:
-        alone = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
-        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - alone["time_s"], 0.0),
-                                          cycle_s=e2e, clients=C, open_loop=open_loop)
+    if open_loop and not w > w_p * (1 + 1e-9) and others > 0:
+        rest = mixed_step(spec, hw, decodes=dp * d_other, prefill_tokens=dp * p_other, **kw)
+        prompt_wait = prompt_queue_wait_s(service_s=w_p * max(pre["time_s"] - rest["time_s"], 0.0),
+                                          cycle_s=e2e, clients=C, open_loop=True)
         ttft, e2e = ttft + prompt_wait, e2e + prompt_wait
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "steps_to_first_token": w, "arrival_wait_s": residual,
             "prompt_queue_wait_s": prompt_wait,
             "prompt_steps": w_p, "queue_steps": max(0.0, w - w_p), "decodes_per_step": (1 if o > 1 else 0) + d_other,
             "prompt_tokens_per_step": p_other, "requests_per_s": concurrency / e2e,
-            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre}
+            "budget_bound": w > w_p * (1 + 1e-9), "decode_step": dec, "prompt_step": pre,
+            "prompt_step_share": share}
 
 
 def concurrency_for_rate(spec, hw, *, tp, pp, rate, prompt_tokens, output_tokens, token_budget, bits,

@@ -549,6 +549,8 @@ def resolve_request(args, parser, spec):
         req.kv_cache_bits = kvb if kvb is not None else max(req.activation_bits, 8)
     req.weight_store_bits = (NVFP4_BITS if args.precision == "fp4" and args.weight_bits is None
                              else req.weight_bits)
+    if not req.bits_given and checkpoint_serves_fp8(spec.get("checkpoint_format")):
+        req.weight_bits = req.weight_store_bits = req.activation_bits = 8  # the KV cache stays 16
     notes = validate(args, parser, spec, req)
     if args.output_tokens == 0:
         notes.append("-o 0: the prompt's pass alone, answered as -o 1 (the pass computes the "
@@ -569,6 +571,16 @@ def resolve_request(args, parser, spec):
         req.prompt_tokens = max(1, round(sum(r[1] for r in req.requests) / len(req.requests)))
         req.output_tokens = max(1, round(sum(r[2] for r in req.requests) / len(req.requests)))
     return req, notes
+
+
+def checkpoint_serves_fp8(fmt):
+    """Whether a checkpoint's own format is FP8 weights that the engines run as FP8 matmuls (W8A8):
+    quant_method fp8 (DeepSeek-V3's 128 x 128 blocks: vLLM's Fp8LinearMethod and SGLang quantize
+    the activations per token group of 128 and run FP8 GEMMs) and ModelOpt FP8 (TensorRT-LLM's
+    and vLLM's FP8 path). The KV cache keeps the model's 16 bits (kv_cache_dtype auto) unless the
+    checkpoint or a flag says otherwise."""
+    return bool(fmt) and fmt["method"] in ("fp8", "modelopt FP8") \
+        and fmt["linear_bits"] < 9 and fmt["expert_bits"] < 9
 
 
 def serving_gpu(name, parser):

@@ -69,6 +69,10 @@ def benchmark_report_lines(r):
                  + "".join(f"{x:>{w}}" for x in heads)]
     for name, cells in rows:
         lines.append(f"{name:<34}" + "".join(f"{c:>{w}}" for c in cells))
+    if sv.get("warm_requests"):  # a closed loop: its clients' later requests apart
+        lines.append(f"after the first wave ({sv['warm_requests']:,} requests): TTFT "
+                     f"{fmt_s(sv['warm_ttft_s'])}, TPOT {fmt_s(sv['warm_tpot_s'])} (means; "
+                     "the clients' first requests, sent together, ramp up as a static batch)")
     lines += ["", f"{'the run':<34}{'':>12}",
               f"{'duration (first sent, last answered)':<40}{fmt_s(sv['duration_s']):>14}",
               f"{'output tokens/s, total':<40}{sv['output_tokens_per_s']:>14,.1f}",
@@ -126,6 +130,7 @@ def serving_report_lines(r):
     if sv.get("benchmark"):
         return benchmark_report_lines(r)
     gib = 2 ** 30
+    share = sv.get("prompt_step_share", 1.0)  # of the steps, those that carry prompt tokens
     lines = ["", f"{'per request (means)':<40}{'time':>14}",
              f"{'TTFT (waiting included)':<40}{fmt_s(sv['ttft_s']):>14}",
              f"{'TPOT (time per output token)':<40}{fmt_s(sv['tpot_s']):>14}",
@@ -135,8 +140,10 @@ def serving_report_lines(r):
              f"{'total (C x o / end-to-end)':<40}{sv['output_tokens_per_s']:>14,.1f}",
              f"{'per GPU':<40}{sv['output_tokens_per_s_per_gpu']:>14,.1f}",
              f"{'requests/s':<40}{sv['requests_per_s']:>14,.3f}",
-             "", f"mean engine step: {sv['decodes_per_step']:.1f} decodes + "
-                 f"{sv['prompt_tokens_per_step']:.0f} prompt tokens of others; a request's own "
+             "", f"engine steps: {sv['decodes_per_step']:.1f} decodes each; {share:.1%} of them "
+                 f"also run others' prompts ("
+                 f"{sv['prompt_tokens_per_step'] / max(share, 1e-12):,.0f}"
+                 " tokens each, whole or a chunk); a request's own "
                  f"prompt spans {sv['prompt_steps']:.2f} step(s)"
              + (" (the token budget is full: requests queue)" if sv["budget_bound"] else "")
              + f"; an arrival waits {fmt_s(sv['arrival_wait_s'])} for the running step"

@@ -35,7 +35,8 @@ Assumptions (each printed with the result):
   * Pipeline split: L/(pp*v) layers per model chunk, or Megatron-LM's uneven split
     (--decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-split),
     checked by Megatron's rules; every stage is computed and the heaviest one reported. With v>1
-    and a chunk one layer short, the in-flight count uses the stage's mean chunk.
+    and a chunk one layer short, the in-flight count uses the stage's mean chunk. Layers that do
+    not divide, no split stated: calc_training_time.py's implied split, applied and said.
   * MoE: balanced routing; routed-expert tokens are not split by tensor parallelism.
   * Framework allowance --framework-mem-gib (default 1.0 GiB: CUDA context, cuBLAS workspace,
     NCCL buffers) plus --misc-mem-gib (cookbook, default 0). Allocator fragmentation and temporary
@@ -84,6 +85,7 @@ from ..train.finetune import QLORA_NF4_DQ_BITS, sharded_qlora
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES,
     PIPELINE_SPLIT_KEYS, MemoryConfig, offloaded_stages,
     optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error, training_memory,
+    implied_pipeline_split,
     zero_shards)
 
 
@@ -134,6 +136,8 @@ def format_report(res):
     lines = [f"Per-GPU memory, {res['mode']}, heaviest rank: pipeline stage {res['stage']} of "
              f"{res['parallelism']['pp']} ({res['parallelism_text']}){on}", res["mode_text"]]
     lines += [f"WARNING: {w}" for w in res["warnings"]]
+    if res.get("pipeline_split_applied"):
+        lines.append(f"pipeline split: {res['pipeline_split_applied']}")
     lines += [f"Model: {res['model']['described']}: {res['total_params']:,} params ({res['total_params'] / 1e9:.2f} B); "
               f"on this GPU {res['params_per_gpu']:,}",
               f"{'component':<52}{'GiB':>10}{'bytes':>20}{'% total':>9}"]
@@ -444,9 +448,20 @@ def model_spec(model_args, parser):
     return spec, notes
 
 
-def check_pipeline_split(args, parser, L, pp, vp):
+def check_pipeline_split(args, parser, L, pp, vp, notes=None):
     """Megatron-LM's rules for the layers of each pipeline stage (pipeline_split_error), one
-    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers."""
+    parser.error; returns the counts[rank][chunk] of pipeline_chunk_layers. Layers that pp x vp
+    do not divide, with no split stated, take calc_training_time.py's implied split (the same
+    uneven split, else the embedding and loss counted as layers), set on args and noted: one
+    answer whichever tool is asked; stated flags win."""
+    split, said = implied_pipeline_split(L, {"pp": pp, "vp": vp, **{
+        k: getattr(args, k) for k in PIPELINE_SPLIT_KEYS}})
+    if split:
+        for k, v in split.items():
+            setattr(args, k, v)
+        args.pipeline_split_applied = said
+        if notes is not None:
+            notes.append(said)
     kw = dict(num_layers=L, pp=pp, vp=vp, first=args.decoder_first_pipeline_num_layers,
               last=args.decoder_last_pipeline_num_layers,
               embedding_in_split=args.account_for_embedding_in_pipeline_split,
@@ -481,7 +496,7 @@ def parallel_sizes(args, parser, spec, notes):
         if x["kv_heads"] % tp and tp % x["kv_heads"]:
             parser.error(f"kv heads {x['kv_heads']} and --tensor-parallel-size {tp}: one must "
                          "divide the other")
-    chunk_layers = check_pipeline_split(args, parser, spec["num_layers"], pp, vp)
+    chunk_layers = check_pipeline_split(args, parser, spec["num_layers"], pp, vp, notes)
     for m in mlps:
         if m["kind"] == "dense" and m["width"] % tp:
             parser.error(f"MLP width {m['width']} is not divisible by --tensor-parallel-size {tp}")
@@ -929,6 +944,8 @@ def memory_answer(args, parser):
                "headroom_bytes": lim - res["total_bytes"], **fit,
                "capped": sorted(k for k, v in fit.items() if v == cap)}  # true value is at least cap
     res["fit"] = fit
+    if getattr(args, "pipeline_split_applied", None):  # the split no flag stated (check_pipeline_split)
+        res["pipeline_split_applied"] = args.pipeline_split_applied
     res["assumptions"] = assumptions(c, spec)
     if c["activation_rule"] == "eager" and not args.infer:
         held = res["stage_layers"] - res["eager_rule_layers"]

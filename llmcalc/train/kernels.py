@@ -157,14 +157,29 @@ def gemm_efficiency(m, n, k, *, hw, batch=1):
     return hw["matmul_ceiling"] * fill * wave * ks / (ks + 128)
 
 
+_GEMM_TIMES = {}  # gemm_time_s's answers by every value they read (a search asks each shape often)
+_GEMM_TIMES_MAX = 200_000
+
+
 def gemm_time_s(m, n, k, *, hw, dtype_bytes=2, batch=1):
     """Time of one (batched) matmul: FLOPs at gemm_efficiency, or reading A, B and writing C at
     achievable bandwidth when that is slower (the roofline), and at least one kernel floor. With
     split-K the S partial sums (fp32) are written and read back once more for their reduction
     (parallel split-K: a workspace in global memory and a reduction kernel, as cuBLAS's
-    splitKreduce kernels run it)."""
+    splitKreduce kernels run it). Remembered by the values it reads (_GEMM_TIMES)."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
+    key = (m, n, k, dtype_bytes, batch, hw["peak"], hw["matmul_ceiling"], hw.get("sms"),
+           hw["mem_bw"])
+    if key not in _GEMM_TIMES:
+        if len(_GEMM_TIMES) >= _GEMM_TIMES_MAX:
+            _GEMM_TIMES.clear()
+        _GEMM_TIMES[key] = _gemm_time_s(m, n, k, hw=hw, dtype_bytes=dtype_bytes, batch=batch)
+    return _GEMM_TIMES[key]
+
+
+def _gemm_time_s(m, n, k, *, hw, dtype_bytes, batch):
+    """gemm_time_s, computed."""
     flops = 2.0 * m * n * k * batch
     compute = flops / (hw["peak"] * gemm_efficiency(m, n, k, hw=hw, batch=batch))
     slices = split_k_slices(m, n, k, hw=hw, batch=batch)
@@ -201,8 +216,8 @@ def memory_time_s(nbytes, kernels, *, hw):
 # non-attention kernels took 0.46, 0.47, 0.45 and 0.47 of their eager time (mean 0.46). The head
 # (final norm and cross-entropy over fp32 logits, vocabulary 128256, 8192 tokens; head.jsonl): 3.89
 # of 14.71 ms (0.26). FSDP's gradient casts and copies run outside the compiled blocks: unchanged.
-COMPILE_LAYER_FACTOR = 0.46
-COMPILE_LOSS_FACTOR = 0.26
+COMPILE_LAYER_FACTOR = 0.46  # calibrated: compile_layer_factor
+COMPILE_LOSS_FACTOR = 0.26  # calibrated: compile_loss_factor
 
 # float8 training's casts (--dtype fp8 --framework pytorch, torchao's Float8Linear, compiled): the
 # scale (amax), cast and transposed copies of each linear's input, weight and output gradient, in
@@ -211,7 +226,10 @@ COMPILE_LOSS_FACTOR = 0.26
 # tokens, compiled, float8 Triton kernel time above bf16's): tensorwise +2.11 and +2.31 ms per layer
 # (two runs; mean 2.21 ms x 4.08 TB/s / 788 M elements = 11.4 B), rowwise +5.42 ms (28.0 B). Judged
 # on the 1B-shaped layer's rows (+0.93 / +2.47 ms measured) and the FSDP2 float8 steps.
-FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": 11.4, "rowwise": 28.0}
+FP8_CAST_TENSORWISE_BYTES = 11.4  # calibrated: torchao_fp8_cast_tensorwise_bytes
+FP8_CAST_ROWWISE_BYTES = 28.0  # calibrated: torchao_fp8_cast_rowwise_bytes
+FP8_CAST_BYTES_PER_ELEMENT = {"tensorwise": FP8_CAST_TENSORWISE_BYTES,
+                              "rowwise": FP8_CAST_ROWWISE_BYTES}
 
 # Transformer Engine's FP8 quantization under --framework megatron (Megatron-Core's --fp8-recipe:
 # delayed, its default; tensorwise = Float8CurrentScaling; mxfp8 = MXFP8BlockScaling, Blackwell

@@ -733,7 +733,7 @@ def once_per_kind(layers, indices, fn):
     return out
 
 
-def training_memory(spec, c, b):
+def training_memory(spec, c, b, cache=None):
     """Per-stage training memory for micro-batch b; returns the heaviest stage's breakdown and the
     list of per-stage totals. `c` is the MemoryConfig. Sums the formulas above over each stage's
     layers: model states after ZeRO (Rajbhandari et al. 2020, sec. 5) sharded as in Megatron-LM
@@ -745,12 +745,20 @@ def training_memory(spec, c, b):
     torch's optimizers do), so the peak is the larger of two moments: the backward's start
     (states, gradients only under accumulation, every saved activation, the loss) and its end
     (states and all gradients, plus a tied embedding's second dense gradient or the rebuilt layer
-    under full recompute)."""
+    under full recompute). `cache`: a dict the caller keeps for one model (a search's), holding
+    each pipeline split's stage layers and each stage's parameters, which the micro-batch,
+    recompute and memory knobs do not change."""
     pp, vp = c["pp"], c["vp"]
     ctx = _ActivationRules(spec, c, b)
-    by_stage = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
-                                chunk_layers=c["chunk_layers"])
-    stages = [_stage_memory(spec, c, ctx, st, layers) for st, layers in enumerate(by_stage)]
+    cache = {} if cache is None else cache
+    chunks = c["chunk_layers"]
+    skey = ("stage_layers", pp, vp, chunks and tuple(map(tuple, chunks)))
+    if skey not in cache:
+        cache[skey] = all_stage_layers(num_layers=spec["num_layers"], pp=pp, vp=vp,
+                                       chunk_layers=chunks)
+    by_stage, acts = cache[skey], {}
+    stages = [_stage_memory(spec, c, ctx, st, layers, keys=(cache, skey, acts))
+              for st, layers in enumerate(by_stage)]
     worst_stage = max(stages, key=lambda x: x["total_bytes"])
     return worst_stage, stages
 
@@ -884,14 +892,23 @@ def _stage_layer_activations(ctx, layers):
     return per_mb, working, eager_parts
 
 
-def _stage_memory(spec, c, ctx, st, layers):
-    """One pipeline stage's breakdown (training_memory's list entry)."""
+def _stage_memory(spec, c, ctx, st, layers, keys=None):
+    """One pipeline stage's breakdown (training_memory's list entry). keys: (the caller's cache,
+    this split's key, this call's activations by stage composition), training_memory's."""
     tp, pp, s, b, h, ab = ctx.tp, c["pp"], ctx.s, ctx.b, ctx.h, ctx.ab
-    ne, ex, emb = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp, ep=c["ep"],
-                                        stage=st, layers_held=layers)
+    cache, skey, acts = keys if keys else ({}, None, {})
+    pkey = ("stage_params", tp, c["vp"], ctx.etp, c["ep"], st, skey)
+    if pkey not in cache:
+        cache[pkey] = stage_params_per_rank(spec, tp=tp, pp=pp, vp=c["vp"], etp=ctx.etp,
+                                            ep=c["ep"], stage=st, layers_held=layers)
+    ne, ex, emb = cache[pkey]
     w, g, o, trainable, buffers = _stage_model_states(spec, c, layers=layers, ne=ne, ex=ex, emb=emb,
                                                       tp=tp)
-    per_mb, working, eager_parts = _stage_layer_activations(ctx, layers)
+    all_layers = spec["layers"]  # stages of the same layer kinds in the same order store alike
+    akey = tuple(id(all_layers[i]) for i in layers), tuple(layer_modes(c, layers))
+    if akey not in acts:
+        acts[akey] = _stage_layer_activations(ctx, layers)
+    per_mb, working, eager_parts = acts[akey]
     emb_mb = 0
     if st == 0 and c["dropout"]:  # embedding dropout mask, 1 byte (Korthikanti sec. 4.3)
         emb_mb = s * b * h / (tp if c["sequence_parallel"] else 1)

@@ -42,7 +42,7 @@ def layout_memory(spec, lay, c0, memo=None):
     if memo is not None and key in memo:
         worst, stages = memo[key]
     else:
-        worst, stages = training_memory(spec, c, b)
+        worst, stages = training_memory(spec, c, b, cache=memo)
         if memo is not None:
             memo[key] = worst, stages
     if not (lay.get("offload_params") or lay.get("offload_activations")):

@@ -370,6 +370,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
                                 progress=progress)
     heapq.heapify(cands)  # popped in order of the bound: only the costed prefix is ever ordered
     evaluated, rows, too_big, fits = 0, [], {}, {}
+    states_too_big = set()  # (group, offloads) whose model states alone exceed the capacity
     kth = []  # the `keep` best times, negated (a max-heap)
     best_by_shape = {}
     limit = math.inf
@@ -385,7 +386,7 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         if ((layers_s + copies_s[offload[1:]]) * f + opt_floor[offload[0]] + dpf) / gbs_dp > limit and not exhaustive:
             continue
         mk = (gi, sp, mode, dpo, ri, offload)
-        if b >= too_big.get(mk, math.inf):
+        if b >= too_big.get(mk, math.inf) or (gi, offload) in states_too_big:
             continue
         lay = base.replace(global_batch_size=gbs_dp, etp=1 if g["ep"] > 1 else g["tp"], sp=sp,
                    micro_batch_size=b, recompute=rcs[ri], tp_comm_overlap=mode, dp_overlap=dpo, offload=offload[0],
@@ -409,6 +410,8 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
         mem, act = layout_memory(spec, lay, c0, memo)
         if hw["memory_bytes"] is not None and mem["total_bytes"] > hw["memory_bytes"]:
             too_big[mk] = min(b, too_big.get(mk, math.inf))  # a larger micro-batch only needs more
+            if _states_floor_bytes(mem) > hw["memory_bytes"]:
+                states_too_big.add((gi, offload))  # no micro-batch, recompute or sp fits either
             continue
         if lay["zero_stage"] == 1:
             zero1_fits.add(zk)
@@ -438,6 +441,18 @@ def search_layouts(spec, base, *, hw, net, c0, flops, progress=None, pinned=(), 
     return rows, evaluated, len(groups)
 
 
+def _states_floor_bytes(mem):
+    """What a layout's heaviest stage holds whatever its micro-batch, recompute and sequence
+    parallelism (training_memory's breakdown, offloads applied): its total less the gradients
+    (eager runs hold them only under accumulation, which the micro-batch sets), the autocast weight
+    copies (recompute sets them) and the activations. The weights, optimizer states, ZeRO buffers
+    and framework allowance depend only on the parallel shape, ZeRO stage and offloads, and that
+    stage's total is at most the heaviest stage's under any of those knobs: past the capacity,
+    no candidate of the same shape and offloads fits."""
+    return (mem["total_bytes"] - mem["gradients_bytes"] - mem["weight_casts_bytes"]
+            - mem["activations_bytes"])
+
+
 def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, floor_cache, kinds,
                         progress=None):
     """Every candidate of the search (a group's sequence parallelism, TP and DP overlap, recompute
@@ -459,7 +474,7 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
         shaped = base.replace(tp=tp, pp=pp, vp=vp, etp=etp, ep=g["ep"], dp=dp, cp=g["cp"],
                               zero_stage=g["zero_stage"], **split)
         dp_parts = _dp_sync_parts(spec, shaped, net=net, cache=floor_cache)
-        zero2 = g["zero_stage"] == 2
+        zero2, dpfs = g["zero_stage"] == 2, {}
         opt_floor = {o: _optimizer_floor_s(spec, shaped if o == shaped["offload"] else
                                            shaped.replace(offload=o), hw=hw, cache=floor_cache)
                      for o in {x[0] for x in knobs["offload"]}}
@@ -480,7 +495,9 @@ def _bounded_candidates(spec, base, groups, knobs, rcs, *, hw, net, c0, cache, f
                     layers_s, copies_s = lbs[lk]
                     m = gbs_dp // (b * dp)
                     f = step_lower_bound_s(1.0, pp=pp, vp=vp, m=m)  # linear in the layers' time
-                    dpf = dp_floor_s(dp_parts, pass_s=math.inf, reductions=m if zero2 else 1)
+                    r = m if zero2 else 1  # the floor is one number per reduction count
+                    dpf = dpfs[r] if r in dpfs else dpfs.setdefault(
+                        r, dp_floor_s(dp_parts, pass_s=math.inf, reductions=r))
                     cands.append(((layers_s * f + least_opt + dpf) / gbs_dp, len(cands),
                                   (layers_s, copies_s, f, opt_floor, dpf), gi, sp, mode, dpo, ri,
                                   b))
