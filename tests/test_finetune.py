@@ -85,7 +85,8 @@ def test_adapter_weight_copies_equal_the_adapter_count(name, tmp_path):
     # autocast caches one bf16 copy of each fp32 adapter weight: the measured copies are 2 B per
     # adapter parameter, so they count peft's adapters per layer (Phi-3: one qkv_proj and one
     # gate_up_proj adapter, not three and two)
-    from llmcalc.train.memory import LORA_MATRICES, lora_params_per_layer
+    from llmcalc.train.finetune import lora_params_per_layer
+    from llmcalc.train.memory import LORA_MATRICES
     spec, layer = _layer(name, tmp_path)
     ours = lora_params_per_layer(layer, h=spec["hidden_size"], rank=8, targets=LORA_MATRICES, tp=1)
     assert 2 * ours == SAVED[name]["runs"]["plain"]["layer_weight_copy_bytes"]
@@ -228,7 +229,8 @@ def test_lora_parameters_equal_peft_on_the_meta_device(cfg, rank):
     trainable, _ = model.get_nb_trainable_parameters()
     args = M.build_parser().parse_args(["--hf_model_name_or_path", os.path.join(CONFIGS, cfg)])
     spec, _ = resolve_model_spec(vars(args), defaults={"num_experts": 0})
-    from llmcalc.train.memory import LORA_MATRICES, lora_params_per_layer
+    from llmcalc.train.finetune import lora_params_per_layer
+    from llmcalc.train.memory import LORA_MATRICES
     ours = sum(lora_params_per_layer(layer, h=spec["hidden_size"], rank=rank,
                                      targets=LORA_MATRICES, tp=1) for layer in spec["layers"])
     assert ours == trainable

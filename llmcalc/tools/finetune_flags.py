@@ -5,8 +5,9 @@ print. The formulas are in train/finetune.py."""
 
 from ..cli import bounded_int, finite_float
 from ..model.kinds import layer_groups
-from ..train.finetune import ATTN_IMPLEMENTATIONS, attention_kernel, torch_optimizer_state_bytes
-from ..train.memory import LORA_MATRICES, OPTIMIZER_STATE_BYTES, lora_params_per_layer
+from ..train.finetune import (ATTN_IMPLEMENTATIONS, attention_kernel, lora_params_per_layer,
+    torch_optimizer_state_bytes)
+from ..train.memory import LORA_MATRICES, OPTIMIZER_STATE_BYTES
 
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",

@@ -115,6 +115,32 @@ def fused_qkv_saved_bytes(attn, *, tp, act_bytes, kernel, frozen):
     return out
 
 
+def lora_params_per_layer(layer, *, h, rank, targets, tp):
+    """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
+    (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
+    k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
+    routed experts are not adapted; a fused qkv or gate_up carries one adapter
+    (lora_adapted). Split over tp like the matrix they adapt (an approximation for r)."""
+    n = 0
+    for attn in layer["attention"]:
+        a, kv = attn["heads"], attn["kv_heads"]
+        d, dv = attention_head_dims(attn)
+        shapes = {"q": (h, a * d), "k": (h, kv * d) if attn["kv_proj"] >= 1 else None,
+                  "v": (h, kv * dv) if attn["kv_proj"] >= 2 else None, "o": (a * dv, h)}
+        if attn.get("fused"):  # one qkv_proj adapter (h -> q + k + v widths)
+            shapes = {"qkv": (h, a * d + kv * (d + dv)), "o": shapes["o"]}
+        n += sum(rank * sum(v) for t, v in shapes.items()
+                 if v and all(v) and lora_adapted(t, targets))
+    for m in layer["mlp"]:
+        f = m["width"] if m["kind"] == "dense" else m["shared_width"]
+        shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
+        if m.get("fused") and m["kind"] == "dense":  # one gate_up_proj adapter (h -> 2 f)
+            shapes = {"gate_up": (h, 2 * f), "down": (f, h)}
+        n += sum(rank * sum(v) for t, v in shapes.items()
+                 if v and all(v) and lora_adapted(t, targets))
+    return n // tp
+
+
 def lora_input_widths(layer, *, h, tp):
     """(target, input width on the rank) of each matrix LoRA may adapt in one layer: q, k, v, o of
     each attention block (a layer reusing another's k/v has none), gate, up, down of each dense
