@@ -7809,6 +7809,9 @@ def finetune_assumptions(lay):
                    "floor each"
                    + ("; QLoRA dequantizes each 4-bit weight in the forward, the backward and the "
                       "recompute" if q else "")
+                   + ("; FSDP/ZeRO (-z 2/3) gathers every weight (QLoRA's at 4 bits) and "
+                      "reduce-scatters only the adapters' gradients (peft's fsdp_auto_wrap_policy)"
+                      if lay["zero_stage"] >= 2 and lay["dp"] > 1 else "")
                    + "; MFU and HFU still count 6 N D model FLOPs (the frozen base does ~4 N D)")
     if lay.get("attn_implementation"):
         out.append(f"transformers' kernels (--attn-implementation {lay['attn_implementation']}): "
