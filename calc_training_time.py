@@ -10946,6 +10946,29 @@ def add_finetune_args(p):
                    "--high-prec-bytes-per-val 2")
 
 
+FRAMEWORK_HELP_DEFAULT = ("default: pytorch for --finetune lora|qlora on a data-parallel layout "
+                          "(transformers + peft, as most LoRA runs), else megatron")
+
+
+def framework_default(args):
+    """--framework when not given: pytorch for --finetune lora|qlora in training on a data-parallel
+    layout (peft's LoRA runs under transformers + torch, data parallel only: the Trainer's DDP,
+    FSDP or DeepSpeed), else megatron. Set on args in place, with a note (stderr) when the
+    fine-tuning rule decided it; the framework given wins."""
+    if args.framework is not None:
+        return None
+    parallel = any((getattr(args, k, None) or 1) > 1 for k in (
+        "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size",
+        "expert_parallelism"))
+    lora = getattr(args, "finetune", "full") in ("lora", "qlora")
+    args.framework = ("pytorch" if lora and not parallel and not getattr(args, "infer", False)
+                      else "megatron")
+    if lora and args.framework == "pytorch":
+        return (f"--finetune {args.finetune} without --framework: counted as transformers + peft "
+                "+ torch run it (--framework pytorch); --framework megatron for Megatron/NeMo")
+    return None
+
+
 def finetune_checks(args, parser, *, eager, zero, spec, notes):
     """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each; a
     note when LoRA is counted with Megatron's fused kernels (--framework megatron)."""
@@ -11592,8 +11615,8 @@ def add_framework_flags(p):
     """The training stack's kernels and execution knobs (training_framework.py's defaults)."""
     bo = argparse.BooleanOptionalAction
     k = p.add_argument_group("framework")
-    k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default="megatron",
-                   help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
+    k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default=None,
+                   help="kernels of the training stack: megatron (fused), megatron-2021 "
                         "(Megatron-LM as Narayanan et al. 2021 ran it: no TP-overlap, no distributed "
                         "optimizer, apex LayerNorm, 16-bit gradients), megatron-2022 (as Korthikanti et al. "
                         "2022 ran it: no distributed optimizer or flash kernel, fp32 cross-entropy, local "
@@ -11603,7 +11626,7 @@ def add_framework_flags(p):
                         "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD; deepspeed "
                         "(DeepSpeed's engine over Megatron-DeepSpeed's fused kernels: ZeRO 0-3 with its bucket, "
                         "overlap and gather rules, the pipeline engine's blocking 1F1B without interleaving, "
-                        "offload to CPU or NVMe)")
+                        "offload to CPU or NVMe); " + FRAMEWORK_HELP_DEFAULT)
     k.add_argument("--offload-device", choices=("cpu", "nvme"), default=None,
                    help="under --framework deepspeed: where --offload's optimizer states and --offload-params' "
                         "weights live (offload_optimizer.device / offload_param.device, default cpu; nvme needs "
@@ -12196,7 +12219,9 @@ def main(argv=None):
 def training_answer(args, parser):
     """The step (or the search's best layouts) for the parsed flags: resolve, cost, print; returns
     the result dict."""
+    said = framework_default(args)
     run = resolve_run(args, parser)
+    run["notes"] = ([said] if said else []) + run["notes"]
     spec, hw, net = run["spec"], run["hw"], run["net"]
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = run["counts"][0] or tp * pp * cp

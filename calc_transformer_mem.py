@@ -7588,6 +7588,29 @@ def add_finetune_args(p):
                    "--high-prec-bytes-per-val 2")
 
 
+FRAMEWORK_HELP_DEFAULT = ("default: pytorch for --finetune lora|qlora on a data-parallel layout "
+                          "(transformers + peft, as most LoRA runs), else megatron")
+
+
+def framework_default(args):
+    """--framework when not given: pytorch for --finetune lora|qlora in training on a data-parallel
+    layout (peft's LoRA runs under transformers + torch, data parallel only: the Trainer's DDP,
+    FSDP or DeepSpeed), else megatron. Set on args in place, with a note (stderr) when the
+    fine-tuning rule decided it; the framework given wins."""
+    if args.framework is not None:
+        return None
+    parallel = any((getattr(args, k, None) or 1) > 1 for k in (
+        "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size",
+        "expert_parallelism"))
+    lora = getattr(args, "finetune", "full") in ("lora", "qlora")
+    args.framework = ("pytorch" if lora and not parallel and not getattr(args, "infer", False)
+                      else "megatron")
+    if lora and args.framework == "pytorch":
+        return (f"--finetune {args.finetune} without --framework: counted as transformers + peft "
+                "+ torch run it (--framework pytorch); --framework megatron for Megatron/NeMo")
+    return None
+
+
 def finetune_checks(args, parser, *, eager, zero, spec, notes):
     """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each; a
     note when LoRA is counted with Megatron's fused kernels (--framework megatron)."""
@@ -8149,11 +8172,12 @@ def build_parser():
                    "the QLoRA paper's code casts them to bf16: 2)")
     t.add_argument("--lora-targets", default="all-linear",
                    help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
-    t.add_argument("--framework", choices=("megatron", "pytorch"), default="megatron",
+    t.add_argument("--framework", choices=("megatron", "pytorch"), default=None,
                    help="whose activations: megatron = fused kernels, Korthikanti et al. 2022's "
-                   "count (default); pytorch = eager PyTorch with transformers' modules (what "
+                   "count; pytorch = eager PyTorch with transformers' modules (what "
                    "autograd saves; with mixed precision and ZeRO 0-1, fp32 weights under "
-                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs)")
+                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs); "
+                   + FRAMEWORK_HELP_DEFAULT)
     add_finetune_args(p)
     pr = p.add_argument_group("precision")
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
@@ -8722,8 +8746,9 @@ def main(argv=None):
 def memory_answer(args, parser):
     """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
     compute, print; returns the result dict."""
+    said = framework_default(args)
     spec, c, notes, model_args = resolve(args, parser)
-    for note in notes:
+    for note in ([said] if said else []) + notes:
         print(f"note: {note}", file=sys.stderr)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]

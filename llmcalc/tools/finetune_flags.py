@@ -36,6 +36,29 @@ def add_finetune_args(p):
                    "--high-prec-bytes-per-val 2")
 
 
+FRAMEWORK_HELP_DEFAULT = ("default: pytorch for --finetune lora|qlora on a data-parallel layout "
+                          "(transformers + peft, as most LoRA runs), else megatron")
+
+
+def framework_default(args):
+    """--framework when not given: pytorch for --finetune lora|qlora in training on a data-parallel
+    layout (peft's LoRA runs under transformers + torch, data parallel only: the Trainer's DDP,
+    FSDP or DeepSpeed), else megatron. Set on args in place, with a note (stderr) when the
+    fine-tuning rule decided it; the framework given wins."""
+    if args.framework is not None:
+        return None
+    parallel = any((getattr(args, k, None) or 1) > 1 for k in (
+        "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size",
+        "expert_parallelism"))
+    lora = getattr(args, "finetune", "full") in ("lora", "qlora")
+    args.framework = ("pytorch" if lora and not parallel and not getattr(args, "infer", False)
+                      else "megatron")
+    if lora and args.framework == "pytorch":
+        return (f"--finetune {args.finetune} without --framework: counted as transformers + peft "
+                "+ torch run it (--framework pytorch); --framework megatron for Megatron/NeMo")
+    return None
+
+
 def finetune_checks(args, parser, *, eager, zero, spec, notes):
     """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each; a
     note when LoRA is counted with Megatron's fused kernels (--framework megatron)."""
