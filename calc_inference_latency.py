@@ -2326,6 +2326,8 @@ def _read_llama_like(r, s, ll, notes, warnings):
         s["head_dim"] = r.int("head_dim", default=256)  # the config classes' default
     if mt in ("mistral", "mixtral", "phi3"):
         s["slides_every_layer"] = True
+    if mt == "phi3":  # Phi3Attention.qkv_proj, Phi3MLP.gate_up_proj (transformers models/phi3)
+        s["fused_projections"] = ["qkv", "gate_up"]
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
         _read_qwen_sliding(r, s)
     if mt == "gemma2" and not r.has("layer_types"):
@@ -2916,6 +2918,7 @@ def _read_glm(r, s, ll, notes, warnings):
            qkv_bias=r.bool("attention_bias", default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
+    s["fused_projections"] = ["gate_up"]  # GlmMLP / Glm4MLP: one gate_up_proj, chunked
 
 
 def _read_glm4v_moe(r, s, ll, notes, warnings):
@@ -4656,6 +4659,8 @@ class ModelSpec(Record):
         "attn_position_scaling": "per-head position scaling weights (Mistral Large 4)",
         "attn_extra_weights": "a family's non-matmul attention weights per layer (DiffLlama's "
                               "lambdas)",
+        "fused_projections": "the projections transformers computes as one matmul: qkv (Phi-3's "
+                             "qkv_proj), gate_up (Phi-3's and GLM's gate_up_proj); absent: none",
         "layer_types": "each layer's span: full, sliding, chunked, linear (a state mixer), hybrid "
                        "(attention beside a mixer); None: all full",
         "sliding_window": "keys a sliding layer sees (tokens); None: no sliding layers",
@@ -5119,6 +5124,8 @@ def _layer_attention(s, ov, *, span, rope):
     if s.get("attn_extra_weights"):
         # a family's non-matmul attention weights (DiffLlama's lambdas)
         attn["extra_weights"] = s["attn_extra_weights"]
+    if "qkv" in s.get("fused_projections", ()) and attn["kind"] == "mha":
+        attn["fused"] = True  # one qkv matmul; q, k and v are slices of its output
     if span == "linear":
         # a linear-attention (state-space) mixer: no K/V cache, a constant state per sequence
         attn.update(dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))
@@ -5142,6 +5149,8 @@ def _layer_mlp(s, ov, *, moe):
         if s.get("mlp_act_params"):
             # a learned activation's or inner norm's weights (Apertus, BitNet)
             mlp["act_params"] = s["mlp_act_params"]
+        if "gate_up" in s.get("fused_projections", ()) and mlp["linears"] == 3:
+            mlp["fused"] = True  # one gate|up matmul whose output is chunked in two
     mlp.update(ov.get("mlp", {}))
     return mlp
 

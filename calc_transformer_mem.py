@@ -2924,6 +2924,8 @@ def _read_llama_like(r, s, ll, notes, warnings):
         s["head_dim"] = r.int("head_dim", default=256)  # the config classes' default
     if mt in ("mistral", "mixtral", "phi3"):
         s["slides_every_layer"] = True
+    if mt == "phi3":  # Phi3Attention.qkv_proj, Phi3MLP.gate_up_proj (transformers models/phi3)
+        s["fused_projections"] = ["qkv", "gate_up"]
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
         _read_qwen_sliding(r, s)
     if mt == "gemma2" and not r.has("layer_types"):
@@ -3514,6 +3516,7 @@ def _read_glm(r, s, ll, notes, warnings):
            qkv_bias=r.bool("attention_bias", default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
+    s["fused_projections"] = ["gate_up"]  # GlmMLP / Glm4MLP: one gate_up_proj, chunked
 
 
 def _read_glm4v_moe(r, s, ll, notes, warnings):
@@ -5254,6 +5257,8 @@ class ModelSpec(Record):
         "attn_position_scaling": "per-head position scaling weights (Mistral Large 4)",
         "attn_extra_weights": "a family's non-matmul attention weights per layer (DiffLlama's "
                               "lambdas)",
+        "fused_projections": "the projections transformers computes as one matmul: qkv (Phi-3's "
+                             "qkv_proj), gate_up (Phi-3's and GLM's gate_up_proj); absent: none",
         "layer_types": "each layer's span: full, sliding, chunked, linear (a state mixer), hybrid "
                        "(attention beside a mixer); None: all full",
         "sliding_window": "keys a sliding layer sees (tokens); None: no sliding layers",
@@ -5717,6 +5722,8 @@ def _layer_attention(s, ov, *, span, rope):
     if s.get("attn_extra_weights"):
         # a family's non-matmul attention weights (DiffLlama's lambdas)
         attn["extra_weights"] = s["attn_extra_weights"]
+    if "qkv" in s.get("fused_projections", ()) and attn["kind"] == "mha":
+        attn["fused"] = True  # one qkv matmul; q, k and v are slices of its output
     if span == "linear":
         # a linear-attention (state-space) mixer: no K/V cache, a constant state per sequence
         attn.update(dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))
@@ -5740,6 +5747,8 @@ def _layer_mlp(s, ov, *, moe):
         if s.get("mlp_act_params"):
             # a learned activation's or inner norm's weights (Apertus, BitNet)
             mlp["act_params"] = s["mlp_act_params"]
+        if "gate_up" in s.get("fused_projections", ()) and mlp["linears"] == 3:
+            mlp["fused"] = True  # one gate|up matmul whose output is chunked in two
     mlp.update(ov.get("mlp", {}))
     return mlp
 
@@ -5901,7 +5910,15 @@ TORCH_OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 1, "sgd-nomomentum": 0, 
 BNB_8BIT_STATE_BYTES = {"adam8bit": 2, "adamw8bit": 2}
 
 # LoRA's adapted matrices and the input each reads: the block's norm output or an inner tensor
-NORM_INPUT_TARGETS = ("q", "k", "v", "gate", "up")
+NORM_INPUT_TARGETS = ("q", "k", "v", "gate", "up", "qkv", "gate_up")
+# a fused matrix (Phi-3's qkv_proj, gate_up_proj) carries one adapter when any of its parts is a
+# target (--lora-targets names the parts; peft's all-linear adapts the fused module)
+FUSED_TARGETS = {"qkv": ("q", "k", "v"), "gate_up": ("gate", "up")}
+
+
+def lora_adapted(target, targets):
+    """True when LoRA adapts this matrix: named in targets, or a fused matrix with a part named."""
+    return target in targets or any(t in targets for t in FUSED_TARGETS.get(target, ()))
 
 
 def torch_optimizer_state_bytes(*, optimizer, param_bytes):
@@ -5950,19 +5967,71 @@ def attention_saved_bytes(attn, *, s, b, tp, act_bytes, kernel):
     return A * (a * d + a * d + a * dv + a * dv) + (4 + A) * a * s, 0
 
 
+def fused_qkv_saved_bytes(attn, *, tp, act_bytes, kernel, frozen):
+    """Per-token bytes a fused qkv projection (the attention dict's "fused": Phi-3's qkv_proj)
+    keeps beyond attention_saved_bytes' q, k, v, on one tp rank. q, k and v are slices of the one
+    qkv output: the v the core keeps (as given: flash and flex read GQA natively; repeat_kv returns
+    v itself when kv = a) holds the whole output's storage, so its q and k parts, A (a + kv) d,
+    stay alive too. Phi-3's rotary (apply_rotary_pos_emb's partial-rotary torch.cat) makes a
+    contiguous (b, a, s, d) query, and SDPA's output follows the query's layout (flash allocates it
+    like q), so transformers' transpose(1, 2).contiguous() before o_proj is a copy, A a d_v, that a
+    trainable o_proj keeps (frozen: not kept). Measured: validation/finetune/saved_finetune.json
+    (the phi-3 rows, CPU SDPA)."""
+    if not attn.get("fused"):
+        return 0
+    x = attention_on_rank(attn, tp=tp)
+    a, kv = x["heads"], x["kv_heads"]
+    d, dv = attention_head_dims(x)
+    out = act_bytes * (a * d + kv * d) if kernel in ("flash", "flex") or kv == a else 0
+    if kernel in ("flash", "flex") and attn["rope"] and not frozen:
+        out += act_bytes * a * dv
+    return out
+
+
+def lora_params_per_layer(layer, *, h, rank, targets, tp):
+    """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
+    (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
+    k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
+    routed experts are not adapted; a fused qkv or gate_up carries one adapter
+    (lora_adapted). Split over tp like the matrix they adapt (an approximation for r)."""
+    n = 0
+    for attn in layer["attention"]:
+        a, kv = attn["heads"], attn["kv_heads"]
+        d, dv = attention_head_dims(attn)
+        shapes = {"q": (h, a * d), "k": (h, kv * d) if attn["kv_proj"] >= 1 else None,
+                  "v": (h, kv * dv) if attn["kv_proj"] >= 2 else None, "o": (a * dv, h)}
+        if attn.get("fused"):  # one qkv_proj adapter (h -> q + k + v widths)
+            shapes = {"qkv": (h, a * d + kv * (d + dv)), "o": shapes["o"]}
+        n += sum(rank * sum(v) for t, v in shapes.items()
+                 if v and all(v) and lora_adapted(t, targets))
+    for m in layer["mlp"]:
+        f = m["width"] if m["kind"] == "dense" else m["shared_width"]
+        shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
+        if m.get("fused") and m["kind"] == "dense":  # one gate_up_proj adapter (h -> 2 f)
+            shapes = {"gate_up": (h, 2 * f), "down": (f, h)}
+        n += sum(rank * sum(v) for t, v in shapes.items()
+                 if v and all(v) and lora_adapted(t, targets))
+    return n // tp
+
+
 def lora_input_widths(layer, *, h, tp):
     """(target, input width on the rank) of each matrix LoRA may adapt in one layer: q, k, v, o of
     each attention block (a layer reusing another's k/v has none), gate, up, down of each dense
-    MLP."""
+    MLP; a fused block's qkv and gate_up instead of their parts."""
     out = []
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         _, dv = attention_head_dims(x)
-        out += [("q", h)] + [("k", h)] * (x["kv_proj"] >= 1) + [("v", h)] * (x["kv_proj"] >= 2)
+        if attn.get("fused"):
+            out.append(("qkv", h))
+        else:
+            out += [("q", h)] + [("k", h)] * (x["kv_proj"] >= 1) + [("v", h)] * (x["kv_proj"] >= 2)
         out.append(("o", x["heads"] * dv))
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            out += [("gate", h)] * (m["linears"] == 3) + [("up", h), ("down", m["width"] // tp)]
+            gate_up = [("gate_up", h)] if m.get("fused") else (
+                [("gate", h)] * (m["linears"] == 3) + [("up", h)])
+            out += gate_up + [("down", m["width"] // tp)]
     return out
 
 
@@ -5980,7 +6049,7 @@ def lora_adapter_saved_bytes(layer, *, h, tp, lora, autocast, norm_out_bytes, ac
     drop, quant = lora.get("dropout", 0) > 0, lora.get("quantized", False)
     out = 0
     for t, d_in in lora_input_widths(layer, h=h, tp=tp):
-        if t not in targets:
+        if not lora_adapted(t, targets):
             continue
         in_bytes = norm_out_bytes if t in NORM_INPUT_TARGETS else act_bytes
         if autocast:
@@ -6001,10 +6070,11 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     frozen, so the normalised output is not kept); q/k norms the same per head; the attention core
     (attention_saved_bytes); a gated MLP its gate output, activation output and up output (3 f: the
     frozen down matrix keeps no input), a 2-matrix MLP its fc1 output (f); frozen linears keep
-    only their weight; plus the adapters' tensors (lora_adapter_saved_bytes). The residual is fp32
-    under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
+    only their weight (a chunked gate|up output: the same 3 f); a fused qkv its output's storage
+    (fused_qkv_saved_bytes); plus the adapters' tensors (lora_adapter_saved_bytes). The residual
+    is fp32 under QLoRA (prepare_model_for_kbit_training upcasts the embeddings), else 16-bit."""
     A = act_bytes
-    norm_out = 4 if lora.get("quantized") else A  # the norms' output dtype is their weight's
+    norm_out = lora_residual_bytes(lora, act_bytes=A)  # the norms' output dtype is their weight's
     per_tok = layer["norms"] * (4 * h + 4)
     per_mb = 0
     for attn in layer["attention"]:
@@ -6014,6 +6084,7 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
             per_tok += (x["heads"] + x["kv_heads"]) * (4 * d + 4)
         kern = attention_kernel(attn, s=s, attn_implementation=attn_implementation, padded=padded)
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
+        tok += fused_qkv_saved_bytes(attn, tp=tp, act_bytes=A, kernel=kern, frozen=True)
         per_tok, per_mb = per_tok + tok, per_mb + mb
     for m in layer["mlp"]:
         per_tok += A * (m["width"] // tp) * (3 if m["linears"] == 3 else 1)
@@ -6023,31 +6094,48 @@ def lora_layer_activation_bytes(layer, *, s, b, h, tp, act_bytes, autocast, lora
     return s * b * per_tok + per_mb
 
 
+def sharded_qlora(lora, *, zero_stage):
+    """The lora dict of a QLoRA run whose 4-bit weights are sharded (FSDP FULL_SHARD or DeepSpeed
+    ZeRO-3: bitsandbytes' bnb_4bit_quant_storage in the 16-bit dtype, the model loaded in it; peft
+    docs accelerate/fsdp.md and deepspeed.md), else lora unchanged. TRL (is_sharded_qlora) then
+    skips prepare_model_for_kbit_training, so embeddings, head and norms stay 16-bit and so does
+    the residual stream, and builds the adapters with autocast_adapter_dtype=False: 16-bit
+    adapters, gradients and optimizer states."""
+    if not lora or not lora.get("quantized") or zero_stage < 3:
+        return lora
+    return dict(lora, sharded=True, adapter_bytes=2)
+
+
 def lora_residual_bytes(lora, *, act_bytes):
     """The residual stream's bytes per value on a LoRA base: fp32 under QLoRA's
-    prepare_model_for_kbit_training (embeddings upcast), else the base's 16-bit width."""
-    return 4 if lora.get("quantized") else act_bytes
+    prepare_model_for_kbit_training (embeddings upcast), else the base's 16-bit width (sharded
+    QLoRA too: sharded_qlora)."""
+    return 4 if lora.get("quantized") and not lora.get("sharded") else act_bytes
 
 
-def qlora_state_bytes(*, linear_params, other_params, base_bits):
+def qlora_state_bytes(*, linear_params, other_params, base_bits, other_bytes=4):
     """QLoRA's frozen base bytes: the layers' linear weights at base_bits (NF4 with double
     quantization: 4 + 8/64 + 32/(64*256) bits incl. the absmax constants, Dettmers et al. 2023
     sec. 3), every other parameter (embeddings, head, norms, biases) in fp32, as
-    prepare_model_for_kbit_training casts every non-Params4bit 16-bit parameter."""
-    return linear_params * base_bits / 8 + 4 * other_params
+    prepare_model_for_kbit_training casts every non-Params4bit 16-bit parameter (other_bytes 2
+    when sharded: sharded_qlora)."""
+    return linear_params * base_bits / 8 + other_bytes * other_params
 
 
 def dequantized_working_bytes(layer, *, h, tp, act_bytes):
     """The largest 16-bit copy one QLoRA matmul dequantizes (bitsandbytes MatMul4Bit: one weight at
-    a time, in the forward and again in the backward): the layer's largest linear weight."""
+    a time, in the forward and again in the backward): the layer's largest linear weight (a fused
+    qkv or gate_up whole)."""
     best = 0
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         d, dv = attention_head_dims(x)
         best = max(best, h * x["heads"] * d, h * x["heads"] * dv)
+        if attn.get("fused"):
+            best = max(best, h * (x["heads"] * d + x["kv_heads"] * (d + dv)))
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            best = max(best, h * m["width"] // tp)
+            best = max(best, h * m["width"] // tp * (2 if m.get("fused") else 1))
     return act_bytes * best
 
 
@@ -6068,9 +6156,10 @@ def peft_memory_fields(lay):
     if lay.get("finetune"):  # the Trainer's bf16 autocast at every ZeRO stage (a 16-bit base)
         out["autocast"] = True
         q = lay["finetune"] == "qlora"
-        out["lora"] = {"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
-                       "base_bits": QLORA_NF4_DQ_BITS if q else 16, "adapter_bytes": 4,
-                       "dropout": 0.0, "quantized": q}
+        out["lora"] = sharded_qlora({"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
+                                     "base_bits": QLORA_NF4_DQ_BITS if q else 16,
+                                     "adapter_bytes": 4, "dropout": 0.0, "quantized": q},
+                                    zero_stage=lay["zero_stage"])
     if lay.get("pure16"):
         out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
                    opt_bytes=torch_optimizer_state_bytes(optimizer=out["optimizer"], param_bytes=2))
@@ -6086,7 +6175,8 @@ def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
     if lora.get("quantized"):
         norms = sum(spec["layers"][i]["norms"] * h for i in layers)
         base = qlora_state_bytes(linear_params=ne + ex - emb - norms, other_params=emb + norms,
-                                 base_bits=lora["base_bits"])
+                                 base_bits=lora["base_bits"],
+                                 other_bytes=2 if lora.get("sharded") else 4)
     else:
         base = (ne + ex) * lora["base_bits"] / 8
     return base, torch_optimizer_state_bytes(optimizer=c["optimizer"],
@@ -6095,14 +6185,14 @@ def peft_base_and_optimizer_bytes(spec, c, *, layers, ne, ex, emb):
 
 def peft_cast_bytes(spec, c, *, layers, trainable, last, tp):
     """16-bit tensors a peft step holds besides activations at its backward's start, on one rank:
-    under autocast a copy of every adapter weight (cached for the forward: they are leaves that
-    need gradients) and, under QLoRA, the fp32 head's 16-bit copy the head's matmul keeps (a
-    frozen weight is cast afresh, not cached) and one dequantized linear weight
-    (train/finetune.dequantized_working_bytes)."""
+    under autocast a copy of every fp32 adapter weight (cached for the forward: they are leaves
+    that need gradients) and, under QLoRA, the fp32 head's 16-bit copy the head's matmul keeps (a
+    frozen weight is cast afresh, not cached; sharded QLoRA's head is 16-bit already) and one
+    dequantized linear weight (train/finetune.dequantized_working_bytes)."""
     lora, A = c["lora"], c["act_bytes"]
-    out = A * trainable if c.get("autocast") else 0
+    out = A * trainable if c.get("autocast") and lora["adapter_bytes"] > A else 0
     if lora.get("quantized"):
-        if last and c.get("autocast"):
+        if last and c.get("autocast") and not lora.get("sharded"):
             out += A * spec["vocab_size"] * spec["word_embed_proj_dim"] / tp
         out += max((dequantized_working_bytes(spec["layers"][i], h=spec["hidden_size"], tp=tp,
                                               act_bytes=A) for i in layers), default=0)
@@ -6708,25 +6798,6 @@ def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None
     return dense + emb, expert, emb
 
 
-def lora_params_per_layer(layer, *, h, rank, targets, tp):
-    """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
-    (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
-    k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
-    routed experts are not adapted. Split over tp like the matrix they adapt (an approximation for r)."""
-    n = 0
-    for attn in layer["attention"]:
-        a, kv = attn["heads"], attn["kv_heads"]
-        d, dv = attention_head_dims(attn)
-        shapes = {"q": (h, a * d), "k": (h, kv * d) if attn["kv_proj"] >= 1 else None,
-                  "v": (h, kv * dv) if attn["kv_proj"] >= 2 else None, "o": (a * dv, h)}
-        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
-    for m in layer["mlp"]:
-        f = m["width"] if m["kind"] == "dense" else m["shared_width"]
-        shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
-        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
-    return n // tp
-
-
 # ------------------------------------------------------------------------------------------------
 # Activations (Korthikanti et al. 2022)
 # ------------------------------------------------------------------------------------------------
@@ -6972,7 +7043,10 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
     dtype -- fp32 under autocast, which grouped_mm does not join; a shared expert is a dense MLP,
     its sigmoid gate (Qwen2-MoE) keeping the expert's output and the gate (h + 1); plus 4 E bytes
     of int32 offsets per micro-batch. attn_implementation (None: SDPA's flash kernel) picks the
-    attention core's kernel and what it keeps (train/finetune.attention_saved_bytes)."""
+    attention core's kernel and what it keeps (train/finetune.attention_saved_bytes). Fused
+    projections (the layer kinds' "fused": Phi-3's qkv_proj, gate_up_proj) cast their input once
+    under autocast, and keep what train/finetune.fused_qkv_saved_bytes says; a chunked gate|up
+    output keeps 2 f as the two separate outputs do."""
     A, R = act_bytes, 4 if autocast else act_bytes  # 16-bit compute; the residual in the weights' dtype
     blocks = len(layer["attention"]) + len(layer["mlp"])
     extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
@@ -6982,18 +7056,18 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
         x = attention_on_rank(attn, tp=tp)
         at, kvt = x["heads"], x["kv_heads"]
         d, d_v = attention_head_dims(x)
-        copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
+        copies += A * h * ((1 + x["kv_proj"]) if autocast and not attn.get("fused") else 1)
         if x["qk_norm"] != "none":
             inside += (at + kvt) * (4 * d + A * d + 4)
         kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation,
                                  padded=padded) if attn_implementation else "flash")
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
-        inside += tok
+        inside += tok + fused_qkv_saved_bytes(attn, tp=tp, act_bytes=A, kernel=kern, frozen=False)
         offsets += mb
     for m in layer["mlp"]:
         gated = 4 if m["linears"] == 3 else 2
         if m["kind"] != "moe":
-            copies += A * h * ((m["linears"] - 1) if autocast else 1)
+            copies += A * h * ((m["linears"] - 1) if autocast and not m.get("fused") else 1)
             inside += A * (m["width"] // tp) * gated
             continue
         k, E, X = m["topk"], m["num_experts"], 4 if autocast else A
@@ -7514,6 +7588,29 @@ def add_finetune_args(p):
                    "--high-prec-bytes-per-val 2")
 
 
+FRAMEWORK_HELP_DEFAULT = ("default: pytorch for --finetune lora|qlora on a data-parallel layout "
+                          "(transformers + peft, as most LoRA runs), else megatron")
+
+
+def framework_default(args):
+    """--framework when not given: pytorch for --finetune lora|qlora in training on a data-parallel
+    layout (peft's LoRA runs under transformers + torch, data parallel only: the Trainer's DDP,
+    FSDP or DeepSpeed), else megatron. Set on args in place, with a note (stderr) when the
+    fine-tuning rule decided it; the framework given wins."""
+    if args.framework is not None:
+        return None
+    parallel = any((getattr(args, k, None) or 1) > 1 for k in (
+        "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size",
+        "expert_parallelism"))
+    lora = getattr(args, "finetune", "full") in ("lora", "qlora")
+    args.framework = ("pytorch" if lora and not parallel and not getattr(args, "infer", False)
+                      else "megatron")
+    if lora and args.framework == "pytorch":
+        return (f"--finetune {args.finetune} without --framework: counted as transformers + peft "
+                "+ torch run it (--framework pytorch); --framework megatron for Megatron/NeMo")
+    return None
+
+
 def finetune_checks(args, parser, *, eager, zero, spec, notes):
     """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each; a
     note when LoRA is counted with Megatron's fused kernels (--framework megatron)."""
@@ -7523,9 +7620,10 @@ def finetune_checks(args, parser, *, eager, zero, spec, notes):
     if (args.attn_implementation or args.padded_batches) and not eager:
         flag = "--attn-implementation" if args.attn_implementation else "--padded-batches"
         parser.error(f"{flag} is transformers' setting: it needs --framework pytorch (training)")
-    if args.finetune == "qlora" and zero == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
+    if args.finetune == "qlora" and zero == 3 and not eager:
+        parser.error("--finetune qlora with ZeRO-3: counted as the Trainer's FSDP-QLoRA / ZeRO-3 "
+                     "QLoRA runs it (4-bit weights stored in bf16 and sharded): add --framework "
+                     "pytorch")
     if not 0 <= args.lora_dropout < 1:
         parser.error(f"--lora-dropout must be in [0, 1), got {args.lora_dropout:g}")
     if args.lora_dropout and args.finetune == "full":
@@ -7551,7 +7649,13 @@ def pure_precision(args):
 def peft_assumptions(c):
     """The assumptions of a LoRA/QLoRA run as peft and transformers run it (--framework pytorch)."""
     lo = c["lora"]
-    if lo["quantized"]:
+    if lo.get("sharded"):
+        base = (f"QLoRA sharded by FSDP FULL_SHARD / ZeRO-3 as the Trainer and TRL run it: linear "
+                f"weights NF4 with double quantization ({lo['base_bits']:.3f} bits) stored in bf16 "
+                "containers and sharded, the rest of the model in bf16 (TRL's is_sharded_qlora: no "
+                "prepare_model_for_kbit_training, so a 16-bit residual stream), one linear "
+                "dequantized to 16 bits at a time")
+    elif lo["quantized"]:
         base = (f"QLoRA as peft's k-bit recipe: linear weights NF4 with double quantization "
                 f"({lo['base_bits']:.3f} bits incl. absmax constants), embeddings, head and norms "
                 "upcast to fp32 by prepare_model_for_kbit_training (so the residual stream is "
@@ -7562,7 +7666,8 @@ def peft_assumptions(c):
     mode = ("under bf16 autocast (the Trainer's --bf16), each adapter's weights cast and cached"
             if c["autocast"] else "without autocast")
     return [f"{base}; peft adapters r={lo['rank']} on {','.join(lo['targets'])} in "
-            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype), {mode}; their "
+            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype"
+            + (", off under sharded QLoRA" if lo.get("sharded") else "") + f"), {mode}; their "
             f"gradients in that dtype and {c['optimizer']}'s states in it (torch.optim)",
             "activations (--framework pytorch, peft): what autograd keeps on a frozen base: the "
             "norms' fp32 inputs, the attention kernel's q/k/v/output/log-sum-exp, the MLP's gate, "
@@ -7678,9 +7783,6 @@ def finetune_knobs(args, parser, spec, knobs):
                      "(-tp, -pp, -cp, -ep 1)")
     if lora and args.search:
         parser.error(f"--finetune {args.finetune} is costed for the layout given, not --search")
-    if args.finetune == "qlora" and args.zero_stage == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
     if args.pure_bf16 and lora:
         parser.error("--pure-bf16 trains every weight in bf16; peft keeps fp32 adapters under "
                      "autocast: drop one")
@@ -7730,6 +7832,9 @@ def finetune_assumptions(lay):
                    "floor each"
                    + ("; QLoRA dequantizes each 4-bit weight in the forward, the backward and the "
                       "recompute" if q else "")
+                   + ("; FSDP/ZeRO (-z 2/3) gathers every weight (QLoRA's at 4 bits) and "
+                      "reduce-scatters only the adapters' gradients (peft's fsdp_auto_wrap_policy)"
+                      if lay["zero_stage"] >= 2 and lay["dp"] > 1 else "")
                    + "; MFU and HFU still count 6 N D model FLOPs (the frozen base does ~4 N D)")
     if lay.get("attn_implementation"):
         out.append(f"transformers' kernels (--attn-implementation {lay['attn_implementation']}): "
@@ -8067,11 +8172,12 @@ def build_parser():
                    "the QLoRA paper's code casts them to bf16: 2)")
     t.add_argument("--lora-targets", default="all-linear",
                    help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
-    t.add_argument("--framework", choices=("megatron", "pytorch"), default="megatron",
+    t.add_argument("--framework", choices=("megatron", "pytorch"), default=None,
                    help="whose activations: megatron = fused kernels, Korthikanti et al. 2022's "
-                   "count (default); pytorch = eager PyTorch with transformers' modules (what "
+                   "count; pytorch = eager PyTorch with transformers' modules (what "
                    "autograd saves; with mixed precision and ZeRO 0-1, fp32 weights under "
-                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs)")
+                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs); "
+                   + FRAMEWORK_HELP_DEFAULT)
     add_finetune_args(p)
     pr = p.add_argument_group("precision")
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
@@ -8430,6 +8536,7 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
     autocast = eager and mixed and zero <= 1
     lora = lora_of(args, parser, weight_bits=bits["weight_bits"], wbytes=wbytes)
+    lora = sharded_qlora(lora, zero_stage=zero) if eager else lora
     weight_bits = bits["weight_bits"] or 8 * wbytes
     expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
     served_as_stored = args.infer and bits["weight_bits"] is None
@@ -8639,8 +8746,9 @@ def main(argv=None):
 def memory_answer(args, parser):
     """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
     compute, print; returns the result dict."""
+    said = framework_default(args)
     spec, c, notes, model_args = resolve(args, parser)
-    for note in notes:
+    for note in ([said] if said else []) + notes:
         print(f"note: {note}", file=sys.stderr)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]

@@ -23,8 +23,8 @@ sys.path.insert(0, ROOT)
 
 import calc_transformer_mem as M  # noqa: E402
 from llmcalc.model.spec import resolve_model_spec  # noqa: E402
-from llmcalc.train.finetune import (lora_layer_activation_bytes,  # noqa: E402
-                                    torch_optimizer_state_bytes)
+from llmcalc.train.finetune import (lora_input_widths,  # noqa: E402
+                                    lora_layer_activation_bytes, torch_optimizer_state_bytes)
 from llmcalc.train.memory import eager_layer_activation_bytes, eager_rule_covers  # noqa: E402
 
 FIX = os.path.join(ROOT, "validation", "finetune", "saved_finetune.json")
@@ -40,6 +40,7 @@ def _layer(name, tmp_path):
     cfg["vocab_size"] = row["vocab_size"]
     if row["kind"] == "sdpa-mask":
         cfg["sliding_window"] = 8
+    cfg.update(row["extra"].get("config", {}))  # a shape variant of the released config
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     args = M.build_parser().parse_args(["--hf_model_name_or_path", str(path)])
@@ -53,18 +54,62 @@ def test_layer_bytes_equal_what_autograd_saves(name, tmp_path):
     spec, layer = _layer(name, tmp_path)
     s, b, h = row["seq"], row["batch"], spec["hidden_size"]
     kw = dict(s=s, b=b, h=h, tp=1, act_bytes=2, autocast=True)
-    if row["kind"] == "lora":
+    if row["kind"] == "lora":  # phi-3 rows: fused qkv_proj / gate_up_proj, one adapter each
         drop = row["extra"].get("lora_dropout", 0.0)
         lora = {"rank": 8, "targets": ["q", "k", "v", "o", "gate", "up", "down"],
                 "adapter_bytes": 4, "dropout": drop, "quantized": False}
         assert eager_rule_covers(layer, norm=spec["norm"], attn_implementation="sdpa", lora=True)
         ours = lora_layer_activation_bytes(layer, lora=lora, mask_bytes=4, **kw)
         assert row["runs"]["ckpt"]["layer_activation_bytes"] == 2 * s * b * h  # the layer's input
-    else:
+        assert ("qkv", h) in lora_input_widths(layer, h=h, tp=1) or "phi" not in name
+    else:  # pure16: model.to(bfloat16) without autocast (pure 16-bit training)
         impl = "eager" if row["kind"] == "eager" else "sdpa"
+        kw["autocast"] = row["kind"] != "pure16"
         assert eager_rule_covers(layer, norm=spec["norm"], attn_implementation=impl)
         ours = eager_layer_activation_bytes(layer, sp=False, attn_implementation=impl, **kw)
     assert ours == row["runs"]["plain"]["layer_activation_bytes"]
+
+
+def test_phi3_is_read_with_fused_projections(tmp_path):
+    # transformers models/phi3: Phi3Attention.qkv_proj and Phi3MLP.gate_up_proj; the fused output's
+    # storage stays alive through the v slice SDPA keeps (phi-3 rows above: exact) -- the unfused
+    # count would be off by A (a + kv) d - 2 A h - A h per token under autocast
+    spec, layer = _layer("phi-3-mini-sdpa", tmp_path)
+    assert layer["attention"][0]["fused"] and layer["mlp"][0]["fused"]
+    spec, layer = _layer("llama-3-8b-eager", tmp_path)
+    assert "fused" not in layer["attention"][0] and "fused" not in layer["mlp"][0]
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b-lora", "phi-3-mini-lora", "phi-3-medium-shape-lora"])
+def test_adapter_weight_copies_equal_the_adapter_count(name, tmp_path):
+    # autocast caches one bf16 copy of each fp32 adapter weight: the measured copies are 2 B per
+    # adapter parameter, so they count peft's adapters per layer (Phi-3: one qkv_proj and one
+    # gate_up_proj adapter, not three and two)
+    from llmcalc.train.finetune import lora_params_per_layer
+    from llmcalc.train.memory import LORA_MATRICES
+    spec, layer = _layer(name, tmp_path)
+    ours = lora_params_per_layer(layer, h=spec["hidden_size"], rank=8, targets=LORA_MATRICES, tp=1)
+    assert 2 * ours == SAVED[name]["runs"]["plain"]["layer_weight_copy_bytes"]
+
+
+def test_sharded_qlora_keeps_16_bit_adapters_and_residual(capsys):
+    # QLoRA under FSDP FULL_SHARD / ZeRO-3 (peft docs accelerate/fsdp.md: bnb_4bit_quant_storage
+    # bf16, the model loaded in bf16): TRL's is_sharded_qlora path skips
+    # prepare_model_for_kbit_training and builds bf16 adapters (autocast_adapter_dtype=False), so
+    # AdamW's moments are 2 + 2 B per adapter parameter (sharded over 2 ranks) where -z 2's fp32
+    # adapters keep 4 + 4 B, and the checkpointed layers' inputs are 16-bit (2 B, not fp32's 4)
+    base = ["--finetune", "qlora", "--framework", "pytorch", "--num-gpus", "2", "-s", "2048",
+            "-ca", "--json"]
+    z3, z2 = M.main(LLAMA + base + ["-z", "3"]), M.main(LLAMA + base + ["-z", "2"])
+    capsys.readouterr()
+    n = z3["trainable_params_per_gpu"]
+    assert z3["optimizer_bytes"] == pytest.approx(4 * n / 2)
+    assert z2["optimizer_bytes"] == pytest.approx(8 * n / 2)
+    assert z3["activations_layers_bytes"] < z2["activations_layers_bytes"]
+    t = T.main(LLAMA + base[:-2] + ["--recompute", "full", "--global-batch-size", "2", "-z", "3",
+                                    "--json"])
+    capsys.readouterr()
+    assert t["step_time_s"] > 0
 
 
 def test_adapter_weight_copies_are_the_adapters_at_16_bits():
@@ -98,7 +143,7 @@ def test_pure_bf16_is_8_bytes_per_parameter(capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--finetune", "qlora", "--framework", "pytorch", "-z", "3", "--num-gpus", "2"], "ZeRO-3"),
+    (["--finetune", "qlora", "--framework", "megatron", "-z", "3", "--num-gpus", "2"], "ZeRO-3"),
     (["--attn-implementation", "eager"], "--framework pytorch"),
     (["--pure-bf16", "--disable-mixed-precision"], "--pure-bf16"),
     (["--finetune", "lora", "--lora-dropout", "1.5"], "--lora-dropout"),
@@ -142,7 +187,6 @@ def test_one_answer_for_memory(extra, capsys):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--finetune", "lora", "--framework", "megatron"], "--framework pytorch"),
-    (["--finetune", "qlora", "-z", "3"], "ZeRO-3"),
     (["--finetune", "lora", "-tp", "2", "--num-gpus", "2"], "data parallel"),
     (["--disable-mixed-precision"], "--pure-bf16"),
     (["--finetune", "lora", "--recompute", "selective"], "gradient checkpointing"),
@@ -167,7 +211,8 @@ def test_lora_step_drops_the_base_weight_gradients(capsys):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("cfg,rank", [("llama-3-8b.json", 16), ("qwen3-8b.json", 64),
-                                      ("qwen2.5-7b.json", 8), ("mistral-7b.json", 32)])
+                                      ("qwen2.5-7b.json", 8), ("mistral-7b.json", 32),
+                                      ("phi-3-mini-4k.json", 16)])
 def test_lora_parameters_equal_peft_on_the_meta_device(cfg, rank):
     # Source: peft itself (LoraConfig(r, target_modules="all-linear") on transformers' model built
     # on the meta device from the released config); exact: both count the same matrices
@@ -184,7 +229,8 @@ def test_lora_parameters_equal_peft_on_the_meta_device(cfg, rank):
     trainable, _ = model.get_nb_trainable_parameters()
     args = M.build_parser().parse_args(["--hf_model_name_or_path", os.path.join(CONFIGS, cfg)])
     spec, _ = resolve_model_spec(vars(args), defaults={"num_experts": 0})
-    from llmcalc.train.memory import LORA_MATRICES, lora_params_per_layer
+    from llmcalc.train.finetune import lora_params_per_layer
+    from llmcalc.train.memory import LORA_MATRICES
     ours = sum(lora_params_per_layer(layer, h=spec["hidden_size"], rank=rank,
                                      targets=LORA_MATRICES, tp=1) for layer in spec["layers"])
     assert ours == trainable

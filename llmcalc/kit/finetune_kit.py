@@ -49,6 +49,12 @@ FAMILIES = {
                    "num_hidden_layers": 8, "num_attention_heads": 32, "num_key_value_heads": 8,
                    "head_dim": 128, "vocab_size": 32768, "sliding_window": 1024,
                    "tie_word_embeddings": False, "max_position_embeddings": 8192},
+    # Phi-3-mini's block, 8 layers: fused qkv_proj and gate_up_proj (released window 2047)
+    "phi3-8l": {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+                "num_hidden_layers": 8, "num_attention_heads": 32, "num_key_value_heads": 32,
+                "vocab_size": 32064, "sliding_window": 2047, "tie_word_embeddings": False,
+                "rms_norm_eps": 1e-5, "max_position_embeddings": 4096,
+                "pad_token_id": None, "bos_token_id": None, "eos_token_id": None},  # random ids
     "qwen3-moe-8l": {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
                      "moe_intermediate_size": 768, "num_hidden_layers": 8,
                      "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
@@ -75,12 +81,14 @@ CASES = {
     "qwen3-0.6b-lora": ("qwen3-0.6b", "lora", False, 4, 2048),
     "mistral-8l-autocast": ("mistral-8l", "autocast", False, 1, 4096),
     "mistral-8l-lora-ckpt": ("mistral-8l", "lora", True, 2, 4096),
+    "phi3-8l-autocast": ("phi3-8l", "autocast", False, 2, 2048),
+    "phi3-8l-lora": ("phi3-8l", "lora", False, 2, 2048),
     "qwen3-moe-8l-autocast": ("qwen3-moe-8l", "autocast", False, 2, 2048),
     "qwen3-moe-8l-bf16": ("qwen3-moe-8l", "bf16", False, 2, 2048),
 }
 # --smoke's default cases: every family and mode the CPU can run (no QLoRA)
 SMOKE_CASES = ("llama-1b-autocast", "llama-1b-bf16", "llama-1b-lora-ckpt", "mistral-8l-lora-ckpt",
-               "qwen3-moe-8l-autocast")
+               "phi3-8l-lora", "qwen3-moe-8l-autocast")
 LORA_RANK = 16
 COLUMNS = ("row_id", "case", "family", "mode", "checkpointing", "micro_batch", "seq", "lora_rank",
            "device", "torch", "transformers", "peft", "bitsandbytes", "peak_bytes",

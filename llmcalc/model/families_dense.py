@@ -104,6 +104,8 @@ def _read_llama_like(r, s, ll, notes, warnings):
         s["head_dim"] = r.int("head_dim", default=256)  # the config classes' default
     if mt in ("mistral", "mixtral", "phi3"):
         s["slides_every_layer"] = True
+    if mt == "phi3":  # Phi3Attention.qkv_proj, Phi3MLP.gate_up_proj (transformers models/phi3)
+        s["fused_projections"] = ["qkv", "gate_up"]
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
         _read_qwen_sliding(r, s)
     if mt == "gemma2" and not r.has("layer_types"):

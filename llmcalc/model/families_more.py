@@ -30,6 +30,7 @@ def _read_glm(r, s, ll, notes, warnings):
            qkv_bias=r.bool("attention_bias", default=s["model_type"] != "glm_ocr_text"))  # GlmOcrTextConfig: no biases
     if s["model_type"] != "glm":
         s["norms_per_layer"] = 4
+    s["fused_projections"] = ["gate_up"]  # GlmMLP / Glm4MLP: one gate_up_proj, chunked
 
 
 def _read_glm4v_moe(r, s, ll, notes, warnings):

@@ -59,6 +59,8 @@ class ModelSpec(Record):
         "attn_position_scaling": "per-head position scaling weights (Mistral Large 4)",
         "attn_extra_weights": "a family's non-matmul attention weights per layer (DiffLlama's "
                               "lambdas)",
+        "fused_projections": "the projections transformers computes as one matmul: qkv (Phi-3's "
+                             "qkv_proj), gate_up (Phi-3's and GLM's gate_up_proj); absent: none",
         "layer_types": "each layer's span: full, sliding, chunked, linear (a state mixer), hybrid "
                        "(attention beside a mixer); None: all full",
         "sliding_window": "keys a sliding layer sees (tokens); None: no sliding layers",
@@ -524,6 +526,8 @@ def _layer_attention(s, ov, *, span, rope):
     if s.get("attn_extra_weights"):
         # a family's non-matmul attention weights (DiffLlama's lambdas)
         attn["extra_weights"] = s["attn_extra_weights"]
+    if "qkv" in s.get("fused_projections", ()) and attn["kind"] == "mha":
+        attn["fused"] = True  # one qkv matmul; q, k and v are slices of its output
     if span == "linear":
         # a linear-attention (state-space) mixer: no K/V cache, a constant state per sequence
         attn.update(dict(_NO_SOFTMAX_EXTRAS, span="state", **s["linear_mixer"]))
@@ -547,6 +551,8 @@ def _layer_mlp(s, ov, *, moe):
         if s.get("mlp_act_params"):
             # a learned activation's or inner norm's weights (Apertus, BitNet)
             mlp["act_params"] = s["mlp_act_params"]
+        if "gate_up" in s.get("fused_projections", ()) and mlp["linears"] == 3:
+            mlp["fused"] = True  # one gate|up matmul whose output is chunked in two
     mlp.update(ov.get("mlp", {}))
     return mlp
 

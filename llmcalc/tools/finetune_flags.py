@@ -5,8 +5,9 @@ print. The formulas are in train/finetune.py."""
 
 from ..cli import bounded_int, finite_float
 from ..model.kinds import layer_groups
-from ..train.finetune import ATTN_IMPLEMENTATIONS, attention_kernel, torch_optimizer_state_bytes
-from ..train.memory import LORA_MATRICES, OPTIMIZER_STATE_BYTES, lora_params_per_layer
+from ..train.finetune import (ATTN_IMPLEMENTATIONS, attention_kernel, lora_params_per_layer,
+    torch_optimizer_state_bytes)
+from ..train.memory import LORA_MATRICES, OPTIMIZER_STATE_BYTES
 
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
@@ -35,6 +36,29 @@ def add_finetune_args(p):
                    "--high-prec-bytes-per-val 2")
 
 
+FRAMEWORK_HELP_DEFAULT = ("default: pytorch for --finetune lora|qlora on a data-parallel layout "
+                          "(transformers + peft, as most LoRA runs), else megatron")
+
+
+def framework_default(args):
+    """--framework when not given: pytorch for --finetune lora|qlora in training on a data-parallel
+    layout (peft's LoRA runs under transformers + torch, data parallel only: the Trainer's DDP,
+    FSDP or DeepSpeed), else megatron. Set on args in place, with a note (stderr) when the
+    fine-tuning rule decided it; the framework given wins."""
+    if args.framework is not None:
+        return None
+    parallel = any((getattr(args, k, None) or 1) > 1 for k in (
+        "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size",
+        "expert_parallelism"))
+    lora = getattr(args, "finetune", "full") in ("lora", "qlora")
+    args.framework = ("pytorch" if lora and not parallel and not getattr(args, "infer", False)
+                      else "megatron")
+    if lora and args.framework == "pytorch":
+        return (f"--finetune {args.finetune} without --framework: counted as transformers + peft "
+                "+ torch run it (--framework pytorch); --framework megatron for Megatron/NeMo")
+    return None
+
+
 def finetune_checks(args, parser, *, eager, zero, spec, notes):
     """The contradictions of --framework pytorch's fine-tuning flags, one parser.error each; a
     note when LoRA is counted with Megatron's fused kernels (--framework megatron)."""
@@ -44,9 +68,10 @@ def finetune_checks(args, parser, *, eager, zero, spec, notes):
     if (args.attn_implementation or args.padded_batches) and not eager:
         flag = "--attn-implementation" if args.attn_implementation else "--padded-batches"
         parser.error(f"{flag} is transformers' setting: it needs --framework pytorch (training)")
-    if args.finetune == "qlora" and zero == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
+    if args.finetune == "qlora" and zero == 3 and not eager:
+        parser.error("--finetune qlora with ZeRO-3: counted as the Trainer's FSDP-QLoRA / ZeRO-3 "
+                     "QLoRA runs it (4-bit weights stored in bf16 and sharded): add --framework "
+                     "pytorch")
     if not 0 <= args.lora_dropout < 1:
         parser.error(f"--lora-dropout must be in [0, 1), got {args.lora_dropout:g}")
     if args.lora_dropout and args.finetune == "full":
@@ -72,7 +97,13 @@ def pure_precision(args):
 def peft_assumptions(c):
     """The assumptions of a LoRA/QLoRA run as peft and transformers run it (--framework pytorch)."""
     lo = c["lora"]
-    if lo["quantized"]:
+    if lo.get("sharded"):
+        base = (f"QLoRA sharded by FSDP FULL_SHARD / ZeRO-3 as the Trainer and TRL run it: linear "
+                f"weights NF4 with double quantization ({lo['base_bits']:.3f} bits) stored in bf16 "
+                "containers and sharded, the rest of the model in bf16 (TRL's is_sharded_qlora: no "
+                "prepare_model_for_kbit_training, so a 16-bit residual stream), one linear "
+                "dequantized to 16 bits at a time")
+    elif lo["quantized"]:
         base = (f"QLoRA as peft's k-bit recipe: linear weights NF4 with double quantization "
                 f"({lo['base_bits']:.3f} bits incl. absmax constants), embeddings, head and norms "
                 "upcast to fp32 by prepare_model_for_kbit_training (so the residual stream is "
@@ -83,7 +114,8 @@ def peft_assumptions(c):
     mode = ("under bf16 autocast (the Trainer's --bf16), each adapter's weights cast and cached"
             if c["autocast"] else "without autocast")
     return [f"{base}; peft adapters r={lo['rank']} on {','.join(lo['targets'])} in "
-            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype), {mode}; their "
+            f"{8 * lo['adapter_bytes']}-bit (peft's autocast_adapter_dtype"
+            + (", off under sharded QLoRA" if lo.get("sharded") else "") + f"), {mode}; their "
             f"gradients in that dtype and {c['optimizer']}'s states in it (torch.optim)",
             "activations (--framework pytorch, peft): what autograd keeps on a frozen base: the "
             "norms' fp32 inputs, the attention kernel's q/k/v/output/log-sum-exp, the MLP's gate, "
@@ -199,9 +231,6 @@ def finetune_knobs(args, parser, spec, knobs):
                      "(-tp, -pp, -cp, -ep 1)")
     if lora and args.search:
         parser.error(f"--finetune {args.finetune} is costed for the layout given, not --search")
-    if args.finetune == "qlora" and args.zero_stage == 3:
-        parser.error("--finetune qlora with ZeRO-3 / FSDP full sharding: bitsandbytes' packed "
-                     "4-bit weights are not sharded as ZeRO-3 shards parameters; use -z 0-2")
     if args.pure_bf16 and lora:
         parser.error("--pure-bf16 trains every weight in bf16; peft keeps fp32 adapters under "
                      "autocast: drop one")
@@ -251,6 +280,9 @@ def finetune_assumptions(lay):
                    "floor each"
                    + ("; QLoRA dequantizes each 4-bit weight in the forward, the backward and the "
                       "recompute" if q else "")
+                   + ("; FSDP/ZeRO (-z 2/3) gathers every weight (QLoRA's at 4 bits) and "
+                      "reduce-scatters only the adapters' gradients (peft's fsdp_auto_wrap_policy)"
+                      if lay["zero_stage"] >= 2 and lay["dp"] > 1 else "")
                    + "; MFU and HFU still count 6 N D model FLOPs (the frozen base does ~4 N D)")
     if lay.get("attn_implementation"):
         out.append(f"transformers' kernels (--attn-implementation {lay['attn_implementation']}): "

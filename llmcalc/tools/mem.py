@@ -76,12 +76,13 @@ from ..model.kinds import attention_kind, layer_groups
 from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.footprint import all_attention_layers, any_attn, inference_memory, kv_cache_by_kind
-from .finetune_flags import (add_finetune_args, finetune_checks, peft_assumptions,
+from .finetune_flags import (FRAMEWORK_HELP_DEFAULT, add_finetune_args, finetune_checks,
+    framework_default, peft_assumptions,
     attention_text, pure_precision, torch_training_fields)
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
-from ..train.finetune import QLORA_NF4_DQ_BITS
+from ..train.finetune import QLORA_NF4_DQ_BITS, sharded_qlora
 from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES,
     PIPELINE_SPLIT_KEYS, MemoryConfig, offloaded_stages,
     optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error, training_memory,
@@ -301,11 +302,12 @@ def build_parser():
                    "the QLoRA paper's code casts them to bf16: 2)")
     t.add_argument("--lora-targets", default="all-linear",
                    help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
-    t.add_argument("--framework", choices=("megatron", "pytorch"), default="megatron",
+    t.add_argument("--framework", choices=("megatron", "pytorch"), default=None,
                    help="whose activations: megatron = fused kernels, Korthikanti et al. 2022's "
-                   "count (default); pytorch = eager PyTorch with transformers' modules (what "
+                   "count; pytorch = eager PyTorch with transformers' modules (what "
                    "autograd saves; with mixed precision and ZeRO 0-1, fp32 weights under "
-                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs)")
+                   "torch.autocast, as the Hugging Face Trainer's --bf16 runs); "
+                   + FRAMEWORK_HELP_DEFAULT)
     add_finetune_args(p)
     pr = p.add_argument_group("precision")
     pr.add_argument("--disable-mixed-precision", action="store_false", dest="is_mixed_precision",
@@ -664,6 +666,7 @@ def config_from_flags(args, parser, spec, *, shape, zero, batch, recompute, eage
     # eager mixed precision without sharded weights or gradients: fp32 weights are the master copy
     autocast = eager and mixed and zero <= 1
     lora = lora_of(args, parser, weight_bits=bits["weight_bits"], wbytes=wbytes)
+    lora = sharded_qlora(lora, zero_stage=zero) if eager else lora
     weight_bits = bits["weight_bits"] or 8 * wbytes
     expert_bits, fmt = weight_bits, spec.get("checkpoint_format")
     served_as_stored = args.infer and bits["weight_bits"] is None
@@ -873,8 +876,9 @@ def main(argv=None):
 def memory_answer(args, parser):
     """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
     compute, print; returns the result dict."""
+    said = framework_default(args)
     spec, c, notes, model_args = resolve(args, parser)
-    for note in notes:
+    for note in ([said] if said else []) + notes:
         print(f"note: {note}", file=sys.stderr)
     pb = param_breakdown(spec)
     b, s, o = c["batch_size"], c["sequence_length"], c["output_tokens"]

@@ -82,8 +82,8 @@ from ..train.search import (_divisors, check_layout, layout_shape, limiter, sear
 from ..train.offload import evaluate_layout
 from .gpu import distinct_gpus
 from .training_framework import resolve_framework_defaults
-from .finetune_flags import (add_finetune_time_args, finetune_assumptions, finetune_knobs,
-    finetune_layout)
+from .finetune_flags import (FRAMEWORK_HELP_DEFAULT, add_finetune_time_args,
+    finetune_assumptions, finetune_knobs, finetune_layout, framework_default)
 from .training_hardware import job_gpus_per_node, kernel_family, resolve_hardware
 
 
@@ -248,8 +248,8 @@ def add_framework_flags(p):
     """The training stack's kernels and execution knobs (training_framework.py's defaults)."""
     bo = argparse.BooleanOptionalAction
     k = p.add_argument_group("framework")
-    k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default="megatron",
-                   help="kernels of the training stack: megatron (fused, the default), megatron-2021 "
+    k.add_argument("--framework", choices=FRAMEWORKS + (DEEPSPEED,), default=None,
+                   help="kernels of the training stack: megatron (fused), megatron-2021 "
                         "(Megatron-LM as Narayanan et al. 2021 ran it: no TP-overlap, no distributed "
                         "optimizer, apex LayerNorm, 16-bit gradients), megatron-2022 (as Korthikanti et al. "
                         "2022 ran it: no distributed optimizer or flash kernel, fp32 cross-entropy, local "
@@ -259,7 +259,7 @@ def add_framework_flags(p):
                         "pad/unpad copies, fused loss); -z 2/3 = FSDP SHARD_GRAD_OP / FULL_SHARD; deepspeed "
                         "(DeepSpeed's engine over Megatron-DeepSpeed's fused kernels: ZeRO 0-3 with its bucket, "
                         "overlap and gather rules, the pipeline engine's blocking 1F1B without interleaving, "
-                        "offload to CPU or NVMe)")
+                        "offload to CPU or NVMe); " + FRAMEWORK_HELP_DEFAULT)
     k.add_argument("--offload-device", choices=("cpu", "nvme"), default=None,
                    help="under --framework deepspeed: where --offload's optimizer states and --offload-params' "
                         "weights live (offload_optimizer.device / offload_param.device, default cpu; nvme needs "
@@ -852,7 +852,9 @@ def main(argv=None):
 def training_answer(args, parser):
     """The step (or the search's best layouts) for the parsed flags: resolve, cost, print; returns
     the result dict."""
+    said = framework_default(args)
     run = resolve_run(args, parser)
+    run["notes"] = ([said] if said else []) + run["notes"]
     spec, hw, net = run["spec"], run["hw"], run["net"]
     tp, pp, cp = args.tensor_parallel_size, args.pipeline_parallel_size, args.context_parallel_size
     n = run["counts"][0] or tp * pp * cp

@@ -24,7 +24,8 @@ layer's kernels, counted from the source of each module (train/finetune.py names
 
 from ..model.formulas import attention_head_dims, expected_real_experts, query_key_pairs
 from ..model.sharding import attention_on_rank, mlp_on_rank
-from .finetune import NORM_INPUT_TARGETS, QLORA_NF4_DQ_BITS, attention_kernel, lora_input_widths
+from .finetune import (NORM_INPUT_TARGETS, QLORA_NF4_DQ_BITS, attention_kernel, lora_adapted,
+                       lora_input_widths)
 from .kernels import KERNEL_FLOOR_S, gemm_time_s, linear_times_s, memory_time_s
 from .recompute import attention_linear_shapes
 
@@ -48,6 +49,23 @@ def torch_optimizer_step_bytes(lay, nbytes):
     if lay.get("optimizer_impl") == "foreach":  # 16-bit parameters, or fp32 ones under autocast
         return TORCH_ADAMW_FOREACH_WIDTHS * (2 if lay.get("pure16") else 4)
     return TORCH_ADAMW_PURE16_BYTES if lay.get("pure16") else nbytes
+
+
+def fsdp_unit_bytes(per_layer, num_layers, *, lay):
+    """(bytes all-gathered, bytes reduce-scattered) per FSDP unit of per_layer weights: the
+    16-bit weights and all their gradients (lay's grad_bytes) in full training. Under peft only
+    the adapters have gradients (trainable_params / layers): frozen weights have none, the
+    Trainer gives FSDP peft's fsdp_auto_wrap_policy (trainable modules in units of their own, so
+    the layers' flat
+    parameters hold frozen weights and register no post-backward reduction; peft docs
+    accelerate/fsdp.md, utils/other.py), FSDP2's fully_shard reduces per parameter that requires
+    grad, and DeepSpeed ZeRO hooks only parameters that require grad. Sharded QLoRA gathers the
+    4-bit weights as stored (QLORA_NF4_DQ_BITS / 8 B each; bitsandbytes docs fsdp_qlora.md)."""
+    g = lay["grad_bytes"]
+    if not (lay.get("finetune") and lay.get("trainable_params")):
+        return 2 * per_layer, g * per_layer
+    width = QLORA_NF4_DQ_BITS / 8 if lay["finetune"] == "qlora" else 2
+    return width * per_layer, g * lay["trainable_params"] / num_layers
 
 
 def pure16_grad_kernels(f, b, *, lay, fsdp):
@@ -137,7 +155,7 @@ def lora_adapter_s(layer, *, h, m, tp, hw, lora):
     r, quant = lora["lora_rank"], lora["finetune"] == "qlora"
     f = b = 0.0
     for t, d_in in lora_input_widths(layer, h=h, tp=tp):
-        if t not in lora["lora_targets"]:
+        if not lora_adapted(t, lora["lora_targets"]):
             continue
         d_out = _output_width(layer, t, h=h, tp=tp)
         f += gemm_time_s(m, r, d_in, hw=hw) + gemm_time_s(m, d_out, r, hw=hw)
@@ -158,12 +176,13 @@ def _output_width(layer, target, *, h, tp):
     for attn in layer["attention"]:
         x = attention_on_rank(attn, tp=tp)
         d, dv = attention_head_dims(x)
-        widths = {"q": x["heads"] * d, "k": x["kv_heads"] * d, "v": x["kv_heads"] * dv, "o": h}
+        widths = {"q": x["heads"] * d, "k": x["kv_heads"] * d, "v": x["kv_heads"] * dv, "o": h,
+                  "qkv": x["heads"] * d + x["kv_heads"] * (d + dv)}
         if target in widths:
             return widths[target]
     for m in layer["mlp"]:
         if m["kind"] == "dense":
-            return h if target == "down" else m["width"] // tp
+            return h if target == "down" else m["width"] // tp * (2 if target == "gate_up" else 1)
     return h
 
 

@@ -352,6 +352,24 @@ def eager_attention_glue_kernels(*, style, q_width, kv_width):
     return [], []
 
 
+def eager_fused_qkv_kernels(*, q_width, kv_width, o_width):
+    """(forward, backward) bytes per token of the glue of a fused qkv projection as transformers'
+    Phi-3 writes it (models/phi3 Phi3Attention.forward, apply_rotary_pos_emb), in place of separate
+    projections' two input-gradient adds: forward, the rotary's torch.cat of the rotated part and an
+    empty pass-through part (a copy, 2+2, of q and of k) and the contiguous copy of the attention
+    output before o_proj (2+2; the output follows the cat's contiguous query); backward, for q and
+    k the rotary slice's gradient (torch slice_backward: zero-fill 2, copy 2+2) and its sum with
+    the pass-through part's (2+2+2), and each of the three qkv slices' gradient over the whole
+    fused width W (zero-fill 2 W, copy 2+2 of the slice) summed by two adds (2+2+2 W). The
+    backward's ops were listed with a TorchDispatchMode on transformers 5.24's Phi-3 and Llama
+    layers (CPU, torch 2.13): these replace Llama's two input-gradient adds."""
+    q, kv, w = q_width, kv_width, q_width + 2 * kv_width
+    fwd = [4 * q, 4 * kv, 4 * o_width]
+    bwd = ([2 * q, 4 * q, 6 * q, 2 * kv, 4 * kv, 6 * kv] + [2 * w] * 3 + [4 * q, 4 * kv, 4 * kv]
+           + [6 * w] * 2)
+    return fwd, bwd
+
+
 def eager_layer_kernels(layer, *, h, tp, style, norm):
     """(forward, backward) lists of (bytes per token, tokens-scale) kernels of one layer's
     memory-bound work on one rank under eager PyTorch: per block its norm, the residual add
@@ -359,8 +377,12 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
     gradients, the same bytes), per attention its rope and glue copies, the input-gradient sums
     of separate projections (pytorch: wq, wk, wv -> 2 adds; w1, w3 -> 1 add; 2+2+2 each), per
     linear with a bias the bias-gradient token sum (read the output gradient, 2 per element; the
-    forward bias add is fused in cuBLASLt's epilogue), per MLP its activation. The scale says
-    whether a kernel runs on all m tokens ("m") or on the sequence-parallel m / tp ("mt")."""
+    forward bias add is fused in cuBLASLt's epilogue), per MLP its activation. transformers' fused
+    projections (the layer kinds' "fused") run one matmul (costed as the separate ones, which
+    layer_compute_s already folds into one) and their own glue: eager_fused_qkv_kernels, and a
+    chunked gate|up whose backward concatenates the two gradients (read 2 f, write 2 f at 2 B).
+    The scale says whether a kernel runs on all m tokens ("m") or on the sequence-parallel m / tp
+    ("mt")."""
     fwd, bwd = [], []
     blocks = bool(layer["attention"]) + len(layer["mlp"])
 
@@ -382,7 +404,9 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
             put(rope(width=qw), "m")
             put(rope(width=kw), "m")
         put(eager_attention_glue_kernels(style=style, q_width=qw, kv_width=kw), "m")
-        if style in ("pytorch", "transformers"):
+        if style == "transformers" and attn.get("fused"):
+            put(eager_fused_qkv_kernels(q_width=qw, kv_width=kw, o_width=ar["heads"] * dv), "m")
+        elif style in ("pytorch", "transformers"):
             put(([], [6 * h, 6 * h]), "m")
         if attn.get("qkv_bias"):
             put(([], [2 * (qw + 2 * kw)]), "m")
@@ -394,7 +418,9 @@ def eager_layer_kernels(layer, *, h, tp, style, norm):
         mr = mlp_on_rank(mlp, tp=tp, etp=tp)
         gated = mlp["linears"] == 3
         put(eager_activation_kernels(gated=gated, width=mr["width"]), "m")
-        if style in ("pytorch", "transformers") and gated:
+        if style == "transformers" and mlp.get("fused"):
+            put(([], [8 * mr["width"]]), "m")  # chunk's backward: the two f-wide grads cat'd
+        elif style in ("pytorch", "transformers") and gated:
             put(([], [6 * h]), "m")
         if mlp.get("bias"):
             put(([], [2 * mr["width"] * (mlp["linears"] - 1) + 2 * h]), "m")

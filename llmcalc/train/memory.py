@@ -7,8 +7,9 @@ from ..model.formulas import (attention_head_dims, expected_real_experts, layer_
 from ..model.sharding import attention_on_rank, mlp_on_rank
 from ..records import Record
 from .finetune import (QLORA_NF4_DQ_BITS, attention_kernel, attention_saved_bytes,
-    frozen_output_layer_bytes, lora_layer_activation_bytes, lora_residual_bytes,
-    peft_base_and_optimizer_bytes, peft_cast_bytes, peft_memory_fields)
+    frozen_output_layer_bytes, fused_qkv_saved_bytes, lora_layer_activation_bytes,
+    lora_params_per_layer, lora_residual_bytes, peft_base_and_optimizer_bytes, peft_cast_bytes,
+    peft_memory_fields)
 from .recompute import DEFAULT_RECOMPUTE_MODULES, block_matmuls, layer_modes, modules_of
 
 
@@ -396,25 +397,6 @@ def stage_params_per_rank(spec, *, tp, pp, vp, etp, ep, stage, chunk_layers=None
     return dense + emb, expert, emb
 
 
-def lora_params_per_layer(layer, *, h, rank, targets, tp):
-    """LoRA adapter parameters in one layer on one tp rank: r * (d_in + d_out) per adapted matrix
-    (Hu et al. 2021, sec. 4.1). Each attention block's q/k/v/o (a layer reusing another layer's
-    k/v projections has none to adapt) and each dense MLP's (MoE: the shared experts') gate/up/down;
-    routed experts are not adapted. Split over tp like the matrix they adapt (an approximation for r)."""
-    n = 0
-    for attn in layer["attention"]:
-        a, kv = attn["heads"], attn["kv_heads"]
-        d, dv = attention_head_dims(attn)
-        shapes = {"q": (h, a * d), "k": (h, kv * d) if attn["kv_proj"] >= 1 else None,
-                  "v": (h, kv * dv) if attn["kv_proj"] >= 2 else None, "o": (a * dv, h)}
-        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
-    for m in layer["mlp"]:
-        f = m["width"] if m["kind"] == "dense" else m["shared_width"]
-        shapes = {"gate": (h, f) if m["linears"] == 3 else None, "up": (h, f), "down": (f, h)}
-        n += sum(rank * sum(shapes[t]) for t in targets if shapes.get(t) and all(shapes[t]))
-    return n // tp
-
-
 # ------------------------------------------------------------------------------------------------
 # Activations (Korthikanti et al. 2022)
 # ------------------------------------------------------------------------------------------------
@@ -660,7 +642,10 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
     dtype -- fp32 under autocast, which grouped_mm does not join; a shared expert is a dense MLP,
     its sigmoid gate (Qwen2-MoE) keeping the expert's output and the gate (h + 1); plus 4 E bytes
     of int32 offsets per micro-batch. attn_implementation (None: SDPA's flash kernel) picks the
-    attention core's kernel and what it keeps (train/finetune.attention_saved_bytes)."""
+    attention core's kernel and what it keeps (train/finetune.attention_saved_bytes). Fused
+    projections (the layer kinds' "fused": Phi-3's qkv_proj, gate_up_proj) cast their input once
+    under autocast, and keep what train/finetune.fused_qkv_saved_bytes says; a chunked gate|up
+    output keeps 2 f as the two separate outputs do."""
     A, R = act_bytes, 4 if autocast else act_bytes  # 16-bit compute; the residual in the weights' dtype
     blocks = len(layer["attention"]) + len(layer["mlp"])
     extra_norms = max(layer["norms"] - blocks, 0)  # sandwich norms read a block's 16-bit output
@@ -670,18 +655,18 @@ def eager_layer_activation_bytes(layer, *, s, b, h, tp, sp, act_bytes, autocast,
         x = attention_on_rank(attn, tp=tp)
         at, kvt = x["heads"], x["kv_heads"]
         d, d_v = attention_head_dims(x)
-        copies += A * h * ((1 + x["kv_proj"]) if autocast else 1)
+        copies += A * h * ((1 + x["kv_proj"]) if autocast and not attn.get("fused") else 1)
         if x["qk_norm"] != "none":
             inside += (at + kvt) * (4 * d + A * d + 4)
         kern = (attention_kernel(attn, s=s, attn_implementation=attn_implementation,
                                  padded=padded) if attn_implementation else "flash")
         tok, mb = attention_saved_bytes(attn, s=s, b=b, tp=tp, act_bytes=A, kernel=kern)
-        inside += tok
+        inside += tok + fused_qkv_saved_bytes(attn, tp=tp, act_bytes=A, kernel=kern, frozen=False)
         offsets += mb
     for m in layer["mlp"]:
         gated = 4 if m["linears"] == 3 else 2
         if m["kind"] != "moe":
-            copies += A * h * ((m["linears"] - 1) if autocast else 1)
+            copies += A * h * ((m["linears"] - 1) if autocast and not m.get("fused") else 1)
             inside += A * (m["width"] // tp) * gated
             continue
         k, E, X = m["topk"], m["num_experts"], 4 if autocast else A

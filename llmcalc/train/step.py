@@ -19,8 +19,8 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
-from .finetune_step import (frozen_ends_s, pure16_grad_kernels, torch_optimizer_step_bytes,
-    transformers_attention_s, transformers_layer_parts)
+from .finetune_step import (frozen_ends_s, fsdp_unit_bytes, pure16_grad_kernels,
+    torch_optimizer_step_bytes, transformers_attention_s, transformers_layer_parts)
 from .recompute import (attention_linear_shapes, block_matmuls, layer_modes, modules_of,
     recompute_key, sequence_recompute_flops)
 from .memory import (all_stage_layers, layer_params_per_rank, layout_chunk_layers, layout_split,
@@ -752,18 +752,18 @@ def eager_grad_s(params_local, num_layers, *, lay, hw):
 def fsdp_exposed_s(params, comp, num_layers, *, lay, net):
     """Exposed seconds per step of PyTorch FSDP's per-layer collectives (ZeRO 2 = SHARD_GRAD_OP,
     3 = FULL_SHARD): every micro-batch each layer's bf16 parameters are all-gathered before its
-    forward (and, FULL_SHARD, again before its backward), and its gradient reduce-scattered in the
-    reduce dtype after its backward (torch/distributed/fsdp/_runtime_utils.py _post_backward_hook;
-    composer does not skip the sync between micro-batches), prefetched or issued one layer apart, so
-    hidden behind the neighbouring layer's compute except what outlasts it, with the overlap
-    slowdown. SHARD_GRAD_OP gathers once per micro-batch (kept for the backward). The last layer's
-    reduce-scatter of the step has no compute left to hide behind: exposed (in place of
-    dp_exposed_s's bucket rule)."""
+    forward (and, FULL_SHARD, again before its backward), and its gradient (peft: the adapters',
+    fsdp_unit_bytes) reduce-scattered in the reduce dtype after its backward (torch/distributed/
+    fsdp/_runtime_utils.py _post_backward_hook; composer does not skip the sync between
+    micro-batches), prefetched or issued one layer apart, so hidden behind the neighbouring layer's
+    compute except what outlasts it, with the overlap slowdown. SHARD_GRAD_OP gathers once per
+    micro-batch (kept for the backward). The step's last reduce-scatter has no compute left to hide
+    behind: exposed (in place of dp_exposed_s's bucket rule)."""
     nl = max(num_layers, 1)
-    per_layer = sum(params) / nl
-    n, G = lay["dp"] * lay["cp"], lay["gpus_per_node"]
-    ag = comm_time_s("all_gather", per_layer * 2, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
-    rs = comm_time_s("reduce_scatter", per_layer * lay["grad_bytes"], n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    per_layer, n, G = sum(params) / nl, lay["dp"] * lay["cp"], lay["gpus_per_node"]
+    gathered, reduced = fsdp_unit_bytes(per_layer, nl, lay=lay)  # peft: the adapters' gradients
+    ag = comm_time_s("all_gather", gathered, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
+    rs = comm_time_s("reduce_scatter", reduced, n=n, stride=lay["tp"], net=net, gpus_per_node=G)
     f_layer, b_layer = (t / nl for t in pass_times_s(comp))
     sd = lay["overlap_slowdown"]
     back = (ag if lay["zero_stage"] == 3 else 0.0) + rs

@@ -12,7 +12,10 @@ storage, parameters and their casts apart. Cases:
   torch.autocast("cpu", bfloat16), as the Trainer's --bf16 runs a LoRA model loaded in bf16;
   with and without gradient_checkpointing_enable(use_reentrant=False) (+ enable_input_require_grads);
 - eager: full fine-tuning, fp32 parameters under autocast, attn_implementation="eager";
-- sdpa-mask: the same with SDPA on a config given sliding_window 8 < sequence 16 (a mask).
+- sdpa-mask: the same with SDPA on a config given sliding_window 8 < sequence 16 (a mask);
+- pure16: model.to(bfloat16), SDPA, no autocast (pure 16-bit training);
+- sdpa: the same with SDPA and no mask (Phi-3's fused qkv_proj and gate_up_proj; extra "config"
+  overrides the released config's shape).
 The CPU's SDPA reaches its flash kernel with a mask too; CUDA's does not (the efficient kernel), so
 the sdpa-mask rows check the CPU path only.
 """
@@ -36,6 +39,19 @@ CASES = {  # name -> (config file, case kind, extra)
     "qwen3-8b-lora": ("qwen3-8b.json", "lora", {}),
     "llama-3-8b-eager": ("llama-3-8b.json", "eager", {}),
     "mistral-7b-sdpa-mask": ("mistral-7b.json", "sdpa-mask", {}),
+    # fused projections (Phi3Attention.qkv_proj, Phi3MLP.gate_up_proj): full fine-tuning under
+    # autocast through SDPA without a mask (window 2047 > 16), and LoRA on every linear layer
+    "phi-3-mini-sdpa": ("phi-3-mini-4k.json", "sdpa", {}),
+    "phi-3-mini-lora": ("phi-3-mini-4k.json", "lora", {}),
+    "phi-3-mini-pure16": ("phi-3-mini-4k.json", "pure16", {}),  # model.to(bf16), no autocast
+    "llama-3-8b-pure16": ("llama-3-8b.json", "pure16", {}),
+    # the same block with grouped kv heads (Phi-3-medium's 40 / 10 heads at h 5120, f 17920)
+    "phi-3-medium-shape-sdpa": ("phi-3-mini-4k.json", "sdpa", {"config": {
+        "hidden_size": 5120, "intermediate_size": 17920, "num_attention_heads": 40,
+        "num_key_value_heads": 10}}),
+    "phi-3-medium-shape-lora": ("phi-3-mini-4k.json", "lora", {"config": {
+        "hidden_size": 5120, "intermediate_size": 17920, "num_attention_heads": 40,
+        "num_key_value_heads": 10}}),
 }
 
 
@@ -50,6 +66,8 @@ def measure(cfg_dict, layers, kind, extra, ckpt):
         model = model.to(torch.bfloat16)
         model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear",
                                                  lora_dropout=extra.get("lora_dropout", 0.0)))
+    elif kind == "pure16":
+        model = model.to(torch.bfloat16)
     else:
         model = model.float()
     model.train()
@@ -68,7 +86,7 @@ def measure(cfg_dict, layers, kind, extra, ckpt):
 
     ids = torch.randint(0, V, (B, S))
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=kind != "pure16"):
             loss = model(input_ids=ids, labels=ids, use_cache=False).loss
     assert torch.isfinite(loss)
     return {k: sum(n for kd, n in seen.values() if kd == k) for k in ("activation", "weight_copy")}
@@ -83,6 +101,10 @@ def main(names):
         cfg["vocab_size"] = V
         if kind == "sdpa-mask":
             cfg["sliding_window"] = 8
+        cfg.update(extra.get("config", {}))
+        for k in ("pad_token_id", "eos_token_id", "bos_token_id"):  # ids past the shrunk vocab
+            if isinstance(cfg.get(k), int) and cfg[k] >= V:
+                cfg[k] = None
         runs = {}
         for ckpt in ((False, True) if kind == "lora" else (False,)):
             one, two = (measure(cfg, n, kind, extra, ckpt) for n in (1, 2))
