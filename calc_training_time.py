@@ -10953,20 +10953,22 @@ FRAMEWORK_HELP_DEFAULT = ("default: pytorch for --finetune lora|qlora on a data-
 def framework_default(args):
     """--framework when not given: pytorch for --finetune lora|qlora in training on a data-parallel
     layout (peft's LoRA runs under transformers + torch, data parallel only: the Trainer's DDP,
-    FSDP or DeepSpeed), else megatron. Set on args in place, with a note (stderr) when the
-    fine-tuning rule decided it; the framework given wins."""
+    FSDP or DeepSpeed), else megatron; the framework given wins. Returns (flags, note): a copy of
+    the parsed flags with --framework resolved (the parsed ones stay as parsed) and a note for
+    stderr when the fine-tuning rule decided it, else None."""
     if args.framework is not None:
-        return None
+        return args, None
     parallel = any((getattr(args, k, None) or 1) > 1 for k in (
         "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size",
         "expert_parallelism"))
     lora = getattr(args, "finetune", "full") in ("lora", "qlora")
-    args.framework = ("pytorch" if lora and not parallel and not getattr(args, "infer", False)
-                      else "megatron")
-    if lora and args.framework == "pytorch":
-        return (f"--finetune {args.finetune} without --framework: counted as transformers + peft "
-                "+ torch run it (--framework pytorch); --framework megatron for Megatron/NeMo")
-    return None
+    fw = "pytorch" if lora and not parallel and not getattr(args, "infer", False) else "megatron"
+    resolved = argparse.Namespace(**{**vars(args), "framework": fw})
+    if lora and fw == "pytorch":
+        return resolved, (f"--finetune {args.finetune} without --framework: counted as "
+                          "transformers + peft + torch run it (--framework pytorch); "
+                          "--framework megatron for Megatron/NeMo")
+    return resolved, None
 
 
 def finetune_checks(args, parser, *, eager, zero, spec, notes):
@@ -12219,7 +12221,7 @@ def main(argv=None):
 def training_answer(args, parser):
     """The step (or the search's best layouts) for the parsed flags: resolve, cost, print; returns
     the result dict."""
-    said = framework_default(args)
+    args, said = framework_default(args)
     run = resolve_run(args, parser)
     run["notes"] = ([said] if said else []) + run["notes"]
     spec, hw, net = run["spec"], run["hw"], run["net"]

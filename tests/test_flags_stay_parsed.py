@@ -22,7 +22,9 @@ COMMANDS = [
     (M, SMALL + ["--num-gpus", "8", "-tp", "2", "--global-batch-size", "16", "-ca"]),
     (M, SMALL + ["--infer", "--precision", "fp8", "--kv-cache-bits", "16"]),
     (M, SMALL + ["--offload", "-z", "1", "--num-gpus", "4", "--gpu-memory-gib", "1"]),
+    (M, SMALL + ["--finetune", "lora", "--lora-rank", "8"]),  # --framework resolved: pytorch
     (T, SMALL + ["--num-gpus", "8", "-tp", "2", "--global-batch-size", "16"]),
+    (T, SMALL + ["--finetune", "qlora", "--lora-rank", "8"]),
     (T, SMALL + ["--framework", "deepspeed", "--num-gpus", "2", "-z", "3", "--offload-params",
                  "--global-batch-size", "4"]),
     (T, SMALL + ["--gpu", "h100,a100", "--num-gpus", "8,16", "--global-batch-size", "32",

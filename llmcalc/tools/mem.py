@@ -876,7 +876,7 @@ def main(argv=None):
 def memory_answer(args, parser):
     """Memory per GPU for the parsed flags (training or --infer), its fit and ways out: resolve,
     compute, print; returns the result dict."""
-    said = framework_default(args)
+    args, said = framework_default(args)
     spec, c, notes, model_args = resolve(args, parser)
     for note in ([said] if said else []) + notes:
         print(f"note: {note}", file=sys.stderr)

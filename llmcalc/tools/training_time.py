@@ -852,7 +852,7 @@ def main(argv=None):
 def training_answer(args, parser):
     """The step (or the search's best layouts) for the parsed flags: resolve, cost, print; returns
     the result dict."""
-    said = framework_default(args)
+    args, said = framework_default(args)
     run = resolve_run(args, parser)
     run["notes"] = ([said] if said else []) + run["notes"]
     spec, hw, net = run["spec"], run["hw"], run["net"]
