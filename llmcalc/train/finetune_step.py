@@ -104,8 +104,9 @@ def lora_layer_parts(layer, *, h, m, lay, hw, full, costed):
     dequantization (full: the layer is recomputed)."""
     tp = lay["tp"]
     parts = {}
-    saved = frozen_wgrad_s(layer, h=h, m=m, tp=tp, hw=hw, parts=costed)
-    parts["frozen_base_no_weight_grads"] = (0.0, -saved, 0.0)
+    for key, saved in frozen_wgrad_s(layer, h=h, m=m, tp=tp, hw=hw, parts=costed).items():
+        # taken out of the part that costed them (never a negative line in the breakdown)
+        parts[key] = (0.0, -min(saved, costed.get(key, (0.0, 0.0))[1]), 0.0)
     f, b = lora_adapter_s(layer, h=h, m=m, tp=tp, hw=hw, lora=lay)
     parts["lora_adapters"] = (f, b, f if full else 0.0)
     if lay["finetune"] == "qlora":
@@ -128,24 +129,27 @@ def frozen_ends_s(first, lf, lb, *, m, V, p, lay, hw):
 
 
 def frozen_wgrad_s(layer, *, h, m, tp, hw, parts):
-    """Seconds of the weight-gradient matmuls a frozen layer does not run, one micro-batch on one
-    rank: each attention block's projections and each dense MLP's matmuls (the same shapes
-    layer_compute_s costs), and half of the routed experts' and router's backward (their
+    """{part: seconds} of the weight-gradient matmuls a frozen layer does not run, one
+    micro-batch on one rank, by the costed part that holds them: each attention block's
+    projections (attention_linear) and each dense MLP's matmuls (mlp), at the shapes
+    layer_compute_s costs, and half of the routed experts' and router's backward (their
     weight-gradient share)."""
-    t = 0.0
+    out = {}
     for attn in layer["attention"]:
         ar = attention_on_rank(attn, tp=tp)
         n_in, n_out = attention_linear_shapes(ar, h=h)
-        t += gemm_time_s(h, n_in, m, hw=hw) + (gemm_time_s(n_out, h, m, hw=hw) if n_out else 0.0)
+        t = gemm_time_s(h, n_in, m, hw=hw) + (gemm_time_s(n_out, h, m, hw=hw) if n_out else 0.0)
+        out["attention_linear"] = out.get("attention_linear", 0.0) + t
     for mlp in layer["mlp"]:
         mr = mlp_on_rank(mlp, tp=tp, etp=tp)
         if mlp["kind"] == "dense":
             n_in = mr["width"] * (2 if mlp["linears"] == 3 else 1)
-            t += gemm_time_s(h, n_in, m, hw=hw) + gemm_time_s(mr["width"], h, m, hw=hw)
+            t = gemm_time_s(h, n_in, m, hw=hw) + gemm_time_s(mr["width"], h, m, hw=hw)
+            out["mlp"] = out.get("mlp", 0.0) + t
     for key in ("moe_experts", "router"):
         if key in parts:
-            t += parts[key][1] / 2
-    return t
+            out[key] = parts[key][1] / 2
+    return out
 
 
 def lora_adapter_s(layer, *, h, m, tp, hw, lora):
