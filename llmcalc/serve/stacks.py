@@ -195,7 +195,7 @@ SERVING_STACKS = {s["name"]: s for s in (
     # post-processing models): as tensorrt-llm, plus 2.25 ms per request, the median of published
     # TTFT less ours at the lightest load of perf-overview.md's v0.14 online table on H100 (QPS 2:
     # Llama-3.1-8B 202/214, 467/16, 467/256 and 70B TP 4 the same: 3.8, 2.1, 2.4, 5.6, -0.8, 0.6
-    # ms; those six rows are calibration), judged on the table's other 140 (its 202/214 rows not run)
+    # ms; those six rows are calibration), judged on its other 140 (its 202/214 rows not run)
     _stack("tensorrt-llm-triton", **dict(_TRTLLM, request_overhead_ms=TRTLLM_TRITON_REQUEST_MS),
            launch=trtllm_triton_command),
     # vLLM V1: custom all-reduce 9.0 us + 26 GB/s (the vLLM column of SGLang PR #2904, H100);
