@@ -40,3 +40,31 @@ def test_the_serving_validation_tool_writes_every_row_with_its_source(tmp_path):
     assert {r["row_id"] for r in rows} == set(ids[::8])
     assert len({r["group"] for r in judged}) >= 8  # the sample reaches every group of sources
     assert all(r["note"] for r in rows if r["group"] == "not run")
+
+
+def test_v014_rows_of_a_length_mix_are_listed_not_run():
+    """TensorRT-LLM v0.14's online table (perf-overview.md, 500 requests per run): at QPS INF its
+    equal-length rows end together (mean TTFT + (o - 1) x mean ITL is the run, 500 / req/s), its
+    202/214 rows at half of it, as a spread of lengths does. The source's own figures, not ours:
+    the harness lists those rows as not run (their mix is not stated), the others it runs."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import validate_serving as vs
+    published = list(csv.DictReader(open(os.path.join(ROOT, "validation", "published_serving.csv"),
+                                         encoding="utf-8")))
+    runs = {}
+    for r in published:
+        if r["row_id"].startswith("TRT014ON-") and r["request_rate"] == "INF":
+            runs.setdefault(r["row_id"], {"row": r})[r["metric"]] = float(r["value"])
+    assert len(runs) == 12
+    for m in runs.values():
+        o = int(m["row"]["output_len"])
+        share = (m["TTFT"] + (o - 1) * m["ITL"]) / 1000 / (500 * o / m["output_throughput"])
+        if vs.mixed_lengths_v014(m["row"]):
+            assert 0.4 < share < 0.6
+            assert m["row"]["input_len"] == "202"
+        else:
+            assert 0.95 < share < 1.02
+    mixed = [r for r in published if vs.mixed_lengths_v014(r)]
+    out = list(vs.comparisons(mixed))
+    assert {g for g, *_ in out} == {"not run", vs.TRITON_CALIBRATION}
+    assert all(note == vs.V014_MIX for g, r, m, p, ours, note in out if g == "not run")
