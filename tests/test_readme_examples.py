@@ -48,3 +48,22 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_venv():
     assert len(readme) == 1 and ci[-1] == readme[0].strip(), (readme, ci[-1])
     assert any(line.startswith("python3 -m venv ") for line in ci)
     assert any(line.startswith("source ") and "/bin/activate" in line for line in ci)
+
+
+def _user_pages():
+    """README.md and every page under docs/: what a user reads."""
+    docs = os.path.join(ROOT, "docs")
+    pages = sorted(f for f in os.listdir(docs) if f.endswith(".md"))
+    return ["README.md"] + [os.path.join("docs", f) for f in pages]
+
+
+@pytest.mark.parametrize("page", _user_pages())
+def test_user_pages_link_to_files_that_exist_and_name_no_internal_issue(page):
+    # a newcomer follows every relative link, and an internal issue number means nothing to them
+    # (the newcomer's list: "internal issue numbers in user text")
+    text = open(os.path.join(ROOT, page), encoding="utf-8").read()
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if not target.startswith(("http://", "https://", "mailto:")):
+            path = os.path.normpath(os.path.join(ROOT, os.path.dirname(page), target))
+            assert os.path.exists(path), f"{page}: link to {target}, no such file"
+    assert not re.search(r"\bissues? \d+\b|\(issue \d+", text), f"{page} names an internal issue"
