@@ -28,11 +28,10 @@ import transformers
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-from measure_saved import DROP_KEYS, is_param_copy  # noqa: E402
+from measure_saved import V, B, S, DROP_KEYS, saved_storage_bytes  # noqa: E402
 
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
 OUT = Path(__file__).resolve().parent / "saved_finetune.json"
-V, B, S = 1000, 2, 16
 CASES = {  # name -> (config file, case kind, extra)
     "llama-3-8b-lora": ("llama-3-8b.json", "lora", {}),
     "llama-3-8b-lora-dropout": ("llama-3-8b.json", "lora", {"lora_dropout": 0.05}),
@@ -74,22 +73,7 @@ def measure(cfg_dict, layers, kind, extra, ckpt):
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.enable_input_require_grads()
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        ptr = st.data_ptr()
-        if ptr not in params and ptr not in seen:
-            seen[ptr] = ("weight_copy" if is_param_copy(t) else "activation", st.nbytes())
-        return t
-
-    ids = torch.randint(0, V, (B, S))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=kind != "pure16"):
-            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-    assert torch.isfinite(loss)
-    return {k: sum(n for kd, n in seen.values() if kd == k) for k in ("activation", "weight_copy")}
+    return saved_storage_bytes(model, autocast=kind != "pure16")
 
 
 def main(names):
