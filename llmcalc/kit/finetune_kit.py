@@ -284,6 +284,12 @@ def main(argv=None):
         p.error(f"--cases: unknown {bad[0]} (one of {', '.join(CASES)})")
     if args.steps < 1 or args.warmup < 1:
         p.error("--steps and --warmup must be at least 1")
+    if args.gpu:  # checked here: predict() runs the scripts with their stderr captured
+        from ..hardware import get_accelerator
+        try:
+            get_accelerator(args.gpu)
+        except KeyError as exc:
+            p.error(f"--gpu: {exc.args[0]}")
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
