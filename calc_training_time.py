@@ -11086,8 +11086,8 @@ def add_finetune_time_args(p):
     g.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
                    help="full training, or peft's LoRA/QLoRA on a frozen base (default full): no "
                    "weight gradients for the base, the adapters' kernels, QLoRA's dequantization")
-    g.add_argument("--lora-rank", type=bounded_int, default=16, help="LoRA rank r (default 16)")
-    g.add_argument("--lora-targets", default="all-linear",
+    g.add_argument("--lora-rank", type=bounded_int, default=None, help="LoRA rank r (default 16)")
+    g.add_argument("--lora-targets", default=None,
                    help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
     g.add_argument("--lora-dropout", type=finite_float, default=0.0,
                    help="peft's lora_dropout (memory only; default 0.0)")
@@ -11109,6 +11109,18 @@ def add_finetune_time_args(p):
                    help="torch AdamW's step under --framework pytorch: fused (the Trainer's "
                    "adamw_torch_fused, its default with torch >= 2.8) or foreach "
                    "(torch.optim.AdamW's own default on CUDA: ~23 passes over the parameters)")
+
+
+def lora_flags(args, parser):
+    """(rank, --lora-targets text) of a LoRA/QLoRA run, defaults 16 and all-linear; either flag
+    given without --finetune lora|qlora is refused in one line (it would be ignored)."""
+    if args.finetune == "full":
+        given = [f for f, v in (("--lora-rank", args.lora_rank),
+                                ("--lora-targets", args.lora_targets)) if v is not None]
+        if given:
+            parser.error(f"{given[0]} needs --finetune lora or qlora")
+    return (16 if args.lora_rank is None else args.lora_rank,
+            "all-linear" if args.lora_targets is None else args.lora_targets)
 
 
 def lora_targets_of(text, parser):
@@ -11152,7 +11164,8 @@ def finetune_knobs(args, parser, spec, knobs):
                      "autocast: drop one")
     if not 0 <= args.lora_dropout < 1 or (args.lora_dropout and not lora):
         parser.error("--lora-dropout needs --finetune lora or qlora and a value in [0, 1)")
-    targets = lora_targets_of(args.lora_targets, parser) if lora else ()
+    rank, text = lora_flags(args, parser)
+    targets = lora_targets_of(text, parser) if lora else ()
     impl = args.attn_implementation or ("sdpa" if lora or args.padded_batches else None)
     if impl and knobs["recompute"] not in ("none", "full"):
         if args.recompute:
@@ -11163,10 +11176,10 @@ def finetune_knobs(args, parser, spec, knobs):
             x["sinks"] for g in layer_groups(spec) for x in g[0]["attention"]):
         parser.error(f"--attn-implementation {impl}: this model's attention sinks are not in that "
                      "kernel (transformers runs them with eager or flex_attention)")
-    trainable = (sum(lora_params_per_layer(layer, h=spec["hidden_size"], rank=args.lora_rank,
+    trainable = (sum(lora_params_per_layer(layer, h=spec["hidden_size"], rank=rank,
                                            targets=targets, tp=1) for layer in spec["layers"])
                  if lora else None)
-    return {"finetune": args.finetune if lora else None, "lora_rank": args.lora_rank if lora else 0,
+    return {"finetune": args.finetune if lora else None, "lora_rank": rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
             "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
             "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches}

@@ -131,6 +131,8 @@ def test_pure_bf16_is_8_bytes_per_parameter(capsys):
     (["--pure-bf16", "--disable-mixed-precision"], "--pure-bf16"),
     (["--finetune", "lora", "--lora-dropout", "1.5"], "--lora-dropout"),
     (["--lora-dropout", "0.1"], "--finetune"),
+    (["--lora-rank", "8"], "--finetune"),  # ignored without LoRA: refused, not silently dropped
+    (["--lora-targets", "q"], "--finetune"),
 ])
 def test_contradictions_exit_2(argv, needle, capsys):
     with pytest.raises(SystemExit) as e:
@@ -173,6 +175,7 @@ def test_one_answer_for_memory(extra, capsys):
     (["--finetune", "lora", "-tp", "2", "--num-gpus", "2"], "data parallel"),
     (["--disable-mixed-precision"], "--pure-bf16"),
     (["--finetune", "lora", "--recompute", "selective"], "gradient checkpointing"),
+    (["--lora-rank", "8"], "--finetune"),
 ])
 def test_time_contradictions_exit_2(argv, needle, capsys):
     with pytest.raises(SystemExit) as e:

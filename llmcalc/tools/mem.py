@@ -77,13 +77,13 @@ from ..model.spec import resolve_model_spec, spec_summary
 from ..precision import NVFP4_BITS, PRECISIONS
 from ..serve.footprint import all_attention_layers, any_attn, inference_memory, kv_cache_by_kind
 from .finetune_flags import (FRAMEWORK_HELP_DEFAULT, add_finetune_args, finetune_checks,
-    framework_default, peft_assumptions,
+    framework_default, peft_assumptions, lora_flags, lora_targets_of,
     attention_text, pure_precision, torch_training_fields)
 from ..train.recompute import RECOMPUTE_MODES, RECOMPUTE_MODULES, recompute_text
 from ..train.fit import (OFFLOAD_GRAD_BYTES, largest_that_fits, offload_host_memory,
     training_ways_out)
 from ..train.finetune import QLORA_NF4_DQ_BITS, sharded_qlora
-from ..train.memory import (FSDP_TO_ZERO, LORA_MATRICES, OPTIMIZER_STATE_BYTES,
+from ..train.memory import (FSDP_TO_ZERO, OPTIMIZER_STATE_BYTES,
     PIPELINE_SPLIT_KEYS, MemoryConfig, offloaded_stages,
     optimizer_bytes_per_param, pipeline_chunk_layers, pipeline_split_error, training_memory,
     implied_pipeline_split,
@@ -296,11 +296,11 @@ def build_parser():
                    help="optimizer (default adamw: 12 B/param with the fp32 master copy)")
     t.add_argument("--finetune", choices=("full", "lora", "qlora"), default="full",
                    help="full training, or LoRA/QLoRA adapters on a frozen base (default full)")
-    t.add_argument("--lora-rank", type=bounded_int, default=16, help="LoRA rank r (default 16)")
+    t.add_argument("--lora-rank", type=bounded_int, default=None, help="LoRA rank r (default 16)")
     t.add_argument("--adapter-bytes-per-val", type=bounded_int, default=None,
                    help="LoRA adapter weights and grads (default 4: PEFT keeps adapters in fp32; "
                    "the QLoRA paper's code casts them to bf16: 2)")
-    t.add_argument("--lora-targets", default="all-linear",
+    t.add_argument("--lora-targets", default=None,
                    help="comma list of q,k,v,o,gate,up,down, or all-linear (default)")
     t.add_argument("--framework", choices=("megatron", "pytorch"), default=None,
                    help="whose activations: megatron = fused kernels, Korthikanti et al. 2022's "
@@ -596,18 +596,14 @@ def check_training_kind(args, parser, *, eager, zero, recompute, notes):
 def lora_of(args, parser, *, weight_bits, wbytes):
     """LoRA / QLoRA's adapters and frozen base ({rank, targets, base_bits, adapter_bytes}), None
     for full training."""
+    rank, text = lora_flags(args, parser)
     if args.finetune == "full":
         return None
     if args.infer:
         parser.error("--finetune applies to training, not --infer")
-    targets = (list(LORA_MATRICES) if args.lora_targets == "all-linear"
-               else [x.strip() for x in args.lora_targets.split(",") if x.strip()])
-    bad = [x for x in targets if x not in LORA_MATRICES]
-    if bad or not targets:
-        parser.error(f"--lora-targets: unknown {bad or 'empty'}; use q,k,v,o,gate,up,down or "
-                     "all-linear")
+    targets = list(lora_targets_of(text, parser))
     bits = weight_bits or (QLORA_NF4_DQ_BITS if args.finetune == "qlora" else 8 * wbytes)
-    return {"rank": args.lora_rank, "targets": targets, "base_bits": bits,
+    return {"rank": rank, "targets": targets, "base_bits": bits,
             "adapter_bytes": args.adapter_bytes_per_val or 4, "dropout": args.lora_dropout,
             "quantized": args.finetune == "qlora" and weight_bits is None}
 
