@@ -6578,7 +6578,8 @@ def peft_memory_fields(lay):
         q = lay["finetune"] == "qlora"
         out["lora"] = sharded_qlora({"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
                                      "base_bits": QLORA_NF4_DQ_BITS if q else 16,
-                                     "adapter_bytes": 4, "dropout": 0.0, "quantized": q},
+                                     "adapter_bytes": 4, "dropout": lay.get("lora_dropout", 0.0),
+                                     "quantized": q},
                                     zero_stage=lay["zero_stage"])
     if lay.get("pure16"):
         out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
@@ -8425,6 +8426,7 @@ class Layout(Record):
         "optimizer": "the optimizer whose states the memory counts (memory.OPTIMIZER_STATE_BYTES)",
         "optimizer_impl": "torch AdamW's step: fused (the Trainer's default) or foreach",
         "padded_batches": "batches padded to their longest sequence (sdpa given a mask)",
+        "lora_dropout": "peft's lora_dropout (its mask and copies in the memory), 0.0: none",
     }
 
     def replace(self, **changes):
@@ -10926,7 +10928,7 @@ def resolve_framework_defaults(args, parser):
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
                         "attn_implementation", "pure16", "optimizer", "optimizer_impl",
-                        "padded_batches")
+                        "padded_batches", "lora_dropout")
 
 
 def add_finetune_args(p):
@@ -11182,7 +11184,8 @@ def finetune_knobs(args, parser, spec, knobs):
     return {"finetune": args.finetune if lora else None, "lora_rank": rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
             "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
-            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches}
+            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches,
+            "lora_dropout": args.lora_dropout}
 
 
 def finetune_layout(knobs):

@@ -6158,7 +6158,8 @@ def peft_memory_fields(lay):
         q = lay["finetune"] == "qlora"
         out["lora"] = sharded_qlora({"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
                                      "base_bits": QLORA_NF4_DQ_BITS if q else 16,
-                                     "adapter_bytes": 4, "dropout": 0.0, "quantized": q},
+                                     "adapter_bytes": 4, "dropout": lay.get("lora_dropout", 0.0),
+                                     "quantized": q},
                                     zero_stage=lay["zero_stage"])
     if lay.get("pure16"):
         out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,
@@ -7564,7 +7565,7 @@ def any_attn(spec, test):
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
                         "attn_implementation", "pure16", "optimizer", "optimizer_impl",
-                        "padded_batches")
+                        "padded_batches", "lora_dropout")
 
 
 def add_finetune_args(p):
@@ -7820,7 +7821,8 @@ def finetune_knobs(args, parser, spec, knobs):
     return {"finetune": args.finetune if lora else None, "lora_rank": rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
             "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
-            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches}
+            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches,
+            "lora_dropout": args.lora_dropout}
 
 
 def finetune_layout(knobs):

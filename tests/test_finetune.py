@@ -158,7 +158,8 @@ TIME = ["--hf_model_name_or_path", LLAMA_CFG, "--gpu", "h100", "--num-gpus", "1"
 
 
 @pytest.mark.parametrize("extra", [["--finetune", "lora"], ["--finetune", "qlora", "--recompute",
-                                   "full"], ["--pure-bf16"], ["--attn-implementation", "eager"]])
+                                   "full"], ["--pure-bf16"], ["--attn-implementation", "eager"],
+                                   ["--finetune", "qlora", "--lora-dropout", "0.1"]])
 def test_one_answer_for_memory(extra, capsys):
     # calc_training_time.py's memory is calc_transformer_mem.py's for the same run (the recompute
     # mode stated: --framework pytorch's default there is torchtitan's selective)

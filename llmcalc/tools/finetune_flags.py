@@ -13,7 +13,7 @@ from ..train.memory import LORA_MATRICES, OPTIMIZER_STATE_BYTES
 # the layout fields calc_training_time.py's fine-tuning flags set (train/layout.Layout)
 FINETUNE_LAYOUT_KEYS = ("finetune", "lora_rank", "lora_targets", "trainable_params",
                         "attn_implementation", "pure16", "optimizer", "optimizer_impl",
-                        "padded_batches")
+                        "padded_batches", "lora_dropout")
 
 
 def add_finetune_args(p):
@@ -269,7 +269,8 @@ def finetune_knobs(args, parser, spec, knobs):
     return {"finetune": args.finetune if lora else None, "lora_rank": rank if lora else 0,
             "lora_targets": targets, "trainable_params": trainable, "attn_implementation": impl,
             "pure16": bool(args.pure_bf16), "optimizer": args.optimizer,
-            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches}
+            "optimizer_impl": args.optimizer_impl, "padded_batches": args.padded_batches,
+            "lora_dropout": args.lora_dropout}
 
 
 def finetune_layout(knobs):

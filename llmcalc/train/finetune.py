@@ -285,7 +285,8 @@ def peft_memory_fields(lay):
         q = lay["finetune"] == "qlora"
         out["lora"] = sharded_qlora({"rank": lay["lora_rank"], "targets": list(lay["lora_targets"]),
                                      "base_bits": QLORA_NF4_DQ_BITS if q else 16,
-                                     "adapter_bytes": 4, "dropout": 0.0, "quantized": q},
+                                     "adapter_bytes": 4, "dropout": lay.get("lora_dropout", 0.0),
+                                     "quantized": q},
                                     zero_stage=lay["zero_stage"])
     if lay.get("pure16"):
         out.update(autocast=False, weight_bytes=2, grad_bytes=2, act_bytes=2,

@@ -61,6 +61,7 @@ class Layout(Record):
         "optimizer": "the optimizer whose states the memory counts (memory.OPTIMIZER_STATE_BYTES)",
         "optimizer_impl": "torch AdamW's step: fused (the Trainer's default) or foreach",
         "padded_batches": "batches padded to their longest sequence (sdpa given a mask)",
+        "lora_dropout": "peft's lora_dropout (its mask and copies in the memory), 0.0: none",
     }
 
     def replace(self, **changes):
