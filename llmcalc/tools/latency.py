@@ -559,11 +559,12 @@ def resolve_request(args, parser, spec):
     if req.num_requests is not None or req.trace:
         from ..serve.engine import workload_requests  # only a benchmark run
         from ..serve.workload import trace_requests
-        try:
-            req.requests = trace_requests(req) if req.trace else None
-        except ValueError as exc:  # the trace's own line: its file, line and field
-            parser.error(str(exc))
-        if not req.trace:
+        if req.trace:
+            try:
+                req.requests = trace_requests(req)
+            except ValueError as exc:  # the trace's own line: its file, line and field
+                parser.error(str(exc))
+        else:
             with calc_errors(parser):
                 req.requests = workload_requests(req)
     check_trace_rows(args, parser, req)
