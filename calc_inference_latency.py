@@ -9028,11 +9028,12 @@ def _trace_number(value, *, field, where, integer, lo):
                 raise ValueError(f"{where}: {field} {text!r} is not a number") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{where}: {field} must be a number, got {value!r}")
+    hi = TRACE_LIMIT_TOKENS * (1 if integer else 1e3)
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} "
+                         f"from {lo:g} to {hi:g}, got {value!r}")
     if integer and (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"{where}: {field} must be a whole number of tokens, got {value!r}")
-    if not math.isfinite(value) or value < lo or value > TRACE_LIMIT_TOKENS * (1 if integer else 1e3):
-        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} from {lo:g} "
-                         f"up, got {value!r}")
     return int(value) if integer else float(value)
 
 
@@ -9365,16 +9366,11 @@ def simulated_run(spec, hw, req, *, tp, pp, s, o, bits, budget, run_cap, base):
 
 def workload_requests(req):
     """The requests of a --num-requests run that are not all alike, or None when they are: a
-    --trace file, a drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
-    --prefix-hit-rate a share of them keep the shared prefix (workload.py)."""
+    drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
+    --prefix-hit-rate a share of them keep the shared prefix (workload.py). A --trace file is
+    read by workload.trace_requests instead."""
     n, p, seed = req.num_requests, req.prefix_tokens or 0, req.seed
-    if req.trace:
-        try:
-            reqs = read_trace(req.trace)
-        except ValueError as exc:
-            raise CalcError(str(exc)) from None
-        reqs = reqs[:n] if n is not None else reqs
-    elif req.dataset == "random":
+    if req.dataset == "random":
         reqs = random_requests(n=n, input_len=req.random_input_len,
                                output_len=req.random_output_len, range_ratio=req.random_range_ratio,
                                prefix_tokens=p, seed=seed)
@@ -11437,11 +11433,12 @@ def resolve_request(args, parser, spec):
                      "first token's logits; no decode step runs)")
     req.requests = req.trace_rows = None
     if req.num_requests is not None or req.trace:
-        try:
-            req.requests = trace_requests(req) if req.trace else None
-        except ValueError as exc:  # the trace's own line: its file, line and field
-            parser.error(str(exc))
-        if not req.trace:
+        if req.trace:
+            try:
+                req.requests = trace_requests(req)
+            except ValueError as exc:  # the trace's own line: its file, line and field
+                parser.error(str(exc))
+        else:
             with calc_errors(parser):
                 req.requests = workload_requests(req)
     check_trace_rows(args, parser, req)
