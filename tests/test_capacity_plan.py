@@ -3,14 +3,13 @@ GPU kinds under TTFT/TPOT targets at a percentile; its answer keys, its engine c
 consistency with the simulated benchmark it is built from, and the exit-2 rules. The plan is built
 from the simulator (validated in tests/test_serving_mix.py and VALIDATION.md); no published fleet
 size was found to judge it against as a whole."""
-import contextlib
-import io
 import json
 import os
 
 import pytest
 
 import calc_inference_latency as cil
+from conftest import json_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CFG = os.path.join(HERE, "fixtures", "configs")
@@ -20,10 +19,7 @@ PLAN = L8 + ["--gpu", "a100-80gb,h100,h200", "--target-request-rate", "20", "-s"
 
 
 def run(argv):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        cil.main(argv + ["--json"])
-    return json.loads(out.getvalue())
+    return json_main(cil.main, argv)
 
 
 @pytest.fixture(scope="module")

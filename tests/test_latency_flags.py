@@ -4,14 +4,12 @@ vllm bench serve's flag spellings, the line that says a simulated run was sent m
 engine sustains, progress only for a person at a terminal, and the disaggregated table's columns.
 Bookkeeping and wording checks: the numbers behind them are judged in test_serving_mix.py and
 VALIDATION.md."""
-import contextlib
-import io
-import json
 import os
 
 import pytest
 
 import calc_inference_latency as cil
+from conftest import json_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CFG = os.path.join(HERE, "fixtures", "configs")
@@ -19,10 +17,7 @@ L8 = ["--hf_model_name_or_path", os.path.join(CFG, "llama-3.1-8b.json"), "--gpu"
 
 
 def run(argv):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        cil.main(argv + ["--json"])
-    return json.loads(out.getvalue())
+    return json_main(cil.main, argv)
 
 
 def test_a_128k_context_question_is_not_past_a_128k_model():

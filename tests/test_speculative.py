@@ -1,14 +1,12 @@
 """Speculative decoding and MTP in calc_inference_latency.py (issue 34): the expected tokens per
 verification step against Leviathan et al.'s closed form, DeepSeek-V3's measured MTP speedup at its
 stated acceptance rate, the draft's cost by method, and the exit-2 rules of the new flags."""
-import contextlib
-import io
-import json
 import os
 
 import pytest
 
 import calc_inference_latency as cil
+from conftest import json_main
 from llmcalc.serve.speculative import acceptance_rates, tokens_per_step
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -18,10 +16,7 @@ DSV3 = ["--hf_model_name_or_path", os.path.join(CFG, "deepseek-v3.json")]
 
 
 def run(argv):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        cil.main(argv + ["--json"])
-    return json.loads(out.getvalue())
+    return json_main(cil.main, argv)
 
 
 @pytest.mark.parametrize("a,k", [(0.6, 1), (0.8, 3), (0.9, 5), (0.5, 8)])
