@@ -191,8 +191,9 @@ def test_tpot_per_token_never_below_one_verification_step_at_short_outputs(capsy
                  "--speculative-method", "eagle"]
     r = run(base + ["-o", "2"])
     assert r["decode_per_token_s"] == pytest.approx(r["decode_first_step_s"], rel=1e-9)
-    long = run(base + ["-o", "400"])  # long outputs: about one step per 2.73 tokens
-    assert long["decode_per_token_s"] == pytest.approx(long["decode_first_step_s"] / 2.734,
+    long = run(base + ["-o", "400"])  # long outputs: one step per Leviathan's tokens per step
+    per_step = (1 - 0.75 ** 4) / (1 - 0.75)  # vLLM #20780's EAGLE-3 acceptance 0.75, K = 3
+    assert long["decode_per_token_s"] == pytest.approx(long["decode_first_step_s"] / per_step,
                                                        rel=0.02)
     for o in (2, 3, 5, 9, 50):
         x = run(base + ["-o", str(o)])
