@@ -106,3 +106,11 @@ def test_the_disaggregated_tables_columns_hold_on_long_layouts(capsys):
     assert len(ends) == 1, ends  # every row as wide as the header: the columns line up
     col = lines[head].index(" repl ") + len(" repl")
     assert all(r[col - 1].isdigit() and r[col] == " " for r in rows)
+
+
+@pytest.mark.parametrize("dp,c", [(2, 1), (4, 3), (1000, 1), (3, 5)])
+def test_a_closed_loop_never_runs_more_requests_than_its_clients(dp, c):
+    # -c C is C clients in all (vLLM's --max-concurrency), however many data-parallel groups serve
+    # them: with fewer clients than groups each group got one client (-dp 2 -c 1 ran 2 at once)
+    sv = run(L8 + ["-dp", str(dp), "--num-requests", "10", "-c", str(c)])["serving"]
+    assert sv["most_running"] <= c, sv["most_running"]
