@@ -240,6 +240,8 @@ def test_prices_by_gpu_kind_name_match_prices_in_order():
     ("h100=2.49,b200=5,h200=3,a100-80gb=1", "prices b200, which --gpu does not list"),
     ("h100=2.49,3.1,2", "give every price by name"),
     ("h100=2,h100-sxm=3,h200=3,a100-80gb=1", "prices h100 twice"),
+    ("h100=2=3,h200=3,a100-80gb=1", "give each named price as GPU=dollars"),  # was h100 at $3
+    ("=2,h200=3,a100-80gb=1", "give each named price as GPU=dollars"),  # was "unknown GPU ''"
 ])
 def test_prices_by_name_refused_in_one_line(prices, says, capsys):
     with pytest.raises(SystemExit):
