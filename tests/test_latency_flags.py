@@ -114,3 +114,10 @@ def test_a_closed_loop_never_runs_more_requests_than_its_clients(dp, c):
     # them: with fewer clients than groups each group got one client (-dp 2 -c 1 ran 2 at once)
     sv = run(L8 + ["-dp", str(dp), "--num-requests", "10", "-c", str(c)])["serving"]
     assert sv["most_running"] <= c, sv["most_running"]
+
+
+def test_a_dense_models_dp_groups_are_not_said_to_share_moe_layers():
+    # Llama-3.1-8B has no routed experts: its -dp groups share nothing, so the mode line names no
+    # MoE layers and no experts split over the GPUs
+    mode = run(L8 + ["-dp", "2"])["mode"]
+    assert "dp 2 = data-parallel" in mode and "MoE" not in mode and "experts" not in mode, mode

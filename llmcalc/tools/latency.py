@@ -917,7 +917,9 @@ def result_dict(spec, req, hw, t, *, bits, fmt, crit, w_bytes, cache, mem):
     return {
         "mode": (serving_mode_text(serving, s=s, o=o, tp=tp, pp=pp, stack=hw["serving_stack"], gpus=gpus)
                  if serving else mode_text(b=b, s=s, o=o, tp=tp, pp=pp, gpus=gpus))
-                + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"]),
+                + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"],
+                              moe=any(m["kind"] != "dense" for x in spec["layers"]
+                                      for m in x["mlp"])),
         "warnings": list(spec["warnings"]),
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp,
