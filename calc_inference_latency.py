@@ -8535,10 +8535,13 @@ def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
     arrival order in turn (a round-robin router). Arrivals are the trace's own times counted from
     its first (a trace starting at t = 1,000 s starts the run there, not 1,000 s of idling), or
     drawn at `rate` for all requests (benchmark_arrivals) and dealt out the same way; a closed
-    loop's clients are dealt out too, each unit's first requests sent at 0."""
+    loop's clients are dealt out too, each unit's first requests sent at 0; with fewer clients
+    than units only as many units serve (one client each), the rest stay idle."""
     import heapq  # only a simulated benchmark needs it (start-up time)
     n = len(requests)
-    if concurrency is None:
+    if concurrency is not None:
+        units = min(units, concurrency)
+    else:
         if rate is not None:
             times = benchmark_arrivals(n=n, rate=rate, arrivals=arrivals, seed=seed)
         else:
@@ -8548,7 +8551,7 @@ def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
         reqs = requests[u::units]
         if concurrency is not None:
             clients = concurrency // units + (u < concurrency % units)
-            pending = [(0.0, i) for i in range(min(max(1, clients), len(reqs)))]
+            pending = [(0.0, i) for i in range(min(clients, len(reqs)))]
         else:
             pending = [(t, i) for i, t in enumerate(times[u::units])]
             heapq.heapify(pending)
@@ -9028,11 +9031,12 @@ def _trace_number(value, *, field, where, integer, lo):
                 raise ValueError(f"{where}: {field} {text!r} is not a number") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{where}: {field} must be a number, got {value!r}")
+    hi = TRACE_LIMIT_TOKENS * (1 if integer else 1e3)
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} "
+                         f"from {lo:g} to {hi:g}, got {value!r}")
     if integer and (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"{where}: {field} must be a whole number of tokens, got {value!r}")
-    if not math.isfinite(value) or value < lo or value > TRACE_LIMIT_TOKENS * (1 if integer else 1e3):
-        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} from {lo:g} "
-                         f"up, got {value!r}")
     return int(value) if integer else float(value)
 
 
@@ -9365,16 +9369,11 @@ def simulated_run(spec, hw, req, *, tp, pp, s, o, bits, budget, run_cap, base):
 
 def workload_requests(req):
     """The requests of a --num-requests run that are not all alike, or None when they are: a
-    --trace file, a drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
-    --prefix-hit-rate a share of them keep the shared prefix (workload.py)."""
+    drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
+    --prefix-hit-rate a share of them keep the shared prefix (workload.py). A --trace file is
+    read by workload.trace_requests instead."""
     n, p, seed = req.num_requests, req.prefix_tokens or 0, req.seed
-    if req.trace:
-        try:
-            reqs = read_trace(req.trace)
-        except ValueError as exc:
-            raise CalcError(str(exc)) from None
-        reqs = reqs[:n] if n is not None else reqs
-    elif req.dataset == "random":
+    if req.dataset == "random":
         reqs = random_requests(n=n, input_len=req.random_input_len,
                                output_len=req.random_output_len, range_ratio=req.random_range_ratio,
                                prefix_tokens=p, seed=seed)
@@ -10236,6 +10235,9 @@ def gpu_prices(text, names, parser):
     if any(named) and not all(named):
         parser.error(f"--cost-per-gpu-hour {text!r}: give every price by name "
                      "(h100=2.49,h200=3.10) or none")
+    if any(x.count("=") > 1 or (n and not x.split("=")[0].strip()) for x, n in zip(items, named)):
+        parser.error(f"--cost-per-gpu-hour {text!r}: give each named price as GPU=dollars "
+                     "(h100=2.49)")
     try:
         prices = [float(x.split("=")[-1]) for x in items]
     except ValueError:
@@ -10974,19 +10976,19 @@ def gpus_text(n):
     return f"{n} GPU{'s' if n > 1 else ''}"
 
 
-def layout_text(*, dp, ep, tp, pp, hw, imbalance):
+def layout_text(*, dp, ep, tp, pp, hw, imbalance, moe=True):
     """What data-parallel attention, expert parallelism and nodes add to the mode line ('' if
-    none)."""
+    none). moe: the model has routed experts (without them the dp groups share nothing)."""
     parts = []
     if dp > 1:
         parts.append(f"dp {dp} = data-parallel attention ({dp} groups of tp {tp}, each with 1/{dp} "
-                     "of the requests and its own KV cache; the MoE layers take every group's "
-                     "tokens)")
+                     "of the requests and its own KV cache" + ("; the MoE layers take every "
+                     "group's tokens)" if moe else ")"))
     if ep > 1:
         parts.append(f"ep {ep} = expert parallel (whole experts spread over the {ep} GPUs of a "
                      "stage, tokens sent and returned by two all-to-alls per MoE layer; the "
                      f"busiest GPU carries {imbalance:.2f} x the mean expert work)")
-    elif dp > 1:
+    elif dp > 1 and moe:
         parts.append(f"experts split over all {tp * dp} GPUs of a stage (tokens all-gathered "
                      "before and reduce-scattered after each MoE layer)")
     g = hw.get("gpus_per_node")
@@ -11437,11 +11439,12 @@ def resolve_request(args, parser, spec):
                      "first token's logits; no decode step runs)")
     req.requests = req.trace_rows = None
     if req.num_requests is not None or req.trace:
-        try:
-            req.requests = trace_requests(req) if req.trace else None
-        except ValueError as exc:  # the trace's own line: its file, line and field
-            parser.error(str(exc))
-        if not req.trace:
+        if req.trace:
+            try:
+                req.requests = trace_requests(req)
+            except ValueError as exc:  # the trace's own line: its file, line and field
+                parser.error(str(exc))
+        else:
             with calc_errors(parser):
                 req.requests = workload_requests(req)
     check_trace_rows(args, parser, req)
@@ -11792,7 +11795,9 @@ def result_dict(spec, req, hw, t, *, bits, fmt, crit, w_bytes, cache, mem):
     return {
         "mode": (serving_mode_text(serving, s=s, o=o, tp=tp, pp=pp, stack=hw["serving_stack"], gpus=gpus)
                  if serving else mode_text(b=b, s=s, o=o, tp=tp, pp=pp, gpus=gpus))
-                + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"]),
+                + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"],
+                              moe=any(m["kind"] != "dense" for x in spec["layers"]
+                                      for m in x["mlp"])),
         "warnings": list(spec["warnings"]),
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp,

@@ -28,6 +28,20 @@ def run_main(main, argv):
     return res, out.getvalue(), err.getvalue()
 
 
+def json_main(main, argv):
+    """Call a script's main(argv + ["--json"]); return the JSON it printed, parsed."""
+    return json.loads(run_main(main, list(argv) + ["--json"])[1])
+
+
+def one_line_refusal(main, argv):
+    """Call main(argv) expecting a refusal: exit 2 and exactly one stderr line, no traceback;
+    return that line."""
+    code, err = exit_code_and_stderr(main, argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in lines[0], err
+    return lines[0]
+
+
 def exit_code_and_stderr(main, argv):
     """Call main(argv) expecting SystemExit; return (code, stderr)."""
     out, err = io.StringIO(), io.StringIO()

@@ -3,14 +3,13 @@ GPU kinds under TTFT/TPOT targets at a percentile; its answer keys, its engine c
 consistency with the simulated benchmark it is built from, and the exit-2 rules. The plan is built
 from the simulator (validated in tests/test_serving_mix.py and VALIDATION.md); no published fleet
 size was found to judge it against as a whole."""
-import contextlib
-import io
 import json
 import os
 
 import pytest
 
 import calc_inference_latency as cil
+from conftest import json_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CFG = os.path.join(HERE, "fixtures", "configs")
@@ -20,10 +19,7 @@ PLAN = L8 + ["--gpu", "a100-80gb,h100,h200", "--target-request-rate", "20", "-s"
 
 
 def run(argv):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        cil.main(argv + ["--json"])
-    return json.loads(out.getvalue())
+    return json_main(cil.main, argv)
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +240,8 @@ def test_prices_by_gpu_kind_name_match_prices_in_order():
     ("h100=2.49,b200=5,h200=3,a100-80gb=1", "prices b200, which --gpu does not list"),
     ("h100=2.49,3.1,2", "give every price by name"),
     ("h100=2,h100-sxm=3,h200=3,a100-80gb=1", "prices h100 twice"),
+    ("h100=2=3,h200=3,a100-80gb=1", "give each named price as GPU=dollars"),  # was h100 at $3
+    ("=2,h200=3,a100-80gb=1", "give each named price as GPU=dollars"),  # was "unknown GPU ''"
 ])
 def test_prices_by_name_refused_in_one_line(prices, says, capsys):
     with pytest.raises(SystemExit):

@@ -94,7 +94,8 @@ def test_moe_decode_steps_are_not_an_average():
     (~6%), as the simulation does, and their mean is TPOT."""
     st = serving(base("qwen3-30b-a3b", "h200") + ["-c", "16"])
     assert 0 < st["prompt_step_share"] < 0.1
-    assert st["tpot_s"] < 0.0185
+    sim = serving(base("qwen3-30b-a3b", "h200") + ["-c", "16", "--num-requests", "300"])
+    assert near(st["tpot_s"], sim["tpot_s"]), (st["tpot_s"], sim["tpot_s"])
 
 
 def test_equal_lengths_closed_loop_runs_in_waves():

@@ -5,8 +5,6 @@ and a property test (hypothesis) that the tokens served are the trace's tokens u
 
 These are bookkeeping checks (a trace's own rows are the reference: its token counts, its
 arrival span); the timing model they run through is judged in test_serving_mix.py."""
-import contextlib
-import io
 import json
 import os
 
@@ -14,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import calc_inference_latency as cil
+from conftest import json_main, one_line_refusal
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CFG = os.path.join(HERE, "fixtures", "configs")
@@ -22,18 +21,11 @@ MIXTRAL = ["--hf_model_name_or_path", os.path.join(CFG, "mixtral-8x7b.json"), "-
 
 
 def run(argv):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        cil.main(argv + ["--json"])
-    return json.loads(out.getvalue())
+    return json_main(cil.main, argv)
 
 
-def refused(argv, capsys):
-    with pytest.raises(SystemExit) as exc:
-        cil.main(argv)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
+def refused(argv):
+    return one_line_refusal(cil.main, argv)
 
 
 def write_jsonl(path, rows):
@@ -115,12 +107,12 @@ def test_a_trace_starting_late_is_timed_from_its_first_arrival(tmp_path):
 
 
 # --- a trace's rows, its length and the flags beside it ------------------------------------------
-def test_num_requests_takes_the_first_rows_and_never_more_than_the_trace(tmp_path, capsys):
+def test_num_requests_takes_the_first_rows_and_never_more_than_the_trace(tmp_path):
     ten = write_jsonl(tmp_path / "ten.jsonl", rows(10))
     assert run(L8 + ["--trace", ten, "--num-requests", "4"])["serving"]["num_requests"] == 4
     # issue 44: a 10-row trace with --num-requests 2000 reported 2,000 requests (or was capped
     # silently)
-    line = refused(L8 + ["--trace", ten, "--num-requests", "2000"], capsys)
+    line = refused(L8 + ["--trace", ten, "--num-requests", "2000"])
     assert "more than the trace's 10 requests" in line
 
 
@@ -149,16 +141,16 @@ def test_a_capacity_plan_reads_every_row_of_a_trace(tmp_path):
     (["--prefix-hit-rate", "0.5"], "--prefix-hit-rate would do nothing: no row"),
     (["--host-kv-cache-gib", "8"], "--host-kv-cache-gib would do nothing: no row"),
 ])
-def test_every_flag_beside_a_trace_is_used_or_refused(tmp_path, capsys, extra, says):
+def test_every_flag_beside_a_trace_is_used_or_refused(tmp_path, extra, says):
     path = write_jsonl(tmp_path / "t.jsonl", rows(5))
-    assert says in refused(L8 + ["--trace", path] + extra, capsys)
+    assert says in refused(L8 + ["--trace", path] + extra)
 
 
 @pytest.mark.parametrize("mix", [["--dataset", "random", "--num-requests", "20", "-c", "4"],
                                  ["--dataset", "sharegpt", "--num-requests", "20", "-c", "4"]])
-def test_lengths_beside_a_dataset_are_refused(capsys, mix):
+def test_lengths_beside_a_dataset_are_refused(mix):
     # issue 44: -s/-o were ignored silently beside a --dataset (it draws its own lengths)
-    assert "would do nothing beside --dataset" in refused(L8 + mix + ["-s", "2000"], capsys)
+    assert "would do nothing beside --dataset" in refused(L8 + mix + ["-s", "2000"])
 
 
 @pytest.mark.parametrize("argv,says", [
@@ -167,10 +159,10 @@ def test_lengths_beside_a_dataset_are_refused(capsys, mix):
     (["--gpu", ""], "--gpu is empty"),
     (["--gpu", "", "--target-request-rate", "5", "--max-tpot-ms", "30"], "--gpu is empty"),
 ])
-def test_empty_names_are_refused_not_read_as_absent(capsys, argv, says):
+def test_empty_names_are_refused_not_read_as_absent(argv, says):
     # issue 44: --trace '' answered a static batch, --gpu '' the default GPU
     base = [a for a in L8 if a not in ("--gpu", "h100")]
-    assert says in refused(base + argv, capsys)
+    assert says in refused(base + argv)
 
 
 # --- CSV and JSON columns matched exactly ------------------------------------------------------
@@ -185,10 +177,10 @@ HEADER = "arrival_s,input_tokens,output_tokens"
     (HEADER + "\n0,100\n", "2 fields under a header of 3"),
     ("arrival,input_tokens,output_tokens\n0,100,10\n", "'arrival', which a trace does not have"),
 ])
-def test_csv_columns_are_matched_exactly(tmp_path, capsys, text, says):
+def test_csv_columns_are_matched_exactly(tmp_path, text, says):
     path = tmp_path / "t.csv"
     path.write_text(text)
-    assert says in refused(L8 + ["--trace", str(path)], capsys)
+    assert says in refused(L8 + ["--trace", str(path)])
 
 
 def test_a_spreadsheets_byte_order_mark_is_read(tmp_path):
@@ -206,20 +198,20 @@ def test_a_spreadsheets_byte_order_mark_is_read(tmp_path):
      "names the column 'input_tokens' twice"),
     ("[" * 100_000 + "]" * 100_000, "line 1"),
 ])
-def test_json_lines_keys_are_matched_exactly(tmp_path, capsys, line, says):
+def test_json_lines_keys_are_matched_exactly(tmp_path, line, says):
     path = tmp_path / "t.jsonl"
     path.write_text(line + "\n")
-    assert says in refused(L8 + ["--trace", str(path)], capsys)
+    assert says in refused(L8 + ["--trace", str(path)])
 
 
-def test_what_is_not_a_trace_file_is_named_as_what_it_is(tmp_path, capsys):
-    assert "a folder, not a file" in refused(L8 + ["--trace", str(tmp_path)], capsys)
+def test_what_is_not_a_trace_file_is_named_as_what_it_is(tmp_path):
+    assert "a folder, not a file" in refused(L8 + ["--trace", str(tmp_path)])
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
-    assert "not a regular file" in refused(L8 + ["--trace", str(fifo)], capsys)
+    assert "not a regular file" in refused(L8 + ["--trace", str(fifo)])
     huge = tmp_path / "big.csv"
     huge.write_text(HEADER + "\n" + "0,100," + "1" * 200_000 + "\n")
-    assert "not a CSV row" in refused(L8 + ["--trace", str(huge)], capsys)
+    assert "not a CSV row" in refused(L8 + ["--trace", str(huge)])
 
 
 def test_the_row_cap_keeps_a_huge_trace_bounded(tmp_path):

@@ -154,18 +154,13 @@ def simulated_run(spec, hw, req, *, tp, pp, s, o, bits, budget, run_cap, base):
 
 def workload_requests(req):
     """The requests of a --num-requests run that are not all alike, or None when they are: a
-    --trace file, a drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
-    --prefix-hit-rate a share of them keep the shared prefix (workload.py)."""
-    from .workload import (apply_hit_rate, fixed_requests, random_requests, read_trace,
+    drawn --dataset (random, sharegpt), or a shared --prefix-tokens prefix; with
+    --prefix-hit-rate a share of them keep the shared prefix (workload.py). A --trace file is
+    read by workload.trace_requests instead."""
+    from .workload import (apply_hit_rate, fixed_requests, random_requests,
         sharegpt_requests)  # only a mix needs them
     n, p, seed = req.num_requests, req.prefix_tokens or 0, req.seed
-    if req.trace:
-        try:
-            reqs = read_trace(req.trace)
-        except ValueError as exc:
-            raise CalcError(str(exc)) from None
-        reqs = reqs[:n] if n is not None else reqs
-    elif req.dataset == "random":
+    if req.dataset == "random":
         reqs = random_requests(n=n, input_len=req.random_input_len,
                                output_len=req.random_output_len, range_ratio=req.random_range_ratio,
                                prefix_tokens=p, seed=seed)

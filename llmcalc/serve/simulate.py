@@ -316,10 +316,13 @@ def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
     arrival order in turn (a round-robin router). Arrivals are the trace's own times counted from
     its first (a trace starting at t = 1,000 s starts the run there, not 1,000 s of idling), or
     drawn at `rate` for all requests (benchmark_arrivals) and dealt out the same way; a closed
-    loop's clients are dealt out too, each unit's first requests sent at 0."""
+    loop's clients are dealt out too, each unit's first requests sent at 0; with fewer clients
+    than units only as many units serve (one client each), the rest stay idle."""
     import heapq  # only a simulated benchmark needs it (start-up time)
     n = len(requests)
-    if concurrency is None:
+    if concurrency is not None:
+        units = min(units, concurrency)
+    else:
         if rate is not None:
             times = benchmark_arrivals(n=n, rate=rate, arrivals=arrivals, seed=seed)
         else:
@@ -329,7 +332,7 @@ def _unit_arrivals(requests, *, concurrency, units, rate, arrivals, seed):
         reqs = requests[u::units]
         if concurrency is not None:
             clients = concurrency // units + (u < concurrency % units)
-            pending = [(0.0, i) for i in range(min(max(1, clients), len(reqs)))]
+            pending = [(0.0, i) for i in range(min(clients, len(reqs)))]
         else:
             pending = [(t, i) for i, t in enumerate(times[u::units])]
             heapq.heapify(pending)

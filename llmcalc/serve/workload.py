@@ -135,11 +135,12 @@ def _trace_number(value, *, field, where, integer, lo):
                 raise ValueError(f"{where}: {field} {text!r} is not a number") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{where}: {field} must be a number, got {value!r}")
+    hi = TRACE_LIMIT_TOKENS * (1 if integer else 1e3)
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} "
+                         f"from {lo:g} to {hi:g}, got {value!r}")
     if integer and (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"{where}: {field} must be a whole number of tokens, got {value!r}")
-    if not math.isfinite(value) or value < lo or value > TRACE_LIMIT_TOKENS * (1 if integer else 1e3):
-        raise ValueError(f"{where}: {field} must be {'an integer' if integer else 'a number'} from {lo:g} "
-                         f"up, got {value!r}")
     return int(value) if integer else float(value)
 
 

@@ -559,11 +559,12 @@ def resolve_request(args, parser, spec):
     if req.num_requests is not None or req.trace:
         from ..serve.engine import workload_requests  # only a benchmark run
         from ..serve.workload import trace_requests
-        try:
-            req.requests = trace_requests(req) if req.trace else None
-        except ValueError as exc:  # the trace's own line: its file, line and field
-            parser.error(str(exc))
-        if not req.trace:
+        if req.trace:
+            try:
+                req.requests = trace_requests(req)
+            except ValueError as exc:  # the trace's own line: its file, line and field
+                parser.error(str(exc))
+        else:
             with calc_errors(parser):
                 req.requests = workload_requests(req)
     check_trace_rows(args, parser, req)
@@ -916,7 +917,9 @@ def result_dict(spec, req, hw, t, *, bits, fmt, crit, w_bytes, cache, mem):
     return {
         "mode": (serving_mode_text(serving, s=s, o=o, tp=tp, pp=pp, stack=hw["serving_stack"], gpus=gpus)
                  if serving else mode_text(b=b, s=s, o=o, tp=tp, pp=pp, gpus=gpus))
-                + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"]),
+                + layout_text(dp=dp, ep=ep, tp=tp, pp=pp, hw=hw, imbalance=first["ep_imbalance"],
+                              moe=any(m["kind"] != "dense" for x in spec["layers"]
+                                      for m in x["mlp"])),
         "warnings": list(spec["warnings"]),
         "model": spec_summary(spec), "batch_size": b, "prompt_tokens": s, "output_tokens": o,
         "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp,

@@ -88,6 +88,9 @@ def gpu_prices(text, names, parser):
     if any(named) and not all(named):
         parser.error(f"--cost-per-gpu-hour {text!r}: give every price by name "
                      "(h100=2.49,h200=3.10) or none")
+    if any(x.count("=") > 1 or (n and not x.split("=")[0].strip()) for x, n in zip(items, named)):
+        parser.error(f"--cost-per-gpu-hour {text!r}: give each named price as GPU=dollars "
+                     "(h100=2.49)")
     try:
         prices = [float(x.split("=")[-1]) for x in items]
     except ValueError:

@@ -326,19 +326,19 @@ def gpus_text(n):
     return f"{n} GPU{'s' if n > 1 else ''}"
 
 
-def layout_text(*, dp, ep, tp, pp, hw, imbalance):
+def layout_text(*, dp, ep, tp, pp, hw, imbalance, moe=True):
     """What data-parallel attention, expert parallelism and nodes add to the mode line ('' if
-    none)."""
+    none). moe: the model has routed experts (without them the dp groups share nothing)."""
     parts = []
     if dp > 1:
         parts.append(f"dp {dp} = data-parallel attention ({dp} groups of tp {tp}, each with 1/{dp} "
-                     "of the requests and its own KV cache; the MoE layers take every group's "
-                     "tokens)")
+                     "of the requests and its own KV cache" + ("; the MoE layers take every "
+                     "group's tokens)" if moe else ")"))
     if ep > 1:
         parts.append(f"ep {ep} = expert parallel (whole experts spread over the {ep} GPUs of a "
                      "stage, tokens sent and returned by two all-to-alls per MoE layer; the "
                      f"busiest GPU carries {imbalance:.2f} x the mean expert work)")
-    elif dp > 1:
+    elif dp > 1 and moe:
         parts.append(f"experts split over all {tp * dp} GPUs of a stage (tokens all-gathered "
                      "before and reduce-scattered after each MoE layer)")
     g = hw.get("gpus_per_node")
