@@ -15,8 +15,8 @@ from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_activation_by
     layout_chunk_layers, layout_split, pipeline_split_error, stage_params_per_rank, stored_layer_bytes,
     suggest_pipeline_split)
 from .offload import evaluate_layout, layer_offload_exposed_s, layout_memory
-from .step import (LAYER_COST_KEYS, dp_sync_times_s, head_and_embedding_s, layer_cost, optimizer_s,
-    pass_times_s)
+from .dp_sync import dp_sync_times_s
+from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s, pass_times_s
 
 
 def sequence_flops(spec, *, seq_len):
