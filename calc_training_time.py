@@ -8195,8 +8195,9 @@ def build_net(*, intra_bytes_per_s, inter_bytes_per_s, in_network_reduction, int
 
 # ======== llmcalc/train/dp_sync.py ================================================================
 # Data-parallel gradient and weight synchronisation of one pipeline stage: the collectives every
-# stack pays (Megatron-LM, PyTorch DDP/FSDP, DeepSpeed), timed by calc_comm.py's model; each stack's
-# overlap and exposure rules live with the stack (step.dp_exposed_s, deepspeed.deepspeed_dp_exposed_s).
+# stack pays (Megatron-LM, PyTorch DDP/FSDP, DeepSpeed), timed by calc_comm.py's model. Each
+# stack's overlap and exposure rules live with it (step.dp_exposed_s,
+# deepspeed.deepspeed_dp_exposed_s).
 
 def comm_time_s(op, nbytes, *, n, stride, net, gpus_per_node):
     """One collective of `nbytes` over a group of n ranks spaced `stride` apart (calc_comm.py's

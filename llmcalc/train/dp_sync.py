@@ -1,6 +1,7 @@
 """Data-parallel gradient and weight synchronisation of one pipeline stage: the collectives every
-stack pays (Megatron-LM, PyTorch DDP/FSDP, DeepSpeed), timed by calc_comm.py's model; each stack's
-overlap and exposure rules live with the stack (step.dp_exposed_s, deepspeed.deepspeed_dp_exposed_s)."""
+stack pays (Megatron-LM, PyTorch DDP/FSDP, DeepSpeed), timed by calc_comm.py's model. Each
+stack's overlap and exposure rules live with it (step.dp_exposed_s,
+deepspeed.deepspeed_dp_exposed_s)."""
 
 from ..comm.collectives import collective_time_s, group_placement
 
