@@ -9829,9 +9829,9 @@ def check_layout(spec, lay):
         return f"--num-gpus {n} is not divisible by tp x pp x cp = {tp * pp * cp}"
     dp = n // (tp * pp * cp)
     L = spec["num_layers"]
-    if pp > L:
-        return f"--pipeline-parallel-size {pp} exceeds the {L} layers"
     split = layout_split(lay)
+    if pp > L + bool(split[2]) + bool(split[3]):  # the embedding/loss may fill a stage of their own
+        return f"--pipeline-parallel-size {pp} exceeds the {L} layers"
     why = pipeline_split_error(num_layers=L, pp=pp, vp=vp, first=split[0], last=split[1], embedding_in_split=split[2],
                                loss_in_split=split[3])
     if why:
