@@ -10,7 +10,7 @@ import calc_comm
 import calc_training_time as T
 import calc_transformer_flops
 import calc_transformer_mem
-from conftest import config_path
+from conftest import config_path, exit_code_and_stderr, run_main
 
 
 def run(argv, capsys=None):
@@ -328,6 +328,19 @@ def test_an_unstated_uneven_pipeline_split_is_applied_and_said(capsys):
     first = run("-pp 5 -l 44 --num-gpus 5 --decoder-first-pipeline-num-layers 4".split(), capsys)
     assert first["layout"]["decoder_first_pipeline_num_layers"] == 4
     assert "pipeline_split_applied" not in first
+
+
+def test_a_stage_of_only_the_embedding_is_a_layout_as_in_calc_transformer_mem(capsys):
+    # Megatron-LM's --account-for-embedding-in-pipeline-split counts the embedding as a layer, so
+    # 1 layer + the embedding fill pp 2 (stage 0: the embedding alone); calc_transformer_mem.py
+    # answered this layout; calc_training_time.py refused "pp 2 exceeds the 1 layers"
+    argv = "-l 1 -hs 1024 -a 8 -s 1024 -pp 2 --num-gpus 2 --account-for-embedding-in-pipeline-split"
+    res = run(argv.split(), capsys)
+    assert res["step_time_s"] > 0
+    mem, _, _ = run_main(calc_transformer_mem.main, argv.split())
+    assert [st["stage_layers"] for st in mem["stages"]] == [0, 1]
+    code, err = exit_code_and_stderr(T.main, "-l 1 -hs 1024 -a 8 -pp 4 --num-gpus 4".split())
+    assert code == 2 and "exceeds the 1 layers" in err  # 1 layer + embedding + loss: 3 stages
 
 
 @pytest.mark.parametrize("argv,text", [

@@ -47,6 +47,16 @@ def test_a_closed_stdout_is_one_line_and_exit_2(command):
     _one_line_error(p, "cannot write the output: standard output is closed")
 
 
+@pytest.mark.parametrize("words", ["", "--help", "--version"])
+def test_python_m_llmcalc_own_answers_into_a_reader_that_quit(words):
+    """python -m llmcalc's tool list and version (not a tool's output) piped into a reader that
+    has already gone: quiet, status 141, as every tool's output (was a BrokenPipeError
+    traceback)."""
+    p = _run(["bash", "-c", f"{sys.executable} -m llmcalc {words} | true; "
+                            "exit ${PIPESTATUS[0]}"])
+    assert p.returncode in (0, 141) and p.stderr == "", p.stderr[-800:]
+
+
 # --- an output encoding that cannot hold the path ------------------------------------------------
 def test_ascii_output_with_a_non_ascii_config_path(tmp_path):
     folder = tmp_path / "mödel-ü"

@@ -139,7 +139,7 @@ def test_latency_stderr_is_empty_on_a_plain_run_and_notes_come_with_verbose():
     _, _, err = run_main(calc_inference_latency.main, [])
     assert err == ""
     _, _, err = run_main(calc_inference_latency.main, ["--verbose"])
-    assert err.startswith("note: compute efficiency 0.647")
+    assert err.startswith("note: compute efficiency ")  # the note, not our constant's value
 
 
 # --- 3. a 128k question is a 128k context ---------------------------------------------------------

@@ -25,7 +25,7 @@ Read from deepspeedai/DeepSpeed (@edaa722, 2026-08):
   offload_param (stage 3) keeps the 16-bit weights on the host, fetched per module.
 """
 
-from ..comm.collectives import collective_time_s, group_placement
+from .dp_sync import dp_sync_times_s
 
 
 DEEPSPEED = "deepspeed"
@@ -38,13 +38,6 @@ REDUCE_BUCKET_ELEMENTS = 5e8
 NVME_OPTIMIZER_BYTES_PER_PARAM = 2 * 12
 
 
-def _coll(op, nbytes, *, n, stride, net, gpus_per_node):
-    if n <= 1 or nbytes <= 0:
-        return 0.0
-    g, _ = group_placement(size=n, stride=stride, gpus_per_node=gpus_per_node)
-    return collective_time_s(op=op, size_bytes=nbytes, n=n, gpus_per_node=g, net=net)["time_s"]
-
-
 def deepspeed_dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     """(exposed seconds per step, the slowest stage's reduction seconds) of DeepSpeed's gradient
     reduction and weight gather (module docstring). Per stage, over its dp x cp replicas (stride
@@ -54,22 +47,13 @@ def deepspeed_dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net):
     last micro-batch; stage 2 and 3 every micro-batch; beside that backward with overlap_comm (the
     last bucket exposed, or what outlasts the backward), else exposed. ZeRO 1/2 then all-gather the
     updated 16-bit weights after the step, exposed."""
-    dp, cp, tp, zero, m = lay["dp"], lay["cp"], lay["tp"], lay["zero_stage"], lay["num_microbatches"]
-    n = dp * cp
-    if n <= 1:
+    zero, m = lay["zero_stage"], lay["num_microbatches"]
+    if lay["dp"] * lay["cp"] <= 1:
         return 0.0, 0.0
-    G = lay["gpus_per_node"]
     mean_b = sum(stage_bwd_s) / len(stage_bwd_s)
     worst, t_sync_max = 0.0, 0.0
     for i, (dense, expert) in enumerate(params_by_stage):
-        red = gather = 0.0
-        for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
-            if p <= 0 or size <= 1:
-                continue
-            op = "all_reduce" if zero == 0 else "reduce_scatter"
-            red += _coll(op, p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-            if zero in (1, 2):
-                gather += _coll("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
+        red, gather = dp_sync_times_s(dense, expert, lay=lay, net=net)
         if lay["pp"] > 1:
             exposed = red - i * mean_b
         else:

@@ -265,6 +265,11 @@ def pipeline_split_hint(*, num_layers, pp, vp):
     return ", or ".join(hints)
 
 
+def _layers(n):
+    """'1 layer', '7 layers': a count of layers in words."""
+    return f"{n} layer{'s' if n != 1 else ''}"
+
+
 def implied_pipeline_split(num_layers, lay):
     """(layout changes, a sentence) for a pipeline whose pp x vp chunks do not divide the layers
     and whose split no flag states: the search's uneven split (memory.suggest_pipeline_split,
@@ -279,8 +284,8 @@ def implied_pipeline_split(num_layers, lay):
     if sug:
         f, q, la = sug
         return ({"decoder_first_pipeline_num_layers": f, "decoder_last_pipeline_num_layers": la},
-                f"{L} layers on pp {pp} x vp {vp}: Megatron-LM's uneven split applied, {f} "
-                f"layers on the first stage, {q} on each middle one, {la} on the last "
+                f"{_layers(L)} on pp {pp} x vp {vp}: Megatron-LM's uneven split applied, "
+                f"{_layers(f)} on the first stage, {q} on each middle one, {la} on the last "
                 f"(--decoder-first-pipeline-num-layers {f} "
                 f"--decoder-last-pipeline-num-layers {la})")
     for emb, loss in ((True, False), (True, True)):
@@ -289,7 +294,7 @@ def implied_pipeline_split(num_layers, lay):
                 " --account-for-loss-in-pipeline-split" if loss else "")
             return ({"account_for_embedding_in_pipeline_split": emb,
                      "account_for_loss_in_pipeline_split": loss},
-                    f"{L} layers on pp {pp} x vp {vp}: the embedding"
+                    f"{_layers(L)} on pp {pp} x vp {vp}: the embedding"
                     f"{' and the loss' if loss else ''} counted as layers of the split "
                     f"({L + emb + loss} = {pp} x {vp} x {(L + emb + loss) // (pp * vp)}; {flags}, "
                     "as Megatron-Bridge's recipes state)")

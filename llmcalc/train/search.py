@@ -15,8 +15,8 @@ from .memory import (OFFLOAD_WEIGHT_BYTES, all_stage_layers, layer_activation_by
     layout_chunk_layers, layout_split, pipeline_split_error, stage_params_per_rank, stored_layer_bytes,
     suggest_pipeline_split)
 from .offload import evaluate_layout, layer_offload_exposed_s, layout_memory
-from .step import (LAYER_COST_KEYS, dp_sync_times_s, head_and_embedding_s, layer_cost, optimizer_s,
-    pass_times_s)
+from .dp_sync import dp_sync_times_s
+from .step import LAYER_COST_KEYS, head_and_embedding_s, layer_cost, optimizer_s, pass_times_s
 
 
 def sequence_flops(spec, *, seq_len):
@@ -50,9 +50,9 @@ def check_layout(spec, lay):
         return f"--num-gpus {n} is not divisible by tp x pp x cp = {tp * pp * cp}"
     dp = n // (tp * pp * cp)
     L = spec["num_layers"]
-    if pp > L:
-        return f"--pipeline-parallel-size {pp} exceeds the {L} layers"
     split = layout_split(lay)
+    if pp > L + bool(split[2]) + bool(split[3]):  # the embedding/loss may fill a stage of their own
+        return f"--pipeline-parallel-size {pp} exceeds the {L} layers"
     why = pipeline_split_error(num_layers=L, pp=pp, vp=vp, first=split[0], last=split[1], embedding_in_split=split[2],
                                loss_in_split=split[3])
     if why:

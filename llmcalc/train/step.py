@@ -2,7 +2,6 @@
 overlaps, the pipeline schedule, data-parallel and FSDP exposure, the optimizer, and memory;
 evaluate() puts them together."""
 
-from ..comm.collectives import collective_time_s, group_placement
 from ..model.formulas import (attention_core_flops, attention_head_dims, expected_real_experts, mla_q_macs_per_token,
     mlp_flops_per_token, query_key_pairs)
 from ..model.sharding import attention_on_rank, mlp_on_rank
@@ -16,6 +15,7 @@ from .kernels import (APEX_LAYERNORM_2021, COMPILE_LAYER_FACTOR, FP8_CAST_BYTES_
     LEGACY_MEGATRON, OPTIMIZER_STEP_BYTES, eager_framework, eager_grad_kernels_bytes,
     eager_kernels_time_s, eager_layer_kernels, eager_loss_kernels, eager_norm_kernels, gemm_time_s,
     grad_path, linear_times_s, memory_time_s)
+from .dp_sync import comm_time_s, dp_sync_times_s
 from .deepspeed import (DEEPSPEED, deepspeed_dp_exposed_s, deepspeed_p2p_factor, offload_optimizer_s,
     offload_param_fetch_s)
 from .moe import FP8_SCALE_BYTES_PER_VALUE, deepep_time_s
@@ -417,15 +417,6 @@ def _fused_memory_bound_s(w, layer, *, h, lay, hw):
 # Communication of one layer, one micro-batch (the collectives of calc_comm.py, copied above)
 # ------------------------------------------------------------------------------------------------
 
-def comm_time_s(op, nbytes, *, n, stride, net, gpus_per_node):
-    """One collective of `nbytes` over a group of n ranks spaced `stride` apart (calc_comm.py's
-    collective_time_s with its group_placement)."""
-    if n <= 1 or nbytes <= 0:
-        return 0.0
-    g, _ = group_placement(size=n, stride=stride, gpus_per_node=gpus_per_node)
-    return collective_time_s(op=op, size_bytes=nbytes, n=n, gpus_per_node=g, net=net)["time_s"]
-
-
 def _hidden(comm, compute, slowdown):
     """Exposed time of `comm` run beside `compute`, and the compute slowdown while both run
     (OVERLAP_SLOWDOWN x the overlapped time, Lee et al. 2025)."""
@@ -663,24 +654,6 @@ def pipeline_time_s(stage_s, *, m, vp):
     if p == 1:
         return m * t_max
     return m * t_max + (p - 1) * (sum(stage_s) / p) / vp
-
-
-def dp_sync_times_s(dense, expert, *, lay, net):
-    """(gradient reduction, ZeRO-1/2 weight gather) seconds of one stage holding `dense` and
-    `expert` weights per rank: over its dp x cp replicas (stride tp; expert weights over dp x cp /
-    ep), ZeRO 0 all-reduce, 1-3 reduce-scatter in the gradient dtype; ZeRO 1-2 all-gather the
-    updated 16-bit weights."""
-    dp, cp, tp, zero, G = lay["dp"], lay["cp"], lay["tp"], lay["zero_stage"], lay["gpus_per_node"]
-    n = dp * cp
-    t = ag = 0.0
-    for p, size, stride in ((dense, n, tp), (expert, n // lay["ep"], tp * cp * lay["ep"])):
-        if p <= 0 or size <= 1:
-            continue
-        op = "all_reduce" if zero == 0 else "reduce_scatter"
-        t += comm_time_s(op, p * lay["grad_bytes"], n=size, stride=stride, net=net, gpus_per_node=G)
-        if zero in (1, 2):
-            ag += comm_time_s("all_gather", p * 2, n=size, stride=stride, net=net, gpus_per_node=G)
-    return t, ag
 
 
 def dp_exposed_s(*, params_by_stage, stage_bwd_s, lay, net, stage_fwd_s=None):
